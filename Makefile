@@ -1,0 +1,142 @@
+# tfg: the compiler tfgc and its runtime libtfg.
+#
+#   make run      install missing packages, build, run examples/hello.tfg
+#   make test     install missing packages, build, run every test
+#   make bench    benchmarks (not part of test)
+#   make asan     build/asan/tfgc with AddressSanitizer + UBSan
+#   make golden-update [AREA=..] [T=..]   rewrite golden files for review
+
+CC          ?= cc
+LLVM_CONFIG ?= llvm-config-19
+BUILD       ?= build
+SAN         ?=
+
+# Debian 12 packages the build and the tests need.
+PKGS = gcc make libc6-dev re2c lemon llvm-19-dev libopenblas-dev libnng-dev \
+       libzstd-dev python3 python3-numpy
+
+OPT     ?= -O2
+WARN     = -Wall -Wextra -Wpedantic
+CFLAGS   = -std=c11 -D_GNU_SOURCE $(OPT) -g $(WARN) -fvisibility=hidden \
+           -I. -I$(BUILD) $(SANFLAGS)
+ifeq ($(SAN),1)
+SANFLAGS = -fsanitize=address,undefined -fno-omit-frame-pointer \
+           -fno-sanitize-recover=undefined
+endif
+LLVM_INC = -I$(shell $(LLVM_CONFIG) --includedir)
+LLVM_LIB = -L$(shell $(LLVM_CONFIG) --libdir) -lLLVM-19
+LDLIBS   = $(LLVM_LIB) -lnng -lopenblas -lpthread -ldl -lm
+
+LANG_SRC     = $(wildcard lang/*.c)
+COMPILER_SRC = $(filter-out compiler/main.c,$(wildcard compiler/*.c))
+CODEGEN_SRC  = $(wildcard codegen/*.c)
+RUNTIME_SRC  = $(wildcard runtime/*.c) $(wildcard stdlib/*.c)
+GEN_SRC      = $(BUILD)/lang/lex.c $(BUILD)/lang/parse.c
+
+obj = $(patsubst %.c,$(BUILD)/%.o,$(1))
+LANG_OBJ     = $(call obj,$(LANG_SRC)) $(BUILD)/lang/lex.o $(BUILD)/lang/parse.o
+COMPILER_OBJ = $(call obj,$(COMPILER_SRC))
+CODEGEN_OBJ  = $(call obj,$(CODEGEN_SRC))
+RUNTIME_OBJ  = $(call obj,$(RUNTIME_SRC))
+
+UNIT_SRC = $(wildcard tests/unit/*_test.c)
+UNIT_BIN = $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
+
+.PHONY: all run test deps unit golden golden-update integration asan bench \
+        lint 80 clean static
+all: tfgc $(BUILD)/libtfg.a
+
+tfgc: $(BUILD)/tfgc
+	cp $< $@.tmp && mv -f $@.tmp $@
+
+$(BUILD)/tfgc: $(BUILD)/compiler/main.o $(BUILD)/libtfgc.a $(BUILD)/libtfg.a
+	$(CC) $(SANFLAGS) -rdynamic -o $@ $^ $(LDLIBS)
+
+$(BUILD)/libtfg.a: $(RUNTIME_OBJ)
+	rm -f $@; ar rcs $@ $^
+
+$(BUILD)/libtfgc.a: $(LANG_OBJ) $(COMPILER_OBJ) $(CODEGEN_OBJ)
+	rm -f $@; ar rcs $@ $^
+
+# Generated front end: never committed.
+$(BUILD)/lang/parse.c $(BUILD)/lang/parse.h: lang/parse.y
+	@mkdir -p $(BUILD)/lang
+	lemon -q -d$(BUILD)/lang lang/parse.y
+$(BUILD)/lang/lex.c: lang/lex.re
+	@mkdir -p $(BUILD)/lang
+	re2c -W --no-generation-date -o $@ lang/lex.re
+# The generated parser gets only the exemptions it needs.
+$(BUILD)/lang/parse.o: CFLAGS += -Wno-unused-parameter -Wno-unused-variable \
+                                 -Wno-type-limits -Wno-pedantic
+$(BUILD)/lang/lex.o: CFLAGS += -Wno-unused-label
+
+$(LANG_OBJ) $(COMPILER_OBJ): $(BUILD)/lang/parse.h
+
+$(BUILD)/codegen/%.o: CFLAGS += $(LLVM_INC)
+$(BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -MMD -MP -c -o $@ $<
+$(BUILD)/lang/%.o: $(BUILD)/lang/%.c
+	$(CC) $(CFLAGS) -MMD -MP -c -o $@ $<
+
+$(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libtfgc.a $(BUILD)/libtfg.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LLVM_INC) -o $@ $^ $(LDLIBS)
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
+
+# ------------------------------------------------------------ set-up, tests
+
+deps:
+	@missing=""; for p in $(PKGS); do \
+		dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+		echo "make: installing$$missing"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+			apt-get install -y -qq $$missing >/dev/null || exit 1; \
+	fi
+
+run: deps
+	$(MAKE) all
+	./tfgc run examples/hello.tfg
+
+test: deps
+	$(MAKE) all
+	$(MAKE) unit golden integration asan lint
+
+unit: $(UNIT_BIN)
+	@sh tests/unit/run.sh $(UNIT_BIN)
+
+golden: tfgc
+	@sh tests/golden/run.sh
+
+golden-update: tfgc
+	@UPDATE=1 sh tests/golden/run.sh $(AREA) $(T); \
+	git status --short tests/golden
+
+integration: tfgc
+	@sh tests/integration/run.sh
+
+# The error cases (and the runtime's unit tests) again under ASan + UBSan.
+asan:
+	$(MAKE) BUILD=build/asan SAN=1 OPT=-O1 build/asan/tfgc
+	@TFGC=build/asan/tfgc ASAN_OPTIONS=detect_leaks=1 \
+		sh tests/golden/run.sh errors tokens ast
+
+bench: tfgc $(BUILD)/bench/nng_rtt
+	@sh bench/run.sh
+
+$(BUILD)/bench/nng_rtt: bench/nng_rtt.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $< -lnng -lpthread
+
+# No include may go upward: runtime/ and stdlib/ see only themselves,
+# lang/ sees no compiler/ or codegen/, compiler/ no codegen/.
+lint:
+	@sh tests/lint.sh
+
+80:
+	@grep -n '.\{81,\}' $$(git ls-files '*.c' '*.h' '*.re' '*.y') || true
+
+clean:
+	rm -rf build tfgc

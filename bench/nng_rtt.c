@@ -1,0 +1,162 @@
+/*
+ * bench/nng_rtt.c: the round trip of a bare nng req0/rep0 pair over
+ * tcp://127.0.0.1 with 64-byte messages: the reference a tfg step that
+ * crosses tasks is compared against (one START out, one tensor back).
+ *
+ *     nng_rtt [N] [--thread]
+ *
+ * By default the replier is a separate process (fork + exec of this
+ * binary with --rep URL, as tfg's tasks are); --thread puts it on a thread
+ * of this process instead.  Prints the median and mean in microseconds.
+ * Messages are built in place (nng_msg_alloc) and reused on both sides.
+ */
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <netinet/in.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <nng/nng.h>
+#include <nng/protocol/reqrep0/rep.h>
+#include <nng/protocol/reqrep0/req.h>
+
+#define MSG_SIZE 64
+
+static double
+now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec * 1e-3;
+}
+
+static void
+die(const char *what, int rv)
+{
+	fprintf(stderr, "nng_rtt: %s: %s\n", what, nng_strerror(rv));
+	exit(1);
+}
+
+/* Echoes every request until the socket closes. */
+static int
+rep_serve(const char *url)
+{
+	nng_socket s;
+	nng_msg *m;
+	int rv;
+
+	if ((rv = nng_rep0_open(&s)) != 0)
+		die("rep0_open", rv);
+	if ((rv = nng_listen(s, url, NULL, 0)) != 0)
+		die("listen", rv);
+	while (nng_recvmsg(s, &m, 0) == 0)
+		if (nng_sendmsg(s, m, 0) != 0)
+			nng_msg_free(m);
+	return 0;
+}
+
+static void *
+rep_thread(void *arg)
+{
+	rep_serve(arg);
+	return NULL;
+}
+
+static int
+cmp(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+static int
+free_port(void)
+{
+	struct sockaddr_in a;
+	socklen_t n = sizeof a;
+	int fd = socket(AF_INET, SOCK_STREAM, 0), port;
+
+	memset(&a, 0, sizeof a);
+	a.sin_family = AF_INET;
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (bind(fd, (struct sockaddr *)&a, sizeof a) != 0 ||
+	    getsockname(fd, (struct sockaddr *)&a, &n) != 0) {
+		perror("nng_rtt: bind");
+		exit(1);
+	}
+	port = ntohs(a.sin_port);
+	close(fd);
+	return port;
+}
+
+int
+main(int argc, char **argv)
+{
+	int n = 20000, use_thread = 0, rv, warm = 200;
+	char url[64];
+	nng_socket s;
+	nng_msg *m;
+	double *t, sum = 0;
+	pid_t pid = 0;
+	pthread_t th;
+
+	if (argc == 3 && strcmp(argv[1], "--rep") == 0)
+		return rep_serve(argv[2]);
+	for (int i = 1; i < argc; i++)
+		if (strcmp(argv[i], "--thread") == 0)
+			use_thread = 1;
+		else
+			n = atoi(argv[i]);
+	if (n < 1)
+		n = 1;
+	snprintf(url, sizeof url, "tcp://127.0.0.1:%d", free_port());
+	if (use_thread) {
+		pthread_create(&th, NULL, rep_thread, url);
+	} else if ((pid = fork()) == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		execl("/proc/self/exe", argv[0], "--rep", url, (char *)NULL);
+		_exit(127);
+	}
+	if ((rv = nng_req0_open(&s)) != 0)
+		die("req0_open", rv);
+	nng_socket_set_ms(s, NNG_OPT_RECONNMINT, 10);
+	if ((rv = nng_dial(s, url, NULL, NNG_FLAG_NONBLOCK)) != 0)
+		die("dial", rv);
+	if ((t = malloc(sizeof *t * (size_t)n)) == NULL ||
+	    (rv = nng_msg_alloc(&m, MSG_SIZE)) != 0)
+		die("alloc", NNG_ENOMEM);
+	memset(nng_msg_body(m), 0x5a, MSG_SIZE);
+	for (int i = -warm; i < n; i++) {
+		double t0 = now_us();
+
+		if ((rv = nng_sendmsg(s, m, 0)) != 0)
+			die("send", rv);
+		if ((rv = nng_recvmsg(s, &m, 0)) != 0)
+			die("recv", rv);
+		if (i >= 0)
+			t[i] = now_us() - t0;
+	}
+	for (int i = 0; i < n; i++)
+		sum += t[i];
+	qsort(t, (size_t)n, sizeof *t, cmp);
+	printf("nng req/rep round trip over tcp, %d-byte messages, %s: "
+	       "median %.1f us, mean %.1f us (%d iterations)\n", MSG_SIZE,
+	       use_thread ? "replier thread" : "replier process", t[n / 2],
+	       sum / n, n);
+	nng_msg_free(m);
+	nng_close(s);
+	if (pid > 0) {
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+	}
+	free(t);
+	return 0;
+}

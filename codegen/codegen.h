@@ -1,0 +1,38 @@
+/*
+ * codegen/codegen.h: turns a task's parts (one per run signature) into one
+ * LLVM module, built with the LLVM C API, optimised with the new pass
+ * manager and JIT-compiled with ORC LLJIT.
+ *
+ * The module defines, for each signature s where the task has a part,
+ *     int tfg_part_<s>(RtCtx *ctx, char *arena)
+ * (see RtPartFn in runtime/tfg.h).  It calls only tfg_rt_recv and
+ * tfg_rt_send from the runtime.  Constants become private globals;
+ * every other node gets a 64-byte-aligned slot in the arena.
+ */
+#ifndef TFG_CODEGEN_CODEGEN_H
+#define TFG_CODEGEN_CODEGEN_H
+
+#include "compiler/compiler.h"
+
+typedef struct CgOptions {
+	const char *cpu;      /* NULL: the host CPU; else e.g. "x86-64-v3" */
+	int opt_level;        /* 0..3; 2 by default */
+	/* Tests only: what tfg_rt_recv/tfg_rt_send bind to in the JIT;
+	   NULL: the runtime's own. */
+	int (*rt_recv)(struct RtCtx *ctx, uint32_t key, void *dst);
+	int (*rt_send)(struct RtCtx *ctx, uint32_t key, const void *src);
+} CgOptions;
+
+/* --emit=llvm: the optimised module of `task`. Returns 0 or non-zero after
+ * printing an error. */
+int cg_emit_llvm(FILE *out, const Program *p, int task, const CgOptions *o);
+
+typedef struct CgJit CgJit;
+
+/* JIT-compiles the module of `task` and fills parts[0..p->nsig).
+ * *ms (if not NULL) gets the wall time spent, in milliseconds. */
+int cg_jit(CgJit **out, const Program *p, int task, const CgOptions *o,
+	   RtPart *parts, double *ms);
+void cg_jit_free(CgJit *j); /* accepts NULL */
+
+#endif /* TFG_CODEGEN_CODEGEN_H */

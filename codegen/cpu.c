@@ -1,0 +1,878 @@
+/*
+ * codegen/cpu.c: lowers a task's parts (compiler/compiler.h IrPart) to
+ * LLVM IR, one function per run signature:
+ *
+ *     i32 @tfg_part_<s>(ptr %ctx, ptr align 64 %arena)
+ *
+ * Nodes are emitted in part order through a dispatch table built from
+ * stdlib/ops.def (cpu_emit_<op>, declared from the same list in
+ * cg_int.h, so an op without an emitter fails to link).
+ * Every node except OP_const and OP_send owns a 64-byte-aligned slot of
+ * the arena, at offsets fixed here; constants become private globals.
+ *
+ * Tensor ops become real loop nests (Nest below): the output's index space
+ * in row-major order, one i64 element offset per operand, stride 0 on
+ * broadcast axes.  Before emission, axes of extent 1 are dropped and
+ * adjacent axes that are contiguous for every operand are merged, so a
+ * same-shape elementwise op is one flat loop that LLVM vectorises.
+ * Reductions put the kept axes outside and the reduced axes inside, with
+ * the accumulator carried in phis (fadd marked reassoc so it vectorises).
+ *
+ * Integer / and % never trap: the divisor is replaced by 1 where it is 0
+ * or where INT_MIN / -1 would overflow, and the results fixed up with
+ * selects (spec/design.md, Language decisions).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "codegen/cg_int.h"
+
+/* ------------------------------------------------------------- helpers */
+
+size_t
+cg_dtype_size(TfgDtype t)
+{
+	switch (t) {
+	case TFG_BOOL: return 1;
+	case TFG_I32: return 4;
+	case TFG_I64: return 8;
+	case TFG_F32: return 4;
+	case TFG_F64: return 8;
+	default: return 0;
+	}
+}
+
+static int
+is_float(TfgDtype t)
+{
+	return t == TFG_F32 || t == TFG_F64;
+}
+
+static int64_t
+numel(const TfgShape *s)
+{
+	int64_t n = 1;
+	for (int i = 0; i < s->rank; i++)
+		n *= s->dims[i];
+	return n;
+}
+
+static LLVMTypeRef
+elty(CgCtx *C, TfgDtype t)
+{
+	switch (t) {
+	case TFG_BOOL: return C->i8;
+	case TFG_I32: return C->i32;
+	case TFG_I64: return C->i64;
+	case TFG_F32: return C->f32;
+	default: return C->f64;
+	}
+}
+
+static LLVMValueRef
+i64c(CgCtx *C, int64_t v)
+{
+	return LLVMConstInt(C->i64, (unsigned long long)v, 1);
+}
+
+static int
+cg_fail(CgCtx *C, const IrNode *n, const char *msg)
+{
+	fprintf(stderr, "tfgc: error: codegen: node '%s': %s\n",
+		n->name ? n->name : "?", msg);
+	C->err = 1;
+	return -1;
+}
+
+/* The buffer (a pointer) holding node n's value in the current part: n is
+ * the node being emitted or one before it (inputs are usually recent, so
+ * search backwards). */
+static LLVMValueRef
+buf(CgCtx *C, const IrNode *n)
+{
+	for (int i = C->cur; i >= 0; i--)
+		if (C->part->nodes[i] == n && C->val[i])
+			return C->val[i];
+	cg_fail(C, n, "input not computed before its use in the part");
+	return LLVMConstNull(C->ptr);
+}
+
+static LLVMValueRef
+load_at(CgCtx *C, TfgDtype t, LLVMValueRef base, LLVMValueRef off)
+{
+	LLVMTypeRef ty = elty(C, t);
+	LLVMValueRef p = LLVMBuildInBoundsGEP2(C->b, ty, base, &off, 1, "");
+	return LLVMBuildLoad2(C->b, ty, p, "");
+}
+
+static void
+store_at(CgCtx *C, TfgDtype t, LLVMValueRef base, LLVMValueRef off,
+	 LLVMValueRef v)
+{
+	LLVMTypeRef ty = elty(C, t);
+	LLVMValueRef p = LLVMBuildInBoundsGEP2(C->b, ty, base, &off, 1, "");
+	LLVMBuildStore(C->b, v, p);
+}
+
+/* v of dtype `from` as dtype `to` (NumPy's astype). */
+static LLVMValueRef
+cvt(CgCtx *C, LLVMValueRef v, TfgDtype from, TfgDtype to)
+{
+	LLVMTypeRef ty = elty(C, to);
+	if (from == to)
+		return v;
+	if (to == TFG_BOOL) {
+		LLVMValueRef z = LLVMConstNull(elty(C, from));
+		LLVMValueRef nz = is_float(from)
+		    ? LLVMBuildFCmp(C->b, LLVMRealUNE, v, z, "")
+		    : LLVMBuildICmp(C->b, LLVMIntNE, v, z, "");
+		return LLVMBuildZExt(C->b, nz, ty, "");
+	}
+	if (is_float(from) && is_float(to))
+		return LLVMBuildFPCast(C->b, v, ty, "");
+	if (is_float(from)) {
+		/* saturating: NaN -> 0, out of range -> MIN/MAX; no poison */
+		LLVMTypeRef tys[2] = {ty, elty(C, from)};
+		unsigned id = LLVMLookupIntrinsicID("llvm.fptosi.sat", 15);
+		LLVMValueRef f = LLVMGetIntrinsicDeclaration(C->m, id, tys, 2);
+		return LLVMBuildCall2(C->b, LLVMIntrinsicGetType(C->c, id, tys, 2),
+				      f, &v, 1, "");
+	}
+	if (is_float(to))
+		return from == TFG_BOOL ? LLVMBuildUIToFP(C->b, v, ty, "")
+					: LLVMBuildSIToFP(C->b, v, ty, "");
+	return LLVMBuildIntCast2(C->b, v, ty, from != TFG_BOOL, "");
+}
+
+/* Returns rc from the part function if it is not 0. */
+static void
+check_rc(CgCtx *C, LLVMValueRef rc)
+{
+	LLVMValueRef bad = LLVMBuildICmp(C->b, LLVMIntNE, rc,
+					 LLVMConstNull(C->i32), "");
+	LLVMBasicBlockRef fail = LLVMAppendBasicBlockInContext(C->c, C->fn,
+							       "fail");
+	LLVMBasicBlockRef ok = LLVMAppendBasicBlockInContext(C->c, C->fn, "ok");
+	LLVMBuildCondBr(C->b, bad, fail, ok);
+	LLVMPositionBuilderAtEnd(C->b, fail);
+	LLVMBuildRet(C->b, rc);
+	LLVMPositionBuilderAtEnd(C->b, ok);
+}
+
+/* --------------------------------------------------- integer arithmetic */
+
+/* Floor division and floor modulo that never trap: x/0 = x%0 = 0,
+ * MIN/-1 = MIN, MIN%-1 = 0.  want_mod selects which result. */
+static LLVMValueRef
+int_divmod(CgCtx *C, LLVMValueRef a, LLVMValueRef b, int want_mod)
+{
+	LLVMBuilderRef B = C->b;
+	LLVMTypeRef ty = LLVMTypeOf(a);
+	unsigned bits = LLVMGetIntTypeWidth(ty);
+	LLVMValueRef zero = LLVMConstNull(ty), one = LLVMConstInt(ty, 1, 0);
+	LLVMValueRef m1 = LLVMConstAllOnes(ty);
+	LLVMValueRef min = LLVMConstInt(ty, 1ull << (bits - 1), 0);
+	LLVMValueRef bz = LLVMBuildICmp(B, LLVMIntEQ, b, zero, "");
+	LLVMValueRef ovf = LLVMBuildAnd(B, LLVMBuildICmp(B, LLVMIntEQ, a, min, ""),
+					LLVMBuildICmp(B, LLVMIntEQ, b, m1, ""), "");
+	LLVMValueRef d = LLVMBuildSelect(B, LLVMBuildOr(B, bz, ovf, ""), one, b,
+					 "");
+	LLVMValueRef q = LLVMBuildSDiv(B, a, d, "");
+	LLVMValueRef r = LLVMBuildSub(B, a, LLVMBuildMul(B, q, d, ""), "");
+	/* round toward -inf: r != 0 and sign(r) != sign(b) */
+	LLVMValueRef adj = LLVMBuildAnd(B, LLVMBuildICmp(B, LLVMIntNE, r, zero, ""),
+		LLVMBuildICmp(B, LLVMIntSLT, LLVMBuildXor(B, r, b, ""), zero, ""),
+		"");
+	if (want_mod)
+		return LLVMBuildSelect(B, adj, LLVMBuildAdd(B, r, b, ""), r, "");
+	q = LLVMBuildSelect(B, adj, LLVMBuildSub(B, q, one, ""), q, "");
+	return LLVMBuildSelect(B, bz, zero, q, "");
+}
+
+/* NumPy's float %: fmod, moved to the divisor's sign; a zero result
+ * takes the divisor's sign too. */
+static LLVMValueRef
+float_mod(CgCtx *C, LLVMValueRef a, LLVMValueRef b)
+{
+	LLVMBuilderRef B = C->b;
+	LLVMTypeRef ty = LLVMTypeOf(a);
+	LLVMValueRef zero = LLVMConstNull(ty);
+	LLVMValueRef r = LLVMBuildFRem(B, a, b, "");
+	LLVMValueRef nz = LLVMBuildFCmp(B, LLVMRealUNE, r, zero, "");
+	LLVMValueRef flip = LLVMBuildXor(B,
+		LLVMBuildFCmp(B, LLVMRealOLT, r, zero, ""),
+		LLVMBuildFCmp(B, LLVMRealOLT, b, zero, ""), "");
+	LLVMValueRef r1 = LLVMBuildSelect(B, flip, LLVMBuildFAdd(B, r, b, ""),
+					  r, "");
+	unsigned id = LLVMLookupIntrinsicID("llvm.copysign", 13);
+	LLVMValueRef cs = LLVMGetIntrinsicDeclaration(C->m, id, &ty, 1);
+	LLVMValueRef args[2] = {zero, b};
+	LLVMValueRef z = LLVMBuildCall2(B, LLVMIntrinsicGetType(C->c, id, &ty, 1),
+					cs, args, 2, "");
+	return LLVMBuildSelect(B, nz, r1, z, "");
+}
+
+/* a op b, both already of dtype t. */
+static LLVMValueRef
+arith(CgCtx *C, OpKind op, TfgDtype t, LLVMValueRef a, LLVMValueRef b)
+{
+	LLVMBuilderRef B = C->b;
+	LLVMValueRef r;
+	if (is_float(t)) {
+		switch (op) {
+		case OP_add: return LLVMBuildFAdd(B, a, b, "");
+		case OP_sub: return LLVMBuildFSub(B, a, b, "");
+		case OP_mul: return LLVMBuildFMul(B, a, b, "");
+		case OP_div: return LLVMBuildFDiv(B, a, b, "");
+		default: return float_mod(C, a, b);
+		}
+	}
+	switch (op) {
+	case OP_add: r = LLVMBuildAdd(B, a, b, ""); break;
+	case OP_sub: r = LLVMBuildSub(B, a, b, ""); break;
+	case OP_mul: r = LLVMBuildMul(B, a, b, ""); break;
+	case OP_div: r = int_divmod(C, a, b, 0); break;
+	default: r = int_divmod(C, a, b, 1); break;
+	}
+	/* bool (rejected by the checker): keep 0/1 */
+	if (t == TFG_BOOL)
+		r = LLVMBuildZExt(B, LLVMBuildICmp(B, LLVMIntNE, r,
+						   LLVMConstNull(C->i8), ""),
+				  C->i8, "");
+	return r;
+}
+
+/* ----------------------------------------------------------- loop nests */
+
+typedef struct Nest Nest;
+/* Called innermost with each operand's element offset; acc is the
+ * accumulator (NULL without one); returns the next accumulator. */
+typedef LLVMValueRef (*NestBody)(CgCtx *C, const Nest *L, LLVMValueRef *off,
+				 LLVMValueRef acc);
+/* Before / after the accumulating loops, at their first element. */
+typedef LLVMValueRef (*NestInit)(CgCtx *C, const Nest *L, LLVMValueRef *off);
+typedef void (*NestFini)(CgCtx *C, const Nest *L, LLVMValueRef *off,
+			 LLVMValueRef acc);
+
+struct Nest {
+	int rank;                 /* loops, outermost first */
+	int nacc;                 /* the innermost nacc loops accumulate */
+	int64_t dim[TFG_MAX_RANK];
+	int grp[TFG_MAX_RANK];    /* merge only within a group */
+	int nop;                  /* operands; 0 is the output */
+	LLVMValueRef base[CG_MAX_OPS];
+	int64_t stride[CG_MAX_OPS][TFG_MAX_RANK]; /* in elements */
+	NestInit init;
+	NestBody body;            /* NULL: nothing per element */
+	NestFini fini;
+	const IrNode *n;          /* the node emitted */
+	TfgDtype acc_dt;          /* reductions: accumulator dtype */
+	int64_t count;            /* reductions: elements per output */
+};
+
+/* Row-major element strides of s into st. */
+static void
+row_major(const TfgShape *s, int64_t *st)
+{
+	int64_t m = 1;
+	for (int k = s->rank - 1; k >= 0; k--) {
+		st[k] = m;
+		m *= s->dims[k];
+	}
+}
+
+/* Drops axes of extent 1; merges an axis into the next inner one when
+ * every operand walks both as one (stride[k] == stride[k+1] * dim[k+1]). */
+static void
+nest_collapse(Nest *L)
+{
+	int r = 0, nacc = 0;
+	for (int k = 0; k < L->rank; k++) {
+		if (L->dim[k] == 1)
+			continue;
+		int merge = r > 0 && L->grp[r - 1] == L->grp[k];
+		for (int o = 0; merge && o < L->nop; o++)
+			merge = L->stride[o][r - 1] ==
+				L->stride[o][k] * L->dim[k];
+		if (merge) {
+			L->dim[r - 1] *= L->dim[k];
+			for (int o = 0; o < L->nop; o++)
+				L->stride[o][r - 1] = L->stride[o][k];
+			continue;
+		}
+		L->dim[r] = L->dim[k];
+		L->grp[r] = L->grp[k];
+		for (int o = 0; o < L->nop; o++)
+			L->stride[o][r] = L->stride[o][k];
+		r++;
+	}
+	for (int k = 0; k < r; k++)
+		nacc += L->grp[k] != 0;
+	L->rank = r;
+	L->nacc = nacc;
+}
+
+typedef struct Loop {
+	LLVMBasicBlockRef head;
+	LLVMValueRef i, acc; /* phis */
+} Loop;
+
+/* Opens a loop that runs at least once; i counts from 0. */
+static void
+loop_begin(CgCtx *C, Loop *lp, LLVMValueRef acc0)
+{
+	LLVMBasicBlockRef pre = LLVMGetInsertBlock(C->b);
+	LLVMValueRef zero = i64c(C, 0);
+	lp->head = LLVMAppendBasicBlockInContext(C->c, C->fn, "loop");
+	LLVMBuildBr(C->b, lp->head);
+	LLVMPositionBuilderAtEnd(C->b, lp->head);
+	lp->i = LLVMBuildPhi(C->b, C->i64, "i");
+	LLVMAddIncoming(lp->i, &zero, &pre, 1);
+	lp->acc = NULL;
+	if (acc0) {
+		lp->acc = LLVMBuildPhi(C->b, LLVMTypeOf(acc0), "acc");
+		LLVMAddIncoming(lp->acc, &acc0, &pre, 1);
+	}
+}
+
+/* Closes it after n iterations; returns the accumulator's final value. */
+static LLVMValueRef
+loop_end(CgCtx *C, Loop *lp, int64_t n, LLVMValueRef acc)
+{
+	LLVMBasicBlockRef latch = LLVMGetInsertBlock(C->b);
+	LLVMValueRef next = LLVMBuildNUWAdd(C->b, lp->i, i64c(C, 1), "");
+	LLVMAddIncoming(lp->i, &next, &latch, 1);
+	if (lp->acc)
+		LLVMAddIncoming(lp->acc, &acc, &latch, 1);
+	LLVMValueRef more = LLVMBuildICmp(C->b, LLVMIntULT, next, i64c(C, n),
+					  "");
+	LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(C->c, C->fn,
+							       "done");
+	LLVMBuildCondBr(C->b, more, lp->head, done);
+	LLVMPositionBuilderAtEnd(C->b, done);
+	return acc;
+}
+
+static void
+nest_offsets(CgCtx *C, const Nest *L, int lev, LLVMValueRef i,
+	     LLVMValueRef *in, LLVMValueRef *out)
+{
+	for (int o = 0; o < L->nop; o++) {
+		int64_t s = L->stride[o][lev];
+		LLVMValueRef t = s == 1 ? i
+		    : LLVMBuildNSWMul(C->b, i, i64c(C, s), "");
+		out[o] = s == 0 ? in[o] : LLVMBuildNSWAdd(C->b, in[o], t, "");
+	}
+}
+
+static LLVMValueRef
+nest_inner(CgCtx *C, const Nest *L, int lev, LLVMValueRef *off,
+	   LLVMValueRef acc)
+{
+	LLVMValueRef o[CG_MAX_OPS];
+	Loop lp;
+	if (lev == L->rank)
+		return L->body ? L->body(C, L, off, acc) : acc;
+	loop_begin(C, &lp, acc);
+	nest_offsets(C, L, lev, lp.i, off, o);
+	acc = nest_inner(C, L, lev + 1, o, lp.acc);
+	return loop_end(C, &lp, L->dim[lev], acc);
+}
+
+static void
+nest_outer(CgCtx *C, const Nest *L, int lev, LLVMValueRef *off)
+{
+	LLVMValueRef o[CG_MAX_OPS];
+	Loop lp;
+	if (lev == L->rank - L->nacc) {
+		LLVMValueRef acc = L->init ? L->init(C, L, off) : NULL;
+		acc = nest_inner(C, L, lev, off, acc);
+		if (L->fini)
+			L->fini(C, L, off, acc);
+		return;
+	}
+	loop_begin(C, &lp, NULL);
+	nest_offsets(C, L, lev, lp.i, off, o);
+	nest_outer(C, L, lev + 1, o);
+	loop_end(C, &lp, L->dim[lev], NULL);
+}
+
+/* Emits the nest unless some loop has no iterations. */
+static void
+nest_emit(CgCtx *C, Nest *L)
+{
+	LLVMValueRef off[CG_MAX_OPS];
+	for (int k = 0; k < L->rank; k++)
+		if (L->dim[k] == 0)
+			return;
+	nest_collapse(L);
+	for (int o = 0; o < L->nop; o++)
+		off[o] = i64c(C, 0);
+	nest_outer(C, L, 0, off);
+}
+
+/* Operand o of L reads tensor shape s, broadcast to L's rank (NumPy:
+ * aligned at the right, stride 0 where s has extent 1 or no axis). */
+static void
+nest_broadcast(Nest *L, int o, const TfgShape *s)
+{
+	int64_t st[TFG_MAX_RANK];
+	int lead = L->rank - s->rank;
+	row_major(s, st);
+	for (int k = 0; k < L->rank; k++)
+		L->stride[o][k] = k < lead || s->dims[k - lead] == 1
+		    ? 0 : st[k - lead];
+}
+
+/* ------------------------------------------------------------ emitters */
+
+int
+cpu_emit_const(CgCtx *C, IrNode *n)
+{
+	size_t nbytes = (size_t)numel(&n->shape) * cg_dtype_size(n->dtype);
+	/* raw bytes as [N x i8]: loads of any element type fold from it */
+	LLVMValueRef init = n->data
+	    ? LLVMConstStringInContext2(C->c, n->data, nbytes, 1)
+	    : LLVMConstNull(LLVMArrayType2(C->i8, nbytes));
+	LLVMValueRef g = LLVMAddGlobal(C->m, LLVMTypeOf(init),
+				       n->name ? n->name : "const");
+	LLVMSetInitializer(g, init);
+	LLVMSetGlobalConstant(g, 1);
+	LLVMSetLinkage(g, LLVMPrivateLinkage);
+	LLVMSetUnnamedAddress(g, LLVMGlobalUnnamedAddr);
+	LLVMSetAlignment(g, CG_SLOT_ALIGN);
+	C->val[C->cur] = g;
+	return 0;
+}
+
+/* A feed or a recv: the runtime fills the node's slot. */
+int
+cpu_emit_input(CgCtx *C, IrNode *n)
+{
+	LLVMValueRef args[3] = {C->ctx_arg, LLVMConstInt(C->i32, n->key, 0),
+				buf(C, n)};
+	check_rc(C, LLVMBuildCall2(C->b, C->rt_ty, C->rt_recv, args, 3, "rc"));
+	return 0;
+}
+
+int
+cpu_emit_recv(CgCtx *C, IrNode *n)
+{
+	return cpu_emit_input(C, n);
+}
+
+int
+cpu_emit_send(CgCtx *C, IrNode *n)
+{
+	if (n->nin != 1)
+		return cg_fail(C, n, "send needs one input");
+	LLVMValueRef args[3] = {C->ctx_arg, LLVMConstInt(C->i32, n->key, 0),
+				buf(C, n->in[0])};
+	check_rc(C, LLVMBuildCall2(C->b, C->rt_ty, C->rt_send, args, 3, "rc"));
+	return 0;
+}
+
+static LLVMValueRef
+body_binary(CgCtx *C, const Nest *L, LLVMValueRef *off, LLVMValueRef acc)
+{
+	const IrNode *n = L->n;
+	TfgDtype t = n->dtype;
+	LLVMValueRef a = load_at(C, n->in[0]->dtype, L->base[1], off[1]);
+	LLVMValueRef b = load_at(C, n->in[1]->dtype, L->base[2], off[2]);
+	a = cvt(C, a, n->in[0]->dtype, t);
+	b = cvt(C, b, n->in[1]->dtype, t);
+	store_at(C, t, L->base[0], off[0], arith(C, n->op, t, a, b));
+	return acc;
+}
+
+static int
+emit_binary(CgCtx *C, IrNode *n)
+{
+	Nest L = {0};
+	if (n->nin != 2)
+		return cg_fail(C, n, "binary op needs two inputs");
+	for (int k = 0; k < 2; k++)
+		if (n->in[k]->shape.rank > n->shape.rank)
+			return cg_fail(C, n, "input rank above output rank");
+	L.rank = n->shape.rank;
+	memcpy(L.dim, n->shape.dims, sizeof L.dim);
+	L.nop = 3;
+	L.n = n;
+	L.body = body_binary;
+	L.base[0] = buf(C, n);
+	L.base[1] = buf(C, n->in[0]);
+	L.base[2] = buf(C, n->in[1]);
+	nest_broadcast(&L, 0, &n->shape);
+	nest_broadcast(&L, 1, &n->in[0]->shape);
+	nest_broadcast(&L, 2, &n->in[1]->shape);
+	nest_emit(C, &L);
+	return 0;
+}
+
+int
+cpu_emit_add(CgCtx *C, IrNode *n)
+{
+	return emit_binary(C, n);
+}
+
+int
+cpu_emit_sub(CgCtx *C, IrNode *n)
+{
+	return emit_binary(C, n);
+}
+
+int
+cpu_emit_mul(CgCtx *C, IrNode *n)
+{
+	return emit_binary(C, n);
+}
+
+int
+cpu_emit_div(CgCtx *C, IrNode *n)
+{
+	return emit_binary(C, n);
+}
+
+int
+cpu_emit_mod(CgCtx *C, IrNode *n)
+{
+	return emit_binary(C, n);
+}
+
+
+static LLVMValueRef
+body_copy(CgCtx *C, const Nest *L, LLVMValueRef *off, LLVMValueRef acc)
+{
+	TfgDtype it = L->n->in[0]->dtype, t = L->n->dtype;
+	LLVMValueRef v = load_at(C, it, L->base[1], off[1]);
+	store_at(C, t, L->base[0], off[0], cvt(C, v, it, t));
+	return acc;
+}
+
+static LLVMValueRef
+body_neg(CgCtx *C, const Nest *L, LLVMValueRef *off, LLVMValueRef acc)
+{
+	const IrNode *n = L->n;
+	LLVMValueRef a = load_at(C, n->in[0]->dtype, L->base[1], off[1]);
+	a = cvt(C, a, n->in[0]->dtype, n->dtype);
+	if (is_float(n->dtype))
+		a = LLVMBuildFNeg(C->b, a, "");
+	else if (n->dtype != TFG_BOOL)
+		a = LLVMBuildSub(C->b, LLVMConstNull(LLVMTypeOf(a)), a, "");
+	store_at(C, n->dtype, L->base[0], off[0], a);
+	return acc;
+}
+
+int
+cpu_emit_cast(CgCtx *C, IrNode *n)
+{
+	Nest L = {0};
+	if (n->nin != 1 || n->in[0]->shape.rank > n->shape.rank)
+		return cg_fail(C, n, "cast needs one input of its shape");
+	L.rank = n->shape.rank;
+	memcpy(L.dim, n->shape.dims, sizeof L.dim);
+	L.nop = 2;
+	L.n = n;
+	L.body = body_copy;
+	L.base[0] = buf(C, n);
+	L.base[1] = buf(C, n->in[0]);
+	nest_broadcast(&L, 0, &n->shape);
+	nest_broadcast(&L, 1, &n->in[0]->shape);
+	nest_emit(C, &L);
+	return 0;
+}
+
+int
+cpu_emit_neg(CgCtx *C, IrNode *n)
+{
+	Nest L = {0};
+	if (n->nin != 1 || n->in[0]->shape.rank > n->shape.rank)
+		return cg_fail(C, n, "neg needs one input of its shape");
+	L.rank = n->shape.rank;
+	memcpy(L.dim, n->shape.dims, sizeof L.dim);
+	L.nop = 2;
+	L.n = n;
+	L.body = body_neg;
+	L.base[0] = buf(C, n);
+	L.base[1] = buf(C, n->in[0]);
+	nest_broadcast(&L, 0, &n->shape);
+	nest_broadcast(&L, 1, &n->in[0]->shape);
+	nest_emit(C, &L);
+	return 0;
+}
+
+static LLVMValueRef
+red_init(CgCtx *C, const Nest *L, LLVMValueRef *off)
+{
+	(void)off;
+	return LLVMConstNull(elty(C, L->acc_dt));
+}
+
+static LLVMValueRef
+red_body(CgCtx *C, const Nest *L, LLVMValueRef *off, LLVMValueRef acc)
+{
+	TfgDtype it = L->n->in[0]->dtype;
+	LLVMValueRef v = cvt(C, load_at(C, it, L->base[1], off[1]), it,
+			     L->acc_dt);
+	if (!is_float(L->acc_dt))
+		return LLVMBuildAdd(C->b, acc, v, "");
+	/* reassoc: lets the loop vectoriser split the sum into lanes */
+	LLVMValueRef s = LLVMBuildFAdd(C->b, acc, v, "");
+	LLVMSetFastMathFlags(s, LLVMFastMathAllowReassoc);
+	return s;
+}
+
+static void
+red_fini(CgCtx *C, const Nest *L, LLVMValueRef *off, LLVMValueRef acc)
+{
+	const IrNode *n = L->n;
+	LLVMTypeRef ty = elty(C, L->acc_dt);
+	if (n->op == OP_reduce_mean && is_float(L->acc_dt))
+		acc = LLVMBuildFDiv(C->b, acc,
+				    LLVMConstReal(ty, (double)L->count), "");
+	else if (n->op == OP_reduce_mean)
+		acc = int_divmod(C, acc, LLVMConstInt(ty, (unsigned long long)
+						      L->count, 0), 0);
+	store_at(C, n->dtype, L->base[0], off[0],
+		 cvt(C, acc, L->acc_dt, n->dtype));
+}
+
+/* The reduced axes of n as a bit mask over its input's axes.  axes == 0
+ * with an output shape that differs from the input's means all axes. */
+static uint32_t
+red_mask(const IrNode *n)
+{
+	const IrNode *in = n->in[0];
+	uint32_t all = (1u << in->shape.rank) - 1, m = n->axes & all;
+	if (m == 0 && (n->shape.rank != in->shape.rank ||
+		       numel(&n->shape) != numel(&in->shape)))
+		m = all;
+	return m;
+}
+
+/* Kept axes outside, reduced axes inside (group 1, accumulating). */
+static int
+emit_reduce(CgCtx *C, IrNode *n)
+{
+	Nest L = {0};
+	int64_t ist[TFG_MAX_RANK], ost[TFG_MAX_RANK], m = 1;
+	if (n->nin != 1)
+		return cg_fail(C, n, "reduction needs one input");
+	const IrNode *in = n->in[0];
+	uint32_t mask = red_mask(n);
+	row_major(&in->shape, ist);
+	L.count = 1;
+	for (int k = in->shape.rank - 1; k >= 0; k--) {
+		int red = (mask >> k) & 1;
+		ost[k] = red ? 0 : m;
+		m *= red ? 1 : in->shape.dims[k];
+		L.count *= red ? in->shape.dims[k] : 1;
+	}
+	if (m != numel(&n->shape))
+		return cg_fail(C, n, "reduction output shape does not match "
+			       "its axes");
+	for (int g = 0; g < 2; g++)
+		for (int k = 0; k < in->shape.rank; k++) {
+			if ((int)((mask >> k) & 1) != g ||
+			    (g == 1 && L.count == 0))
+				continue; /* nothing to sum: init, then fini */
+			L.dim[L.rank] = in->shape.dims[k];
+			L.grp[L.rank] = g;
+			L.stride[0][L.rank] = ost[k];
+			L.stride[1][L.rank] = ist[k];
+			L.rank++;
+		}
+	L.nop = 2;
+	L.n = n;
+	L.acc_dt = is_float(n->dtype) ? n->dtype
+	    : n->op == OP_reduce_mean || n->dtype == TFG_BOOL ? TFG_I64
+	    : n->dtype;
+	L.init = red_init;
+	L.body = L.count ? red_body : NULL;
+	L.fini = red_fini;
+	L.base[0] = buf(C, n);
+	L.base[1] = buf(C, in);
+	nest_emit(C, &L);
+	return 0;
+}
+
+int
+cpu_emit_reduce_sum(CgCtx *C, IrNode *n)
+{
+	return emit_reduce(C, n);
+}
+
+int
+cpu_emit_reduce_mean(CgCtx *C, IrNode *n)
+{
+	return emit_reduce(C, n);
+}
+
+
+/* A strided copy over the input's index space: out is row-major over
+ * size[] (squeezed axes have size 1, so dropping them keeps the order). */
+int
+cpu_emit_slice(CgCtx *C, IrNode *n)
+{
+	Nest L = {0};
+	int64_t ist[TFG_MAX_RANK], m = 1, o0 = 0;
+	if (n->nin != 1)
+		return cg_fail(C, n, "slice needs one input");
+	const IrNode *in = n->in[0];
+	row_major(&in->shape, ist);
+	for (int k = in->shape.rank - 1; k >= 0; k--) {
+		int64_t b = n->begin[k], s = n->size[k];
+		if (b < 0 || s < 0 || b + s > in->shape.dims[k] ||
+		    (((n->squeeze >> k) & 1) && s != 1))
+			return cg_fail(C, n, "slice out of the input's bounds");
+		L.dim[k] = s;
+		L.stride[0][k] = m;
+		L.stride[1][k] = ist[k];
+		o0 += b * ist[k];
+		m *= s;
+	}
+	if (m != numel(&n->shape))
+		return cg_fail(C, n, "slice output shape does not match sizes");
+	L.rank = in->shape.rank;
+	L.nop = 2;
+	L.n = n;
+	L.body = body_copy;
+	L.base[0] = buf(C, n);
+	LLVMValueRef o = i64c(C, o0);
+	L.base[1] = LLVMBuildInBoundsGEP2(C->b, elty(C, in->dtype),
+					  buf(C, in), &o, 1, "");
+	nest_emit(C, &L);
+	return 0;
+}
+
+/* ------------------------------------------------------------- driver */
+
+typedef int (*CpuEmitFn)(CgCtx *C, IrNode *n);
+
+/* Names the emitter of every op in stdlib/ops.def. */
+static const CpuEmitFn cpu_emit[OP__COUNT] = {
+#define OP(name, ...) [OP_##name] = cpu_emit_##name,
+#include "stdlib/ops.def"
+};
+
+static void
+str_attr(CgCtx *C, LLVMValueRef f, const char *k, const char *v)
+{
+	LLVMAddAttributeAtIndex(f, LLVMAttributeFunctionIndex,
+				LLVMCreateStringAttribute(C->c, k, strlen(k),
+							  v, strlen(v)));
+}
+
+static void
+enum_attr(CgCtx *C, LLVMValueRef f, unsigned idx, const char *k, uint64_t v)
+{
+	unsigned kind = LLVMGetEnumAttributeKindForName(k, strlen(k));
+	LLVMAddAttributeAtIndex(f, idx, LLVMCreateEnumAttribute(C->c, kind, v));
+}
+
+/* Arena slots: every node but sends and constants, in part order. */
+static void
+layout(CgCtx *C)
+{
+	size_t off = 0;
+	for (int i = 0; i < C->part->n; i++) {
+		const IrNode *n = C->part->nodes[i];
+		if (n->op == OP_send || n->op == OP_const)
+			continue;
+		off = (off + CG_SLOT_ALIGN - 1) & ~(size_t)(CG_SLOT_ALIGN - 1);
+		LLVMValueRef o = i64c(C, (int64_t)off);
+		C->val[i] = LLVMBuildInBoundsGEP2(C->b, C->i8, C->arena_arg, &o,
+						  1, n->name ? n->name : "");
+		off += (size_t)numel(&n->shape) * cg_dtype_size(n->dtype);
+	}
+	C->arena_size = (off + CG_SLOT_ALIGN - 1) &
+			~(size_t)(CG_SLOT_ALIGN - 1);
+}
+
+static void
+build_part(CgCtx *C, int s, const IrPart *part, const char *cpu,
+	   const char *features)
+{
+	char name[32];
+	LLVMTypeRef params[2] = {C->ptr, C->ptr};
+	snprintf(name, sizeof name, "tfg_part_%d", s);
+	C->fn = LLVMAddFunction(C->m, name,
+				LLVMFunctionType(C->i32, params, 2, 0));
+	enum_attr(C, C->fn, LLVMAttributeFunctionIndex, "nounwind", 0);
+	enum_attr(C, C->fn, 2, "align", CG_SLOT_ALIGN);
+	if (cpu && *cpu)
+		str_attr(C, C->fn, "target-cpu", cpu);
+	if (features && *features)
+		str_attr(C, C->fn, "target-features", features);
+	C->ctx_arg = LLVMGetParam(C->fn, 0);
+	C->arena_arg = LLVMGetParam(C->fn, 1);
+	LLVMSetValueName2(C->ctx_arg, "ctx", 3);
+	LLVMSetValueName2(C->arena_arg, "arena", 5);
+	LLVMPositionBuilderAtEnd(C->b, LLVMAppendBasicBlockInContext(
+					       C->c, C->fn, "entry"));
+	C->part = part;
+	C->val = calloc((size_t)part->n, sizeof *C->val);
+	layout(C);
+	for (int i = 0; i < part->n && !C->err; i++) {
+		IrNode *n = part->nodes[i];
+		if ((unsigned)n->op >= OP__COUNT) {
+			cg_fail(C, n, "unknown op");
+			break;
+		}
+		C->cur = i;
+		cpu_emit[n->op](C, n);
+	}
+	LLVMBuildRet(C->b, LLVMConstNull(C->i32));
+	free(C->val);
+	C->val = NULL;
+}
+
+static LLVMValueRef
+declare_rt(CgCtx *C, const char *name)
+{
+	LLVMValueRef f = LLVMAddFunction(C->m, name, C->rt_ty);
+	enum_attr(C, f, LLVMAttributeFunctionIndex, "nounwind", 0);
+	return f;
+}
+
+int
+cg_build_module(LLVMContextRef c, LLVMModuleRef m, const Program *p,
+		int task, const char *cpu, const char *features,
+		size_t *sizes, int *has)
+{
+	CgCtx C = {0};
+	if (task < 0 || task >= p->ntask) {
+		fprintf(stderr, "tfgc: error: codegen: task %d out of range "
+			"(the cluster has %d)\n", task, p->ntask);
+		return -1;
+	}
+	C.c = c;
+	C.m = m;
+	C.p = p;
+	C.task = task;
+	C.i1 = LLVMInt1TypeInContext(c);
+	C.i8 = LLVMInt8TypeInContext(c);
+	C.i32 = LLVMInt32TypeInContext(c);
+	C.i64 = LLVMInt64TypeInContext(c);
+	C.f32 = LLVMFloatTypeInContext(c);
+	C.f64 = LLVMDoubleTypeInContext(c);
+	C.ptr = LLVMPointerTypeInContext(c, 0);
+	LLVMTypeRef rt_params[3] = {C.ptr, C.i32, C.ptr};
+	C.rt_ty = LLVMFunctionType(C.i32, rt_params, 3, 0);
+	C.rt_recv = declare_rt(&C, "tfg_rt_recv");
+	C.rt_send = declare_rt(&C, "tfg_rt_send");
+	C.b = LLVMCreateBuilderInContext(c);
+	for (int s = 0; s < p->nsig && !C.err; s++) {
+		const IrPart *part = p->sigs[s].parts ? &p->sigs[s].parts[task]
+						      : NULL;
+		sizes[s] = 0;
+		has[s] = 0;
+		if (!part || part->n <= 0)
+			continue;
+		build_part(&C, s, part, cpu, features);
+		sizes[s] = C.arena_size;
+		has[s] = 1;
+	}
+	LLVMDisposeBuilder(C.b);
+	return C.err ? -1 : 0;
+}

@@ -1,0 +1,320 @@
+/*
+ * codegen/jit.c: from a task's module (codegen/cpu.c) to callable code.
+ *
+ *   target machine  the host CPU and its features, or CgOptions.cpu with
+ *                   that CPU's own features (so --cpu pins the output)
+ *   passes          LLVMRunPasses("default<On>") with that TargetMachine:
+ *                   without it the cost model knows no vector width and
+ *                   loops stay scalar (shared/TOOLCHAIN.md)
+ *   JIT             ORC LLJIT built on the same TargetMachine; the module
+ *                   goes in through a ThreadSafeContext.  tfg_rt_recv and
+ *                   tfg_rt_send are absolute symbols (or the test fakes in
+ *                   CgOptions); libc's fmod, fmodf, memcpy, memset and
+ *                   memmove (which LLVM may call for frem or copy loops)
+ *                   come from the process, and nothing else does.
+ *
+ * A CgJit owns the LLJIT, which owns the code: parts[].fn stay valid until
+ * cg_jit_free.
+ */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <llvm-c/Analysis.h>
+#include <llvm-c/Error.h>
+#include <llvm-c/LLJIT.h>
+#include <llvm-c/Orc.h>
+#include <llvm-c/Target.h>
+#include <llvm-c/Transforms/PassBuilder.h>
+
+#include "codegen/cg_int.h"
+
+struct CgJit {
+	LLVMOrcLLJITRef jit;
+	char prefix; /* global symbol prefix, for the process filter */
+};
+
+/* cg_emit_llvm's triple: fixed, so golden files do not follow the host. */
+#define CG_EMIT_TRIPLE "x86_64-unknown-linux-gnu"
+
+static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+
+static void
+init_llvm(void)
+{
+	LLVMInitializeNativeTarget();
+	LLVMInitializeNativeAsmPrinter();
+}
+
+/* Prints and consumes err; returns -1. */
+static int
+llvm_fail(const char *what, LLVMErrorRef err)
+{
+	char *msg = LLVMGetErrorMessage(err);
+	fprintf(stderr, "tfgc: error: codegen: %s: %s\n", what, msg);
+	LLVMDisposeErrorMessage(msg);
+	return -1;
+}
+
+static double
+now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static int
+opt_level(const CgOptions *o)
+{
+	int l = o ? o->opt_level : 2;
+	return l < 0 ? 0 : l > 3 ? 3 : l;
+}
+
+/* A target machine for triple and the options' CPU; *cpu and *features
+ * (LLVM strings, LLVMDisposeMessage) get what it was made with. */
+static LLVMTargetMachineRef
+make_tm(const char *triple, const CgOptions *o, char **cpu, char **features)
+{
+	static const LLVMCodeGenOptLevel lv[4] = {
+		LLVMCodeGenLevelNone, LLVMCodeGenLevelLess,
+		LLVMCodeGenLevelDefault, LLVMCodeGenLevelAggressive};
+	LLVMTargetRef t;
+	char *err = NULL;
+	if (LLVMGetTargetFromTriple(triple, &t, &err)) {
+		fprintf(stderr, "tfgc: error: codegen: target '%s': %s\n",
+			triple, err);
+		LLVMDisposeMessage(err);
+		return NULL;
+	}
+	int host = !o || !o->cpu;
+	*cpu = host ? LLVMGetHostCPUName() : LLVMCreateMessage(o->cpu);
+	*features = host ? LLVMGetHostCPUFeatures() : LLVMCreateMessage("");
+	return LLVMCreateTargetMachine(t, triple, *cpu, *features,
+				       lv[opt_level(o)], LLVMRelocDefault,
+				       LLVMCodeModelJITDefault);
+}
+
+static int
+run_passes(LLVMModuleRef m, LLVMTargetMachineRef tm, int level)
+{
+	char pipeline[32];
+	LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
+	snprintf(pipeline, sizeof pipeline, "default<O%d>", level);
+	LLVMPassBuilderOptionsSetLoopVectorization(po, level >= 2);
+	LLVMPassBuilderOptionsSetSLPVectorization(po, level >= 2);
+	LLVMPassBuilderOptionsSetLoopInterleaving(po, level >= 2);
+	LLVMPassBuilderOptionsSetLoopUnrolling(po, level >= 1);
+	LLVMErrorRef err = LLVMRunPasses(m, pipeline, tm, po);
+	LLVMDisposePassBuilderOptions(po);
+	return err ? llvm_fail("optimising", err) : 0;
+}
+
+/* Builds, verifies and optimises the module of `task` in context c.
+ * On success *mp and *tmp are the caller's. */
+static int
+compile(LLVMContextRef c, const Program *p, int task, const CgOptions *o,
+	const char *triple, LLVMModuleRef *mp, LLVMTargetMachineRef *tmp,
+	size_t *sizes, int *has)
+{
+	char *cpu = NULL, *features = NULL, *msg = NULL, name[32];
+	LLVMTargetMachineRef tm = make_tm(triple, o, &cpu, &features);
+	LLVMModuleRef m;
+	int rc = -1;
+	if (!tm)
+		return -1;
+	snprintf(name, sizeof name, "task%d", task);
+	m = LLVMModuleCreateWithNameInContext(name, c);
+	LLVMSetTarget(m, triple);
+	LLVMTargetDataRef td = LLVMCreateTargetDataLayout(tm);
+	LLVMSetModuleDataLayout(m, td);
+	LLVMDisposeTargetData(td);
+	if (cg_build_module(c, m, p, task, cpu, features, sizes, has))
+		goto out;
+	if (LLVMVerifyModule(m, LLVMReturnStatusAction, &msg)) {
+		fprintf(stderr, "tfgc: error: codegen: invalid module: %s\n",
+			msg);
+		goto out;
+	}
+	if (run_passes(m, tm, opt_level(o)))
+		goto out;
+	rc = 0;
+out:
+	LLVMDisposeMessage(msg);
+	LLVMDisposeMessage(cpu);
+	LLVMDisposeMessage(features);
+	if (rc) {
+		LLVMDisposeModule(m);
+		LLVMDisposeTargetMachine(tm);
+		return rc;
+	}
+	*mp = m;
+	*tmp = tm;
+	return 0;
+}
+
+int
+cg_emit_llvm(FILE *out, const Program *p, int task, const CgOptions *o)
+{
+	LLVMContextRef c;
+	LLVMModuleRef m;
+	LLVMTargetMachineRef tm;
+	size_t *sizes = calloc((size_t)p->nsig + 1, sizeof *sizes);
+	int *has = calloc((size_t)p->nsig + 1, sizeof *has);
+	pthread_once(&init_once, init_llvm);
+	c = LLVMContextCreate();
+	int rc = compile(c, p, task, o, CG_EMIT_TRIPLE, &m, &tm, sizes, has);
+	if (rc == 0) {
+		char *s = LLVMPrintModuleToString(m);
+		fputs(s, out);
+		LLVMDisposeMessage(s);
+		LLVMDisposeModule(m);
+		LLVMDisposeTargetMachine(tm);
+	}
+	LLVMContextDispose(c);
+	free(sizes);
+	free(has);
+	return rc;
+}
+
+/* The process symbols generated code may need: libc's helpers. */
+static int
+process_filter(void *ctx, LLVMOrcSymbolStringPoolEntryRef sym)
+{
+	static const char *const ok[] = {"fmod", "fmodf", "memcpy", "memset",
+					 "memmove"};
+	const char *s = LLVMOrcSymbolStringPoolEntryStr(sym);
+	char prefix = *(const char *)ctx;
+	if (prefix && *s == prefix)
+		s++;
+	for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++)
+		if (strcmp(s, ok[i]) == 0)
+			return 1;
+	return 0;
+}
+
+static int
+define_symbols(CgJit *j, const CgOptions *o)
+{
+	LLVMOrcJITDylibRef jd = LLVMOrcLLJITGetMainJITDylib(j->jit);
+	LLVMJITSymbolFlags fl = {LLVMJITSymbolGenericFlagsExported |
+				 LLVMJITSymbolGenericFlagsCallable, 0};
+	uintptr_t recv = (uintptr_t)(o && o->rt_recv ? o->rt_recv
+							 : tfg_rt_recv);
+	uintptr_t send = (uintptr_t)(o && o->rt_send ? o->rt_send
+							 : tfg_rt_send);
+	LLVMOrcCSymbolMapPair syms[2] = {
+		{LLVMOrcLLJITMangleAndIntern(j->jit, "tfg_rt_recv"),
+		 {recv, fl}},
+		{LLVMOrcLLJITMangleAndIntern(j->jit, "tfg_rt_send"),
+		 {send, fl}},
+	};
+	LLVMErrorRef err = LLVMOrcJITDylibDefine(jd,
+						 LLVMOrcAbsoluteSymbols(syms, 2));
+	if (err)
+		return llvm_fail("defining the runtime symbols", err);
+	LLVMOrcDefinitionGeneratorRef gen;
+	j->prefix = LLVMOrcLLJITGetGlobalPrefix(j->jit);
+	err = LLVMOrcCreateDynamicLibrarySearchGeneratorForProcess(
+	    &gen, j->prefix, process_filter, &j->prefix);
+	if (err)
+		return llvm_fail("process symbols", err);
+	LLVMOrcJITDylibAddGenerator(jd, gen);
+	return 0;
+}
+
+/* A LLJIT that generates code with tm (consumed). */
+static int
+make_jit(CgJit *j, LLVMTargetMachineRef tm)
+{
+	LLVMOrcJITTargetMachineBuilderRef jtmb =
+	    LLVMOrcJITTargetMachineBuilderCreateFromTargetMachine(tm);
+	LLVMOrcLLJITBuilderRef jb = LLVMOrcCreateLLJITBuilder();
+	LLVMOrcLLJITBuilderSetJITTargetMachineBuilder(jb, jtmb);
+	LLVMErrorRef err = LLVMOrcCreateLLJIT(&j->jit, jb);
+	if (err) {
+		j->jit = NULL;
+		return llvm_fail("creating the JIT", err);
+	}
+	return 0;
+}
+
+static int
+lookup_parts(CgJit *j, const Program *p, const size_t *sizes,
+	     const int *has, RtPart *parts)
+{
+	for (int s = 0; s < p->nsig; s++) {
+		char name[32];
+		LLVMOrcExecutorAddress a;
+		if (!has[s])
+			continue;
+		snprintf(name, sizeof name, "tfg_part_%d", s);
+		LLVMErrorRef err = LLVMOrcLLJITLookup(j->jit, &a, name);
+		if (err)
+			return llvm_fail(name, err);
+		parts[s].fn = (RtPartFn)(uintptr_t)a;
+		parts[s].arena_size = sizes[s];
+	}
+	return 0;
+}
+
+int
+cg_jit(CgJit **out, const Program *p, int task, const CgOptions *o,
+       RtPart *parts, double *ms)
+{
+	double t0 = now_ms();
+	LLVMModuleRef m;
+	LLVMTargetMachineRef tm;
+	size_t *sizes = calloc((size_t)p->nsig + 1, sizeof *sizes);
+	int *has = calloc((size_t)p->nsig + 1, sizeof *has);
+	CgJit *j = calloc(1, sizeof *j);
+	int rc = -1;
+	*out = NULL;
+	memset(parts, 0, (size_t)p->nsig * sizeof *parts);
+	pthread_once(&init_once, init_llvm);
+	char *triple = LLVMGetDefaultTargetTriple();
+	LLVMOrcThreadSafeContextRef tsc = LLVMOrcCreateNewThreadSafeContext();
+	LLVMContextRef c = LLVMOrcThreadSafeContextGetContext(tsc);
+	if (compile(c, p, task, o, triple, &m, &tm, sizes, has))
+		goto out;
+	if (make_jit(j, tm) || define_symbols(j, o)) {
+		LLVMDisposeModule(m);
+		goto out;
+	}
+	LLVMOrcThreadSafeModuleRef tsm = LLVMOrcCreateNewThreadSafeModule(m, tsc);
+	LLVMErrorRef err = LLVMOrcLLJITAddLLVMIRModule(
+	    j->jit, LLVMOrcLLJITGetMainJITDylib(j->jit), tsm);
+	if (err) {
+		llvm_fail("adding the module", err);
+		goto out;
+	}
+	rc = lookup_parts(j, p, sizes, has, parts);
+out:
+	LLVMOrcDisposeThreadSafeContext(tsc);
+	LLVMDisposeMessage(triple);
+	free(sizes);
+	free(has);
+	if (rc) {
+		memset(parts, 0, (size_t)p->nsig * sizeof *parts);
+		cg_jit_free(j);
+		return rc;
+	}
+	*out = j;
+	if (ms)
+		*ms = now_ms() - t0;
+	return 0;
+}
+
+void
+cg_jit_free(CgJit *j)
+{
+	if (!j)
+		return;
+	if (j->jit) {
+		LLVMErrorRef err = LLVMOrcDisposeLLJIT(j->jit);
+		if (err)
+			llvm_fail("disposing the JIT", err);
+	}
+	free(j);
+}

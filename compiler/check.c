@@ -1,0 +1,1297 @@
+/*
+ * compiler/check.c: the AST becomes the graph IR, checked.
+ *
+ * One walk over the program in source order: the cluster first (device
+ * strings are checked against it wherever it stands), then every
+ * statement.  Graph statements make IrNodes with dtype, shape and the
+ * device their enclosing blocks request; session statements are lowered
+ * to the runtime's RtStmt/RtExpr with one IrSig per distinct run(...).
+ *
+ * Names resolve in order.  A pre-scan records every definition so that a
+ * use before its definition can point at both places.  Literals written
+ * directly as operands are weak (spec §3.2): they are materialised only
+ * once the other operand's dtype is known.
+ */
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "compiler/compiler_int.h"
+#include "lang/parse.h"
+
+typedef struct Sym {
+	const char *name;
+	SrcLoc loc;
+	IrNode *node; /* graph value */
+	int slot;     /* session loop variable (node == NULL) */
+} Sym;
+
+typedef struct Checker {
+	Program *p;
+	Diag *d;
+	Arena *a;
+	PtrVec syms;   /* Sym *: graph names defined so far */
+	PtrVec defs;   /* Sym *: every definition, from the pre-scan */
+	PtrVec locals; /* Sym *: loop variables in scope */
+	Device dev;    /* merged device of the enclosing blocks */
+	int nslot;     /* loop variables of the current session */
+	int client;    /* task of the current session */
+	PtrVec sigs;   /* IrSig * */
+	PtrVec sessions;
+	const AstNode *cluster;
+} Checker;
+
+/* A literal's value: AST_INT, AST_FLOAT, AST_BOOL, or - of one. */
+typedef struct Lit {
+	int kind; /* 0 none, 1 int, 2 float, 3 bool */
+	int64_t i;
+	double f;
+} Lit;
+
+static IrNode *expr_graph(Checker *c, AstNode *e);
+
+/* ---------------------------------------------------------------- names */
+
+static Sym *
+find(PtrVec *v, const char *name)
+{
+	for (int i = v->n - 1; i >= 0; i--) {
+		Sym *s = v->v[i];
+		if (strcmp(s->name, name) == 0)
+			return s;
+	}
+	return NULL;
+}
+
+static void
+prescan(Checker *c, AstNode *n)
+{
+	for (int i = 0; i < n->n; i++) {
+		AstNode *s = n->list[i];
+		if (s->kind == AST_DEVICE) {
+			prescan(c, s);
+		} else if ((s->kind == AST_ASSIGN || s->kind == AST_INPUT) &&
+			   !find(&c->defs, s->name)) {
+			Sym *d = arena_alloc(c->a, sizeof *d);
+			d->name = s->name;
+			d->loc = s->tok.loc;
+			vec_push(c->a, &c->defs, d);
+		}
+	}
+}
+
+static IrNode *
+lookup_graph(Checker *c, AstNode *e)
+{
+	Sym *s = find(&c->syms, e->name), *later;
+
+	if (s)
+		return s->node;
+	if ((later = find(&c->defs, e->name)) != NULL) {
+		diag_error(c->d, e->loc, "'%s' is used before it is defined",
+			   e->name);
+		diag_note(c->d, later->loc, "'%s' is defined here", e->name);
+	} else {
+		diag_error(c->d, e->loc, "unknown name '%s'", e->name);
+	}
+	return NULL;
+}
+
+static int
+define(Checker *c, const char *name, SrcLoc loc, IrNode *node)
+{
+	Sym *old = find(&c->syms, name), *s;
+
+	if (old) {
+		diag_error(c->d, loc, "redefinition of '%s'", name);
+		diag_note(c->d, old->loc, "previous definition of '%s' is here",
+			  name);
+		return -1;
+	}
+	s = arena_alloc(c->a, sizeof *s);
+	s->name = name;
+	s->loc = loc;
+	s->node = node;
+	vec_push(c->a, &c->syms, s);
+	return 0;
+}
+
+/* -------------------------------------------------------------- cluster */
+
+static int
+check_address(Checker *c, AstNode *s)
+{
+	const char *str = s->str, *colon = strrchr(str, ':');
+	char *end;
+	long port;
+
+	if (!colon || colon == str) {
+		diag_error(c->d, s->loc,
+			   "invalid address '%s': expected host:port", str);
+		return -1;
+	}
+	port = strtol(colon + 1, &end, 10);
+	if (*end || end == colon + 1 || port < 1 || port > 65535) {
+		diag_error(c->d, s->loc,
+			   "invalid port in '%s': expected 1 to 65535", str);
+		return -1;
+	}
+	return 0;
+}
+
+static void
+check_cluster(Checker *c, AstNode *n)
+{
+	Program *p = c->p;
+	int ntask = 0;
+
+	for (int j = 0; j < n->n; j++)
+		ntask += n->list[j]->n;
+	p->jobs = arena_alloc(c->a, (n->n + 1) * sizeof *p->jobs);
+	p->tasks = arena_alloc(c->a, (ntask + 1) * sizeof *p->tasks);
+	for (int j = 0; j < n->n; j++) {
+		AstNode *job = n->list[j];
+		CJob *cj;
+		for (int k = 0; k < p->njob; k++) {
+			if (strcmp(p->jobs[k].name, job->name) == 0) {
+				diag_error(c->d, job->tok.loc,
+					   "job '%s' is defined twice",
+					   job->name);
+				diag_note(c->d, p->jobs[k].loc,
+					  "first defined here");
+			}
+		}
+		if (job->n == 0) {
+			diag_error(c->d, job->tok.loc,
+				   "job '%s' has no tasks: list at least one "
+				   "address",
+				   job->name);
+			continue;
+		}
+		cj = &p->jobs[p->njob++];
+		cj->name = job->name;
+		cj->loc = job->tok.loc;
+		cj->first = p->ntask;
+		cj->ntask = job->n;
+		for (int t = 0; t < job->n; t++) {
+			AstNode *s = job->list[t];
+			CTask *ct = &p->tasks[p->ntask++];
+			check_address(c, s);
+			for (int k = 0; k < p->ntask - 1; k++) {
+				if (strcmp(p->tasks[k].addr, s->str) == 0) {
+					diag_error(c->d, s->loc,
+						   "address '%s' is listed "
+						   "twice",
+						   s->str);
+					diag_note(c->d, p->tasks[k].loc,
+						  "first listed here");
+				}
+			}
+			ct->job = job->name;
+			ct->index = t;
+			ct->addr = s->str;
+			ct->loc = s->loc;
+			ct->name = arena_printf(c->a, "/job:%s/task:%d",
+						job->name, t);
+		}
+	}
+}
+
+/* Without a cluster block a program has one task (spec §5.1). */
+static void
+default_cluster(Checker *c)
+{
+	Program *p = c->p;
+
+	p->jobs = arena_alloc(c->a, sizeof *p->jobs);
+	p->tasks = arena_alloc(c->a, sizeof *p->tasks);
+	p->njob = p->ntask = 1;
+	p->jobs[0].name = "local";
+	p->jobs[0].ntask = 1;
+	p->tasks[0].job = "local";
+	p->tasks[0].addr = "localhost:2222";
+	p->tasks[0].name = "/job:local/task:0";
+}
+
+/* -------------------------------------------------------------- devices */
+
+/* Parses the device string of s (an AST_STRING) and checks it names what
+ * the cluster has, merged with `outer`.  Returns 0 and *out, or -1. */
+static int
+device_of(Checker *c, AstNode *s, Device outer, Device *out)
+{
+	const char *err;
+	int off;
+	Device d, m;
+
+	if (dev_parse(c->a, &d, s->str, &err, &off) < 0) {
+		SrcLoc l = s->loc;
+		if ((uint32_t)off + 1 < l.len) {
+			l.off += off + 1;
+			l.col += off + 1;
+			l.len = 1;
+		}
+		diag_error(c->d, l, "invalid device string '%s': %s", s->str,
+			   err);
+		return -1;
+	}
+	if (d.job && dev_task_index(c->p, (Device){d.job, 0, 0, 0}) < 0) {
+		diag_error(c->d, s->loc,
+			   "device '%s' names job '%s', which the cluster "
+			   "does not have",
+			   s->str, d.job);
+		return -1;
+	}
+	m = dev_complete(c->p, dev_merge(outer, d));
+	if (dev_task_index(c->p, m) < 0) {
+		int nt = 0;
+		for (int j = 0; j < c->p->njob; j++)
+			if (strcmp(c->p->jobs[j].name, m.job) == 0)
+				nt = c->p->jobs[j].ntask;
+		diag_error(c->d, s->loc,
+			   "device '%s' names task %d of job '%s', which has "
+			   "%d task%s",
+			   s->str, m.task, m.job, nt, nt == 1 ? "" : "s");
+		return -1;
+	}
+	if (m.kind == DEV_GPU) {
+		diag_error(c->d, s->loc,
+			   "device '%s': this version generates CPU code "
+			   "only, so GPU devices cannot be used yet",
+			   s->str);
+		return -1;
+	}
+	*out = dev_merge(outer, d);
+	return 0;
+}
+
+/* ------------------------------------------------------------- literals */
+
+static Lit
+lit_of(const AstNode *e)
+{
+	Lit l = {0, 0, 0};
+
+	switch (e->kind) {
+	case AST_INT:
+		l.kind = 1, l.i = e->ival;
+		break;
+	case AST_FLOAT:
+		l.kind = 2, l.f = e->fval;
+		break;
+	case AST_BOOL:
+		l.kind = 3, l.i = e->ival;
+		break;
+	case AST_UNARY:
+		l = lit_of(e->a);
+		if (l.kind == 1)
+			l.i = (int64_t)(0 - (uint64_t)l.i);
+		else if (l.kind == 2)
+			l.f = -l.f;
+		else
+			l.kind = 0; /* -true is not a literal */
+		break;
+	default:
+		break;
+	}
+	return l;
+}
+
+static TfgDtype
+lit_default(Lit l)
+{
+	if (l.kind == 2)
+		return TFG_F32;
+	if (l.kind == 3)
+		return TFG_BOOL;
+	return l.i >= INT32_MIN && l.i <= INT32_MAX ? TFG_I32 : TFG_I64;
+}
+
+/* Stores literal l as dtype t at dst; -1 (reported) when it does not fit. */
+static int
+lit_store(Checker *c, SrcLoc loc, Lit l, TfgDtype t, void *dst)
+{
+	double f = l.kind == 2 ? l.f : (double)l.i;
+
+	if (l.kind == 2 && dtype_is_int(t)) {
+		diag_error(c->d, loc, "float literal where %s is expected",
+			   tfg_dtype_name(t));
+		return -1;
+	}
+	if ((l.kind == 3) != (t == TFG_BOOL)) {
+		diag_error(c->d, loc, "%s literal where %s is expected",
+			   l.kind == 3 ? "bool" : "numeric", tfg_dtype_name(t));
+		return -1;
+	}
+	switch (t) {
+	case TFG_BOOL:
+		*(uint8_t *)dst = (uint8_t)l.i;
+		break;
+	case TFG_I32:
+		if (l.i < INT32_MIN || l.i > INT32_MAX) {
+			diag_error(c->d, loc,
+				   "literal %" PRId64 " does not fit in i32",
+				   l.i);
+			return -1;
+		}
+		*(int32_t *)dst = (int32_t)l.i;
+		break;
+	case TFG_I64:
+		*(int64_t *)dst = l.i;
+		break;
+	case TFG_F32:
+		if (isfinite(f) && !isfinite((float)f)) {
+			diag_error(c->d, loc,
+				   "literal %g is out of range for f32", f);
+			return -1;
+		}
+		*(float *)dst = (float)f;
+		break;
+	case TFG_F64:
+		*(double *)dst = f;
+		break;
+	default:
+		TFG_ASSERT(0);
+	}
+	return 0;
+}
+
+static IrNode *
+new_node(Checker *c, OpKind op, int nin, SrcLoc loc)
+{
+	IrNode *n = ir_node_new(c->p, op, nin, loc);
+
+	n->req = c->dev;
+	return n;
+}
+
+static IrNode *
+lit_node(Checker *c, AstNode *e, Lit l, TfgDtype t)
+{
+	IrNode *n = new_node(c, OP_const, 0, e->loc);
+
+	n->dtype = t;
+	n->data = arena_alloc(c->a, 8);
+	if (lit_store(c, e->loc, l, t, n->data) < 0)
+		return NULL;
+	return n;
+}
+
+/* Collects a tensor literal's elements and shape; -1 on error. */
+static int
+tensor_walk(Checker *c, AstNode *e, int depth, TfgShape *s, PtrVec *elems)
+{
+	if (e->kind != AST_TENSOR) {
+		if (depth != s->rank && s->rank >= 0) {
+			diag_error(c->d, e->loc,
+				   "tensor literal is not rectangular: "
+				   "expected a list here");
+			return -1;
+		}
+		if (lit_of(e).kind == 0) {
+			diag_error(c->d, e->loc,
+				   "tensor literal elements must be numbers "
+				   "or booleans");
+			return -1;
+		}
+		s->rank = depth;
+		vec_push(c->a, elems, e);
+		return 0;
+	}
+	if (depth >= TFG_MAX_RANK) {
+		diag_error(c->d, e->loc, "tensor literal has more than %d "
+			   "dimensions", TFG_MAX_RANK);
+		return -1;
+	}
+	if (s->rank >= 0 && depth >= s->rank) {
+		diag_error(c->d, e->loc,
+			   "tensor literal is not rectangular: expected a "
+			   "number here");
+		return -1;
+	}
+	if (s->dims[depth] < 0) {
+		s->dims[depth] = e->n;
+	} else if (s->dims[depth] != e->n) {
+		diag_error(c->d, e->loc,
+			   "tensor literal is not rectangular: %d elements "
+			   "where the first list at this depth has %" PRId64,
+			   e->n, s->dims[depth]);
+		return -1;
+	}
+	if (e->n == 0 && s->rank < 0)
+		s->rank = depth + 1;
+	for (int i = 0; i < e->n; i++)
+		if (tensor_walk(c, e->list[i], depth + 1, s, elems) < 0)
+			return -1;
+	return 0;
+}
+
+/* A tensor literal as a constant tensor of dtype t (or its own dtype when
+ * t < 0), stored in the arena.  Shape in *shape. */
+static void *
+tensor_data(Checker *c, AstNode *e, int t, TfgDtype *dt, TfgShape *shape)
+{
+	TfgShape s = {-1, {0}};
+	PtrVec elems = {0};
+	int kinds = 0;
+	size_t sz;
+	char *data;
+
+	for (int i = 0; i < TFG_MAX_RANK; i++)
+		s.dims[i] = -1;
+	if (tensor_walk(c, e, 0, &s, &elems) < 0)
+		return NULL;
+	for (int i = 0; i < s.rank; i++)
+		if (s.dims[i] < 0)
+			s.dims[i] = 0;
+	for (int i = s.rank; i < TFG_MAX_RANK; i++)
+		s.dims[i] = 0;
+	if (t < 0) {
+		TfgDtype best = TFG_I32;
+		for (int i = 0; i < elems.n; i++) {
+			Lit l = lit_of(elems.v[i]);
+			kinds |= 1 << l.kind;
+			if (lit_default(l) == TFG_I64)
+				best = TFG_I64;
+		}
+		if ((kinds & 8) && (kinds & 6)) {
+			diag_error(c->d, e->loc, "tensor literal mixes "
+				   "booleans and numbers");
+			return NULL;
+		}
+		t = kinds & 4 ? TFG_F32 : kinds & 8 ? TFG_BOOL : (int)best;
+		if (elems.n == 0)
+			t = TFG_F32;
+	}
+	sz = tfg_dtype_size((TfgDtype)t);
+	data = arena_alloc(c->a, elems.n * sz + 8);
+	for (int i = 0; i < elems.n; i++) {
+		AstNode *el = elems.v[i];
+		if (lit_store(c, el->loc, lit_of(el), (TfgDtype)t,
+			      data + i * sz) < 0)
+			return NULL;
+	}
+	*dt = (TfgDtype)t;
+	*shape = s;
+	return data;
+}
+
+/* ---------------------------------------------------------------- graph */
+
+static const char *
+op_spelling(int tk)
+{
+	switch (tk) {
+	case TK_PLUS: return "+";
+	case TK_MINUS: return "-";
+	case TK_STAR: return "*";
+	case TK_SLASH: return "/";
+	case TK_PERCENT: return "%";
+	}
+	return "?";
+}
+
+static IrNode *
+cast_to(Checker *c, IrNode *x, TfgDtype t)
+{
+	IrNode *n;
+
+	if (x->dtype == t)
+		return x;
+	n = new_node(c, OP_cast, 1, x->loc);
+	n->in[0] = x;
+	n->dtype = t;
+	n->shape = x->shape;
+	return n;
+}
+
+static IrNode *
+binary(Checker *c, AstNode *e)
+{
+	static const OpKind ops[] = {[TK_PLUS] = OP_add, [TK_MINUS] = OP_sub,
+				     [TK_STAR] = OP_mul, [TK_SLASH] = OP_div,
+				     [TK_PERCENT] = OP_mod};
+	Lit la = lit_of(e->a), lb = lit_of(e->b);
+	IrNode *a = NULL, *b = NULL, *n;
+	TfgDtype ta, tb, t;
+	TfgShape s;
+
+	if (!la.kind && !(a = expr_graph(c, e->a)))
+		return NULL;
+	if (!lb.kind && !(b = expr_graph(c, e->b)))
+		return NULL;
+	ta = a ? a->dtype : lit_default(la);
+	tb = b ? b->dtype : lit_default(lb);
+	if (ta == TFG_BOOL || tb == TFG_BOOL) {
+		diag_error(c->d, e->loc,
+			   "operator '%s' does not take bool operands",
+			   op_spelling(e->op));
+		return NULL;
+	}
+	t = dtype_promote(ta, !a, tb, !b);
+	if (!a && !(a = lit_node(c, e->a, la, t)))
+		return NULL;
+	if (!b && !(b = lit_node(c, e->b, lb, t)))
+		return NULL;
+	if (shape_broadcast(&s, &a->shape, &b->shape) < 0) {
+		char sa[128], sb[128];
+		diag_error(c->d, e->loc,
+			   "operands of '%s' do not broadcast: shapes %s and "
+			   "%s",
+			   op_spelling(e->op),
+			   tfg_shape_str(sa, sizeof sa, &a->shape),
+			   tfg_shape_str(sb, sizeof sb, &b->shape));
+		return NULL;
+	}
+	a = cast_to(c, a, t);
+	b = cast_to(c, b, t);
+	n = new_node(c, ops[e->op], 2, e->loc);
+	n->in[0] = a;
+	n->in[1] = b;
+	n->dtype = t;
+	n->shape = s;
+	return n;
+}
+
+static IrNode *
+call_graph(Checker *c, AstNode *e)
+{
+	int op = op_lookup(e->name);
+	IrNode *x, *n;
+
+	if (strcmp(e->name, "run") == 0 || strcmp(e->name, "load") == 0) {
+		diag_error(c->d, e->a->loc,
+			   "'%s' can only be used in a session block",
+			   e->name);
+		return NULL;
+	}
+	if (op < 0) {
+		diag_error(c->d, e->a->loc, "unknown function '%s'", e->name);
+		return NULL;
+	}
+	if (e->b) {
+		diag_error(c->d, e->b->loc, "a feed can only be given to run()");
+		return NULL;
+	}
+	for (int i = 0; i < e->n; i++) {
+		if (e->list[i]->kind == AST_KWARG) {
+			diag_error(c->d, e->list[i]->tok.loc,
+				   "'%s' has no argument named '%s'", e->name,
+				   e->list[i]->name);
+			return NULL;
+		}
+	}
+	if (e->n != op_info[op].nin) {
+		diag_error(c->d, e->loc, "'%s' expects %d argument%s, got %d",
+			   e->name, op_info[op].nin,
+			   op_info[op].nin == 1 ? "" : "s", e->n);
+		return NULL;
+	}
+	if (!(x = expr_graph(c, e->list[0])))
+		return NULL;
+	if (x->dtype == TFG_BOOL) {
+		diag_error(c->d, e->list[0]->loc,
+			   "'%s' does not take a bool tensor", e->name);
+		return NULL;
+	}
+	n = new_node(c, (OpKind)op, 1, e->loc);
+	n->in[0] = x;
+	n->dtype = x->dtype;
+	n->shape.rank = 0;
+	n->axes = (1u << x->shape.rank) - 1;
+	return n;
+}
+
+/* An index component that must be a static integer. */
+static int
+static_int(Checker *c, AstNode *e, int64_t *v)
+{
+	Lit l = lit_of(e);
+
+	if (l.kind != 1) {
+		diag_error(c->d, e->loc, "index must be an integer literal");
+		return -1;
+	}
+	*v = l.i;
+	return 0;
+}
+
+static IrNode *
+index_graph(Checker *c, AstNode *e)
+{
+	IrNode *x = expr_graph(c, e->a), *n;
+	int k = 0;
+
+	if (!x)
+		return NULL;
+	if (e->n > x->shape.rank) {
+		diag_error(c->d, e->loc,
+			   "too many indices: %d for a tensor of rank %d",
+			   e->n, x->shape.rank);
+		return NULL;
+	}
+	n = new_node(c, OP_slice, 1, e->loc);
+	n->in[0] = x;
+	n->dtype = x->dtype;
+	for (int i = 0; i < x->shape.rank; i++) {
+		int64_t len = x->shape.dims[i], lo = 0, hi = len;
+		AstNode *ix = i < e->n ? e->list[i] : NULL;
+		if (ix && ix->kind == AST_SLICE) {
+			if (ix->a && static_int(c, ix->a, &lo) < 0)
+				return NULL;
+			if (ix->b && static_int(c, ix->b, &hi) < 0)
+				return NULL;
+			/* Python's rules: negative counts from the end,
+			   then clamp to [0, len]. */
+			lo = lo < 0 ? lo + len : lo;
+			hi = hi < 0 ? hi + len : hi;
+			lo = lo < 0 ? 0 : lo > len ? len : lo;
+			hi = hi < 0 ? 0 : hi > len ? len : hi;
+		} else if (ix) {
+			int64_t v;
+			if (static_int(c, ix, &v) < 0)
+				return NULL;
+			if (v < -len || v >= len) {
+				diag_error(c->d, ix->loc,
+					   "index %" PRId64 " is out of range "
+					   "for axis %d of size %" PRId64,
+					   v, i, len);
+				return NULL;
+			}
+			lo = v < 0 ? v + len : v;
+			hi = lo + 1;
+			n->squeeze |= 1u << i;
+		}
+		n->begin[i] = lo;
+		n->size[i] = hi > lo ? hi - lo : 0;
+		if (!(n->squeeze & (1u << i)))
+			n->shape.dims[k++] = n->size[i];
+	}
+	n->shape.rank = k;
+	return n;
+}
+
+static IrNode *
+expr_graph(Checker *c, AstNode *e)
+{
+	Lit l;
+	IrNode *n;
+
+	switch (e->kind) {
+	case AST_INT:
+	case AST_FLOAT:
+	case AST_BOOL:
+		l = lit_of(e);
+		return lit_node(c, e, l, lit_default(l));
+	case AST_NAME:
+		return lookup_graph(c, e);
+	case AST_TENSOR:
+		n = new_node(c, OP_const, 0, e->loc);
+		n->data = tensor_data(c, e, -1, &n->dtype, &n->shape);
+		return n->data ? n : NULL;
+	case AST_UNARY:
+		if ((l = lit_of(e)).kind)
+			return lit_node(c, e, l, lit_default(l));
+		if (!(n = expr_graph(c, e->a)))
+			return NULL;
+		if (n->dtype == TFG_BOOL) {
+			diag_error(c->d, e->loc,
+				   "operator '-' does not take a bool operand");
+			return NULL;
+		}
+		{
+			IrNode *x = n;
+			n = new_node(c, OP_neg, 1, e->loc);
+			n->in[0] = x;
+			n->dtype = x->dtype;
+			n->shape = x->shape;
+		}
+		return n;
+	case AST_BINARY:
+		return binary(c, e);
+	case AST_CALL:
+		return call_graph(c, e);
+	case AST_INDEX:
+		return index_graph(c, e);
+	case AST_STRING:
+		diag_error(c->d, e->loc,
+			   "strings can only be used in session blocks");
+		return NULL;
+	default:
+		diag_error(c->d, e->loc, "this is not a value");
+		return NULL;
+	}
+}
+
+/* ----------------------------------------------------------- statements */
+
+static int
+dtype_named(const char *s, TfgDtype *t)
+{
+	for (int i = 0; i < TFG__NDTYPE; i++) {
+		if (strcmp(s, tfg_dtype_name((TfgDtype)i)) == 0) {
+			*t = (TfgDtype)i;
+			return 0;
+		}
+	}
+	return -1;
+}
+
+static void
+check_input(Checker *c, AstNode *s)
+{
+	IrNode *n;
+	TfgDtype t;
+	double numel = 1;
+
+	if (dtype_named(s->a->name, &t) < 0) {
+		diag_error(c->d, s->a->loc,
+			   "unknown dtype '%s' (expected bool, i32, i64, f32 "
+			   "or f64)",
+			   s->a->name);
+		return;
+	}
+	if (s->n > TFG_MAX_RANK) {
+		diag_error(c->d, s->loc, "input '%s' has %d dimensions; at "
+			   "most %d are allowed", s->name, s->n, TFG_MAX_RANK);
+		return;
+	}
+	for (int i = 0; i < s->n; i++)
+		numel *= (double)s->list[i]->ival;
+	if (numel * tfg_dtype_size(t) > (double)(1ull << 40)) {
+		diag_error(c->d, s->loc, "input '%s' is too large (%.3g "
+			   "bytes)", s->name, numel * tfg_dtype_size(t));
+		return;
+	}
+	n = new_node(c, OP_input, 0, s->tok.loc);
+	n->dtype = t;
+	n->shape.rank = s->n;
+	for (int i = 0; i < s->n; i++)
+		n->shape.dims[i] = s->list[i]->ival;
+	n->name = s->name;
+	n->user_named = 1;
+	define(c, s->name, s->tok.loc, n);
+}
+
+static void
+check_assign(Checker *c, AstNode *s)
+{
+	IrNode *n = expr_graph(c, s->a);
+
+	if (n && !n->name) {
+		n->name = s->name;
+		n->user_named = 1;
+	}
+	/* A failed definition is still defined (with no node), so that its
+	   uses are not reported again. */
+	define(c, s->name, s->tok.loc, n);
+}
+
+static void check_stmts(Checker *c, AstNode *block, int top);
+static void check_session(Checker *c, AstNode *s);
+
+static void
+check_device(Checker *c, AstNode *s)
+{
+	Device saved = c->dev, d;
+
+	if (device_of(c, s->a, c->dev, &d) == 0)
+		c->dev = d;
+	check_stmts(c, s, 0);
+	c->dev = saved;
+}
+
+static void
+check_stmts(Checker *c, AstNode *block, int top)
+{
+	for (int i = 0; i < block->n; i++) {
+		AstNode *s = block->list[i];
+		switch (s->kind) {
+		case AST_CLUSTER:
+			if (!top)
+				diag_error(c->d, s->loc, "a cluster block must "
+					   "be at the top level");
+			break; /* done first, in check_program */
+		case AST_DEVICE:
+			check_device(c, s);
+			break;
+		case AST_ASSIGN:
+			check_assign(c, s);
+			break;
+		case AST_INPUT:
+			check_input(c, s);
+			break;
+		case AST_SESSION:
+			if (!top) {
+				diag_error(c->d, s->loc, "a session block must "
+					   "be at the top level");
+				break;
+			}
+			check_session(c, s);
+			break;
+		default:
+			diag_error(c->d, s->loc, "this statement belongs in a "
+				   "session block");
+			break;
+		}
+	}
+}
+
+/* ------------------------------------------------------------- sessions */
+
+static RtExpr *sexpr(Checker *c, AstNode *e);
+
+static RtExpr *
+new_expr(Checker *c, RtExprKind k, SrcLoc loc, int nargs)
+{
+	RtExpr *x = arena_alloc(c->a, sizeof *x);
+
+	x->kind = k;
+	x->where = diag_where(c->a, loc);
+	x->nargs = nargs;
+	x->args = arena_alloc(c->a, (nargs + 1) * sizeof *x->args);
+	return x;
+}
+
+static RtExpr *
+const_expr(Checker *c, SrcLoc loc, TfgDtype t, const TfgShape *s,
+	   void *data)
+{
+	RtExpr *x = new_expr(c, RT_E_CONST, loc, 0);
+	RtTensor *v = arena_alloc(c->a, sizeof *v);
+
+	v->dtype = t;
+	v->shape = *s;
+	v->nbytes = (size_t)tfg_shape_numel(s) * tfg_dtype_size(t);
+	v->data = data;
+	x->value = v;
+	return x;
+}
+
+/* The inputs the nodes in `from` depend on, sorted by id. */
+static void
+needed_inputs(Checker *c, PtrVec *from, PtrVec *inputs)
+{
+	char *seen = arena_alloc(c->a, c->p->g.nodes.n + 1);
+	PtrVec stack = {0};
+
+	for (int i = 0; i < from->n; i++)
+		vec_push(c->a, &stack, from->v[i]);
+	while (stack.n > 0) {
+		IrNode *n = stack.v[--stack.n];
+		if (seen[n->id])
+			continue;
+		seen[n->id] = 1;
+		for (int i = 0; i < n->nin; i++)
+			vec_push(c->a, &stack, n->in[i]);
+	}
+	for (int i = 0; i < c->p->g.nodes.n; i++) {
+		IrNode *n = c->p->g.nodes.v[i];
+		if (seen[i] && n->op == OP_input)
+			vec_push(c->a, inputs, n);
+	}
+}
+
+/* A feed's value: literals are converted now, to the input's dtype and
+ * checked against its shape; anything else is checked when it runs. */
+static RtExpr *
+feed_value(Checker *c, AstNode *v, IrNode *in)
+{
+	char want[160], got[128];
+	Lit l = lit_of(v);
+	TfgShape s = {0, {0}};
+	TfgDtype t;
+	void *data;
+
+	snprintf(want, sizeof want, "%s%s", tfg_dtype_name(in->dtype),
+		 tfg_shape_str(got, sizeof got, &in->shape));
+	if (l.kind) {
+		if (in->shape.rank != 0) {
+			diag_error(c->d, v->loc, "feed '%s' expects %s, got a "
+				   "scalar", in->name, want);
+			return NULL;
+		}
+		data = arena_alloc(c->a, 8);
+		if (lit_store(c, v->loc, l, in->dtype, data) < 0)
+			return NULL;
+		return const_expr(c, v->loc, in->dtype, &s, data);
+	}
+	if (v->kind == AST_TENSOR) {
+		if (!(data = tensor_data(c, v, in->dtype, &t, &s)))
+			return NULL;
+		if (!tfg_shape_eq(&s, &in->shape)) {
+			diag_error(c->d, v->loc, "feed '%s' expects %s, got a "
+				   "literal of shape %s", in->name, want,
+				   tfg_shape_str(got, sizeof got, &s));
+			return NULL;
+		}
+		return const_expr(c, v->loc, t, &s, data);
+	}
+	return sexpr(c, v);
+}
+
+static int
+same_sig(const IrSig *g, int client, PtrVec *fetch, PtrVec *inputs)
+{
+	if (g->client != client || g->nfetch != fetch->n ||
+	    g->nfeed != inputs->n)
+		return 0;
+	for (int i = 0; i < fetch->n; i++)
+		if (g->fetch[i] != fetch->v[i])
+			return 0;
+	for (int i = 0; i < inputs->n; i++)
+		if (g->feed[i] != inputs->v[i])
+			return 0;
+	return 1;
+}
+
+static int
+sig_index(Checker *c, SrcLoc loc, PtrVec *fetch, PtrVec *inputs)
+{
+	IrSig *g;
+
+	for (int i = 0; i < c->sigs.n; i++)
+		if (same_sig(c->sigs.v[i], c->client, fetch, inputs))
+			return i;
+	g = arena_alloc(c->a, sizeof *g);
+	g->client = c->client;
+	g->nfetch = fetch->n;
+	g->fetch = (IrNode **)fetch->v;
+	g->nfeed = inputs->n;
+	g->feed = (IrNode **)inputs->v;
+	g->loc = loc;
+	vec_push(c->a, &c->sigs, g);
+	return c->sigs.n - 1;
+}
+
+/* The feed item for input `in`, or NULL. */
+static AstNode *
+feed_item(AstNode *feed, IrNode *in, Checker *c)
+{
+	for (int i = 0; feed && i < feed->n; i++) {
+		Sym *s = find(&c->syms, feed->list[i]->name);
+		if (s && s->node == in)
+			return feed->list[i];
+	}
+	return NULL;
+}
+
+static int
+check_feed_items(Checker *c, AstNode *feed)
+{
+	int bad = 0;
+
+	for (int i = 0; feed && i < feed->n; i++) {
+		AstNode *it = feed->list[i];
+		Sym *s = find(&c->syms, it->name);
+		if (!s) {
+			lookup_graph(c, it->a);
+			bad = 1;
+			continue;
+		}
+		if (s->node && s->node->op != OP_input) {
+			diag_error(c->d, it->a->loc, "'%s' is not an input: "
+				   "only inputs can be fed", it->name);
+			diag_note(c->d, s->loc, "'%s' is defined here",
+				  it->name);
+			bad = 1;
+		}
+		for (int j = 0; j < i; j++) {
+			if (strcmp(feed->list[j]->name, it->name) == 0) {
+				diag_error(c->d, it->a->loc,
+					   "'%s' is fed twice", it->name);
+				diag_note(c->d, feed->list[j]->a->loc,
+					  "first fed here");
+				bad = 1;
+			}
+		}
+	}
+	return bad ? -1 : 0;
+}
+
+static RtExpr *
+run_expr(Checker *c, AstNode *e)
+{
+	PtrVec fetch = {0}, inputs = {0};
+	int before = c->d->nerr;
+	RtExpr *x;
+
+	for (int i = 0; i < e->n; i++) {
+		AstNode *f = e->list[i];
+		IrNode *n;
+		if (f->kind != AST_NAME) {
+			diag_error(c->d, f->kind == AST_KWARG ? f->tok.loc
+							      : f->loc,
+				   "run() fetches graph values by name");
+			continue;
+		}
+		if (find(&c->locals, f->name)) {
+			diag_error(c->d, f->loc, "'%s' is a loop variable, "
+				   "not a graph value", f->name);
+			continue;
+		}
+		if ((n = lookup_graph(c, f)) != NULL)
+			vec_push(c->a, &fetch, n);
+	}
+	if (e->n == 0)
+		diag_error(c->d, e->loc, "run() needs at least one value to "
+			   "fetch");
+	if (check_feed_items(c, e->b) < 0 || c->d->nerr > before)
+		return NULL;
+	needed_inputs(c, &fetch, &inputs);
+	x = new_expr(c, RT_E_RUN, e->loc, inputs.n);
+	for (int i = 0; i < inputs.n; i++) {
+		IrNode *in = inputs.v[i];
+		AstNode *it = feed_item(e->b, in, c);
+		if (!it) {
+			diag_error(c->d, e->loc, "run() needs a value for "
+				   "input '%s': add it to the feed",
+				   in->name);
+			diag_note(c->d, in->loc, "'%s' is declared here",
+				  in->name);
+			continue;
+		}
+		x->args[i] = feed_value(c, it->b, in);
+	}
+	/* Values for inputs that are not needed are still checked. */
+	for (int i = 0; e->b && i < e->b->n; i++) {
+		AstNode *it = e->b->list[i];
+		Sym *s = find(&c->syms, it->name);
+		int used = 0;
+		for (int j = 0; j < inputs.n; j++)
+			used |= s->node == inputs.v[j];
+		if (!used && s->node)
+			feed_value(c, it->b, s->node);
+	}
+	if (c->d->nerr > before)
+		return NULL;
+	x->sig = sig_index(c, e->loc, &fetch, &inputs);
+	return x;
+}
+
+static RtExpr *
+call_session(Checker *c, AstNode *e)
+{
+	RtExpr *x;
+
+	if (strcmp(e->name, "run") == 0)
+		return run_expr(c, e);
+	if (strcmp(e->name, "load") == 0) {
+		if (e->n != 1 || e->list[0]->kind != AST_STRING || e->b) {
+			diag_error(c->d, e->loc, "load() takes one string: "
+				   "the path of a .npy file");
+			return NULL;
+		}
+		x = new_expr(c, RT_E_LOAD, e->loc, 0);
+		x->str = e->list[0]->str;
+		return x;
+	}
+	if (op_lookup(e->name) >= 0) {
+		diag_error(c->d, e->a->loc, "'%s' is a graph op: define the "
+			   "value outside the session and fetch it with "
+			   "run()", e->name);
+		return NULL;
+	}
+	diag_error(c->d, e->a->loc, "unknown function '%s' (a session can "
+		   "call run and load)", e->name);
+	return NULL;
+}
+
+static RtExpr *
+sexpr(Checker *c, AstNode *e)
+{
+	static const RtExprKind ops[] = {[TK_PLUS] = RT_E_ADD,
+					 [TK_MINUS] = RT_E_SUB,
+					 [TK_STAR] = RT_E_MUL,
+					 [TK_SLASH] = RT_E_DIV};
+	TfgShape s = {0, {0}};
+	Lit l = lit_of(e);
+	RtExpr *x, *a, *b;
+	Sym *sym;
+	void *data;
+	TfgDtype t;
+
+	if (l.kind) {
+		t = l.kind == 1 ? TFG_I64 : l.kind == 2 ? TFG_F64 : TFG_BOOL;
+		data = arena_alloc(c->a, 8);
+		lit_store(c, e->loc, l, t, data);
+		return const_expr(c, e->loc, t, &s, data);
+	}
+	switch (e->kind) {
+	case AST_STRING:
+		x = new_expr(c, RT_E_STR, e->loc, 0);
+		x->str = e->str;
+		return x;
+	case AST_TENSOR:
+		if (!(data = tensor_data(c, e, -1, &t, &s)))
+			return NULL;
+		return const_expr(c, e->loc, t, &s, data);
+	case AST_NAME:
+		if ((sym = find(&c->locals, e->name)) != NULL) {
+			x = new_expr(c, RT_E_VAR, e->loc, 0);
+			x->slot = sym->slot;
+			return x;
+		}
+		if (find(&c->syms, e->name)) {
+			diag_error(c->d, e->loc, "'%s' is a graph value: fetch "
+				   "it with run(%s)", e->name, e->name);
+			return NULL;
+		}
+		lookup_graph(c, e);
+		return NULL;
+	case AST_UNARY:
+		if (!(a = sexpr(c, e->a)))
+			return NULL;
+		x = new_expr(c, RT_E_NEG, e->loc, 1);
+		x->args[0] = a;
+		return x;
+	case AST_BINARY:
+		if (e->op == TK_PERCENT) {
+			diag_error(c->d, e->loc, "operator '%%' is not "
+				   "available in session expressions");
+			return NULL;
+		}
+		a = sexpr(c, e->a);
+		b = sexpr(c, e->b);
+		if (!a || !b)
+			return NULL;
+		x = new_expr(c, ops[e->op], e->loc, 2);
+		x->args[0] = a;
+		x->args[1] = b;
+		return x;
+	case AST_CALL:
+		return call_session(c, e);
+	default:
+		diag_error(c->d, e->loc, "this expression is not available "
+			   "in a session block");
+		return NULL;
+	}
+}
+
+static void sblock(Checker *c, AstNode *block, int *n, RtStmt ***out);
+
+static RtStmt *
+sstmt(Checker *c, AstNode *s)
+{
+	RtStmt *st = arena_alloc(c->a, sizeof *st);
+	Sym *v;
+
+	st->where = diag_where(c->a, s->loc);
+	switch (s->kind) {
+	case AST_PRINT:
+		st->kind = RT_S_PRINT;
+		st->nexpr = s->n;
+		st->exprs = arena_alloc(c->a, s->n * sizeof *st->exprs);
+		for (int i = 0; i < s->n; i++)
+			st->exprs[i] = sexpr(c, s->list[i]);
+		return st;
+	case AST_EXPRSTMT:
+		st->kind = RT_S_EXPR;
+		st->nexpr = 1;
+		st->exprs = arena_alloc(c->a, sizeof *st->exprs);
+		st->exprs[0] = sexpr(c, s->a);
+		return st;
+	case AST_FOR:
+		st->kind = RT_S_FOR;
+		st->nexpr = 2;
+		st->exprs = arena_alloc(c->a, 2 * sizeof *st->exprs);
+		st->exprs[0] = sexpr(c, s->a);
+		st->exprs[1] = sexpr(c, s->b);
+		if ((v = find(&c->locals, s->name)) != NULL) {
+			diag_error(c->d, s->tok.loc, "loop variable '%s' is "
+				   "already in use", s->name);
+			diag_note(c->d, v->loc, "by the loop here");
+		}
+		v = arena_alloc(c->a, sizeof *v);
+		v->name = s->name;
+		v->loc = s->tok.loc;
+		v->slot = st->slot = c->nslot++;
+		vec_push(c->a, &c->locals, v);
+		sblock(c, s, &st->nbody, &st->body);
+		c->locals.n--;
+		return st;
+	case AST_ASSIGN:
+	case AST_INPUT:
+		diag_error(c->d, s->tok.loc, "'%s' cannot be defined in a "
+			   "session block: define it before the session",
+			   s->name);
+		return NULL;
+	default:
+		diag_error(c->d, s->loc, "this statement cannot be used in a "
+			   "session block");
+		return NULL;
+	}
+}
+
+static void
+sblock(Checker *c, AstNode *block, int *n, RtStmt ***out)
+{
+	*out = arena_alloc(c->a, (block->n + 1) * sizeof **out);
+	*n = 0;
+	for (int i = 0; i < block->n; i++) {
+		RtStmt *st = sstmt(c, block->list[i]);
+		if (st)
+			(*out)[(*n)++] = st;
+	}
+}
+
+static void
+check_session(Checker *c, AstNode *s)
+{
+	RtSession *rs = arena_alloc(c->a, sizeof *rs);
+	Device d = DEVICE_UNSET;
+
+	if (s->a && device_of(c, s->a, DEVICE_UNSET, &d) < 0)
+		return;
+	rs->task = dev_task_index(c->p, dev_complete(c->p, d));
+	TFG_ASSERT(rs->task >= 0);
+	c->client = rs->task;
+	c->nslot = 0;
+	c->locals.n = 0;
+	sblock(c, s, &rs->nstmt, &rs->stmts);
+	rs->nslot = c->nslot;
+	vec_push(c->a, &c->sessions, rs);
+}
+
+
+int
+check_program(Program *p)
+{
+	Checker c = {0};
+	AstNode *prog = p->ast;
+	int before = p->diag->nerr;
+
+	c.p = p;
+	c.d = p->diag;
+	c.a = p->arena;
+	c.dev = DEVICE_UNSET;
+	for (int i = 0; i < prog->n; i++) {
+		AstNode *s = prog->list[i];
+		if (s->kind != AST_CLUSTER)
+			continue;
+		if (c.cluster) {
+			diag_error(c.d, s->loc, "a program has one cluster "
+				   "block");
+			diag_note(c.d, c.cluster->loc, "the first is here");
+			continue;
+		}
+		c.cluster = s;
+		check_cluster(&c, s);
+	}
+	if (!c.cluster)
+		default_cluster(&c);
+	if (p->njob == 0)
+		return p->diag->nerr - before;
+	prescan(&c, prog);
+	check_stmts(&c, prog, 1);
+	p->nsig = c.sigs.n;
+	p->sigs = arena_alloc(c.a, (c.sigs.n + 1) * sizeof *p->sigs);
+	for (int i = 0; i < c.sigs.n; i++)
+		p->sigs[i] = *(IrSig *)c.sigs.v[i];
+	p->nsession = c.sessions.n;
+	p->sessions = arena_alloc(c.a, (c.sessions.n + 1) * sizeof(RtSession));
+	for (int i = 0; i < c.sessions.n; i++)
+		p->sessions[i] = *(RtSession *)c.sessions.v[i];
+	return p->diag->nerr - before;
+}

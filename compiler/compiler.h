@@ -1,0 +1,187 @@
+/*
+ * compiler/compiler.h: the graph IR and the phases that build, place and
+ * partition it, called in order by compiler/driver.c.
+ *
+ *   check      AST -> IrGraph: names, dtypes, shapes, requested devices,
+ *              and the session programs' run signatures
+ *   place      every node gets a complete device and a task
+ *   partition  per run signature: prune to what the fetches need, cut per
+ *              task, add send/recv pairs with rendezvous keys -> IrPart
+ *   plan       the TfgPlan the runtime executes
+ *
+ * All of it lives in Program.arena.
+ */
+#ifndef TFG_COMPILER_COMPILER_H
+#define TFG_COMPILER_COMPILER_H
+
+#include "lang/lang.h"
+#include "runtime/tfg.h"
+
+/* --------------------------------------------------------------------- ops */
+
+typedef enum {
+#define OP(name, ...) OP_##name,
+#include "stdlib/ops.def"
+	OP__COUNT
+} OpKind;
+
+typedef struct OpInfo {
+	const char *name;
+	int nin, nout;
+	int flags; /* OPF_* from stdlib/ops.def */
+} OpInfo;
+extern const OpInfo op_info[OP__COUNT];
+/* The op a call name names (OPF_CALL ops only), or -1. */
+int op_lookup(const char *name);
+
+/* ----------------------------------------------------------------- devices */
+
+enum { DEV_UNSET = 0, DEV_CPU, DEV_GPU };
+
+/* A device spec, TF style; each part may be unset. */
+typedef struct Device {
+	const char *job; /* NULL: unset */
+	int task;        /* -1: unset */
+	int kind;        /* DEV_UNSET, DEV_CPU, DEV_GPU */
+	int index;       /* -1: unset */
+} Device;
+
+#define DEVICE_UNSET ((Device){NULL, -1, DEV_UNSET, -1})
+
+/* Parses "/job:J/task:T/cpu:N", "/gpu:N", "/device:CPU:N", any part
+ * omitted ("" is all unset).  Returns 0, or -1 with *err set to a message
+ * and *err_off to the byte offset in s where the problem starts.
+ * Strings in *out are interned in a. */
+int dev_parse(Arena *a, Device *out, const char *s, const char **err,
+	      int *err_off);
+/* outer merged with inner: inner's set fields win, unset ones inherit. */
+Device dev_merge(Device outer, Device inner);
+/* "/job:local/task:1/cpu:0", only the parts that are set. */
+char *dev_str(Arena *a, Device d);
+
+/* ---------------------------------------------------------------------- IR */
+
+typedef struct IrNode IrNode;
+struct IrNode {
+	int id;           /* index in IrGraph.nodes (clones keep their origin's) */
+	OpKind op;
+	TfgDtype dtype;
+	TfgShape shape;
+	int nin;
+	IrNode **in;
+	const char *name; /* as assigned, or made up: "_t3" */
+	SrcLoc loc;
+	int user_named;   /* name comes from an assignment or input */
+	Device req;       /* requested by the enclosing device blocks */
+	Device dev;       /* placed: complete */
+	int task;         /* placed: task index */
+	int weak;         /* literal operand whose dtype follows the other side */
+	/* OP_const */
+	void *data;       /* shape.numel * dtype size bytes */
+	/* OP_slice: per axis of the input; squeeze bit i: axis i indexed by an
+	   integer and dropped from the output */
+	int64_t begin[TFG_MAX_RANK], size[TFG_MAX_RANK];
+	uint32_t squeeze;
+	/* OP_reduce_*: bit i set: axis i reduced; keepdims */
+	uint32_t axes;
+	int keepdims;
+	/* OP_send, OP_recv, OP_input (feed), fetch sends */
+	uint32_t key;     /* rendezvous edge key */
+	int peer;         /* task at the other end */
+	IrNode *origin;   /* partition clones: the graph node they stand for */
+};
+
+typedef struct IrGraph {
+	PtrVec nodes; /* IrNode *, in definition order (a topological order) */
+} IrGraph;
+
+/* One task's share of one run signature, in topological order.  Nodes are
+ * clones whose inputs point inside the part; cut edges became OP_recv,
+ * values needed elsewhere feed OP_send, feeds are OP_input (key: the feed
+ * edge), fetches are OP_send to the client. */
+typedef struct IrPart {
+	int sig, task;
+	int n;
+	IrNode **nodes;
+	int sends;  /* how many OP_send */
+} IrPart;
+
+/* A session's run(...) with its fetches and feeds, from one client task. */
+typedef struct IrSig {
+	int client;
+	int nfetch;
+	IrNode **fetch;
+	int nfeed;
+	IrNode **feed; /* OP_input nodes, sorted by id */
+	SrcLoc loc;    /* the first run(...) with this signature */
+	IrPart *parts; /* [ntask]; parts[t].n == 0: no part on t */
+	uint32_t *feed_key;  /* [nfeed]: edge client -> the input's task */
+	uint32_t *fetch_key; /* [nfetch]: edge fetched node's task -> client */
+} IrSig;
+
+typedef struct CTask {
+	const char *job;
+	int index;
+	const char *addr;
+	const char *name; /* "/job:local/task:1" */
+	SrcLoc loc;       /* the address string */
+} CTask;
+
+typedef struct CJob {
+	const char *name;
+	int first, ntask; /* tasks[first .. first+ntask) */
+	SrcLoc loc;
+} CJob;
+
+/* The session statements, lowered to the runtime's form with the AST
+ * locations kept for run-time errors. */
+typedef struct Program {
+	Arena *arena;
+	const SrcFile *src;
+	AstNode *ast;
+	Diag *diag;
+	int njob;
+	CJob *jobs;
+	int ntask;
+	CTask *tasks;
+	IrGraph g;
+	int nsig;
+	IrSig *sigs;
+	int nsession;
+	RtSession *sessions; /* sigs referenced by index */
+	PtrVec edges;        /* RtEdge *, index == key */
+	TfgPlan *plan;
+} Program;
+
+/* The phases.  Each returns 0, or the number of errors it reported. */
+int check_program(Program *p);
+int place_program(Program *p);
+int partition_program(Program *p);
+int plan_program(Program *p);
+
+/* Dumps, for tfgc emit. */
+void dump_placed(FILE *out, const Program *p);      /* --emit=placed */
+void dump_placement_log(FILE *out, const Program *p); /* --log-device-placement */
+void dump_partition(FILE *out, const Program *p);   /* --emit=partition */
+
+/* Shape and dtype rules (compiler/shape.c). */
+/* NumPy broadcasting of a and b into out; -1 if incompatible. */
+int shape_broadcast(TfgShape *out, const TfgShape *a, const TfgShape *b);
+/* Result dtype of a binary op on a and b (weak: literal operands). */
+TfgDtype dtype_promote(TfgDtype a, int aweak, TfgDtype b, int bweak);
+
+/* The whole front and middle end: read, parse, check, place, partition,
+ * plan.  Stops after the first phase with errors.  `until` names the last
+ * phase to run: "parse", "check", "place", "partition", "plan". */
+typedef struct CompileOptions {
+	const char *until;
+	int naddr;            /* --addr overrides: "/job:J/task:T=host:port" */
+	const char **addr;
+} CompileOptions;
+int compile_file(Program *p, const char *path, const CompileOptions *o,
+		 Diag *d);
+
+/* tfgc's command line (compiler/driver.c). */
+int tfgc_main(int argc, char **argv);
+
+#endif /* TFG_COMPILER_COMPILER_H */

@@ -1,0 +1,439 @@
+/*
+ * compiler/driver.c: tfgc's command line, and the one function that runs
+ * the phases in order (compile_file).
+ *
+ *   tfgc check FILE
+ *   tfgc emit --emit=tokens|ast|placed|partition|llvm [--task J:T]
+ *             [--cpu CPU] [-O N] FILE
+ *   tfgc run FILE [--log-device-placement] [--free-ports] [--attach]
+ *   tfgc server FILE --job J --task T
+ *   tfgc stop FILE
+ * with, for run, server and stop: [--addr /job:J/task:T=HOST:PORT]...
+ * [--startup-timeout S] [--step-timeout S] [--verbose].
+ *
+ * Exit status: 0 success, 1 errors in the program or at run time, 2 a bad
+ * command line.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "codegen/codegen.h"
+#include "compiler/compiler_int.h"
+
+typedef struct Args {
+	const char *cmd, *file, *emit, *job, *cpu;
+	int task;          /* --task for server: index; -1 unset */
+	const char *task_s; /* --task J:T for emit */
+	int opt_level;
+	int log_placement, free_ports, attach, verbose;
+	double startup_timeout, step_timeout;
+	PtrVec addr; /* --addr values */
+} Args;
+
+static const char usage[] =
+    "usage: tfgc check FILE\n"
+    "       tfgc emit --emit=tokens|ast|placed|partition|llvm [--task J:T]"
+    " [--cpu CPU] [-O N] FILE\n"
+    "       tfgc run FILE [--log-device-placement] [--free-ports] "
+    "[--attach]\n"
+    "       tfgc server FILE --job J --task T\n"
+    "       tfgc stop FILE\n"
+    "options for run, server, stop: --addr /job:J/task:T=HOST:PORT, "
+    "--startup-timeout S,\n"
+    "       --step-timeout S, --verbose\n";
+
+static int
+bad_usage(const char *fmt, const char *arg)
+{
+	fprintf(stderr, "tfgc: error: ");
+	fprintf(stderr, fmt, arg);
+	fprintf(stderr, "\n%s", usage);
+	return 2;
+}
+
+/* --------------------------------------------------------------- phases */
+
+static int
+apply_addr(Program *p, const char *spec, Diag *d)
+{
+	const char *eq = strchr(spec, '='), *err;
+	Device dv;
+	int off, t;
+
+	if (!eq || !eq[1]) {
+		diag_error(d, (SrcLoc){0}, "--addr '%s': expected "
+			   "/job:J/task:T=HOST:PORT", spec);
+		return -1;
+	}
+	if (dev_parse(p->arena, &dv, arena_strndup(p->arena, spec, eq - spec),
+		      &err, &off) < 0 || !dv.job) {
+		diag_error(d, (SrcLoc){0}, "--addr '%s': expected "
+			   "/job:J/task:T=HOST:PORT", spec);
+		return -1;
+	}
+	if ((t = dev_task_index(p, dev_complete(p, dv))) < 0) {
+		diag_error(d, (SrcLoc){0}, "--addr '%s': the cluster has no "
+			   "such task", spec);
+		return -1;
+	}
+	p->tasks[t].addr = eq + 1;
+	return 0;
+}
+
+int
+compile_file(Program *p, const char *path, const CompileOptions *o,
+	     Diag *d)
+{
+	const char *until = o && o->until ? o->until : "plan";
+	int err = 0;
+
+	memset(p, 0, sizeof *p);
+	p->arena = arena_new();
+	p->diag = d;
+	if (!(p->src = src_read(p->arena, path, &err))) {
+		diag_error(d, (SrcLoc){0}, "cannot read '%s': %s", path,
+			   strerror(err));
+		return 1;
+	}
+	p->ast = lang_parse(p->arena, p->src, d);
+	if (!p->ast || d->nerr)
+		return d->nerr ? d->nerr : 1;
+	if (strcmp(until, "parse") == 0)
+		return 0;
+	if (check_program(p))
+		return d->nerr;
+	for (int i = 0; o && i < o->naddr; i++)
+		if (apply_addr(p, o->addr[i], d) < 0)
+			return d->nerr;
+	if (strcmp(until, "check") == 0)
+		return 0;
+	if (place_program(p))
+		return d->nerr;
+	if (strcmp(until, "place") == 0)
+		return 0;
+	if (partition_program(p))
+		return d->nerr;
+	if (strcmp(until, "partition") == 0)
+		return 0;
+	return plan_program(p) ? d->nerr : 0;
+}
+
+/* ---------------------------------------------------------- the commands */
+
+static int
+parse_args(Args *a, int argc, char **argv, Arena *ar)
+{
+	a->task = -1;
+	a->opt_level = 2;
+	a->startup_timeout = 30;
+	a->step_timeout = 60;
+	if (argc < 2)
+		return bad_usage("no command given%s", "");
+	a->cmd = argv[1];
+	for (int i = 2; i < argc; i++) {
+		char *s = argv[i], *val = NULL, *eq;
+		char name[64];
+		if (s[0] != '-' || !s[1]) {
+			if (a->file)
+				return bad_usage("unexpected argument '%s'", s);
+			a->file = s;
+			continue;
+		}
+		snprintf(name, sizeof name, "%s", s);
+		if ((eq = strchr(name, '=')) != NULL) {
+			*eq = 0;
+			val = s + (eq - name) + 1;
+		}
+#define FLAG(n) (strcmp(name, n) == 0)
+#define VALUE()                                                               \
+	(val ? val : i + 1 < argc ? argv[++i] : NULL)
+		if (FLAG("--log-device-placement")) {
+			a->log_placement = 1;
+		} else if (FLAG("--free-ports")) {
+			a->free_ports = 1;
+		} else if (FLAG("--attach")) {
+			a->attach = 1;
+		} else if (FLAG("--verbose") || FLAG("-v")) {
+			a->verbose = 1;
+		} else if (FLAG("--emit") || FLAG("--job") || FLAG("--task") ||
+			   FLAG("--cpu") || FLAG("-O") || FLAG("--addr") ||
+			   FLAG("--startup-timeout") ||
+			   FLAG("--step-timeout")) {
+			const char *v = VALUE();
+			char *end;
+			if (!v)
+				return bad_usage("option '%s' needs a value",
+						 name);
+			if (FLAG("--emit"))
+				a->emit = v;
+			else if (FLAG("--job"))
+				a->job = v;
+			else if (FLAG("--cpu"))
+				a->cpu = v;
+			else if (FLAG("--addr"))
+				vec_push(ar, &a->addr, (void *)v);
+			else if (FLAG("--task"))
+				a->task_s = v;
+			else if (FLAG("-O")) {
+				a->opt_level = (int)strtol(v, &end, 10);
+				if (*end || a->opt_level < 0 ||
+				    a->opt_level > 3)
+					return bad_usage("-O takes 0 to 3, "
+							 "not '%s'", v);
+			} else {
+				double t = strtod(v, &end);
+				if (*end || !(t > 0) || t > 1e6)
+					return bad_usage("a timeout is a "
+							 "number of seconds, "
+							 "not '%s'", v);
+				if (FLAG("--startup-timeout"))
+					a->startup_timeout = t;
+				else
+					a->step_timeout = t;
+			}
+		} else {
+			return bad_usage("unknown option '%s'", s);
+		}
+#undef FLAG
+#undef VALUE
+	}
+	if (!a->file)
+		return bad_usage("no input file%s", "");
+	return 0;
+}
+
+static int
+host_is_local(const char *addr)
+{
+	static const char *local[] = {"localhost:", "127.0.0.1:", "[::1]:",
+				      "0.0.0.0:"};
+	for (size_t i = 0; i < sizeof local / sizeof *local; i++)
+		if (strncmp(addr, local[i], strlen(local[i])) == 0)
+			return 1;
+	return 0;
+}
+
+/* --free-ports: each local address becomes 127.0.0.1:<a free port>.
+ * The sockets stay bound until all ports are picked, so they differ. */
+static int
+free_ports(Program *p)
+{
+	int *fds = arena_alloc(p->arena, (p->ntask + 1) * sizeof *fds);
+	int rc = 0;
+
+	for (int t = 0; t < p->ntask; t++) {
+		struct sockaddr_in sa = {0};
+		socklen_t len = sizeof sa;
+		fds[t] = -1;
+		if (!host_is_local(p->tasks[t].addr))
+			continue;
+		sa.sin_family = AF_INET;
+		sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		if ((fds[t] = socket(AF_INET, SOCK_STREAM, 0)) < 0 ||
+		    bind(fds[t], (struct sockaddr *)&sa, sizeof sa) < 0 ||
+		    getsockname(fds[t], (struct sockaddr *)&sa, &len) < 0) {
+			fprintf(stderr, "tfgc: error: cannot find a free port: "
+				"%s\n", strerror(errno));
+			rc = -1;
+			break;
+		}
+		p->tasks[t].addr = p->plan->tasks[t].addr = arena_printf(
+		    p->arena, "127.0.0.1:%d", ntohs(sa.sin_port));
+	}
+	for (int t = 0; t < p->ntask; t++)
+		if (fds[t] >= 0)
+			close(fds[t]);
+	return rc;
+}
+
+static CgJit *the_jit;
+
+static int
+jit_compile(void *cookie, const TfgPlan *plan, int task, RtPart *parts)
+{
+	Program *p = cookie;
+	CgOptions o = {0};
+	double ms = 0;
+
+	(void)plan;
+	o.opt_level = 2;
+	if (cg_jit(&the_jit, p, task, &o, parts, &ms) != 0)
+		return 1;
+	if (getenv("TFG_JIT_TIME"))
+		fprintf(stderr, "tfgc: %s: JIT %.2f ms\n", p->tasks[task].name,
+			ms);
+	return 0;
+}
+
+static TfgOptions
+runtime_options(const Args *a)
+{
+	TfgOptions o = {0};
+
+	o.startup_timeout = a->startup_timeout;
+	o.step_timeout = a->step_timeout;
+	o.verbose = a->verbose;
+	o.controller_addr = "127.0.0.1:0";
+	return o;
+}
+
+/* --task: "J:T" or "/job:J/task:T". */
+static int
+task_matches(const char *spec, const CTask *t)
+{
+	char buf[256];
+
+	snprintf(buf, sizeof buf, "%s:%d", t->job, t->index);
+	return strcmp(spec, buf) == 0 || strcmp(spec, t->name) == 0;
+}
+
+static int
+cmd_emit(Args *a, Program *p, CompileOptions *co, Diag *d)
+{
+	static const char *const until[][2] = {
+	    {"ast", "parse"}, {"placed", "place"}, {"partition", "partition"},
+	    {"llvm", "plan"}};
+	const char *u = NULL;
+
+	if (!a->emit)
+		return bad_usage("emit needs --emit=MODE%s", "");
+	if (strcmp(a->emit, "tokens") == 0) {
+		Arena *ar = arena_new();
+		int e = 0;
+		SrcFile *f = src_read(ar, a->file, &e);
+		int rc;
+		if (!f) {
+			fprintf(stderr, "tfgc: error: cannot read '%s': %s\n",
+				a->file, strerror(e));
+			arena_free(ar);
+			return 1;
+		}
+		rc = lang_dump_tokens(stdout, f, d) ? 1 : 0;
+		arena_free(ar);
+		return rc;
+	}
+	for (size_t i = 0; i < sizeof until / sizeof *until; i++)
+		if (strcmp(a->emit, until[i][0]) == 0)
+			u = until[i][1];
+	if (!u)
+		return bad_usage("unknown emit mode '%s' (expected tokens, "
+				 "ast, placed, partition or llvm)", a->emit);
+	co->until = u;
+	if (compile_file(p, a->file, co, d))
+		return 1;
+	if (strcmp(a->emit, "ast") == 0)
+		ast_dump(stdout, p->ast);
+	else if (strcmp(a->emit, "placed") == 0)
+		dump_placed(stdout, p);
+	else if (strcmp(a->emit, "partition") == 0)
+		dump_partition(stdout, p);
+	else {
+		CgOptions o = {0};
+		o.cpu = a->cpu;
+		o.opt_level = a->opt_level;
+		for (int t = 0; t < p->ntask; t++) {
+			if (a->task_s && !task_matches(a->task_s, &p->tasks[t]))
+				continue;
+			printf("; task %s\n", p->tasks[t].name);
+			if (cg_emit_llvm(stdout, p, t, &o) != 0)
+				return 1;
+		}
+	}
+	return 0;
+}
+
+static int
+cmd_server(Args *a, Program *p)
+{
+	TfgOptions o = runtime_options(a);
+	char *end;
+	long t;
+
+	if (!a->job || !a->task_s)
+		return bad_usage("server needs --job J and --task T%s", "");
+	t = strtol(a->task_s, &end, 10);
+	for (int i = 0; i < p->ntask; i++)
+		if (!*end && strcmp(p->tasks[i].job, a->job) == 0 &&
+		    p->tasks[i].index == t)
+			return tfg_server_main(p->plan, i, &o, jit_compile, p);
+	fprintf(stderr, "tfgc: error: the cluster has no task /job:%s/task:%s\n",
+		a->job, a->task_s);
+	return 1;
+}
+
+static int
+cmd_run(Args *a, Program *p)
+{
+	TfgOptions o = runtime_options(a);
+	PtrVec sargs = {0};
+	char buf[32];
+
+	if (a->log_placement)
+		dump_placement_log(stderr, p);
+	if (a->free_ports && !a->attach && free_ports(p) < 0)
+		return 1;
+	vec_push(p->arena, &sargs, "server");
+	vec_push(p->arena, &sargs, (void *)a->file);
+	for (int t = 0; t < p->ntask; t++) {
+		vec_push(p->arena, &sargs, "--addr");
+		vec_push(p->arena, &sargs,
+			 arena_printf(p->arena, "%s=%s", p->tasks[t].name,
+				      p->tasks[t].addr));
+	}
+	snprintf(buf, sizeof buf, "%g", a->step_timeout);
+	vec_push(p->arena, &sargs, "--step-timeout");
+	vec_push(p->arena, &sargs, arena_strdup(p->arena, buf));
+	if (a->verbose)
+		vec_push(p->arena, &sargs, "--verbose");
+	vec_push(p->arena, &sargs, NULL);
+	return tfg_launch(p->plan, &o, "/proc/self/exe",
+			  (char *const *)sargs.v, a->attach);
+}
+
+int
+tfgc_main(int argc, char **argv)
+{
+	Arena *ar = arena_new();
+	Args a = {0};
+	Program p = {0};
+	CompileOptions co = {0};
+	Diag d;
+	int rc;
+
+	diag_init(&d, stderr);
+	if ((rc = parse_args(&a, argc, argv, ar)) != 0) {
+		arena_free(ar);
+		return rc;
+	}
+	co.naddr = a.addr.n;
+	co.addr = (const char **)a.addr.v;
+	if (strcmp(a.cmd, "emit") == 0) {
+		rc = cmd_emit(&a, &p, &co, &d);
+	} else if (strcmp(a.cmd, "check") == 0) {
+		co.until = "plan";
+		rc = compile_file(&p, a.file, &co, &d) ? 1 : 0;
+	} else if (strcmp(a.cmd, "run") == 0 || strcmp(a.cmd, "server") == 0 ||
+		   strcmp(a.cmd, "stop") == 0) {
+		if (compile_file(&p, a.file, &co, &d)) {
+			rc = 1;
+		} else if (strcmp(a.cmd, "run") == 0) {
+			rc = cmd_run(&a, &p);
+		} else if (strcmp(a.cmd, "server") == 0) {
+			rc = cmd_server(&a, &p);
+		} else {
+			TfgOptions o = runtime_options(&a);
+			rc = tfg_stop(p.plan, &o);
+		}
+	} else {
+		rc = bad_usage("unknown command '%s'", a.cmd);
+	}
+	cg_jit_free(the_jit);
+	arena_free(p.arena);
+	arena_free(ar);
+	return rc;
+}

@@ -1,0 +1,120 @@
+/*
+ * compiler/dump.c: the readable dumps of placement and partition that
+ * tfgc emit prints and the golden tests check.  One node per line:
+ *
+ *     y2 = sub(x, _1) : i32[]  @ /job:local/task:1/cpu:0
+ */
+#include <inttypes.h>
+#include <string.h>
+
+#include "compiler/compiler_int.h"
+
+static void
+node_line(FILE *out, Arena *a, const IrNode *n)
+{
+	fprintf(out, "%s = ", ir_node_label(n));
+	switch (n->op) {
+	case OP_const:
+		fprintf(out, "const %s", ir_const_str(a, n));
+		break;
+	case OP_input:
+		fputs("input", out);
+		break;
+	default:
+		fprintf(out, "%s(", op_info[n->op].name);
+		for (int i = 0; i < n->nin; i++)
+			fprintf(out, "%s%s", i ? ", " : "",
+				ir_node_label(n->in[i]));
+		fputc(')', out);
+	}
+	if (n->op == OP_slice) {
+		fputs(" [", out);
+		for (int i = 0; i < n->in[0]->shape.rank; i++) {
+			if (i)
+				fputs(", ", out);
+			if (n->squeeze & (1u << i))
+				fprintf(out, "%" PRId64, n->begin[i]);
+			else
+				fprintf(out, "%" PRId64 ":%" PRId64,
+					n->begin[i], n->begin[i] + n->size[i]);
+		}
+		fputc(']', out);
+	}
+	fprintf(out, " : %s", ir_type_str(a, n->dtype, &n->shape));
+}
+
+void
+dump_placed(FILE *out, const Program *p)
+{
+	for (int i = 0; i < p->g.nodes.n; i++) {
+		const IrNode *n = p->g.nodes.v[i];
+		node_line(out, p->arena, n);
+		fprintf(out, "  @ %s\n", dev_str(p->arena, n->dev));
+	}
+}
+
+void
+dump_placement_log(FILE *out, const Program *p)
+{
+	for (int i = 0; i < p->g.nodes.n; i++) {
+		const IrNode *n = p->g.nodes.v[i];
+		fprintf(out, "%s: (%s) %s\n", ir_node_label(n),
+			op_info[n->op].name, dev_str(p->arena, n->dev));
+	}
+}
+
+static void
+part_line(FILE *out, const Program *p, const IrNode *n)
+{
+	const RtEdge *e = NULL;
+
+	if (n->op == OP_send || n->op == OP_recv || n->op == OP_input)
+		e = p->edges.v[n->key];
+	fputs("    ", out);
+	if (n->op == OP_send) {
+		fprintf(out, "send %s to %s", ir_node_label(n->in[0]),
+			p->tasks[n->peer].name);
+	} else if (n->op == OP_recv) {
+		fprintf(out, "%s = recv from %s : %s", ir_node_label(n),
+			p->tasks[n->peer].name,
+			ir_type_str(p->arena, n->dtype, &n->shape));
+	} else if (n->op == OP_input) {
+		fprintf(out, "%s = feed from %s : %s", ir_node_label(n),
+			p->tasks[n->peer].name,
+			ir_type_str(p->arena, n->dtype, &n->shape));
+	} else {
+		node_line(out, p->arena, n);
+	}
+	if (e)
+		fprintf(out, "  key %u '%s'", e->key, e->name);
+	fputc('\n', out);
+}
+
+void
+dump_partition(FILE *out, const Program *p)
+{
+	for (int s = 0; s < p->nsig; s++) {
+		const IrSig *g = &p->sigs[s];
+		fprintf(out, "sig %d: run(", s);
+		for (int i = 0; i < g->nfetch; i++)
+			fprintf(out, "%s%s", i ? ", " : "",
+				ir_node_label(g->fetch[i]));
+		if (g->nfeed) {
+			fputs(", feed {", out);
+			for (int i = 0; i < g->nfeed; i++)
+				fprintf(out, "%s%s", i ? ", " : " ",
+					g->feed[i]->name);
+			fputs(" }", out);
+		}
+		fprintf(out, ") from %s  (%u:%u)\n", p->tasks[g->client].name,
+			g->loc.line, g->loc.col);
+		for (int t = 0; t < p->ntask; t++) {
+			const IrPart *pt = &g->parts[t];
+			if (pt->n == 0)
+				continue;
+			fprintf(out, "  %s:\n", p->tasks[t].name);
+			for (int i = 0; i < pt->n; i++)
+				part_line(out, p, pt->nodes[i]);
+		}
+	}
+}

@@ -1,0 +1,110 @@
+/*
+ * compiler/ir.c: the op table and IR nodes.
+ *
+ * op_info[] is generated from stdlib/ops.def, the one list of ops.  Nodes
+ * live in the program's arena; a node's id is its index in IrGraph.nodes,
+ * and partition clones keep their origin's id so that dumps and codegen
+ * can name them.
+ */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "compiler/compiler_int.h"
+
+const OpInfo op_info[OP__COUNT] = {
+#define OP(name, nin, nout, shape, grad, gpu, flags)                          \
+	[OP_##name] = {#name, nin, nout, flags},
+#include "stdlib/ops.def"
+};
+
+int
+op_lookup(const char *name)
+{
+	for (int i = 0; i < OP__COUNT; i++)
+		if ((op_info[i].flags & OPF_CALL) &&
+		    strcmp(op_info[i].name, name) == 0)
+			return i;
+	return -1;
+}
+
+IrNode *
+ir_node_new(Program *p, OpKind op, int nin, SrcLoc loc)
+{
+	IrNode *n = arena_alloc(p->arena, sizeof *n);
+
+	n->id = p->g.nodes.n;
+	n->op = op;
+	n->nin = nin;
+	n->in = nin ? arena_alloc(p->arena, nin * sizeof *n->in) : NULL;
+	n->loc = loc;
+	n->req = DEVICE_UNSET;
+	n->dev = DEVICE_UNSET;
+	n->task = -1;
+	vec_push(p->arena, &p->g.nodes, n);
+	return n;
+}
+
+IrNode *
+ir_clone(Arena *a, const IrNode *n)
+{
+	IrNode *c = arena_alloc(a, sizeof *c);
+
+	*c = *n;
+	if (n->nin) {
+		c->in = arena_alloc(a, n->nin * sizeof *c->in);
+		memcpy(c->in, n->in, n->nin * sizeof *c->in);
+	}
+	c->origin = n->origin ? n->origin : (IrNode *)n;
+	return c;
+}
+
+const char *
+ir_node_label(const IrNode *n)
+{
+	static char buf[8][32];
+	static int next;
+
+	if (n->name)
+		return n->name;
+	next = (next + 1) % 8;
+	snprintf(buf[next], sizeof buf[next], "_%d", n->id);
+	return buf[next];
+}
+
+char *
+ir_type_str(Arena *a, TfgDtype t, const TfgShape *s)
+{
+	char buf[256];
+	size_t n = snprintf(buf, sizeof buf, "%s[", tfg_dtype_name(t));
+
+	for (int i = 0; i < s->rank; i++)
+		n += snprintf(buf + n, sizeof buf - n, "%s%" PRId64,
+			      i ? ", " : "", s->dims[i]);
+	snprintf(buf + n, sizeof buf - n, "]");
+	return arena_strdup(a, buf);
+}
+
+char *
+ir_const_str(Arena *a, const IrNode *n)
+{
+	RtTensor t = {n->dtype, n->shape, 0, n->data};
+	char *s, *r;
+	size_t len;
+
+	t.nbytes = (size_t)tfg_shape_numel(&n->shape) * tfg_dtype_size(n->dtype);
+	s = rt_format_str(&t);
+	if (!s)
+		return arena_strdup(a, "?");
+	/* One line, so that dumps stay one node per line. */
+	for (char *c = s; *c; c++)
+		if (*c == '\n')
+			*c = ' ';
+	len = strlen(s);
+	if (len > 60)
+		r = arena_printf(a, "%.56s ...", s);
+	else
+		r = arena_strdup(a, s);
+	free(s);
+	return r;
+}

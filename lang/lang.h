@@ -1,0 +1,162 @@
+/*
+ * lang/lang.h: the front end's public interface: source files, the arena,
+ * diagnostics, tokens and the AST.
+ *
+ * Everything the front end makes lives in one Arena per compilation and is
+ * freed once, by arena_free().  Tokens point into the source buffer, which
+ * is read once and never changed.
+ */
+#ifndef TFG_LANG_LANG_H
+#define TFG_LANG_LANG_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* ------------------------------------------------------------------ arena */
+
+typedef struct Arena Arena;
+
+Arena *arena_new(void);
+void arena_free(Arena *a); /* accepts NULL */
+/* Zeroed, 16-byte aligned; never returns NULL (prints and exits on OOM). */
+void *arena_alloc(Arena *a, size_t n);
+char *arena_strndup(Arena *a, const char *s, size_t n);
+char *arena_strdup(Arena *a, const char *s);
+char *arena_printf(Arena *a, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* Growable pointer array in the arena. */
+typedef struct PtrVec {
+	void **v;
+	int n, cap;
+} PtrVec;
+void vec_push(Arena *a, PtrVec *vec, void *p);
+
+/* ----------------------------------------------------------------- source */
+
+typedef struct SrcFile {
+	const char *path; /* exactly as given */
+	const char *text; /* NUL-terminated */
+	size_t len;
+} SrcFile;
+
+/* Reads a whole file into the arena; NULL (and *err set to errno) on
+ * failure. */
+SrcFile *src_read(Arena *a, const char *path, int *err);
+SrcFile *src_from_string(Arena *a, const char *path, const char *text);
+
+/* A place in the source: a byte range; line and column count from 1,
+ * columns count bytes. */
+typedef struct SrcLoc {
+	const SrcFile *file;
+	uint32_t off, len;
+	uint32_t line, col;
+} SrcLoc;
+
+/* ------------------------------------------------------------ diagnostics */
+
+typedef struct Diag {
+	FILE *out;   /* stderr normally */
+	int color;   /* ANSI colour (only when out is a tty) */
+	int nerr;    /* errors reported so far */
+	int nwarn;
+	int max;     /* stop printing after this many errors (20) */
+	int capped;  /* "too many errors" already said */
+} Diag;
+
+void diag_init(Diag *d, FILE *out);
+/* file:line:col: error: message, the source line, a caret under loc
+ * (with ~ for the rest of loc.len).  A loc with file == NULL prints
+ * "tfgc: error: message". */
+void diag_error(Diag *d, SrcLoc loc, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+void diag_warn(Diag *d, SrcLoc loc, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+void diag_note(Diag *d, SrcLoc loc, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+void diag_verror(Diag *d, SrcLoc loc, const char *fmt, va_list ap);
+/* "file:line:col" into the arena, for run-time messages. */
+char *diag_where(Arena *a, SrcLoc loc);
+
+/* ----------------------------------------------------------------- tokens */
+
+/* Token kinds are TK_* from the Lemon grammar (build/lang/parse.h), which
+ * lang_int.h includes.  Token 0 is end of input. */
+typedef struct Token {
+	const char *p; /* into the source */
+	uint32_t len;
+	SrcLoc loc;
+	int kind;
+} Token;
+
+/* Name of a token kind for dumps and messages: "identifier", "'+'". */
+const char *tok_kind_name(int kind);
+
+/* --emit=tokens: one line per token, "LINE:COL KIND 'TEXT'". Returns the
+ * number of lexical errors. */
+int lang_dump_tokens(FILE *out, const SrcFile *f, Diag *d);
+
+/* -------------------------------------------------------------------- AST */
+
+typedef enum {
+	/* top level */
+	AST_PROGRAM,  /* list: statements */
+	AST_CLUSTER,  /* list: AST_JOB */
+	AST_JOB,      /* name; list: AST_STRING addresses */
+	AST_DEVICE,   /* str: device string (loc of the string in a->loc);
+			 a: AST_STRING; list: statements */
+	AST_ASSIGN,   /* name; a: value */
+	AST_INPUT,    /* name; a: AST_NAME dtype; list: dims (AST_INT);
+			 has_dims: brackets were written */
+	AST_SESSION,  /* a: AST_STRING target or NULL; list: statements */
+	/* session statements */
+	AST_PRINT,    /* list: expressions */
+	AST_FOR,      /* name: loop variable; a: lo, b: hi; list: body */
+	AST_EXPRSTMT, /* a: expression */
+	/* expressions */
+	AST_INT,      /* ival; tok: literal text */
+	AST_FLOAT,    /* fval */
+	AST_BOOL,     /* ival 0/1 */
+	AST_STRING,   /* str: decoded contents */
+	AST_NAME,     /* name */
+	AST_TENSOR,   /* list: elements ([1, 2] or nested) */
+	AST_UNARY,    /* op: TK_MINUS; a */
+	AST_BINARY,   /* op: TK_PLUS ...; a, b */
+	AST_CALL,     /* name: callee (loc of the name in a->loc); a: AST_NAME;
+			 list: arguments (AST_KWARG for name=value);
+			 b: AST_FEED or NULL */
+	AST_KWARG,    /* name; a: value */
+	AST_FEED,     /* list: AST_FEEDITEM */
+	AST_FEEDITEM, /* name (a: AST_NAME); b: value */
+	AST_INDEX,    /* a: the indexed value; list: AST_SLICE or expressions */
+	AST_SLICE,    /* a: lo or NULL, b: hi or NULL  (lo:hi) */
+	AST__COUNT
+} AstKind;
+
+typedef struct AstNode AstNode;
+struct AstNode {
+	AstKind kind;
+	SrcLoc loc;       /* the whole construct; for AST_BINARY the operator */
+	Token tok;        /* the token that names it (operator, literal, name) */
+	int op;           /* TK_* of an operator */
+	const char *name; /* identifier, interned in the arena */
+	const char *str;  /* decoded string literal */
+	int64_t ival;
+	double fval;
+	int has_dims;
+	AstNode *a, *b;
+	int n;            /* list length */
+	AstNode **list;
+};
+
+/* Parses a whole file.  Returns the AST_PROGRAM node, or NULL when errors
+ * were reported (d->nerr > 0); the parser recovers at statement boundaries
+ * so several syntax errors come out of one run. */
+AstNode *lang_parse(Arena *a, const SrcFile *f, Diag *d);
+
+/* --emit=ast: an indented tree, one node per line with its line:col. */
+void ast_dump(FILE *out, const AstNode *n);
+const char *ast_kind_name(AstKind k);
+
+#endif /* TFG_LANG_LANG_H */

@@ -1,0 +1,616 @@
+/*
+ * runtime/client.c: runs a session program as the client of its steps
+ * (spec/design.md "Processes"), inside the session's task server.
+ *
+ * Statements are interpreted directly from the RtSession tree: there are
+ * few of them and each run(...) costs far more than the walk.  A value is
+ * a tensor, a list of tensors (a run's fetches) or a string.  A run is one
+ * step: START to every other task with a part, the feeds (checked against
+ * the signature before anything is sent), the own part in-process, then
+ * the fetches and DONEs.  Output is buffered and sent to the controller
+ * as OUTPUT messages (past 16 KiB, 100 ms after the last, at the end), so
+ * a printing loop does not cost a message per line; an empty one goes
+ * out when nothing did for a second, so the controller can tell a long
+ * session from a hung one.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/rt_int.h"
+
+#define OUT_FLUSH_BYTES (16 * 1024)
+#define OUT_FLUSH_SECS 0.1
+#define HEARTBEAT_SECS 1.0 /* an empty OUTPUT tells the controller we live */
+
+enum { CV_NONE, CV_TENSOR, CV_LIST, CV_STR };
+
+typedef struct CVal {
+	int kind;
+	RtTensor *t;     /* CV_TENSOR */
+	int own;         /* t is owned */
+	int n;           /* CV_LIST: owned tensors */
+	RtTensor **list;
+	const char *str; /* CV_STR */
+} CVal;
+
+typedef struct Sess {
+	RtCtx *c;
+	const RtSession *s;
+	RtTensor **slots;  /* loop variables: i64 scalars, owned */
+	const char *where; /* of the failing expression */
+} Sess;
+
+static void
+cval_free(CVal *v)
+{
+	if (v->kind == CV_TENSOR && v->own)
+		rt_tensor_free(v->t);
+	if (v->kind == CV_LIST) {
+		for (int i = 0; i < v->n; i++)
+			rt_tensor_free(v->list[i]);
+		free(v->list);
+	}
+	memset(v, 0, sizeof *v);
+}
+
+static tfg_status
+fail(Sess *ss, const char *where, tfg_status code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* Records a failure at `where` in the step's error detail. */
+static tfg_status
+fail(Sess *ss, const char *where, tfg_status code, const char *fmt, ...)
+{
+	va_list ap;
+
+	ss->where = where;
+	ss->c->err.code = code;
+	va_start(ap, fmt);
+	vsnprintf(ss->c->err.msg, sizeof ss->c->err.msg, fmt, ap);
+	va_end(ap);
+	return code;
+}
+
+/* ------------------------------------------------------------- output */
+
+void
+rt_client_flush(RtCtx *c, int force)
+{
+	double now = rt_now();
+	TfgError e;
+	int due = c->nout > OUT_FLUSH_BYTES ||
+		  now - c->last_flush > (c->nout ? OUT_FLUSH_SECS :
+					 HEARTBEAT_SECS);
+
+	if (!due && !(force && c->nout))
+		return;
+	if (rt_send_text(c, c->reply_url, RT_MSG_OUTPUT, 0, 0, c->out,
+			 c->nout, &e) != TFG_OK)
+		fprintf(stderr, "tfgc: error: %s: output lost: %s\n", c->name,
+			e.msg);
+	c->nout = 0;
+	c->last_flush = now;
+}
+
+static int
+out_put(RtCtx *c, const char *s, size_t n)
+{
+	if (c->nout + n > c->capout) {
+		size_t nc = c->capout ? c->capout : 4096;
+		char *no;
+
+		while (nc < c->nout + n)
+			nc *= 2;
+		if ((no = realloc(c->out, nc)) == NULL)
+			return -1;
+		c->out = no, c->capout = nc;
+	}
+	memcpy(c->out + c->nout, s, n);
+	c->nout += n;
+	return 0;
+}
+
+/* -------------------------------------------------------- expressions */
+
+static tfg_status eval(Sess *ss, const RtExpr *x, CVal *v);
+
+static int
+is_float(TfgDtype t)
+{
+	return t == TFG_F32 || t == TFG_F64;
+}
+
+static double
+get_f(const RtTensor *t)
+{
+	switch (t->dtype) {
+	case TFG_BOOL: return *(const uint8_t *)t->data;
+	case TFG_I32: return *(const int32_t *)t->data;
+	case TFG_I64: return (double)*(const int64_t *)t->data;
+	case TFG_F32: return *(const float *)t->data;
+	default: return *(const double *)t->data;
+	}
+}
+
+static int64_t
+get_i(const RtTensor *t)
+{
+	switch (t->dtype) {
+	case TFG_BOOL: return *(const uint8_t *)t->data;
+	case TFG_I32: return *(const int32_t *)t->data;
+	case TFG_I64: return *(const int64_t *)t->data;
+	case TFG_F32: return (int64_t)*(const float *)t->data;
+	default: return (int64_t)*(const double *)t->data;
+	}
+}
+
+static tfg_status
+scalar_new(RtTensor **out, TfgDtype t, int64_t i, double f)
+{
+	TfgShape s = {0, {0}};
+	tfg_status st;
+
+	if ((st = rt_tensor_new(out, t, &s)) != TFG_OK)
+		return st;
+	switch (t) {
+	case TFG_BOOL: *(uint8_t *)(*out)->data = i != 0; break;
+	case TFG_I32: *(int32_t *)(*out)->data = (int32_t)(uint32_t)i; break;
+	case TFG_I64: *(int64_t *)(*out)->data = i; break;
+	case TFG_F32: *(float *)(*out)->data = (float)f; break;
+	default: *(double *)(*out)->data = f; break;
+	}
+	return TFG_OK;
+}
+
+/* Floor division with x / 0 = 0 and wrapping INT_MIN / -1. */
+static int64_t
+floor_div(int64_t a, int64_t b)
+{
+	int64_t q;
+
+	if (b == 0)
+		return 0;
+	if (b == -1)
+		return (int64_t)(0 - (uint64_t)a);
+	q = a / b;
+	if ((a % b != 0) && ((a < 0) != (b < 0)))
+		q--;
+	return q;
+}
+
+/* "f32[100]" */
+static const char *
+type_str(char *buf, size_t n, TfgDtype t, const TfgShape *s)
+{
+	char sh[128];
+
+	snprintf(buf, n, "%s%s", tfg_dtype_name(t),
+		 tfg_shape_str(sh, sizeof sh, s));
+	return buf;
+}
+
+static const char *const op_names[] = {
+	[RT_E_NEG] = "-", [RT_E_ADD] = "+", [RT_E_SUB] = "-",
+	[RT_E_MUL] = "*", [RT_E_DIV] = "/",
+};
+
+/* Scalar arithmetic: ints compute in i64 (wrapping) and floats in f64;
+ * the result takes the wider dtype, int with float giving f64. */
+static tfg_status
+eval_arith(Sess *ss, const RtExpr *x, CVal *v)
+{
+	CVal a[2] = {{0}, {0}};
+	int n = x->kind == RT_E_NEG ? 1 : 2;
+	TfgDtype rt = TFG_I32;
+	tfg_status st = TFG_OK;
+	char buf[160];
+
+	if (x->nargs != n)
+		return fail(ss, x->where, TFG_EINVAL, "malformed arithmetic");
+	for (int i = 0; i < n && st == TFG_OK; i++) {
+		if ((st = eval(ss, x->args[i], &a[i])) != TFG_OK)
+			break;
+		if (a[i].kind != CV_TENSOR || a[i].t->shape.rank != 0)
+			st = fail(ss, x->where, TFG_ESHAPE,
+				  "'%s' needs scalars, got %s",
+				  op_names[x->kind],
+				  a[i].kind != CV_TENSOR ? "a list or string" :
+				  type_str(buf, sizeof buf, a[i].t->dtype,
+					   &a[i].t->shape));
+	}
+	if (st == TFG_OK) {
+		TfgDtype t0 = a[0].t->dtype, t1 = n == 2 ? a[1].t->dtype : t0;
+
+		if (is_float(t0) || is_float(t1))
+			rt = t0 == TFG_F32 && t1 == TFG_F32 ? TFG_F32 : TFG_F64;
+		else
+			rt = t0 == TFG_I64 || t1 == TFG_I64 ? TFG_I64 : TFG_I32;
+		if (is_float(rt)) {
+			double p = get_f(a[0].t);
+			double q = n == 2 ? get_f(a[1].t) : 0;
+			double r = x->kind == RT_E_NEG ? -p :
+				   x->kind == RT_E_ADD ? p + q :
+				   x->kind == RT_E_SUB ? p - q :
+				   x->kind == RT_E_MUL ? p * q : p / q;
+
+			if (rt == TFG_F32)
+				r = (float)r;
+			st = scalar_new(&v->t, rt, 0, r);
+		} else {
+			int64_t p = get_i(a[0].t);
+			int64_t q = n == 2 ? get_i(a[1].t) : 0;
+			uint64_t up = (uint64_t)p, uq = (uint64_t)q;
+			int64_t r = x->kind == RT_E_NEG ? (int64_t)(0 - up) :
+				    x->kind == RT_E_ADD ? (int64_t)(up + uq) :
+				    x->kind == RT_E_SUB ? (int64_t)(up - uq) :
+				    x->kind == RT_E_MUL ? (int64_t)(up * uq) :
+				    floor_div(p, q);
+
+			st = scalar_new(&v->t, rt, r, 0);
+		}
+		if (st == TFG_OK)
+			v->kind = CV_TENSOR, v->own = 1;
+		else
+			fail(ss, x->where, st, "out of memory");
+	}
+	cval_free(&a[0]);
+	cval_free(&a[1]);
+	return st;
+}
+
+static tfg_status
+check_feeds(Sess *ss, const RtExpr *x, const RtSig *sig, CVal *args)
+{
+	char want[160], got[160];
+
+	for (int i = 0; i < sig->nfeed; i++) {
+		const RtFeed *f = &sig->feeds[i];
+
+		if (args[i].kind != CV_TENSOR)
+			return fail(ss, x->where, TFG_EDTYPE,
+				    "feed '%s' expects %s, got %s", f->name,
+				    type_str(want, sizeof want, f->dtype,
+					     &f->shape),
+				    args[i].kind == CV_STR ? "a string" :
+				    "a list of values");
+		if (args[i].t->dtype != f->dtype ||
+		    !tfg_shape_eq(&args[i].t->shape, &f->shape))
+			return fail(ss, x->where,
+				    args[i].t->dtype != f->dtype ? TFG_EDTYPE :
+				    TFG_ESHAPE,
+				    "feed '%s' expects %s, got %s", f->name,
+				    type_str(want, sizeof want, f->dtype,
+					     &f->shape),
+				    type_str(got, sizeof got, args[i].t->dtype,
+					     &args[i].t->shape));
+	}
+	return TFG_OK;
+}
+
+/* The step itself, once the feeds are known to be right. */
+static tfg_status
+step(RtCtx *c, int sigi, CVal *args, RtTensor **fetch)
+{
+	const RtSig *sig = &c->plan->sigs[sigi];
+	double deadline = rt_now() + c->opt.step_timeout;
+	nng_msg *m;
+	tfg_status st;
+
+	c->step = ((uint64_t)c->task << 48) | ++c->counter;
+	c->client = c->task;
+	c->sig = sigi;
+	c->err.code = TFG_OK;
+	c->err.msg[0] = '\0';
+	/* One START to each other task, carrying the feeds it consumes. */
+	for (int i = 0; i < sig->ntask; i++) {
+		int t = sig->tasks[i];
+		unsigned char *body;
+
+		if (t == c->task)
+			continue;
+		if ((st = rt_msg_new(c, &m, &body, RT_MSG_START, c->step,
+				     (uint32_t)sigi, NULL,
+				     rt_start_bytes(c->plan, sigi, t),
+				     &c->err)))
+			return st;
+		for (int j = 0; j < sig->nfeed; j++) {
+			uint32_t key = sig->feeds[j].key;
+
+			if (c->plan->edges[key].dst != t ||
+			    c->plan->edges[key].src != c->task)
+				continue;
+			memcpy(body, args[j].t->data, c->edge_bytes[key]);
+			body += c->edge_bytes[key];
+		}
+		if ((st = rt_net_send(c, t, m, deadline, &c->err)))
+			return st;
+	}
+	/* Feeds for this task itself, or (malformed plans) for a task
+	 * without a part, go the ordinary way. */
+	for (int i = 0; i < sig->nfeed; i++) {
+		int dst = c->plan->edges[sig->feeds[i].key].dst, with_part = 0;
+
+		for (int j = 0; j < sig->ntask; j++)
+			with_part |= sig->tasks[j] == dst && dst != c->task &&
+				     c->plan->edges[sig->feeds[i].key].src ==
+				     c->task;
+		if (!with_part &&
+		    (st = tfg_rt_send(c, sig->feeds[i].key, args[i].t->data)))
+			return st;
+	}
+	if (c->parts && c->parts[sigi].fn && (st = rt_run_part(c, sigi)))
+		return st;
+	for (int i = 0; i < sig->nfetch; i++)
+		if ((st = tfg_rt_recv(c, sig->fetches[i].key, fetch[i]->data)))
+			return st;
+	for (int i = 0; i < sig->ntask; i++)
+		if (sig->needs_done && sig->needs_done[i] &&
+		    sig->tasks[i] != c->task &&
+		    (st = rt_wait_done(c, sig->tasks[i])))
+			return st;
+	return TFG_OK;
+}
+
+static tfg_status
+eval_run(Sess *ss, const RtExpr *x, CVal *v)
+{
+	RtCtx *c = ss->c;
+	const RtSig *sig;
+	CVal *args;
+	RtTensor **fetch;
+	tfg_status st = TFG_OK;
+
+	if (x->sig < 0 || x->sig >= c->plan->nsig)
+		return fail(ss, x->where, TFG_EINVAL,
+			    "run of an unknown signature");
+	sig = &c->plan->sigs[x->sig];
+	if (x->nargs != sig->nfeed || sig->client != c->task) {
+		return fail(ss, x->where, TFG_EINVAL,
+			    "malformed run: %d feeds for %d, or driven from "
+			    "%s", x->nargs, sig->nfeed,
+			    c->plan->tasks[sig->client].name);
+	}
+	args = calloc((size_t)sig->nfeed + 1, sizeof *args);
+	fetch = calloc((size_t)sig->nfetch + 1, sizeof *fetch);
+	if (!args || !fetch) {
+		free(args);
+		free(fetch);
+		return fail(ss, x->where, TFG_ENOMEM, "out of memory");
+	}
+	for (int i = 0; i < sig->nfeed && st == TFG_OK; i++)
+		st = eval(ss, x->args[i], &args[i]);
+	if (st == TFG_OK)
+		st = check_feeds(ss, x, sig, args);
+	for (int i = 0; i < sig->nfetch && st == TFG_OK; i++) {
+		const RtEdge *e = &c->plan->edges[sig->fetches[i].key];
+
+		if ((st = rt_tensor_new(&fetch[i], e->dtype, &e->shape)))
+			fail(ss, x->where, st, "out of memory for a fetch");
+	}
+	if (st == TFG_OK) {
+		st = step(c, x->sig, args, fetch);
+		rt_step_end(c);
+		if (st != TFG_OK)
+			ss->where = x->where;
+	}
+	for (int i = 0; i < sig->nfeed; i++)
+		cval_free(&args[i]);
+	free(args);
+	if (st != TFG_OK) {
+		for (int i = 0; i < sig->nfetch; i++)
+			rt_tensor_free(fetch[i]);
+		free(fetch);
+		return st;
+	}
+	v->kind = CV_LIST;
+	v->n = sig->nfetch;
+	v->list = fetch;
+	return TFG_OK;
+}
+
+static tfg_status
+eval(Sess *ss, const RtExpr *x, CVal *v)
+{
+	TfgError e;
+
+	memset(v, 0, sizeof *v);
+	switch (x->kind) {
+	case RT_E_CONST:
+		v->kind = CV_TENSOR, v->t = x->value;
+		return TFG_OK;
+	case RT_E_STR:
+		v->kind = CV_STR, v->str = x->str;
+		return TFG_OK;
+	case RT_E_VAR:
+		if (x->slot < 0 || x->slot >= ss->s->nslot)
+			return fail(ss, x->where, TFG_EINVAL,
+				    "bad loop variable");
+		v->kind = CV_TENSOR, v->t = ss->slots[x->slot];
+		return TFG_OK;
+	case RT_E_LOAD:
+		if (rt_npy_load(&v->t, x->str, &e) != TFG_OK)
+			return fail(ss, x->where, e.code, "%s", e.msg);
+		v->kind = CV_TENSOR, v->own = 1;
+		return TFG_OK;
+	case RT_E_RUN:
+		return eval_run(ss, x, v);
+	case RT_E_NEG:
+	case RT_E_ADD:
+	case RT_E_SUB:
+	case RT_E_MUL:
+	case RT_E_DIV:
+		return eval_arith(ss, x, v);
+	}
+	return fail(ss, x->where, TFG_EINVAL, "bad expression");
+}
+
+/* --------------------------------------------------------- statements */
+
+static tfg_status
+append_value(Sess *ss, const CVal *v, const char *where)
+{
+	RtCtx *c = ss->c;
+	char *s;
+	int bad = 0;
+
+	if (v->kind == CV_STR)
+		return out_put(c, v->str, strlen(v->str)) ?
+		       fail(ss, where, TFG_ENOMEM, "out of memory") : TFG_OK;
+	for (int i = 0; i < (v->kind == CV_LIST ? v->n : 1); i++) {
+		const RtTensor *t = v->kind == CV_LIST ? v->list[i] : v->t;
+
+		if ((s = rt_format_str(t)) == NULL)
+			bad = 1;
+		else if ((i && out_put(c, " ", 1)) || out_put(c, s, strlen(s)))
+			bad = 1;
+		free(s);
+		if (bad)
+			return fail(ss, where, TFG_ENOMEM, "out of memory");
+	}
+	return TFG_OK;
+}
+
+static tfg_status exec_stmts(Sess *ss, RtStmt **stmts, int n);
+
+static tfg_status
+exec_print(Sess *ss, const RtStmt *st)
+{
+	RtCtx *c = ss->c;
+	CVal v;
+	tfg_status rv;
+
+	for (int i = 0; i < st->nexpr; i++) {
+		if ((rv = eval(ss, st->exprs[i], &v)) != TFG_OK)
+			return rv;
+		if (i && out_put(c, " ", 1))
+			rv = TFG_ENOMEM;
+		if (rv == TFG_OK)
+			rv = append_value(ss, &v, st->exprs[i]->where);
+		cval_free(&v);
+		if (rv != TFG_OK)
+			return rv;
+	}
+	if (out_put(c, "\n", 1))
+		return fail(ss, st->where, TFG_ENOMEM, "out of memory");
+	rt_client_flush(c, 0);
+	return TFG_OK;
+}
+
+static tfg_status
+bound(Sess *ss, const RtExpr *x, int64_t *out)
+{
+	CVal v;
+	tfg_status st;
+
+	if ((st = eval(ss, x, &v)) != TFG_OK)
+		return st;
+	if (v.kind != CV_TENSOR || v.t->shape.rank != 0 ||
+	    is_float(v.t->dtype)) {
+		cval_free(&v);
+		return fail(ss, x->where, TFG_EDTYPE,
+			    "a loop bound must be an integer scalar");
+	}
+	*out = get_i(v.t);
+	cval_free(&v);
+	return TFG_OK;
+}
+
+static tfg_status
+exec_for(Sess *ss, const RtStmt *st)
+{
+	int64_t lo, hi;
+	tfg_status rv;
+
+	if (st->nexpr != 2 || st->slot < 0 || st->slot >= ss->s->nslot)
+		return fail(ss, st->where, TFG_EINVAL,
+			    "malformed for statement");
+	if ((rv = bound(ss, st->exprs[0], &lo)) ||
+	    (rv = bound(ss, st->exprs[1], &hi)))
+		return rv;
+	for (int64_t i = lo; i < hi; i++) {
+		if (rt_stop_requested)
+			return fail(ss, st->where, TFG_ECANCELED,
+				    "interrupted");
+		*(int64_t *)ss->slots[st->slot]->data = i;
+		if ((rv = exec_stmts(ss, st->body, st->nbody)) != TFG_OK)
+			return rv;
+	}
+	return TFG_OK;
+}
+
+static tfg_status
+exec_stmts(Sess *ss, RtStmt **stmts, int n)
+{
+	tfg_status rv = TFG_OK;
+	CVal v;
+
+	for (int i = 0; i < n && rv == TFG_OK; i++) {
+		const RtStmt *st = stmts[i];
+
+		rt_client_flush(ss->c, 0); /* output or heartbeat, if due */
+		switch (st->kind) {
+		case RT_S_PRINT:
+			rv = exec_print(ss, st);
+			break;
+		case RT_S_FOR:
+			rv = exec_for(ss, st);
+			break;
+		case RT_S_EXPR:
+			if (st->nexpr < 1)
+				break;
+			if ((rv = eval(ss, st->exprs[0], &v)) == TFG_OK)
+				cval_free(&v);
+			break;
+		}
+	}
+	return rv;
+}
+
+tfg_status
+rt_client_session(RtCtx *c, int session)
+{
+	Sess ss = {c, NULL, NULL, NULL};
+	const RtSession *s;
+	TfgShape scalar = {0, {0}};
+	tfg_status rv = TFG_OK;
+	char text[sizeof c->err.msg + 300];
+	int n = 0;
+	TfgError e;
+
+	c->nout = 0;
+	c->last_flush = rt_now();
+	c->err.code = TFG_OK;
+	c->err.msg[0] = '\0';
+	s = ss.s = &c->plan->sessions[session];
+	if (s->task != c->task)
+		rv = tfg_error(&c->err, TFG_EINVAL,
+			       "session %d runs on %s, not here", session,
+			       c->plan->tasks[s->task].name);
+	if (rv == TFG_OK && s->nslot > 0 &&
+	    (ss.slots = calloc((size_t)s->nslot, sizeof *ss.slots)) == NULL)
+		rv = tfg_error(&c->err, TFG_ENOMEM, "out of memory");
+	for (int i = 0; rv == TFG_OK && i < s->nslot; i++)
+		if (rt_tensor_new(&ss.slots[i], TFG_I64, &scalar) != TFG_OK)
+			rv = tfg_error(&c->err, TFG_ENOMEM, "out of memory");
+		else
+			*(int64_t *)ss.slots[i]->data = 0;
+	if (rv == TFG_OK)
+		rv = exec_stmts(&ss, s->stmts, s->nstmt);
+	for (int i = 0; ss.slots && i < s->nslot; i++)
+		rt_tensor_free(ss.slots[i]);
+	free(ss.slots);
+	rt_client_flush(c, 1);
+	if (rv != TFG_OK) {
+		n = snprintf(text, sizeof text, "%s%serror: %s",
+			     ss.where ? ss.where : "",
+			     ss.where ? ": " : "", c->err.msg);
+		if (n >= (int)sizeof text)
+			n = (int)sizeof text - 1;
+	}
+	if (rt_send_text(c, c->reply_url, RT_MSG_SESSION_END, 0,
+			 rv != TFG_OK, text, (size_t)n, &e) != TFG_OK)
+		fprintf(stderr, "tfgc: error: %s: %s\n", c->name, e.msg);
+	return rv;
+}

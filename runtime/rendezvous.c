@@ -1,0 +1,400 @@
+/*
+ * runtime/rendezvous.c: the per-process context and the rendezvous of
+ * spec/design.md: tfg_rt_send and tfg_rt_recv, which generated parts call.
+ *
+ * The table holds received TENSOR messages by (step, key), plus the DONE
+ * and ERROR messages a client collects for its step; every other message
+ * that arrives while someone waits (START for a later step, RUN_SESSION,
+ * SHUTDOWN) goes to a FIFO queue for the server loop, and PING is answered
+ * at once, so nothing is dropped but stale messages of steps that already
+ * ended here.  The table is a small array searched linearly: a step has a
+ * handful of edges in flight, not thousands.
+ *
+ * A received tensor stays in its nng message until tfg_rt_recv copies it
+ * to the part's buffer: one copy, and none on the sending side beyond the
+ * one into the message.  A send to the own task stores into the table.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/rt_int.h"
+
+volatile int rt_stop_requested;
+
+#define STEP_NO(s) ((unsigned long long)((s) & 0xffffffffffffull))
+
+tfg_status
+rt_ctx_init(RtCtx *c, const TfgPlan *plan, int task, const TfgOptions *opt)
+{
+	memset(c, 0, sizeof *c);
+	c->plan = plan;
+	c->task = task;
+	c->src = task < 0 ? RT_SRC_CONTROLLER : (uint16_t)task;
+	c->name = task < 0 ? "controller" : plan->tasks[task].name;
+	if (opt)
+		c->opt = *opt;
+	if (!(c->opt.startup_timeout > 0))
+		c->opt.startup_timeout = 30;
+	if (!(c->opt.step_timeout > 0))
+		c->opt.step_timeout = 60;
+	if (c->opt.controller_addr == NULL)
+		c->opt.controller_addr = "127.0.0.1:0";
+	c->sig = -1;
+	c->client = -1;
+	c->peers = calloc((size_t)plan->ntask, sizeof *c->peers);
+	c->finished = calloc((size_t)plan->ntask, sizeof *c->finished);
+	c->edge_bytes = calloc((size_t)plan->nedge + 1, sizeof *c->edge_bytes);
+	if (!c->peers || !c->finished || !c->edge_bytes) {
+		rt_ctx_free(c);
+		return TFG_ENOMEM;
+	}
+	for (int i = 0; i < plan->nedge; i++)
+		c->edge_bytes[i] = rt_edge_nbytes(&plan->edges[i]);
+	return TFG_OK;
+}
+
+void
+rt_ctx_free(RtCtx *c)
+{
+	for (int i = 0; i < c->ntab; i++)
+		rt_msg_free(&c->tab[i]);
+	for (int i = 0; i < c->nqueue; i++)
+		rt_msg_free(&c->queue[i]);
+	rt_net_close(c);
+	if (c->arenas)
+		for (int i = 0; i < c->plan->nsig; i++)
+			free(c->arenas[i]);
+	free(c->arenas);
+	free(c->parts);
+	free(c->tab);
+	free(c->queue);
+	free(c->peers);
+	free(c->finished);
+	free(c->edge_bytes);
+	free(c->out);
+	memset(c, 0, sizeof *c);
+}
+
+static int
+msg_push(RtMsg **v, int *n, int *cap, const RtMsg *m)
+{
+	if (*n == *cap) {
+		int nc = *cap ? 2 * *cap : 16;
+		RtMsg *nv = realloc(*v, sizeof *nv * (size_t)nc);
+
+		if (nv == NULL)
+			return -1;
+		*v = nv, *cap = nc;
+	}
+	(*v)[(*n)++] = *m;
+	return 0;
+}
+
+/* Index of the table entry of `type` for `step` with the given key and
+ * sender (-1: any), or -1. */
+static int
+tab_find(RtCtx *c, int type, uint64_t step, long key, int src)
+{
+	for (int i = 0; i < c->ntab; i++) {
+		const RtHdr *h = &c->tab[i].h;
+
+		if (h->type == type && h->step == step &&
+		    (key < 0 || h->key == (uint32_t)key) &&
+		    (src < 0 || h->src == src))
+			return i;
+	}
+	return -1;
+}
+
+static void
+tab_remove(RtCtx *c, int i)
+{
+	rt_msg_free(&c->tab[i]);
+	c->tab[i] = c->tab[--c->ntab];
+}
+
+void
+rt_body_url(char *buf, const RtMsg *m)
+{
+	size_t n = (size_t)m->h.nbytes;
+
+	buf[0] = '\0';
+	if (n == 0 || n >= RT_URL_MAX)
+		return;
+	for (size_t i = 0; i < n; i++)
+		if (m->body[i] <= ' ' || m->body[i] > '~')
+			return;
+	memcpy(buf, m->body, n);
+	buf[n] = '\0';
+}
+
+tfg_status
+rt_send_text(RtCtx *c, const char *url, int type, uint64_t step,
+	     uint32_t key, const char *buf, size_t n, TfgError *e)
+{
+	nng_msg *m;
+	unsigned char *body;
+	tfg_status st;
+
+	if ((st = rt_msg_new(c, &m, &body, type, step, key, NULL, n, e)))
+		return st;
+	if (n)
+		memcpy(body, buf, n);
+	return rt_net_send_url(c, url, m, rt_now() + c->opt.step_timeout, e);
+}
+
+void
+rt_answer_ping(RtCtx *c, RtMsg *m)
+{
+	char url[RT_URL_MAX];
+	TfgError e;
+
+	rt_body_url(url, m);
+	if (url[0] == '\0')
+		fprintf(stderr, "tfgc: error: %s: PING without a reply "
+			"address (ignored)\n", c->name);
+	else if (rt_send_text(c, url, RT_MSG_PONG, 0, 0, NULL, 0, &e))
+		fprintf(stderr, "tfgc: error: %s: %s\n", c->name, e.msg);
+}
+
+void
+rt_dispatch(RtCtx *c, RtMsg *m)
+{
+	int client = (int)(m->h.step >> 48);
+
+	switch (m->h.type) {
+	case RT_MSG_TENSOR:
+	case RT_MSG_DONE:
+	case RT_MSG_ERROR:
+		/* Validation made sure client < ntask. */
+		if (m->h.step <= c->finished[client]) {
+			if (c->opt.verbose)
+				fprintf(stderr, "tfg: %s: stale %s of step "
+					"%llu dropped\n", c->name,
+					rt_msg_name(m->h.type),
+					STEP_NO(m->h.step));
+			break;
+		}
+		if (msg_push(&c->tab, &c->ntab, &c->captab, m) == 0)
+			return;
+		fprintf(stderr, "tfgc: error: %s: out of memory\n", c->name);
+		break;
+	case RT_MSG_PING:
+		rt_answer_ping(c, m);
+		break;
+	case RT_MSG_START:
+	case RT_MSG_RUN_SESSION:
+	case RT_MSG_SHUTDOWN:
+		if (c->task >= 0 &&
+		    msg_push(&c->queue, &c->nqueue, &c->capqueue, m) == 0)
+			return;
+		fprintf(stderr, "tfgc: error: %s: %s dropped\n", c->name,
+			c->task >= 0 ? "out of memory:" : "unexpected");
+		break;
+	default:
+		fprintf(stderr, "tfgc: error: %s: unexpected %s from %s "
+			"(ignored)\n", c->name, rt_msg_name(m->h.type),
+			m->h.src < c->plan->ntask ?
+			c->plan->tasks[m->h.src].name : "the controller");
+		break;
+	}
+	rt_msg_free(m);
+}
+
+int
+rt_queue_pop(RtCtx *c, RtMsg *out)
+{
+	if (c->nqueue == 0)
+		return -1;
+	*out = c->queue[0];
+	memmove(c->queue, c->queue + 1, sizeof *c->queue * (size_t)--c->nqueue);
+	return 0;
+}
+
+/* Whether a task this wait depends on went away: the one it waits for,
+ * and for the step's client every task of the step. */
+static int
+gone_task(RtCtx *c, int peer)
+{
+	const RtSig *sig;
+
+	if (peer >= 0 && rt_net_peer_gone(c, peer))
+		return peer;
+	if (c->client != c->task || c->sig < 0)
+		return -1;
+	sig = &c->plan->sigs[c->sig];
+	for (int i = 0; i < sig->ntask; i++)
+		if (sig->tasks[i] != c->task &&
+		    rt_net_peer_gone(c, sig->tasks[i]))
+			return sig->tasks[i];
+	return -1;
+}
+
+/* Waits for the table entry (type, current step, key, src); sets *idx.
+ * `what` describes it for messages ("'y2;...' from /job:local/task:1"). */
+static tfg_status
+rdv_wait(RtCtx *c, int type, long key, int src, int peer, const char *what,
+	 int *idx)
+{
+	double deadline = rt_now() + c->opt.step_timeout, now;
+	RtMsg m;
+	tfg_status st;
+	int i, g;
+
+	for (;;) {
+		if ((i = tab_find(c, type, c->step, key, src)) >= 0) {
+			*idx = i;
+			return TFG_OK;
+		}
+		if (c->client == c->task &&
+		    (i = tab_find(c, RT_MSG_ERROR, c->step, -1, -1)) >= 0) {
+			const RtMsg *x = &c->tab[i];
+
+			return tfg_error(&c->err, TFG_EPEER, "%.*s",
+					 (int)(x->h.nbytes < 1000 ?
+					       x->h.nbytes : 1000), x->body);
+		}
+		if ((g = gone_task(c, peer)) >= 0)
+			return tfg_error(&c->err, TFG_ECLOSED,
+					 "lost connection to %s while waiting "
+					 "for %s (step %llu)",
+					 c->plan->tasks[g].name, what,
+					 STEP_NO(c->step));
+		if (rt_stop_requested)
+			return tfg_error(&c->err, TFG_ECANCELED,
+					 "interrupted while waiting for %s "
+					 "(step %llu)", what, STEP_NO(c->step));
+		now = rt_now();
+		if (now >= deadline)
+			return tfg_error(&c->err, TFG_ETIMEDOUT,
+					 "timed out after %g s waiting for %s "
+					 "(step %llu)", c->opt.step_timeout,
+					 what, STEP_NO(c->step));
+		if (c->client == c->task && c->reply_url[0])
+			rt_client_flush(c, 0); /* output or heartbeat */
+		st = rt_net_recv(c, &m, deadline - now < 0.05 ?
+				 deadline - now : 0.05);
+		if (st == TFG_OK)
+			rt_dispatch(c, &m);
+		else if (st != TFG_ETIMEDOUT && st != TFG_EPROTO)
+			return st;
+	}
+}
+
+TFG_API int
+tfg_rt_recv(struct RtCtx *c, uint32_t key, void *dst)
+{
+	const RtEdge *edge;
+	char what[512];
+	tfg_status st;
+	int i;
+
+	if (key >= (uint32_t)c->plan->nedge || c->plan->edges[key].dst !=
+	    c->task)
+		return tfg_error(&c->err, TFG_EINVAL,
+				 "%s: cannot receive edge %u here", c->name,
+				 key);
+	edge = &c->plan->edges[key];
+	if (edge->src == c->task &&
+	    tab_find(c, RT_MSG_TENSOR, c->step, key, -1) < 0)
+		return tfg_error(&c->err, TFG_EPROTO,
+				 "%s: local edge '%s' received before it was "
+				 "sent (step %llu)", c->name, edge->name,
+				 STEP_NO(c->step));
+	snprintf(what, sizeof what, "'%s' from %s", edge->name,
+		 c->plan->tasks[edge->src].name);
+	if ((st = rdv_wait(c, RT_MSG_TENSOR, key, -1, edge->src, what, &i)))
+		return st;
+	memcpy(dst, c->tab[i].body, c->edge_bytes[key]);
+	tab_remove(c, i);
+	return TFG_OK;
+}
+
+TFG_API int
+tfg_rt_send(struct RtCtx *c, uint32_t key, const void *src)
+{
+	const RtEdge *edge;
+	size_t n;
+	unsigned char *body;
+	RtMsg m;
+	tfg_status st;
+
+	if (key >= (uint32_t)c->plan->nedge || c->plan->edges[key].src !=
+	    c->task)
+		return tfg_error(&c->err, TFG_EINVAL,
+				 "%s: cannot send edge %u from here", c->name,
+				 key);
+	edge = &c->plan->edges[key];
+	n = c->edge_bytes[key];
+	if ((st = rt_msg_new(c, &m.m, &body, RT_MSG_TENSOR, c->step, key,
+			     edge, n, &c->err)))
+		return st;
+	if (n)
+		memcpy(body, src, n);
+	if (edge->dst != c->task)
+		return rt_net_send(c, edge->dst, m.m,
+				   rt_now() + c->opt.step_timeout, &c->err);
+	/* Local hand-off: the same message, filed without the network. */
+	rt_hdr_decode(&m.h, nng_msg_body(m.m));
+	m.body = body;
+	if (msg_push(&c->tab, &c->ntab, &c->captab, &m) != 0) {
+		rt_msg_free(&m);
+		return tfg_error(&c->err, TFG_ENOMEM, "out of memory");
+	}
+	return TFG_OK;
+}
+
+void
+rt_start_feeds(RtCtx *c, const RtMsg *start)
+{
+	const RtSig *sig = &c->plan->sigs[start->h.key];
+	const unsigned char *p = start->body;
+	RtMsg m;
+
+	for (int i = 0; i < sig->nfeed; i++) {
+		uint32_t key = sig->feeds[i].key;
+		const RtEdge *e = &c->plan->edges[key];
+
+		if (e->dst != c->task || e->src != sig->client)
+			continue;
+		rt_hdr_init(&m.h, c->plan, RT_MSG_TENSOR, start->h.step, key,
+			    start->h.src, c->edge_bytes[key]);
+		m.m = NULL; /* the START owns the bytes */
+		m.body = p;
+		p += c->edge_bytes[key];
+		if (msg_push(&c->tab, &c->ntab, &c->captab, &m) != 0)
+			fprintf(stderr, "tfgc: error: %s: out of memory\n",
+				c->name);
+	}
+}
+
+tfg_status
+rt_wait_done(RtCtx *c, int task)
+{
+	char what[300];
+	tfg_status st;
+	int i;
+
+	snprintf(what, sizeof what, "%s to finish", c->plan->tasks[task].name);
+	if ((st = rdv_wait(c, RT_MSG_DONE, -1, task, task, what, &i)))
+		return st;
+	tab_remove(c, i);
+	return TFG_OK;
+}
+
+void
+rt_step_end(RtCtx *c)
+{
+	int client = (int)(c->step >> 48);
+
+	if (client >= 0 && client < c->plan->ntask) {
+		if (c->step > c->finished[client])
+			c->finished[client] = c->step;
+		for (int i = c->ntab - 1; i >= 0; i--)
+			if (c->tab[i].h.step >> 48 == (uint64_t)client &&
+			    c->tab[i].h.step <= c->step)
+				tab_remove(c, i);
+	}
+	c->sig = -1;
+}

@@ -1,0 +1,207 @@
+/*
+ * runtime/rt_int.h: declarations shared by the runtime's own files only.
+ * Each module adds its section; keep it small.
+ */
+#ifndef TFG_RUNTIME_RT_INT_H
+#define TFG_RUNTIME_RT_INT_H
+
+#include <stddef.h>
+
+#include "runtime/tfg.h"
+
+/* ------------------------------------------------- tensors (tensor.c) */
+
+/* Checks a shape (rank 0..TFG_MAX_RANK, no negative dims) and computes
+ * numel * dtype size into *nbytes; TFG_EINVAL when invalid or when the
+ * size does not fit in size_t / int64_t. */
+tfg_status rt_shape_nbytes(size_t *nbytes, TfgDtype t, const TfgShape *s);
+
+
+/* ------------------------------------------ execution side (wire, net,
+ * rendezvous, server, client, launch); see spec/design.md "Transport",
+ * "Wire format" and "Rendezvous". */
+
+#include <nng/nng.h>
+
+/* Message types: the order of design.md's table, numbered from 1 (0 is
+ * never valid, so a zeroed header fails validation). */
+enum {
+	RT_MSG_PING = 1, /* controller -> task; body: reply URL */
+	RT_MSG_PONG,     /* task -> controller */
+	RT_MSG_START,    /* client -> task; key: sig; body: the step's feeds
+			    for that task (rt_start_bytes) */
+	RT_MSG_TENSOR,   /* key: edge; body: the tensor */
+	RT_MSG_ERROR,    /* task -> client; body: message */
+	RT_MSG_DONE,     /* task -> client; key: sig */
+	RT_MSG_RUN_SESSION, /* controller -> task; key: session; body: URL */
+	RT_MSG_OUTPUT,   /* client -> controller; body: text for stdout */
+	RT_MSG_SESSION_END, /* key: status 0/1; body: error text */
+	RT_MSG_SHUTDOWN, /* controller -> task; body: reply URL */
+	RT_MSG_BYE,      /* task -> controller */
+	RT_MSG__N
+};
+
+#define RT_WIRE_MAGIC 0x31474654u /* "TFG1" */
+#define RT_WIRE_VERSION 1
+#define RT_HDR_SIZE 112
+#define RT_SRC_CONTROLLER 0xffff
+#define RT_MAX_BODY ((uint64_t)1 << 30) /* largest body: 1 GiB */
+#define RT_URL_MAX 256
+
+/* A decoded header (wire.c packs and unpacks it byte by byte). */
+typedef struct RtHdr {
+	uint32_t magic;
+	uint16_t version, type;
+	uint64_t prog, step;
+	uint32_t key;
+	uint16_t src;
+	uint8_t dtype, rank;
+	uint64_t dims[TFG_MAX_RANK];
+	uint64_t nbytes, reserved;
+} RtHdr;
+
+/* wire.c */
+const char *rt_msg_name(int type); /* "TENSOR", "?" if unknown */
+void rt_hdr_encode(unsigned char *out, const RtHdr *h); /* 112 bytes */
+void rt_hdr_decode(RtHdr *h, const unsigned char *in);  /* no checks */
+/* Fills *h for a message from this process: magic, version, prog. */
+void rt_hdr_init(RtHdr *h, const TfgPlan *plan, int type, uint64_t step,
+		 uint32_t key, uint16_t src, uint64_t nbytes);
+/* Decodes and validates a received message of len bytes for task `self`
+ * (-1: the controller).  addr is the transport's peer address (may be
+ * NULL); errors (TFG_EPROTO, TFG_ETOOBIG) name the sending task when the
+ * header says which, else addr. */
+tfg_status rt_wire_check(RtHdr *h, const TfgPlan *plan, int self,
+			 const void *buf, size_t len, const char *addr,
+			 TfgError *e);
+/* Bytes of edge `key`'s tensor (validated plans only). */
+size_t rt_edge_nbytes(const RtEdge *edge);
+/* Body of a START of sig for task: the feeds of sig whose edge leads to
+ * task, concatenated in sig->feeds order (so a step costs one message to
+ * each task, feeds included). */
+size_t rt_start_bytes(const TfgPlan *plan, int sig, int task);
+
+/* A received or locally handed-off message, with its decoded header. */
+typedef struct RtMsg {
+	RtHdr h;
+	nng_msg *m;          /* owned; NULL for a local TENSOR below */
+	const unsigned char *body; /* h.nbytes bytes */
+} RtMsg;
+
+/* One push socket per task of the plan (never to itself). */
+typedef struct RtPeer {
+	nng_socket sock;
+	int open;
+	_Atomic int state; /* 0 never connected, 1 up, 2 gone (pipe event) */
+} RtPeer;
+
+/* Lazily dialed push socket to a reply address (the controller). */
+typedef struct RtReply {
+	char url[RT_URL_MAX];
+	nng_socket sock;
+	_Atomic int state;
+} RtReply;
+
+/* Per-process state: one per server, client or controller process. */
+typedef struct RtCtx {
+	const TfgPlan *plan;   /* borrowed */
+	int task;              /* own task index; -1 for the controller */
+	uint16_t src;          /* task, or RT_SRC_CONTROLLER */
+	const char *name;      /* "/job:local/task:0" or "controller" */
+	TfgOptions opt;        /* defaults filled in */
+	/* transport (net.c) */
+	nng_socket pull;       /* the one pull0 socket */
+	int pull_open;
+	int recv_ms;           /* RECVTIMEO now set on pull (0: not yet) */
+	char url[RT_URL_MAX];  /* where we listen: "tcp://host:port" */
+	RtPeer *peers;         /* [plan->ntask] */
+	RtReply *replies[8];   /* reply sockets by URL */
+	int nreply;
+	/* rendezvous (rendezvous.c) */
+	RtMsg *tab;            /* received TENSOR/DONE/ERROR, by (step, key) */
+	int ntab, captab;
+	RtMsg *queue;          /* other messages (START, RUN_SESSION, ...),
+				  FIFO, for the server loop */
+	int nqueue, capqueue;
+	uint64_t *finished;    /* [ntask]: last step of each client that ended
+				  here: later messages for it are stale */
+	size_t *edge_bytes;    /* [nedge] */
+	/* the current step */
+	uint64_t step;
+	int client;            /* the step's client task */
+	int sig;               /* its signature, -1 outside a step */
+	TfgError err;          /* detail of the step's failure */
+	/* server (server.c) */
+	RtPart *parts;         /* [nsig] own parts; owned */
+	char **arenas;         /* [nsig] allocated on first use; owned */
+	char reply_url[RT_URL_MAX]; /* the controller of the session */
+	/* client output buffer (client.c) */
+	char *out;
+	size_t nout, capout;
+	double last_flush;
+	uint64_t counter;      /* steps started as client */
+} RtCtx;
+
+/* Set by the SIGINT/SIGTERM handlers of servers: waits end early. */
+extern volatile int rt_stop_requested;
+
+/* net.c */
+double rt_now(void); /* monotonic seconds */
+void rt_url(char *buf, size_t n, const char *addr); /* host:port -> tcp:// */
+tfg_status rt_nng_error(TfgError *e, int rv, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+tfg_status rt_net_listen(RtCtx *c, const char *url, TfgError *e);
+void rt_net_dial_peers(RtCtx *c);
+/* New message: header filled in (dtype and dims from edge, if not
+ * NULL), body of nbytes at *body to fill. */
+tfg_status rt_msg_new(RtCtx *c, nng_msg **out, unsigned char **body,
+		      int type, uint64_t step, uint32_t key,
+		      const RtEdge *edge, size_t nbytes, TfgError *e);
+/* Sends to task `peer` or to reply URL `url`; waits at most until
+ * `deadline` (rt_now() scale).  Takes m in every case. */
+tfg_status rt_net_send(RtCtx *c, int peer, nng_msg *m, double deadline,
+		       TfgError *e);
+tfg_status rt_net_send_url(RtCtx *c, const char *url, nng_msg *m,
+			   double deadline, TfgError *e);
+/* Receives one validated message, waiting at most slice seconds:
+ * TFG_ETIMEDOUT when none came.  A message that fails validation is
+ * reported on stderr and dropped (TFG_EPROTO returned). */
+tfg_status rt_net_recv(RtCtx *c, RtMsg *out, double slice);
+int rt_net_peer_gone(RtCtx *c, int peer);
+int rt_net_url_gone(RtCtx *c, const char *url);
+void rt_net_close(RtCtx *c);
+void rt_msg_free(RtMsg *m);
+
+/* rendezvous.c */
+tfg_status rt_ctx_init(RtCtx *c, const TfgPlan *plan, int task,
+		       const TfgOptions *opt);
+void rt_ctx_free(RtCtx *c);
+/* Files a received message: TENSOR/DONE/ERROR into the table, PING
+ * answered, the rest queued; stale ones freed.  Takes m. */
+void rt_dispatch(RtCtx *c, RtMsg *m);
+/* Files the feeds a START carries as TENSOR entries pointing into its
+ * body: m must outlive the step (free it after rt_step_end). */
+void rt_start_feeds(RtCtx *c, const RtMsg *start);
+/* Waits for a DONE of the current step from `task`. */
+tfg_status rt_wait_done(RtCtx *c, int task);
+/* Ends the current step here: drops its leftovers, marks it finished. */
+void rt_step_end(RtCtx *c);
+/* Pops the oldest queued message (0) or returns -1. */
+int rt_queue_pop(RtCtx *c, RtMsg *out);
+/* Sends a message with a body copied from buf to a reply URL. */
+tfg_status rt_send_text(RtCtx *c, const char *url, int type, uint64_t step,
+			uint32_t key, const char *buf, size_t n, TfgError *e);
+/* Answers PING with PONG (reply URL from its body). */
+void rt_answer_ping(RtCtx *c, RtMsg *m);
+/* Copies a URL body into buf ("" if malformed). */
+void rt_body_url(char *buf, const RtMsg *m);
+
+/* client.c */
+/* Runs a session as its client; output and the end go to reply_url. */
+tfg_status rt_client_session(RtCtx *c, int session);
+/* Flushes buffered output if due (force: always). */
+void rt_client_flush(RtCtx *c, int force);
+/* server.c: runs own part of sig for the current step. */
+int rt_run_part(RtCtx *c, int sig);
+
+#endif /* TFG_RUNTIME_RT_INT_H */

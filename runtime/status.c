@@ -1,0 +1,47 @@
+/*
+ * runtime/status.c: status codes and error details.
+ *
+ * The messages come from runtime/errors.def through the X-macro, so the
+ * table can never fall out of step with the tfg_status enum.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "runtime/tfg.h"
+
+static const char *const status_msg[TFG__NSTATUS] = {
+	[TFG_OK] = "ok",
+#define ERR(name, msg) [TFG_##name] = msg,
+#include "runtime/errors.def"
+};
+
+TFG_API const char *
+tfg_strerror(tfg_status s)
+{
+	if ((int)s < 0 || s >= TFG__NSTATUS)
+		return "unknown status";
+	return status_msg[s];
+}
+
+TFG_API tfg_status
+tfg_error(TfgError *e, tfg_status code, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (e == NULL)
+		return code;
+	e->code = code;
+	va_start(ap, fmt);
+	vsnprintf(e->msg, sizeof e->msg, fmt, ap);
+	va_end(ap);
+	return code;
+}
+
+TFG_API void
+tfg_assert_fail(const char *what, const char *file, int line)
+{
+	fflush(stdout);
+	fprintf(stderr, "%s:%d: assertion failed: %s\n", file, line, what);
+	abort();
+}

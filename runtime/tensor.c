@@ -1,0 +1,157 @@
+/*
+ * runtime/tensor.c: dtypes, shapes and dense tensors (RtTensor).
+ *
+ * A tensor is one header plus one data block.  The data is 64-byte aligned
+ * (aligned_alloc, the size rounded up to a multiple of 64) so generated
+ * code may use aligned vector loads; an empty tensor still gets a valid
+ * (64-byte) block, so `data` is never NULL.  Sizes are checked for
+ * overflow before anything is allocated.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/rt_int.h"
+#include "runtime/tfg.h"
+
+#define RT_ALIGN 64
+
+static const char *const dtype_names[TFG__NDTYPE] = {
+	[TFG_BOOL] = "bool", [TFG_I32] = "i32", [TFG_I64] = "i64",
+	[TFG_F32] = "f32",   [TFG_F64] = "f64",
+};
+
+static const size_t dtype_sizes[TFG__NDTYPE] = {
+	[TFG_BOOL] = 1, [TFG_I32] = 4, [TFG_I64] = 8,
+	[TFG_F32] = 4,  [TFG_F64] = 8,
+};
+
+TFG_API const char *
+tfg_dtype_name(TfgDtype t)
+{
+	if ((int)t < 0 || t >= TFG__NDTYPE)
+		return "?";
+	return dtype_names[t];
+}
+
+TFG_API size_t
+tfg_dtype_size(TfgDtype t)
+{
+	if ((int)t < 0 || t >= TFG__NDTYPE)
+		return 0;
+	return dtype_sizes[t];
+}
+
+TFG_API int64_t
+tfg_shape_numel(const TfgShape *s)
+{
+	int64_t n = 1;
+
+	for (int i = 0; i < s->rank; i++)
+		n *= s->dims[i];
+	return n;
+}
+
+TFG_API int
+tfg_shape_eq(const TfgShape *a, const TfgShape *b)
+{
+	if (a->rank != b->rank)
+		return 0;
+	for (int i = 0; i < a->rank; i++)
+		if (a->dims[i] != b->dims[i])
+			return 0;
+	return 1;
+}
+
+TFG_API char *
+tfg_shape_str(char *buf, size_t n, const TfgShape *s)
+{
+	size_t len = 0;
+	int w;
+
+	if (n == 0)
+		return buf;
+	buf[0] = '\0';
+	w = snprintf(buf, n, "[");
+	len = (size_t)w;
+	for (int i = 0; i < s->rank && len < n; i++) {
+		w = snprintf(buf + len, n - len, "%s%lld", i ? ", " : "",
+			     (long long)s->dims[i]);
+		len += (size_t)w;
+	}
+	if (len < n)
+		snprintf(buf + len, n - len, "]");
+	return buf;
+}
+
+tfg_status
+rt_shape_nbytes(size_t *nbytes, TfgDtype t, const TfgShape *s)
+{
+	uint64_t n = 1;
+	int zero = 0;
+
+	if ((int)t < 0 || t >= TFG__NDTYPE || s->rank < 0 ||
+	    s->rank > TFG_MAX_RANK)
+		return TFG_EINVAL;
+	for (int i = 0; i < s->rank; i++) {
+		if (s->dims[i] < 0)
+			return TFG_EINVAL;
+		if (s->dims[i] == 0)
+			zero = 1;
+	}
+	if (zero) {
+		*nbytes = 0;
+		return TFG_OK;
+	}
+	/* Every product must stay below INT64_MAX (numel is an int64_t)
+	 * and below SIZE_MAX less the alignment slack. */
+	for (int i = 0; i < s->rank; i++) {
+		uint64_t d = (uint64_t)s->dims[i];
+
+		if (n > (uint64_t)INT64_MAX / d)
+			return TFG_EINVAL;
+		n *= d;
+	}
+	if (n > ((uint64_t)INT64_MAX - RT_ALIGN) / dtype_sizes[t] ||
+	    n * dtype_sizes[t] > (uint64_t)(SIZE_MAX - RT_ALIGN))
+		return TFG_EINVAL;
+	*nbytes = (size_t)(n * dtype_sizes[t]);
+	return TFG_OK;
+}
+
+TFG_API tfg_status
+rt_tensor_new(RtTensor **out, TfgDtype t, const TfgShape *s)
+{
+	RtTensor *x;
+	size_t nbytes, alloc;
+	tfg_status rv;
+
+	*out = NULL;
+	if ((rv = rt_shape_nbytes(&nbytes, t, s)) != TFG_OK)
+		return rv;
+	alloc = (nbytes + RT_ALIGN - 1) / RT_ALIGN * RT_ALIGN;
+	if (alloc == 0)
+		alloc = RT_ALIGN;
+	if ((x = calloc(1, sizeof *x)) == NULL)
+		return TFG_ENOMEM;
+	if ((x->data = aligned_alloc(RT_ALIGN, alloc)) == NULL) {
+		free(x);
+		return TFG_ENOMEM;
+	}
+	x->dtype = t;
+	x->shape.rank = s->rank;
+	memcpy(x->shape.dims, s->dims, sizeof x->shape.dims[0] * s->rank);
+	x->nbytes = nbytes;
+	*out = x;
+	return TFG_OK;
+}
+
+TFG_API void
+rt_tensor_free(RtTensor *t)
+{
+	if (t == NULL)
+		return;
+	free(t->data);
+	free(t);
+}

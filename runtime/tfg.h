@@ -1,0 +1,258 @@
+/*
+ * runtime/tfg.h: the public interface of the tfg runtime (libtfg).
+ *
+ * The runtime links no compiler code.  The compiler hands it a TfgPlan (the
+ * cluster, the rendezvous edges, the run signatures and the session
+ * programs) and, for the task a process serves, a table of compiled part
+ * functions.  Pointers are borrowed unless a comment says "owned".
+ */
+#ifndef TFG_RUNTIME_TFG_H
+#define TFG_RUNTIME_TFG_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#if defined(__GNUC__)
+#define TFG_API __attribute__((visibility("default")))
+#else
+#define TFG_API
+#endif
+
+/* ---------------------------------------------------------------- status */
+
+typedef enum {
+	TFG_OK = 0,
+#define ERR(name, msg) TFG_##name,
+#include "runtime/errors.def"
+	TFG__NSTATUS
+} tfg_status;
+
+TFG_API const char *tfg_strerror(tfg_status s);
+
+/* An error with its detail: the code and a message that names what failed
+ * ("x100.npy: expected magic \x93NUMPY").  Functions that can fail take a
+ * TfgError * (may be NULL) and return the code. */
+typedef struct TfgError {
+	tfg_status code;
+	char msg[1024];
+} TfgError;
+
+/* Sets e->code and formats e->msg (if e != NULL); returns code. */
+TFG_API tfg_status tfg_error(TfgError *e, tfg_status code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Always-on assertion: aborts with file:line. */
+#define TFG_ASSERT(c)                                                         \
+	((c) ? (void)0 : tfg_assert_fail(#c, __FILE__, __LINE__))
+TFG_API void tfg_assert_fail(const char *what, const char *file, int line)
+    __attribute__((noreturn));
+
+/* ----------------------------------------------------------------- dtypes */
+
+typedef enum {
+	TFG_BOOL, /* 1 byte, 0 or 1 */
+	TFG_I32,
+	TFG_I64,
+	TFG_F32,
+	TFG_F64,
+	TFG__NDTYPE
+} TfgDtype;
+
+TFG_API const char *tfg_dtype_name(TfgDtype t); /* "f32" */
+TFG_API size_t tfg_dtype_size(TfgDtype t);      /* bytes per element */
+
+/* ---------------------------------------------------------------- tensors */
+
+#define TFG_MAX_RANK 8
+
+typedef struct TfgShape {
+	int rank;
+	int64_t dims[TFG_MAX_RANK];
+} TfgShape;
+
+TFG_API int64_t tfg_shape_numel(const TfgShape *s);
+TFG_API int tfg_shape_eq(const TfgShape *a, const TfgShape *b);
+/* Writes "[2, 3]" (or "[]" for a scalar) into buf; returns buf. */
+TFG_API char *tfg_shape_str(char *buf, size_t n, const TfgShape *s);
+
+/* A dense row-major tensor.  `data` is owned by the tensor when made by
+ * rt_tensor_new or rt_npy_load, and freed by rt_tensor_free. */
+typedef struct RtTensor {
+	TfgDtype dtype;
+	TfgShape shape;
+	size_t nbytes; /* numel * dtype size */
+	void *data;    /* 64-byte aligned when owned */
+} RtTensor;
+
+/* Allocates an uninitialised tensor (zero elements is fine). Owned. */
+TFG_API tfg_status rt_tensor_new(RtTensor **out, TfgDtype t, const TfgShape *s);
+TFG_API void rt_tensor_free(RtTensor *t); /* accepts NULL */
+
+/* Reads a NumPy .npy file (version 1.0-3.0, little-endian, C order,
+ * dtypes bool i4 i8 f4 f8).  Every malformed header is an error naming
+ * the file and what was wrong. */
+TFG_API tfg_status rt_npy_load(RtTensor **out, const char *path, TfgError *e);
+TFG_API tfg_status rt_npy_save(const char *path, const RtTensor *t, TfgError *e);
+
+/* Prints a value the way NumPy's print() does: scalars as Python repr
+ * (238, 0.5, True), arrays as [1. 2.5] with nested brackets. */
+TFG_API void rt_format(FILE *f, const RtTensor *t);
+/* The same into a malloc'd string (owned by the caller). */
+TFG_API char *rt_format_str(const RtTensor *t);
+
+/* ------------------------------------------------------------------ plans */
+
+/* One task of the cluster: /job:<job>/task:<index>. */
+typedef struct RtTask {
+	const char *job;
+	int index;
+	const char *addr; /* "host:port" as listed, or as remapped */
+	const char *name; /* "/job:local/task:1" */
+} RtTask;
+
+/* A send/recv pair: one tensor from src task to dst task per step.
+ * Keys are global to the program; a step id keeps steps apart. */
+typedef struct RtEdge {
+	uint32_t key;     /* index in TfgPlan.edges; goes on the wire */
+	const char *name; /* "y2;/job:local/task:1->/job:local/task:0" */
+	int src, dst;     /* task indices; src == dst is a local hand-off */
+	TfgDtype dtype;
+	TfgShape shape;
+} RtEdge;
+
+typedef struct RtFeed {
+	const char *name; /* the input's name */
+	TfgDtype dtype;
+	TfgShape shape;
+	uint32_t key; /* edge client -> the input's task */
+} RtFeed;
+
+typedef struct RtFetch {
+	const char *name; /* the fetched node's name */
+	uint32_t key;     /* edge node's task -> client */
+} RtFetch;
+
+/* A run signature: which fetches, with which feeds, driven from which
+ * task.  Each distinct run(...) of the sessions gets one. */
+typedef struct RtSig {
+	int client; /* task that drives the step (the session's task) */
+	int nfeed;
+	RtFeed *feeds;
+	int nfetch;
+	RtFetch *fetches;
+	int ntask;
+	int *tasks; /* tasks with a non-empty part, in index order */
+	int *needs_done; /* per entry of tasks[]: part sends nothing, so it
+			    reports DONE when finished */
+} RtSig;
+
+/* Session programs: what the client executes, statement by statement. */
+typedef enum {
+	RT_E_CONST, /* .value */
+	RT_E_STR,   /* .str, printed as is */
+	RT_E_VAR,   /* loop variable .slot (an i64 scalar) */
+	RT_E_RUN,   /* run(sig .sig) with .args[i] feeding sig->feeds[i];
+		       its value is the list of fetches */
+	RT_E_LOAD,  /* load(.str): a .npy file, relative to the cwd */
+	RT_E_NEG,   /* -args[0], on scalars */
+	RT_E_ADD, RT_E_SUB, RT_E_MUL, RT_E_DIV /* args[0] op args[1], scalars */
+} RtExprKind;
+
+typedef struct RtExpr {
+	RtExprKind kind;
+	const char *where; /* "file:line:col" for run-time messages */
+	RtTensor *value;   /* RT_E_CONST */
+	const char *str;   /* RT_E_STR, RT_E_LOAD */
+	int slot;          /* RT_E_VAR */
+	int sig;           /* RT_E_RUN */
+	int nargs;
+	struct RtExpr **args;
+} RtExpr;
+
+typedef enum { RT_S_PRINT, RT_S_FOR, RT_S_EXPR } RtStmtKind;
+
+typedef struct RtStmt {
+	RtStmtKind kind;
+	const char *where;
+	int nexpr; /* PRINT: the values; EXPR: one; FOR: lo, hi */
+	RtExpr **exprs;
+	int slot; /* FOR: the loop variable */
+	int nbody;
+	struct RtStmt **body; /* FOR */
+} RtStmt;
+
+typedef struct RtSession {
+	int task; /* where it runs */
+	int nslot; /* loop variables */
+	int nstmt;
+	RtStmt **stmts;
+} RtSession;
+
+/* Runs one task's part of one signature for the current step.  Generated
+ * code: it calls tfg_rt_recv/tfg_rt_send and returns 0 or the first
+ * non-zero status they returned.  `arena` holds arena_size bytes,
+ * 64-byte aligned, for its intermediates. */
+struct RtCtx;
+typedef int (*RtPartFn)(struct RtCtx *ctx, char *arena);
+
+typedef struct RtPart {
+	RtPartFn fn;       /* NULL: this task has no part in the signature */
+	size_t arena_size;
+} RtPart;
+
+/* The whole program as the runtime sees it.  Built by the compiler;
+ * everything in it lives as long as the plan. */
+typedef struct TfgPlan {
+	uint64_t hash; /* of the source and the plan: peers must agree */
+	const char *file;
+	int ntask;
+	RtTask *tasks;
+	int nedge;
+	RtEdge *edges;
+	int nsig;
+	RtSig *sigs;
+	int nsession;
+	RtSession *sessions;
+} TfgPlan;
+
+/* Called by generated code. Return 0 or a tfg_status. */
+TFG_API int tfg_rt_recv(struct RtCtx *ctx, uint32_t key, void *dst);
+TFG_API int tfg_rt_send(struct RtCtx *ctx, uint32_t key, const void *src);
+
+/* ------------------------------------------------------------- processes */
+
+/* The compiler, handed to a task server: fills parts[0..plan->nsig) for
+ * `task` (parts[i].fn NULL where the task has no part).  Returns 0, or
+ * non-zero after writing diagnostics to stderr. */
+typedef int (*TfgCompileFn)(void *cookie, const TfgPlan *plan, int task,
+			    RtPart *parts);
+
+typedef struct TfgOptions {
+	double startup_timeout; /* seconds for every task to come up (30) */
+	double step_timeout;    /* seconds any wait inside a step may take (60) */
+	const char *controller_addr; /* where the controller listens for
+					replies: "127.0.0.1:0" by default */
+	int verbose;            /* log messages and steps to stderr */
+} TfgOptions;
+
+/* Serves `task` until a SHUTDOWN message: listens on its address, compiles
+ * its part through `compile`, runs steps and sessions.  Returns the exit
+ * code for the process (0 after a clean shutdown). */
+TFG_API int tfg_server_main(const TfgPlan *plan, int task,
+			    const TfgOptions *opt, TfgCompileFn compile,
+			    void *cookie);
+
+/* tfgc run: starts `tfgc server` for every task (fork + exec of argv0 with
+ * server_args followed by "--job J --task T"), waits until all are up,
+ * runs every session in order (its output comes back and is written to
+ * stdout), stops all tasks.  With attach != 0 it starts nothing and uses
+ * servers already running.  Returns the process exit code. */
+TFG_API int tfg_launch(const TfgPlan *plan, const TfgOptions *opt,
+		       const char *argv0, char *const *server_args,
+		       int attach);
+
+/* tfgc stop: asks every task of the plan to shut down. */
+TFG_API int tfg_stop(const TfgPlan *plan, const TfgOptions *opt);
+
+#endif /* TFG_RUNTIME_TFG_H */

@@ -1,0 +1,337 @@
+/*
+ * runtime/wire.c: the 112-byte message header of spec/design.md "Wire
+ * format": packing, unpacking and validation.
+ *
+ * Fields are packed byte by byte in little-endian order (no struct
+ * punning), so the layout does not depend on the compiler or the host.
+ * rt_wire_check is the only door through which a received message gets
+ * in: it checks every field against the plan before anything uses it, and
+ * names the sender in its message.
+ *
+ * Bodies: TENSOR carries the edge's bytes; START the step's feeds for the
+ * receiving task, concatenated in sig->feeds order (rt_start_bytes), so
+ * that a step costs one message out and one back per remote task; PING,
+ * RUN_SESSION and SHUTDOWN the URL to reply to; ERROR and SESSION_END a
+ * message; OUTPUT text for stdout.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "runtime/rt_int.h"
+
+static const char *const msg_names[RT_MSG__N] = {
+	[RT_MSG_PING] = "PING",
+	[RT_MSG_PONG] = "PONG",
+	[RT_MSG_START] = "START",
+	[RT_MSG_TENSOR] = "TENSOR",
+	[RT_MSG_ERROR] = "ERROR",
+	[RT_MSG_DONE] = "DONE",
+	[RT_MSG_RUN_SESSION] = "RUN_SESSION",
+	[RT_MSG_OUTPUT] = "OUTPUT",
+	[RT_MSG_SESSION_END] = "SESSION_END",
+	[RT_MSG_SHUTDOWN] = "SHUTDOWN",
+	[RT_MSG_BYE] = "BYE",
+};
+
+const char *
+rt_msg_name(int type)
+{
+	if (type <= 0 || type >= RT_MSG__N)
+		return "?";
+	return msg_names[type];
+}
+
+static void
+put_le(unsigned char *p, uint64_t v, int n)
+{
+	for (int i = 0; i < n; i++)
+		p[i] = (unsigned char)(v >> (8 * i));
+}
+
+static uint64_t
+get_le(const unsigned char *p, int n)
+{
+	uint64_t v = 0;
+
+	for (int i = 0; i < n; i++)
+		v |= (uint64_t)p[i] << (8 * i);
+	return v;
+}
+
+void
+rt_hdr_encode(unsigned char *out, const RtHdr *h)
+{
+	put_le(out + 0, h->magic, 4);
+	put_le(out + 4, h->version, 2);
+	put_le(out + 6, h->type, 2);
+	put_le(out + 8, h->prog, 8);
+	put_le(out + 16, h->step, 8);
+	put_le(out + 24, h->key, 4);
+	put_le(out + 28, h->src, 2);
+	out[30] = h->dtype;
+	out[31] = h->rank;
+	for (int i = 0; i < TFG_MAX_RANK; i++)
+		put_le(out + 32 + 8 * i, h->dims[i], 8);
+	put_le(out + 96, h->nbytes, 8);
+	put_le(out + 104, h->reserved, 8);
+}
+
+void
+rt_hdr_decode(RtHdr *h, const unsigned char *in)
+{
+	h->magic = (uint32_t)get_le(in + 0, 4);
+	h->version = (uint16_t)get_le(in + 4, 2);
+	h->type = (uint16_t)get_le(in + 6, 2);
+	h->prog = get_le(in + 8, 8);
+	h->step = get_le(in + 16, 8);
+	h->key = (uint32_t)get_le(in + 24, 4);
+	h->src = (uint16_t)get_le(in + 28, 2);
+	h->dtype = in[30];
+	h->rank = in[31];
+	for (int i = 0; i < TFG_MAX_RANK; i++)
+		h->dims[i] = get_le(in + 32 + 8 * i, 8);
+	h->nbytes = get_le(in + 96, 8);
+	h->reserved = get_le(in + 104, 8);
+}
+
+void
+rt_hdr_init(RtHdr *h, const TfgPlan *plan, int type, uint64_t step,
+	    uint32_t key, uint16_t src, uint64_t nbytes)
+{
+	memset(h, 0, sizeof *h);
+	h->magic = RT_WIRE_MAGIC;
+	h->version = RT_WIRE_VERSION;
+	h->type = (uint16_t)type;
+	h->prog = plan->hash;
+	h->step = step;
+	h->key = key;
+	h->src = src;
+	h->nbytes = nbytes;
+}
+
+size_t
+rt_edge_nbytes(const RtEdge *edge)
+{
+	size_t n;
+
+	if (rt_shape_nbytes(&n, edge->dtype, &edge->shape) != TFG_OK)
+		return 0;
+	return n;
+}
+
+size_t
+rt_start_bytes(const TfgPlan *plan, int sig, int task)
+{
+	const RtSig *s = &plan->sigs[sig];
+	size_t n = 0;
+
+	for (int i = 0; i < s->nfeed; i++) {
+		const RtEdge *e = &plan->edges[s->feeds[i].key];
+
+		if (e->dst == task && e->src == s->client)
+			n += rt_edge_nbytes(e);
+	}
+	return n;
+}
+
+/* Which types a given sender may send: the controller sends only PING,
+ * RUN_SESSION and SHUTDOWN; tasks send everything else. */
+static int
+from_controller(int type)
+{
+	return type == RT_MSG_PING || type == RT_MSG_RUN_SESSION ||
+	       type == RT_MSG_SHUTDOWN;
+}
+
+/* Whether the step field must name a client task (step = client << 48 |
+ * counter). */
+static int
+has_step(int type)
+{
+	return type == RT_MSG_START || type == RT_MSG_TENSOR ||
+	       type == RT_MSG_ERROR || type == RT_MSG_DONE;
+}
+
+static tfg_status
+check_tensor(const RtHdr *h, const TfgPlan *plan, int self, const char *who,
+	     TfgError *e)
+{
+	const RtEdge *edge;
+	size_t want;
+	char a[96], b[96];
+	TfgShape got;
+
+	if (h->key >= (uint32_t)plan->nedge)
+		return tfg_error(e, TFG_EPROTO,
+				 "bad TENSOR from %s: edge key %u out of range "
+				 "(%d edges)", who, h->key, plan->nedge);
+	edge = &plan->edges[h->key];
+	if (edge->src != h->src || (self >= 0 && edge->dst != self))
+		return tfg_error(e, TFG_EPROTO,
+				 "bad TENSOR from %s: edge '%s' does not lead "
+				 "from it to here", who, edge->name);
+	if (h->dtype != (uint8_t)edge->dtype)
+		return tfg_error(e, TFG_EPROTO,
+				 "bad TENSOR from %s: edge '%s' is %s, got "
+				 "dtype %u", who, edge->name,
+				 tfg_dtype_name(edge->dtype), h->dtype);
+	if (h->rank > TFG_MAX_RANK)
+		return tfg_error(e, TFG_EPROTO,
+				 "bad TENSOR from %s: rank %u > %d", who,
+				 h->rank, TFG_MAX_RANK);
+	got.rank = h->rank;
+	for (int i = 0; i < TFG_MAX_RANK; i++) {
+		if (i >= h->rank && h->dims[i] != 0)
+			return tfg_error(e, TFG_EPROTO,
+					 "bad TENSOR from %s: unused dim %d "
+					 "is not 0", who, i);
+		got.dims[i] = (int64_t)(h->dims[i] & INT64_MAX);
+		if (i < h->rank && h->dims[i] > (uint64_t)INT64_MAX)
+			got.dims[i] = -1;
+	}
+	if (!tfg_shape_eq(&got, &edge->shape))
+		return tfg_error(e, TFG_EPROTO,
+				 "bad TENSOR from %s: edge '%s' has shape %s, "
+				 "got %s", who, edge->name,
+				 tfg_shape_str(a, sizeof a, &edge->shape),
+				 tfg_shape_str(b, sizeof b, &got));
+	want = rt_edge_nbytes(edge);
+	if (h->nbytes != want)
+		return tfg_error(e, TFG_EPROTO,
+				 "bad TENSOR from %s: edge '%s' needs %zu "
+				 "bytes, header says %llu", who, edge->name,
+				 want, (unsigned long long)h->nbytes);
+	return TFG_OK;
+}
+
+static tfg_status
+check_key(const RtHdr *h, const TfgPlan *plan, int self, const char *who,
+	  TfgError *e)
+{
+	uint32_t lim = UINT32_MAX;
+	const char *what = NULL;
+
+	switch (h->type) {
+	case RT_MSG_START:
+	case RT_MSG_DONE:
+		lim = (uint32_t)plan->nsig, what = "signature";
+		break;
+	case RT_MSG_RUN_SESSION:
+		lim = (uint32_t)plan->nsession, what = "session";
+		break;
+	case RT_MSG_SESSION_END:
+		lim = 2, what = "status";
+		break;
+	default:
+		return TFG_OK;
+	}
+	if (h->key >= lim)
+		return tfg_error(e, TFG_EPROTO,
+				 "bad %s from %s: %s %u out of range",
+				 rt_msg_name(h->type), who, what, h->key);
+	if (h->type == RT_MSG_START) {
+		const RtSig *sig = &plan->sigs[h->key];
+		size_t want = rt_start_bytes(plan, (int)h->key, self);
+
+		if (sig->client != h->src || self < 0)
+			return tfg_error(e, TFG_EPROTO,
+					 "bad START from %s: signature %u is "
+					 "driven from %s", who, h->key,
+					 plan->tasks[sig->client].name);
+		if (h->nbytes != want)
+			return tfg_error(e, TFG_EPROTO,
+					 "bad START from %s: %llu bytes of "
+					 "feeds, signature %u needs %zu", who,
+					 (unsigned long long)h->nbytes, h->key,
+					 want);
+	}
+	return TFG_OK;
+}
+
+tfg_status
+rt_wire_check(RtHdr *h, const TfgPlan *plan, int self, const void *buf,
+	      size_t len, const char *addr, TfgError *e)
+{
+	char who[160];
+	const char *name;
+
+	if (addr == NULL || *addr == '\0')
+		addr = "an unknown peer";
+	if (len < RT_HDR_SIZE)
+		return tfg_error(e, TFG_EPROTO,
+				 "truncated message from %s: %zu bytes, "
+				 "the header alone is %d", addr, len,
+				 RT_HDR_SIZE);
+	rt_hdr_decode(h, buf);
+	if (h->magic != RT_WIRE_MAGIC)
+		return tfg_error(e, TFG_EPROTO,
+				 "bad message from %s: magic 0x%08x, expected "
+				 "0x%08x", addr, h->magic, RT_WIRE_MAGIC);
+	/* From here on the header is ours in shape: name the task it says
+	 * it comes from, when that is a task. */
+	if (h->src < plan->ntask)
+		name = plan->tasks[h->src].name;
+	else if (h->src == RT_SRC_CONTROLLER)
+		name = "the controller";
+	else
+		name = NULL;
+	if (name)
+		snprintf(who, sizeof who, "%s (%s)", name, addr);
+	else
+		snprintf(who, sizeof who, "%s", addr);
+	if (h->version != RT_WIRE_VERSION)
+		return tfg_error(e, TFG_EPROTO,
+				 "bad message from %s: version %u, expected %d",
+				 who, h->version, RT_WIRE_VERSION);
+	if (h->type == 0 || h->type >= RT_MSG__N)
+		return tfg_error(e, TFG_EPROTO,
+				 "bad message from %s: unknown type %u", who,
+				 h->type);
+	if (h->prog != plan->hash)
+		return tfg_error(e, TFG_EPROTO,
+				 "bad %s from %s: program %016llx, this is "
+				 "%016llx (different source or plan?)",
+				 rt_msg_name(h->type), who,
+				 (unsigned long long)h->prog,
+				 (unsigned long long)plan->hash);
+	if (name == NULL ||
+	    (h->src == RT_SRC_CONTROLLER) != from_controller(h->type))
+		return tfg_error(e, TFG_EPROTO,
+				 "bad %s from %s: sender %u is not a task of "
+				 "the plan (%d tasks)", rt_msg_name(h->type),
+				 who, h->src, plan->ntask);
+	if (has_step(h->type) && (h->step >> 48) >= (uint64_t)plan->ntask)
+		return tfg_error(e, TFG_EPROTO,
+				 "bad %s from %s: step %016llx names no client "
+				 "task", rt_msg_name(h->type), who,
+				 (unsigned long long)h->step);
+	if (h->nbytes > RT_MAX_BODY)
+		return tfg_error(e, TFG_ETOOBIG,
+				 "bad %s from %s: body of %llu bytes is over "
+				 "the limit of %llu", rt_msg_name(h->type), who,
+				 (unsigned long long)h->nbytes,
+				 (unsigned long long)RT_MAX_BODY);
+	if (h->nbytes != len - RT_HDR_SIZE)
+		return tfg_error(e, TFG_EPROTO,
+				 "bad %s from %s: header says %llu body bytes, "
+				 "message has %zu", rt_msg_name(h->type), who,
+				 (unsigned long long)h->nbytes,
+				 len - RT_HDR_SIZE);
+	if (h->reserved != 0)
+		return tfg_error(e, TFG_EPROTO,
+				 "bad %s from %s: reserved field not 0",
+				 rt_msg_name(h->type), who);
+	if (h->type == RT_MSG_TENSOR)
+		return check_tensor(h, plan, self, who, e);
+	if (h->dtype != 0 || h->rank != 0)
+		return tfg_error(e, TFG_EPROTO,
+				 "bad %s from %s: dtype/rank set on a message "
+				 "without a tensor", rt_msg_name(h->type), who);
+	for (int i = 0; i < TFG_MAX_RANK; i++)
+		if (h->dims[i] != 0)
+			return tfg_error(e, TFG_EPROTO,
+					 "bad %s from %s: dims set on a "
+					 "message without a tensor",
+					 rt_msg_name(h->type), who);
+	return check_key(h, plan, self, who, e);
+}

@@ -1,0 +1,27 @@
+#!/bin/sh
+# Start-up deadline and a port in use (spec §8): clear errors naming the
+# task, a non-zero exit, and no hang.
+. tests/integration/common.inc
+
+p0=$(free_port)
+p1=$(free_port)
+addrs="--addr /job:local/task:0=127.0.0.1:$p0 --addr /job:local/task:1=127.0.0.1:$p1"
+
+# Nobody is serving: --attach gives up after the deadline, naming a task.
+start=$(date +%s)
+expect_rc 1 $TFGC run --attach --startup-timeout 0.5 $addrs examples/hello.tfg
+expect_in "$T/err" "/job:local/task:"
+expect_in "$T/err" "did not come up"
+[ $(( $(date +%s) - start )) -lt 10 ] || fail "the deadline took too long"
+
+# A port in use: something else listens on task 0's port.
+python3 -c 'import socket, sys, time
+s = socket.socket(); s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen()
+time.sleep(30)' "$p0" &
+holder=$!
+sleep 0.3
+expect_rc 1 $TFGC run --startup-timeout 5 $addrs examples/hello.tfg
+kill $holder 2>/dev/null
+expect_in "$T/err" "/job:local/task:0"
+expect_in "$T/err" "address in use"
+echo "startup: ok"

@@ -1,0 +1,834 @@
+/*
+ * tests/unit/runtime_test.c: the runtime end to end, without the compiler
+ * (spec/design.md "Processes", "Transport", "Rendezvous").
+ *
+ * A hand-built plan of hello.tfg on two tasks at free 127.0.0.1 ports:
+ * task 1 computes y2 = x - 66 for a fed i32 x and sends it to task 0,
+ * task 0 computes y = (2 + 300) + y2 and fetches y to the client (itself).
+ * The parts are plain C functions handed over by a TfgCompileFn.
+ *
+ * This binary plays every role: run with no arguments it is the test
+ * driver, which only fork+execs itself (never touching nng, which is not
+ * fork-safe) as
+ *     runtime_test ctl SCENARIO P0 P1 DIR [attach|stop]   the controller
+ *     runtime_test server SCENARIO P0 P1 DIR --job J --task T
+ *     runtime_test garble PORT          sends malformed nng messages
+ * and checks exit codes, stdout and stderr.  Servers write DIR/pid.T.
+ * Every test is bounded: children are killed past their deadline and
+ * alarm() guards the whole run.
+ */
+#include "tests/unit/test.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "runtime/rt_int.h"
+
+#include <nng/protocol/pipeline0/push.h>
+
+/* ------------------------------------------------------------ the plan */
+
+static const char *scenario = "hello";
+
+static int
+part1(struct RtCtx *c, char *arena)
+{
+	int32_t *x = (int32_t *)arena, y2;
+	int rc;
+
+	if (strcmp(scenario, "bench0") == 0)
+		*x = 2; /* no feed */
+	else if ((rc = tfg_rt_recv(c, 0, x)) != 0)
+		return rc;
+	if (strcmp(scenario, "timeout") == 0)
+		return 0; /* never sends y2 */
+	if (strcmp(scenario, "fail") == 0)
+		return tfg_error(&c->err, TFG_EINVAL, "bad things happened");
+	if (strcmp(scenario, "crash") == 0)
+		kill(getpid(), SIGKILL);
+	y2 = *x - 66;
+	return tfg_rt_send(c, 1, &y2);
+}
+
+static int
+part0(struct RtCtx *c, char *arena)
+{
+	int32_t y2, y;
+	int rc;
+
+	(void)arena;
+	if ((rc = tfg_rt_recv(c, 1, &y2)) != 0)
+		return rc;
+	y = (2 + 300) + y2;
+	return tfg_rt_send(c, 2, &y);
+}
+
+static int
+compile(void *cookie, const TfgPlan *plan, int task, RtPart *parts)
+{
+	(void)cookie;
+	(void)plan;
+	parts[0].fn = task == 0 ? part0 : part1;
+	parts[0].arena_size = 64;
+	return 0;
+}
+
+static RtTask tasks[2] = {
+	{"local", 0, NULL, "/job:local/task:0"},
+	{"local", 1, NULL, "/job:local/task:1"},
+};
+static RtEdge edges[3] = {
+	{0, "x;/job:local/task:0->/job:local/task:1", 0, 1, TFG_I32, {0, {0}}},
+	{1, "y2;/job:local/task:1->/job:local/task:0", 1, 0, TFG_I32, {0, {0}}},
+	{2, "y;/job:local/task:0->/job:local/task:0", 0, 0, TFG_I32, {0, {0}}},
+};
+static RtFeed feeds[1] = {{"x", TFG_I32, {0, {0}}, 0}};
+static RtFetch fetches[1] = {{"y", 2}};
+static int sig_tasks[2] = {0, 1}, sig_done[2] = {0, 0};
+static RtSig sigs[1] = {{0, 1, feeds, 1, fetches, 2, sig_tasks, sig_done}};
+
+static RtTensor *
+scalar(TfgDtype t, double v)
+{
+	TfgShape s = {0, {0}};
+	RtTensor *x;
+
+	TFG_ASSERT(rt_tensor_new(&x, t, &s) == TFG_OK);
+	switch (t) {
+	case TFG_I32: *(int32_t *)x->data = (int32_t)v; break;
+	case TFG_I64: *(int64_t *)x->data = (int64_t)v; break;
+	case TFG_F64: *(double *)x->data = v; break;
+	default: TFG_ASSERT(0);
+	}
+	return x;
+}
+
+static RtExpr *
+ex(RtExprKind k, RtTensor *value, int nargs, ...)
+{
+	RtExpr *x = calloc(1, sizeof *x);
+	va_list ap;
+
+	x->kind = k;
+	x->where = "hello.tfg:17:11";
+	x->value = value;
+	x->nargs = nargs;
+	x->args = calloc((size_t)nargs + 1, sizeof *x->args);
+	va_start(ap, nargs);
+	for (int i = 0; i < nargs; i++)
+		x->args[i] = va_arg(ap, RtExpr *);
+	va_end(ap);
+	return x;
+}
+
+static RtStmt *
+st(RtStmtKind k, int nexpr, ...)
+{
+	RtStmt *s = calloc(1, sizeof *s);
+	va_list ap;
+
+	s->kind = k;
+	s->where = "hello.tfg:17:5";
+	s->nexpr = nexpr;
+	s->exprs = calloc((size_t)nexpr + 1, sizeof *s->exprs);
+	va_start(ap, nexpr);
+	for (int i = 0; i < nexpr; i++)
+		s->exprs[i] = va_arg(ap, RtExpr *);
+	va_end(ap);
+	return s;
+}
+
+static RtExpr *
+run_y(RtTensor *feed)
+{
+	if (strcmp(scenario, "bench0") == 0) {
+		sigs[0].nfeed = 0;
+		return ex(RT_E_RUN, NULL, 0);
+	}
+	return ex(RT_E_RUN, NULL, 1, ex(RT_E_CONST, feed, 0));
+}
+
+/* The session of each scenario. */
+static void
+build_session(RtSession *ss, long nbench)
+{
+	static RtStmt *stmts[8];
+	RtTensor *two = scalar(TFG_I32, 2);
+
+	ss->task = 0;
+	ss->stmts = stmts;
+	if (strcmp(scenario, "badfeed") == 0) {
+		TfgShape s = {1, {2}};
+		RtTensor *v;
+
+		TFG_ASSERT(rt_tensor_new(&v, TFG_I32, &s) == TFG_OK);
+		rt_tensor_free(two);
+		stmts[ss->nstmt++] = st(RT_S_PRINT, 1, run_y(v));
+	} else if (strcmp(scenario, "loop") == 0 ||
+		   strcmp(scenario, "hang") == 0 ||
+		   strncmp(scenario, "bench", 5) == 0) {
+		/* for i in 0..3 { print i, run(y) } or a long quiet loop */
+		RtStmt *f = st(RT_S_FOR, 2,
+			       ex(RT_E_CONST, scalar(TFG_I64, 0), 0),
+			       ex(RT_E_CONST, scalar(TFG_I64,
+				  scenario[0] == 'h' ? 1e15 :
+				  scenario[0] == 'b' ? (double)nbench : 3), 0));
+		ss->nslot = 1;
+		f->nbody = 1;
+		f->body = calloc(1, sizeof *f->body);
+		f->body[0] = scenario[0] == 'l' ?
+			     st(RT_S_PRINT, 2, ex(RT_E_VAR, NULL, 0),
+				run_y(two)) :
+			     st(RT_S_EXPR, 1, run_y(two));
+		stmts[ss->nstmt++] = f;
+		if (scenario[0] == 'l') {
+			RtExpr *s = ex(RT_E_STR, NULL, 0);
+
+			s->str = "y =";
+			stmts[ss->nstmt++] = st(
+			    RT_S_PRINT, 5, s, run_y(two),
+			    ex(RT_E_DIV, NULL, 2,
+			       ex(RT_E_CONST, scalar(TFG_I32, 7), 0),
+			       ex(RT_E_CONST, scalar(TFG_I32, 2), 0)),
+			    ex(RT_E_DIV, NULL, 2,
+			       ex(RT_E_NEG, NULL, 1,
+				  ex(RT_E_CONST, scalar(TFG_I32, 7), 0)),
+			       ex(RT_E_CONST, scalar(TFG_I32, 2), 0)),
+			    ex(RT_E_MUL, NULL, 2,
+			       ex(RT_E_CONST, scalar(TFG_F64, 1.5), 0),
+			       ex(RT_E_CONST, scalar(TFG_I32, 2), 0)));
+		}
+	} else {
+		stmts[ss->nstmt++] = st(RT_S_PRINT, 1, run_y(two));
+	}
+}
+
+static char addr0[64], addr1[64];
+static RtSession sessions[1];
+
+static TfgPlan
+build_plan(const char *p0, const char *p1, long nbench)
+{
+	TfgPlan p = {0};
+
+	snprintf(addr0, sizeof addr0, "127.0.0.1:%s", p0);
+	snprintf(addr1, sizeof addr1, "127.0.0.1:%s", p1);
+	tasks[0].addr = addr0;
+	tasks[1].addr = addr1;
+	p.hash = 0x1234abcd5678ef01ull;
+	p.file = "hello.tfg";
+	p.ntask = 2, p.tasks = tasks;
+	p.nedge = 3, p.edges = edges;
+	p.nsig = 1, p.sigs = sigs;
+	if (getenv("TFG_BENCH_N")) /* the session runs in task 0's server */
+		nbench = atol(getenv("TFG_BENCH_N"));
+	build_session(&sessions[0], nbench);
+	p.nsession = 1, p.sessions = sessions;
+	return p;
+}
+
+static TfgOptions
+options(void)
+{
+	TfgOptions o = {0};
+
+	o.startup_timeout = strcmp(scenario, "nocome") == 0 ? 0.5 : 10;
+	if (strcmp(scenario, "stop-none") == 0)
+		o.startup_timeout = 0.5;
+	o.step_timeout = strcmp(scenario, "timeout") == 0 ? 0.5 : 10;
+	o.verbose = getenv("TFG_TEST_VERBOSE") != NULL;
+	return o;
+}
+
+/* ------------------------------------------------------- child roles */
+
+static int
+role_server(int argc, char **argv)
+{
+	/* server SCENARIO P0 P1 DIR --job J --task T */
+	TfgPlan plan;
+	TfgOptions opt;
+	char path[512];
+	FILE *f;
+	int task;
+
+	if (argc != 10)
+		return 2;
+	scenario = argv[2];
+	plan = build_plan(argv[3], argv[4], 0);
+	opt = options();
+	task = atoi(argv[9]);
+	snprintf(path, sizeof path, "%s/pid.%d", argv[5], task);
+	if ((f = fopen(path, "w")) != NULL) {
+		fprintf(f, "%d\n", (int)getpid());
+		fclose(f);
+	}
+	if (strcmp(scenario, "nocome") == 0 && task == 1) {
+		sleep(60); /* never comes up */
+		return 0;
+	}
+	return tfg_server_main(&plan, task, &opt, compile, NULL);
+}
+
+static int
+role_ctl(int argc, char **argv)
+{
+	/* ctl SCENARIO P0 P1 DIR [attach|stop] */
+	char *args[] = {"server", argv[2], argv[3], argv[4], argv[5], NULL};
+	TfgPlan plan;
+	TfgOptions opt;
+
+	if (argc < 6)
+		return 2;
+	scenario = argv[2];
+	plan = build_plan(argv[3], argv[4], 0);
+	opt = options();
+	if (argc > 6 && strcmp(argv[6], "stop") == 0)
+		return tfg_stop(&plan, &opt);
+	return tfg_launch(&plan, &opt, "/proc/self/exe", args,
+			  argc > 6 && strcmp(argv[6], "attach") == 0);
+}
+
+/* Malformed nng messages to tcp://127.0.0.1:PORT: bad magic, another
+ * program, a truncated header, a TENSOR with a wrong shape. */
+static int
+role_garble(int argc, char **argv)
+{
+	nng_socket s;
+	char url[64];
+	unsigned char buf[RT_HDR_SIZE + 8];
+	RtHdr h;
+	TfgPlan plan;
+
+	if (argc != 3)
+		return 2;
+	plan = build_plan(argv[2], argv[2], 0);
+	snprintf(url, sizeof url, "tcp://127.0.0.1:%s", argv[2]);
+	if (nng_push0_open(&s) != 0 || nng_dial(s, url, NULL, 0) != 0)
+		return 1;
+	memset(buf, 0xab, sizeof buf);
+	nng_send(s, buf, sizeof buf, 0);              /* bad magic */
+	rt_hdr_init(&h, &plan, RT_MSG_PING, 0, 0, RT_SRC_CONTROLLER, 0);
+	h.prog ^= 1;
+	rt_hdr_encode(buf, &h);
+	nng_send(s, buf, RT_HDR_SIZE, 0);             /* other program */
+	nng_send(s, buf, 50, 0);                      /* truncated */
+	rt_hdr_init(&h, &plan, RT_MSG_TENSOR, 1ull << 48 | 5, 1, 1, 8);
+	h.dtype = TFG_I32;
+	h.rank = 1;
+	h.dims[0] = 2;
+	rt_hdr_encode(buf, &h);
+	nng_send(s, buf, sizeof buf, 0);              /* wrong shape */
+	sleep(1); /* let them leave before the socket closes */
+	nng_close(s);
+	return 0;
+}
+
+int test_main(int argc, char **argv);
+
+int
+main(int argc, char **argv)
+{
+	if (argc > 1 && strcmp(argv[1], "server") == 0)
+		return role_server(argc, argv);
+	if (argc > 1 && strcmp(argv[1], "ctl") == 0)
+		return role_ctl(argc, argv);
+	if (argc > 1 && strcmp(argv[1], "garble") == 0)
+		return role_garble(argc, argv);
+	alarm(120);
+	prctl(PR_SET_CHILD_SUBREAPER, 1); /* orphaned servers come to us */
+	return test_main(argc, argv);
+}
+
+/* ------------------------------------------------------------- driver */
+
+static double
+now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void
+msleep(int ms)
+{
+	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+
+	nanosleep(&ts, NULL);
+}
+
+static int
+free_port(void)
+{
+	struct sockaddr_in a = {0};
+	socklen_t n = sizeof a;
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	a.sin_family = AF_INET;
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	TFG_ASSERT(bind(fd, (struct sockaddr *)&a, sizeof a) == 0);
+	TFG_ASSERT(getsockname(fd, (struct sockaddr *)&a, &n) == 0);
+	close(fd);
+	return ntohs(a.sin_port);
+}
+
+typedef struct Run {
+	char p0[16], p1[16], dir[64];
+	pid_t pid;
+	char out[65536], err[65536];
+	int status; /* exit code, or 128 + signal, or -1 when killed late */
+	double secs;
+} Run;
+
+static void
+run_init(Run *r)
+{
+	memset(r, 0, sizeof *r);
+	snprintf(r->p0, sizeof r->p0, "%d", free_port());
+	snprintf(r->p1, sizeof r->p1, "%d", free_port());
+	snprintf(r->dir, sizeof r->dir, "/tmp/tfg-rt-XXXXXX");
+	TFG_ASSERT(mkdtemp(r->dir) != NULL);
+}
+
+/* Removes the run's directory (left in place when a test fails). */
+static void
+run_done(Run *r)
+{
+	DIR *d = opendir(r->dir);
+	struct dirent *e;
+	char path[512];
+
+	while (d && (e = readdir(d)) != NULL) {
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof path, "%s/%s", r->dir, e->d_name);
+		unlink(path);
+	}
+	if (d)
+		closedir(d);
+	rmdir(r->dir);
+}
+
+static void
+slurp(char *buf, size_t n, const char *path)
+{
+	FILE *f = fopen(path, "r");
+	size_t k = 0;
+
+	if (f) {
+		k = fread(buf, 1, n - 1, f);
+		fclose(f);
+	}
+	buf[k] = '\0';
+}
+
+/* Starts this binary with args (NULL-terminated), output to DIR files. */
+static pid_t
+start(Run *r, const char *tag, char **args)
+{
+	char out[128], err[128];
+	pid_t pid;
+
+	snprintf(out, sizeof out, "%s/%s.out", r->dir, tag);
+	snprintf(err, sizeof err, "%s/%s.err", r->dir, tag);
+	fflush(stdout);
+	fflush(stderr);
+	if ((pid = fork()) == 0) {
+		int o = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		int e = open(err, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+		dup2(o, 1);
+		dup2(e, 2);
+		execv("/proc/self/exe", args);
+		_exit(127);
+	}
+	return pid;
+}
+
+/* Waits for pid at most secs, then kills it; fills status/out/err. */
+static void
+finish(Run *r, pid_t pid, const char *tag, double secs)
+{
+	double t0 = now();
+	char path[128];
+	int st;
+
+	r->status = -1;
+	for (;;) {
+		if (waitpid(pid, &st, WNOHANG) == pid) {
+			r->status = WIFEXITED(st) ? WEXITSTATUS(st) :
+				    128 + WTERMSIG(st);
+			break;
+		}
+		if (now() - t0 > secs) {
+			kill(pid, SIGKILL);
+			waitpid(pid, &st, 0);
+			break;
+		}
+		msleep(5);
+	}
+	r->secs = now() - t0;
+	snprintf(path, sizeof path, "%s/%s.out", r->dir, tag);
+	slurp(r->out, sizeof r->out, path);
+	snprintf(path, sizeof path, "%s/%s.err", r->dir, tag);
+	slurp(r->err, sizeof r->err, path);
+}
+
+static void
+ctl(Run *r, const char *scen, const char *mode, double secs)
+{
+	char *args[] = {"runtime_test", "ctl", (char *)scen, r->p0, r->p1,
+			r->dir, (char *)mode, NULL};
+	double t0 = now();
+
+	r->pid = start(r, "ctl", args);
+	finish(r, r->pid, "ctl", secs);
+	r->secs = now() - t0;
+}
+
+static pid_t
+server(Run *r, const char *scen, const char *task)
+{
+	char tag[16];
+	char *args[] = {"runtime_test", "server", (char *)scen, r->p0, r->p1,
+			r->dir, "--job", "local", "--task", (char *)task, NULL};
+
+	snprintf(tag, sizeof tag, "server%s", task);
+	return start(r, tag, args);
+}
+
+static pid_t
+read_pid(Run *r, int task)
+{
+	char path[128], buf[32];
+
+	snprintf(path, sizeof path, "%s/pid.%d", r->dir, task);
+	slurp(buf, sizeof buf, path);
+	return (pid_t)atoi(buf);
+}
+
+/* Reaps orphans (we are their subreaper) until pid is gone. */
+static int
+gone(pid_t pid, double secs)
+{
+	double t0 = now();
+
+	while (now() - t0 < secs) {
+		while (waitpid(-1, NULL, WNOHANG) > 0)
+			;
+		if (kill(pid, 0) != 0 && errno == ESRCH)
+			return 1;
+		msleep(10);
+	}
+	return 0;
+}
+
+static int
+port_open(const char *port)
+{
+	struct sockaddr_in a = {0};
+	int fd = socket(AF_INET, SOCK_STREAM, 0), ok;
+
+	a.sin_family = AF_INET;
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	a.sin_port = htons((uint16_t)atoi(port));
+	ok = connect(fd, (struct sockaddr *)&a, sizeof a) == 0;
+	close(fd);
+	return ok;
+}
+
+static void
+wait_port(const char *port)
+{
+	double t0 = now();
+
+	while (!port_open(port) && now() - t0 < 5)
+		msleep(10);
+}
+
+#define ASSERT_HAS(hay, needle)                                               \
+	do {                                                                  \
+		if (strstr((hay), (needle)) == NULL)                          \
+			TEST_FAIL_("expected \"%s\" in:\n%s", (needle),       \
+				   (hay));                                    \
+	} while (0)
+
+/* ---------------------------------------------------------------- tests */
+
+static void
+t_hello(void)
+{
+	Run r;
+
+	run_init(&r);
+	ctl(&r, "hello", NULL, 20);
+	ASSERT_STREQ(r.out, "238\n");
+	ASSERT_EQ(r.status, 0);
+	run_done(&r);
+}
+
+static void
+t_loop_print(void)
+{
+	Run r;
+
+	run_init(&r);
+	ctl(&r, "loop", NULL, 20);
+	ASSERT_STREQ(r.out, "0 238\n1 238\n2 238\ny = 238 3 -4 3.0\n");
+	ASSERT_EQ(r.status, 0);
+	run_done(&r);
+}
+
+static void
+t_bad_feed(void)
+{
+	Run r;
+
+	run_init(&r);
+	ctl(&r, "badfeed", NULL, 20);
+	ASSERT(r.status != 0);
+	ASSERT_HAS(r.err, "hello.tfg:17:11: error: feed 'x' expects i32[], "
+			  "got i32[2]");
+	ASSERT_STREQ(r.out, "");
+	run_done(&r);
+}
+
+static void
+t_startup_deadline(void)
+{
+	Run r;
+	char want[200];
+
+	run_init(&r);
+	ctl(&r, "nocome", NULL, 20);
+	ASSERT(r.status != 0);
+	snprintf(want, sizeof want, "tfgc: error: task /job:local/task:1 did "
+		 "not come up within 0.5 s (tcp://127.0.0.1:%s)", r.p1);
+	ASSERT_HAS(r.err, want);
+	ASSERT(r.secs < 5);
+	run_done(&r);
+}
+
+static void
+t_port_in_use(void)
+{
+	Run r;
+	struct sockaddr_in a = {0};
+	int fd;
+	char want[200];
+
+	run_init(&r);
+	fd = socket(AF_INET, SOCK_STREAM, 0);
+	a.sin_family = AF_INET;
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	a.sin_port = htons((uint16_t)atoi(r.p0));
+	ASSERT(bind(fd, (struct sockaddr *)&a, sizeof a) == 0);
+	ASSERT(listen(fd, 1) == 0);
+	ctl(&r, "hello", NULL, 20);
+	close(fd);
+	ASSERT(r.status != 0);
+	snprintf(want, sizeof want, "tfgc: error: /job:local/task:0: cannot "
+		 "listen on tcp://127.0.0.1:%s: address in use", r.p0);
+	ASSERT_HAS(r.err, want);
+	ASSERT_HAS(r.err, "task /job:local/task:0 exited with status 1");
+	ASSERT(r.secs < 5);
+	run_done(&r);
+}
+
+static void
+t_step_timeout(void)
+{
+	Run r;
+
+	run_init(&r);
+	ctl(&r, "timeout", NULL, 20);
+	ASSERT(r.status != 0);
+	ASSERT_HAS(r.err, "hello.tfg:17:11: error: timed out after 0.5 s "
+			  "waiting for 'y2;/job:local/task:1->/job:local/"
+			  "task:0' from /job:local/task:1 (step 1)");
+	run_done(&r);
+}
+
+static void
+t_part_error(void)
+{
+	Run r;
+
+	run_init(&r);
+	ctl(&r, "fail", NULL, 20);
+	ASSERT(r.status != 0);
+	ASSERT_HAS(r.err, "hello.tfg:17:11: error: /job:local/task:1: bad "
+			  "things happened");
+	ASSERT(r.secs < 5); /* the ERROR ends the step, not the timeout */
+	run_done(&r);
+}
+
+static void
+t_task_crash(void)
+{
+	Run r;
+
+	run_init(&r);
+	ctl(&r, "crash", NULL, 20);
+	ASSERT(r.status != 0);
+	if (!strstr(r.err, "task /job:local/task:1 was killed by signal 9"))
+		ASSERT_HAS(r.err, "lost connection to /job:local/task:1");
+	ASSERT(r.secs < 5);
+	run_done(&r);
+}
+
+static void
+kill_controller(int sig)
+{
+	Run r;
+	char *args[8];
+	pid_t p0 = 0, p1 = 0;
+	double t0 = now();
+
+	run_init(&r);
+	args[0] = "runtime_test", args[1] = "ctl", args[2] = "hang";
+	args[3] = r.p0, args[4] = r.p1, args[5] = r.dir, args[6] = NULL;
+	r.pid = start(&r, "ctl", args);
+	while ((!(p0 = read_pid(&r, 0)) || !(p1 = read_pid(&r, 1))) &&
+	       now() - t0 < 5)
+		msleep(10);
+	ASSERT(p0 > 0 && p1 > 0);
+	msleep(300); /* in the middle of the loop of steps */
+	kill(r.pid, sig);
+	finish(&r, r.pid, "ctl", 5);
+	ASSERT(r.status != 0 && r.status != -1);
+	ASSERT(gone(p0, 3));
+	ASSERT(gone(p1, 3));
+	run_done(&r);
+}
+
+static void
+t_kill9_controller(void)
+{
+	kill_controller(SIGKILL);
+}
+
+static void
+t_sigterm_controller(void)
+{
+	kill_controller(SIGTERM);
+}
+
+static void
+t_garbled(void)
+{
+	Run r;
+	pid_t s0, s1, g;
+	char *gargs[] = {"runtime_test", "garble", NULL, NULL};
+	const char junk[] = "GET / HTTP/1.0\r\n\r\n\x00\x01\x02garbage";
+	struct sockaddr_in a = {0};
+	int fd, st;
+	char err[65536];
+
+	run_init(&r);
+	s0 = server(&r, "hello", "0");
+	s1 = server(&r, "hello", "1");
+	wait_port(r.p0);
+	/* Raw bytes that are no SP handshake. */
+	fd = socket(AF_INET, SOCK_STREAM, 0);
+	a.sin_family = AF_INET;
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	a.sin_port = htons((uint16_t)atoi(r.p0));
+	ASSERT(connect(fd, (struct sockaddr *)&a, sizeof a) == 0);
+	ASSERT(write(fd, junk, sizeof junk) > 0);
+	close(fd);
+	/* Well-framed nng messages with bad headers. */
+	gargs[2] = r.p0;
+	g = start(&r, "garble", gargs);
+	finish(&r, g, "garble", 10);
+	ASSERT_EQ(r.status, 0);
+	/* The server still serves. */
+	ctl(&r, "hello", "attach", 20);
+	ASSERT_STREQ(r.out, "238\n");
+	ASSERT_EQ(r.status, 0);
+	/* attach shut both down: they exit 0. */
+	finish(&r, s1, "server1", 5);
+	ASSERT_EQ(r.status, 0);
+	finish(&r, s0, "server0", 5);
+	ASSERT_EQ(r.status, 0);
+	memcpy(err, r.err, sizeof err);
+	ASSERT_HAS(err, "magic 0xabababab");
+	ASSERT_HAS(err, "different source or plan");
+	ASSERT_HAS(err, "truncated message from 127.0.0.1:");
+	ASSERT_HAS(err, "bad TENSOR from /job:local/task:1 (127.0.0.1:");
+	(void)st;
+	run_done(&r);
+}
+
+static void
+t_stop(void)
+{
+	Run r;
+	pid_t s0, s1;
+
+	run_init(&r);
+	s0 = server(&r, "hello", "0");
+	s1 = server(&r, "hello", "1");
+	wait_port(r.p0);
+	wait_port(r.p1);
+	ctl(&r, "hello", "stop", 10);
+	ASSERT_EQ(r.status, 0);
+	finish(&r, s0, "server0", 5);
+	ASSERT_EQ(r.status, 0);
+	finish(&r, s1, "server1", 5);
+	ASSERT_EQ(r.status, 0);
+	/* Nobody there: reported within the deadline. */
+	ctl(&r, "stop-none", "stop", 10);
+	ASSERT_EQ(r.status, 1);
+	ASSERT_HAS(r.err, "task /job:local/task:0 did not answer within 0.5 s");
+	ASSERT(r.secs < 5);
+	run_done(&r);
+}
+
+/* Steps per second of a two-task step (START + feed out, tensor back),
+ * from the difference of two runs so that start-up cancels out. */
+static void
+t_step_latency(void)
+{
+	Run r;
+	double t[2];
+	long n = 5000;
+
+	for (int i = 0; i < 2; i++) {
+		char nb[32];
+
+		snprintf(nb, sizeof nb, "%ld", i ? n : 0L);
+		setenv("TFG_BENCH_N", nb, 1);
+		run_init(&r);
+		ctl(&r, "bench", NULL, 60);
+		ASSERT_EQ(r.status, 0);
+		t[i] = r.secs;
+		run_done(&r);
+	}
+	unsetenv("TFG_BENCH_N");
+	printf("step latency: %.1f us per two-task step (%ld steps)\n",
+	       (t[1] - t[0]) / (double)n * 1e6, n);
+}
+
+#define main test_main
+TEST_MAIN({"hello", t_hello}, {"loop_print", t_loop_print},
+	  {"bad_feed", t_bad_feed}, {"startup_deadline", t_startup_deadline},
+	  {"port_in_use", t_port_in_use}, {"step_timeout", t_step_timeout},
+	  {"part_error", t_part_error}, {"task_crash", t_task_crash},
+	  {"kill9_controller", t_kill9_controller},
+	  {"sigterm_controller", t_sigterm_controller},
+	  {"garbled", t_garbled}, {"stop", t_stop},
+	  {"step_latency", t_step_latency})

@@ -1,0 +1,240 @@
+/*
+ * tests/unit/wire_test.c: the 112-byte message header (spec/design.md
+ * "Wire format"): byte layout, round trip, and every validation failure
+ * of rt_wire_check, each of which must name the peer.
+ */
+#include "tests/unit/test.h"
+
+#include <stdlib.h>
+
+#include "runtime/rt_int.h"
+
+static RtTask tasks[2] = {
+	{"local", 0, "127.0.0.1:1", "/job:local/task:0"},
+	{"local", 1, "127.0.0.1:2", "/job:local/task:1"},
+};
+static RtEdge edges[2] = {
+	{0, "x;/job:local/task:0->/job:local/task:1", 0, 1, TFG_F32,
+	 {2, {2, 3}}},
+	{1, "y;/job:local/task:1->/job:local/task:0", 1, 0, TFG_I64, {0, {0}}},
+};
+static RtFeed feeds[1] = {{"x", TFG_F32, {2, {2, 3}}, 0}};
+static RtFetch fetches[1] = {{"y", 1}};
+static int sig_tasks[2] = {0, 1}, sig_done[2] = {0, 0};
+static RtSig sigs[1] = {{0, 1, feeds, 1, fetches, 2, sig_tasks, sig_done}};
+static RtSession sessions[1] = {{0, 0, 0, NULL}};
+static const TfgPlan plan = {0xfeedface12345678ull, "t.tfg", 2, tasks, 2,
+			     edges, 1, sigs, 1, sessions};
+
+static unsigned char buf[RT_HDR_SIZE + 64];
+static TfgError err;
+static RtHdr got;
+
+/* A valid TENSOR of edge 0 from task 0 (to task 1), 24 bytes of body. */
+static RtHdr
+tensor_hdr(void)
+{
+	RtHdr h;
+
+	rt_hdr_init(&h, &plan, RT_MSG_TENSOR, 7, 0, 0, 24);
+	h.dtype = TFG_F32;
+	h.rank = 2;
+	h.dims[0] = 2;
+	h.dims[1] = 3;
+	return h;
+}
+
+/* Encodes h and checks it as task 1 would; returns the status. */
+static tfg_status
+check(const RtHdr *h, size_t len)
+{
+	rt_hdr_encode(buf, h);
+	err.msg[0] = '\0';
+	return rt_wire_check(&got, &plan, 1, buf, len, "127.0.0.1:5555",
+			     &err);
+}
+
+#define EXPECT_BAD(h, len, code, needle)                                      \
+	do {                                                                  \
+		ASSERT_EQ(check(&(h), (len)), (code));                        \
+		if (strstr(err.msg, (needle)) == NULL)                        \
+			TEST_FAIL_("\"%s\" not in \"%s\"", (needle),          \
+				   err.msg);                                  \
+	} while (0)
+
+static void
+t_layout(void)
+{
+	RtHdr h = tensor_hdr(), d;
+
+	h.step = 0x0102030405060708ull;
+	h.key = 0;
+	rt_hdr_encode(buf, &h);
+	ASSERT(memcmp(buf, "TFG1", 4) == 0);
+	ASSERT_EQ(buf[4], 1);
+	ASSERT_EQ(buf[5], 0);
+	ASSERT_EQ(buf[6], RT_MSG_TENSOR);
+	ASSERT_EQ(buf[8], 0x78);  /* prog, little-endian */
+	ASSERT_EQ(buf[15], 0xfe);
+	ASSERT_EQ(buf[16], 0x08); /* step */
+	ASSERT_EQ(buf[23], 0x01);
+	ASSERT_EQ(buf[30], TFG_F32);
+	ASSERT_EQ(buf[31], 2);
+	ASSERT_EQ(buf[32], 2);    /* dims[0] */
+	ASSERT_EQ(buf[40], 3);    /* dims[1] */
+	ASSERT_EQ(buf[96], 24);   /* nbytes */
+	rt_hdr_decode(&d, buf);
+	ASSERT(d.magic == h.magic && d.step == h.step && d.prog == h.prog);
+	ASSERT(d.dims[1] == 3 && d.nbytes == 24 && d.rank == 2);
+}
+
+static void
+t_round_trip(void)
+{
+	RtHdr h, d;
+
+	memset(&h, 0, sizeof h);
+	h.magic = 0x89abcdefu;
+	h.version = 0xfffe;
+	h.type = 0x1234;
+	h.prog = 0x0123456789abcdefull;
+	h.step = 0xfedcba9876543210ull;
+	h.key = 0xdeadbeefu;
+	h.src = 0xffff;
+	h.dtype = 0xa5;
+	h.rank = 8;
+	for (int i = 0; i < 8; i++)
+		h.dims[i] = 0x1111111111111111ull * (uint64_t)(i + 1);
+	h.nbytes = 0x8000000000000001ull;
+	h.reserved = 42;
+	rt_hdr_encode(buf, &h);
+	rt_hdr_decode(&d, buf);
+	ASSERT_EQ(d.magic, h.magic);
+	ASSERT_EQ(d.version, h.version);
+	ASSERT_EQ(d.type, h.type);
+	ASSERT(d.prog == h.prog && d.step == h.step);
+	ASSERT_EQ(d.key, h.key);
+	ASSERT_EQ(d.src, h.src);
+	ASSERT_EQ(d.dtype, h.dtype);
+	ASSERT_EQ(d.rank, h.rank);
+	for (int i = 0; i < 8; i++)
+		ASSERT(d.dims[i] == h.dims[i]);
+	ASSERT(d.nbytes == h.nbytes && d.reserved == h.reserved);
+}
+
+static void
+t_valid(void)
+{
+	RtHdr h = tensor_hdr();
+
+	ASSERT_EQ(check(&h, RT_HDR_SIZE + 24), TFG_OK);
+	ASSERT_EQ(got.type, RT_MSG_TENSOR);
+	rt_hdr_init(&h, &plan, RT_MSG_PING, 0, 0, RT_SRC_CONTROLLER, 20);
+	ASSERT_EQ(check(&h, RT_HDR_SIZE + 20), TFG_OK);
+	/* START of sig 0 to task 1 carries x: 24 bytes. */
+	rt_hdr_init(&h, &plan, RT_MSG_START, 3, 0, 0, 24);
+	ASSERT_EQ(check(&h, RT_HDR_SIZE + 24), TFG_OK);
+	ASSERT_EQ(rt_start_bytes(&plan, 0, 1), 24);
+	ASSERT_EQ(rt_start_bytes(&plan, 0, 0), 0);
+	rt_hdr_init(&h, &plan, RT_MSG_SESSION_END, 0, 1, 0, 0);
+	ASSERT_EQ(check(&h, RT_HDR_SIZE), TFG_OK);
+}
+
+static void
+t_bad_header(void)
+{
+	RtHdr h = tensor_hdr(), x;
+
+	EXPECT_BAD(h, 50, TFG_EPROTO, "truncated message from 127.0.0.1:5555");
+	x = h, x.magic = 0x12345678;
+	EXPECT_BAD(x, RT_HDR_SIZE + 24, TFG_EPROTO, "127.0.0.1:5555: magic");
+	x = h, x.version = 2;
+	EXPECT_BAD(x, RT_HDR_SIZE + 24, TFG_EPROTO,
+		   "/job:local/task:0 (127.0.0.1:5555): version 2");
+	x = h, x.type = 0;
+	EXPECT_BAD(x, RT_HDR_SIZE + 24, TFG_EPROTO, "unknown type 0");
+	x = h, x.type = RT_MSG__N;
+	EXPECT_BAD(x, RT_HDR_SIZE + 24, TFG_EPROTO, "unknown type");
+	x = h, x.prog ^= 1;
+	EXPECT_BAD(x, RT_HDR_SIZE + 24, TFG_EPROTO, "different source");
+	x = h, x.src = 7;
+	EXPECT_BAD(x, RT_HDR_SIZE + 24, TFG_EPROTO,
+		   "sender 7 is not a task");
+	x = h, x.src = RT_SRC_CONTROLLER; /* the controller sends no tensor */
+	EXPECT_BAD(x, RT_HDR_SIZE + 24, TFG_EPROTO, "the controller");
+	x = h, x.step = 5ull << 48;
+	EXPECT_BAD(x, RT_HDR_SIZE + 24, TFG_EPROTO, "names no client");
+	x = h, x.reserved = 1;
+	EXPECT_BAD(x, RT_HDR_SIZE + 24, TFG_EPROTO, "reserved");
+}
+
+static void
+t_bad_size(void)
+{
+	RtHdr h = tensor_hdr(), x;
+
+	/* nbytes says 24 but the message has 16 bytes of body */
+	EXPECT_BAD(h, RT_HDR_SIZE + 16, TFG_EPROTO,
+		   "header says 24 body bytes, message has 16");
+	x = h, x.nbytes = RT_MAX_BODY + 1;
+	EXPECT_BAD(x, RT_HDR_SIZE + 24, TFG_ETOOBIG, "over the limit");
+	/* nbytes consistent with the message but not with the edge */
+	x = h, x.nbytes = 16;
+	EXPECT_BAD(x, RT_HDR_SIZE + 16, TFG_EPROTO, "needs 24 bytes");
+	/* a START whose feeds have the wrong size */
+	rt_hdr_init(&x, &plan, RT_MSG_START, 3, 0, 0, 8);
+	EXPECT_BAD(x, RT_HDR_SIZE + 8, TFG_EPROTO, "signature 0 needs 24");
+}
+
+static void
+t_bad_key(void)
+{
+	RtHdr h = tensor_hdr(), x;
+
+	x = h, x.key = 2;
+	EXPECT_BAD(x, RT_HDR_SIZE + 24, TFG_EPROTO, "edge key 2 out of range");
+	x = h, x.key = 1; /* edge 1 goes 1 -> 0, not 0 -> 1 */
+	EXPECT_BAD(x, RT_HDR_SIZE + 24, TFG_EPROTO, "does not lead");
+	rt_hdr_init(&x, &plan, RT_MSG_START, 3, 1, 0, 0);
+	EXPECT_BAD(x, RT_HDR_SIZE, TFG_EPROTO, "signature 1 out of range");
+	rt_hdr_init(&x, &plan, RT_MSG_DONE, 3, 9, 0, 0);
+	EXPECT_BAD(x, RT_HDR_SIZE, TFG_EPROTO, "signature 9 out of range");
+	rt_hdr_init(&x, &plan, RT_MSG_RUN_SESSION, 0, 1, RT_SRC_CONTROLLER, 0);
+	EXPECT_BAD(x, RT_HDR_SIZE, TFG_EPROTO, "session 1 out of range");
+	rt_hdr_init(&x, &plan, RT_MSG_SESSION_END, 0, 2, 0, 0);
+	EXPECT_BAD(x, RT_HDR_SIZE, TFG_EPROTO, "status 2 out of range");
+	/* START from a task that does not drive the signature */
+	rt_hdr_init(&x, &plan, RT_MSG_START, 1ull << 48 | 3, 0, 1, 24);
+	EXPECT_BAD(x, RT_HDR_SIZE + 24, TFG_EPROTO, "is driven from");
+}
+
+static void
+t_bad_tensor(void)
+{
+	RtHdr h = tensor_hdr(), x;
+
+	x = h, x.dtype = TFG_F64;
+	EXPECT_BAD(x, RT_HDR_SIZE + 24, TFG_EPROTO, "is f32, got dtype");
+	x = h, x.rank = 9;
+	EXPECT_BAD(x, RT_HDR_SIZE + 24, TFG_EPROTO, "rank 9");
+	x = h, x.rank = 1;
+	EXPECT_BAD(x, RT_HDR_SIZE + 24, TFG_EPROTO, "unused dim 1");
+	x = h, x.dims[1] = 4;
+	EXPECT_BAD(x, RT_HDR_SIZE + 24, TFG_EPROTO,
+		   "has shape [2, 3], got [2, 4]");
+	x = h, x.rank = 3, x.dims[2] = 1;
+	EXPECT_BAD(x, RT_HDR_SIZE + 24, TFG_EPROTO, "got [2, 3, 1]");
+	x = h, x.dims[0] = UINT64_MAX;
+	EXPECT_BAD(x, RT_HDR_SIZE + 24, TFG_EPROTO, "has shape");
+	/* a PING with tensor fields set */
+	rt_hdr_init(&x, &plan, RT_MSG_PING, 0, 0, RT_SRC_CONTROLLER, 0);
+	x.dims[3] = 1;
+	EXPECT_BAD(x, RT_HDR_SIZE, TFG_EPROTO, "dims set");
+	x.dims[3] = 0, x.dtype = 1;
+	EXPECT_BAD(x, RT_HDR_SIZE, TFG_EPROTO, "dtype/rank set");
+}
+
+TEST_MAIN({"layout", t_layout}, {"round_trip", t_round_trip},
+	  {"valid", t_valid}, {"bad_header", t_bad_header},
+	  {"bad_size", t_bad_size}, {"bad_key", t_bad_key},
+	  {"bad_tensor", t_bad_tensor})
