@@ -34,8 +34,9 @@ done | median | awk '{printf "tfg step (median of 3 x 10000 steps): %.1f us\n", 
 	| tee "$T/step"
 $B/nng_rtt 10000 | tee "$T/rtt"
 step=$(awk '{print $(NF-1)}' "$T/step")
-rtt=$(awk '/median/ {for (i=1;i<=NF;i++) if ($i ~ /^[0-9.]+$/) v=$i} END {print v}' "$T/rtt")
-awk "BEGIN {printf \"ratio step / bare nng round trip: %.2f\\n\", $step / $rtt}"
+med=$(sed -n 's/.*median \([0-9.]*\) us.*/\1/p' "$T/rtt")
+mean=$(sed -n 's/.*mean \([0-9.]*\) us.*/\1/p' "$T/rtt")
+awk "BEGIN {printf \"ratio step / bare nng round trip: %.2f of its median, %.2f of its mean\\n\", $step / $med, $step / $mean}"
 
 echo "== LLVM JIT time per task =="
 for f in examples/hello.tfg examples/mean.tfg; do
