@@ -255,6 +255,13 @@ device_of(Checker *c, AstNode *s, Device outer, Device *out)
 			   s->str, m.task, m.job, nt, nt == 1 ? "" : "s");
 		return -1;
 	}
+	if (m.kind == DEV_CPU && m.index > 0) {
+		diag_error(c->d, s->loc,
+			   "device '%s': a task has one CPU device, cpu:0 "
+			   "(it uses all the task's cores)",
+			   s->str);
+		return -1;
+	}
 	if (m.kind == DEV_GPU) {
 		diag_error(c->d, s->loc,
 			   "device '%s': this version generates CPU code "
@@ -1098,6 +1105,44 @@ call_session(Checker *c, AstNode *e)
 	return NULL;
 }
 
+/* Session arithmetic works on scalars (spec §8.5): what is known not to
+ * be one is refused here; load() is checked when it runs. */
+static int
+scalar_operand(Checker *c, AstNode *e, RtExpr *x)
+{
+	const IrSig *g;
+
+	switch (x->kind) {
+	case RT_E_STR:
+		diag_error(c->d, e->loc, "a string cannot be used in "
+			   "arithmetic");
+		return -1;
+	case RT_E_CONST:
+		if (x->value->shape.rank == 0)
+			return 0;
+		diag_error(c->d, e->loc, "arithmetic in a session works on "
+			   "scalars, not on a tensor literal");
+		return -1;
+	case RT_E_RUN:
+		g = c->sigs.v[x->sig];
+		if (g->nfetch != 1) {
+			diag_error(c->d, e->loc, "arithmetic needs one scalar, "
+				   "but this run() fetches %d values",
+				   g->nfetch);
+			return -1;
+		}
+		if (g->fetch[0]->shape.rank == 0)
+			return 0;
+		diag_error(c->d, e->loc, "arithmetic in a session works on "
+			   "scalars, but '%s' is %s", g->fetch[0]->name,
+			   ir_type_str(c->a, g->fetch[0]->dtype,
+				       &g->fetch[0]->shape));
+		return -1;
+	default:
+		return 0;
+	}
+}
+
 static RtExpr *
 sexpr(Checker *c, AstNode *e)
 {
@@ -1141,7 +1186,7 @@ sexpr(Checker *c, AstNode *e)
 		lookup_graph(c, e);
 		return NULL;
 	case AST_UNARY:
-		if (!(a = sexpr(c, e->a)))
+		if (!(a = sexpr(c, e->a)) || scalar_operand(c, e->a, a) < 0)
 			return NULL;
 		x = new_expr(c, RT_E_NEG, e->loc, 1);
 		x->args[0] = a;
@@ -1154,7 +1199,8 @@ sexpr(Checker *c, AstNode *e)
 		}
 		a = sexpr(c, e->a);
 		b = sexpr(c, e->b);
-		if (!a || !b)
+		if (!a || !b || scalar_operand(c, e->a, a) < 0 ||
+		    scalar_operand(c, e->b, b) < 0)
 			return NULL;
 		x = new_expr(c, ops[e->op], e->loc, 2);
 		x->args[0] = a;
@@ -1200,8 +1246,15 @@ sstmt(Checker *c, AstNode *s)
 		st->exprs[1] = sexpr(c, s->b);
 		if ((v = find(&c->locals, s->name)) != NULL) {
 			diag_error(c->d, s->tok.loc, "loop variable '%s' is "
-				   "already in use", s->name);
-			diag_note(c->d, v->loc, "by the loop here");
+				   "already the variable of an enclosing loop",
+				   s->name);
+			diag_note(c->d, v->loc, "the enclosing loop is here");
+		} else if ((v = find(&c->syms, s->name)) != NULL) {
+			diag_error(c->d, s->tok.loc, "loop variable '%s' "
+				   "would hide the graph value '%s'", s->name,
+				   s->name);
+			diag_note(c->d, v->loc, "'%s' is defined here",
+				  s->name);
 		}
 		v = arena_alloc(c->a, sizeof *v);
 		v->name = s->name;

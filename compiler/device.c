@@ -60,6 +60,7 @@ dev_parse(Arena *a, Device *out, const char *s, const char **err,
 			const char *q = p + 4;
 			size_t len = strcspn(q, "/");
 			if (len == 0) {
+				*err_off = (int)(q - s);
 				*err = "empty job name";
 				return -1;
 			}
@@ -76,10 +77,12 @@ dev_parse(Arena *a, Device *out, const char *s, const char **err,
 			this = 1;
 		} else if (prefix(p, "replica:")) {
 			if ((n = parse_num(p + 8, &v)) == 0) {
+				*err_off = (int)(p + 8 - s);
 				*err = "expected a replica number";
 				return -1;
 			}
 			if (v != 0) {
+				*err_off = (int)(p + 8 - s);
 				*err = "only replica 0 exists";
 				return -1;
 			}
@@ -87,6 +90,7 @@ dev_parse(Arena *a, Device *out, const char *s, const char **err,
 			this = 2;
 		} else if (prefix(p, "task:")) {
 			if ((n = parse_num(p + 5, &v)) == 0) {
+				*err_off = (int)(p + 5 - s);
 				*err = "expected a task number";
 				return -1;
 			}

@@ -101,10 +101,15 @@ ir_const_str(Arena *a, const IrNode *n)
 		if (*c == '\n')
 			*c = ' ';
 	len = strlen(s);
-	if (len > 60)
-		r = arena_printf(a, "%.56s ...", s);
-	else
+	if (len > 60) {
+		/* cut between elements, never inside a number */
+		size_t cut = 56;
+		while (cut > 0 && s[cut] != ' ')
+			cut--;
+		r = arena_printf(a, "%.*s ...", (int)cut, s);
+	} else {
 		r = arena_strdup(a, s);
+	}
 	free(s);
 	return r;
 }

@@ -33,6 +33,8 @@ typedef struct CVal {
 	int n;           /* CV_LIST: owned tensors */
 	RtTensor **list;
 	const char *str; /* CV_STR */
+	int weak;        /* a scalar of the session's own arithmetic (loop
+			    variables, literals): converts when fed */
 } CVal;
 
 typedef struct Sess {
@@ -212,6 +214,12 @@ eval_arith(Sess *ss, const RtExpr *x, CVal *v)
 	for (int i = 0; i < n && st == TFG_OK; i++) {
 		if ((st = eval(ss, x->args[i], &a[i])) != TFG_OK)
 			break;
+		if (a[i].kind == CV_LIST && a[i].n == 1) {
+			/* run() of one fetch stands for that tensor */
+			RtTensor *t = a[i].list[0];
+			free(a[i].list);
+			a[i].kind = CV_TENSOR, a[i].t = t, a[i].own = 1;
+		}
 		if (a[i].kind != CV_TENSOR || a[i].t->shape.rank != 0)
 			st = fail(ss, x->where, TFG_ESHAPE,
 				  "'%s' needs scalars, got %s",
@@ -251,13 +259,38 @@ eval_arith(Sess *ss, const RtExpr *x, CVal *v)
 			st = scalar_new(&v->t, rt, r, 0);
 		}
 		if (st == TFG_OK)
-			v->kind = CV_TENSOR, v->own = 1;
+			v->kind = CV_TENSOR, v->own = 1,
+			v->weak = a[0].weak && (n == 1 || a[1].weak);
 		else
 			fail(ss, x->where, st, "out of memory");
 	}
 	cval_free(&a[0]);
 	cval_free(&a[1]);
 	return st;
+}
+
+/* A weak scalar fed to a scalar input takes the input's dtype: ints
+ * convert to any numeric dtype (i32 only when the value fits), floats to
+ * float dtypes (spec §8.3). */
+static tfg_status
+convert_weak(Sess *ss, const char *where, const RtFeed *f, CVal *v)
+{
+	RtTensor *t;
+	int from_float = is_float(v->t->dtype);
+	int64_t i = from_float ? 0 : get_i(v->t);
+	double d = get_f(v->t);
+	tfg_status st;
+
+	if (!v->weak || v->t->shape.rank != 0 || f->shape.rank != 0 ||
+	    v->t->dtype == TFG_BOOL || f->dtype == TFG_BOOL ||
+	    (from_float && !is_float(f->dtype)) ||
+	    (f->dtype == TFG_I32 && (i < INT32_MIN || i > INT32_MAX)))
+		return TFG_EDTYPE;
+	if ((st = scalar_new(&t, f->dtype, i, from_float ? d : (double)i)))
+		return fail(ss, where, st, "out of memory");
+	cval_free(v);
+	v->kind = CV_TENSOR, v->t = t, v->own = 1;
+	return TFG_OK;
 }
 
 static tfg_status
@@ -267,17 +300,27 @@ check_feeds(Sess *ss, const RtExpr *x, const RtSig *sig, CVal *args)
 
 	for (int i = 0; i < sig->nfeed; i++) {
 		const RtFeed *f = &sig->feeds[i];
+		const char *where = x->args[i]->where;
 
+		if (args[i].kind == CV_LIST && args[i].n == 1) {
+			RtTensor *t = args[i].list[0];
+			free(args[i].list);
+			args[i].kind = CV_TENSOR, args[i].t = t;
+			args[i].own = 1;
+		}
 		if (args[i].kind != CV_TENSOR)
-			return fail(ss, x->where, TFG_EDTYPE,
+			return fail(ss, where, TFG_EDTYPE,
 				    "feed '%s' expects %s, got %s", f->name,
 				    type_str(want, sizeof want, f->dtype,
 					     &f->shape),
 				    args[i].kind == CV_STR ? "a string" :
 				    "a list of values");
+		if (args[i].t->dtype != f->dtype &&
+		    convert_weak(ss, where, f, &args[i]) == TFG_OK)
+			continue;
 		if (args[i].t->dtype != f->dtype ||
 		    !tfg_shape_eq(&args[i].t->shape, &f->shape))
-			return fail(ss, x->where,
+			return fail(ss, where,
 				    args[i].t->dtype != f->dtype ? TFG_EDTYPE :
 				    TFG_ESHAPE,
 				    "feed '%s' expects %s, got %s", f->name,
@@ -419,6 +462,7 @@ eval(Sess *ss, const RtExpr *x, CVal *v)
 	switch (x->kind) {
 	case RT_E_CONST:
 		v->kind = CV_TENSOR, v->t = x->value;
+		v->weak = x->value->shape.rank == 0;
 		return TFG_OK;
 	case RT_E_STR:
 		v->kind = CV_STR, v->str = x->str;
@@ -427,7 +471,7 @@ eval(Sess *ss, const RtExpr *x, CVal *v)
 		if (x->slot < 0 || x->slot >= ss->s->nslot)
 			return fail(ss, x->where, TFG_EINVAL,
 				    "bad loop variable");
-		v->kind = CV_TENSOR, v->t = ss->slots[x->slot];
+		v->kind = CV_TENSOR, v->t = ss->slots[x->slot], v->weak = 1;
 		return TFG_OK;
 	case RT_E_LOAD:
 		if (rt_npy_load(&v->t, x->str, &e) != TFG_OK)
@@ -474,24 +518,31 @@ append_value(Sess *ss, const CVal *v, const char *where)
 
 static tfg_status exec_stmts(Sess *ss, RtStmt **stmts, int n);
 
+/* Every value is computed before any is written, so that a failing
+ * print writes nothing. */
 static tfg_status
 exec_print(Sess *ss, const RtStmt *st)
 {
 	RtCtx *c = ss->c;
-	CVal v;
-	tfg_status rv;
+	CVal *v = calloc((size_t)st->nexpr + 1, sizeof *v);
+	tfg_status rv = TFG_OK;
+	int n = 0;
 
-	for (int i = 0; i < st->nexpr; i++) {
-		if ((rv = eval(ss, st->exprs[i], &v)) != TFG_OK)
-			return rv;
+	if (v == NULL)
+		return fail(ss, st->where, TFG_ENOMEM, "out of memory");
+	for (; n < st->nexpr && rv == TFG_OK; n++)
+		rv = eval(ss, st->exprs[n], &v[n]);
+	for (int i = 0; i < n && rv == TFG_OK; i++) {
 		if (i && out_put(c, " ", 1))
-			rv = TFG_ENOMEM;
+			rv = fail(ss, st->where, TFG_ENOMEM, "out of memory");
 		if (rv == TFG_OK)
-			rv = append_value(ss, &v, st->exprs[i]->where);
-		cval_free(&v);
-		if (rv != TFG_OK)
-			return rv;
+			rv = append_value(ss, &v[i], st->exprs[i]->where);
 	}
+	for (int i = 0; i < n; i++)
+		cval_free(&v[i]);
+	free(v);
+	if (rv != TFG_OK)
+		return rv;
 	if (out_put(c, "\n", 1))
 		return fail(ss, st->where, TFG_ENOMEM, "out of memory");
 	rt_client_flush(c, 0);

@@ -65,14 +65,14 @@ static void
 t_parse_errors(void)
 {
 	parse_bad("job:local", 0);
-	parse_bad("/job:", 0);
-	parse_bad("/task:x", 0);
+	parse_bad("/job:", 5);
+	parse_bad("/task:x", 6);
 	parse_bad("/task:1/job:a", 7);
 	parse_bad("/cpu:0/cpu:1", 6);
 	parse_bad("/tpu:0", 0);
 	parse_bad("/job:a b", 6);
 	parse_bad("/gpu:", 5);
-	parse_bad("/replica:1", 0);
+	parse_bad("/replica:1", 9);
 	parse_bad("/task:1x", 7);
 }
 
