@@ -13,7 +13,7 @@ SAN         ?=
 
 # Debian 12 packages the build and the tests need.
 PKGS = gcc make libc6-dev re2c lemon llvm-19-dev libopenblas-dev libnng-dev \
-       libzstd-dev python3 python3-numpy
+       libzstd-dev python3 procps
 
 OPT     ?= -O2
 WARN     = -Wall -Wextra -Wpedantic

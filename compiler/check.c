@@ -132,7 +132,8 @@ check_address(Checker *c, AstNode *s)
 		return -1;
 	}
 	port = strtol(colon + 1, &end, 10);
-	if (*end || end == colon + 1 || port < 1 || port > 65535) {
+	if (*end || end == colon + 1 || port < 1 || port > 65535 ||
+	    strspn(colon + 1, "0123456789") != strlen(colon + 1)) {
 		diag_error(c->d, s->loc,
 			   "invalid port in '%s': expected 1 to 65535", str);
 		return -1;
@@ -275,6 +276,61 @@ device_of(Checker *c, AstNode *s, Device outer, Device *out)
 
 /* ------------------------------------------------------------- literals */
 
+static Lit lit_of(const AstNode *e);
+
+/* Arithmetic on two numeric literals is a literal (spec §5.3), computed
+ * as Python computes on its scalars but with the language's integer
+ * rules: 64-bit wrapping, floor division and modulo, x / 0 = 0. */
+static Lit
+lit_fold(int op, Lit a, Lit b)
+{
+	Lit r = {0, 0, 0};
+
+	if (a.kind == 0 || b.kind == 0 || a.kind == 3 || b.kind == 3)
+		return r;
+	if (a.kind == 1 && b.kind == 1) {
+		uint64_t x = (uint64_t)a.i, y = (uint64_t)b.i;
+		int64_t q, m;
+		r.kind = 1;
+		if (op == TK_PLUS)
+			r.i = (int64_t)(x + y);
+		else if (op == TK_MINUS)
+			r.i = (int64_t)(x - y);
+		else if (op == TK_STAR)
+			r.i = (int64_t)(x * y);
+		else if (b.i == 0)
+			r.i = 0;
+		else if (b.i == -1)
+			r.i = op == TK_SLASH ? (int64_t)(0 - x) : 0;
+		else {
+			q = a.i / b.i, m = a.i % b.i;
+			if (m != 0 && (m < 0) != (b.i < 0))
+				q--, m += b.i;
+			r.i = op == TK_SLASH ? q : m;
+		}
+		return r;
+	}
+	{
+		double x = a.kind == 2 ? a.f : (double)a.i;
+		double y = b.kind == 2 ? b.f : (double)b.i;
+		r.kind = 2;
+		if (op == TK_PLUS)
+			r.f = x + y;
+		else if (op == TK_MINUS)
+			r.f = x - y;
+		else if (op == TK_STAR)
+			r.f = x * y;
+		else if (op == TK_SLASH)
+			r.f = x / y;
+		else {
+			r.f = fmod(x, y);
+			if (r.f != 0 && (r.f < 0) != (y < 0))
+				r.f += y;
+		}
+	}
+	return r;
+}
+
 static Lit
 lit_of(const AstNode *e)
 {
@@ -298,6 +354,9 @@ lit_of(const AstNode *e)
 			l.f = -l.f;
 		else
 			l.kind = 0; /* -true is not a literal */
+		break;
+	case AST_BINARY:
+		l = lit_fold(e->op, lit_of(e->a), lit_of(e->b));
 		break;
 	default:
 		break;
@@ -421,9 +480,9 @@ tensor_walk(Checker *c, AstNode *e, int depth, TfgShape *s, PtrVec *elems)
 		s->dims[depth] = e->n;
 	} else if (s->dims[depth] != e->n) {
 		diag_error(c->d, e->loc,
-			   "tensor literal is not rectangular: %d elements "
+			   "tensor literal is not rectangular: %d element%s "
 			   "where the first list at this depth has %" PRId64,
-			   e->n, s->dims[depth]);
+			   e->n, e->n == 1 ? "" : "s", s->dims[depth]);
 		return -1;
 	}
 	if (e->n == 0 && s->rank < 0)
@@ -716,6 +775,8 @@ expr_graph(Checker *c, AstNode *e)
 		}
 		return n;
 	case AST_BINARY:
+		if ((l = lit_of(e)).kind)
+			return lit_node(c, e, l, lit_default(l));
 		return binary(c, e);
 	case AST_CALL:
 		return call_graph(c, e);
@@ -1020,7 +1081,7 @@ check_feed_items(Checker *c, AstNode *feed)
 static RtExpr *
 run_expr(Checker *c, AstNode *e)
 {
-	PtrVec fetch = {0}, inputs = {0};
+	PtrVec fetch = {0}, inputs = {0}, extra = {0};
 	int before = c->d->nerr;
 	RtExpr *x;
 
@@ -1061,18 +1122,30 @@ run_expr(Checker *c, AstNode *e)
 		}
 		x->args[i] = feed_value(c, it->b, in);
 	}
-	/* Values for inputs that are not needed are still checked. */
+	/* Values for inputs that are not needed are still checked, and
+	   computed when the run runs (spec §8.3). */
 	for (int i = 0; e->b && i < e->b->n; i++) {
 		AstNode *it = e->b->list[i];
 		Sym *s = find(&c->syms, it->name);
+		RtExpr *v;
 		int used = 0;
 		for (int j = 0; j < inputs.n; j++)
 			used |= s->node == inputs.v[j];
-		if (!used && s->node)
-			feed_value(c, it->b, s->node);
+		if (used || !s->node || !(v = feed_value(c, it->b, s->node)))
+			continue;
+		if (v->kind != RT_E_CONST)
+			vec_push(c->a, &extra, v);
 	}
 	if (c->d->nerr > before)
 		return NULL;
+	if (extra.n) {
+		RtExpr **args = arena_alloc(c->a, (x->nargs + extra.n + 1) *
+						      sizeof *args);
+		memcpy(args, x->args, x->nargs * sizeof *args);
+		memcpy(args + x->nargs, extra.v, extra.n * sizeof *args);
+		x->args = args;
+		x->nargs += extra.n;
+	}
 	x->sig = sig_index(c, e->loc, &fetch, &inputs);
 	return x;
 }
@@ -1118,6 +1191,11 @@ scalar_operand(Checker *c, AstNode *e, RtExpr *x)
 			   "arithmetic");
 		return -1;
 	case RT_E_CONST:
+		if (x->value->dtype == TFG_BOOL) {
+			diag_error(c->d, e->loc, "arithmetic does not take "
+				   "bool operands");
+			return -1;
+		}
 		if (x->value->shape.rank == 0)
 			return 0;
 		diag_error(c->d, e->loc, "arithmetic in a session works on "
@@ -1233,6 +1311,11 @@ sstmt(Checker *c, AstNode *s)
 			st->exprs[i] = sexpr(c, s->list[i]);
 		return st;
 	case AST_EXPRSTMT:
+		if (s->a->kind != AST_CALL || strcmp(s->a->name, "run") != 0) {
+			diag_error(c->d, s->a->loc, "this expression has no "
+				   "effect: print it, or call run()");
+			return NULL;
+		}
 		st->kind = RT_S_EXPR;
 		st->nexpr = 1;
 		st->exprs = arena_alloc(c->a, sizeof *st->exprs);

@@ -61,6 +61,18 @@ static tfg_status
 fail(Sess *ss, const char *where, tfg_status code, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
+/* run() of one fetch stands for that tensor (spec §8.3). */
+static void
+one_fetch(CVal *v)
+{
+	if (v->kind == CV_LIST && v->n == 1) {
+		RtTensor *t = v->list[0];
+		free(v->list);
+		v->kind = CV_TENSOR, v->t = t, v->own = 1;
+		v->list = NULL, v->n = 0;
+	}
+}
+
 /* Records a failure at `where` in the step's error detail. */
 static tfg_status
 fail(Sess *ss, const char *where, tfg_status code, const char *fmt, ...)
@@ -214,15 +226,11 @@ eval_arith(Sess *ss, const RtExpr *x, CVal *v)
 	for (int i = 0; i < n && st == TFG_OK; i++) {
 		if ((st = eval(ss, x->args[i], &a[i])) != TFG_OK)
 			break;
-		if (a[i].kind == CV_LIST && a[i].n == 1) {
-			/* run() of one fetch stands for that tensor */
-			RtTensor *t = a[i].list[0];
-			free(a[i].list);
-			a[i].kind = CV_TENSOR, a[i].t = t, a[i].own = 1;
-		}
-		if (a[i].kind != CV_TENSOR || a[i].t->shape.rank != 0)
+		one_fetch(&a[i]);
+		if (a[i].kind != CV_TENSOR || a[i].t->shape.rank != 0 ||
+		    a[i].t->dtype == TFG_BOOL)
 			st = fail(ss, x->where, TFG_ESHAPE,
-				  "'%s' needs scalars, got %s",
+				  "'%s' needs numeric scalars, got %s",
 				  op_names[x->kind],
 				  a[i].kind != CV_TENSOR ? "a list or string" :
 				  type_str(buf, sizeof buf, a[i].t->dtype,
@@ -302,12 +310,7 @@ check_feeds(Sess *ss, const RtExpr *x, const RtSig *sig, CVal *args)
 		const RtFeed *f = &sig->feeds[i];
 		const char *where = x->args[i]->where;
 
-		if (args[i].kind == CV_LIST && args[i].n == 1) {
-			RtTensor *t = args[i].list[0];
-			free(args[i].list);
-			args[i].kind = CV_TENSOR, args[i].t = t;
-			args[i].own = 1;
-		}
+		one_fetch(&args[i]);
 		if (args[i].kind != CV_TENSOR)
 			return fail(ss, where, TFG_EDTYPE,
 				    "feed '%s' expects %s, got %s", f->name,
@@ -409,7 +412,7 @@ eval_run(Sess *ss, const RtExpr *x, CVal *v)
 		return fail(ss, x->where, TFG_EINVAL,
 			    "run of an unknown signature");
 	sig = &c->plan->sigs[x->sig];
-	if (x->nargs != sig->nfeed || sig->client != c->task) {
+	if (x->nargs < sig->nfeed || sig->client != c->task) {
 		return fail(ss, x->where, TFG_EINVAL,
 			    "malformed run: %d feeds for %d, or driven from "
 			    "%s", x->nargs, sig->nfeed,
@@ -424,6 +427,13 @@ eval_run(Sess *ss, const RtExpr *x, CVal *v)
 	}
 	for (int i = 0; i < sig->nfeed && st == TFG_OK; i++)
 		st = eval(ss, x->args[i], &args[i]);
+	/* Values fed to inputs the fetches do not need are computed all the
+	   same, so that their errors show (spec §8.3), then dropped. */
+	for (int i = sig->nfeed; i < x->nargs && st == TFG_OK; i++) {
+		CVal extra;
+		st = eval(ss, x->args[i], &extra);
+		cval_free(&extra);
+	}
 	if (st == TFG_OK)
 		st = check_feeds(ss, x, sig, args);
 	for (int i = 0; i < sig->nfetch && st == TFG_OK; i++) {
@@ -557,8 +567,9 @@ bound(Sess *ss, const RtExpr *x, int64_t *out)
 
 	if ((st = eval(ss, x, &v)) != TFG_OK)
 		return st;
+	one_fetch(&v);
 	if (v.kind != CV_TENSOR || v.t->shape.rank != 0 ||
-	    is_float(v.t->dtype)) {
+	    is_float(v.t->dtype) || v.t->dtype == TFG_BOOL) {
 		cval_free(&v);
 		return fail(ss, x->where, TFG_EDTYPE,
 			    "a loop bound must be an integer scalar");
