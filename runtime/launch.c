@@ -289,7 +289,8 @@ shutdown_all(RtCtx *c, pid_t *pids, double timeout, int report)
 	RtMsg m;
 
 	for (int i = 0; i < plan->ntask; i++)
-		send_simple(c, i, RT_MSG_SHUTDOWN, 0);
+		send_simple(c, i, RT_MSG_SHUTDOWN,
+			    pids && pids[i] > 0 ? RT_SHUTDOWN_QUIET : 0);
 	for (;;) {
 		child_exited(plan, pids, 0);
 		left = 0;

@@ -36,10 +36,15 @@ enum {
 	RT_MSG_RUN_SESSION, /* controller -> task; key: session; body: URL */
 	RT_MSG_OUTPUT,   /* client -> controller; body: text for stdout */
 	RT_MSG_SESSION_END, /* key: status 0/1; body: error text */
-	RT_MSG_SHUTDOWN, /* controller -> task; body: reply URL */
+	RT_MSG_SHUTDOWN, /* controller -> task; body: reply URL; key:
+			    RT_SHUTDOWN_QUIET = no BYE wanted */
 	RT_MSG_BYE,      /* task -> controller */
 	RT_MSG__N
 };
+
+/* SHUTDOWN from the controller that started the task: it reads the exit
+ * status, so the task leaves without a BYE (and without lingering). */
+#define RT_SHUTDOWN_QUIET 1
 
 #define RT_WIRE_MAGIC 0x31474654u /* "TFG1" */
 #define RT_WIRE_VERSION 1

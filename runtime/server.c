@@ -159,7 +159,9 @@ serve_shutdown(RtCtx *c, RtMsg *m)
 	struct timespec ts = {0, 50 * 1000000L};
 
 	rt_body_url(url, m);
-	if (url[0] == '\0')
+	/* key 1: our parent, the controller, waits for our exit status
+	   instead of a BYE, so there is nothing to send and linger for */
+	if (url[0] == '\0' || m->h.key == RT_SHUTDOWN_QUIET)
 		return;
 	if (rt_send_text(c, url, RT_MSG_BYE, 0, 0, NULL, 0, &e) == TFG_OK)
 		/* nng drops what is still queued when a socket closes: give
