@@ -17,6 +17,9 @@ PKGS = gcc make libc6-dev re2c lemon llvm-19-dev libopenblas-dev libnng-dev \
 
 OPT     ?= -O2
 WARN     = -Wall -Wextra -Wpedantic
+ifeq ($(CI),true)
+WARN    += -Werror
+endif
 CFLAGS   = -std=c11 -D_GNU_SOURCE $(OPT) -g $(WARN) -fvisibility=hidden \
            -I. -I$(BUILD) $(SANFLAGS)
 ifeq ($(SAN),1)
