@@ -11,7 +11,7 @@
 #include "codegen/codegen.h"
 
 #define CG_SLOT_ALIGN 64 /* arena slots, and the arena itself */
-#define CG_MAX_OPS 3     /* operands of one loop nest (out + 2 inputs) */
+#define CG_MAX_OPS 4     /* operands of one loop nest (out + 3 inputs) */
 
 /* State while one task's module is built. */
 typedef struct CgCtx {
@@ -48,10 +48,6 @@ int cg_build_module(LLVMContextRef c, LLVMModuleRef m, const Program *p,
  * part; 0, or non-zero after printing an error. */
 #define OP(name, ...) int cpu_emit_##name(CgCtx *C, IrNode *n);
 #include "stdlib/ops.def"
-/* Elementwise dtype conversion, ready for an OP(cast, ...) row (the
- * checker's cast_to makes OP_cast nodes). */
-int cpu_emit_cast(CgCtx *C, IrNode *n);
-
 /* Bytes per element of a dtype (the runtime's table, duplicated so the
  * codegen needs no runtime object). */
 size_t cg_dtype_size(TfgDtype t);

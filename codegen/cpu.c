@@ -20,7 +20,16 @@
  *
  * Integer / and % never trap: the divisor is replaced by 1 where it is 0
  * or where INT_MIN / -1 would overflow, and the results fixed up with
- * selects (spec/design.md, Language decisions).
+ * selects (spec/design.md, Language decisions).  Integer pow is a small
+ * square-and-multiply loop inside the element loop, and never traps
+ * either.
+ *
+ * Elementwise functions (spec §6.8-§6.12) use LLVM intrinsics where they
+ * are exact (sqrt, fabs, maximum, minimum) and otherwise call libm (exp,
+ * log, tanh, pow and their f32 forms), declared here without memory
+ * effects since errno is never read; codegen/jit.c lets exactly these
+ * resolve from the process.  A later stage may replace the calls with
+ * vectorisable inline versions.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +37,9 @@
 #include "codegen/cg_int.h"
 
 /* ------------------------------------------------------------- helpers */
+
+static void enum_attr(CgCtx *C, LLVMValueRef f, unsigned idx, const char *k,
+		      uint64_t v);
 
 size_t
 cg_dtype_size(TfgDtype t)
@@ -212,14 +224,168 @@ float_mod(CgCtx *C, LLVMValueRef a, LLVMValueRef b)
 	return LLVMBuildSelect(B, nz, r1, z, "");
 }
 
+/* ------------------------------------------------ elementwise functions */
+
+/* name (f64) or name + "f" (f32) from libm, declared once per module.
+ * No memory effects: errno is never read, and LLVM may then hoist or
+ * drop calls like any arithmetic. */
+static LLVMValueRef
+libm_call(CgCtx *C, const char *name, LLVMValueRef *args, unsigned nargs)
+{
+	LLVMTypeRef ty = LLVMTypeOf(args[0]), params[2] = {ty, ty};
+	LLVMTypeRef fty = LLVMFunctionType(ty, params, nargs, 0);
+	char fn[16];
+	snprintf(fn, sizeof fn, "%s%s", name, ty == C->f32 ? "f" : "");
+	LLVMValueRef f = LLVMGetNamedFunction(C->m, fn);
+	if (!f) {
+		f = LLVMAddFunction(C->m, fn, fty);
+		enum_attr(C, f, LLVMAttributeFunctionIndex, "nounwind", 0);
+		enum_attr(C, f, LLVMAttributeFunctionIndex, "willreturn", 0);
+		enum_attr(C, f, LLVMAttributeFunctionIndex, "memory", 0);
+	}
+	return LLVMBuildCall2(C->b, fty, f, args, nargs, "");
+}
+
+/* llvm.<name> overloaded on its first argument's type. */
+static LLVMValueRef
+intrinsic(CgCtx *C, const char *name, LLVMValueRef *args, unsigned nargs)
+{
+	LLVMTypeRef ty = LLVMTypeOf(args[0]);
+	unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
+	LLVMValueRef f = LLVMGetIntrinsicDeclaration(C->m, id, &ty, 1);
+	return LLVMBuildCall2(C->b, LLVMIntrinsicGetType(C->c, id, &ty, 1), f,
+			      args, nargs, "");
+}
+
+/* 1 / (1 + exp(-x)) without overflow: with z = exp(-|x|) <= 1, it is
+ * 1 / (1 + z) for x >= 0 and z / (1 + z) otherwise (NaN stays NaN). */
+static LLVMValueRef
+sigmoid(CgCtx *C, LLVMValueRef x)
+{
+	LLVMBuilderRef B = C->b;
+	LLVMTypeRef ty = LLVMTypeOf(x);
+	LLVMValueRef one = LLVMConstReal(ty, 1.0);
+	LLVMValueRef ax = intrinsic(C, "llvm.fabs", &x, 1);
+	LLVMValueRef nax = LLVMBuildFNeg(B, ax, "");
+	LLVMValueRef z = libm_call(C, "exp", &nax, 1);
+	LLVMValueRef pos = LLVMBuildFCmp(B, LLVMRealOGE, x,
+					 LLVMConstNull(ty), "");
+	LLVMValueRef num = LLVMBuildSelect(B, pos, one, z, "");
+	return LLVMBuildFDiv(B, num, LLVMBuildFAdd(B, one, z, ""), "");
+}
+
+/* op applied to a, of dtype t (not bool: the checker refuses it). */
+static LLVMValueRef
+unary(CgCtx *C, OpKind op, TfgDtype t, LLVMValueRef a)
+{
+	LLVMBuilderRef B = C->b;
+	LLVMValueRef zero = LLVMConstNull(LLVMTypeOf(a));
+	switch (op) {
+	case OP_exp: return libm_call(C, "exp", &a, 1);
+	case OP_log: return libm_call(C, "log", &a, 1);
+	case OP_sqrt: return intrinsic(C, "llvm.sqrt", &a, 1);
+	case OP_tanh: return libm_call(C, "tanh", &a, 1);
+	case OP_sigmoid: /* f32 through f64: rounded once, at the end */
+		if (t == TFG_F32)
+			return LLVMBuildFPTrunc(B, sigmoid(C, LLVMBuildFPExt(B,
+					a, C->f64, "")), C->f32, "");
+		return sigmoid(C, a);
+	case OP_relu: /* NaN stays NaN, -0.0 becomes 0.0 */
+		if (is_float(t))
+			return LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOLE,
+						a, zero, ""), zero, a, "");
+		return LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntSGT, a, zero,
+							""), a, zero, "");
+	case OP_abs: /* abs(MIN) wraps to MIN */
+		if (is_float(t))
+			return intrinsic(C, "llvm.fabs", &a, 1);
+		return LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntSLT, a, zero,
+							""),
+				       LLVMBuildSub(B, zero, a, ""), a, "");
+	default: return a;
+	}
+}
+
+/* a ** b on integers by square-and-multiply, wrapping; b < 0 gives 0
+ * except 1 ** b = 1 and (-1) ** b = +-1 (spec §6.9).  The loop runs at
+ * most as many times as b has bits. */
+static LLVMValueRef
+int_pow(CgCtx *C, LLVMValueRef a, LLVMValueRef b)
+{
+	LLVMBuilderRef B = C->b;
+	LLVMTypeRef ty = LLVMTypeOf(a);
+	LLVMValueRef zero = LLVMConstNull(ty), one = LLVMConstInt(ty, 1, 0);
+	LLVMValueRef m1 = LLVMConstAllOnes(ty);
+	LLVMValueRef neg = LLVMBuildICmp(B, LLVMIntSLT, b, zero, "");
+	LLVMValueRef e0 = LLVMBuildSelect(B, neg, zero, b, "");
+	LLVMBasicBlockRef pre = LLVMGetInsertBlock(B);
+	LLVMBasicBlockRef head = LLVMAppendBasicBlockInContext(C->c, C->fn,
+							       "pow");
+	LLVMBasicBlockRef step = LLVMAppendBasicBlockInContext(C->c, C->fn,
+							       "pow.step");
+	LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(C->c, C->fn,
+							       "pow.done");
+	LLVMBuildBr(B, head);
+	LLVMPositionBuilderAtEnd(B, head);
+	LLVMValueRef r = LLVMBuildPhi(B, ty, "r");
+	LLVMValueRef x = LLVMBuildPhi(B, ty, "x");
+	LLVMValueRef e = LLVMBuildPhi(B, ty, "e");
+	LLVMAddIncoming(r, &one, &pre, 1);
+	LLVMAddIncoming(x, &a, &pre, 1);
+	LLVMAddIncoming(e, &e0, &pre, 1);
+	LLVMBuildCondBr(B, LLVMBuildICmp(B, LLVMIntNE, e, zero, ""), step,
+			done);
+	LLVMPositionBuilderAtEnd(B, step);
+	LLVMValueRef odd = LLVMBuildICmp(B, LLVMIntNE,
+					 LLVMBuildAnd(B, e, one, ""), zero, "");
+	LLVMValueRef r2 = LLVMBuildSelect(B, odd, LLVMBuildMul(B, r, x, ""), r,
+					  "");
+	LLVMValueRef x2 = LLVMBuildMul(B, x, x, "");
+	LLVMValueRef e2 = LLVMBuildLShr(B, e, one, "");
+	LLVMBuildBr(B, head);
+	LLVMAddIncoming(r, &r2, &step, 1);
+	LLVMAddIncoming(x, &x2, &step, 1);
+	LLVMAddIncoming(e, &e2, &step, 1);
+	LLVMPositionBuilderAtEnd(B, done);
+	LLVMValueRef bodd = LLVMBuildICmp(B, LLVMIntNE,
+					  LLVMBuildAnd(B, b, one, ""), zero, "");
+	LLVMValueRef nr = LLVMBuildSelect(B,
+		LLVMBuildICmp(B, LLVMIntEQ, a, one, ""), one,
+		LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntEQ, a, m1, ""),
+				LLVMBuildSelect(B, bodd, m1, one, ""), zero, ""),
+		"");
+	return LLVMBuildSelect(B, neg, nr, r, "");
+}
+
+/* a cmp b as a bool (i8 0/1), both of dtype t: IEEE comparisons (NaN is
+ * unequal to everything, != is true), signed integers, bool as 0/1. */
+static LLVMValueRef
+compare(CgCtx *C, OpKind op, TfgDtype t, LLVMValueRef a, LLVMValueRef b)
+{
+	static const LLVMRealPredicate fp[] = {
+		[OP_equal] = LLVMRealOEQ, [OP_not_equal] = LLVMRealUNE,
+		[OP_less] = LLVMRealOLT, [OP_less_equal] = LLVMRealOLE,
+		[OP_greater] = LLVMRealOGT, [OP_greater_equal] = LLVMRealOGE};
+	static const LLVMIntPredicate ip[] = {
+		[OP_equal] = LLVMIntEQ, [OP_not_equal] = LLVMIntNE,
+		[OP_less] = LLVMIntSLT, [OP_less_equal] = LLVMIntSLE,
+		[OP_greater] = LLVMIntSGT, [OP_greater_equal] = LLVMIntSGE};
+	LLVMValueRef r = is_float(t) ? LLVMBuildFCmp(C->b, fp[op], a, b, "")
+				     : LLVMBuildICmp(C->b, ip[op], a, b, "");
+	return LLVMBuildZExt(C->b, r, C->i8, "");
+}
+
 /* a op b, both already of dtype t. */
 static LLVMValueRef
 arith(CgCtx *C, OpKind op, TfgDtype t, LLVMValueRef a, LLVMValueRef b)
 {
 	LLVMBuilderRef B = C->b;
-	LLVMValueRef r;
+	LLVMValueRef r, ab[2] = {a, b};
 	if (is_float(t)) {
 		switch (op) {
+		case OP_pow: return libm_call(C, "pow", ab, 2);
+		case OP_maximum: return intrinsic(C, "llvm.maximum", ab, 2);
+		case OP_minimum: return intrinsic(C, "llvm.minimum", ab, 2);
 		case OP_add: return LLVMBuildFAdd(B, a, b, "");
 		case OP_sub: return LLVMBuildFSub(B, a, b, "");
 		case OP_mul: return LLVMBuildFMul(B, a, b, "");
@@ -232,6 +398,15 @@ arith(CgCtx *C, OpKind op, TfgDtype t, LLVMValueRef a, LLVMValueRef b)
 	case OP_sub: r = LLVMBuildSub(B, a, b, ""); break;
 	case OP_mul: r = LLVMBuildMul(B, a, b, ""); break;
 	case OP_div: r = int_divmod(C, a, b, 0); break;
+	case OP_pow: r = int_pow(C, a, b); break;
+	case OP_maximum:
+		r = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntSGT, a, b, ""),
+				    a, b, "");
+		break;
+	case OP_minimum:
+		r = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntSLT, a, b, ""),
+				    a, b, "");
+		break;
 	default: r = int_divmod(C, a, b, 1); break;
 	}
 	/* bool (rejected by the checker): keep 0/1 */
@@ -485,60 +660,45 @@ body_binary(CgCtx *C, const Nest *L, LLVMValueRef *off, LLVMValueRef acc)
 	return acc;
 }
 
-static int
-emit_binary(CgCtx *C, IrNode *n)
+/* Comparisons: the operands have one dtype (the checker converts them),
+ * the result is bool. */
+static LLVMValueRef
+body_compare(CgCtx *C, const Nest *L, LLVMValueRef *off, LLVMValueRef acc)
 {
-	Nest L = {0};
-	if (n->nin != 2)
-		return cg_fail(C, n, "binary op needs two inputs");
-	for (int k = 0; k < 2; k++)
-		if (n->in[k]->shape.rank > n->shape.rank)
-			return cg_fail(C, n, "input rank above output rank");
-	L.rank = n->shape.rank;
-	memcpy(L.dim, n->shape.dims, sizeof L.dim);
-	L.nop = 3;
-	L.n = n;
-	L.body = body_binary;
-	L.base[0] = buf(C, n);
-	L.base[1] = buf(C, n->in[0]);
-	L.base[2] = buf(C, n->in[1]);
-	nest_broadcast(&L, 0, &n->shape);
-	nest_broadcast(&L, 1, &n->in[0]->shape);
-	nest_broadcast(&L, 2, &n->in[1]->shape);
-	nest_emit(C, &L);
-	return 0;
+	const IrNode *n = L->n;
+	TfgDtype t = n->in[0]->dtype;
+	LLVMValueRef a = load_at(C, t, L->base[1], off[1]);
+	LLVMValueRef b = load_at(C, n->in[1]->dtype, L->base[2], off[2]);
+	b = cvt(C, b, n->in[1]->dtype, t);
+	store_at(C, TFG_BOOL, L->base[0], off[0], compare(C, n->op, t, a, b));
+	return acc;
 }
 
-int
-cpu_emit_add(CgCtx *C, IrNode *n)
+static LLVMValueRef
+body_where(CgCtx *C, const Nest *L, LLVMValueRef *off, LLVMValueRef acc)
 {
-	return emit_binary(C, n);
+	const IrNode *n = L->n;
+	TfgDtype t = n->dtype;
+	LLVMValueRef c = load_at(C, n->in[0]->dtype, L->base[1], off[1]);
+	LLVMValueRef a = load_at(C, n->in[1]->dtype, L->base[2], off[2]);
+	LLVMValueRef b = load_at(C, n->in[2]->dtype, L->base[3], off[3]);
+	c = LLVMBuildICmp(C->b, LLVMIntNE, c, LLVMConstNull(LLVMTypeOf(c)),
+			  "");
+	a = cvt(C, a, n->in[1]->dtype, t);
+	b = cvt(C, b, n->in[2]->dtype, t);
+	store_at(C, t, L->base[0], off[0], LLVMBuildSelect(C->b, c, a, b, ""));
+	return acc;
 }
 
-int
-cpu_emit_sub(CgCtx *C, IrNode *n)
+static LLVMValueRef
+body_unary(CgCtx *C, const Nest *L, LLVMValueRef *off, LLVMValueRef acc)
 {
-	return emit_binary(C, n);
+	const IrNode *n = L->n;
+	TfgDtype it = n->in[0]->dtype, t = n->dtype;
+	LLVMValueRef a = cvt(C, load_at(C, it, L->base[1], off[1]), it, t);
+	store_at(C, t, L->base[0], off[0], unary(C, n->op, t, a));
+	return acc;
 }
-
-int
-cpu_emit_mul(CgCtx *C, IrNode *n)
-{
-	return emit_binary(C, n);
-}
-
-int
-cpu_emit_div(CgCtx *C, IrNode *n)
-{
-	return emit_binary(C, n);
-}
-
-int
-cpu_emit_mod(CgCtx *C, IrNode *n)
-{
-	return emit_binary(C, n);
-}
-
 
 static LLVMValueRef
 body_copy(CgCtx *C, const Nest *L, LLVMValueRef *off, LLVMValueRef acc)
@@ -563,42 +723,174 @@ body_neg(CgCtx *C, const Nest *L, LLVMValueRef *off, LLVMValueRef acc)
 	return acc;
 }
 
-int
-cpu_emit_cast(CgCtx *C, IrNode *n)
+/* One loop nest over n's shape; each of the nin inputs is broadcast to
+ * it (spec §6.1) and body computes one element. */
+static int
+emit_elem(CgCtx *C, IrNode *n, int nin, NestBody body)
 {
 	Nest L = {0};
-	if (n->nin != 1 || n->in[0]->shape.rank > n->shape.rank)
-		return cg_fail(C, n, "cast needs one input of its shape");
+	if (n->nin != nin || nin + 1 > CG_MAX_OPS)
+		return cg_fail(C, n, "wrong number of inputs");
+	for (int k = 0; k < nin; k++)
+		if (n->in[k]->shape.rank > n->shape.rank)
+			return cg_fail(C, n, "input rank above output rank");
 	L.rank = n->shape.rank;
 	memcpy(L.dim, n->shape.dims, sizeof L.dim);
-	L.nop = 2;
+	L.nop = nin + 1;
 	L.n = n;
-	L.body = body_copy;
+	L.body = body;
 	L.base[0] = buf(C, n);
-	L.base[1] = buf(C, n->in[0]);
 	nest_broadcast(&L, 0, &n->shape);
-	nest_broadcast(&L, 1, &n->in[0]->shape);
+	for (int k = 0; k < nin; k++) {
+		L.base[k + 1] = buf(C, n->in[k]);
+		nest_broadcast(&L, k + 1, &n->in[k]->shape);
+	}
 	nest_emit(C, &L);
 	return 0;
 }
 
 int
+cpu_emit_add(CgCtx *C, IrNode *n)
+{
+	return emit_elem(C, n, 2, body_binary);
+}
+
+int
+cpu_emit_sub(CgCtx *C, IrNode *n)
+{
+	return emit_elem(C, n, 2, body_binary);
+}
+
+int
+cpu_emit_mul(CgCtx *C, IrNode *n)
+{
+	return emit_elem(C, n, 2, body_binary);
+}
+
+int
+cpu_emit_div(CgCtx *C, IrNode *n)
+{
+	return emit_elem(C, n, 2, body_binary);
+}
+
+int
+cpu_emit_mod(CgCtx *C, IrNode *n)
+{
+	return emit_elem(C, n, 2, body_binary);
+}
+
+int
+cpu_emit_pow(CgCtx *C, IrNode *n)
+{
+	return emit_elem(C, n, 2, body_binary);
+}
+
+int
+cpu_emit_maximum(CgCtx *C, IrNode *n)
+{
+	return emit_elem(C, n, 2, body_binary);
+}
+
+int
+cpu_emit_minimum(CgCtx *C, IrNode *n)
+{
+	return emit_elem(C, n, 2, body_binary);
+}
+
+int
+cpu_emit_equal(CgCtx *C, IrNode *n)
+{
+	return emit_elem(C, n, 2, body_compare);
+}
+
+int
+cpu_emit_not_equal(CgCtx *C, IrNode *n)
+{
+	return emit_elem(C, n, 2, body_compare);
+}
+
+int
+cpu_emit_less(CgCtx *C, IrNode *n)
+{
+	return emit_elem(C, n, 2, body_compare);
+}
+
+int
+cpu_emit_less_equal(CgCtx *C, IrNode *n)
+{
+	return emit_elem(C, n, 2, body_compare);
+}
+
+int
+cpu_emit_greater(CgCtx *C, IrNode *n)
+{
+	return emit_elem(C, n, 2, body_compare);
+}
+
+int
+cpu_emit_greater_equal(CgCtx *C, IrNode *n)
+{
+	return emit_elem(C, n, 2, body_compare);
+}
+
+int
+cpu_emit_where(CgCtx *C, IrNode *n)
+{
+	return emit_elem(C, n, 3, body_where);
+}
+
+int
 cpu_emit_neg(CgCtx *C, IrNode *n)
 {
-	Nest L = {0};
-	if (n->nin != 1 || n->in[0]->shape.rank > n->shape.rank)
-		return cg_fail(C, n, "neg needs one input of its shape");
-	L.rank = n->shape.rank;
-	memcpy(L.dim, n->shape.dims, sizeof L.dim);
-	L.nop = 2;
-	L.n = n;
-	L.body = body_neg;
-	L.base[0] = buf(C, n);
-	L.base[1] = buf(C, n->in[0]);
-	nest_broadcast(&L, 0, &n->shape);
-	nest_broadcast(&L, 1, &n->in[0]->shape);
-	nest_emit(C, &L);
-	return 0;
+	return emit_elem(C, n, 1, body_neg);
+}
+
+int
+cpu_emit_cast(CgCtx *C, IrNode *n)
+{
+	return emit_elem(C, n, 1, body_copy);
+}
+
+int
+cpu_emit_exp(CgCtx *C, IrNode *n)
+{
+	return emit_elem(C, n, 1, body_unary);
+}
+
+int
+cpu_emit_log(CgCtx *C, IrNode *n)
+{
+	return emit_elem(C, n, 1, body_unary);
+}
+
+int
+cpu_emit_sqrt(CgCtx *C, IrNode *n)
+{
+	return emit_elem(C, n, 1, body_unary);
+}
+
+int
+cpu_emit_tanh(CgCtx *C, IrNode *n)
+{
+	return emit_elem(C, n, 1, body_unary);
+}
+
+int
+cpu_emit_sigmoid(CgCtx *C, IrNode *n)
+{
+	return emit_elem(C, n, 1, body_unary);
+}
+
+int
+cpu_emit_relu(CgCtx *C, IrNode *n)
+{
+	return emit_elem(C, n, 1, body_unary);
+}
+
+int
+cpu_emit_abs(CgCtx *C, IrNode *n)
+{
+	return emit_elem(C, n, 1, body_unary);
 }
 
 static LLVMValueRef

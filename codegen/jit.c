@@ -11,6 +11,7 @@
  *                   tfg_rt_send are absolute symbols (or the test fakes in
  *                   CgOptions); libc's fmod, fmodf, memcpy, memset and
  *                   memmove (which LLVM may call for frem or copy loops)
+ *                   and the libm functions of process_filter's list
  *                   come from the process, and nothing else does.
  *
  * A CgJit owns the LLJIT, which owns the code: parts[].fn stay valid until
@@ -182,8 +183,13 @@ cg_emit_llvm(FILE *out, const Program *p, int task, const CgOptions *o)
 static int
 process_filter(void *ctx, LLVMOrcSymbolStringPoolEntryRef sym)
 {
-	static const char *const ok[] = {"fmod", "fmodf", "memcpy", "memset",
-					 "memmove"};
+	static const char *const ok[] = {
+		"fmod", "fmodf", "memcpy", "memset", "memmove",
+		/* libm, for the elementwise functions (codegen/cpu.c), and
+		   what LLVM's library-call simplifier may turn them into */
+		"exp", "expf", "log", "logf", "tanh", "tanhf", "pow", "powf",
+		"sqrt", "sqrtf", "exp2", "exp2f", "exp10", "exp10f", "ldexp",
+		"ldexpf", "fabs", "fabsf"};
 	const char *s = LLVMOrcSymbolStringPoolEntryStr(sym);
 	char prefix = *(const char *)ctx;
 	if (prefix && *s == prefix)

@@ -278,6 +278,13 @@ device_of(Checker *c, AstNode *s, Device outer, Device *out)
 
 static Lit lit_of(const AstNode *e);
 
+/* == != < <= > >= */
+static int
+is_compare(int tk)
+{
+	return tk >= TK_EQ && tk <= TK_GE;
+}
+
 /* Arithmetic on two numeric literals is a literal (spec §5.3), computed
  * as Python computes on its scalars but with the language's integer
  * rules: 64-bit wrapping, floor division and modulo, x / 0 = 0. */
@@ -356,7 +363,9 @@ lit_of(const AstNode *e)
 			l.kind = 0; /* -true is not a literal */
 		break;
 	case AST_BINARY:
-		l = lit_fold(e->op, lit_of(e->a), lit_of(e->b));
+		/* a comparison is an op, never a literal */
+		if (!is_compare(e->op))
+			l = lit_fold(e->op, lit_of(e->a), lit_of(e->b));
 		break;
 	default:
 		break;
@@ -554,6 +563,12 @@ op_spelling(int tk)
 	case TK_STAR: return "*";
 	case TK_SLASH: return "/";
 	case TK_PERCENT: return "%";
+	case TK_EQ: return "==";
+	case TK_NE: return "!=";
+	case TK_LT: return "<";
+	case TK_LE: return "<=";
+	case TK_GT: return ">";
+	case TK_GE: return ">=";
 	}
 	return "?";
 }
@@ -572,51 +587,198 @@ cast_to(Checker *c, IrNode *x, TfgDtype t)
 	return n;
 }
 
-static IrNode *
-binary(Checker *c, AstNode *e)
+/* Two operands of an elementwise op (an operator when op_tk is not 0,
+ * else the function `name`), promoted together by spec §5.4 with literals
+ * weak, converted to the result dtype *t and broadcast (§6.1) to *s.
+ * bools: 0 refuses bool operands, 1 allows two bools (never a bool with a
+ * number).  Returns 0, or -1 after reporting at e. */
+static int
+operands(Checker *c, AstNode *e, int op_tk, const char *name, AstNode *ea,
+	 AstNode *eb, int bools, IrNode **out, TfgDtype *t, TfgShape *s)
 {
-	static const OpKind ops[] = {[TK_PLUS] = OP_add, [TK_MINUS] = OP_sub,
-				     [TK_STAR] = OP_mul, [TK_SLASH] = OP_div,
-				     [TK_PERCENT] = OP_mod};
-	Lit la = lit_of(e->a), lb = lit_of(e->b);
-	IrNode *a = NULL, *b = NULL, *n;
-	TfgDtype ta, tb, t;
-	TfgShape s;
+	Lit la = lit_of(ea), lb = lit_of(eb);
+	IrNode *a = NULL, *b = NULL;
+	TfgDtype ta, tb;
+	const char *what = op_tk ? arena_printf(c->a, "operator '%s'",
+						op_spelling(op_tk))
+				 : arena_printf(c->a, "'%s'", name);
 
-	if (!la.kind && !(a = expr_graph(c, e->a)))
-		return NULL;
-	if (!lb.kind && !(b = expr_graph(c, e->b)))
-		return NULL;
+	if (!la.kind && !(a = expr_graph(c, ea)))
+		return -1;
+	if (!lb.kind && !(b = expr_graph(c, eb)))
+		return -1;
 	ta = a ? a->dtype : lit_default(la);
 	tb = b ? b->dtype : lit_default(lb);
-	if (ta == TFG_BOOL || tb == TFG_BOOL) {
-		diag_error(c->d, e->loc,
-			   "operator '%s' does not take bool operands",
-			   op_spelling(e->op));
-		return NULL;
+	if (!bools && (ta == TFG_BOOL || tb == TFG_BOOL)) {
+		diag_error(c->d, e->loc, "%s does not take bool operands",
+			   what);
+		return -1;
 	}
-	t = dtype_promote(ta, !a, tb, !b);
-	if (!a && !(a = lit_node(c, e->a, la, t)))
-		return NULL;
-	if (!b && !(b = lit_node(c, e->b, lb, t)))
-		return NULL;
-	if (shape_broadcast(&s, &a->shape, &b->shape) < 0) {
+	if ((ta == TFG_BOOL) != (tb == TFG_BOOL)) {
+		diag_error(c->d, e->loc, op_tk ? "%s cannot compare bool with %s"
+			   : "%s cannot mix bool and %s operands", what,
+			   tfg_dtype_name(ta == TFG_BOOL ? tb : ta));
+		return -1;
+	}
+	*t = dtype_promote(ta, !a, tb, !b);
+	if (!a && !(a = lit_node(c, ea, la, *t)))
+		return -1;
+	if (!b && !(b = lit_node(c, eb, lb, *t)))
+		return -1;
+	if (shape_broadcast(s, &a->shape, &b->shape) < 0) {
 		char sa[128], sb[128];
 		diag_error(c->d, e->loc,
 			   "operands of '%s' do not broadcast: shapes %s and "
 			   "%s",
-			   op_spelling(e->op),
+			   op_tk ? op_spelling(op_tk) : name,
 			   tfg_shape_str(sa, sizeof sa, &a->shape),
 			   tfg_shape_str(sb, sizeof sb, &b->shape));
+		return -1;
+	}
+	out[0] = cast_to(c, a, *t);
+	out[1] = cast_to(c, b, *t);
+	return 0;
+}
+
+static IrNode *
+elem_node(Checker *c, OpKind op, SrcLoc loc, IrNode **in, int nin,
+	  TfgDtype t, const TfgShape *s)
+{
+	IrNode *n = new_node(c, op, nin, loc);
+
+	for (int i = 0; i < nin; i++)
+		n->in[i] = in[i];
+	n->dtype = t;
+	n->shape = *s;
+	return n;
+}
+
+/* a op b: arithmetic (spec §5.4, §6.2, §6.3) or a comparison (§6.10). */
+static IrNode *
+binary(Checker *c, AstNode *e)
+{
+	static const OpKind ops[] = {
+		[TK_PLUS] = OP_add,     [TK_MINUS] = OP_sub,
+		[TK_STAR] = OP_mul,     [TK_SLASH] = OP_div,
+		[TK_PERCENT] = OP_mod,  [TK_EQ] = OP_equal,
+		[TK_NE] = OP_not_equal, [TK_LT] = OP_less,
+		[TK_LE] = OP_less_equal, [TK_GT] = OP_greater,
+		[TK_GE] = OP_greater_equal};
+	int cmp = is_compare(e->op);
+	IrNode *in[2];
+	TfgDtype t;
+	TfgShape s;
+
+	if (operands(c, e, e->op, NULL, e->a, e->b,
+		     e->op == TK_EQ || e->op == TK_NE, in, &t, &s) < 0)
+		return NULL;
+	return elem_node(c, ops[e->op], e->loc, in, 2, cmp ? TFG_BOOL : t, &s);
+}
+
+static int dtype_named(const char *s, TfgDtype *t);
+
+/* cast(x, DTYPE) (spec §6.12): DTYPE is a dtype name, not a value. */
+static IrNode *
+call_cast(Checker *c, AstNode *e)
+{
+	AstNode *d = e->n == 2 ? e->list[1] : NULL;
+	IrNode *x, *n;
+	TfgDtype t;
+
+	if (e->n != 2) {
+		diag_error(c->d, e->loc, "'cast' expects 2 arguments, got %d",
+			   e->n);
 		return NULL;
 	}
-	a = cast_to(c, a, t);
-	b = cast_to(c, b, t);
-	n = new_node(c, ops[e->op], 2, e->loc);
-	n->in[0] = a;
-	n->in[1] = b;
-	n->dtype = t;
-	n->shape = s;
+	if (d->kind != AST_NAME) {
+		diag_error(c->d, d->loc, "the second argument of 'cast' must "
+			   "be a dtype: bool, i32, i64, f32 or f64");
+		return NULL;
+	}
+	if (dtype_named(d->name, &t) < 0) {
+		diag_error(c->d, d->loc, "unknown dtype '%s' (expected bool, "
+			   "i32, i64, f32 or f64)", d->name);
+		return NULL;
+	}
+	if (!(x = expr_graph(c, e->list[0])))
+		return NULL;
+	if (x->dtype == t)
+		return x;
+	n = elem_node(c, OP_cast, e->loc, &x, 1, t, &x->shape);
+	return n;
+}
+
+/* exp log sqrt tanh sigmoid take floats; relu abs numbers (spec §6.8). */
+static IrNode *
+call_unary(Checker *c, AstNode *e, OpKind op)
+{
+	IrNode *x = expr_graph(c, e->list[0]);
+
+	if (!x)
+		return NULL;
+	if (op != OP_relu && op != OP_abs && !dtype_is_float(x->dtype)) {
+		diag_error(c->d, e->loc, "'%s' takes a float tensor, "
+			   "got %s", e->name,
+			   ir_type_str(c->a, x->dtype, &x->shape));
+		return NULL;
+	}
+	if (x->dtype == TFG_BOOL) {
+		diag_error(c->d, e->loc, "'%s' does not take a bool tensor",
+			   e->name);
+		return NULL;
+	}
+	return elem_node(c, op, e->loc, &x, 1, x->dtype, &x->shape);
+}
+
+/* where(cond, a, b) (spec §6.11): a and b promoted together, all three
+ * broadcast together. */
+static IrNode *
+call_where(Checker *c, AstNode *e)
+{
+	IrNode *in[3], *cond;
+	TfgDtype t;
+	TfgShape s, s3;
+	char sa[128], sb[128];
+
+	if (!(cond = expr_graph(c, e->list[0])))
+		return NULL;
+	if (cond->dtype != TFG_BOOL) {
+		diag_error(c->d, e->loc, "the condition of 'where' "
+			   "must be bool, got %s",
+			   ir_type_str(c->a, cond->dtype, &cond->shape));
+		return NULL;
+	}
+	if (operands(c, e, 0, "where", e->list[1], e->list[2], 1, in + 1, &t,
+		     &s) < 0)
+		return NULL;
+	if (shape_broadcast(&s3, &cond->shape, &s) < 0) {
+		diag_error(c->d, e->loc, "operands of 'where' do not "
+			   "broadcast: shapes %s and %s",
+			   tfg_shape_str(sa, sizeof sa, &cond->shape),
+			   tfg_shape_str(sb, sizeof sb, &s));
+		return NULL;
+	}
+	in[0] = cond;
+	return elem_node(c, OP_where, e->loc, in, 3, t, &s3);
+}
+
+static IrNode *
+call_reduce(Checker *c, AstNode *e, OpKind op)
+{
+	IrNode *x, *n;
+
+	if (!(x = expr_graph(c, e->list[0])))
+		return NULL;
+	if (x->dtype == TFG_BOOL) {
+		diag_error(c->d, e->list[0]->loc,
+			   "'%s' does not take a bool tensor", e->name);
+		return NULL;
+	}
+	n = new_node(c, op, 1, e->loc);
+	n->in[0] = x;
+	n->dtype = x->dtype;
+	n->shape.rank = 0;
+	n->axes = (1u << x->shape.rank) - 1;
 	return n;
 }
 
@@ -624,7 +786,9 @@ static IrNode *
 call_graph(Checker *c, AstNode *e)
 {
 	int op = op_lookup(e->name);
-	IrNode *x, *n;
+	IrNode *in[2];
+	TfgDtype t;
+	TfgShape s;
 
 	if (strcmp(e->name, "run") == 0 || strcmp(e->name, "load") == 0) {
 		diag_error(c->d, e->a->loc,
@@ -648,25 +812,25 @@ call_graph(Checker *c, AstNode *e)
 			return NULL;
 		}
 	}
+	if (op == OP_cast)
+		return call_cast(c, e);
 	if (e->n != op_info[op].nin) {
 		diag_error(c->d, e->loc, "'%s' expects %d argument%s, got %d",
 			   e->name, op_info[op].nin,
 			   op_info[op].nin == 1 ? "" : "s", e->n);
 		return NULL;
 	}
-	if (!(x = expr_graph(c, e->list[0])))
+	if (op_info[op].flags & OPF_REDUCE)
+		return call_reduce(c, e, (OpKind)op);
+	if (op == OP_where)
+		return call_where(c, e);
+	if (op_info[op].nin == 1)
+		return call_unary(c, e, (OpKind)op);
+	/* pow maximum minimum: as the arithmetic operators (spec §6.9) */
+	if (operands(c, e, 0, e->name, e->list[0], e->list[1], 0, in, &t,
+		     &s) < 0)
 		return NULL;
-	if (x->dtype == TFG_BOOL) {
-		diag_error(c->d, e->list[0]->loc,
-			   "'%s' does not take a bool tensor", e->name);
-		return NULL;
-	}
-	n = new_node(c, (OpKind)op, 1, e->loc);
-	n->in[0] = x;
-	n->dtype = x->dtype;
-	n->shape.rank = 0;
-	n->axes = (1u << x->shape.rank) - 1;
-	return n;
+	return elem_node(c, (OpKind)op, e->loc, in, 2, t, &s);
 }
 
 /* An index component that must be a static integer. */
@@ -1270,9 +1434,12 @@ sexpr(Checker *c, AstNode *e)
 		x->args[0] = a;
 		return x;
 	case AST_BINARY:
-		if (e->op == TK_PERCENT) {
-			diag_error(c->d, e->loc, "operator '%%' is not "
-				   "available in session expressions");
+		if (e->op == TK_PERCENT || is_compare(e->op)) {
+			diag_error(c->d, e->loc, "operator '%s' is not "
+				   "available in session expressions%s",
+				   op_spelling(e->op), e->op == TK_PERCENT ? ""
+				   : ": compare in the graph and fetch the "
+				     "result with run()");
 			return NULL;
 		}
 		a = sexpr(c, e->a);

@@ -65,6 +65,12 @@ static const TokName tok_names[] = {
 	[TK_STAR] = {"STAR", "'*'"},
 	[TK_SLASH] = {"SLASH", "'/'"},
 	[TK_PERCENT] = {"PERCENT", "'%'"},
+	[TK_EQ] = {"EQ", "'=='"},
+	[TK_NE] = {"NE", "'!='"},
+	[TK_LT] = {"LT", "'<'"},
+	[TK_LE] = {"LE", "'<='"},
+	[TK_GT] = {"GT", "'>'"},
+	[TK_GE] = {"GE", "'>='"},
 };
 
 enum { NTOKNAMES = sizeof tok_names / sizeof tok_names[0] };
@@ -301,7 +307,8 @@ expected_names(const int *exp, int n, const char **names, int drop_ops)
 			continue;
 		if (drop_ops && (t == TK_PLUS || t == TK_MINUS ||
 				 t == TK_STAR || t == TK_SLASH ||
-				 t == TK_PERCENT || t == TK_LBRACKET))
+				 t == TK_PERCENT || t == TK_LBRACKET ||
+				 (t >= TK_EQ && t <= TK_GE)))
 			continue;
 		if (is_stmt_end && (t == TK_SEMI || t == TK_RBRACE || t == 0))
 			continue;

@@ -362,6 +362,12 @@ lex_next(Lexer *lx)
 		"/" { return lex_tok(lx, TK_SLASH, tok, YYCURSOR); }
 		"%" { return lex_tok(lx, TK_PERCENT, tok, YYCURSOR); }
 		".." { return lex_tok(lx, TK_DOTDOT, tok, YYCURSOR); }
+		"==" { return lex_tok(lx, TK_EQ, tok, YYCURSOR); }
+		"!=" { return lex_tok(lx, TK_NE, tok, YYCURSOR); }
+		"<" { return lex_tok(lx, TK_LT, tok, YYCURSOR); }
+		"<=" { return lex_tok(lx, TK_LE, tok, YYCURSOR); }
+		">" { return lex_tok(lx, TK_GT, tok, YYCURSOR); }
+		">=" { return lex_tok(lx, TK_GE, tok, YYCURSOR); }
 
 		* {
 			lx->cur = (const char *)lex_bad_char(lx, tok);

@@ -142,6 +142,7 @@ lang_parser_rearm(void *p)
 %token LPAREN RPAREN LBRACKET RBRACKET LBRACE RBRACE.
 %token COMMA COLON ASSIGN DOTDOT.
 %token PLUS MINUS STAR SLASH PERCENT.
+%token EQ NE LT LE GT GE.
 
 /* ------------------------------------------------------------ statements */
 
@@ -253,9 +254,29 @@ exprlist(A) ::= exprlist(L) COMMA expr(E). { A = add(ps, L, E); }
 
 /* ---------------------------------------------------------- expressions */
 
-expr(A) ::= expr(L) PLUS(O) term(R). { A = binary(ps, L, &O, R); }
-expr(A) ::= expr(L) MINUS(O) term(R). { A = binary(ps, L, &O, R); }
-expr(A) ::= term(T). { A = T; }
+/* Comparisons bind loosest and do not chain (spec §3.2): `a < b < c`
+ * parses, as (a < b) < c, only to be reported. */
+expr(A) ::= sum(S). { A = S; }
+expr(A) ::= cmp(C). { A = C; }
+
+%type cmpop {Token}
+cmpop(A) ::= EQ(O). { A = O; }
+cmpop(A) ::= NE(O). { A = O; }
+cmpop(A) ::= LT(O). { A = O; }
+cmpop(A) ::= LE(O). { A = O; }
+cmpop(A) ::= GT(O). { A = O; }
+cmpop(A) ::= GE(O). { A = O; }
+
+cmp(A) ::= sum(L) cmpop(O) sum(R). { A = binary(ps, L, &O, R); }
+cmp(A) ::= cmp(L) cmpop(O) sum(R). {
+	diag_error(ps->d, O.loc, "comparisons cannot be chained: put the "
+		   "first one in parentheses");
+	A = binary(ps, L, &O, R);
+}
+
+sum(A) ::= sum(L) PLUS(O) term(R). { A = binary(ps, L, &O, R); }
+sum(A) ::= sum(L) MINUS(O) term(R). { A = binary(ps, L, &O, R); }
+sum(A) ::= term(T). { A = T; }
 
 term(A) ::= term(L) STAR(O) unary(R). { A = binary(ps, L, &O, R); }
 term(A) ::= term(L) SLASH(O) unary(R). { A = binary(ps, L, &O, R); }
