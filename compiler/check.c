@@ -4,8 +4,9 @@
  * One walk over the program in source order: the cluster first (device
  * strings are checked against it wherever it stands), then every
  * statement.  Graph statements make IrNodes with dtype, shape and the
- * device their enclosing blocks request; session statements are lowered
- * to the runtime's RtStmt/RtExpr with one IrSig per distinct run(...).
+ * device their enclosing blocks request; session blocks are handed to
+ * compiler/session.c, which lowers them to the runtime's RtStmt/RtExpr
+ * with one IrSig per distinct run(...).
  *
  * Names resolve in order.  A pre-scan records every definition so that a
  * use before its definition can point at both places.  Literals written
@@ -20,41 +21,13 @@
 #include "compiler/compiler_int.h"
 #include "lang/parse.h"
 
-typedef struct Sym {
-	const char *name;
-	SrcLoc loc;
-	IrNode *node; /* graph value */
-	int slot;     /* session loop variable (node == NULL) */
-} Sym;
-
-typedef struct Checker {
-	Program *p;
-	Diag *d;
-	Arena *a;
-	PtrVec syms;   /* Sym *: graph names defined so far */
-	PtrVec defs;   /* Sym *: every definition, from the pre-scan */
-	PtrVec locals; /* Sym *: loop variables in scope */
-	Device dev;    /* merged device of the enclosing blocks */
-	int nslot;     /* loop variables of the current session */
-	int client;    /* task of the current session */
-	PtrVec sigs;   /* IrSig * */
-	PtrVec sessions;
-	const AstNode *cluster;
-} Checker;
-
-/* A literal's value: AST_INT, AST_FLOAT, AST_BOOL, or - of one. */
-typedef struct Lit {
-	int kind; /* 0 none, 1 int, 2 float, 3 bool */
-	int64_t i;
-	double f;
-} Lit;
 
 static IrNode *expr_graph(Checker *c, AstNode *e);
 
 /* ---------------------------------------------------------------- names */
 
-static Sym *
-find(PtrVec *v, const char *name)
+Sym *
+check_find(PtrVec *v, const char *name)
 {
 	for (int i = v->n - 1; i >= 0; i--) {
 		Sym *s = v->v[i];
@@ -72,7 +45,7 @@ prescan(Checker *c, AstNode *n)
 		if (s->kind == AST_DEVICE) {
 			prescan(c, s);
 		} else if ((s->kind == AST_ASSIGN || s->kind == AST_INPUT) &&
-			   !find(&c->defs, s->name)) {
+			   !check_find(&c->defs, s->name)) {
 			Sym *d = arena_alloc(c->a, sizeof *d);
 			d->name = s->name;
 			d->loc = s->tok.loc;
@@ -81,14 +54,14 @@ prescan(Checker *c, AstNode *n)
 	}
 }
 
-static IrNode *
-lookup_graph(Checker *c, AstNode *e)
+IrNode *
+check_lookup(Checker *c, AstNode *e)
 {
-	Sym *s = find(&c->syms, e->name), *later;
+	Sym *s = check_find(&c->syms, e->name), *later;
 
 	if (s)
 		return s->node;
-	if ((later = find(&c->defs, e->name)) != NULL) {
+	if ((later = check_find(&c->defs, e->name)) != NULL) {
 		diag_error(c->d, e->loc, "'%s' is used before it is defined",
 			   e->name);
 		diag_note(c->d, later->loc, "'%s' is defined here", e->name);
@@ -101,7 +74,7 @@ lookup_graph(Checker *c, AstNode *e)
 static int
 define(Checker *c, const char *name, SrcLoc loc, IrNode *node)
 {
-	Sym *old = find(&c->syms, name), *s;
+	Sym *old = check_find(&c->syms, name), *s;
 
 	if (old) {
 		diag_error(c->d, loc, "redefinition of '%s'", name);
@@ -219,8 +192,8 @@ default_cluster(Checker *c)
 
 /* Parses the device string of s (an AST_STRING) and checks it names what
  * the cluster has, merged with `outer`.  Returns 0 and *out, or -1. */
-static int
-device_of(Checker *c, AstNode *s, Device outer, Device *out)
+int
+check_device_of(Checker *c, AstNode *s, Device outer, Device *out)
 {
 	const char *err;
 	int off;
@@ -276,11 +249,9 @@ device_of(Checker *c, AstNode *s, Device outer, Device *out)
 
 /* ------------------------------------------------------------- literals */
 
-static Lit lit_of(const AstNode *e);
-
 /* == != < <= > >= */
-static int
-is_compare(int tk)
+int
+check_is_compare(int tk)
 {
 	return tk >= TK_EQ && tk <= TK_GE;
 }
@@ -338,8 +309,8 @@ lit_fold(int op, Lit a, Lit b)
 	return r;
 }
 
-static Lit
-lit_of(const AstNode *e)
+Lit
+check_lit_of(const AstNode *e)
 {
 	Lit l = {0, 0, 0};
 
@@ -354,7 +325,7 @@ lit_of(const AstNode *e)
 		l.kind = 3, l.i = e->ival;
 		break;
 	case AST_UNARY:
-		l = lit_of(e->a);
+		l = check_lit_of(e->a);
 		if (l.kind == 1)
 			l.i = (int64_t)(0 - (uint64_t)l.i);
 		else if (l.kind == 2)
@@ -364,8 +335,8 @@ lit_of(const AstNode *e)
 		break;
 	case AST_BINARY:
 		/* a comparison is an op, never a literal */
-		if (!is_compare(e->op))
-			l = lit_fold(e->op, lit_of(e->a), lit_of(e->b));
+		if (!check_is_compare(e->op))
+			l = lit_fold(e->op, check_lit_of(e->a), check_lit_of(e->b));
 		break;
 	default:
 		break;
@@ -384,8 +355,8 @@ lit_default(Lit l)
 }
 
 /* Stores literal l as dtype t at dst; -1 (reported) when it does not fit. */
-static int
-lit_store(Checker *c, SrcLoc loc, Lit l, TfgDtype t, void *dst)
+int
+check_lit_store(Checker *c, SrcLoc loc, Lit l, TfgDtype t, void *dst)
 {
 	double f = l.kind == 2 ? l.f : (double)l.i;
 
@@ -448,7 +419,7 @@ lit_node(Checker *c, AstNode *e, Lit l, TfgDtype t)
 
 	n->dtype = t;
 	n->data = arena_alloc(c->a, 8);
-	if (lit_store(c, e->loc, l, t, n->data) < 0)
+	if (check_lit_store(c, e->loc, l, t, n->data) < 0)
 		return NULL;
 	return n;
 }
@@ -464,7 +435,7 @@ tensor_walk(Checker *c, AstNode *e, int depth, TfgShape *s, PtrVec *elems)
 				   "expected a list here");
 			return -1;
 		}
-		if (lit_of(e).kind == 0) {
+		if (check_lit_of(e).kind == 0) {
 			diag_error(c->d, e->loc,
 				   "tensor literal elements must be numbers "
 				   "or booleans");
@@ -504,8 +475,8 @@ tensor_walk(Checker *c, AstNode *e, int depth, TfgShape *s, PtrVec *elems)
 
 /* A tensor literal as a constant tensor of dtype t (or its own dtype when
  * t < 0), stored in the arena.  Shape in *shape. */
-static void *
-tensor_data(Checker *c, AstNode *e, int t, TfgDtype *dt, TfgShape *shape)
+void *
+check_tensor_data(Checker *c, AstNode *e, int t, TfgDtype *dt, TfgShape *shape)
 {
 	TfgShape s = {-1, {0}};
 	PtrVec elems = {0};
@@ -525,7 +496,7 @@ tensor_data(Checker *c, AstNode *e, int t, TfgDtype *dt, TfgShape *shape)
 	if (t < 0) {
 		TfgDtype best = TFG_I32;
 		for (int i = 0; i < elems.n; i++) {
-			Lit l = lit_of(elems.v[i]);
+			Lit l = check_lit_of(elems.v[i]);
 			kinds |= 1 << l.kind;
 			if (lit_default(l) == TFG_I64)
 				best = TFG_I64;
@@ -543,7 +514,7 @@ tensor_data(Checker *c, AstNode *e, int t, TfgDtype *dt, TfgShape *shape)
 	data = arena_alloc(c->a, elems.n * sz + 8);
 	for (int i = 0; i < elems.n; i++) {
 		AstNode *el = elems.v[i];
-		if (lit_store(c, el->loc, lit_of(el), (TfgDtype)t,
+		if (check_lit_store(c, el->loc, check_lit_of(el), (TfgDtype)t,
 			      data + i * sz) < 0)
 			return NULL;
 	}
@@ -554,8 +525,8 @@ tensor_data(Checker *c, AstNode *e, int t, TfgDtype *dt, TfgShape *shape)
 
 /* ---------------------------------------------------------------- graph */
 
-static const char *
-op_spelling(int tk)
+const char *
+check_op_spelling(int tk)
 {
 	switch (tk) {
 	case TK_PLUS: return "+";
@@ -596,11 +567,11 @@ static int
 operands(Checker *c, AstNode *e, int op_tk, const char *name, AstNode *ea,
 	 AstNode *eb, int bools, IrNode **out, TfgDtype *t, TfgShape *s)
 {
-	Lit la = lit_of(ea), lb = lit_of(eb);
+	Lit la = check_lit_of(ea), lb = check_lit_of(eb);
 	IrNode *a = NULL, *b = NULL;
 	TfgDtype ta, tb;
 	const char *what = op_tk ? arena_printf(c->a, "operator '%s'",
-						op_spelling(op_tk))
+						check_op_spelling(op_tk))
 				 : arena_printf(c->a, "'%s'", name);
 
 	if (!la.kind && !(a = expr_graph(c, ea)))
@@ -630,7 +601,7 @@ operands(Checker *c, AstNode *e, int op_tk, const char *name, AstNode *ea,
 		diag_error(c->d, e->loc,
 			   "operands of '%s' do not broadcast: shapes %s and "
 			   "%s",
-			   op_tk ? op_spelling(op_tk) : name,
+			   op_tk ? check_op_spelling(op_tk) : name,
 			   tfg_shape_str(sa, sizeof sa, &a->shape),
 			   tfg_shape_str(sb, sizeof sb, &b->shape));
 		return -1;
@@ -664,7 +635,7 @@ binary(Checker *c, AstNode *e)
 		[TK_NE] = OP_not_equal, [TK_LT] = OP_less,
 		[TK_LE] = OP_less_equal, [TK_GT] = OP_greater,
 		[TK_GE] = OP_greater_equal};
-	int cmp = is_compare(e->op);
+	int cmp = check_is_compare(e->op);
 	IrNode *in[2];
 	TfgDtype t;
 	TfgShape s;
@@ -837,7 +808,7 @@ call_graph(Checker *c, AstNode *e)
 static int
 static_int(Checker *c, AstNode *e, int64_t *v)
 {
-	Lit l = lit_of(e);
+	Lit l = check_lit_of(e);
 
 	if (l.kind != 1) {
 		diag_error(c->d, e->loc, "index must be an integer literal");
@@ -912,16 +883,16 @@ expr_graph(Checker *c, AstNode *e)
 	case AST_INT:
 	case AST_FLOAT:
 	case AST_BOOL:
-		l = lit_of(e);
+		l = check_lit_of(e);
 		return lit_node(c, e, l, lit_default(l));
 	case AST_NAME:
-		return lookup_graph(c, e);
+		return check_lookup(c, e);
 	case AST_TENSOR:
 		n = new_node(c, OP_const, 0, e->loc);
-		n->data = tensor_data(c, e, -1, &n->dtype, &n->shape);
+		n->data = check_tensor_data(c, e, -1, &n->dtype, &n->shape);
 		return n->data ? n : NULL;
 	case AST_UNARY:
-		if ((l = lit_of(e)).kind)
+		if ((l = check_lit_of(e)).kind)
 			return lit_node(c, e, l, lit_default(l));
 		if (!(n = expr_graph(c, e->a)))
 			return NULL;
@@ -939,7 +910,7 @@ expr_graph(Checker *c, AstNode *e)
 		}
 		return n;
 	case AST_BINARY:
-		if ((l = lit_of(e)).kind)
+		if ((l = check_lit_of(e)).kind)
 			return lit_node(c, e, l, lit_default(l));
 		return binary(c, e);
 	case AST_CALL:
@@ -1021,14 +992,13 @@ check_assign(Checker *c, AstNode *s)
 }
 
 static void check_stmts(Checker *c, AstNode *block, int top);
-static void check_session(Checker *c, AstNode *s);
 
 static void
 check_device(Checker *c, AstNode *s)
 {
 	Device saved = c->dev, d;
 
-	if (device_of(c, s->a, c->dev, &d) == 0)
+	if (check_device_of(c, s->a, c->dev, &d) == 0)
 		c->dev = d;
 	check_stmts(c, s, 0);
 	c->dev = saved;
@@ -1069,494 +1039,6 @@ check_stmts(Checker *c, AstNode *block, int top)
 		}
 	}
 }
-
-/* ------------------------------------------------------------- sessions */
-
-static RtExpr *sexpr(Checker *c, AstNode *e);
-
-static RtExpr *
-new_expr(Checker *c, RtExprKind k, SrcLoc loc, int nargs)
-{
-	RtExpr *x = arena_alloc(c->a, sizeof *x);
-
-	x->kind = k;
-	x->where = diag_where(c->a, loc);
-	x->nargs = nargs;
-	x->args = arena_alloc(c->a, (nargs + 1) * sizeof *x->args);
-	return x;
-}
-
-static RtExpr *
-const_expr(Checker *c, SrcLoc loc, TfgDtype t, const TfgShape *s,
-	   void *data)
-{
-	RtExpr *x = new_expr(c, RT_E_CONST, loc, 0);
-	RtTensor *v = arena_alloc(c->a, sizeof *v);
-
-	v->dtype = t;
-	v->shape = *s;
-	v->nbytes = (size_t)tfg_shape_numel(s) * tfg_dtype_size(t);
-	v->data = data;
-	x->value = v;
-	return x;
-}
-
-/* The inputs the nodes in `from` depend on, sorted by id. */
-static void
-needed_inputs(Checker *c, PtrVec *from, PtrVec *inputs)
-{
-	char *seen = arena_alloc(c->a, c->p->g.nodes.n + 1);
-	PtrVec stack = {0};
-
-	for (int i = 0; i < from->n; i++)
-		vec_push(c->a, &stack, from->v[i]);
-	while (stack.n > 0) {
-		IrNode *n = stack.v[--stack.n];
-		if (seen[n->id])
-			continue;
-		seen[n->id] = 1;
-		for (int i = 0; i < n->nin; i++)
-			vec_push(c->a, &stack, n->in[i]);
-	}
-	for (int i = 0; i < c->p->g.nodes.n; i++) {
-		IrNode *n = c->p->g.nodes.v[i];
-		if (seen[i] && n->op == OP_input)
-			vec_push(c->a, inputs, n);
-	}
-}
-
-/* A feed's value: literals are converted now, to the input's dtype and
- * checked against its shape; anything else is checked when it runs. */
-static RtExpr *
-feed_value(Checker *c, AstNode *v, IrNode *in)
-{
-	char want[160], got[128];
-	Lit l = lit_of(v);
-	TfgShape s = {0, {0}};
-	TfgDtype t;
-	void *data;
-
-	snprintf(want, sizeof want, "%s%s", tfg_dtype_name(in->dtype),
-		 tfg_shape_str(got, sizeof got, &in->shape));
-	if (l.kind) {
-		if (in->shape.rank != 0) {
-			diag_error(c->d, v->loc, "feed '%s' expects %s, got a "
-				   "scalar", in->name, want);
-			return NULL;
-		}
-		data = arena_alloc(c->a, 8);
-		if (lit_store(c, v->loc, l, in->dtype, data) < 0)
-			return NULL;
-		return const_expr(c, v->loc, in->dtype, &s, data);
-	}
-	if (v->kind == AST_TENSOR) {
-		if (!(data = tensor_data(c, v, in->dtype, &t, &s)))
-			return NULL;
-		if (!tfg_shape_eq(&s, &in->shape)) {
-			diag_error(c->d, v->loc, "feed '%s' expects %s, got a "
-				   "literal of shape %s", in->name, want,
-				   tfg_shape_str(got, sizeof got, &s));
-			return NULL;
-		}
-		return const_expr(c, v->loc, t, &s, data);
-	}
-	return sexpr(c, v);
-}
-
-static int
-same_sig(const IrSig *g, int client, PtrVec *fetch, PtrVec *inputs)
-{
-	if (g->client != client || g->nfetch != fetch->n ||
-	    g->nfeed != inputs->n)
-		return 0;
-	for (int i = 0; i < fetch->n; i++)
-		if (g->fetch[i] != fetch->v[i])
-			return 0;
-	for (int i = 0; i < inputs->n; i++)
-		if (g->feed[i] != inputs->v[i])
-			return 0;
-	return 1;
-}
-
-static int
-sig_index(Checker *c, SrcLoc loc, PtrVec *fetch, PtrVec *inputs)
-{
-	IrSig *g;
-
-	for (int i = 0; i < c->sigs.n; i++)
-		if (same_sig(c->sigs.v[i], c->client, fetch, inputs))
-			return i;
-	g = arena_alloc(c->a, sizeof *g);
-	g->client = c->client;
-	g->nfetch = fetch->n;
-	g->fetch = (IrNode **)fetch->v;
-	g->nfeed = inputs->n;
-	g->feed = (IrNode **)inputs->v;
-	g->loc = loc;
-	vec_push(c->a, &c->sigs, g);
-	return c->sigs.n - 1;
-}
-
-/* The feed item for input `in`, or NULL. */
-static AstNode *
-feed_item(AstNode *feed, IrNode *in, Checker *c)
-{
-	for (int i = 0; feed && i < feed->n; i++) {
-		Sym *s = find(&c->syms, feed->list[i]->name);
-		if (s && s->node == in)
-			return feed->list[i];
-	}
-	return NULL;
-}
-
-static int
-check_feed_items(Checker *c, AstNode *feed)
-{
-	int bad = 0;
-
-	for (int i = 0; feed && i < feed->n; i++) {
-		AstNode *it = feed->list[i];
-		Sym *s = find(&c->syms, it->name);
-		if (!s) {
-			lookup_graph(c, it->a);
-			bad = 1;
-			continue;
-		}
-		if (s->node && s->node->op != OP_input) {
-			diag_error(c->d, it->a->loc, "'%s' is not an input: "
-				   "only inputs can be fed", it->name);
-			diag_note(c->d, s->loc, "'%s' is defined here",
-				  it->name);
-			bad = 1;
-		}
-		for (int j = 0; j < i; j++) {
-			if (strcmp(feed->list[j]->name, it->name) == 0) {
-				diag_error(c->d, it->a->loc,
-					   "'%s' is fed twice", it->name);
-				diag_note(c->d, feed->list[j]->a->loc,
-					  "first fed here");
-				bad = 1;
-			}
-		}
-	}
-	return bad ? -1 : 0;
-}
-
-static RtExpr *
-run_expr(Checker *c, AstNode *e)
-{
-	PtrVec fetch = {0}, inputs = {0}, extra = {0};
-	int before = c->d->nerr;
-	RtExpr *x;
-
-	for (int i = 0; i < e->n; i++) {
-		AstNode *f = e->list[i];
-		IrNode *n;
-		if (f->kind != AST_NAME) {
-			diag_error(c->d, f->kind == AST_KWARG ? f->tok.loc
-							      : f->loc,
-				   "run() fetches graph values by name");
-			continue;
-		}
-		if (find(&c->locals, f->name)) {
-			diag_error(c->d, f->loc, "'%s' is a loop variable, "
-				   "not a graph value", f->name);
-			continue;
-		}
-		if ((n = lookup_graph(c, f)) != NULL)
-			vec_push(c->a, &fetch, n);
-	}
-	if (e->n == 0)
-		diag_error(c->d, e->loc, "run() needs at least one value to "
-			   "fetch");
-	if (check_feed_items(c, e->b) < 0 || c->d->nerr > before)
-		return NULL;
-	needed_inputs(c, &fetch, &inputs);
-	x = new_expr(c, RT_E_RUN, e->loc, inputs.n);
-	for (int i = 0; i < inputs.n; i++) {
-		IrNode *in = inputs.v[i];
-		AstNode *it = feed_item(e->b, in, c);
-		if (!it) {
-			diag_error(c->d, e->loc, "run() needs a value for "
-				   "input '%s': add it to the feed",
-				   in->name);
-			diag_note(c->d, in->loc, "'%s' is declared here",
-				  in->name);
-			continue;
-		}
-		x->args[i] = feed_value(c, it->b, in);
-	}
-	/* Values for inputs that are not needed are still checked, and
-	   computed when the run runs (spec §8.3). */
-	for (int i = 0; e->b && i < e->b->n; i++) {
-		AstNode *it = e->b->list[i];
-		Sym *s = find(&c->syms, it->name);
-		RtExpr *v;
-		int used = 0;
-		for (int j = 0; j < inputs.n; j++)
-			used |= s->node == inputs.v[j];
-		if (used || !s->node || !(v = feed_value(c, it->b, s->node)))
-			continue;
-		if (v->kind != RT_E_CONST)
-			vec_push(c->a, &extra, v);
-	}
-	if (c->d->nerr > before)
-		return NULL;
-	if (extra.n) {
-		RtExpr **args = arena_alloc(c->a, (x->nargs + extra.n + 1) *
-						      sizeof *args);
-		memcpy(args, x->args, x->nargs * sizeof *args);
-		memcpy(args + x->nargs, extra.v, extra.n * sizeof *args);
-		x->args = args;
-		x->nargs += extra.n;
-	}
-	x->sig = sig_index(c, e->loc, &fetch, &inputs);
-	return x;
-}
-
-static RtExpr *
-call_session(Checker *c, AstNode *e)
-{
-	RtExpr *x;
-
-	if (strcmp(e->name, "run") == 0)
-		return run_expr(c, e);
-	if (strcmp(e->name, "load") == 0) {
-		if (e->n != 1 || e->list[0]->kind != AST_STRING || e->b) {
-			diag_error(c->d, e->loc, "load() takes one string: "
-				   "the path of a .npy file");
-			return NULL;
-		}
-		x = new_expr(c, RT_E_LOAD, e->loc, 0);
-		x->str = e->list[0]->str;
-		return x;
-	}
-	if (op_lookup(e->name) >= 0) {
-		diag_error(c->d, e->a->loc, "'%s' is a graph op: define the "
-			   "value outside the session and fetch it with "
-			   "run()", e->name);
-		return NULL;
-	}
-	diag_error(c->d, e->a->loc, "unknown function '%s' (a session can "
-		   "call run and load)", e->name);
-	return NULL;
-}
-
-/* Session arithmetic works on scalars (spec §8.5): what is known not to
- * be one is refused here; load() is checked when it runs. */
-static int
-scalar_operand(Checker *c, AstNode *e, RtExpr *x)
-{
-	const IrSig *g;
-
-	switch (x->kind) {
-	case RT_E_STR:
-		diag_error(c->d, e->loc, "a string cannot be used in "
-			   "arithmetic");
-		return -1;
-	case RT_E_CONST:
-		if (x->value->dtype == TFG_BOOL) {
-			diag_error(c->d, e->loc, "arithmetic does not take "
-				   "bool operands");
-			return -1;
-		}
-		if (x->value->shape.rank == 0)
-			return 0;
-		diag_error(c->d, e->loc, "arithmetic in a session works on "
-			   "scalars, not on a tensor literal");
-		return -1;
-	case RT_E_RUN:
-		g = c->sigs.v[x->sig];
-		if (g->nfetch != 1) {
-			diag_error(c->d, e->loc, "arithmetic needs one scalar, "
-				   "but this run() fetches %d values",
-				   g->nfetch);
-			return -1;
-		}
-		if (g->fetch[0]->shape.rank == 0)
-			return 0;
-		diag_error(c->d, e->loc, "arithmetic in a session works on "
-			   "scalars, but '%s' is %s", g->fetch[0]->name,
-			   ir_type_str(c->a, g->fetch[0]->dtype,
-				       &g->fetch[0]->shape));
-		return -1;
-	default:
-		return 0;
-	}
-}
-
-static RtExpr *
-sexpr(Checker *c, AstNode *e)
-{
-	static const RtExprKind ops[] = {[TK_PLUS] = RT_E_ADD,
-					 [TK_MINUS] = RT_E_SUB,
-					 [TK_STAR] = RT_E_MUL,
-					 [TK_SLASH] = RT_E_DIV};
-	TfgShape s = {0, {0}};
-	Lit l = lit_of(e);
-	RtExpr *x, *a, *b;
-	Sym *sym;
-	void *data;
-	TfgDtype t;
-
-	if (l.kind) {
-		t = l.kind == 1 ? TFG_I64 : l.kind == 2 ? TFG_F64 : TFG_BOOL;
-		data = arena_alloc(c->a, 8);
-		lit_store(c, e->loc, l, t, data);
-		return const_expr(c, e->loc, t, &s, data);
-	}
-	switch (e->kind) {
-	case AST_STRING:
-		x = new_expr(c, RT_E_STR, e->loc, 0);
-		x->str = e->str;
-		return x;
-	case AST_TENSOR:
-		if (!(data = tensor_data(c, e, -1, &t, &s)))
-			return NULL;
-		return const_expr(c, e->loc, t, &s, data);
-	case AST_NAME:
-		if ((sym = find(&c->locals, e->name)) != NULL) {
-			x = new_expr(c, RT_E_VAR, e->loc, 0);
-			x->slot = sym->slot;
-			return x;
-		}
-		if (find(&c->syms, e->name)) {
-			diag_error(c->d, e->loc, "'%s' is a graph value: fetch "
-				   "it with run(%s)", e->name, e->name);
-			return NULL;
-		}
-		lookup_graph(c, e);
-		return NULL;
-	case AST_UNARY:
-		if (!(a = sexpr(c, e->a)) || scalar_operand(c, e->a, a) < 0)
-			return NULL;
-		x = new_expr(c, RT_E_NEG, e->loc, 1);
-		x->args[0] = a;
-		return x;
-	case AST_BINARY:
-		if (e->op == TK_PERCENT || is_compare(e->op)) {
-			diag_error(c->d, e->loc, "operator '%s' is not "
-				   "available in session expressions%s",
-				   op_spelling(e->op), e->op == TK_PERCENT ? ""
-				   : ": compare in the graph and fetch the "
-				     "result with run()");
-			return NULL;
-		}
-		a = sexpr(c, e->a);
-		b = sexpr(c, e->b);
-		if (!a || !b || scalar_operand(c, e->a, a) < 0 ||
-		    scalar_operand(c, e->b, b) < 0)
-			return NULL;
-		x = new_expr(c, ops[e->op], e->loc, 2);
-		x->args[0] = a;
-		x->args[1] = b;
-		return x;
-	case AST_CALL:
-		return call_session(c, e);
-	default:
-		diag_error(c->d, e->loc, "this expression is not available "
-			   "in a session block");
-		return NULL;
-	}
-}
-
-static void sblock(Checker *c, AstNode *block, int *n, RtStmt ***out);
-
-static RtStmt *
-sstmt(Checker *c, AstNode *s)
-{
-	RtStmt *st = arena_alloc(c->a, sizeof *st);
-	Sym *v;
-
-	st->where = diag_where(c->a, s->loc);
-	switch (s->kind) {
-	case AST_PRINT:
-		st->kind = RT_S_PRINT;
-		st->nexpr = s->n;
-		st->exprs = arena_alloc(c->a, s->n * sizeof *st->exprs);
-		for (int i = 0; i < s->n; i++)
-			st->exprs[i] = sexpr(c, s->list[i]);
-		return st;
-	case AST_EXPRSTMT:
-		if (s->a->kind != AST_CALL || strcmp(s->a->name, "run") != 0) {
-			diag_error(c->d, s->a->loc, "this expression has no "
-				   "effect: print it, or call run()");
-			return NULL;
-		}
-		st->kind = RT_S_EXPR;
-		st->nexpr = 1;
-		st->exprs = arena_alloc(c->a, sizeof *st->exprs);
-		st->exprs[0] = sexpr(c, s->a);
-		return st;
-	case AST_FOR:
-		st->kind = RT_S_FOR;
-		st->nexpr = 2;
-		st->exprs = arena_alloc(c->a, 2 * sizeof *st->exprs);
-		st->exprs[0] = sexpr(c, s->a);
-		st->exprs[1] = sexpr(c, s->b);
-		if ((v = find(&c->locals, s->name)) != NULL) {
-			diag_error(c->d, s->tok.loc, "loop variable '%s' is "
-				   "already the variable of an enclosing loop",
-				   s->name);
-			diag_note(c->d, v->loc, "the enclosing loop is here");
-		} else if ((v = find(&c->syms, s->name)) != NULL) {
-			diag_error(c->d, s->tok.loc, "loop variable '%s' "
-				   "would hide the graph value '%s'", s->name,
-				   s->name);
-			diag_note(c->d, v->loc, "'%s' is defined here",
-				  s->name);
-		}
-		v = arena_alloc(c->a, sizeof *v);
-		v->name = s->name;
-		v->loc = s->tok.loc;
-		v->slot = st->slot = c->nslot++;
-		vec_push(c->a, &c->locals, v);
-		sblock(c, s, &st->nbody, &st->body);
-		c->locals.n--;
-		return st;
-	case AST_ASSIGN:
-	case AST_INPUT:
-		diag_error(c->d, s->tok.loc, "'%s' cannot be defined in a "
-			   "session block: define it before the session",
-			   s->name);
-		return NULL;
-	default:
-		diag_error(c->d, s->loc, "this statement cannot be used in a "
-			   "session block");
-		return NULL;
-	}
-}
-
-static void
-sblock(Checker *c, AstNode *block, int *n, RtStmt ***out)
-{
-	*out = arena_alloc(c->a, (block->n + 1) * sizeof **out);
-	*n = 0;
-	for (int i = 0; i < block->n; i++) {
-		RtStmt *st = sstmt(c, block->list[i]);
-		if (st)
-			(*out)[(*n)++] = st;
-	}
-}
-
-static void
-check_session(Checker *c, AstNode *s)
-{
-	RtSession *rs = arena_alloc(c->a, sizeof *rs);
-	Device d = DEVICE_UNSET;
-
-	if (s->a && device_of(c, s->a, DEVICE_UNSET, &d) < 0)
-		return;
-	rs->task = dev_task_index(c->p, dev_complete(c->p, d));
-	TFG_ASSERT(rs->task >= 0);
-	c->client = rs->task;
-	c->nslot = 0;
-	c->locals.n = 0;
-	sblock(c, s, &rs->nstmt, &rs->stmts);
-	rs->nslot = c->nslot;
-	vec_push(c->a, &c->sessions, rs);
-}
-
 
 int
 check_program(Program *p)

@@ -24,4 +24,46 @@ Device dev_complete(const Program *p, Device d);
 int dtype_is_int(TfgDtype t);
 int dtype_is_float(TfgDtype t);
 
+
+/* check.c and session.c: the checker's state (the check phase). */
+typedef struct Sym {
+	const char *name;
+	SrcLoc loc;
+	IrNode *node; /* graph value */
+	int slot;     /* session loop variable (node == NULL) */
+} Sym;
+
+typedef struct Checker {
+	Program *p;
+	Diag *d;
+	Arena *a;
+	PtrVec syms;   /* Sym *: graph names defined so far */
+	PtrVec defs;   /* Sym *: every definition, from the pre-scan */
+	PtrVec locals; /* Sym *: loop variables in scope */
+	Device dev;    /* merged device of the enclosing blocks */
+	int nslot;     /* loop variables of the current session */
+	int client;    /* task of the current session */
+	PtrVec sigs;   /* IrSig * */
+	PtrVec sessions;
+	const AstNode *cluster;
+} Checker;
+
+/* A literal's value: AST_INT, AST_FLOAT, AST_BOOL, or - of one. */
+typedef struct Lit {
+	int kind; /* 0 none, 1 int, 2 float, 3 bool */
+	int64_t i;
+	double f;
+} Lit;
+
+Sym *check_find(PtrVec *v, const char *name);
+IrNode *check_lookup(Checker *c, AstNode *e);
+int check_device_of(Checker *c, AstNode *s, Device outer, Device *out);
+Lit check_lit_of(const AstNode *e);
+int check_lit_store(Checker *c, SrcLoc loc, Lit l, TfgDtype t, void *dst);
+void *check_tensor_data(Checker *c, AstNode *e, int t, TfgDtype *dt,
+			TfgShape *shape);
+int check_is_compare(int tk);
+const char *check_op_spelling(int tk);
+void check_session(Checker *c, AstNode *s);
+
 #endif /* TFG_COMPILER_COMPILER_INT_H */

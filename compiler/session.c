@@ -1,0 +1,503 @@
+/*
+ * compiler/session.c: session blocks, lowered to the runtime's RtStmt and
+ * RtExpr (spec §8).  Part of the check phase: check_stmts() calls
+ * check_session() for each session block, in source order, so names
+ * resolve against what is defined above the session.
+ *
+ * Each distinct run(...) (client task, fetches in order, needed inputs)
+ * becomes one IrSig.  Literal feeds are converted to the input's dtype
+ * here; everything else is checked by the client when it runs.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "compiler/compiler_int.h"
+#include "lang/parse.h"
+
+/* ------------------------------------------------------------- sessions */
+
+static RtExpr *sexpr(Checker *c, AstNode *e);
+
+static RtExpr *
+new_expr(Checker *c, RtExprKind k, SrcLoc loc, int nargs)
+{
+	RtExpr *x = arena_alloc(c->a, sizeof *x);
+
+	x->kind = k;
+	x->where = diag_where(c->a, loc);
+	x->nargs = nargs;
+	x->args = arena_alloc(c->a, (nargs + 1) * sizeof *x->args);
+	return x;
+}
+
+static RtExpr *
+const_expr(Checker *c, SrcLoc loc, TfgDtype t, const TfgShape *s,
+	   void *data)
+{
+	RtExpr *x = new_expr(c, RT_E_CONST, loc, 0);
+	RtTensor *v = arena_alloc(c->a, sizeof *v);
+
+	v->dtype = t;
+	v->shape = *s;
+	v->nbytes = (size_t)tfg_shape_numel(s) * tfg_dtype_size(t);
+	v->data = data;
+	x->value = v;
+	return x;
+}
+
+/* The inputs the nodes in `from` depend on, sorted by id. */
+static void
+needed_inputs(Checker *c, PtrVec *from, PtrVec *inputs)
+{
+	char *seen = arena_alloc(c->a, c->p->g.nodes.n + 1);
+	PtrVec stack = {0};
+
+	for (int i = 0; i < from->n; i++)
+		vec_push(c->a, &stack, from->v[i]);
+	while (stack.n > 0) {
+		IrNode *n = stack.v[--stack.n];
+		if (seen[n->id])
+			continue;
+		seen[n->id] = 1;
+		for (int i = 0; i < n->nin; i++)
+			vec_push(c->a, &stack, n->in[i]);
+	}
+	for (int i = 0; i < c->p->g.nodes.n; i++) {
+		IrNode *n = c->p->g.nodes.v[i];
+		if (seen[i] && n->op == OP_input)
+			vec_push(c->a, inputs, n);
+	}
+}
+
+/* A feed's value: literals are converted now, to the input's dtype and
+ * checked against its shape; anything else is checked when it runs. */
+static RtExpr *
+feed_value(Checker *c, AstNode *v, IrNode *in)
+{
+	char want[160], got[128];
+	Lit l = check_lit_of(v);
+	TfgShape s = {0, {0}};
+	TfgDtype t;
+	void *data;
+
+	snprintf(want, sizeof want, "%s%s", tfg_dtype_name(in->dtype),
+		 tfg_shape_str(got, sizeof got, &in->shape));
+	if (l.kind) {
+		if (in->shape.rank != 0) {
+			diag_error(c->d, v->loc, "feed '%s' expects %s, got a "
+				   "scalar", in->name, want);
+			return NULL;
+		}
+		data = arena_alloc(c->a, 8);
+		if (check_lit_store(c, v->loc, l, in->dtype, data) < 0)
+			return NULL;
+		return const_expr(c, v->loc, in->dtype, &s, data);
+	}
+	if (v->kind == AST_TENSOR) {
+		if (!(data = check_tensor_data(c, v, in->dtype, &t, &s)))
+			return NULL;
+		if (!tfg_shape_eq(&s, &in->shape)) {
+			diag_error(c->d, v->loc, "feed '%s' expects %s, got a "
+				   "literal of shape %s", in->name, want,
+				   tfg_shape_str(got, sizeof got, &s));
+			return NULL;
+		}
+		return const_expr(c, v->loc, t, &s, data);
+	}
+	return sexpr(c, v);
+}
+
+static int
+same_sig(const IrSig *g, int client, PtrVec *fetch, PtrVec *inputs)
+{
+	if (g->client != client || g->nfetch != fetch->n ||
+	    g->nfeed != inputs->n)
+		return 0;
+	for (int i = 0; i < fetch->n; i++)
+		if (g->fetch[i] != fetch->v[i])
+			return 0;
+	for (int i = 0; i < inputs->n; i++)
+		if (g->feed[i] != inputs->v[i])
+			return 0;
+	return 1;
+}
+
+static int
+sig_index(Checker *c, SrcLoc loc, PtrVec *fetch, PtrVec *inputs)
+{
+	IrSig *g;
+
+	for (int i = 0; i < c->sigs.n; i++)
+		if (same_sig(c->sigs.v[i], c->client, fetch, inputs))
+			return i;
+	g = arena_alloc(c->a, sizeof *g);
+	g->client = c->client;
+	g->nfetch = fetch->n;
+	g->fetch = (IrNode **)fetch->v;
+	g->nfeed = inputs->n;
+	g->feed = (IrNode **)inputs->v;
+	g->loc = loc;
+	vec_push(c->a, &c->sigs, g);
+	return c->sigs.n - 1;
+}
+
+/* The feed item for input `in`, or NULL. */
+static AstNode *
+feed_item(AstNode *feed, IrNode *in, Checker *c)
+{
+	for (int i = 0; feed && i < feed->n; i++) {
+		Sym *s = check_find(&c->syms, feed->list[i]->name);
+		if (s && s->node == in)
+			return feed->list[i];
+	}
+	return NULL;
+}
+
+static int
+check_feed_items(Checker *c, AstNode *feed)
+{
+	int bad = 0;
+
+	for (int i = 0; feed && i < feed->n; i++) {
+		AstNode *it = feed->list[i];
+		Sym *s = check_find(&c->syms, it->name);
+		if (!s) {
+			check_lookup(c, it->a);
+			bad = 1;
+			continue;
+		}
+		if (s->node && s->node->op != OP_input) {
+			diag_error(c->d, it->a->loc, "'%s' is not an input: "
+				   "only inputs can be fed", it->name);
+			diag_note(c->d, s->loc, "'%s' is defined here",
+				  it->name);
+			bad = 1;
+		}
+		for (int j = 0; j < i; j++) {
+			if (strcmp(feed->list[j]->name, it->name) == 0) {
+				diag_error(c->d, it->a->loc,
+					   "'%s' is fed twice", it->name);
+				diag_note(c->d, feed->list[j]->a->loc,
+					  "first fed here");
+				bad = 1;
+			}
+		}
+	}
+	return bad ? -1 : 0;
+}
+
+static RtExpr *
+run_expr(Checker *c, AstNode *e)
+{
+	PtrVec fetch = {0}, inputs = {0}, extra = {0};
+	int before = c->d->nerr;
+	RtExpr *x;
+
+	for (int i = 0; i < e->n; i++) {
+		AstNode *f = e->list[i];
+		IrNode *n;
+		if (f->kind != AST_NAME) {
+			diag_error(c->d, f->kind == AST_KWARG ? f->tok.loc
+							      : f->loc,
+				   "run() fetches graph values by name");
+			continue;
+		}
+		if (check_find(&c->locals, f->name)) {
+			diag_error(c->d, f->loc, "'%s' is a loop variable, "
+				   "not a graph value", f->name);
+			continue;
+		}
+		if ((n = check_lookup(c, f)) != NULL)
+			vec_push(c->a, &fetch, n);
+	}
+	if (e->n == 0)
+		diag_error(c->d, e->loc, "run() needs at least one value to "
+			   "fetch");
+	if (check_feed_items(c, e->b) < 0 || c->d->nerr > before)
+		return NULL;
+	needed_inputs(c, &fetch, &inputs);
+	x = new_expr(c, RT_E_RUN, e->loc, inputs.n);
+	for (int i = 0; i < inputs.n; i++) {
+		IrNode *in = inputs.v[i];
+		AstNode *it = feed_item(e->b, in, c);
+		if (!it) {
+			diag_error(c->d, e->loc, "run() needs a value for "
+				   "input '%s': add it to the feed",
+				   in->name);
+			diag_note(c->d, in->loc, "'%s' is declared here",
+				  in->name);
+			continue;
+		}
+		x->args[i] = feed_value(c, it->b, in);
+	}
+	/* Values for inputs that are not needed are still checked, and
+	   computed when the run runs (spec §8.3). */
+	for (int i = 0; e->b && i < e->b->n; i++) {
+		AstNode *it = e->b->list[i];
+		Sym *s = check_find(&c->syms, it->name);
+		RtExpr *v;
+		int used = 0;
+		for (int j = 0; j < inputs.n; j++)
+			used |= s->node == inputs.v[j];
+		if (used || !s->node || !(v = feed_value(c, it->b, s->node)))
+			continue;
+		if (v->kind != RT_E_CONST)
+			vec_push(c->a, &extra, v);
+	}
+	if (c->d->nerr > before)
+		return NULL;
+	if (extra.n) {
+		RtExpr **args = arena_alloc(c->a, (x->nargs + extra.n + 1) *
+						      sizeof *args);
+		memcpy(args, x->args, x->nargs * sizeof *args);
+		memcpy(args + x->nargs, extra.v, extra.n * sizeof *args);
+		x->args = args;
+		x->nargs += extra.n;
+	}
+	x->sig = sig_index(c, e->loc, &fetch, &inputs);
+	return x;
+}
+
+static RtExpr *
+call_session(Checker *c, AstNode *e)
+{
+	RtExpr *x;
+
+	if (strcmp(e->name, "run") == 0)
+		return run_expr(c, e);
+	if (strcmp(e->name, "load") == 0) {
+		if (e->n != 1 || e->list[0]->kind != AST_STRING || e->b) {
+			diag_error(c->d, e->loc, "load() takes one string: "
+				   "the path of a .npy file");
+			return NULL;
+		}
+		x = new_expr(c, RT_E_LOAD, e->loc, 0);
+		x->str = e->list[0]->str;
+		return x;
+	}
+	if (op_lookup(e->name) >= 0) {
+		diag_error(c->d, e->a->loc, "'%s' is a graph op: define the "
+			   "value outside the session and fetch it with "
+			   "run()", e->name);
+		return NULL;
+	}
+	diag_error(c->d, e->a->loc, "unknown function '%s' (a session can "
+		   "call run and load)", e->name);
+	return NULL;
+}
+
+/* Session arithmetic works on scalars (spec §8.5): what is known not to
+ * be one is refused here; load() is checked when it runs. */
+static int
+scalar_operand(Checker *c, AstNode *e, RtExpr *x)
+{
+	const IrSig *g;
+
+	switch (x->kind) {
+	case RT_E_STR:
+		diag_error(c->d, e->loc, "a string cannot be used in "
+			   "arithmetic");
+		return -1;
+	case RT_E_CONST:
+		if (x->value->dtype == TFG_BOOL) {
+			diag_error(c->d, e->loc, "arithmetic does not take "
+				   "bool operands");
+			return -1;
+		}
+		if (x->value->shape.rank == 0)
+			return 0;
+		diag_error(c->d, e->loc, "arithmetic in a session works on "
+			   "scalars, not on a tensor literal");
+		return -1;
+	case RT_E_RUN:
+		g = c->sigs.v[x->sig];
+		if (g->nfetch != 1) {
+			diag_error(c->d, e->loc, "arithmetic needs one scalar, "
+				   "but this run() fetches %d values",
+				   g->nfetch);
+			return -1;
+		}
+		if (g->fetch[0]->shape.rank == 0)
+			return 0;
+		diag_error(c->d, e->loc, "arithmetic in a session works on "
+			   "scalars, but '%s' is %s", g->fetch[0]->name,
+			   ir_type_str(c->a, g->fetch[0]->dtype,
+				       &g->fetch[0]->shape));
+		return -1;
+	default:
+		return 0;
+	}
+}
+
+static RtExpr *
+sexpr(Checker *c, AstNode *e)
+{
+	static const RtExprKind ops[] = {[TK_PLUS] = RT_E_ADD,
+					 [TK_MINUS] = RT_E_SUB,
+					 [TK_STAR] = RT_E_MUL,
+					 [TK_SLASH] = RT_E_DIV};
+	TfgShape s = {0, {0}};
+	Lit l = check_lit_of(e);
+	RtExpr *x, *a, *b;
+	Sym *sym;
+	void *data;
+	TfgDtype t;
+
+	if (l.kind) {
+		t = l.kind == 1 ? TFG_I64 : l.kind == 2 ? TFG_F64 : TFG_BOOL;
+		data = arena_alloc(c->a, 8);
+		check_lit_store(c, e->loc, l, t, data);
+		return const_expr(c, e->loc, t, &s, data);
+	}
+	switch (e->kind) {
+	case AST_STRING:
+		x = new_expr(c, RT_E_STR, e->loc, 0);
+		x->str = e->str;
+		return x;
+	case AST_TENSOR:
+		if (!(data = check_tensor_data(c, e, -1, &t, &s)))
+			return NULL;
+		return const_expr(c, e->loc, t, &s, data);
+	case AST_NAME:
+		if ((sym = check_find(&c->locals, e->name)) != NULL) {
+			x = new_expr(c, RT_E_VAR, e->loc, 0);
+			x->slot = sym->slot;
+			return x;
+		}
+		if (check_find(&c->syms, e->name)) {
+			diag_error(c->d, e->loc, "'%s' is a graph value: fetch "
+				   "it with run(%s)", e->name, e->name);
+			return NULL;
+		}
+		check_lookup(c, e);
+		return NULL;
+	case AST_UNARY:
+		if (!(a = sexpr(c, e->a)) || scalar_operand(c, e->a, a) < 0)
+			return NULL;
+		x = new_expr(c, RT_E_NEG, e->loc, 1);
+		x->args[0] = a;
+		return x;
+	case AST_BINARY:
+		if (e->op == TK_PERCENT || check_is_compare(e->op)) {
+			diag_error(c->d, e->loc, "operator '%s' is not "
+				   "available in session expressions%s",
+				   check_op_spelling(e->op), e->op == TK_PERCENT ? ""
+				   : ": compare in the graph and fetch the "
+				     "result with run()");
+			return NULL;
+		}
+		a = sexpr(c, e->a);
+		b = sexpr(c, e->b);
+		if (!a || !b || scalar_operand(c, e->a, a) < 0 ||
+		    scalar_operand(c, e->b, b) < 0)
+			return NULL;
+		x = new_expr(c, ops[e->op], e->loc, 2);
+		x->args[0] = a;
+		x->args[1] = b;
+		return x;
+	case AST_CALL:
+		return call_session(c, e);
+	default:
+		diag_error(c->d, e->loc, "this expression is not available "
+			   "in a session block");
+		return NULL;
+	}
+}
+
+static void sblock(Checker *c, AstNode *block, int *n, RtStmt ***out);
+
+static RtStmt *
+sstmt(Checker *c, AstNode *s)
+{
+	RtStmt *st = arena_alloc(c->a, sizeof *st);
+	Sym *v;
+
+	st->where = diag_where(c->a, s->loc);
+	switch (s->kind) {
+	case AST_PRINT:
+		st->kind = RT_S_PRINT;
+		st->nexpr = s->n;
+		st->exprs = arena_alloc(c->a, s->n * sizeof *st->exprs);
+		for (int i = 0; i < s->n; i++)
+			st->exprs[i] = sexpr(c, s->list[i]);
+		return st;
+	case AST_EXPRSTMT:
+		if (s->a->kind != AST_CALL || strcmp(s->a->name, "run") != 0) {
+			diag_error(c->d, s->a->loc, "this expression has no "
+				   "effect: print it, or call run()");
+			return NULL;
+		}
+		st->kind = RT_S_EXPR;
+		st->nexpr = 1;
+		st->exprs = arena_alloc(c->a, sizeof *st->exprs);
+		st->exprs[0] = sexpr(c, s->a);
+		return st;
+	case AST_FOR:
+		st->kind = RT_S_FOR;
+		st->nexpr = 2;
+		st->exprs = arena_alloc(c->a, 2 * sizeof *st->exprs);
+		st->exprs[0] = sexpr(c, s->a);
+		st->exprs[1] = sexpr(c, s->b);
+		if ((v = check_find(&c->locals, s->name)) != NULL) {
+			diag_error(c->d, s->tok.loc, "loop variable '%s' is "
+				   "already the variable of an enclosing loop",
+				   s->name);
+			diag_note(c->d, v->loc, "the enclosing loop is here");
+		} else if ((v = check_find(&c->syms, s->name)) != NULL) {
+			diag_error(c->d, s->tok.loc, "loop variable '%s' "
+				   "would hide the graph value '%s'", s->name,
+				   s->name);
+			diag_note(c->d, v->loc, "'%s' is defined here",
+				  s->name);
+		}
+		v = arena_alloc(c->a, sizeof *v);
+		v->name = s->name;
+		v->loc = s->tok.loc;
+		v->slot = st->slot = c->nslot++;
+		vec_push(c->a, &c->locals, v);
+		sblock(c, s, &st->nbody, &st->body);
+		c->locals.n--;
+		return st;
+	case AST_ASSIGN:
+	case AST_INPUT:
+		diag_error(c->d, s->tok.loc, "'%s' cannot be defined in a "
+			   "session block: define it before the session",
+			   s->name);
+		return NULL;
+	default:
+		diag_error(c->d, s->loc, "this statement cannot be used in a "
+			   "session block");
+		return NULL;
+	}
+}
+
+static void
+sblock(Checker *c, AstNode *block, int *n, RtStmt ***out)
+{
+	*out = arena_alloc(c->a, (block->n + 1) * sizeof **out);
+	*n = 0;
+	for (int i = 0; i < block->n; i++) {
+		RtStmt *st = sstmt(c, block->list[i]);
+		if (st)
+			(*out)[(*n)++] = st;
+	}
+}
+
+void
+check_session(Checker *c, AstNode *s)
+{
+	RtSession *rs = arena_alloc(c->a, sizeof *rs);
+	Device d = DEVICE_UNSET;
+
+	if (s->a && check_device_of(c, s->a, DEVICE_UNSET, &d) < 0)
+		return;
+	rs->task = dev_task_index(c->p, dev_complete(c->p, d));
+	TFG_ASSERT(rs->task >= 0);
+	c->client = rs->task;
+	c->nslot = 0;
+	c->locals.n = 0;
+	sblock(c, s, &rs->nstmt, &rs->stmts);
+	rs->nslot = c->nslot;
+	vec_push(c->a, &c->sessions, rs);
+}
