@@ -1,5 +1,6 @@
 /*
- * codegen/cg_int.h: shared by codegen/cpu.c (IR -> LLVM IR) and
+ * codegen/cg_int.h: shared by codegen/cpu.c (IR -> LLVM IR), the emitters
+ * of op families (codegen/cpu_*.c) and
  * codegen/jit.c (target machine, passes, ORC LLJIT).
  */
 #ifndef TFG_CODEGEN_CG_INT_H
@@ -51,5 +52,77 @@ int cg_build_module(LLVMContextRef c, LLVMModuleRef m, const Program *p,
 /* Bytes per element of a dtype (the runtime's table, duplicated so the
  * codegen needs no runtime object). */
 size_t cg_dtype_size(TfgDtype t);
+
+
+/* ---- cpu.c: what the emitters of op families (codegen/cpu_*.c) share */
+
+typedef struct Nest Nest;
+/* Called innermost with each operand's element offset; acc is the
+ * accumulator (NULL without one); returns the next accumulator. */
+typedef LLVMValueRef (*NestBody)(CgCtx *C, const Nest *L, LLVMValueRef *off,
+				 LLVMValueRef acc);
+/* Before / after the accumulating loops, at their first element. */
+typedef LLVMValueRef (*NestInit)(CgCtx *C, const Nest *L, LLVMValueRef *off);
+typedef void (*NestFini)(CgCtx *C, const Nest *L, LLVMValueRef *off,
+			 LLVMValueRef acc);
+
+struct Nest {
+	int rank;                 /* loops, outermost first */
+	int nacc;                 /* the innermost nacc loops accumulate */
+	int64_t dim[TFG_MAX_RANK];
+	int grp[TFG_MAX_RANK];    /* merge only within a group */
+	int nop;                  /* operands; 0 is the output */
+	LLVMValueRef base[CG_MAX_OPS];
+	int64_t stride[CG_MAX_OPS][TFG_MAX_RANK]; /* in elements */
+	NestInit init;
+	NestBody body;            /* NULL: nothing per element */
+	NestFini fini;
+	const IrNode *n;          /* the node emitted */
+	TfgDtype acc_dt;          /* reductions: accumulator dtype */
+	int64_t count;            /* reductions: elements per output */
+};
+
+/* A counted loop: cg_loop_begin opens it (i from 0, an optional
+ * accumulator phi), cg_loop_end closes it after n iterations. */
+typedef struct Loop {
+	LLVMBasicBlockRef head;
+	LLVMValueRef i, acc; /* phis */
+} Loop;
+
+int cg_is_float(TfgDtype t);
+int64_t cg_numel(const TfgShape *s);
+LLVMTypeRef cg_elty(CgCtx *C, TfgDtype t);        /* element type */
+LLVMValueRef cg_i64c(CgCtx *C, int64_t v);        /* i64 constant */
+int cg_fail(CgCtx *C, const IrNode *n, const char *msg);
+LLVMValueRef cg_buf(CgCtx *C, const IrNode *n);   /* node's buffer */
+LLVMValueRef cg_load_at(CgCtx *C, TfgDtype t, LLVMValueRef base,
+			LLVMValueRef off);
+void cg_store_at(CgCtx *C, TfgDtype t, LLVMValueRef base, LLVMValueRef off,
+		 LLVMValueRef v);
+LLVMValueRef cg_cvt(CgCtx *C, LLVMValueRef v, TfgDtype from, TfgDtype to);
+void cg_check_rc(CgCtx *C, LLVMValueRef rc);      /* return rc if != 0 */
+LLVMValueRef cg_int_divmod(CgCtx *C, LLVMValueRef a, LLVMValueRef b,
+			   int want_mod);
+LLVMValueRef cg_libm_call(CgCtx *C, const char *name, LLVMValueRef *args,
+			  unsigned nargs);
+LLVMValueRef cg_intrinsic(CgCtx *C, const char *name, LLVMValueRef *args,
+			  unsigned nargs);
+LLVMValueRef cg_arith(CgCtx *C, OpKind op, TfgDtype t, LLVMValueRef a,
+		      LLVMValueRef b);
+LLVMValueRef cg_compare(CgCtx *C, OpKind op, TfgDtype t, LLVMValueRef a,
+			LLVMValueRef b);
+LLVMValueRef cg_unary(CgCtx *C, OpKind op, TfgDtype t, LLVMValueRef a);
+void cg_row_major(const TfgShape *s, int64_t *st);
+void cg_loop_begin(CgCtx *C, Loop *lp, LLVMValueRef acc0);
+LLVMValueRef cg_loop_end(CgCtx *C, Loop *lp, int64_t n, LLVMValueRef acc);
+/* Emits loop nest L (collapsing what it can); nothing if a dim is 0. */
+void cg_nest_emit(CgCtx *C, Nest *L);
+/* Operand o of L reads shape s broadcast to L's rank (NumPy rules). */
+void cg_nest_broadcast(Nest *L, int o, const TfgShape *s);
+/* One nest over n's shape, each input broadcast, body per element. */
+int cg_emit_elem(CgCtx *C, IrNode *n, int nin, NestBody body);
+/* Body: out = cvt(in[0]) (operand 1 to operand 0). */
+LLVMValueRef cg_body_copy(CgCtx *C, const Nest *L, LLVMValueRef *off,
+			  LLVMValueRef acc);
 
 #endif /* TFG_CODEGEN_CG_INT_H */

@@ -54,14 +54,14 @@ cg_dtype_size(TfgDtype t)
 	}
 }
 
-static int
-is_float(TfgDtype t)
+int
+cg_is_float(TfgDtype t)
 {
 	return t == TFG_F32 || t == TFG_F64;
 }
 
-static int64_t
-numel(const TfgShape *s)
+int64_t
+cg_numel(const TfgShape *s)
 {
 	int64_t n = 1;
 	for (int i = 0; i < s->rank; i++)
@@ -69,8 +69,8 @@ numel(const TfgShape *s)
 	return n;
 }
 
-static LLVMTypeRef
-elty(CgCtx *C, TfgDtype t)
+LLVMTypeRef
+cg_elty(CgCtx *C, TfgDtype t)
 {
 	switch (t) {
 	case TFG_BOOL: return C->i8;
@@ -81,13 +81,13 @@ elty(CgCtx *C, TfgDtype t)
 	}
 }
 
-static LLVMValueRef
-i64c(CgCtx *C, int64_t v)
+LLVMValueRef
+cg_i64c(CgCtx *C, int64_t v)
 {
 	return LLVMConstInt(C->i64, (unsigned long long)v, 1);
 }
 
-static int
+int
 cg_fail(CgCtx *C, const IrNode *n, const char *msg)
 {
 	fprintf(stderr, "tfgc: error: codegen: node '%s': %s\n",
@@ -99,8 +99,8 @@ cg_fail(CgCtx *C, const IrNode *n, const char *msg)
 /* The buffer (a pointer) holding node n's value in the current part: n is
  * the node being emitted or one before it (inputs are usually recent, so
  * search backwards). */
-static LLVMValueRef
-buf(CgCtx *C, const IrNode *n)
+LLVMValueRef
+cg_buf(CgCtx *C, const IrNode *n)
 {
 	for (int i = C->cur; i >= 0; i--)
 		if (C->part->nodes[i] == n && C->val[i])
@@ -109,56 +109,56 @@ buf(CgCtx *C, const IrNode *n)
 	return LLVMConstNull(C->ptr);
 }
 
-static LLVMValueRef
-load_at(CgCtx *C, TfgDtype t, LLVMValueRef base, LLVMValueRef off)
+LLVMValueRef
+cg_load_at(CgCtx *C, TfgDtype t, LLVMValueRef base, LLVMValueRef off)
 {
-	LLVMTypeRef ty = elty(C, t);
+	LLVMTypeRef ty = cg_elty(C, t);
 	LLVMValueRef p = LLVMBuildInBoundsGEP2(C->b, ty, base, &off, 1, "");
 	return LLVMBuildLoad2(C->b, ty, p, "");
 }
 
-static void
-store_at(CgCtx *C, TfgDtype t, LLVMValueRef base, LLVMValueRef off,
+void
+cg_store_at(CgCtx *C, TfgDtype t, LLVMValueRef base, LLVMValueRef off,
 	 LLVMValueRef v)
 {
-	LLVMTypeRef ty = elty(C, t);
+	LLVMTypeRef ty = cg_elty(C, t);
 	LLVMValueRef p = LLVMBuildInBoundsGEP2(C->b, ty, base, &off, 1, "");
 	LLVMBuildStore(C->b, v, p);
 }
 
 /* v of dtype `from` as dtype `to` (NumPy's astype). */
-static LLVMValueRef
-cvt(CgCtx *C, LLVMValueRef v, TfgDtype from, TfgDtype to)
+LLVMValueRef
+cg_cvt(CgCtx *C, LLVMValueRef v, TfgDtype from, TfgDtype to)
 {
-	LLVMTypeRef ty = elty(C, to);
+	LLVMTypeRef ty = cg_elty(C, to);
 	if (from == to)
 		return v;
 	if (to == TFG_BOOL) {
-		LLVMValueRef z = LLVMConstNull(elty(C, from));
-		LLVMValueRef nz = is_float(from)
+		LLVMValueRef z = LLVMConstNull(cg_elty(C, from));
+		LLVMValueRef nz = cg_is_float(from)
 		    ? LLVMBuildFCmp(C->b, LLVMRealUNE, v, z, "")
 		    : LLVMBuildICmp(C->b, LLVMIntNE, v, z, "");
 		return LLVMBuildZExt(C->b, nz, ty, "");
 	}
-	if (is_float(from) && is_float(to))
+	if (cg_is_float(from) && cg_is_float(to))
 		return LLVMBuildFPCast(C->b, v, ty, "");
-	if (is_float(from)) {
+	if (cg_is_float(from)) {
 		/* saturating: NaN -> 0, out of range -> MIN/MAX; no poison */
-		LLVMTypeRef tys[2] = {ty, elty(C, from)};
+		LLVMTypeRef tys[2] = {ty, cg_elty(C, from)};
 		unsigned id = LLVMLookupIntrinsicID("llvm.fptosi.sat", 15);
 		LLVMValueRef f = LLVMGetIntrinsicDeclaration(C->m, id, tys, 2);
 		return LLVMBuildCall2(C->b, LLVMIntrinsicGetType(C->c, id, tys, 2),
 				      f, &v, 1, "");
 	}
-	if (is_float(to))
+	if (cg_is_float(to))
 		return from == TFG_BOOL ? LLVMBuildUIToFP(C->b, v, ty, "")
 					: LLVMBuildSIToFP(C->b, v, ty, "");
 	return LLVMBuildIntCast2(C->b, v, ty, from != TFG_BOOL, "");
 }
 
 /* Returns rc from the part function if it is not 0. */
-static void
-check_rc(CgCtx *C, LLVMValueRef rc)
+void
+cg_check_rc(CgCtx *C, LLVMValueRef rc)
 {
 	LLVMValueRef bad = LLVMBuildICmp(C->b, LLVMIntNE, rc,
 					 LLVMConstNull(C->i32), "");
@@ -175,8 +175,8 @@ check_rc(CgCtx *C, LLVMValueRef rc)
 
 /* Floor division and floor modulo that never trap: x/0 = x%0 = 0,
  * MIN/-1 = MIN, MIN%-1 = 0.  want_mod selects which result. */
-static LLVMValueRef
-int_divmod(CgCtx *C, LLVMValueRef a, LLVMValueRef b, int want_mod)
+LLVMValueRef
+cg_int_divmod(CgCtx *C, LLVMValueRef a, LLVMValueRef b, int want_mod)
 {
 	LLVMBuilderRef B = C->b;
 	LLVMTypeRef ty = LLVMTypeOf(a);
@@ -229,8 +229,8 @@ float_mod(CgCtx *C, LLVMValueRef a, LLVMValueRef b)
 /* name (f64) or name + "f" (f32) from libm, declared once per module.
  * No memory effects: errno is never read, and LLVM may then hoist or
  * drop calls like any arithmetic. */
-static LLVMValueRef
-libm_call(CgCtx *C, const char *name, LLVMValueRef *args, unsigned nargs)
+LLVMValueRef
+cg_libm_call(CgCtx *C, const char *name, LLVMValueRef *args, unsigned nargs)
 {
 	LLVMTypeRef ty = LLVMTypeOf(args[0]), params[2] = {ty, ty};
 	LLVMTypeRef fty = LLVMFunctionType(ty, params, nargs, 0);
@@ -247,8 +247,8 @@ libm_call(CgCtx *C, const char *name, LLVMValueRef *args, unsigned nargs)
 }
 
 /* llvm.<name> overloaded on its first argument's type. */
-static LLVMValueRef
-intrinsic(CgCtx *C, const char *name, LLVMValueRef *args, unsigned nargs)
+LLVMValueRef
+cg_intrinsic(CgCtx *C, const char *name, LLVMValueRef *args, unsigned nargs)
 {
 	LLVMTypeRef ty = LLVMTypeOf(args[0]);
 	unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
@@ -265,9 +265,9 @@ sigmoid(CgCtx *C, LLVMValueRef x)
 	LLVMBuilderRef B = C->b;
 	LLVMTypeRef ty = LLVMTypeOf(x);
 	LLVMValueRef one = LLVMConstReal(ty, 1.0);
-	LLVMValueRef ax = intrinsic(C, "llvm.fabs", &x, 1);
+	LLVMValueRef ax = cg_intrinsic(C, "llvm.fabs", &x, 1);
 	LLVMValueRef nax = LLVMBuildFNeg(B, ax, "");
-	LLVMValueRef z = libm_call(C, "exp", &nax, 1);
+	LLVMValueRef z = cg_libm_call(C, "exp", &nax, 1);
 	LLVMValueRef pos = LLVMBuildFCmp(B, LLVMRealOGE, x,
 					 LLVMConstNull(ty), "");
 	LLVMValueRef num = LLVMBuildSelect(B, pos, one, z, "");
@@ -275,30 +275,30 @@ sigmoid(CgCtx *C, LLVMValueRef x)
 }
 
 /* op applied to a, of dtype t (not bool: the checker refuses it). */
-static LLVMValueRef
-unary(CgCtx *C, OpKind op, TfgDtype t, LLVMValueRef a)
+LLVMValueRef
+cg_unary(CgCtx *C, OpKind op, TfgDtype t, LLVMValueRef a)
 {
 	LLVMBuilderRef B = C->b;
 	LLVMValueRef zero = LLVMConstNull(LLVMTypeOf(a));
 	switch (op) {
-	case OP_exp: return libm_call(C, "exp", &a, 1);
-	case OP_log: return libm_call(C, "log", &a, 1);
-	case OP_sqrt: return intrinsic(C, "llvm.sqrt", &a, 1);
-	case OP_tanh: return libm_call(C, "tanh", &a, 1);
+	case OP_exp: return cg_libm_call(C, "exp", &a, 1);
+	case OP_log: return cg_libm_call(C, "log", &a, 1);
+	case OP_sqrt: return cg_intrinsic(C, "llvm.sqrt", &a, 1);
+	case OP_tanh: return cg_libm_call(C, "tanh", &a, 1);
 	case OP_sigmoid: /* f32 through f64: rounded once, at the end */
 		if (t == TFG_F32)
 			return LLVMBuildFPTrunc(B, sigmoid(C, LLVMBuildFPExt(B,
 					a, C->f64, "")), C->f32, "");
 		return sigmoid(C, a);
 	case OP_relu: /* NaN stays NaN, -0.0 becomes 0.0 */
-		if (is_float(t))
+		if (cg_is_float(t))
 			return LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOLE,
 						a, zero, ""), zero, a, "");
 		return LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntSGT, a, zero,
 							""), a, zero, "");
 	case OP_abs: /* abs(MIN) wraps to MIN */
-		if (is_float(t))
-			return intrinsic(C, "llvm.fabs", &a, 1);
+		if (cg_is_float(t))
+			return cg_intrinsic(C, "llvm.fabs", &a, 1);
 		return LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntSLT, a, zero,
 							""),
 				       LLVMBuildSub(B, zero, a, ""), a, "");
@@ -359,8 +359,8 @@ int_pow(CgCtx *C, LLVMValueRef a, LLVMValueRef b)
 
 /* a cmp b as a bool (i8 0/1), both of dtype t: IEEE comparisons (NaN is
  * unequal to everything, != is true), signed integers, bool as 0/1. */
-static LLVMValueRef
-compare(CgCtx *C, OpKind op, TfgDtype t, LLVMValueRef a, LLVMValueRef b)
+LLVMValueRef
+cg_compare(CgCtx *C, OpKind op, TfgDtype t, LLVMValueRef a, LLVMValueRef b)
 {
 	static const LLVMRealPredicate fp[] = {
 		[OP_equal] = LLVMRealOEQ, [OP_not_equal] = LLVMRealUNE,
@@ -370,22 +370,22 @@ compare(CgCtx *C, OpKind op, TfgDtype t, LLVMValueRef a, LLVMValueRef b)
 		[OP_equal] = LLVMIntEQ, [OP_not_equal] = LLVMIntNE,
 		[OP_less] = LLVMIntSLT, [OP_less_equal] = LLVMIntSLE,
 		[OP_greater] = LLVMIntSGT, [OP_greater_equal] = LLVMIntSGE};
-	LLVMValueRef r = is_float(t) ? LLVMBuildFCmp(C->b, fp[op], a, b, "")
+	LLVMValueRef r = cg_is_float(t) ? LLVMBuildFCmp(C->b, fp[op], a, b, "")
 				     : LLVMBuildICmp(C->b, ip[op], a, b, "");
 	return LLVMBuildZExt(C->b, r, C->i8, "");
 }
 
 /* a op b, both already of dtype t. */
-static LLVMValueRef
-arith(CgCtx *C, OpKind op, TfgDtype t, LLVMValueRef a, LLVMValueRef b)
+LLVMValueRef
+cg_arith(CgCtx *C, OpKind op, TfgDtype t, LLVMValueRef a, LLVMValueRef b)
 {
 	LLVMBuilderRef B = C->b;
 	LLVMValueRef r, ab[2] = {a, b};
-	if (is_float(t)) {
+	if (cg_is_float(t)) {
 		switch (op) {
-		case OP_pow: return libm_call(C, "pow", ab, 2);
-		case OP_maximum: return intrinsic(C, "llvm.maximum", ab, 2);
-		case OP_minimum: return intrinsic(C, "llvm.minimum", ab, 2);
+		case OP_pow: return cg_libm_call(C, "pow", ab, 2);
+		case OP_maximum: return cg_intrinsic(C, "llvm.maximum", ab, 2);
+		case OP_minimum: return cg_intrinsic(C, "llvm.minimum", ab, 2);
 		case OP_add: return LLVMBuildFAdd(B, a, b, "");
 		case OP_sub: return LLVMBuildFSub(B, a, b, "");
 		case OP_mul: return LLVMBuildFMul(B, a, b, "");
@@ -397,7 +397,7 @@ arith(CgCtx *C, OpKind op, TfgDtype t, LLVMValueRef a, LLVMValueRef b)
 	case OP_add: r = LLVMBuildAdd(B, a, b, ""); break;
 	case OP_sub: r = LLVMBuildSub(B, a, b, ""); break;
 	case OP_mul: r = LLVMBuildMul(B, a, b, ""); break;
-	case OP_div: r = int_divmod(C, a, b, 0); break;
+	case OP_div: r = cg_int_divmod(C, a, b, 0); break;
 	case OP_pow: r = int_pow(C, a, b); break;
 	case OP_maximum:
 		r = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntSGT, a, b, ""),
@@ -407,7 +407,7 @@ arith(CgCtx *C, OpKind op, TfgDtype t, LLVMValueRef a, LLVMValueRef b)
 		r = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntSLT, a, b, ""),
 				    a, b, "");
 		break;
-	default: r = int_divmod(C, a, b, 1); break;
+	default: r = cg_int_divmod(C, a, b, 1); break;
 	}
 	/* bool (rejected by the checker): keep 0/1 */
 	if (t == TFG_BOOL)
@@ -419,35 +419,10 @@ arith(CgCtx *C, OpKind op, TfgDtype t, LLVMValueRef a, LLVMValueRef b)
 
 /* ----------------------------------------------------------- loop nests */
 
-typedef struct Nest Nest;
-/* Called innermost with each operand's element offset; acc is the
- * accumulator (NULL without one); returns the next accumulator. */
-typedef LLVMValueRef (*NestBody)(CgCtx *C, const Nest *L, LLVMValueRef *off,
-				 LLVMValueRef acc);
-/* Before / after the accumulating loops, at their first element. */
-typedef LLVMValueRef (*NestInit)(CgCtx *C, const Nest *L, LLVMValueRef *off);
-typedef void (*NestFini)(CgCtx *C, const Nest *L, LLVMValueRef *off,
-			 LLVMValueRef acc);
-
-struct Nest {
-	int rank;                 /* loops, outermost first */
-	int nacc;                 /* the innermost nacc loops accumulate */
-	int64_t dim[TFG_MAX_RANK];
-	int grp[TFG_MAX_RANK];    /* merge only within a group */
-	int nop;                  /* operands; 0 is the output */
-	LLVMValueRef base[CG_MAX_OPS];
-	int64_t stride[CG_MAX_OPS][TFG_MAX_RANK]; /* in elements */
-	NestInit init;
-	NestBody body;            /* NULL: nothing per element */
-	NestFini fini;
-	const IrNode *n;          /* the node emitted */
-	TfgDtype acc_dt;          /* reductions: accumulator dtype */
-	int64_t count;            /* reductions: elements per output */
-};
 
 /* Row-major element strides of s into st. */
-static void
-row_major(const TfgShape *s, int64_t *st)
+void
+cg_row_major(const TfgShape *s, int64_t *st)
 {
 	int64_t m = 1;
 	for (int k = s->rank - 1; k >= 0; k--) {
@@ -487,17 +462,13 @@ nest_collapse(Nest *L)
 	L->nacc = nacc;
 }
 
-typedef struct Loop {
-	LLVMBasicBlockRef head;
-	LLVMValueRef i, acc; /* phis */
-} Loop;
 
 /* Opens a loop that runs at least once; i counts from 0. */
-static void
-loop_begin(CgCtx *C, Loop *lp, LLVMValueRef acc0)
+void
+cg_loop_begin(CgCtx *C, Loop *lp, LLVMValueRef acc0)
 {
 	LLVMBasicBlockRef pre = LLVMGetInsertBlock(C->b);
-	LLVMValueRef zero = i64c(C, 0);
+	LLVMValueRef zero = cg_i64c(C, 0);
 	lp->head = LLVMAppendBasicBlockInContext(C->c, C->fn, "loop");
 	LLVMBuildBr(C->b, lp->head);
 	LLVMPositionBuilderAtEnd(C->b, lp->head);
@@ -511,15 +482,15 @@ loop_begin(CgCtx *C, Loop *lp, LLVMValueRef acc0)
 }
 
 /* Closes it after n iterations; returns the accumulator's final value. */
-static LLVMValueRef
-loop_end(CgCtx *C, Loop *lp, int64_t n, LLVMValueRef acc)
+LLVMValueRef
+cg_loop_end(CgCtx *C, Loop *lp, int64_t n, LLVMValueRef acc)
 {
 	LLVMBasicBlockRef latch = LLVMGetInsertBlock(C->b);
-	LLVMValueRef next = LLVMBuildNUWAdd(C->b, lp->i, i64c(C, 1), "");
+	LLVMValueRef next = LLVMBuildNUWAdd(C->b, lp->i, cg_i64c(C, 1), "");
 	LLVMAddIncoming(lp->i, &next, &latch, 1);
 	if (lp->acc)
 		LLVMAddIncoming(lp->acc, &acc, &latch, 1);
-	LLVMValueRef more = LLVMBuildICmp(C->b, LLVMIntULT, next, i64c(C, n),
+	LLVMValueRef more = LLVMBuildICmp(C->b, LLVMIntULT, next, cg_i64c(C, n),
 					  "");
 	LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(C->c, C->fn,
 							       "done");
@@ -535,7 +506,7 @@ nest_offsets(CgCtx *C, const Nest *L, int lev, LLVMValueRef i,
 	for (int o = 0; o < L->nop; o++) {
 		int64_t s = L->stride[o][lev];
 		LLVMValueRef t = s == 1 ? i
-		    : LLVMBuildNSWMul(C->b, i, i64c(C, s), "");
+		    : LLVMBuildNSWMul(C->b, i, cg_i64c(C, s), "");
 		out[o] = s == 0 ? in[o] : LLVMBuildNSWAdd(C->b, in[o], t, "");
 	}
 }
@@ -548,10 +519,10 @@ nest_inner(CgCtx *C, const Nest *L, int lev, LLVMValueRef *off,
 	Loop lp;
 	if (lev == L->rank)
 		return L->body ? L->body(C, L, off, acc) : acc;
-	loop_begin(C, &lp, acc);
+	cg_loop_begin(C, &lp, acc);
 	nest_offsets(C, L, lev, lp.i, off, o);
 	acc = nest_inner(C, L, lev + 1, o, lp.acc);
-	return loop_end(C, &lp, L->dim[lev], acc);
+	return cg_loop_end(C, &lp, L->dim[lev], acc);
 }
 
 static void
@@ -566,15 +537,15 @@ nest_outer(CgCtx *C, const Nest *L, int lev, LLVMValueRef *off)
 			L->fini(C, L, off, acc);
 		return;
 	}
-	loop_begin(C, &lp, NULL);
+	cg_loop_begin(C, &lp, NULL);
 	nest_offsets(C, L, lev, lp.i, off, o);
 	nest_outer(C, L, lev + 1, o);
-	loop_end(C, &lp, L->dim[lev], NULL);
+	cg_loop_end(C, &lp, L->dim[lev], NULL);
 }
 
 /* Emits the nest unless some loop has no iterations. */
-static void
-nest_emit(CgCtx *C, Nest *L)
+void
+cg_nest_emit(CgCtx *C, Nest *L)
 {
 	LLVMValueRef off[CG_MAX_OPS];
 	for (int k = 0; k < L->rank; k++)
@@ -582,18 +553,18 @@ nest_emit(CgCtx *C, Nest *L)
 			return;
 	nest_collapse(L);
 	for (int o = 0; o < L->nop; o++)
-		off[o] = i64c(C, 0);
+		off[o] = cg_i64c(C, 0);
 	nest_outer(C, L, 0, off);
 }
 
 /* Operand o of L reads tensor shape s, broadcast to L's rank (NumPy:
  * aligned at the right, stride 0 where s has extent 1 or no axis). */
-static void
-nest_broadcast(Nest *L, int o, const TfgShape *s)
+void
+cg_nest_broadcast(Nest *L, int o, const TfgShape *s)
 {
 	int64_t st[TFG_MAX_RANK];
 	int lead = L->rank - s->rank;
-	row_major(s, st);
+	cg_row_major(s, st);
 	for (int k = 0; k < L->rank; k++)
 		L->stride[o][k] = k < lead || s->dims[k - lead] == 1
 		    ? 0 : st[k - lead];
@@ -604,7 +575,7 @@ nest_broadcast(Nest *L, int o, const TfgShape *s)
 int
 cpu_emit_const(CgCtx *C, IrNode *n)
 {
-	size_t nbytes = (size_t)numel(&n->shape) * cg_dtype_size(n->dtype);
+	size_t nbytes = (size_t)cg_numel(&n->shape) * cg_dtype_size(n->dtype);
 	/* raw bytes as [N x i8]: loads of any element type fold from it */
 	LLVMValueRef init = n->data
 	    ? LLVMConstStringInContext2(C->c, n->data, nbytes, 1)
@@ -625,8 +596,8 @@ int
 cpu_emit_input(CgCtx *C, IrNode *n)
 {
 	LLVMValueRef args[3] = {C->ctx_arg, LLVMConstInt(C->i32, n->key, 0),
-				buf(C, n)};
-	check_rc(C, LLVMBuildCall2(C->b, C->rt_ty, C->rt_recv, args, 3, "rc"));
+				cg_buf(C, n)};
+	cg_check_rc(C, LLVMBuildCall2(C->b, C->rt_ty, C->rt_recv, args, 3, "rc"));
 	return 0;
 }
 
@@ -642,8 +613,8 @@ cpu_emit_send(CgCtx *C, IrNode *n)
 	if (n->nin != 1)
 		return cg_fail(C, n, "send needs one input");
 	LLVMValueRef args[3] = {C->ctx_arg, LLVMConstInt(C->i32, n->key, 0),
-				buf(C, n->in[0])};
-	check_rc(C, LLVMBuildCall2(C->b, C->rt_ty, C->rt_send, args, 3, "rc"));
+				cg_buf(C, n->in[0])};
+	cg_check_rc(C, LLVMBuildCall2(C->b, C->rt_ty, C->rt_send, args, 3, "rc"));
 	return 0;
 }
 
@@ -652,11 +623,11 @@ body_binary(CgCtx *C, const Nest *L, LLVMValueRef *off, LLVMValueRef acc)
 {
 	const IrNode *n = L->n;
 	TfgDtype t = n->dtype;
-	LLVMValueRef a = load_at(C, n->in[0]->dtype, L->base[1], off[1]);
-	LLVMValueRef b = load_at(C, n->in[1]->dtype, L->base[2], off[2]);
-	a = cvt(C, a, n->in[0]->dtype, t);
-	b = cvt(C, b, n->in[1]->dtype, t);
-	store_at(C, t, L->base[0], off[0], arith(C, n->op, t, a, b));
+	LLVMValueRef a = cg_load_at(C, n->in[0]->dtype, L->base[1], off[1]);
+	LLVMValueRef b = cg_load_at(C, n->in[1]->dtype, L->base[2], off[2]);
+	a = cg_cvt(C, a, n->in[0]->dtype, t);
+	b = cg_cvt(C, b, n->in[1]->dtype, t);
+	cg_store_at(C, t, L->base[0], off[0], cg_arith(C, n->op, t, a, b));
 	return acc;
 }
 
@@ -667,10 +638,10 @@ body_compare(CgCtx *C, const Nest *L, LLVMValueRef *off, LLVMValueRef acc)
 {
 	const IrNode *n = L->n;
 	TfgDtype t = n->in[0]->dtype;
-	LLVMValueRef a = load_at(C, t, L->base[1], off[1]);
-	LLVMValueRef b = load_at(C, n->in[1]->dtype, L->base[2], off[2]);
-	b = cvt(C, b, n->in[1]->dtype, t);
-	store_at(C, TFG_BOOL, L->base[0], off[0], compare(C, n->op, t, a, b));
+	LLVMValueRef a = cg_load_at(C, t, L->base[1], off[1]);
+	LLVMValueRef b = cg_load_at(C, n->in[1]->dtype, L->base[2], off[2]);
+	b = cg_cvt(C, b, n->in[1]->dtype, t);
+	cg_store_at(C, TFG_BOOL, L->base[0], off[0], cg_compare(C, n->op, t, a, b));
 	return acc;
 }
 
@@ -679,14 +650,14 @@ body_where(CgCtx *C, const Nest *L, LLVMValueRef *off, LLVMValueRef acc)
 {
 	const IrNode *n = L->n;
 	TfgDtype t = n->dtype;
-	LLVMValueRef c = load_at(C, n->in[0]->dtype, L->base[1], off[1]);
-	LLVMValueRef a = load_at(C, n->in[1]->dtype, L->base[2], off[2]);
-	LLVMValueRef b = load_at(C, n->in[2]->dtype, L->base[3], off[3]);
+	LLVMValueRef c = cg_load_at(C, n->in[0]->dtype, L->base[1], off[1]);
+	LLVMValueRef a = cg_load_at(C, n->in[1]->dtype, L->base[2], off[2]);
+	LLVMValueRef b = cg_load_at(C, n->in[2]->dtype, L->base[3], off[3]);
 	c = LLVMBuildICmp(C->b, LLVMIntNE, c, LLVMConstNull(LLVMTypeOf(c)),
 			  "");
-	a = cvt(C, a, n->in[1]->dtype, t);
-	b = cvt(C, b, n->in[2]->dtype, t);
-	store_at(C, t, L->base[0], off[0], LLVMBuildSelect(C->b, c, a, b, ""));
+	a = cg_cvt(C, a, n->in[1]->dtype, t);
+	b = cg_cvt(C, b, n->in[2]->dtype, t);
+	cg_store_at(C, t, L->base[0], off[0], LLVMBuildSelect(C->b, c, a, b, ""));
 	return acc;
 }
 
@@ -695,17 +666,17 @@ body_unary(CgCtx *C, const Nest *L, LLVMValueRef *off, LLVMValueRef acc)
 {
 	const IrNode *n = L->n;
 	TfgDtype it = n->in[0]->dtype, t = n->dtype;
-	LLVMValueRef a = cvt(C, load_at(C, it, L->base[1], off[1]), it, t);
-	store_at(C, t, L->base[0], off[0], unary(C, n->op, t, a));
+	LLVMValueRef a = cg_cvt(C, cg_load_at(C, it, L->base[1], off[1]), it, t);
+	cg_store_at(C, t, L->base[0], off[0], cg_unary(C, n->op, t, a));
 	return acc;
 }
 
-static LLVMValueRef
-body_copy(CgCtx *C, const Nest *L, LLVMValueRef *off, LLVMValueRef acc)
+LLVMValueRef
+cg_body_copy(CgCtx *C, const Nest *L, LLVMValueRef *off, LLVMValueRef acc)
 {
 	TfgDtype it = L->n->in[0]->dtype, t = L->n->dtype;
-	LLVMValueRef v = load_at(C, it, L->base[1], off[1]);
-	store_at(C, t, L->base[0], off[0], cvt(C, v, it, t));
+	LLVMValueRef v = cg_load_at(C, it, L->base[1], off[1]);
+	cg_store_at(C, t, L->base[0], off[0], cg_cvt(C, v, it, t));
 	return acc;
 }
 
@@ -713,20 +684,20 @@ static LLVMValueRef
 body_neg(CgCtx *C, const Nest *L, LLVMValueRef *off, LLVMValueRef acc)
 {
 	const IrNode *n = L->n;
-	LLVMValueRef a = load_at(C, n->in[0]->dtype, L->base[1], off[1]);
-	a = cvt(C, a, n->in[0]->dtype, n->dtype);
-	if (is_float(n->dtype))
+	LLVMValueRef a = cg_load_at(C, n->in[0]->dtype, L->base[1], off[1]);
+	a = cg_cvt(C, a, n->in[0]->dtype, n->dtype);
+	if (cg_is_float(n->dtype))
 		a = LLVMBuildFNeg(C->b, a, "");
 	else if (n->dtype != TFG_BOOL)
 		a = LLVMBuildSub(C->b, LLVMConstNull(LLVMTypeOf(a)), a, "");
-	store_at(C, n->dtype, L->base[0], off[0], a);
+	cg_store_at(C, n->dtype, L->base[0], off[0], a);
 	return acc;
 }
 
 /* One loop nest over n's shape; each of the nin inputs is broadcast to
  * it (spec §6.1) and body computes one element. */
-static int
-emit_elem(CgCtx *C, IrNode *n, int nin, NestBody body)
+int
+cg_emit_elem(CgCtx *C, IrNode *n, int nin, NestBody body)
 {
 	Nest L = {0};
 	if (n->nin != nin || nin + 1 > CG_MAX_OPS)
@@ -739,174 +710,174 @@ emit_elem(CgCtx *C, IrNode *n, int nin, NestBody body)
 	L.nop = nin + 1;
 	L.n = n;
 	L.body = body;
-	L.base[0] = buf(C, n);
-	nest_broadcast(&L, 0, &n->shape);
+	L.base[0] = cg_buf(C, n);
+	cg_nest_broadcast(&L, 0, &n->shape);
 	for (int k = 0; k < nin; k++) {
-		L.base[k + 1] = buf(C, n->in[k]);
-		nest_broadcast(&L, k + 1, &n->in[k]->shape);
+		L.base[k + 1] = cg_buf(C, n->in[k]);
+		cg_nest_broadcast(&L, k + 1, &n->in[k]->shape);
 	}
-	nest_emit(C, &L);
+	cg_nest_emit(C, &L);
 	return 0;
 }
 
 int
 cpu_emit_add(CgCtx *C, IrNode *n)
 {
-	return emit_elem(C, n, 2, body_binary);
+	return cg_emit_elem(C, n, 2, body_binary);
 }
 
 int
 cpu_emit_sub(CgCtx *C, IrNode *n)
 {
-	return emit_elem(C, n, 2, body_binary);
+	return cg_emit_elem(C, n, 2, body_binary);
 }
 
 int
 cpu_emit_mul(CgCtx *C, IrNode *n)
 {
-	return emit_elem(C, n, 2, body_binary);
+	return cg_emit_elem(C, n, 2, body_binary);
 }
 
 int
 cpu_emit_div(CgCtx *C, IrNode *n)
 {
-	return emit_elem(C, n, 2, body_binary);
+	return cg_emit_elem(C, n, 2, body_binary);
 }
 
 int
 cpu_emit_mod(CgCtx *C, IrNode *n)
 {
-	return emit_elem(C, n, 2, body_binary);
+	return cg_emit_elem(C, n, 2, body_binary);
 }
 
 int
 cpu_emit_pow(CgCtx *C, IrNode *n)
 {
-	return emit_elem(C, n, 2, body_binary);
+	return cg_emit_elem(C, n, 2, body_binary);
 }
 
 int
 cpu_emit_maximum(CgCtx *C, IrNode *n)
 {
-	return emit_elem(C, n, 2, body_binary);
+	return cg_emit_elem(C, n, 2, body_binary);
 }
 
 int
 cpu_emit_minimum(CgCtx *C, IrNode *n)
 {
-	return emit_elem(C, n, 2, body_binary);
+	return cg_emit_elem(C, n, 2, body_binary);
 }
 
 int
 cpu_emit_equal(CgCtx *C, IrNode *n)
 {
-	return emit_elem(C, n, 2, body_compare);
+	return cg_emit_elem(C, n, 2, body_compare);
 }
 
 int
 cpu_emit_not_equal(CgCtx *C, IrNode *n)
 {
-	return emit_elem(C, n, 2, body_compare);
+	return cg_emit_elem(C, n, 2, body_compare);
 }
 
 int
 cpu_emit_less(CgCtx *C, IrNode *n)
 {
-	return emit_elem(C, n, 2, body_compare);
+	return cg_emit_elem(C, n, 2, body_compare);
 }
 
 int
 cpu_emit_less_equal(CgCtx *C, IrNode *n)
 {
-	return emit_elem(C, n, 2, body_compare);
+	return cg_emit_elem(C, n, 2, body_compare);
 }
 
 int
 cpu_emit_greater(CgCtx *C, IrNode *n)
 {
-	return emit_elem(C, n, 2, body_compare);
+	return cg_emit_elem(C, n, 2, body_compare);
 }
 
 int
 cpu_emit_greater_equal(CgCtx *C, IrNode *n)
 {
-	return emit_elem(C, n, 2, body_compare);
+	return cg_emit_elem(C, n, 2, body_compare);
 }
 
 int
 cpu_emit_where(CgCtx *C, IrNode *n)
 {
-	return emit_elem(C, n, 3, body_where);
+	return cg_emit_elem(C, n, 3, body_where);
 }
 
 int
 cpu_emit_neg(CgCtx *C, IrNode *n)
 {
-	return emit_elem(C, n, 1, body_neg);
+	return cg_emit_elem(C, n, 1, body_neg);
 }
 
 int
 cpu_emit_cast(CgCtx *C, IrNode *n)
 {
-	return emit_elem(C, n, 1, body_copy);
+	return cg_emit_elem(C, n, 1, cg_body_copy);
 }
 
 int
 cpu_emit_exp(CgCtx *C, IrNode *n)
 {
-	return emit_elem(C, n, 1, body_unary);
+	return cg_emit_elem(C, n, 1, body_unary);
 }
 
 int
 cpu_emit_log(CgCtx *C, IrNode *n)
 {
-	return emit_elem(C, n, 1, body_unary);
+	return cg_emit_elem(C, n, 1, body_unary);
 }
 
 int
 cpu_emit_sqrt(CgCtx *C, IrNode *n)
 {
-	return emit_elem(C, n, 1, body_unary);
+	return cg_emit_elem(C, n, 1, body_unary);
 }
 
 int
 cpu_emit_tanh(CgCtx *C, IrNode *n)
 {
-	return emit_elem(C, n, 1, body_unary);
+	return cg_emit_elem(C, n, 1, body_unary);
 }
 
 int
 cpu_emit_sigmoid(CgCtx *C, IrNode *n)
 {
-	return emit_elem(C, n, 1, body_unary);
+	return cg_emit_elem(C, n, 1, body_unary);
 }
 
 int
 cpu_emit_relu(CgCtx *C, IrNode *n)
 {
-	return emit_elem(C, n, 1, body_unary);
+	return cg_emit_elem(C, n, 1, body_unary);
 }
 
 int
 cpu_emit_abs(CgCtx *C, IrNode *n)
 {
-	return emit_elem(C, n, 1, body_unary);
+	return cg_emit_elem(C, n, 1, body_unary);
 }
 
 static LLVMValueRef
 red_init(CgCtx *C, const Nest *L, LLVMValueRef *off)
 {
 	(void)off;
-	return LLVMConstNull(elty(C, L->acc_dt));
+	return LLVMConstNull(cg_elty(C, L->acc_dt));
 }
 
 static LLVMValueRef
 red_body(CgCtx *C, const Nest *L, LLVMValueRef *off, LLVMValueRef acc)
 {
 	TfgDtype it = L->n->in[0]->dtype;
-	LLVMValueRef v = cvt(C, load_at(C, it, L->base[1], off[1]), it,
+	LLVMValueRef v = cg_cvt(C, cg_load_at(C, it, L->base[1], off[1]), it,
 			     L->acc_dt);
-	if (!is_float(L->acc_dt))
+	if (!cg_is_float(L->acc_dt))
 		return LLVMBuildAdd(C->b, acc, v, "");
 	/* reassoc: lets the loop vectoriser split the sum into lanes */
 	LLVMValueRef s = LLVMBuildFAdd(C->b, acc, v, "");
@@ -918,15 +889,15 @@ static void
 red_fini(CgCtx *C, const Nest *L, LLVMValueRef *off, LLVMValueRef acc)
 {
 	const IrNode *n = L->n;
-	LLVMTypeRef ty = elty(C, L->acc_dt);
-	if (n->op == OP_reduce_mean && is_float(L->acc_dt))
+	LLVMTypeRef ty = cg_elty(C, L->acc_dt);
+	if (n->op == OP_reduce_mean && cg_is_float(L->acc_dt))
 		acc = LLVMBuildFDiv(C->b, acc,
 				    LLVMConstReal(ty, (double)L->count), "");
 	else if (n->op == OP_reduce_mean)
-		acc = int_divmod(C, acc, LLVMConstInt(ty, (unsigned long long)
+		acc = cg_int_divmod(C, acc, LLVMConstInt(ty, (unsigned long long)
 						      L->count, 0), 0);
-	store_at(C, n->dtype, L->base[0], off[0],
-		 cvt(C, acc, L->acc_dt, n->dtype));
+	cg_store_at(C, n->dtype, L->base[0], off[0],
+		 cg_cvt(C, acc, L->acc_dt, n->dtype));
 }
 
 /* The reduced axes of n as a bit mask over its input's axes.  axes == 0
@@ -937,7 +908,7 @@ red_mask(const IrNode *n)
 	const IrNode *in = n->in[0];
 	uint32_t all = (1u << in->shape.rank) - 1, m = n->axes & all;
 	if (m == 0 && (n->shape.rank != in->shape.rank ||
-		       numel(&n->shape) != numel(&in->shape)))
+		       cg_numel(&n->shape) != cg_numel(&in->shape)))
 		m = all;
 	return m;
 }
@@ -952,7 +923,7 @@ emit_reduce(CgCtx *C, IrNode *n)
 		return cg_fail(C, n, "reduction needs one input");
 	const IrNode *in = n->in[0];
 	uint32_t mask = red_mask(n);
-	row_major(&in->shape, ist);
+	cg_row_major(&in->shape, ist);
 	L.count = 1;
 	for (int k = in->shape.rank - 1; k >= 0; k--) {
 		int red = (mask >> k) & 1;
@@ -960,7 +931,7 @@ emit_reduce(CgCtx *C, IrNode *n)
 		m *= red ? 1 : in->shape.dims[k];
 		L.count *= red ? in->shape.dims[k] : 1;
 	}
-	if (m != numel(&n->shape))
+	if (m != cg_numel(&n->shape))
 		return cg_fail(C, n, "reduction output shape does not match "
 			       "its axes");
 	for (int g = 0; g < 2; g++)
@@ -976,15 +947,15 @@ emit_reduce(CgCtx *C, IrNode *n)
 		}
 	L.nop = 2;
 	L.n = n;
-	L.acc_dt = is_float(n->dtype) ? n->dtype
+	L.acc_dt = cg_is_float(n->dtype) ? n->dtype
 	    : n->op == OP_reduce_mean || n->dtype == TFG_BOOL ? TFG_I64
 	    : n->dtype;
 	L.init = red_init;
 	L.body = L.count ? red_body : NULL;
 	L.fini = red_fini;
-	L.base[0] = buf(C, n);
-	L.base[1] = buf(C, in);
-	nest_emit(C, &L);
+	L.base[0] = cg_buf(C, n);
+	L.base[1] = cg_buf(C, in);
+	cg_nest_emit(C, &L);
 	return 0;
 }
 
@@ -1011,7 +982,7 @@ cpu_emit_slice(CgCtx *C, IrNode *n)
 	if (n->nin != 1)
 		return cg_fail(C, n, "slice needs one input");
 	const IrNode *in = n->in[0];
-	row_major(&in->shape, ist);
+	cg_row_major(&in->shape, ist);
 	for (int k = in->shape.rank - 1; k >= 0; k--) {
 		int64_t b = n->begin[k], s = n->size[k];
 		if (b < 0 || s < 0 || b + s > in->shape.dims[k] ||
@@ -1023,17 +994,17 @@ cpu_emit_slice(CgCtx *C, IrNode *n)
 		o0 += b * ist[k];
 		m *= s;
 	}
-	if (m != numel(&n->shape))
+	if (m != cg_numel(&n->shape))
 		return cg_fail(C, n, "slice output shape does not match sizes");
 	L.rank = in->shape.rank;
 	L.nop = 2;
 	L.n = n;
-	L.body = body_copy;
-	L.base[0] = buf(C, n);
-	LLVMValueRef o = i64c(C, o0);
-	L.base[1] = LLVMBuildInBoundsGEP2(C->b, elty(C, in->dtype),
-					  buf(C, in), &o, 1, "");
-	nest_emit(C, &L);
+	L.body = cg_body_copy;
+	L.base[0] = cg_buf(C, n);
+	LLVMValueRef o = cg_i64c(C, o0);
+	L.base[1] = LLVMBuildInBoundsGEP2(C->b, cg_elty(C, in->dtype),
+					  cg_buf(C, in), &o, 1, "");
+	cg_nest_emit(C, &L);
 	return 0;
 }
 
@@ -1072,10 +1043,10 @@ layout(CgCtx *C)
 		if (n->op == OP_send || n->op == OP_const)
 			continue;
 		off = (off + CG_SLOT_ALIGN - 1) & ~(size_t)(CG_SLOT_ALIGN - 1);
-		LLVMValueRef o = i64c(C, (int64_t)off);
+		LLVMValueRef o = cg_i64c(C, (int64_t)off);
 		C->val[i] = LLVMBuildInBoundsGEP2(C->b, C->i8, C->arena_arg, &o,
 						  1, n->name ? n->name : "");
-		off += (size_t)numel(&n->shape) * cg_dtype_size(n->dtype);
+		off += (size_t)cg_numel(&n->shape) * cg_dtype_size(n->dtype);
 	}
 	C->arena_size = (off + CG_SLOT_ALIGN - 1) &
 			~(size_t)(CG_SLOT_ALIGN - 1);

@@ -22,7 +22,6 @@
 #include "lang/parse.h"
 
 
-static IrNode *expr_graph(Checker *c, AstNode *e);
 
 /* ---------------------------------------------------------------- names */
 
@@ -344,8 +343,8 @@ check_lit_of(const AstNode *e)
 	return l;
 }
 
-static TfgDtype
-lit_default(Lit l)
+TfgDtype
+check_lit_default(Lit l)
 {
 	if (l.kind == 2)
 		return TFG_F32;
@@ -403,8 +402,8 @@ check_lit_store(Checker *c, SrcLoc loc, Lit l, TfgDtype t, void *dst)
 	return 0;
 }
 
-static IrNode *
-new_node(Checker *c, OpKind op, int nin, SrcLoc loc)
+IrNode *
+check_node(Checker *c, OpKind op, int nin, SrcLoc loc)
 {
 	IrNode *n = ir_node_new(c->p, op, nin, loc);
 
@@ -412,10 +411,10 @@ new_node(Checker *c, OpKind op, int nin, SrcLoc loc)
 	return n;
 }
 
-static IrNode *
-lit_node(Checker *c, AstNode *e, Lit l, TfgDtype t)
+IrNode *
+check_lit_node(Checker *c, AstNode *e, Lit l, TfgDtype t)
 {
-	IrNode *n = new_node(c, OP_const, 0, e->loc);
+	IrNode *n = check_node(c, OP_const, 0, e->loc);
 
 	n->dtype = t;
 	n->data = arena_alloc(c->a, 8);
@@ -498,7 +497,7 @@ check_tensor_data(Checker *c, AstNode *e, int t, TfgDtype *dt, TfgShape *shape)
 		for (int i = 0; i < elems.n; i++) {
 			Lit l = check_lit_of(elems.v[i]);
 			kinds |= 1 << l.kind;
-			if (lit_default(l) == TFG_I64)
+			if (check_lit_default(l) == TFG_I64)
 				best = TFG_I64;
 		}
 		if ((kinds & 8) && (kinds & 6)) {
@@ -544,14 +543,14 @@ check_op_spelling(int tk)
 	return "?";
 }
 
-static IrNode *
-cast_to(Checker *c, IrNode *x, TfgDtype t)
+IrNode *
+check_cast(Checker *c, IrNode *x, TfgDtype t)
 {
 	IrNode *n;
 
 	if (x->dtype == t)
 		return x;
-	n = new_node(c, OP_cast, 1, x->loc);
+	n = check_node(c, OP_cast, 1, x->loc);
 	n->in[0] = x;
 	n->dtype = t;
 	n->shape = x->shape;
@@ -563,8 +562,8 @@ cast_to(Checker *c, IrNode *x, TfgDtype t)
  * weak, converted to the result dtype *t and broadcast (§6.1) to *s.
  * bools: 0 refuses bool operands, 1 allows two bools (never a bool with a
  * number).  Returns 0, or -1 after reporting at e. */
-static int
-operands(Checker *c, AstNode *e, int op_tk, const char *name, AstNode *ea,
+int
+check_operands(Checker *c, AstNode *e, int op_tk, const char *name, AstNode *ea,
 	 AstNode *eb, int bools, IrNode **out, TfgDtype *t, TfgShape *s)
 {
 	Lit la = check_lit_of(ea), lb = check_lit_of(eb);
@@ -574,12 +573,12 @@ operands(Checker *c, AstNode *e, int op_tk, const char *name, AstNode *ea,
 						check_op_spelling(op_tk))
 				 : arena_printf(c->a, "'%s'", name);
 
-	if (!la.kind && !(a = expr_graph(c, ea)))
+	if (!la.kind && !(a = check_expr(c, ea)))
 		return -1;
-	if (!lb.kind && !(b = expr_graph(c, eb)))
+	if (!lb.kind && !(b = check_expr(c, eb)))
 		return -1;
-	ta = a ? a->dtype : lit_default(la);
-	tb = b ? b->dtype : lit_default(lb);
+	ta = a ? a->dtype : check_lit_default(la);
+	tb = b ? b->dtype : check_lit_default(lb);
 	if (!bools && (ta == TFG_BOOL || tb == TFG_BOOL)) {
 		diag_error(c->d, e->loc, "%s does not take bool operands",
 			   what);
@@ -592,9 +591,9 @@ operands(Checker *c, AstNode *e, int op_tk, const char *name, AstNode *ea,
 		return -1;
 	}
 	*t = dtype_promote(ta, !a, tb, !b);
-	if (!a && !(a = lit_node(c, ea, la, *t)))
+	if (!a && !(a = check_lit_node(c, ea, la, *t)))
 		return -1;
-	if (!b && !(b = lit_node(c, eb, lb, *t)))
+	if (!b && !(b = check_lit_node(c, eb, lb, *t)))
 		return -1;
 	if (shape_broadcast(s, &a->shape, &b->shape) < 0) {
 		char sa[128], sb[128];
@@ -606,16 +605,16 @@ operands(Checker *c, AstNode *e, int op_tk, const char *name, AstNode *ea,
 			   tfg_shape_str(sb, sizeof sb, &b->shape));
 		return -1;
 	}
-	out[0] = cast_to(c, a, *t);
-	out[1] = cast_to(c, b, *t);
+	out[0] = check_cast(c, a, *t);
+	out[1] = check_cast(c, b, *t);
 	return 0;
 }
 
-static IrNode *
-elem_node(Checker *c, OpKind op, SrcLoc loc, IrNode **in, int nin,
+IrNode *
+check_elem(Checker *c, OpKind op, SrcLoc loc, IrNode **in, int nin,
 	  TfgDtype t, const TfgShape *s)
 {
-	IrNode *n = new_node(c, op, nin, loc);
+	IrNode *n = check_node(c, op, nin, loc);
 
 	for (int i = 0; i < nin; i++)
 		n->in[i] = in[i];
@@ -640,13 +639,12 @@ binary(Checker *c, AstNode *e)
 	TfgDtype t;
 	TfgShape s;
 
-	if (operands(c, e, e->op, NULL, e->a, e->b,
+	if (check_operands(c, e, e->op, NULL, e->a, e->b,
 		     e->op == TK_EQ || e->op == TK_NE, in, &t, &s) < 0)
 		return NULL;
-	return elem_node(c, ops[e->op], e->loc, in, 2, cmp ? TFG_BOOL : t, &s);
+	return check_elem(c, ops[e->op], e->loc, in, 2, cmp ? TFG_BOOL : t, &s);
 }
 
-static int dtype_named(const char *s, TfgDtype *t);
 
 /* cast(x, DTYPE) (spec §6.12): DTYPE is a dtype name, not a value. */
 static IrNode *
@@ -656,26 +654,23 @@ call_cast(Checker *c, AstNode *e)
 	IrNode *x, *n;
 	TfgDtype t;
 
-	if (e->n != 2) {
-		diag_error(c->d, e->loc, "'cast' expects 2 arguments, got %d",
-			   e->n);
+	if (check_args(c, e, 2, NULL) < 0)
 		return NULL;
-	}
 	if (d->kind != AST_NAME) {
 		diag_error(c->d, d->loc, "the second argument of 'cast' must "
 			   "be a dtype: bool, i32, i64, f32 or f64");
 		return NULL;
 	}
-	if (dtype_named(d->name, &t) < 0) {
+	if (check_dtype_named(d->name, &t) < 0) {
 		diag_error(c->d, d->loc, "unknown dtype '%s' (expected bool, "
 			   "i32, i64, f32 or f64)", d->name);
 		return NULL;
 	}
-	if (!(x = expr_graph(c, e->list[0])))
+	if (!(x = check_expr(c, e->list[0])))
 		return NULL;
 	if (x->dtype == t)
 		return x;
-	n = elem_node(c, OP_cast, e->loc, &x, 1, t, &x->shape);
+	n = check_elem(c, OP_cast, e->loc, &x, 1, t, &x->shape);
 	return n;
 }
 
@@ -683,7 +678,7 @@ call_cast(Checker *c, AstNode *e)
 static IrNode *
 call_unary(Checker *c, AstNode *e, OpKind op)
 {
-	IrNode *x = expr_graph(c, e->list[0]);
+	IrNode *x = check_expr(c, e->list[0]);
 
 	if (!x)
 		return NULL;
@@ -698,7 +693,7 @@ call_unary(Checker *c, AstNode *e, OpKind op)
 			   e->name);
 		return NULL;
 	}
-	return elem_node(c, op, e->loc, &x, 1, x->dtype, &x->shape);
+	return check_elem(c, op, e->loc, &x, 1, x->dtype, &x->shape);
 }
 
 /* where(cond, a, b) (spec §6.11): a and b promoted together, all three
@@ -711,7 +706,7 @@ call_where(Checker *c, AstNode *e)
 	TfgShape s, s3;
 	char sa[128], sb[128];
 
-	if (!(cond = expr_graph(c, e->list[0])))
+	if (!(cond = check_expr(c, e->list[0])))
 		return NULL;
 	if (cond->dtype != TFG_BOOL) {
 		diag_error(c->d, e->loc, "the condition of 'where' "
@@ -719,7 +714,7 @@ call_where(Checker *c, AstNode *e)
 			   ir_type_str(c->a, cond->dtype, &cond->shape));
 		return NULL;
 	}
-	if (operands(c, e, 0, "where", e->list[1], e->list[2], 1, in + 1, &t,
+	if (check_operands(c, e, 0, "where", e->list[1], e->list[2], 1, in + 1, &t,
 		     &s) < 0)
 		return NULL;
 	if (shape_broadcast(&s3, &cond->shape, &s) < 0) {
@@ -730,7 +725,7 @@ call_where(Checker *c, AstNode *e)
 		return NULL;
 	}
 	in[0] = cond;
-	return elem_node(c, OP_where, e->loc, in, 3, t, &s3);
+	return check_elem(c, OP_where, e->loc, in, 3, t, &s3);
 }
 
 static IrNode *
@@ -738,14 +733,14 @@ call_reduce(Checker *c, AstNode *e, OpKind op)
 {
 	IrNode *x, *n;
 
-	if (!(x = expr_graph(c, e->list[0])))
+	if (!(x = check_expr(c, e->list[0])))
 		return NULL;
 	if (x->dtype == TFG_BOOL) {
 		diag_error(c->d, e->list[0]->loc,
 			   "'%s' does not take a bool tensor", e->name);
 		return NULL;
 	}
-	n = new_node(c, op, 1, e->loc);
+	n = check_node(c, op, 1, e->loc);
 	n->in[0] = x;
 	n->dtype = x->dtype;
 	n->shape.rank = 0;
@@ -753,13 +748,116 @@ call_reduce(Checker *c, AstNode *e, OpKind op)
 	return n;
 }
 
+/* A call's arguments: no keywords (unless listed in kw, NULL-terminated)
+ * and, when nin >= 0, exactly nin positional ones.  Keywords must come
+ * after the positional arguments. */
+int
+check_args(Checker *c, AstNode *e, int nin, const char *const *kw)
+{
+	int npos = 0;
+
+	for (int i = 0; i < e->n; i++) {
+		AstNode *x = e->list[i];
+		int ok = 0;
+		if (x->kind != AST_KWARG) {
+			if (npos++ != i) {
+				diag_error(c->d, x->loc, "positional argument "
+					   "after a keyword argument");
+				return -1;
+			}
+			continue;
+		}
+		for (int k = 0; kw && kw[k]; k++)
+			ok |= strcmp(kw[k], x->name) == 0;
+		for (int j = 0; ok && j < i; j++)
+			if (e->list[j]->kind == AST_KWARG &&
+			    strcmp(e->list[j]->name, x->name) == 0) {
+				diag_error(c->d, x->tok.loc, "argument '%s' "
+					   "given twice", x->name);
+				return -1;
+			}
+		if (!ok) {
+			diag_error(c->d, x->tok.loc,
+				   "'%s' has no argument named '%s'", e->name,
+				   x->name);
+			return -1;
+		}
+	}
+	if (nin >= 0 && npos != nin) {
+		diag_error(c->d, e->loc, "'%s' expects %d argument%s, got %d",
+			   e->name, nin, nin == 1 ? "" : "s", npos);
+		return -1;
+	}
+	return npos;
+}
+
+/* The value of keyword argument `name` of call e, or NULL. */
+AstNode *
+check_kwarg(AstNode *e, const char *name)
+{
+	for (int i = 0; i < e->n; i++)
+		if (e->list[i]->kind == AST_KWARG &&
+		    strcmp(e->list[i]->name, name) == 0)
+			return e->list[i]->a;
+	return NULL;
+}
+
+/* The shape column of stdlib/ops.def names the function that checks a
+ * call of the op and infers its dtype and shape: check_<shape>() (spec §6). */
+IrNode *
+check_none(Checker *c, AstNode *e, OpKind op)
+{
+	(void)op;
+	diag_error(c->d, e->a->loc, "unknown function '%s'", e->name);
+	return NULL;
+}
+
+IrNode *
+check_unary(Checker *c, AstNode *e, OpKind op)
+{
+	if (op == OP_cast)
+		return call_cast(c, e);
+	if (check_args(c, e, 1, NULL) < 0)
+		return NULL;
+	return call_unary(c, e, op);
+}
+
+IrNode *
+check_broadcast(Checker *c, AstNode *e, OpKind op)
+{
+	IrNode *in[2];
+	TfgDtype t;
+	TfgShape s;
+
+	if (check_args(c, e, op_info[op].nin, NULL) < 0)
+		return NULL;
+	if (op == OP_where)
+		return call_where(c, e);
+	/* pow maximum minimum: as the arithmetic operators (spec §6.9) */
+	if (check_operands(c, e, 0, e->name, e->list[0], e->list[1], 0, in, &t,
+		     &s) < 0)
+		return NULL;
+	return check_elem(c, op, e->loc, in, 2, t, &s);
+}
+
+IrNode *
+check_reduce(Checker *c, AstNode *e, OpKind op)
+{
+	if (check_args(c, e, 1, NULL) < 0)
+		return NULL;
+	return call_reduce(c, e, op);
+}
+
+typedef IrNode *(*ShapeFn)(Checker *c, AstNode *e, OpKind op);
+static const ShapeFn shape_fn[OP__COUNT] = {
+#define OP(name, nin, nout, shape, ...) [OP_##name] = check_##shape,
+#include "stdlib/ops.def"
+};
+
 static IrNode *
 call_graph(Checker *c, AstNode *e)
 {
 	int op = op_lookup(e->name);
-	IrNode *in[2];
-	TfgDtype t;
-	TfgShape s;
 
 	if (strcmp(e->name, "run") == 0 || strcmp(e->name, "load") == 0) {
 		diag_error(c->d, e->a->loc,
@@ -775,38 +873,12 @@ call_graph(Checker *c, AstNode *e)
 		diag_error(c->d, e->b->loc, "a feed can only be given to run()");
 		return NULL;
 	}
-	for (int i = 0; i < e->n; i++) {
-		if (e->list[i]->kind == AST_KWARG) {
-			diag_error(c->d, e->list[i]->tok.loc,
-				   "'%s' has no argument named '%s'", e->name,
-				   e->list[i]->name);
-			return NULL;
-		}
-	}
-	if (op == OP_cast)
-		return call_cast(c, e);
-	if (e->n != op_info[op].nin) {
-		diag_error(c->d, e->loc, "'%s' expects %d argument%s, got %d",
-			   e->name, op_info[op].nin,
-			   op_info[op].nin == 1 ? "" : "s", e->n);
-		return NULL;
-	}
-	if (op_info[op].flags & OPF_REDUCE)
-		return call_reduce(c, e, (OpKind)op);
-	if (op == OP_where)
-		return call_where(c, e);
-	if (op_info[op].nin == 1)
-		return call_unary(c, e, (OpKind)op);
-	/* pow maximum minimum: as the arithmetic operators (spec §6.9) */
-	if (operands(c, e, 0, e->name, e->list[0], e->list[1], 0, in, &t,
-		     &s) < 0)
-		return NULL;
-	return elem_node(c, (OpKind)op, e->loc, in, 2, t, &s);
+	return shape_fn[op](c, e, (OpKind)op);
 }
 
 /* An index component that must be a static integer. */
-static int
-static_int(Checker *c, AstNode *e, int64_t *v)
+int
+check_static_int(Checker *c, AstNode *e, int64_t *v)
 {
 	Lit l = check_lit_of(e);
 
@@ -821,7 +893,7 @@ static_int(Checker *c, AstNode *e, int64_t *v)
 static IrNode *
 index_graph(Checker *c, AstNode *e)
 {
-	IrNode *x = expr_graph(c, e->a), *n;
+	IrNode *x = check_expr(c, e->a), *n;
 	int k = 0;
 
 	if (!x)
@@ -832,16 +904,16 @@ index_graph(Checker *c, AstNode *e)
 			   e->n, x->shape.rank);
 		return NULL;
 	}
-	n = new_node(c, OP_slice, 1, e->loc);
+	n = check_node(c, OP_slice, 1, e->loc);
 	n->in[0] = x;
 	n->dtype = x->dtype;
 	for (int i = 0; i < x->shape.rank; i++) {
 		int64_t len = x->shape.dims[i], lo = 0, hi = len;
 		AstNode *ix = i < e->n ? e->list[i] : NULL;
 		if (ix && ix->kind == AST_SLICE) {
-			if (ix->a && static_int(c, ix->a, &lo) < 0)
+			if (ix->a && check_static_int(c, ix->a, &lo) < 0)
 				return NULL;
-			if (ix->b && static_int(c, ix->b, &hi) < 0)
+			if (ix->b && check_static_int(c, ix->b, &hi) < 0)
 				return NULL;
 			/* Python's rules: negative counts from the end,
 			   then clamp to [0, len]. */
@@ -851,7 +923,7 @@ index_graph(Checker *c, AstNode *e)
 			hi = hi < 0 ? 0 : hi > len ? len : hi;
 		} else if (ix) {
 			int64_t v;
-			if (static_int(c, ix, &v) < 0)
+			if (check_static_int(c, ix, &v) < 0)
 				return NULL;
 			if (v < -len || v >= len) {
 				diag_error(c->d, ix->loc,
@@ -873,8 +945,8 @@ index_graph(Checker *c, AstNode *e)
 	return n;
 }
 
-static IrNode *
-expr_graph(Checker *c, AstNode *e)
+IrNode *
+check_expr(Checker *c, AstNode *e)
 {
 	Lit l;
 	IrNode *n;
@@ -884,17 +956,17 @@ expr_graph(Checker *c, AstNode *e)
 	case AST_FLOAT:
 	case AST_BOOL:
 		l = check_lit_of(e);
-		return lit_node(c, e, l, lit_default(l));
+		return check_lit_node(c, e, l, check_lit_default(l));
 	case AST_NAME:
 		return check_lookup(c, e);
 	case AST_TENSOR:
-		n = new_node(c, OP_const, 0, e->loc);
+		n = check_node(c, OP_const, 0, e->loc);
 		n->data = check_tensor_data(c, e, -1, &n->dtype, &n->shape);
 		return n->data ? n : NULL;
 	case AST_UNARY:
 		if ((l = check_lit_of(e)).kind)
-			return lit_node(c, e, l, lit_default(l));
-		if (!(n = expr_graph(c, e->a)))
+			return check_lit_node(c, e, l, check_lit_default(l));
+		if (!(n = check_expr(c, e->a)))
 			return NULL;
 		if (n->dtype == TFG_BOOL) {
 			diag_error(c->d, e->loc,
@@ -903,7 +975,7 @@ expr_graph(Checker *c, AstNode *e)
 		}
 		{
 			IrNode *x = n;
-			n = new_node(c, OP_neg, 1, e->loc);
+			n = check_node(c, OP_neg, 1, e->loc);
 			n->in[0] = x;
 			n->dtype = x->dtype;
 			n->shape = x->shape;
@@ -911,7 +983,7 @@ expr_graph(Checker *c, AstNode *e)
 		return n;
 	case AST_BINARY:
 		if ((l = check_lit_of(e)).kind)
-			return lit_node(c, e, l, lit_default(l));
+			return check_lit_node(c, e, l, check_lit_default(l));
 		return binary(c, e);
 	case AST_CALL:
 		return call_graph(c, e);
@@ -929,8 +1001,8 @@ expr_graph(Checker *c, AstNode *e)
 
 /* ----------------------------------------------------------- statements */
 
-static int
-dtype_named(const char *s, TfgDtype *t)
+int
+check_dtype_named(const char *s, TfgDtype *t)
 {
 	for (int i = 0; i < TFG__NDTYPE; i++) {
 		if (strcmp(s, tfg_dtype_name((TfgDtype)i)) == 0) {
@@ -948,7 +1020,7 @@ check_input(Checker *c, AstNode *s)
 	TfgDtype t;
 	double numel = 1;
 
-	if (dtype_named(s->a->name, &t) < 0) {
+	if (check_dtype_named(s->a->name, &t) < 0) {
 		diag_error(c->d, s->a->loc,
 			   "unknown dtype '%s' (expected bool, i32, i64, f32 "
 			   "or f64)",
@@ -967,7 +1039,7 @@ check_input(Checker *c, AstNode *s)
 			   "bytes)", s->name, numel * tfg_dtype_size(t));
 		return;
 	}
-	n = new_node(c, OP_input, 0, s->tok.loc);
+	n = check_node(c, OP_input, 0, s->tok.loc);
 	n->dtype = t;
 	n->shape.rank = s->n;
 	for (int i = 0; i < s->n; i++)
@@ -980,7 +1052,7 @@ check_input(Checker *c, AstNode *s)
 static void
 check_assign(Checker *c, AstNode *s)
 {
-	IrNode *n = expr_graph(c, s->a);
+	IrNode *n = check_expr(c, s->a);
 
 	if (n && !n->name) {
 		n->name = s->name;

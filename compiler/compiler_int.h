@@ -66,4 +66,30 @@ int check_is_compare(int tk);
 const char *check_op_spelling(int tk);
 void check_session(Checker *c, AstNode *s);
 
+/* check.c: what the checkers of op families (compiler/ops_*.c) share. */
+IrNode *check_expr(Checker *c, AstNode *e);  /* NULL: error reported */
+IrNode *check_node(Checker *c, OpKind op, int nin, SrcLoc loc);
+IrNode *check_cast(Checker *c, IrNode *x, TfgDtype t);
+IrNode *check_elem(Checker *c, OpKind op, SrcLoc loc, IrNode **in, int nin,
+		   TfgDtype t, const TfgShape *s);
+int check_operands(Checker *c, AstNode *e, int op_tk, const char *name,
+		   AstNode *ea, AstNode *eb, int bools, IrNode **out,
+		   TfgDtype *t, TfgShape *s);
+int check_static_int(Checker *c, AstNode *e, int64_t *v);
+int check_dtype_named(const char *s, TfgDtype *t);
+TfgDtype check_lit_default(Lit l);
+IrNode *check_lit_node(Checker *c, AstNode *e, Lit l, TfgDtype t);
+/* Checks a call's arguments: keywords only those in kw (NULL-terminated,
+ * may be NULL), and exactly nin positional ones when nin >= 0.  Returns
+ * the number of positional arguments, or -1 (reported). */
+int check_args(Checker *c, AstNode *e, int nin, const char *const *kw);
+AstNode *check_kwarg(AstNode *e, const char *name);
+
+/* The checker of a call, named by the shape column of stdlib/ops.def:
+ * check_<shape>(c, call, op) returns the node or NULL (reported). */
+#define OP(name, nin, nout, shape, ...)                                      \
+	IrNode *check_##shape(Checker *c, AstNode *e, OpKind op);
+#include "stdlib/ops.def"
+
+
 #endif /* TFG_COMPILER_COMPILER_INT_H */
