@@ -44,6 +44,18 @@ int cg_build_module(LLVMContextRef c, LLVMModuleRef m, const Program *p,
 		    int task, const char *cpu, const char *features,
 		    size_t *sizes, int *has);
 
+/* jit.c: the shared front of the JIT, --emit=llvm and tfgc compile
+ * (codegen/aot.c).  cg_llvm_init initialises LLVM's native target once.
+ * cg_compile_module builds, verifies and optimises the module of `task`
+ * in context c for triple (pic: position-independent, for objects); on
+ * success *mp and *tmp are the caller's, and sizes/has as for
+ * cg_build_module. */
+void cg_llvm_init(void);
+int cg_compile_module(LLVMContextRef c, const Program *p, int task,
+		      const CgOptions *o, const char *triple, int pic,
+		      LLVMModuleRef *mp, LLVMTargetMachineRef *tmp,
+		      size_t *sizes, int *has);
+
 /* cpu.c: one emitter per op of stdlib/ops.def (declared from the list,
  * so an op without one fails to link).  Each emits node n of the current
  * part; 0, or non-zero after printing an error. */

@@ -35,4 +35,28 @@ int cg_jit(CgJit **out, const Program *p, int task, const CgOptions *o,
 	   RtPart *parts, double *ms);
 void cg_jit_free(CgJit *j); /* accepts NULL */
 
+/* tfgc compile (codegen/aot.c, spec/language.md §10.3).  The object
+ * holds the module of `task` built as for the JIT but position-
+ * independent, with tfg_part_<s> renamed PREFIX_part_<s>, and exports
+ * const size_t PREFIX_arena_<s> and const uint64_t PREFIX_hash (the
+ * plan's), plus, with table, the TfgPartTable `tfg_parts` that
+ * `tfgc server --part` looks up. */
+typedef struct CgAot {
+	const char *obj;    /* the object file to write */
+	const char *prefix; /* a C identifier */
+	int table;          /* also export tfg_parts (shared objects) */
+} CgAot;
+int cg_aot_object(const Program *p, int task, const CgOptions *o,
+		  const CgAot *a);
+/* Whether signature s is driven from `task` and needs no other task:
+ * those get a wrapper in the header. */
+int cg_aot_standalone(const Program *p, int task, int s);
+/* The C header for the object: declarations of its symbols and a typed
+ * wrapper per standalone signature.  obj names the object in a comment. */
+void cg_aot_header(FILE *out, const Program *p, int task,
+		   const char *prefix, const char *obj);
+/* Links the object into a shared object with the system's C compiler
+ * ($CC, else cc).  Returns 0 or non-zero after printing an error. */
+int cg_aot_link_shared(const char *obj, const char *so);
+
 #endif /* TFG_CODEGEN_CODEGEN_H */

@@ -15,8 +15,7 @@
  * broadcast axes.  Before emission, axes of extent 1 are dropped and
  * adjacent axes that are contiguous for every operand are merged, so a
  * same-shape elementwise op is one flat loop that LLVM vectorises.
- * Reductions put the kept axes outside and the reduced axes inside, with
- * the accumulator carried in phis (fadd marked reassoc so it vectorises).
+ * Reductions (codegen/cpu_reduce.c) use the same nests, with accumulators.
  *
  * Integer / and % never trap: the divisor is replaced by 1 where it is 0
  * or where INT_MIN / -1 would overflow, and the results fixed up with
@@ -862,113 +861,6 @@ int
 cpu_emit_abs(CgCtx *C, IrNode *n)
 {
 	return cg_emit_elem(C, n, 1, body_unary);
-}
-
-static LLVMValueRef
-red_init(CgCtx *C, const Nest *L, LLVMValueRef *off)
-{
-	(void)off;
-	return LLVMConstNull(cg_elty(C, L->acc_dt));
-}
-
-static LLVMValueRef
-red_body(CgCtx *C, const Nest *L, LLVMValueRef *off, LLVMValueRef acc)
-{
-	TfgDtype it = L->n->in[0]->dtype;
-	LLVMValueRef v = cg_cvt(C, cg_load_at(C, it, L->base[1], off[1]), it,
-			     L->acc_dt);
-	if (!cg_is_float(L->acc_dt))
-		return LLVMBuildAdd(C->b, acc, v, "");
-	/* reassoc: lets the loop vectoriser split the sum into lanes */
-	LLVMValueRef s = LLVMBuildFAdd(C->b, acc, v, "");
-	LLVMSetFastMathFlags(s, LLVMFastMathAllowReassoc);
-	return s;
-}
-
-static void
-red_fini(CgCtx *C, const Nest *L, LLVMValueRef *off, LLVMValueRef acc)
-{
-	const IrNode *n = L->n;
-	LLVMTypeRef ty = cg_elty(C, L->acc_dt);
-	if (n->op == OP_reduce_mean && cg_is_float(L->acc_dt))
-		acc = LLVMBuildFDiv(C->b, acc,
-				    LLVMConstReal(ty, (double)L->count), "");
-	else if (n->op == OP_reduce_mean)
-		acc = cg_int_divmod(C, acc, LLVMConstInt(ty, (unsigned long long)
-						      L->count, 0), 0);
-	cg_store_at(C, n->dtype, L->base[0], off[0],
-		 cg_cvt(C, acc, L->acc_dt, n->dtype));
-}
-
-/* The reduced axes of n as a bit mask over its input's axes.  axes == 0
- * with an output shape that differs from the input's means all axes. */
-static uint32_t
-red_mask(const IrNode *n)
-{
-	const IrNode *in = n->in[0];
-	uint32_t all = (1u << in->shape.rank) - 1, m = n->axes & all;
-	if (m == 0 && (n->shape.rank != in->shape.rank ||
-		       cg_numel(&n->shape) != cg_numel(&in->shape)))
-		m = all;
-	return m;
-}
-
-/* Kept axes outside, reduced axes inside (group 1, accumulating). */
-static int
-emit_reduce(CgCtx *C, IrNode *n)
-{
-	Nest L = {0};
-	int64_t ist[TFG_MAX_RANK], ost[TFG_MAX_RANK], m = 1;
-	if (n->nin != 1)
-		return cg_fail(C, n, "reduction needs one input");
-	const IrNode *in = n->in[0];
-	uint32_t mask = red_mask(n);
-	cg_row_major(&in->shape, ist);
-	L.count = 1;
-	for (int k = in->shape.rank - 1; k >= 0; k--) {
-		int red = (mask >> k) & 1;
-		ost[k] = red ? 0 : m;
-		m *= red ? 1 : in->shape.dims[k];
-		L.count *= red ? in->shape.dims[k] : 1;
-	}
-	if (m != cg_numel(&n->shape))
-		return cg_fail(C, n, "reduction output shape does not match "
-			       "its axes");
-	for (int g = 0; g < 2; g++)
-		for (int k = 0; k < in->shape.rank; k++) {
-			if ((int)((mask >> k) & 1) != g ||
-			    (g == 1 && L.count == 0))
-				continue; /* nothing to sum: init, then fini */
-			L.dim[L.rank] = in->shape.dims[k];
-			L.grp[L.rank] = g;
-			L.stride[0][L.rank] = ost[k];
-			L.stride[1][L.rank] = ist[k];
-			L.rank++;
-		}
-	L.nop = 2;
-	L.n = n;
-	L.acc_dt = cg_is_float(n->dtype) ? n->dtype
-	    : n->op == OP_reduce_mean || n->dtype == TFG_BOOL ? TFG_I64
-	    : n->dtype;
-	L.init = red_init;
-	L.body = L.count ? red_body : NULL;
-	L.fini = red_fini;
-	L.base[0] = cg_buf(C, n);
-	L.base[1] = cg_buf(C, in);
-	cg_nest_emit(C, &L);
-	return 0;
-}
-
-int
-cpu_emit_reduce_sum(CgCtx *C, IrNode *n)
-{
-	return emit_reduce(C, n);
-}
-
-int
-cpu_emit_reduce_mean(CgCtx *C, IrNode *n)
-{
-	return emit_reduce(C, n);
 }
 
 

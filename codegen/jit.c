@@ -48,6 +48,12 @@ init_llvm(void)
 	LLVMInitializeNativeAsmPrinter();
 }
 
+void
+cg_llvm_init(void)
+{
+	pthread_once(&init_once, init_llvm);
+}
+
 /* Prints and consumes err; returns -1. */
 static int
 llvm_fail(const char *what, LLVMErrorRef err)
@@ -74,9 +80,11 @@ opt_level(const CgOptions *o)
 }
 
 /* A target machine for triple and the options' CPU; *cpu and *features
- * (LLVM strings, LLVMDisposeMessage) get what it was made with. */
+ * (LLVM strings, LLVMDisposeMessage) get what it was made with.  pic:
+ * position-independent code for an object file (tfgc compile). */
 static LLVMTargetMachineRef
-make_tm(const char *triple, const CgOptions *o, char **cpu, char **features)
+make_tm(const char *triple, const CgOptions *o, int pic, char **cpu,
+	char **features)
 {
 	static const LLVMCodeGenOptLevel lv[4] = {
 		LLVMCodeGenLevelNone, LLVMCodeGenLevelLess,
@@ -93,8 +101,10 @@ make_tm(const char *triple, const CgOptions *o, char **cpu, char **features)
 	*cpu = host ? LLVMGetHostCPUName() : LLVMCreateMessage(o->cpu);
 	*features = host ? LLVMGetHostCPUFeatures() : LLVMCreateMessage("");
 	return LLVMCreateTargetMachine(t, triple, *cpu, *features,
-				       lv[opt_level(o)], LLVMRelocDefault,
-				       LLVMCodeModelJITDefault);
+				       lv[opt_level(o)],
+				       pic ? LLVMRelocPIC : LLVMRelocDefault,
+				       pic ? LLVMCodeModelDefault
+					   : LLVMCodeModelJITDefault);
 }
 
 static int
@@ -112,15 +122,14 @@ run_passes(LLVMModuleRef m, LLVMTargetMachineRef tm, int level)
 	return err ? llvm_fail("optimising", err) : 0;
 }
 
-/* Builds, verifies and optimises the module of `task` in context c.
- * On success *mp and *tmp are the caller's. */
-static int
-compile(LLVMContextRef c, const Program *p, int task, const CgOptions *o,
-	const char *triple, LLVMModuleRef *mp, LLVMTargetMachineRef *tmp,
-	size_t *sizes, int *has)
+int
+cg_compile_module(LLVMContextRef c, const Program *p, int task,
+		  const CgOptions *o, const char *triple, int pic,
+		  LLVMModuleRef *mp, LLVMTargetMachineRef *tmp, size_t *sizes,
+		  int *has)
 {
 	char *cpu = NULL, *features = NULL, *msg = NULL, name[32];
-	LLVMTargetMachineRef tm = make_tm(triple, o, &cpu, &features);
+	LLVMTargetMachineRef tm = make_tm(triple, o, pic, &cpu, &features);
 	LLVMModuleRef m;
 	int rc = -1;
 	if (!tm)
@@ -165,7 +174,8 @@ cg_emit_llvm(FILE *out, const Program *p, int task, const CgOptions *o)
 	int *has = calloc((size_t)p->nsig + 1, sizeof *has);
 	pthread_once(&init_once, init_llvm);
 	c = LLVMContextCreate();
-	int rc = compile(c, p, task, o, CG_EMIT_TRIPLE, &m, &tm, sizes, has);
+	int rc = cg_compile_module(c, p, task, o, CG_EMIT_TRIPLE, 0, &m, &tm,
+				   sizes, has);
 	if (rc == 0) {
 		char *s = LLVMPrintModuleToString(m);
 		fputs(s, out);
@@ -189,7 +199,9 @@ process_filter(void *ctx, LLVMOrcSymbolStringPoolEntryRef sym)
 		   what LLVM's library-call simplifier may turn them into */
 		"exp", "expf", "log", "logf", "tanh", "tanhf", "pow", "powf",
 		"sqrt", "sqrtf", "exp2", "exp2f", "exp10", "exp10f", "ldexp",
-		"ldexpf", "fabs", "fabsf"};
+		"ldexpf", "fabs", "fabsf",
+		/* random_normal (codegen/cpu_make.c): Box-Muller */
+		"cos", "cosf", "sin", "sinf"};
 	const char *s = LLVMOrcSymbolStringPoolEntryStr(sym);
 	char prefix = *(const char *)ctx;
 	if (prefix && *s == prefix)
@@ -282,7 +294,7 @@ cg_jit(CgJit **out, const Program *p, int task, const CgOptions *o,
 	char *triple = LLVMGetDefaultTargetTriple();
 	LLVMOrcThreadSafeContextRef tsc = LLVMOrcCreateNewThreadSafeContext();
 	LLVMContextRef c = LLVMOrcThreadSafeContextGetContext(tsc);
-	if (compile(c, p, task, o, triple, &m, &tm, sizes, has))
+	if (cg_compile_module(c, p, task, o, triple, 0, &m, &tm, sizes, has))
 		goto out;
 	if (make_jit(j, tm) || define_symbols(j, o)) {
 		LLVMDisposeModule(m);

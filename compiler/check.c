@@ -58,6 +58,12 @@ check_lookup(Checker *c, AstNode *e)
 {
 	Sym *s = check_find(&c->syms, e->name), *later;
 
+	if (s && s->list) {
+		diag_error(c->d, e->loc, "'%s' is a list of %d tensors, not a "
+			   "tensor: take one element (%s[0])", e->name,
+			   s->list->n, e->name);
+		return NULL;
+	}
 	if (s)
 		return s->node;
 	if ((later = check_find(&c->defs, e->name)) != NULL) {
@@ -334,7 +340,7 @@ check_lit_of(const AstNode *e)
 		break;
 	case AST_BINARY:
 		/* a comparison is an op, never a literal */
-		if (!check_is_compare(e->op))
+		if (!check_is_compare(e->op) && e->op != TK_AT)
 			l = lit_fold(e->op, check_lit_of(e->a), check_lit_of(e->b));
 		break;
 	default:
@@ -533,6 +539,7 @@ check_op_spelling(int tk)
 	case TK_STAR: return "*";
 	case TK_SLASH: return "/";
 	case TK_PERCENT: return "%";
+	case TK_AT: return "@";
 	case TK_EQ: return "==";
 	case TK_NE: return "!=";
 	case TK_LT: return "<";
@@ -639,6 +646,8 @@ binary(Checker *c, AstNode *e)
 	TfgDtype t;
 	TfgShape s;
 
+	if (e->op == TK_AT) /* matmul (spec §6.18) */
+		return check_matmul(c, e, OP_matmul);
 	if (check_operands(c, e, e->op, NULL, e->a, e->b,
 		     e->op == TK_EQ || e->op == TK_NE, in, &t, &s) < 0)
 		return NULL;
@@ -726,26 +735,6 @@ call_where(Checker *c, AstNode *e)
 	}
 	in[0] = cond;
 	return check_elem(c, OP_where, e->loc, in, 3, t, &s3);
-}
-
-static IrNode *
-call_reduce(Checker *c, AstNode *e, OpKind op)
-{
-	IrNode *x, *n;
-
-	if (!(x = check_expr(c, e->list[0])))
-		return NULL;
-	if (x->dtype == TFG_BOOL) {
-		diag_error(c->d, e->list[0]->loc,
-			   "'%s' does not take a bool tensor", e->name);
-		return NULL;
-	}
-	n = check_node(c, op, 1, e->loc);
-	n->in[0] = x;
-	n->dtype = x->dtype;
-	n->shape.rank = 0;
-	n->axes = (1u << x->shape.rank) - 1;
-	return n;
 }
 
 /* A call's arguments: no keywords (unless listed in kw, NULL-terminated)
@@ -840,14 +829,6 @@ check_broadcast(Checker *c, AstNode *e, OpKind op)
 	return check_elem(c, op, e->loc, in, 2, t, &s);
 }
 
-IrNode *
-check_reduce(Checker *c, AstNode *e, OpKind op)
-{
-	if (check_args(c, e, 1, NULL) < 0)
-		return NULL;
-	return call_reduce(c, e, op);
-}
-
 typedef IrNode *(*ShapeFn)(Checker *c, AstNode *e, OpKind op);
 static const ShapeFn shape_fn[OP__COUNT] = {
 #define OP(name, nin, nout, shape, ...) [OP_##name] = check_##shape,
@@ -893,10 +874,12 @@ check_static_int(Checker *c, AstNode *e, int64_t *v)
 static IrNode *
 index_graph(Checker *c, AstNode *e)
 {
-	IrNode *x = check_expr(c, e->a), *n;
+	IrNode *x, *n;
 	int k = 0;
 
-	if (!x)
+	if (check_is_list(c, e->a)) /* list[i] (spec §6.22) */
+		return check_list_index(c, e);
+	if (!(x = check_expr(c, e->a)))
 		return NULL;
 	if (e->n > x->shape.rank) {
 		diag_error(c->d, e->loc,
@@ -1052,8 +1035,15 @@ check_input(Checker *c, AstNode *s)
 static void
 check_assign(Checker *c, AstNode *s)
 {
-	IrNode *n = check_expr(c, s->a);
+	IrNode *n;
 
+	if (check_is_list(c, s->a)) { /* a list value (spec §6.22) */
+		PtrVec *l = check_list(c, s->a, "a list");
+		if (define(c, s->name, s->tok.loc, NULL) == 0)
+			check_find(&c->syms, s->name)->list = l;
+		return;
+	}
+	n = check_expr(c, s->a);
 	if (n && !n->name) {
 		n->name = s->name;
 		n->user_named = 1;
@@ -1142,6 +1132,11 @@ check_program(Program *p)
 		return p->diag->nerr - before;
 	prescan(&c, prog);
 	check_stmts(&c, prog, 1);
+	if (p->opt && p->opt->nfetch > 0) {
+		/* tfgc run --fetch: one step replaces the sessions */
+		c.sigs.n = c.sessions.n = 0;
+		check_cli_session(&c, p->opt);
+	}
 	p->nsig = c.sigs.n;
 	p->sigs = arena_alloc(c.a, (c.sigs.n + 1) * sizeof *p->sigs);
 	for (int i = 0; i < c.sigs.n; i++)

@@ -61,6 +61,17 @@ char *dev_str(Arena *a, Device d);
 
 /* ---------------------------------------------------------------------- IR */
 
+/* A maker's static arguments (compiler/ops_make.c, spec §6.13-§6.17),
+ * as the node's dtype: f[] for float dtypes, i[] for the others. */
+typedef struct IrMake {
+	double f[2];     /* fill: value; range: start, delta; one_hot: on,
+			    off; random: min, max or mean, stddev */
+	int64_t i[2];    /* the same for integer and bool dtypes */
+	int axis;        /* one_hot: the output axis that indexes depth */
+	uint64_t seed;   /* random_*: the Philox-4x32-10 key */
+	uint32_t stream; /* random_*: counter word 2 (0 with seed=) */
+} IrMake;
+
 typedef struct IrNode IrNode;
 struct IrNode {
 	int id;           /* index in IrGraph.nodes (clones keep their origin's) */
@@ -85,10 +96,15 @@ struct IrNode {
 	/* OP_reduce_*: bit i set: axis i reduced; keepdims */
 	uint32_t axes;
 	int keepdims;
+	/* OP_transpose: output axis i is input axis perm[i];
+	   OP_concat, OP_stack: the axis (of the output) */
+	int perm[TFG_MAX_RANK];
+	int axis;
 	/* OP_send, OP_recv, OP_input (feed), fetch sends */
 	uint32_t key;     /* rendezvous edge key */
 	int peer;         /* task at the other end */
 	IrNode *origin;   /* partition clones: the graph node they stand for */
+	const IrMake *make; /* makers (zeros ... random_normal): arguments */
 };
 
 typedef struct IrGraph {
@@ -137,6 +153,7 @@ typedef struct CJob {
  * locations kept for run-time errors. */
 typedef struct Program {
 	Arena *arena;
+	const struct CompileOptions *opt; /* as given to compile_file */
 	const SrcFile *src;
 	AstNode *ast;
 	Diag *diag;
@@ -177,6 +194,11 @@ typedef struct CompileOptions {
 	const char *until;
 	int naddr;            /* --addr overrides: "/job:J/task:T=host:port" */
 	const char **addr;
+	/* tfgc run --fetch: one step replaces the program's sessions: it
+	   fetches these names with these feeds ("x=a.npy") and prints the
+	   fetches, or writes fetch i to out[i] when outs are given */
+	int nfetch, nfeed, nout;
+	const char **fetch, **feed, **out;
 } CompileOptions;
 int compile_file(Program *p, const char *path, const CompileOptions *o,
 		 Diag *d);

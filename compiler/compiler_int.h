@@ -31,6 +31,7 @@ typedef struct Sym {
 	SrcLoc loc;
 	IrNode *node; /* graph value */
 	int slot;     /* session loop variable (node == NULL) */
+	PtrVec *list; /* a list value (split): IrNode * elements; node NULL */
 } Sym;
 
 typedef struct Checker {
@@ -65,6 +66,7 @@ void *check_tensor_data(Checker *c, AstNode *e, int t, TfgDtype *dt,
 int check_is_compare(int tk);
 const char *check_op_spelling(int tk);
 void check_session(Checker *c, AstNode *s);
+void check_cli_session(Checker *c, const CompileOptions *o);
 
 /* check.c: what the checkers of op families (compiler/ops_*.c) share. */
 IrNode *check_expr(Checker *c, AstNode *e);  /* NULL: error reported */
@@ -84,6 +86,17 @@ IrNode *check_lit_node(Checker *c, AstNode *e, Lit l, TfgDtype t);
  * the number of positional arguments, or -1 (reported). */
 int check_args(Checker *c, AstNode *e, int nin, const char *const *kw);
 AstNode *check_kwarg(AstNode *e, const char *name);
+
+/* ops_shape.c: list values (spec §6.22).  check_list_sym: the list name
+ * e is bound to, or NULL.  check_is_list: e is a list expression (a split
+ * call or a list name).  check_list: the elements of e as a list (a
+ * bracketed list of graph expressions or a list expression); NULL:
+ * reported.  check_list_index: list[i] of AST_INDEX e whose base is a
+ * list expression. */
+Sym *check_list_sym(Checker *c, AstNode *e);
+int check_is_list(Checker *c, AstNode *e);
+PtrVec *check_list(Checker *c, AstNode *e, const char *what);
+IrNode *check_list_index(Checker *c, AstNode *e);
 
 /* The checker of a call, named by the shape column of stdlib/ops.def:
  * check_<shape>(c, call, op) returns the node or NULL (reported). */

@@ -6,9 +6,12 @@
  *   tfgc emit --emit=tokens|ast|placed|partition|llvm [--task J:T]
  *             [--cpu CPU] [-O N] FILE
  *   tfgc run FILE [--log-device-placement] [--free-ports] [--attach]
- *   tfgc server FILE --job J --task T
+ *   tfgc server FILE --job J --task T [--part PART.so]
  *   tfgc stop FILE
+ *   tfgc compile FILE --task J:T -o OUT.o|OUT.so [--shared] [--name PREFIX]
+ *                [--cpu CPU] [-O N]
  * with, for run, server and stop: [--addr /job:J/task:T=HOST:PORT]...
+ * (run, server and compile also take --fetch/--feed/--out)
  * [--startup-timeout S] [--step-timeout S] [--verbose].
  *
  * Exit status: 0 success, 1 errors in the program or at run time, 2 a bad
@@ -27,12 +30,15 @@
 
 typedef struct Args {
 	const char *cmd, *file, *emit, *job, *cpu;
+	const char *output, *name, *part; /* compile -o, --name; server --part */
+	int shared;        /* compile --shared */
 	int task;          /* --task for server: index; -1 unset */
 	const char *task_s; /* --task J:T for emit */
 	int opt_level;
 	int log_placement, free_ports, attach, verbose;
 	double startup_timeout, step_timeout;
 	PtrVec addr; /* --addr values */
+	PtrVec feed, fetch, out; /* run --feed x=a.npy --fetch y --out y.npy */
 } Args;
 
 static const char usage[] =
@@ -41,8 +47,12 @@ static const char usage[] =
     " [--cpu CPU] [-O N] FILE\n"
     "       tfgc run FILE [--log-device-placement] [--free-ports] "
     "[--attach]\n"
-    "       tfgc server FILE --job J --task T\n"
+    "                [--fetch NAME]... [--feed NAME=FILE.npy]... "
+    "[--out FILE.npy]...\n"
+    "       tfgc server FILE --job J --task T [--part PART.so]\n"
     "       tfgc stop FILE\n"
+    "       tfgc compile FILE --task J:T -o OUT.o [--shared] [--name PREFIX]"
+    " [--cpu CPU] [-O N]\n"
     "options for run, server, stop: --addr /job:J/task:T=HOST:PORT, "
     "--startup-timeout S,\n"
     "       --step-timeout S, --verbose\n";
@@ -94,6 +104,7 @@ compile_file(Program *p, const char *path, const CompileOptions *o,
 
 	memset(p, 0, sizeof *p);
 	p->arena = arena_new();
+	p->opt = o;
 	p->diag = d;
 	if (!(p->src = src_read(p->arena, path, &err))) {
 		diag_error(d, (SrcLoc){0}, "cannot read '%s': %s", path,
@@ -158,10 +169,14 @@ parse_args(Args *a, int argc, char **argv, Arena *ar)
 			a->free_ports = 1;
 		} else if (FLAG("--attach")) {
 			a->attach = 1;
+		} else if (FLAG("--shared")) {
+			a->shared = 1;
 		} else if (FLAG("--verbose") || FLAG("-v")) {
 			a->verbose = 1;
 		} else if (FLAG("--emit") || FLAG("--job") || FLAG("--task") ||
 			   FLAG("--cpu") || FLAG("-O") || FLAG("--addr") ||
+			   FLAG("--feed") || FLAG("--fetch") || FLAG("--out") ||
+			   FLAG("-o") || FLAG("--name") || FLAG("--part") ||
 			   FLAG("--startup-timeout") ||
 			   FLAG("--step-timeout")) {
 			const char *v = VALUE();
@@ -175,8 +190,23 @@ parse_args(Args *a, int argc, char **argv, Arena *ar)
 				a->job = v;
 			else if (FLAG("--cpu"))
 				a->cpu = v;
+			else if (FLAG("-o"))
+				a->output = v;
+			else if (FLAG("--name"))
+				a->name = v;
+			else if (FLAG("--part"))
+				a->part = v;
 			else if (FLAG("--addr"))
 				vec_push(ar, &a->addr, (void *)v);
+			else if (FLAG("--feed")) {
+				if (!strchr(v, '=') || *v == '=')
+					return bad_usage("--feed takes NAME=FILE."
+							 "npy, not '%s'", v);
+				vec_push(ar, &a->feed, (void *)v);
+			} else if (FLAG("--fetch"))
+				vec_push(ar, &a->fetch, (void *)v);
+			else if (FLAG("--out"))
+				vec_push(ar, &a->out, (void *)v);
 			else if (FLAG("--task"))
 				a->task_s = v;
 			else if (FLAG("-O")) {
@@ -204,6 +234,10 @@ parse_args(Args *a, int argc, char **argv, Arena *ar)
 	}
 	if (!a->file)
 		return bad_usage("no input file%s", "");
+	if ((a->feed.n || a->out.n) && !a->fetch.n)
+		return bad_usage("--feed and --out go with --fetch%s", "");
+	if (a->out.n && a->out.n != a->fetch.n)
+		return bad_usage("give one --out per --fetch, or none%s", "");
 	return 0;
 }
 
@@ -252,6 +286,7 @@ free_ports(Program *p)
 }
 
 static CgJit *the_jit;
+static TfgPartLib *the_part; /* server --part */
 
 static int
 jit_compile(void *cookie, const TfgPlan *plan, int task, RtPart *parts)
@@ -267,6 +302,20 @@ jit_compile(void *cookie, const TfgPlan *plan, int task, RtPart *parts)
 	if (getenv("TFG_JIT_TIME"))
 		fprintf(stderr, "tfgc: %s: JIT %.2f ms\n", p->tasks[task].name,
 			ms);
+	return 0;
+}
+
+/* server --part: the parts come from a shared object, no LLVM. */
+static int
+part_load(void *cookie, const TfgPlan *plan, int task, RtPart *parts)
+{
+	const char *path = cookie;
+	TfgError e;
+
+	if (tfg_part_load(&the_part, path, plan, task, parts, &e) != TFG_OK) {
+		fprintf(stderr, "tfgc: error: %s\n", e.msg);
+		return 1;
+	}
 	return 0;
 }
 
@@ -360,10 +409,126 @@ cmd_server(Args *a, Program *p)
 	for (int i = 0; i < p->ntask; i++)
 		if (!*end && strcmp(p->tasks[i].job, a->job) == 0 &&
 		    p->tasks[i].index == t)
-			return tfg_server_main(p->plan, i, &o, jit_compile, p);
+			return a->part ? tfg_server_main(p->plan, i, &o,
+							 part_load,
+							 (void *)a->part)
+				       : tfg_server_main(p->plan, i, &o,
+							 jit_compile, p);
 	fprintf(stderr, "tfgc: error: the cluster has no task /job:%s/task:%s\n",
 		a->job, a->task_s);
 	return 1;
+}
+
+/* PREFIX from OUT's file stem: "build/my-part.o" -> "my_part". */
+static const char *
+default_prefix(Arena *ar, const char *out)
+{
+	const char *base = strrchr(out, '/') ? strrchr(out, '/') + 1 : out;
+	const char *dot = strchr(base, '.');
+	char *s = arena_strndup(ar, base, dot && dot > base ? (size_t)(dot - base)
+							  : strlen(base));
+
+	for (char *c = s; *c; c++)
+		if (!(*c >= 'a' && *c <= 'z') && !(*c >= 'A' && *c <= 'Z') &&
+		    !(*c >= '0' && *c <= '9'))
+			*c = '_';
+	if (!*s || (*s >= '0' && *s <= '9'))
+		s = arena_printf(ar, "_%s", s);
+	return s;
+}
+
+static int
+is_c_ident(const char *s)
+{
+	if (!*s || (*s >= '0' && *s <= '9'))
+		return 0;
+	for (; *s; s++)
+		if (!(*s >= 'a' && *s <= 'z') && !(*s >= 'A' && *s <= 'Z') &&
+		    !(*s >= '0' && *s <= '9') && *s != '_')
+			return 0;
+	return 1;
+}
+
+/* OUT.h next to OUT: the extension (if any) replaced. */
+static const char *
+header_path(Arena *ar, const char *out)
+{
+	const char *base = strrchr(out, '/') ? strrchr(out, '/') + 1 : out;
+	const char *dot = strrchr(base, '.');
+	size_t n = dot && dot > base ? (size_t)(dot - out) : strlen(out);
+
+	return arena_printf(ar, "%.*s.h", (int)n, out);
+}
+
+/* tfgc compile: spec/language.md §10.3. */
+static int
+cmd_compile(Args *a, Program *p)
+{
+	CgOptions o = {0};
+	CgAot aot = {0};
+	const char *hpath, *obj;
+	int task = -1, nwrap = 0, rc;
+	FILE *f;
+
+	if (!a->output)
+		return bad_usage("compile needs -o OUT.o%s", "");
+	if (a->name && !is_c_ident(a->name))
+		return bad_usage("--name takes a C identifier, not '%s'",
+				 a->name);
+	for (int t = 0; t < p->ntask; t++)
+		if (a->task_s ? task_matches(a->task_s, &p->tasks[t])
+			      : p->ntask == 1)
+			task = t;
+	if (task < 0) {
+		if (!a->task_s)
+			return bad_usage("compile needs --task J:T (the "
+					 "cluster has several tasks)%s", "");
+		fprintf(stderr, "tfgc: error: the cluster has no task '%s'\n",
+			a->task_s);
+		return 1;
+	}
+	for (int s = 0; s < p->nsig; s++)
+		nwrap += cg_aot_standalone(p, task, s);
+	if (nwrap == 0 && !a->shared) {
+		fprintf(stderr, "tfgc: error: every run signature of %s needs "
+			"other tasks, so it has no stand-alone function: use "
+			"--shared and serve it with tfgc server --part\n",
+			p->tasks[task].name);
+		return 1;
+	}
+	hpath = header_path(p->arena, a->output);
+	if (strcmp(hpath, a->output) == 0)
+		return bad_usage("-o '%s' would be overwritten by the header: "
+				 "name the object OUT.o or OUT.so", a->output);
+	o.cpu = !a->cpu ? "x86-64-v3" : strcmp(a->cpu, "host") == 0 ? NULL
+								   : a->cpu;
+	o.opt_level = a->opt_level;
+	aot.prefix = a->name ? a->name : default_prefix(p->arena, a->output);
+	aot.table = a->shared;
+	obj = a->shared ? arena_printf(p->arena, "%s.tmp%d.o", a->output,
+				       (int)getpid())
+			: a->output;
+	aot.obj = obj;
+	if (cg_aot_object(p, task, &o, &aot) != 0)
+		return 1;
+	if (a->shared) {
+		rc = cg_aot_link_shared(obj, a->output);
+		remove(obj);
+		if (rc != 0)
+			return 1;
+	}
+	if (!(f = fopen(hpath, "w"))) {
+		fprintf(stderr, "tfgc: error: cannot write '%s': %s\n", hpath,
+			strerror(errno));
+		return 1;
+	}
+	cg_aot_header(f, p, task, aot.prefix, a->output);
+	if (fclose(f) != 0) {
+		fprintf(stderr, "tfgc: error: cannot write '%s': %s\n", hpath,
+			strerror(errno));
+		return 1;
+	}
+	return 0;
 }
 
 static int
@@ -390,6 +555,18 @@ cmd_run(Args *a, Program *p)
 	vec_push(p->arena, &sargs, arena_strdup(p->arena, buf));
 	if (a->verbose)
 		vec_push(p->arena, &sargs, "--verbose");
+	for (int i = 0; i < a->fetch.n; i++) {
+		vec_push(p->arena, &sargs, "--fetch");
+		vec_push(p->arena, &sargs, a->fetch.v[i]);
+	}
+	for (int i = 0; i < a->feed.n; i++) {
+		vec_push(p->arena, &sargs, "--feed");
+		vec_push(p->arena, &sargs, a->feed.v[i]);
+	}
+	for (int i = 0; i < a->out.n; i++) {
+		vec_push(p->arena, &sargs, "--out");
+		vec_push(p->arena, &sargs, a->out.v[i]);
+	}
 	vec_push(p->arena, &sargs, NULL);
 	return tfg_launch(p->plan, &o, "/proc/self/exe",
 			  (char *const *)sargs.v, a->attach);
@@ -412,8 +589,16 @@ tfgc_main(int argc, char **argv)
 	}
 	co.naddr = a.addr.n;
 	co.addr = (const char **)a.addr.v;
+	if (strcmp(a.cmd, "run") == 0 || strcmp(a.cmd, "server") == 0 ||
+	    strcmp(a.cmd, "compile") == 0) {
+		co.nfetch = a.fetch.n, co.fetch = (const char **)a.fetch.v;
+		co.nfeed = a.feed.n, co.feed = (const char **)a.feed.v;
+		co.nout = a.out.n, co.out = (const char **)a.out.v;
+	}
 	if (strcmp(a.cmd, "emit") == 0) {
 		rc = cmd_emit(&a, &p, &co, &d);
+	} else if (strcmp(a.cmd, "compile") == 0) {
+		rc = compile_file(&p, a.file, &co, &d) ? 1 : cmd_compile(&a, &p);
 	} else if (strcmp(a.cmd, "check") == 0) {
 		co.until = "plan";
 		rc = compile_file(&p, a.file, &co, &d) ? 1 : 0;
@@ -433,6 +618,7 @@ tfgc_main(int argc, char **argv)
 		rc = bad_usage("unknown command '%s'", a.cmd);
 	}
 	cg_jit_free(the_jit);
+	tfg_part_close(the_part);
 	arena_free(p.arena);
 	arena_free(ar);
 	return rc;

@@ -208,6 +208,12 @@ run_expr(Checker *c, AstNode *e)
 				   "not a graph value", f->name);
 			continue;
 		}
+		if (check_list_sym(c, f)) {
+			diag_error(c->d, f->loc, "'%s' is a list: fetch its "
+				   "elements, named (p = %s[0])", f->name,
+				   f->name);
+			continue;
+		}
 		if ((n = check_lookup(c, f)) != NULL)
 			vec_push(c->a, &fetch, n);
 	}
@@ -379,10 +385,12 @@ sexpr(Checker *c, AstNode *e)
 		x->args[0] = a;
 		return x;
 	case AST_BINARY:
-		if (e->op == TK_PERCENT || check_is_compare(e->op)) {
+		if (e->op == TK_PERCENT || e->op == TK_AT ||
+		    check_is_compare(e->op)) {
 			diag_error(c->d, e->loc, "operator '%s' is not "
 				   "available in session expressions%s",
-				   check_op_spelling(e->op), e->op == TK_PERCENT ? ""
+				   check_op_spelling(e->op),
+				   !check_is_compare(e->op) ? ""
 				   : ": compare in the graph and fetch the "
 				     "result with run()");
 			return NULL;
@@ -499,5 +507,77 @@ check_session(Checker *c, AstNode *s)
 	c->locals.n = 0;
 	sblock(c, s, &rs->nstmt, &rs->stmts);
 	rs->nslot = c->nslot;
+	vec_push(c->a, &c->sessions, rs);
+}
+
+/* --------------------------------------------------- tfgc run --fetch */
+
+static AstNode *
+cli_node(Checker *c, AstKind k, const char *name)
+{
+	AstNode *n = arena_alloc(c->a, sizeof *n);
+
+	n->kind = k;
+	n->name = name;
+	return n;
+}
+
+static void
+cli_list(Checker *c, AstNode *n, int len)
+{
+	n->n = len;
+	n->list = arena_alloc(c->a, (len + 1) * sizeof *n->list);
+}
+
+/* The session of `tfgc run FILE --feed x=a.npy --fetch y [--out y.npy]`
+ * (spec §10.2): one run on the first job's task 0, as if written
+ *     session { print run(y, feed { x: load("a.npy") }) }
+ * or, with --out, each fetch saved to its file instead of printed.
+ * Messages about it have no source location: they name the flag. */
+void
+check_cli_session(Checker *c, const CompileOptions *o)
+{
+	AstNode *call = cli_node(c, AST_CALL, "run");
+	RtSession *rs = arena_alloc(c->a, sizeof *rs);
+	RtStmt *st = arena_alloc(c->a, sizeof *st);
+	RtExpr *x;
+
+	call->a = cli_node(c, AST_NAME, "run");
+	cli_list(c, call, o->nfetch);
+	for (int i = 0; i < o->nfetch; i++)
+		call->list[i] = cli_node(c, AST_NAME, o->fetch[i]);
+	if (o->nfeed > 0) {
+		call->b = cli_node(c, AST_FEED, NULL);
+		cli_list(c, call->b, o->nfeed);
+		for (int i = 0; i < o->nfeed; i++) {
+			const char *eq = strchr(o->feed[i], '=');
+			char *name = arena_strndup(c->a, o->feed[i],
+						   eq - o->feed[i]);
+			AstNode *it = cli_node(c, AST_FEEDITEM, name);
+			AstNode *load = cli_node(c, AST_CALL, "load");
+			it->a = cli_node(c, AST_NAME, name);
+			load->a = cli_node(c, AST_NAME, "load");
+			cli_list(c, load, 1);
+			load->list[0] = cli_node(c, AST_STRING, NULL);
+			load->list[0]->str = eq + 1;
+			it->b = load;
+			call->b->list[i] = it;
+		}
+	}
+	rs->task = c->p->jobs[0].first;
+	c->client = rs->task;
+	c->nslot = 0;
+	c->locals.n = 0;
+	if (!(x = run_expr(c, call)))
+		return;
+	st->kind = o->nout ? RT_S_SAVE : RT_S_PRINT;
+	st->where = "tfgc";
+	st->nexpr = 1;
+	st->exprs = arena_alloc(c->a, sizeof *st->exprs);
+	st->exprs[0] = x;
+	st->paths = o->out;
+	rs->nstmt = 1;
+	rs->stmts = arena_alloc(c->a, sizeof *rs->stmts);
+	rs->stmts[0] = st;
 	vec_push(c->a, &c->sessions, rs);
 }

@@ -137,6 +137,7 @@ op_text(int op)
 	case TK_STAR: return "*";
 	case TK_SLASH: return "/";
 	case TK_PERCENT: return "%";
+	case TK_AT: return "@";
 	case TK_EQ: return "==";
 	case TK_NE: return "!=";
 	case TK_LT: return "<";

@@ -71,6 +71,7 @@ static const TokName tok_names[] = {
 	[TK_LE] = {"LE", "'<='"},
 	[TK_GT] = {"GT", "'>'"},
 	[TK_GE] = {"GE", "'>='"},
+	[TK_AT] = {"AT", "'@'"},
 };
 
 enum { NTOKNAMES = sizeof tok_names / sizeof tok_names[0] };
@@ -307,7 +308,8 @@ expected_names(const int *exp, int n, const char **names, int drop_ops)
 			continue;
 		if (drop_ops && (t == TK_PLUS || t == TK_MINUS ||
 				 t == TK_STAR || t == TK_SLASH ||
-				 t == TK_PERCENT || t == TK_LBRACKET ||
+				 t == TK_PERCENT || t == TK_AT ||
+				 t == TK_LBRACKET ||
 				 (t >= TK_EQ && t <= TK_GE)))
 			continue;
 		if (is_stmt_end && (t == TK_SEMI || t == TK_RBRACE || t == 0))

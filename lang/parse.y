@@ -143,6 +143,7 @@ lang_parser_rearm(void *p)
 %token COMMA COLON ASSIGN DOTDOT.
 %token PLUS MINUS STAR SLASH PERCENT.
 %token EQ NE LT LE GT GE.
+%token AT.
 
 /* ------------------------------------------------------------ statements */
 
@@ -281,6 +282,7 @@ sum(A) ::= term(T). { A = T; }
 term(A) ::= term(L) STAR(O) unary(R). { A = binary(ps, L, &O, R); }
 term(A) ::= term(L) SLASH(O) unary(R). { A = binary(ps, L, &O, R); }
 term(A) ::= term(L) PERCENT(O) unary(R). { A = binary(ps, L, &O, R); }
+term(A) ::= term(L) AT(O) unary(R). { A = binary(ps, L, &O, R); }
 term(A) ::= unary(U). { A = U; }
 
 unary(A) ::= MINUS(O) unary(E). {

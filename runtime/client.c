@@ -602,6 +602,25 @@ exec_for(Sess *ss, const RtStmt *st)
 	return TFG_OK;
 }
 
+/* tfgc run --fetch y --out y.npy: each fetched tensor into its file. */
+static tfg_status
+exec_save(Sess *ss, const RtStmt *st)
+{
+	tfg_status rv;
+	TfgError e;
+	CVal v;
+
+	if (st->nexpr < 1 || st->exprs[0]->kind != RT_E_RUN)
+		return fail(ss, st->where, TFG_EINVAL, "malformed save");
+	if ((rv = eval(ss, st->exprs[0], &v)) != TFG_OK)
+		return rv;
+	for (int i = 0; i < v.n && rv == TFG_OK; i++)
+		if ((rv = rt_npy_save(st->paths[i], v.list[i], &e)) != TFG_OK)
+			rv = fail(ss, st->where, rv, "%s", e.msg);
+	cval_free(&v);
+	return rv;
+}
+
 static tfg_status
 exec_stmts(Sess *ss, RtStmt **stmts, int n)
 {
@@ -624,6 +643,9 @@ exec_stmts(Sess *ss, RtStmt **stmts, int n)
 				break;
 			if ((rv = eval(ss, st->exprs[0], &v)) == TFG_OK)
 				cval_free(&v);
+			break;
+		case RT_S_SAVE:
+			rv = exec_save(ss, st);
 			break;
 		}
 	}

@@ -13,6 +13,9 @@
  * A received tensor stays in its nng message until tfg_rt_recv copies it
  * to the part's buffer: one copy, and none on the sending side beyond the
  * one into the message.  A send to the own task stores into the table.
+ * tfg_rt_recv and tfg_rt_send themselves (runtime/aot.c) call rdv_recv
+ * and rdv_send through the context, so that an AOT program, which has no
+ * sockets, links none of this.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +26,9 @@
 volatile int rt_stop_requested;
 
 #define STEP_NO(s) ((unsigned long long)((s) & 0xffffffffffffull))
+
+static int rdv_recv(struct RtCtx *c, uint32_t key, void *dst);
+static int rdv_send(struct RtCtx *c, uint32_t key, const void *src);
 
 tfg_status
 rt_ctx_init(RtCtx *c, const TfgPlan *plan, int task, const TfgOptions *opt)
@@ -42,6 +48,8 @@ rt_ctx_init(RtCtx *c, const TfgPlan *plan, int task, const TfgOptions *opt)
 		c->opt.controller_addr = "127.0.0.1:0";
 	c->sig = -1;
 	c->client = -1;
+	c->recv = rdv_recv;
+	c->send = rdv_send;
 	c->peers = calloc((size_t)plan->ntask, sizeof *c->peers);
 	c->finished = calloc((size_t)plan->ntask, sizeof *c->finished);
 	c->edge_bytes = calloc((size_t)plan->nedge + 1, sizeof *c->edge_bytes);
@@ -282,8 +290,8 @@ rdv_wait(RtCtx *c, int type, long key, int src, int peer, const char *what,
 	}
 }
 
-TFG_API int
-tfg_rt_recv(struct RtCtx *c, uint32_t key, void *dst)
+static int
+rdv_recv(struct RtCtx *c, uint32_t key, void *dst)
 {
 	const RtEdge *edge;
 	char what[512];
@@ -311,8 +319,8 @@ tfg_rt_recv(struct RtCtx *c, uint32_t key, void *dst)
 	return TFG_OK;
 }
 
-TFG_API int
-tfg_rt_send(struct RtCtx *c, uint32_t key, const void *src)
+static int
+rdv_send(struct RtCtx *c, uint32_t key, const void *src)
 {
 	const RtEdge *edge;
 	size_t n;

@@ -114,6 +114,13 @@ typedef struct RtCtx {
 	uint16_t src;          /* task, or RT_SRC_CONTROLLER */
 	const char *name;      /* "/job:local/task:0" or "controller" */
 	TfgOptions opt;        /* defaults filled in */
+	/* what tfg_rt_recv/tfg_rt_send (aot.c) call: the rendezvous, or
+	   tfg_aot_run's buffers */
+	int (*recv)(struct RtCtx *c, uint32_t key, void *dst);
+	int (*send)(struct RtCtx *c, uint32_t key, const void *src);
+	const TfgAotSig *aot;  /* tfg_aot_run only: the signature, */
+	const void *const *aot_feeds; /* its feed buffers */
+	void *const *aot_fetches;     /* and its fetch buffers */
 	/* transport (net.c) */
 	nng_socket pull;       /* the one pull0 socket */
 	int pull_open;
@@ -208,5 +215,7 @@ tfg_status rt_client_session(RtCtx *c, int session);
 void rt_client_flush(RtCtx *c, int force);
 /* server.c: runs own part of sig for the current step. */
 int rt_run_part(RtCtx *c, int sig);
+/* aot.c: a 64-byte-aligned arena of at least size bytes (owned; free). */
+char *rt_arena_alloc(size_t size);
 
 #endif /* TFG_RUNTIME_RT_INT_H */

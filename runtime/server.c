@@ -25,8 +25,6 @@
 
 #include "runtime/rt_int.h"
 
-#define ARENA_ALIGN 64
-
 static void
 on_signal(int sig)
 {
@@ -52,7 +50,6 @@ int
 rt_run_part(RtCtx *c, int sig)
 {
 	const RtPart *p = &c->parts[sig];
-	size_t size;
 	int rc;
 
 	c->err.code = TFG_OK;
@@ -62,11 +59,7 @@ rt_run_part(RtCtx *c, int sig)
 				 "%s has no part in signature %d", c->name,
 				 sig);
 	if (c->arenas[sig] == NULL) {
-		size = (p->arena_size + ARENA_ALIGN - 1) / ARENA_ALIGN *
-		       ARENA_ALIGN;
-		if (size == 0)
-			size = ARENA_ALIGN;
-		if ((c->arenas[sig] = aligned_alloc(ARENA_ALIGN, size)) == NULL)
+		if ((c->arenas[sig] = rt_arena_alloc(p->arena_size)) == NULL)
 			return tfg_error(&c->err, TFG_ENOMEM,
 					 "%s: out of memory for an arena of "
 					 "%zu bytes", c->name, p->arena_size);

@@ -170,7 +170,12 @@ typedef struct RtExpr {
 	struct RtExpr **args;
 } RtExpr;
 
-typedef enum { RT_S_PRINT, RT_S_FOR, RT_S_EXPR } RtStmtKind;
+typedef enum {
+	RT_S_PRINT,
+	RT_S_FOR,
+	RT_S_EXPR,
+	RT_S_SAVE /* exprs[0], a run(), each fetch i into .npy file paths[i] */
+} RtStmtKind;
 
 typedef struct RtStmt {
 	RtStmtKind kind;
@@ -180,6 +185,7 @@ typedef struct RtStmt {
 	int slot; /* FOR: the loop variable */
 	int nbody;
 	struct RtStmt **body; /* FOR */
+	const char **paths;   /* SAVE: one per fetch, relative to the cwd */
 } RtStmt;
 
 typedef struct RtSession {
@@ -219,6 +225,69 @@ typedef struct TfgPlan {
 /* Called by generated code. Return 0 or a tfg_status. */
 TFG_API int tfg_rt_recv(struct RtCtx *ctx, uint32_t key, void *dst);
 TFG_API int tfg_rt_send(struct RtCtx *ctx, uint32_t key, const void *src);
+
+/* ------------------------------------------ ahead-of-time parts (§10.3) */
+
+/* `tfgc compile` writes an object with a task's part functions and a C
+ * header (OUT.h) whose wrappers run a part with the caller's buffers
+ * through tfg_aot_run.  The header repeats this block, under the same
+ * guard, so that it needs no tfg header. */
+#ifndef TFG_AOT_SIG_DEFINED
+#define TFG_AOT_SIG_DEFINED
+struct RtCtx;
+/* A feed or fetch of a signature: its rendezvous key and size. */
+typedef struct TfgAotEdge {
+	uint32_t key;
+	size_t nbytes; /* dense row-major tensor */
+} TfgAotEdge;
+/* A signature whose part needs no other task. */
+typedef struct TfgAotSig {
+	int (*fn)(struct RtCtx *ctx, char *arena); /* PREFIX_part_<s> */
+	size_t arena_size;                         /* PREFIX_arena_<s> */
+	int nfeed;
+	const TfgAotEdge *feeds;
+	int nfetch;
+	const TfgAotEdge *fetches;
+} TfgAotSig;
+/* Runs sig's part once in this thread, without sockets: a receive of a
+ * feed's key copies from feeds[i] (borrowed), a send of a fetch's key
+ * copies into fetches[i] (borrowed).  Returns 0 or a tfg_status. */
+TFG_API int tfg_aot_run(const TfgAotSig *sig, const void *const *feeds,
+			void *const *fetches);
+#endif
+
+/* What `tfgc compile --shared` exports as `tfg_parts`, for
+ * `tfgc server --part`. */
+#define TFG_PART_MAGIC 0x54524150u /* "PART" */
+#define TFG_PART_VERSION 1
+
+typedef struct TfgPartEntry {
+	RtPartFn fn;         /* NULL: the task has no part in this signature */
+	uint64_t arena_size;
+} TfgPartEntry;
+
+typedef struct TfgPartTable {
+	uint32_t magic, version;
+	uint64_t hash;          /* TfgPlan.hash of the program compiled */
+	uint64_t digest;        /* tfg_plan_digest of its plan */
+	int32_t task, nsig;     /* task index; entries */
+	const char *task_name;  /* "/job:local/task:1" */
+	const TfgPartEntry *sigs; /* [nsig] */
+} TfgPartTable;
+
+/* Covers what compiled parts depend on beyond the source: the edges (keys,
+ * ends, dtypes, shapes) and the run signatures. */
+TFG_API uint64_t tfg_plan_digest(const TfgPlan *plan);
+
+typedef struct TfgPartLib TfgPartLib;
+/* Loads a shared object made by `tfgc compile --shared`, checks that it
+ * was compiled from this plan's program, for `task` and the same
+ * signatures, and fills parts[0..plan->nsig).  *out (owned) keeps it
+ * loaded until tfg_part_close. */
+TFG_API tfg_status tfg_part_load(TfgPartLib **out, const char *path,
+				 const TfgPlan *plan, int task, RtPart *parts,
+				 TfgError *e);
+TFG_API void tfg_part_close(TfgPartLib *lib); /* accepts NULL */
 
 /* ------------------------------------------------------------- processes */
 

@@ -14,12 +14,19 @@ expect_in "$T/err" "/job:local/task:"
 expect_in "$T/err" "did not come up"
 [ $(( $(date +%s) - start )) -lt 10 ] || fail "the deadline took too long"
 
-# A port in use: something else listens on task 0's port.
+# A port in use: something else listens on task 0's port.  SO_REUSEADDR:
+# the attached run above may have left the port in TIME-WAIT (its own
+# listener can get a port free_port released, and dial itself there).
+# The holder says when it listens: a loaded machine starts python slowly.
 python3 -c 'import socket, sys, time
-s = socket.socket(); s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen()
-time.sleep(30)' "$p0" &
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen()
+open(sys.argv[2], "w").close()
+time.sleep(30)' "$p0" "$T/held" &
 holder=$!
-sleep 0.3
+i=0
+while [ ! -e "$T/held" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+[ -e "$T/held" ] || fail "could not hold port $p0"
 expect_rc 1 $TFGC run --startup-timeout 5 $addrs examples/hello.tfg
 kill $holder 2>/dev/null
 expect_in "$T/err" "/job:local/task:0"

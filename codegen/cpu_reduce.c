@@ -1,0 +1,468 @@
+/*
+ * codegen/cpu_reduce.c: the emitters of the reductions (spec §6.5):
+ * reduce_sum reduce_mean reduce_prod reduce_max reduce_min, argmax
+ * argmin, and softmax log_softmax.
+ *
+ * A reduction's node carries its reduced axes as a bit mask over the
+ * input's axes (IrNode.axes); keepdims does not change the row-major
+ * layout, so the kernels ignore it.  Two loop orders (both Nests, see
+ * codegen/cg_int.h):
+ *
+ *   accumulate  kept axes outside, reduced axes inside, the accumulator
+ *               in a phi: one store per output.  Used when the input's
+ *               innermost axis is reduced (the inner loop then walks
+ *               contiguous memory), for integer means (accumulated in
+ *               i64 whatever the output dtype) and for argmax/argmin.
+ *   rows        every axis in the input's order, accumulating into the
+ *               output in place: out[o] = out[o] op in[i], after a pass
+ *               that fills the output with the identity.  Used when the
+ *               innermost axis is kept (axis 0 of [N, M]): the inner loop
+ *               then walks both in and out contiguously and vectorises,
+ *               where the other order would stride through the input.
+ *
+ * Float sums and products are marked reassoc so the vectoriser may split
+ * them into lanes (the order of a float sum is unspecified, spec §6.5).
+ * max and min of floats use llvm.maximum/minimum: NaN propagates and
+ * -0.0 < 0.0.  Empty max/min/argmax axes never reach here (the checker
+ * refuses them), so the identities (-inf, MIN, ...) never show.
+ *
+ * argmax/argmin carry {best value, its index} as one struct phi; the
+ * index comes from a third Nest operand with stride 1 along the reduced
+ * axis and 0 elsewhere, so its "offset" is the position on that axis.
+ *
+ * softmax is one loop over the rows of the last axis with three passes
+ * per row: max, then sum of exp(x - max) (softmax stores the exps), then
+ * the normalisation.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "codegen/cg_int.h"
+
+/* ---------------------------------------------------------- the steps */
+
+static int
+is_mean(const IrNode *n)
+{
+	return n->op == OP_reduce_mean;
+}
+
+/* The value a reduction starts from, of dtype t.  A float sum starts
+ * from +0.0 as NumPy's and TF's do, so the sum of [-0.0] is 0.0. */
+static LLVMValueRef
+red_identity(CgCtx *C, OpKind op, TfgDtype t)
+{
+	LLVMTypeRef ty = cg_elty(C, t);
+	int bits = t == TFG_I32 ? 32 : 64;
+	unsigned long long min = 1ull << (bits - 1);
+	switch (op) {
+	case OP_reduce_prod:
+		return cg_is_float(t) ? LLVMConstReal(ty, 1.0)
+				      : LLVMConstInt(ty, 1, 0);
+	case OP_reduce_max:
+	case OP_argmax:
+		return cg_is_float(t) ? LLVMConstReal(ty, -INFINITY)
+				      : LLVMConstInt(ty, min, 0);
+	case OP_reduce_min:
+	case OP_argmin:
+		return cg_is_float(t) ? LLVMConstReal(ty, INFINITY)
+				      : LLVMConstInt(ty, min - 1, 0);
+	default: /* sum, mean */
+		return LLVMConstNull(ty);
+	}
+}
+
+/* acc op v, both of dtype t. */
+static LLVMValueRef
+red_step(CgCtx *C, OpKind op, TfgDtype t, LLVMValueRef acc, LLVMValueRef v)
+{
+	LLVMValueRef r, ab[2] = {acc, v};
+	int prod = op == OP_reduce_prod;
+	if (op == OP_reduce_max || op == OP_reduce_min) {
+		if (cg_is_float(t))
+			return cg_intrinsic(C, op == OP_reduce_max
+					    ? "llvm.maximum" : "llvm.minimum",
+					    ab, 2);
+		return cg_intrinsic(C, op == OP_reduce_max ? "llvm.smax"
+					  : "llvm.smin", ab, 2);
+	}
+	if (!cg_is_float(t))
+		return prod ? LLVMBuildMul(C->b, acc, v, "")
+			    : LLVMBuildAdd(C->b, acc, v, "");
+	/* reassoc: lets the loop vectoriser split the sum into lanes */
+	r = prod ? LLVMBuildFMul(C->b, acc, v, "")
+		 : LLVMBuildFAdd(C->b, acc, v, "");
+	LLVMSetFastMathFlags(r, LLVMFastMathAllowReassoc);
+	return r;
+}
+
+/* A mean's final division of acc (dtype t) by count: IEEE for floats
+ * (0 / 0 is NaN), floor division for integers (x / 0 is 0, spec §6.3). */
+static LLVMValueRef
+red_divide(CgCtx *C, TfgDtype t, LLVMValueRef acc, int64_t count)
+{
+	LLVMTypeRef ty = cg_elty(C, t);
+	if (cg_is_float(t))
+		return LLVMBuildFDiv(C->b, acc, LLVMConstReal(ty,
+							      (double)count),
+				     "");
+	return cg_int_divmod(C, acc, LLVMConstInt(ty, (unsigned long long)
+						  count, 0), 0);
+}
+
+/* The accumulator's dtype: the output's, but i64 for integer means. */
+static TfgDtype
+red_acc_dt(const IrNode *n)
+{
+	return !cg_is_float(n->dtype) && is_mean(n) ? TFG_I64 : n->dtype;
+}
+
+/* The reduced axes of n as a bit mask over its input's axes.  axes == 0
+ * with an output shape that differs from the input's means all axes. */
+static uint32_t
+red_mask(const IrNode *n)
+{
+	const IrNode *in = n->in[0];
+	uint32_t all = (1u << in->shape.rank) - 1, m = n->axes & all;
+	if (m == 0 && (n->shape.rank != in->shape.rank ||
+		       cg_numel(&n->shape) != cg_numel(&in->shape)))
+		m = all;
+	return m;
+}
+
+/* Output strides over the input's axes (0 on reduced ones) into ost;
+ * returns the number of elements reduced into each output, or -1 when
+ * n's shape does not match (reported). */
+static int64_t
+red_layout(CgCtx *C, const IrNode *n, uint32_t mask, int64_t *ost)
+{
+	const IrNode *in = n->in[0];
+	int64_t m = 1, count = 1;
+	for (int k = in->shape.rank - 1; k >= 0; k--) {
+		int red = (mask >> k) & 1;
+		ost[k] = red ? 0 : m;
+		m *= red ? 1 : in->shape.dims[k];
+		count *= red ? in->shape.dims[k] : 1;
+	}
+	if (m != cg_numel(&n->shape)) {
+		cg_fail(C, n, "reduction output shape does not match its axes");
+		return -1;
+	}
+	return count;
+}
+
+/* ------------------------------------------- order 1: accumulate (phi) */
+
+static LLVMValueRef
+red_init(CgCtx *C, const Nest *L, LLVMValueRef *off)
+{
+	(void)off;
+	return red_identity(C, L->n->op, L->acc_dt);
+}
+
+static LLVMValueRef
+red_body(CgCtx *C, const Nest *L, LLVMValueRef *off, LLVMValueRef acc)
+{
+	TfgDtype it = L->n->in[0]->dtype;
+	LLVMValueRef v = cg_cvt(C, cg_load_at(C, it, L->base[1], off[1]), it,
+			     L->acc_dt);
+	return red_step(C, L->n->op, L->acc_dt, acc, v);
+}
+
+static void
+red_fini(CgCtx *C, const Nest *L, LLVMValueRef *off, LLVMValueRef acc)
+{
+	const IrNode *n = L->n;
+	if (is_mean(n))
+		acc = red_divide(C, L->acc_dt, acc, L->count);
+	cg_store_at(C, n->dtype, L->base[0], off[0],
+		    cg_cvt(C, acc, L->acc_dt, n->dtype));
+}
+
+/* {value, index} of argmax/argmin. */
+static LLVMValueRef
+arg_init(CgCtx *C, const Nest *L, LLVMValueRef *off)
+{
+	TfgDtype t = L->n->in[0]->dtype;
+	LLVMValueRef f[2] = {red_identity(C, L->n->op, t), cg_i64c(C, 0)};
+	(void)off;
+	return LLVMConstStructInContext(C->c, f, 2, 0);
+}
+
+/* Takes v when it beats the best so far: strictly (ties keep the first),
+ * and a NaN beats everything but an earlier NaN (NumPy: the first NaN's
+ * index).  For floats: v >u best (true when either is NaN), and best is
+ * not NaN. */
+static LLVMValueRef
+arg_body(CgCtx *C, const Nest *L, LLVMValueRef *off, LLVMValueRef acc)
+{
+	LLVMBuilderRef B = C->b;
+	TfgDtype t = L->n->in[0]->dtype;
+	int max = L->n->op == OP_argmax;
+	LLVMValueRef v = cg_load_at(C, t, L->base[1], off[1]);
+	LLVMValueRef best = LLVMBuildExtractValue(B, acc, 0, "");
+	LLVMValueRef idx = LLVMBuildExtractValue(B, acc, 1, "");
+	LLVMValueRef take;
+	if (cg_is_float(t))
+		take = LLVMBuildAnd(B,
+			LLVMBuildFCmp(B, max ? LLVMRealUGT : LLVMRealULT, v,
+				      best, ""),
+			LLVMBuildFCmp(B, LLVMRealORD, best, best, ""), "");
+	else
+		take = LLVMBuildICmp(B, max ? LLVMIntSGT : LLVMIntSLT, v, best,
+				     "");
+	best = LLVMBuildSelect(B, take, v, best, "");
+	idx = LLVMBuildSelect(B, take, off[2], idx, "");
+	acc = LLVMBuildInsertValue(B, acc, best, 0, "");
+	return LLVMBuildInsertValue(B, acc, idx, 1, "");
+}
+
+static void
+arg_fini(CgCtx *C, const Nest *L, LLVMValueRef *off, LLVMValueRef acc)
+{
+	cg_store_at(C, TFG_I64, L->base[0], off[0],
+		    LLVMBuildExtractValue(C->b, acc, 1, ""));
+}
+
+/* Kept axes outside, reduced axes inside (group 1, accumulating). */
+static int
+emit_accumulate(CgCtx *C, IrNode *n, uint32_t mask, int64_t *ost,
+		int64_t count)
+{
+	const IrNode *in = n->in[0];
+	int arg = n->op == OP_argmax || n->op == OP_argmin;
+	int64_t ist[TFG_MAX_RANK];
+	Nest L = {0};
+	cg_row_major(&in->shape, ist);
+	for (int g = 0; g < 2; g++)
+		for (int k = 0; k < in->shape.rank; k++) {
+			int red = (mask >> k) & 1;
+			if (red != g || (g == 1 && count == 0))
+				continue; /* nothing to reduce: init, fini */
+			L.dim[L.rank] = in->shape.dims[k];
+			L.grp[L.rank] = g;
+			L.stride[0][L.rank] = ost[k];
+			L.stride[1][L.rank] = ist[k];
+			L.stride[2][L.rank] = red; /* argmax: the position */
+			L.rank++;
+		}
+	L.nop = arg ? 3 : 2;
+	L.n = n;
+	L.count = count;
+	L.acc_dt = red_acc_dt(n);
+	L.init = arg ? arg_init : red_init;
+	L.body = !count ? NULL : arg ? arg_body : red_body;
+	L.fini = arg ? arg_fini : red_fini;
+	L.base[0] = cg_buf(C, n);
+	L.base[1] = L.base[2] = cg_buf(C, in);
+	cg_nest_emit(C, &L);
+	return 0;
+}
+
+/* ------------------------------------------------ order 2: rows in place */
+
+static LLVMValueRef
+body_fill(CgCtx *C, const Nest *L, LLVMValueRef *off, LLVMValueRef acc)
+{
+	cg_store_at(C, L->n->dtype, L->base[0], off[0],
+		    red_identity(C, L->n->op, L->n->dtype));
+	return acc;
+}
+
+static LLVMValueRef
+body_fold(CgCtx *C, const Nest *L, LLVMValueRef *off, LLVMValueRef acc)
+{
+	TfgDtype t = L->n->dtype, it = L->n->in[0]->dtype;
+	LLVMValueRef o = cg_load_at(C, t, L->base[0], off[0]);
+	LLVMValueRef v = cg_cvt(C, cg_load_at(C, it, L->base[1], off[1]), it,
+				t);
+	cg_store_at(C, t, L->base[0], off[0], red_step(C, L->n->op, t, o, v));
+	return acc;
+}
+
+static LLVMValueRef
+body_mean(CgCtx *C, const Nest *L, LLVMValueRef *off, LLVMValueRef acc)
+{
+	TfgDtype t = L->n->dtype;
+	LLVMValueRef o = cg_load_at(C, t, L->base[0], off[0]);
+	cg_store_at(C, t, L->base[0], off[0], red_divide(C, t, o, L->count));
+	return acc;
+}
+
+/* One flat pass over n's output with body. */
+static void
+emit_out_pass(CgCtx *C, IrNode *n, NestBody body, int64_t count)
+{
+	Nest L = {0};
+	L.rank = 1;
+	L.dim[0] = cg_numel(&n->shape);
+	L.stride[0][0] = 1;
+	L.nop = 1;
+	L.n = n;
+	L.count = count;
+	L.body = body;
+	L.base[0] = cg_buf(C, n);
+	cg_nest_emit(C, &L);
+}
+
+/* Identity, then every input element folded into its output in the
+ * input's order, then the mean's division. */
+static int
+emit_rows(CgCtx *C, IrNode *n, int64_t *ost, int64_t count)
+{
+	const IrNode *in = n->in[0];
+	Nest L = {0};
+	emit_out_pass(C, n, body_fill, count);
+	L.rank = in->shape.rank;
+	memcpy(L.dim, in->shape.dims, sizeof L.dim);
+	memcpy(L.stride[0], ost, sizeof L.stride[0]);
+	cg_row_major(&in->shape, L.stride[1]);
+	L.nop = 2;
+	L.n = n;
+	L.body = body_fold;
+	L.base[0] = cg_buf(C, n);
+	L.base[1] = cg_buf(C, in);
+	cg_nest_emit(C, &L);
+	if (is_mean(n))
+		emit_out_pass(C, n, body_mean, count);
+	return 0;
+}
+
+/* Picks the loop order (see the top of the file). */
+static int
+emit_reduce(CgCtx *C, IrNode *n)
+{
+	int64_t ost[TFG_MAX_RANK], count;
+	if (n->nin != 1)
+		return cg_fail(C, n, "reduction needs one input");
+	const IrNode *in = n->in[0];
+	uint32_t mask = red_mask(n);
+	int inner = in->shape.rank - 1;
+	if ((count = red_layout(C, n, mask, ost)) < 0)
+		return -1;
+	while (inner >= 0 && in->shape.dims[inner] == 1)
+		inner--;
+	if (inner >= 0 && !((mask >> inner) & 1) && count > 1 &&
+	    n->op != OP_argmax && n->op != OP_argmin &&
+	    red_acc_dt(n) == n->dtype)
+		return emit_rows(C, n, ost, count);
+	return emit_accumulate(C, n, mask, ost, count);
+}
+
+int
+cpu_emit_reduce_sum(CgCtx *C, IrNode *n)
+{
+	return emit_reduce(C, n);
+}
+
+int
+cpu_emit_reduce_mean(CgCtx *C, IrNode *n)
+{
+	return emit_reduce(C, n);
+}
+
+int
+cpu_emit_reduce_prod(CgCtx *C, IrNode *n)
+{
+	return emit_reduce(C, n);
+}
+
+int
+cpu_emit_reduce_max(CgCtx *C, IrNode *n)
+{
+	return emit_reduce(C, n);
+}
+
+int
+cpu_emit_reduce_min(CgCtx *C, IrNode *n)
+{
+	return emit_reduce(C, n);
+}
+
+int
+cpu_emit_argmax(CgCtx *C, IrNode *n)
+{
+	return emit_reduce(C, n);
+}
+
+int
+cpu_emit_argmin(CgCtx *C, IrNode *n)
+{
+	return emit_reduce(C, n);
+}
+
+/* ------------------------------------------------------------- softmax */
+
+static LLVMValueRef
+row_load(CgCtx *C, TfgDtype t, LLVMValueRef base, LLVMValueRef row,
+	 LLVMValueRef j)
+{
+	return cg_load_at(C, t, base, LLVMBuildNSWAdd(C->b, row, j, ""));
+}
+
+/* Per row of the last axis (length K): m = max (NaN propagates), then
+ * s = sum exp(x - m), then x's softmax exp(x - m) / s (the exps stored by
+ * the second pass) or log_softmax (x - m) - log(s). */
+static int
+emit_softmax(CgCtx *C, IrNode *n)
+{
+	LLVMBuilderRef B = C->b;
+	TfgDtype t = n->dtype;
+	LLVMTypeRef ty = cg_elty(C, t);
+	int64_t K, R;
+	Loop lr, lj;
+	if (n->nin != 1 || n->shape.rank < 1 || !cg_is_float(t))
+		return cg_fail(C, n, "softmax needs one float input of rank "
+			       ">= 1");
+	K = n->shape.dims[n->shape.rank - 1];
+	if (cg_numel(&n->shape) == 0)
+		return 0;
+	R = cg_numel(&n->shape) / K;
+	LLVMValueRef out = cg_buf(C, n), in = cg_buf(C, n->in[0]);
+	int soft = n->op == OP_softmax;
+
+	cg_loop_begin(C, &lr, NULL);
+	LLVMValueRef row = LLVMBuildNSWMul(B, lr.i, cg_i64c(C, K), "");
+
+	cg_loop_begin(C, &lj, LLVMConstReal(ty, -INFINITY));
+	LLVMValueRef mx[2] = {lj.acc, row_load(C, t, in, row, lj.i)};
+	LLVMValueRef m = cg_loop_end(C, &lj, K,
+				     cg_intrinsic(C, "llvm.maximum", mx, 2));
+
+	cg_loop_begin(C, &lj, LLVMConstNull(ty));
+	LLVMValueRef d = LLVMBuildFSub(B, row_load(C, t, in, row, lj.i), m,
+				       "");
+	LLVMValueRef e = cg_libm_call(C, "exp", &d, 1);
+	if (soft)
+		cg_store_at(C, t, out, LLVMBuildNSWAdd(B, row, lj.i, ""), e);
+	LLVMValueRef s = LLVMBuildFAdd(B, lj.acc, e, "");
+	LLVMSetFastMathFlags(s, LLVMFastMathAllowReassoc);
+	s = cg_loop_end(C, &lj, K, s);
+
+	LLVMValueRef ls = soft ? NULL : cg_libm_call(C, "log", &s, 1);
+	cg_loop_begin(C, &lj, NULL);
+	LLVMValueRef at = LLVMBuildNSWAdd(B, row, lj.i, "");
+	if (soft)
+		cg_store_at(C, t, out, at,
+			    LLVMBuildFDiv(B, cg_load_at(C, t, out, at), s, ""));
+	else
+		cg_store_at(C, t, out, at, LLVMBuildFSub(B,
+			LLVMBuildFSub(B, cg_load_at(C, t, in, at), m, ""), ls,
+			""));
+	cg_loop_end(C, &lj, K, NULL);
+
+	cg_loop_end(C, &lr, R, NULL);
+	return 0;
+}
+
+int
+cpu_emit_softmax(CgCtx *C, IrNode *n)
+{
+	return emit_softmax(C, n);
+}
+
+int
+cpu_emit_log_softmax(CgCtx *C, IrNode *n)
+{
+	return emit_softmax(C, n);
+}

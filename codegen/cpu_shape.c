@@ -1,0 +1,282 @@
+/*
+ * codegen/cpu_shape.c: the emitters of the shape and matrix ops (spec
+ * §6.18-§6.23), as loop nests (cg_int.h Nest).
+ *
+ * transpose, reshape, concat and stack are strided copies: one nest over
+ * the source's index space with the destination's strides permuted
+ * (transpose), flat (reshape: both sides are row-major, so it is a plain
+ * copy for now), or offset along the axis (concat and stack: one nest per
+ * input).  slice and split are OP_slice (codegen/cpu.c).
+ *
+ * matmul is a plain loop nest, batch axes outside (a Nest, stride 0 on
+ * broadcast batch axes), then i, k, j written out in body_matmul: the
+ * output is zeroed, then out[i, j] += a[i, k] * b[k, j] with j innermost,
+ * contiguous in out and b, so LLVM vectorises it.  Float products and sums may fuse (spec §6.2).  A later
+ * stage calls BLAS for large f32/f64 products.
+ *
+ * size, shape, rank and split never reach codegen: the checker folds the
+ * first three to constants and turns split into slices.
+ */
+#include <string.h>
+
+#include "codegen/cg_int.h"
+
+/* out = in, both of the node's dtype (the checker converts inputs). */
+static LLVMValueRef
+body_move(CgCtx *C, const Nest *L, LLVMValueRef *off, LLVMValueRef acc)
+{
+	TfgDtype t = L->n->dtype;
+	cg_store_at(C, t, L->base[0], off[0],
+		    cg_load_at(C, t, L->base[1], off[1]));
+	return acc;
+}
+
+static LLVMValueRef
+body_zero(CgCtx *C, const Nest *L, LLVMValueRef *off, LLVMValueRef acc)
+{
+	TfgDtype t = L->n->dtype;
+	cg_store_at(C, t, L->base[0], off[0], LLVMConstNull(cg_elty(C, t)));
+	return acc;
+}
+
+/* o + a * b; float products and sums may fuse */
+static LLVMValueRef
+madd(CgCtx *C, TfgDtype t, LLVMValueRef o, LLVMValueRef a, LLVMValueRef b)
+{
+	LLVMValueRef p, s;
+	if (!cg_is_float(t))
+		return LLVMBuildAdd(C->b, o, LLVMBuildMul(C->b, a, b, ""), "");
+	p = LLVMBuildFMul(C->b, a, b, "");
+	s = LLVMBuildFAdd(C->b, o, p, "");
+	LLVMSetFastMathFlags(p, LLVMFastMathAllowContract);
+	LLVMSetFastMathFlags(s, LLVMFastMathAllowContract);
+	return s;
+}
+
+static LLVMValueRef
+add_mul(CgCtx *C, LLVMValueRef base, LLVMValueRef i, int64_t st)
+{
+	return LLVMBuildNSWAdd(C->b, base,
+			       LLVMBuildNSWMul(C->b, i, cg_i64c(C, st), ""), "");
+}
+
+/* One product at the batch offsets off[]: m, k, n from the node; a rank-1
+ * operand has m = 1 (left) or n = 1 (right), and the same row-major
+ * strides hold.  a[i, k] is loaded once per j loop, which then only reads
+ * b and updates out: a loop LLVM vectorises (with a runtime check that
+ * the two do not overlap). */
+static LLVMValueRef
+body_matmul(CgCtx *C, const Nest *L, LLVMValueRef *off, LLVMValueRef acc)
+{
+	const IrNode *n = L->n;
+	TfgDtype t = n->dtype;
+	int ra = n->in[0]->shape.rank, rb = n->in[1]->shape.rank;
+	int64_t m = ra >= 2 ? n->in[0]->shape.dims[ra - 2] : 1;
+	int64_t k = n->in[0]->shape.dims[ra - 1];
+	int64_t nn = rb >= 2 ? n->in[1]->shape.dims[rb - 1] : 1;
+	Loop li, lk, lj;
+	cg_loop_begin(C, &li, NULL);
+	LLVMValueRef orow = add_mul(C, off[0], li.i, nn);
+	LLVMValueRef arow = add_mul(C, off[1], li.i, k);
+	cg_loop_begin(C, &lk, NULL);
+	LLVMValueRef av = cg_load_at(C, t, L->base[1],
+				     LLVMBuildNSWAdd(C->b, arow, lk.i, ""));
+	LLVMValueRef brow = add_mul(C, off[2], lk.i, nn);
+	cg_loop_begin(C, &lj, NULL);
+	LLVMValueRef o = LLVMBuildNSWAdd(C->b, orow, lj.i, "");
+	LLVMValueRef bv = cg_load_at(C, t, L->base[2],
+				     LLVMBuildNSWAdd(C->b, brow, lj.i, ""));
+	cg_store_at(C, t, L->base[0], o,
+		    madd(C, t, cg_load_at(C, t, L->base[0], o), av, bv));
+	cg_loop_end(C, &lj, nn, NULL);
+	cg_loop_end(C, &lk, k, NULL);
+	cg_loop_end(C, &li, m, NULL);
+	return acc;
+}
+
+/* base + off elements of dtype t */
+static LLVMValueRef
+at(CgCtx *C, TfgDtype t, LLVMValueRef base, int64_t off)
+{
+	LLVMValueRef o = cg_i64c(C, off);
+	return LLVMBuildInBoundsGEP2(C->b, cg_elty(C, t), base, &o, 1, "");
+}
+
+/* Strides (times block) of batch shape s broadcast to nb axes: stride 0
+ * on axes s lacks or has of extent 1. */
+static void
+batch_strides(const TfgShape *s, int nb, int64_t block, int64_t *st)
+{
+	int64_t rm[TFG_MAX_RANK];
+	int lead = nb - s->rank;
+	cg_row_major(s, rm);
+	for (int k = 0; k < nb; k++)
+		st[k] = k < lead || s->dims[k - lead] == 1
+		    ? 0 : rm[k - lead] * block;
+}
+
+int
+cpu_emit_matmul(CgCtx *C, IrNode *n)
+{
+	Nest Z = {0}, L = {0};
+	if (n->nin != 2 || n->in[0]->dtype != n->dtype ||
+	    n->in[1]->dtype != n->dtype)
+		return cg_fail(C, n, "matmul needs two inputs of its dtype");
+	const TfgShape *sa = &n->in[0]->shape, *sb = &n->in[1]->shape;
+	int ra = sa->rank, rb = sb->rank;
+	if (ra < 1 || rb < 1)
+		return cg_fail(C, n, "matmul of a scalar");
+	int64_t m = ra >= 2 ? sa->dims[ra - 2] : 1, k = sa->dims[ra - 1];
+	int64_t nn = rb >= 2 ? sb->dims[rb - 1] : 1;
+	int nb = n->shape.rank - (ra >= 2) - (rb >= 2);
+	TfgShape ba = {ra > 2 ? ra - 2 : 0, {0}};
+	TfgShape bb = {rb > 2 ? rb - 2 : 0, {0}};
+	TfgShape bo = {nb, {0}};
+	if (nb < 0 || nb < ba.rank || nb < bb.rank ||
+	    k != sb->dims[rb >= 2 ? rb - 2 : 0])
+		return cg_fail(C, n, "matmul shapes do not match");
+	memcpy(ba.dims, sa->dims, sizeof ba.dims[0] * ba.rank);
+	memcpy(bb.dims, sb->dims, sizeof bb.dims[0] * bb.rank);
+	memcpy(bo.dims, n->shape.dims, sizeof bo.dims[0] * nb);
+
+	Z.rank = 1;
+	Z.dim[0] = cg_numel(&n->shape);
+	Z.stride[0][0] = 1;
+	Z.nop = 1;
+	Z.n = n;
+	Z.body = body_zero;
+	Z.base[0] = cg_buf(C, n);
+	cg_nest_emit(C, &Z);
+
+	if (m == 0 || k == 0 || nn == 0)
+		return 0; /* zeros */
+	L.rank = nb;
+	L.nop = 3;
+	L.n = n;
+	L.body = body_matmul;
+	L.base[0] = cg_buf(C, n);
+	L.base[1] = cg_buf(C, n->in[0]);
+	L.base[2] = cg_buf(C, n->in[1]);
+	batch_strides(&bo, nb, m * nn, L.stride[0]);
+	batch_strides(&ba, nb, m * k, L.stride[1]);
+	batch_strides(&bb, nb, k * nn, L.stride[2]);
+	memcpy(L.dim, bo.dims, sizeof L.dim[0] * nb);
+	cg_nest_emit(C, &L); /* batch loops, body_matmul inside */
+	return 0;
+}
+
+int
+cpu_emit_transpose(CgCtx *C, IrNode *n)
+{
+	Nest L = {0};
+	int64_t ist[TFG_MAX_RANK];
+	if (n->nin != 1 || n->in[0]->shape.rank != n->shape.rank)
+		return cg_fail(C, n, "transpose needs one input of its rank");
+	const IrNode *in = n->in[0];
+	cg_row_major(&in->shape, ist);
+	L.rank = n->shape.rank;
+	memcpy(L.dim, n->shape.dims, sizeof L.dim);
+	cg_row_major(&n->shape, L.stride[0]);
+	for (int k = 0; k < L.rank; k++) {
+		if (n->perm[k] < 0 || n->perm[k] >= L.rank ||
+		    in->shape.dims[n->perm[k]] != n->shape.dims[k])
+			return cg_fail(C, n, "transpose perm does not match");
+		L.stride[1][k] = ist[n->perm[k]];
+	}
+	L.nop = 2;
+	L.n = n;
+	L.body = body_move;
+	L.base[0] = cg_buf(C, n);
+	L.base[1] = cg_buf(C, in);
+	cg_nest_emit(C, &L);
+	return 0;
+}
+
+int
+cpu_emit_reshape(CgCtx *C, IrNode *n)
+{
+	Nest L = {0};
+	if (n->nin != 1 || cg_numel(&n->in[0]->shape) != cg_numel(&n->shape))
+		return cg_fail(C, n, "reshape changes the element count");
+	L.rank = 1;
+	L.dim[0] = cg_numel(&n->shape);
+	L.stride[0][0] = L.stride[1][0] = 1;
+	L.nop = 2;
+	L.n = n;
+	L.body = body_move;
+	L.base[0] = cg_buf(C, n);
+	L.base[1] = cg_buf(C, n->in[0]);
+	cg_nest_emit(C, &L);
+	return 0;
+}
+
+/* concat (stack = 0) or stack (1): input i is copied to its place along
+ * the axis; for stack the output axis `axis` is absent from the input. */
+static int
+emit_join(CgCtx *C, IrNode *n, int stack)
+{
+	int64_t ost[TFG_MAX_RANK], pos = 0;
+	int ax = n->axis;
+	if (n->nin < 1 || ax < 0 || ax >= n->shape.rank)
+		return cg_fail(C, n, "join needs inputs and an axis");
+	cg_row_major(&n->shape, ost);
+	for (int i = 0; i < n->nin; i++) {
+		const IrNode *in = n->in[i];
+		Nest L = {0};
+		if (in->dtype != n->dtype ||
+		    in->shape.rank != n->shape.rank - stack)
+			return cg_fail(C, n, "join input does not match");
+		L.rank = in->shape.rank;
+		memcpy(L.dim, in->shape.dims, sizeof L.dim);
+		cg_row_major(&in->shape, L.stride[1]);
+		for (int k = 0; k < L.rank; k++)
+			L.stride[0][k] = ost[stack && k >= ax ? k + 1 : k];
+		L.nop = 2;
+		L.n = n;
+		L.body = body_move;
+		L.base[0] = at(C, n->dtype, cg_buf(C, n), pos * ost[ax]);
+		L.base[1] = cg_buf(C, in);
+		cg_nest_emit(C, &L);
+		pos += stack ? 1 : in->shape.dims[ax];
+	}
+	if (pos != n->shape.dims[ax])
+		return cg_fail(C, n, "join inputs do not fill the axis");
+	return 0;
+}
+
+int
+cpu_emit_concat(CgCtx *C, IrNode *n)
+{
+	return emit_join(C, n, 0);
+}
+
+int
+cpu_emit_stack(CgCtx *C, IrNode *n)
+{
+	return emit_join(C, n, 1);
+}
+
+/* Never emitted: the checker folds these away. */
+int
+cpu_emit_split(CgCtx *C, IrNode *n)
+{
+	return cg_fail(C, n, "split is lowered to slices by the checker");
+}
+
+int
+cpu_emit_size(CgCtx *C, IrNode *n)
+{
+	return cg_fail(C, n, "size is a constant folded by the checker");
+}
+
+int
+cpu_emit_shape(CgCtx *C, IrNode *n)
+{
+	return cg_fail(C, n, "shape is a constant folded by the checker");
+}
+
+int
+cpu_emit_rank(CgCtx *C, IrNode *n)
+{
+	return cg_fail(C, n, "rank is a constant folded by the checker");
+}

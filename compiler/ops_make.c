@@ -1,0 +1,506 @@
+/*
+ * compiler/ops_make.c: the checker of the makers (spec §6.13-§6.17):
+ * zeros ones fill zeros_like ones_like range one_hot random_uniform
+ * random_normal, reached through check_make() from the shape column of
+ * stdlib/ops.def.
+ *
+ * A maker's shape is static (a list literal, or the shape of another
+ * value), and so are its scalar arguments: they are checked here and kept
+ * in an IrMake (compiler/compiler.h) for codegen/cpu_make.c.  Only fill
+ * with a scalar tensor and one_hot have inputs; zeros_like(x) and
+ * ones_like(x) take x's type only, so x need not be computed at all.
+ *
+ * The random makers are counter-based (Philox-4x32-10): the numbers are a
+ * function of (seed, stream, element index), never of the task or of the
+ * run, so a value computed on any task is the same.  Without seed= the
+ * k-th such call in source order gets stream k (k >= 1), so the program
+ * alone decides its numbers; with seed= the stream is 0, and two calls
+ * with the same seed, dtype and shape give the same tensor.
+ */
+#include <inttypes.h>
+#include <math.h>
+#include <string.h>
+
+#include "compiler/compiler_int.h"
+
+#define MAX_BYTES ((double)(1ull << 40)) /* as an input's limit */
+
+static const char *const kw_dtype[] = {"dtype", NULL};
+static const char *const kw_range[] = {"dtype", NULL};
+static const char *const kw_one_hot[] = {"on_value", "off_value", "axis",
+					 "dtype", NULL};
+static const char *const kw_uniform[] = {"min", "max", "seed", "dtype",
+					 NULL};
+static const char *const kw_normal[] = {"mean", "stddev", "seed", "dtype",
+					NULL};
+
+/* --------------------------------------------------------------- helpers */
+
+/* A shape argument: a list literal of non-negative integer literals. */
+static int
+shape_arg(Checker *c, AstNode *call, AstNode *e, TfgShape *s)
+{
+	if (e->kind != AST_TENSOR) {
+		diag_error(c->d, e->loc, "the shape of '%s' must be a list of "
+			   "integer literals, like [2, 3]", call->name);
+		return -1;
+	}
+	if (e->n > TFG_MAX_RANK) {
+		diag_error(c->d, e->loc, "the shape of '%s' has %d dimensions; at "
+			   "most %d are allowed", call->name, e->n,
+			   TFG_MAX_RANK);
+		return -1;
+	}
+	memset(s, 0, sizeof *s);
+	s->rank = e->n;
+	for (int i = 0; i < e->n; i++) {
+		Lit l = check_lit_of(e->list[i]);
+		if (l.kind != 1) {
+			diag_error(c->d, e->list[i]->loc, "dimension %d of the "
+				   "shape of '%s' must be an integer literal",
+				   i, call->name);
+			return -1;
+		}
+		if (l.i < 0) {
+			diag_error(c->d, e->list[i]->loc, "dimension %d of the "
+				   "shape of '%s' is %" PRId64 "; it must not "
+				   "be negative", i, call->name, l.i);
+			return -1;
+		}
+		s->dims[i] = l.i;
+	}
+	return 0;
+}
+
+/* The result's size against the limit on one tensor. */
+static int
+size_ok(Checker *c, AstNode *call, TfgDtype t, const TfgShape *s)
+{
+	double numel = 1;
+
+	for (int i = 0; i < s->rank; i++)
+		numel *= (double)s->dims[i];
+	if (numel * tfg_dtype_size(t) > MAX_BYTES) {
+		diag_error(c->d, call->loc, "'%s' would make a tensor of %.3g "
+			   "bytes; at most 2^40 are allowed", call->name,
+			   numel * tfg_dtype_size(t));
+		return -1;
+	}
+	return 0;
+}
+
+/* dtype= of call, in *t (left alone when absent); 1 if given. */
+static int
+dtype_kw(Checker *c, AstNode *call, TfgDtype *t)
+{
+	AstNode *d = check_kwarg(call, "dtype");
+
+	if (!d)
+		return 0;
+	if (d->kind != AST_NAME) {
+		diag_error(c->d, d->loc, "'dtype' of '%s' must be a dtype: "
+			   "bool, i32, i64, f32 or f64", call->name);
+		return -1;
+	}
+	if (check_dtype_named(d->name, t) < 0) {
+		diag_error(c->d, d->loc, "unknown dtype '%s' (expected bool, "
+			   "i32, i64, f32 or f64)", d->name);
+		return -1;
+	}
+	return 1;
+}
+
+/* A scalar argument that must be a number (or bool) literal. */
+static int
+lit_arg(Checker *c, AstNode *call, AstNode *e, const char *what, Lit *l)
+{
+	*l = check_lit_of(e);
+	if (l->kind == 0) {
+		diag_error(c->d, e->loc, "%s of '%s' must be a literal",
+			   what, call->name);
+		return -1;
+	}
+	return 0;
+}
+
+/* A static integer argument (depth, axis, seed). */
+static int
+int_arg(Checker *c, AstNode *call, AstNode *e, const char *what, int64_t *v)
+{
+	Lit l = check_lit_of(e);
+
+	if (l.kind != 1) {
+		diag_error(c->d, e->loc, "%s of '%s' must be an integer "
+			   "literal", what, call->name);
+		return -1;
+	}
+	*v = l.i;
+	return 0;
+}
+
+/* Stores literal l as dtype t into slot k of m (diagnosed as a tensor
+ * literal's element would be). */
+static int
+store(Checker *c, AstNode *at, Lit l, TfgDtype t, IrMake *m, int k)
+{
+	char buf[8];
+
+	if (check_lit_store(c, at->loc, l, t, buf) < 0)
+		return -1;
+	m->i[k] = l.kind == 2 ? (int64_t)l.f : l.i;
+	m->f[k] = l.kind == 2 ? l.f : (double)l.i;
+	if (t == TFG_F32)
+		m->f[k] = (float)m->f[k]; /* the value the tensor holds */
+	return 0;
+}
+
+static IrNode *
+node(Checker *c, AstNode *call, OpKind op, int nin, TfgDtype t,
+     const TfgShape *s, IrMake *m)
+{
+	IrNode *n;
+
+	if (size_ok(c, call, t, s) < 0)
+		return NULL;
+	n = check_node(c, op, nin, call->loc);
+	n->dtype = t;
+	n->shape = *s;
+	n->make = m;
+	return n;
+}
+
+/* ------------------------------------------------------ fill and friends */
+
+/* zeros(shape, dtype=f32), ones(shape, dtype=f32) (spec §6.13). */
+static IrNode *
+make_const(Checker *c, AstNode *e, OpKind op)
+{
+	IrMake *m = arena_alloc(c->a, sizeof *m);
+	TfgDtype t = TFG_F32;
+	TfgShape s;
+
+	if (check_args(c, e, 1, kw_dtype) < 0 ||
+	    shape_arg(c, e, e->list[0], &s) < 0 || dtype_kw(c, e, &t) < 0)
+		return NULL;
+	m->i[0] = op == OP_ones;
+	m->f[0] = op == OP_ones;
+	return node(c, e, op, 0, t, &s, m);
+}
+
+/* zeros_like(x), ones_like(x): x's dtype (or dtype=) and shape. */
+static IrNode *
+make_like(Checker *c, AstNode *e, OpKind op)
+{
+	IrMake *m = arena_alloc(c->a, sizeof *m);
+	IrNode *x;
+	TfgDtype t;
+
+	if (check_args(c, e, 1, kw_dtype) < 0 ||
+	    !(x = check_expr(c, e->list[0])))
+		return NULL;
+	t = x->dtype;
+	if (dtype_kw(c, e, &t) < 0)
+		return NULL;
+	m->i[0] = op == OP_ones_like;
+	m->f[0] = op == OP_ones_like;
+	return node(c, e, op, 0, t, &x->shape, m);
+}
+
+/* fill(shape, value): a literal value gives its own dtype (spec §5.2); a
+ * scalar tensor is broadcast. */
+static IrNode *
+make_fill(Checker *c, AstNode *e)
+{
+	IrMake *m = arena_alloc(c->a, sizeof *m);
+	AstNode *v = e->n == 2 ? e->list[1] : NULL;
+	TfgShape s;
+	IrNode *x, *n;
+	Lit l;
+
+	if (check_args(c, e, 2, NULL) < 0 || shape_arg(c, e, e->list[0], &s) < 0)
+		return NULL;
+	if ((l = check_lit_of(v)).kind) {
+		TfgDtype t = check_lit_default(l);
+		if (store(c, v, l, t, m, 0) < 0)
+			return NULL;
+		return node(c, e, OP_fill, 0, t, &s, m);
+	}
+	if (!(x = check_expr(c, v)))
+		return NULL;
+	if (x->shape.rank != 0) {
+		diag_error(c->d, v->loc, "the value of 'fill' must be a "
+			   "scalar, got %s",
+			   ir_type_str(c->a, x->dtype, &x->shape));
+		return NULL;
+	}
+	if (!(n = node(c, e, OP_fill, 1, x->dtype, &s, m)))
+		return NULL;
+	n->in[0] = x;
+	return n;
+}
+
+/* --------------------------------------------------------------- range */
+
+/* The number of elements of range(start, limit, delta), as TF counts. */
+static double
+range_count(Lit a, Lit b, Lit d, TfgDtype t)
+{
+	if (dtype_is_int(t)) {
+		/* unsigned: the distance may not fit in int64_t */
+		int up = d.i > 0;
+		uint64_t len, st = up ? (uint64_t)d.i : 0 - (uint64_t)d.i;
+		if (up ? b.i <= a.i : b.i >= a.i)
+			return 0;
+		len = up ? (uint64_t)b.i - (uint64_t)a.i
+			 : (uint64_t)a.i - (uint64_t)b.i;
+		return (double)(len / st + (len % st != 0));
+	} else {
+		double s = a.kind == 2 ? a.f : (double)a.i;
+		double l = b.kind == 2 ? b.f : (double)b.i;
+		double st = d.kind == 2 ? d.f : (double)d.i;
+		double n;
+		if (t == TFG_F32)
+			s = (float)s, l = (float)l, st = (float)st;
+		n = ceil((l - s) / st);
+		return n > 0 ? n : 0;
+	}
+}
+
+/* range(limit) or range(start, limit, delta=1), like tf.range. */
+static IrNode *
+make_range(Checker *c, AstNode *e)
+{
+	IrMake *m = arena_alloc(c->a, sizeof *m), lim;
+	static const char *const what[] = {"argument 1", "argument 2",
+					   "argument 3"};
+	Lit l[3] = {{1, 0, 0}, {0, 0, 0}, {1, 1, 0}};
+	int np = check_args(c, e, -1, kw_range), any_f = 0, any_64 = 0;
+	AstNode *at[3];
+	TfgDtype t;
+	TfgShape s = {1, {0}};
+	double n;
+
+	if (np < 0)
+		return NULL;
+	if (np < 1 || np > 3) {
+		diag_error(c->d, e->loc, "'range' expects 1 to 3 arguments, "
+			   "got %d", np);
+		return NULL;
+	}
+	for (int i = 0; i < np; i++) {
+		int k = np == 1 ? 1 : i;
+		at[k] = e->list[i];
+		if (lit_arg(c, e, e->list[i], what[i], &l[k]) < 0)
+			return NULL;
+		if (l[k].kind == 3) {
+			diag_error(c->d, e->list[i]->loc, "%s of 'range' must "
+				   "be a number, got a bool", what[i]);
+			return NULL;
+		}
+	}
+	if (np == 1)
+		at[0] = at[2] = e->list[0];
+	else if (np == 2)
+		at[2] = e->list[1];
+	for (int k = 0; k < 3; k++) {
+		any_f |= l[k].kind == 2;
+		any_64 |= check_lit_default(l[k]) == TFG_I64;
+	}
+	t = any_f ? TFG_F32 : any_64 ? TFG_I64 : TFG_I32;
+	if (dtype_kw(c, e, &t) < 0)
+		return NULL;
+	if (t == TFG_BOOL) {
+		diag_error(c->d, check_kwarg(e, "dtype")->loc, "'range' makes "
+			   "numbers: dtype must be i32, i64, f32 or f64");
+		return NULL;
+	}
+	if (store(c, at[0], l[0], t, m, 0) < 0 ||
+	    store(c, at[1], l[1], t, &lim, 0) < 0 ||
+	    store(c, at[2], l[2], t, m, 1) < 0)
+		return NULL;
+	if (m->f[1] == 0) {
+		diag_error(c->d, at[2]->loc, "the delta of 'range' must not "
+			   "be 0");
+		return NULL;
+	}
+	n = range_count(l[0], l[1], l[2], t);
+	if (n * tfg_dtype_size(t) > MAX_BYTES) {
+		diag_error(c->d, e->loc, "'range' would make %.3g elements; "
+			   "at most 2^40 bytes are allowed", n);
+		return NULL;
+	}
+	s.dims[0] = (int64_t)n;
+	return node(c, e, OP_range, 0, t, &s, m);
+}
+
+/* ------------------------------------------------------------- one_hot */
+
+/* one_hot(indices, depth, on_value=1, off_value=0, axis=-1, dtype=):
+ * the dtype is dtype=, else the on/off literals' (spec §5.4 on the two),
+ * else f32. */
+static IrNode *
+make_one_hot(Checker *c, AstNode *e)
+{
+	IrMake *m = arena_alloc(c->a, sizeof *m);
+	AstNode *eon = check_kwarg(e, "on_value"), *eoff = check_kwarg(e,
+								     "off_value");
+	AstNode *eax = check_kwarg(e, "axis");
+	Lit on = {1, 1, 1}, off = {1, 0, 0};
+	TfgDtype t = TFG_F32;
+	TfgShape s;
+	int64_t depth, axis = -1;
+	IrNode *x, *n;
+
+	if (check_args(c, e, 2, kw_one_hot) < 0 ||
+	    !(x = check_expr(c, e->list[0])))
+		return NULL;
+	if (!dtype_is_int(x->dtype)) {
+		diag_error(c->d, e->list[0]->loc, "the indices of 'one_hot' "
+			   "must be an integer tensor, got %s",
+			   ir_type_str(c->a, x->dtype, &x->shape));
+		return NULL;
+	}
+	if (int_arg(c, e, e->list[1], "the depth", &depth) < 0)
+		return NULL;
+	if (depth < 0) {
+		diag_error(c->d, e->list[1]->loc, "the depth of 'one_hot' is "
+			   "%" PRId64 "; it must not be negative", depth);
+		return NULL;
+	}
+	if ((eon && lit_arg(c, e, eon, "'on_value'", &on) < 0) ||
+	    (eoff && lit_arg(c, e, eoff, "'off_value'", &off) < 0))
+		return NULL;
+	if (eon || eoff) {
+		TfgDtype a = check_lit_default(on), b = check_lit_default(off);
+		if (eon && eoff && (a == TFG_BOOL) != (b == TFG_BOOL)) {
+			diag_error(c->d, e->loc, "'one_hot' cannot mix bool and "
+				   "number values");
+			return NULL;
+		}
+		t = eon && eoff ? dtype_promote(a, 0, b, 0) : eon ? a : b;
+	}
+	if (dtype_kw(c, e, &t) < 0)
+		return NULL;
+	if (t == TFG_BOOL && !eon) /* the defaults as bools */
+		on = (Lit){3, 1, 0};
+	if (t == TFG_BOOL && !eoff)
+		off = (Lit){3, 0, 0};
+	if (store(c, eon ? eon : e, on, t, m, 0) < 0 ||
+	    store(c, eoff ? eoff : e, off, t, m, 1) < 0)
+		return NULL;
+	if (eax && int_arg(c, e, eax, "the axis", &axis) < 0)
+		return NULL;
+	if (x->shape.rank + 1 > TFG_MAX_RANK) {
+		diag_error(c->d, e->loc, "'one_hot' of a rank %d tensor would "
+			   "have more than %d dimensions", x->shape.rank,
+			   TFG_MAX_RANK);
+		return NULL;
+	}
+	if (axis < -1 || axis > x->shape.rank) {
+		diag_error(c->d, eax->loc, "axis %" PRId64 " of 'one_hot' is "
+			   "out of range: expected -1 to %d", axis,
+			   x->shape.rank);
+		return NULL;
+	}
+	if (axis < 0)
+		axis = x->shape.rank;
+	m->axis = (int)axis;
+	s.rank = x->shape.rank + 1;
+	for (int i = 0, k = 0; i < s.rank; i++)
+		s.dims[i] = i == axis ? depth : x->shape.dims[k++];
+	for (int i = s.rank; i < TFG_MAX_RANK; i++)
+		s.dims[i] = 0;
+	if (!(n = node(c, e, OP_one_hot, 1, t, &s, m)))
+		return NULL;
+	n->in[0] = x;
+	return n;
+}
+
+/* -------------------------------------------------------------- random */
+
+/* The stream of an unseeded random maker: 1 + the unseeded ones before. */
+static uint32_t
+next_stream(Checker *c)
+{
+	uint32_t k = 1;
+
+	for (int i = 0; i < c->p->g.nodes.n; i++) {
+		const IrNode *n = c->p->g.nodes.v[i];
+		if ((n->op == OP_random_uniform || n->op == OP_random_normal) &&
+		    n->make && n->make->stream)
+			k++;
+	}
+	return k;
+}
+
+/* random_uniform(shape, min=0, max=1, seed=, dtype=f32) and
+ * random_normal(shape, mean=0, stddev=1, seed=, dtype=f32). */
+static IrNode *
+make_random(Checker *c, AstNode *e, OpKind op)
+{
+	IrMake *m = arena_alloc(c->a, sizeof *m);
+	int uni = op == OP_random_uniform;
+	const char *ka = uni ? "min" : "mean", *kb = uni ? "max" : "stddev";
+	AstNode *ea = check_kwarg(e, ka), *eb = check_kwarg(e, kb);
+	AstNode *es = check_kwarg(e, "seed"), *ed = check_kwarg(e, "dtype");
+	Lit a = {1, 0, 0}, b = {1, 1, 1};
+	TfgDtype t = TFG_F32;
+	TfgShape s;
+	int64_t seed = 0;
+
+	if (check_args(c, e, 1, uni ? kw_uniform : kw_normal) < 0 ||
+	    shape_arg(c, e, e->list[0], &s) < 0 || dtype_kw(c, e, &t) < 0)
+		return NULL;
+	if (t == TFG_BOOL || (!uni && !dtype_is_float(t))) {
+		diag_error(c->d, ed->loc, "'%s' makes %s: dtype must be %s",
+			   e->name, uni ? "numbers" : "floats",
+			   uni ? "i32, i64, f32 or f64" : "f32 or f64");
+		return NULL;
+	}
+	if (ea && lit_arg(c, e, ea, uni ? "'min'" : "'mean'", &a) < 0)
+		return NULL;
+	if (eb && lit_arg(c, e, eb, uni ? "'max'" : "'stddev'", &b) < 0)
+		return NULL;
+	if (dtype_is_int(t) && !eb) {
+		diag_error(c->d, e->loc, "'random_uniform' with dtype %s needs "
+			   "max=", tfg_dtype_name(t));
+		return NULL;
+	}
+	if (store(c, ea ? ea : e, a, t, m, 0) < 0 ||
+	    store(c, eb ? eb : e, b, t, m, 1) < 0)
+		return NULL;
+	if (dtype_is_int(t) && m->i[0] >= m->i[1]) {
+		diag_error(c->d, eb->loc, "'random_uniform' needs min < max "
+			   "for integers, got min=%" PRId64 ", max=%" PRId64,
+			   m->i[0], m->i[1]);
+		return NULL;
+	}
+	if (es && int_arg(c, e, es, "the seed", &seed) < 0)
+		return NULL;
+	m->seed = (uint64_t)seed;
+	m->stream = es ? 0 : next_stream(c);
+	return node(c, e, op, 0, t, &s, m);
+}
+
+/* ------------------------------------------------------------ dispatch */
+
+IrNode *
+check_make(Checker *c, AstNode *e, OpKind op)
+{
+	switch (op) {
+	case OP_zeros:
+	case OP_ones:
+		return make_const(c, e, op);
+	case OP_zeros_like:
+	case OP_ones_like:
+		return make_like(c, e, op);
+	case OP_fill:
+		return make_fill(c, e);
+	case OP_range:
+		return make_range(c, e);
+	case OP_one_hot:
+		return make_one_hot(c, e);
+	default:
+		return make_random(c, e, op);
+	}
+}

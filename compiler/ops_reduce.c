@@ -1,0 +1,226 @@
+/*
+ * compiler/ops_reduce.c: the checkers of the reductions (spec §6.5) and
+ * of softmax / log_softmax (spec §6.5.5), named by the shape column of
+ * stdlib/ops.def:
+ *
+ *   check_reduce     reduce_sum reduce_mean reduce_max reduce_min
+ *                    reduce_prod (x, axis=, keepdims=)
+ *   check_argreduce  argmax argmin (x, axis=)
+ *   check_softmax    softmax log_softmax (x), over the last axis
+ *
+ * Each makes one IR node.  A reduction records its reduced axes as a bit
+ * mask over the input's axes in IrNode.axes, and keepdims; the output
+ * shape is the input's without the reduced axes (or with 1 there).  The
+ * axes are static, so every shape rule, the empty-axis rule of max and
+ * min included, is checked here and the kernels need no run-time checks.
+ * softmax is one node with its own kernel (codegen/cpu_reduce.c), not a
+ * composite of max, sub, exp and sum nodes: one pass fewer over memory
+ * and no temporaries.
+ */
+#include <inttypes.h>
+#include <string.h>
+
+#include "compiler/compiler_int.h"
+
+/* One axis literal e against rank: its index in [0, rank) or -1
+ * (reported). */
+static int
+axis_of(Checker *c, AstNode *e, int rank, const char *fn, int list_ok)
+{
+	Lit l = check_lit_of(e);
+
+	if (l.kind != 1) {
+		diag_error(c->d, e->loc, "'axis' of '%s' must be an integer "
+			   "literal%s", fn, list_ok ? " or a list of them" : "");
+		return -1;
+	}
+	if (rank == 0) {
+		diag_error(c->d, e->loc, "axis %" PRId64 " is out of range "
+			   "for a tensor of rank 0 (a scalar has no axes)",
+			   l.i);
+		return -1;
+	}
+	if (l.i < -rank || l.i >= rank) {
+		diag_error(c->d, e->loc, "axis %" PRId64 " is out of range "
+			   "for a tensor of rank %d (expected %d to %d)", l.i,
+			   rank, -rank, rank - 1);
+		return -1;
+	}
+	return (int)(l.i < 0 ? l.i + rank : l.i);
+}
+
+/* The axes named by `axis=` of call e on a tensor of rank `rank` as a
+ * bit mask into *mask: an integer literal or (list_ok) a list literal of
+ * them, negative counting from the end; all axes without `axis=`.  0 or
+ * -1 (reported). */
+static int
+axes_of(Checker *c, AstNode *e, int rank, int list_ok, uint32_t *mask)
+{
+	AstNode *ax = check_kwarg(e, "axis");
+
+	*mask = 0;
+	if (!ax) {
+		*mask = rank ? (1u << rank) - 1 : 0;
+		return 0;
+	}
+	if (ax->kind != AST_TENSOR || !list_ok) {
+		int k = axis_of(c, ax, rank, e->name, list_ok);
+		if (k < 0)
+			return -1;
+		*mask = 1u << k;
+		return 0;
+	}
+	for (int i = 0; i < ax->n; i++) {
+		int k = axis_of(c, ax->list[i], rank, e->name, 1);
+		Lit l = check_lit_of(ax->list[i]);
+		if (k < 0)
+			return -1;
+		if (*mask & (1u << k)) {
+			if (l.i == k)
+				diag_error(c->d, ax->list[i]->loc,
+					   "axis %d is given twice", k);
+			else
+				diag_error(c->d, ax->list[i]->loc,
+					   "axis %" PRId64 " is axis %d, given "
+					   "twice", l.i, k);
+			return -1;
+		}
+		*mask |= 1u << k;
+	}
+	return 0;
+}
+
+/* The node reducing x over mask, with keepdims; output dtype t. */
+static IrNode *
+reduce_node(Checker *c, AstNode *e, OpKind op, IrNode *x, uint32_t mask,
+	    int keepdims, TfgDtype t)
+{
+	IrNode *n = check_node(c, op, 1, e->loc);
+	int r = 0;
+
+	n->in[0] = x;
+	n->dtype = t;
+	n->axes = mask;
+	n->keepdims = keepdims;
+	for (int k = 0; k < x->shape.rank; k++) {
+		if (!((mask >> k) & 1))
+			n->shape.dims[r++] = x->shape.dims[k];
+		else if (keepdims)
+			n->shape.dims[r++] = 1;
+	}
+	n->shape.rank = r;
+	return n;
+}
+
+/* The first argument, which must not be bool; NULL (reported). */
+static IrNode *
+numeric_arg(Checker *c, AstNode *e)
+{
+	IrNode *x = check_expr(c, e->list[0]);
+
+	if (x && x->dtype == TFG_BOOL) {
+		diag_error(c->d, e->list[0]->loc,
+			   "'%s' does not take a bool tensor", e->name);
+		return NULL;
+	}
+	return x;
+}
+
+/* max, min and the arg forms have no identity: a reduced axis of size 0
+ * is an error (NumPy raises at run time; shapes are static here). */
+static int
+check_nonempty(Checker *c, AstNode *e, const IrNode *x, uint32_t mask)
+{
+	for (int k = 0; k < x->shape.rank; k++)
+		if (((mask >> k) & 1) && x->shape.dims[k] == 0) {
+			diag_error(c->d, e->loc, "'%s' of an empty axis: "
+				   "axis %d of %s has size 0", e->name, k,
+				   ir_type_str(c->a, x->dtype, &x->shape));
+			return -1;
+		}
+	return 0;
+}
+
+/* reduce_sum reduce_mean reduce_max reduce_min reduce_prod (x, axis=,
+ * keepdims=) (spec §6.5): the input's dtype, bool refused. */
+IrNode *
+check_reduce(Checker *c, AstNode *e, OpKind op)
+{
+	static const char *const kw[] = {"axis", "keepdims", NULL};
+	AstNode *kd;
+	IrNode *x;
+	uint32_t mask;
+	int keep = 0;
+
+	if (check_args(c, e, 1, kw) < 0 || !(x = numeric_arg(c, e)))
+		return NULL;
+	if (axes_of(c, e, x->shape.rank, 1, &mask) < 0)
+		return NULL;
+	if ((kd = check_kwarg(e, "keepdims"))) {
+		Lit l = check_lit_of(kd);
+		if (l.kind != 3) {
+			diag_error(c->d, kd->loc, "'keepdims' of '%s' must "
+				   "be true or false", e->name);
+			return NULL;
+		}
+		keep = (int)l.i;
+	}
+	if ((op == OP_reduce_max || op == OP_reduce_min) &&
+	    check_nonempty(c, e, x, mask) < 0)
+		return NULL;
+	return reduce_node(c, e, op, x, mask, keep, x->dtype);
+}
+
+/* argmax argmin (x, axis=0) (spec §6.5.4): one axis, TF1's default 0,
+ * i64 positions. */
+IrNode *
+check_argreduce(Checker *c, AstNode *e, OpKind op)
+{
+	static const char *const kw[] = {"axis", NULL};
+	IrNode *x;
+	uint32_t mask;
+
+	if (check_args(c, e, 1, kw) < 0 || !(x = numeric_arg(c, e)))
+		return NULL;
+	if (check_kwarg(e, "axis")) {
+		if (axes_of(c, e, x->shape.rank, 0, &mask) < 0)
+			return NULL;
+	} else if (x->shape.rank == 0) {
+		diag_error(c->d, e->list[0]->loc, "'%s' needs a tensor of "
+			   "rank 1 or more, got %s", e->name,
+			   ir_type_str(c->a, x->dtype, &x->shape));
+		return NULL;
+	} else {
+		mask = 1; /* axis 0 */
+	}
+	if (check_nonempty(c, e, x, mask) < 0)
+		return NULL;
+	return reduce_node(c, e, op, x, mask, 0, TFG_I64);
+}
+
+/* softmax log_softmax (x) (spec §6.5.5): floats of rank >= 1, over the
+ * last axis; same dtype and shape. */
+IrNode *
+check_softmax(Checker *c, AstNode *e, OpKind op)
+{
+	IrNode *x, *n;
+
+	if (check_args(c, e, 1, NULL) < 0 || !(x = check_expr(c, e->list[0])))
+		return NULL;
+	if (x->dtype != TFG_F32 && x->dtype != TFG_F64) {
+		diag_error(c->d, e->loc, "'%s' takes a float tensor, got %s",
+			   e->name, ir_type_str(c->a, x->dtype, &x->shape));
+		return NULL;
+	}
+	if (x->shape.rank == 0) {
+		diag_error(c->d, e->list[0]->loc, "'%s' needs a tensor of "
+			   "rank 1 or more, got %s", e->name,
+			   ir_type_str(c->a, x->dtype, &x->shape));
+		return NULL;
+	}
+	n = check_node(c, op, 1, e->loc);
+	n->in[0] = x;
+	n->dtype = x->dtype;
+	n->shape = x->shape;
+	return n;
+}

@@ -1,0 +1,689 @@
+/*
+ * compiler/ops_shape.c: the checkers of the shape and matrix ops (spec
+ * §6.18-§6.23): matmul and `@`, transpose, reshape, slice, concat, stack,
+ * split, and size, shape and rank; and list values.
+ *
+ * Every rule is static: shapes are known at compile time, so every
+ * mismatch is a compile-time error at the call (or at the `@`) that names
+ * both shapes.  size, shape and rank fold to constants here; slice and
+ * split become OP_slice nodes (the strided copy that indexing uses, §6.6).
+ *
+ * A list is not a graph value: it exists only in the checker, as the
+ * elements of a Sym (Sym.list) or of an argument.  `parts = split(x, 2)`
+ * binds a list; `parts[0]` is an element; `[a, b]` in the list argument
+ * of concat or stack is a list of graph expressions (anywhere else it is
+ * a tensor literal, §5.6).  A list where a tensor is needed is an error.
+ */
+#include <inttypes.h>
+#include <string.h>
+
+#include "compiler/compiler_int.h"
+#include "lang/parse.h"
+
+static const char *
+shape_s(Checker *c, const TfgShape *s)
+{
+	char buf[256];
+	return arena_printf(c->a, "%s", tfg_shape_str(buf, sizeof buf, s));
+}
+
+static const char *
+type_s(Checker *c, const IrNode *n)
+{
+	return ir_type_str(c->a, n->dtype, &n->shape);
+}
+
+/* The parameters of call e into out[]: names[] (NULL-terminated) in
+ * order, the first nreq required; every parameter but the first may also
+ * be given by name.  0, or -1 (reported). */
+static int
+params(Checker *c, AstNode *e, const char *const *names, int nreq,
+       AstNode **out)
+{
+	int np = 0, npos, ngiven;
+
+	while (names[np])
+		np++;
+	if ((npos = check_args(c, e, -1, names + 1)) < 0)
+		return -1;
+	ngiven = npos;
+	for (int i = 0; i < np; i++) {
+		AstNode *kw = i ? check_kwarg(e, names[i]) : NULL;
+		out[i] = i < npos ? e->list[i] : kw;
+		if (i < npos && kw) {
+			diag_error(c->d, e->loc, "argument '%s' of '%s' is "
+				   "given twice", names[i], e->name);
+			return -1;
+		}
+		ngiven += i >= npos && kw;
+	}
+	if (npos > np || ngiven < nreq) {
+		if (nreq == np)
+			diag_error(c->d, e->loc, "'%s' expects %d argument%s, "
+				   "got %d", e->name, np, np == 1 ? "" : "s",
+				   npos > np ? npos : ngiven);
+		else
+			diag_error(c->d, e->loc, "'%s' expects %d or %d "
+				   "arguments, got %d", e->name, nreq, np,
+				   npos > np ? npos : ngiven);
+		return -1;
+	}
+	for (int i = 0; i < nreq; i++)
+		if (!out[i]) {
+			diag_error(c->d, e->loc, "'%s' needs its argument '%s'",
+				   e->name, names[i]);
+			return -1;
+		}
+	return 0;
+}
+
+/* A list literal of integer literals ([2, -1]) into v[max]: the count,
+ * or -1 (reported). */
+static int
+int_list(Checker *c, AstNode *e, const char *fn, const char *what,
+	 int64_t *v, int max)
+{
+	if (e->kind != AST_TENSOR) {
+		diag_error(c->d, e->loc, "the %s of '%s' must be a list of "
+			   "integer literals, like [2, 3]", what, fn);
+		return -1;
+	}
+	if (e->n > max) {
+		diag_error(c->d, e->loc, "the %s of '%s' has %d entries; at "
+			   "most %d are allowed", what, fn, e->n, max);
+		return -1;
+	}
+	for (int i = 0; i < e->n; i++) {
+		Lit l = check_lit_of(e->list[i]);
+		if (l.kind != 1) {
+			diag_error(c->d, e->list[i]->loc, "the %s of '%s' must "
+				   "be a list of integer literals, like [2, 3]",
+				   what, fn);
+			return -1;
+		}
+		v[i] = l.i;
+	}
+	return e->n;
+}
+
+/* An axis argument: an integer literal in [-rank, rank), made
+ * non-negative.  0, or -1 (reported). */
+static int
+axis_arg(Checker *c, AstNode *e, const char *fn, int rank, int *axis)
+{
+	Lit l = check_lit_of(e);
+
+	if (l.kind != 1) {
+		diag_error(c->d, e->loc, "the axis of '%s' must be an integer "
+			   "literal", fn);
+		return -1;
+	}
+	if (l.i < -rank || l.i >= rank) {
+		diag_error(c->d, e->loc, "axis %" PRId64 " is out of range for "
+			   "'%s': expected %d to %d", l.i, fn, -rank,
+			   rank - 1);
+		return -1;
+	}
+	*axis = (int)(l.i < 0 ? l.i + rank : l.i);
+	return 0;
+}
+
+static IrNode *
+unary_node(Checker *c, AstNode *e, OpKind op, IrNode *x)
+{
+	IrNode *n = check_node(c, op, 1, e->loc);
+
+	n->in[0] = x;
+	n->dtype = x->dtype;
+	return n;
+}
+
+/* ------------------------------------------------------------- matmul */
+
+/* matmul(a, b) and a @ b (spec §6.18): NumPy's matmul.  The last two
+ * axes are matrices, the axes before them broadcast (§6.1); a rank-1
+ * operand is a row (left) or a column (right) whose axis is dropped from
+ * the result. */
+IrNode *
+check_matmul(Checker *c, AstNode *e, OpKind op)
+{
+	static const char *const names[] = {"a", "b", NULL};
+	AstNode *arg[2];
+	IrNode *x, *y, *n;
+	const char *what = e->kind == AST_CALL ? "'matmul'" : "operator '@'";
+	TfgShape bx = {0, {0}}, by = {0, {0}}, bo;
+	int rx, ry;
+	int64_t kx, ky;
+	TfgDtype t;
+
+	if (e->kind == AST_CALL) {
+		if (params(c, e, names, 2, arg) < 0)
+			return NULL;
+	} else {
+		arg[0] = e->a, arg[1] = e->b;
+	}
+	if (!(x = check_expr(c, arg[0])) || !(y = check_expr(c, arg[1])))
+		return NULL;
+	rx = x->shape.rank, ry = y->shape.rank;
+	if (x->dtype == TFG_BOOL || y->dtype == TFG_BOOL) {
+		diag_error(c->d, e->loc, "%s does not take bool operands",
+			   what);
+		return NULL;
+	}
+	if (rx == 0 || ry == 0) {
+		diag_error(c->d, e->loc, "%s needs operands of rank 1 or "
+			   "more, got %s and %s (use '*' to scale)", what,
+			   type_s(c, x), type_s(c, y));
+		return NULL;
+	}
+	kx = x->shape.dims[rx - 1];
+	ky = y->shape.dims[ry >= 2 ? ry - 2 : 0];
+	if (kx != ky) {
+		diag_error(c->d, e->loc, "operands of %s do not match: shapes "
+			   "%s and %s (%" PRId64 " columns against %" PRId64
+			   " rows)", what, shape_s(c, &x->shape),
+			   shape_s(c, &y->shape), kx, ky);
+		return NULL;
+	}
+	bx.rank = rx > 2 ? rx - 2 : 0;
+	by.rank = ry > 2 ? ry - 2 : 0;
+	memcpy(bx.dims, x->shape.dims, sizeof bx.dims[0] * bx.rank);
+	memcpy(by.dims, y->shape.dims, sizeof by.dims[0] * by.rank);
+	if (shape_broadcast(&bo, &bx, &by) < 0) {
+		diag_error(c->d, e->loc, "batch axes of %s do not broadcast: "
+			   "shapes %s and %s", what, shape_s(c, &x->shape),
+			   shape_s(c, &y->shape));
+		return NULL;
+	}
+	t = dtype_promote(x->dtype, 0, y->dtype, 0);
+	x = check_cast(c, x, t); /* before n: nodes are in topological order */
+	y = check_cast(c, y, t);
+	n = check_node(c, op, 2, e->loc);
+	n->dtype = t;
+	n->in[0] = x;
+	n->in[1] = y;
+	n->shape = bo;
+	if (rx >= 2)
+		n->shape.dims[n->shape.rank++] = x->shape.dims[rx - 2];
+	if (ry >= 2)
+		n->shape.dims[n->shape.rank++] = y->shape.dims[ry - 1];
+	return n;
+}
+
+/* ---------------------------------------------------------- transpose */
+
+/* transpose(x) reverses the axes; transpose(x, perm) puts input axis
+ * perm[i] at output axis i (spec §6.19). */
+IrNode *
+check_transpose(Checker *c, AstNode *e, OpKind op)
+{
+	static const char *const names[] = {"x", "perm", NULL};
+	AstNode *arg[2];
+	IrNode *x, *n;
+	int64_t p[TFG_MAX_RANK];
+	uint32_t seen = 0;
+	int r;
+
+	if (params(c, e, names, 1, arg) < 0 || !(x = check_expr(c, arg[0])))
+		return NULL;
+	r = x->shape.rank;
+	for (int i = 0; i < r; i++)
+		p[i] = r - 1 - i;
+	if (arg[1]) {
+		int k = int_list(c, arg[1], "transpose", "perm", p,
+				 TFG_MAX_RANK);
+		if (k < 0)
+			return NULL;
+		for (int i = 0; i < k && k == r; i++) {
+			int64_t v = p[i] < 0 ? p[i] + r : p[i];
+			if (v < 0 || v >= r || (seen >> v & 1))
+				break;
+			seen |= 1u << v;
+			p[i] = v;
+		}
+		if (k != r || seen != (1u << r) - 1) {
+			diag_error(c->d, arg[1]->loc, "the perm of 'transpose' "
+				   "must be a permutation of the %d axes of %s",
+				   r, type_s(c, x));
+			return NULL;
+		}
+	}
+	n = unary_node(c, e, op, x);
+	n->shape.rank = r;
+	for (int i = 0; i < r; i++) {
+		n->perm[i] = (int)p[i];
+		n->shape.dims[i] = x->shape.dims[p[i]];
+	}
+	return n;
+}
+
+/* ------------------------------------------------------------ reshape */
+
+static int64_t
+numel(const TfgShape *s)
+{
+	int64_t m = 1;
+	for (int i = 0; i < s->rank; i++)
+		m *= s->dims[i];
+	return m;
+}
+
+/* reshape(x, dims), one dim may be -1 (spec §6.20). */
+IrNode *
+check_reshape(Checker *c, AstNode *e, OpKind op)
+{
+	static const char *const names[] = {"x", "shape", NULL};
+	AstNode *arg[2];
+	IrNode *x, *n;
+	int64_t d[TFG_MAX_RANK], known = 1, total;
+	int k, hole = -1;
+
+	if (params(c, e, names, 2, arg) < 0 || !(x = check_expr(c, arg[0])))
+		return NULL;
+	if ((k = int_list(c, arg[1], "reshape", "shape", d, TFG_MAX_RANK)) < 0)
+		return NULL;
+	total = numel(&x->shape);
+	for (int i = 0; i < k; i++) {
+		if (d[i] == -1 && hole < 0) {
+			hole = i;
+			continue;
+		}
+		if (d[i] < 0) {
+			diag_error(c->d, arg[1]->list[i]->loc, d[i] == -1
+				   ? "only one dimension of 'reshape' may be -1"
+				   : "a dimension of 'reshape' must be -1 or "
+				     "more");
+			return NULL;
+		}
+		if (d[i] > 0 && known > INT64_MAX / d[i])
+			known = INT64_MAX; /* cannot match */
+		else
+			known *= d[i];
+	}
+	if (hole >= 0 && known == 0) {
+		diag_error(c->d, e->loc, "'reshape' cannot infer the -1 "
+			   "dimension when another dimension is 0");
+		return NULL;
+	}
+	if (hole >= 0 && total % known == 0)
+		d[hole] = total / known, known = total;
+	if (known != total) {
+		TfgShape want = {k, {0}};
+		memcpy(want.dims, d, sizeof d[0] * k);
+		diag_error(c->d, e->loc, "'reshape' cannot make %s (%" PRId64
+			   " element%s) into shape %s", type_s(c, x), total,
+			   total == 1 ? "" : "s", shape_s(c, &want));
+		return NULL;
+	}
+	n = unary_node(c, e, op, x);
+	n->shape.rank = k;
+	memcpy(n->shape.dims, d, sizeof d[0] * k);
+	return n;
+}
+
+/* -------------------------------------------------------------- slice */
+
+/* slice(x, begin, size) as TF's (spec §6.20): one entry per axis, size -1
+ * for "to the end"; nothing is clamped. */
+IrNode *
+check_slice(Checker *c, AstNode *e, OpKind op)
+{
+	static const char *const names[] = {"x", "begin", "size", NULL};
+	AstNode *arg[3];
+	IrNode *x, *n;
+	int64_t b[TFG_MAX_RANK], s[TFG_MAX_RANK];
+	int r;
+
+	if (params(c, e, names, 3, arg) < 0 || !(x = check_expr(c, arg[0])))
+		return NULL;
+	r = x->shape.rank;
+	if (int_list(c, arg[1], "slice", "begin", b, TFG_MAX_RANK) < 0 ||
+	    int_list(c, arg[2], "slice", "size", s, TFG_MAX_RANK) < 0)
+		return NULL;
+	for (int i = 1; i < 3; i++)
+		if (arg[i]->n != r) {
+			diag_error(c->d, arg[i]->loc, "the %s of 'slice' has "
+				   "%d entr%s for %s: give one per axis",
+				   names[i], arg[i]->n,
+				   arg[i]->n == 1 ? "y" : "ies", type_s(c, x));
+			return NULL;
+		}
+	n = unary_node(c, e, op, x);
+	n->shape.rank = r;
+	for (int i = 0; i < r; i++) {
+		int64_t len = x->shape.dims[i];
+		if (s[i] == -1 && b[i] >= 0 && b[i] <= len)
+			s[i] = len - b[i];
+		if (b[i] < 0 || s[i] < 0 || b[i] > len || s[i] > len - b[i]) {
+			diag_error(c->d, e->loc, "'slice' is out of range on "
+				   "axis %d of %s: begin %" PRId64 ", size %"
+				   PRId64, i, type_s(c, x), b[i], s[i]);
+			return NULL;
+		}
+		n->begin[i] = b[i];
+		n->size[i] = n->shape.dims[i] = s[i];
+	}
+	return n;
+}
+
+/* -------------------------------------------------------------- lists */
+
+Sym *
+check_list_sym(Checker *c, AstNode *e)
+{
+	Sym *s;
+
+	if (e->kind != AST_NAME || !(s = check_find(&c->syms, e->name)))
+		return NULL;
+	return s->list ? s : NULL;
+}
+
+static int
+is_split_call(const AstNode *e)
+{
+	return e->kind == AST_CALL && strcmp(e->name, "split") == 0 && !e->b;
+}
+
+int
+check_is_list(Checker *c, AstNode *e)
+{
+	return is_split_call(e) || check_list_sym(c, e) != NULL;
+}
+
+static PtrVec *split_list(Checker *c, AstNode *e);
+
+/* what: "'concat'" and so on, for the error when e is no list. */
+PtrVec *
+check_list(Checker *c, AstNode *e, const char *what)
+{
+	Sym *s;
+	PtrVec *v;
+
+	if (is_split_call(e))
+		return split_list(c, e);
+	if ((s = check_list_sym(c, e)) != NULL)
+		return s->list;
+	if (e->kind != AST_TENSOR) {
+		diag_error(c->d, e->loc, "%s takes a list of tensors, like "
+			   "[a, b]", what);
+		return NULL;
+	}
+	v = arena_alloc(c->a, sizeof *v);
+	for (int i = 0; i < e->n; i++) {
+		IrNode *x = check_expr(c, e->list[i]);
+		if (!x)
+			return NULL;
+		vec_push(c->a, v, x);
+	}
+	if (v->n == 0) {
+		diag_error(c->d, e->loc, "%s needs at least one tensor", what);
+		return NULL;
+	}
+	return v;
+}
+
+IrNode *
+check_list_index(Checker *c, AstNode *e)
+{
+	PtrVec *v = check_list(c, e->a, "indexing");
+	AstNode *ix = e->list[0];
+	int64_t i;
+
+	if (!v)
+		return NULL;
+	if (e->n != 1 || ix->kind == AST_SLICE) {
+		diag_error(c->d, e->loc, "a list takes one integer index: "
+			   "write list[i]");
+		return NULL;
+	}
+	if (check_static_int(c, ix, &i) < 0)
+		return NULL;
+	if (i < -v->n || i >= v->n) {
+		diag_error(c->d, ix->loc, "index %" PRId64 " is out of range "
+			   "for a list of %d tensor%s", i, v->n,
+			   v->n == 1 ? "" : "s");
+		return NULL;
+	}
+	return v->v[i < 0 ? i + v->n : i];
+}
+
+/* The elements of list argument e, promoted together (spec §5.4, no
+ * weak operands) and converted; all of rank >= min_rank.  NULL:
+ * reported. */
+static PtrVec *
+list_arg(Checker *c, AstNode *call, AstNode *e, int min_rank)
+{
+	const char *what = arena_printf(c->a, "'%s'", call->name);
+	PtrVec *v = check_list(c, e, what), *out;
+	TfgDtype t;
+	int nbool = 0;
+
+	if (!v)
+		return NULL;
+	t = ((IrNode *)v->v[0])->dtype;
+	for (int i = 0; i < v->n; i++) {
+		IrNode *x = v->v[i];
+		nbool += x->dtype == TFG_BOOL;
+		t = dtype_promote(t, 0, x->dtype, 0);
+		if (x->shape.rank < min_rank) {
+			diag_error(c->d, call->loc, "%s cannot join scalars "
+				   "(use 'stack')", what);
+			return NULL;
+		}
+	}
+	if (nbool && nbool != v->n) {
+		diag_error(c->d, call->loc, "%s cannot mix bool and number "
+			   "tensors", what);
+		return NULL;
+	}
+	out = arena_alloc(c->a, sizeof *out);
+	for (int i = 0; i < v->n; i++)
+		vec_push(c->a, out, check_cast(c, v->v[i], t));
+	return out;
+}
+
+static IrNode *
+list_node(Checker *c, AstNode *e, OpKind op, PtrVec *v)
+{
+	IrNode *n = check_node(c, op, v->n, e->loc);
+
+	for (int i = 0; i < v->n; i++)
+		n->in[i] = v->v[i];
+	n->dtype = n->in[0]->dtype;
+	return n;
+}
+
+/* concat(values, axis) (spec §6.21): same rank, same dims off the axis. */
+IrNode *
+check_concat(Checker *c, AstNode *e, OpKind op)
+{
+	static const char *const names[] = {"values", "axis", NULL};
+	AstNode *arg[2];
+	PtrVec *v;
+	IrNode *n, *x0;
+	int axis;
+
+	if (params(c, e, names, 2, arg) < 0 || !(v = list_arg(c, e, arg[0], 1)))
+		return NULL;
+	x0 = v->v[0];
+	if (axis_arg(c, arg[1], "concat", x0->shape.rank, &axis) < 0)
+		return NULL;
+	n = list_node(c, e, op, v);
+	n->axis = axis;
+	n->shape = x0->shape;
+	n->shape.dims[axis] = 0;
+	for (int i = 0; i < v->n; i++) {
+		IrNode *x = v->v[i];
+		int ok = x->shape.rank == x0->shape.rank;
+		for (int k = 0; ok && k < x->shape.rank; k++)
+			ok = k == axis || x->shape.dims[k] == x0->shape.dims[k];
+		if (!ok) {
+			diag_error(c->d, e->loc, "tensors of 'concat' on axis "
+				   "%d do not match: shapes %s and %s", axis,
+				   shape_s(c, &x0->shape),
+				   shape_s(c, &x->shape));
+			return NULL;
+		}
+		n->shape.dims[axis] += x->shape.dims[axis];
+	}
+	return n;
+}
+
+/* stack(values, axis=0) (spec §6.21): same shapes, a new axis. */
+IrNode *
+check_stack(Checker *c, AstNode *e, OpKind op)
+{
+	static const char *const names[] = {"values", "axis", NULL};
+	AstNode *arg[2];
+	PtrVec *v;
+	IrNode *n, *x0;
+	int axis = 0, r;
+
+	if (params(c, e, names, 1, arg) < 0 || !(v = list_arg(c, e, arg[0], 0)))
+		return NULL;
+	x0 = v->v[0];
+	r = x0->shape.rank;
+	if (r + 1 > TFG_MAX_RANK) {
+		diag_error(c->d, e->loc, "'stack' would make a tensor of rank "
+			   "%d; at most %d is allowed", r + 1, TFG_MAX_RANK);
+		return NULL;
+	}
+	if (arg[1] && axis_arg(c, arg[1], "stack", r + 1, &axis) < 0)
+		return NULL;
+	for (int i = 1; i < v->n; i++) {
+		IrNode *x = v->v[i];
+		TfgShape s0 = x0->shape, s1 = x->shape;
+		if (s0.rank != s1.rank || memcmp(s0.dims, s1.dims,
+						 sizeof s0.dims[0] * r)) {
+			diag_error(c->d, e->loc, "tensors of 'stack' must have "
+				   "one shape: shapes %s and %s",
+				   shape_s(c, &s0), shape_s(c, &s1));
+			return NULL;
+		}
+	}
+	n = list_node(c, e, op, v);
+	n->axis = axis;
+	n->shape.rank = r + 1;
+	for (int k = 0, j = 0; k <= r; k++)
+		n->shape.dims[k] = k == axis ? v->n : x0->shape.dims[j++];
+	return n;
+}
+
+/* split(x, n or [sizes], axis=0) (spec §6.22): a list of OP_slice. */
+static PtrVec *
+split_list(Checker *c, AstNode *e)
+{
+	static const char *const names[] = {"x", "num_or_size_splits", "axis",
+					    NULL};
+	AstNode *arg[3];
+	IrNode *x;
+	PtrVec *v;
+	int64_t *sz, len, sum = 0, off = 0;
+	int axis = 0, np, hole = -1;
+
+	if (params(c, e, names, 2, arg) < 0 || !(x = check_expr(c, arg[0])))
+		return NULL;
+	if (x->shape.rank == 0) {
+		diag_error(c->d, e->loc, "'split' cannot split a scalar");
+		return NULL;
+	}
+	if (arg[2] && axis_arg(c, arg[2], "split", x->shape.rank, &axis) < 0)
+		return NULL;
+	len = x->shape.dims[axis];
+	if (arg[1]->kind == AST_TENSOR) {
+		sz = arena_alloc(c->a, (arg[1]->n + 1) * sizeof *sz);
+		if ((np = int_list(c, arg[1], "split", "sizes", sz, 4096)) < 0)
+			return NULL;
+		for (int i = 0; i < np; i++) {
+			if (sz[i] == -1 && hole < 0) {
+				hole = i;
+				continue;
+			}
+			if (sz[i] < 0) {
+				diag_error(c->d, arg[1]->list[i]->loc, "a size "
+					   "of 'split' must be 0 or more (one "
+					   "may be -1)");
+				return NULL;
+			}
+			sum += sz[i] > len ? len + 1 : sz[i];
+		}
+		if (hole >= 0 && sum <= len)
+			sz[hole] = len - sum, sum = len;
+		if (np == 0 || sum != len) {
+			diag_error(c->d, arg[1]->loc, "the sizes of 'split' "
+				   "must add up to %" PRId64 ", the size of axis "
+				   "%d of %s", len, axis, type_s(c, x));
+			return NULL;
+		}
+	} else {
+		int64_t k;
+		if (check_lit_of(arg[1]).kind != 1) {
+			diag_error(c->d, arg[1]->loc, "the second argument of "
+				   "'split' must be an integer literal or a "
+				   "list of them");
+			return NULL;
+		}
+		k = check_lit_of(arg[1]).i;
+		if (k < 1 || k > 4096 || len % k != 0) {
+			diag_error(c->d, arg[1]->loc, "'split' cannot divide "
+				   "axis %d of %s into %" PRId64 " equal parts",
+				   axis, type_s(c, x), k);
+			return NULL;
+		}
+		np = (int)k;
+		sz = arena_alloc(c->a, (size_t)np * sizeof *sz);
+		for (int i = 0; i < np; i++)
+			sz[i] = len / k;
+	}
+	v = arena_alloc(c->a, sizeof *v);
+	for (int i = 0; i < np; i++) {
+		IrNode *n = unary_node(c, e, OP_slice, x);
+		n->shape = x->shape;
+		for (int k = 0; k < x->shape.rank; k++)
+			n->size[k] = x->shape.dims[k];
+		n->begin[axis] = off;
+		n->size[axis] = n->shape.dims[axis] = sz[i];
+		off += sz[i];
+		vec_push(c->a, v, n);
+	}
+	return v;
+}
+
+/* split where a tensor is needed. */
+IrNode *
+check_split(Checker *c, AstNode *e, OpKind op)
+{
+	(void)op;
+	if (split_list(c, e))
+		diag_error(c->d, e->loc, "'split' gives a list, not a tensor: "
+			   "assign it to a name or take an element "
+			   "(split(x, 2)[0])");
+	return NULL;
+}
+
+/* ---------------------------------------------------- size shape rank */
+
+/* size(x) i64, shape(x) i64[rank], rank(x) i32 (spec §6.23): constants. */
+IrNode *
+check_meta(Checker *c, AstNode *e, OpKind op)
+{
+	IrNode *x, *n;
+
+	if (check_args(c, e, 1, NULL) < 0 || !(x = check_expr(c, e->list[0])))
+		return NULL;
+	n = check_node(c, OP_const, 0, e->loc);
+	n->data = arena_alloc(c->a, 8 * (TFG_MAX_RANK + 1));
+	if (op == OP_rank) {
+		n->dtype = TFG_I32;
+		*(int32_t *)n->data = x->shape.rank;
+	} else if (op == OP_size) {
+		n->dtype = TFG_I64;
+		*(int64_t *)n->data = numel(&x->shape);
+	} else {
+		n->dtype = TFG_I64;
+		n->shape.rank = 1;
+		n->shape.dims[0] = x->shape.rank;
+		memcpy(n->data, x->shape.dims, 8 * (size_t)x->shape.rank);
+	}
+	return n;
+}

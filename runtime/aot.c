@@ -1,0 +1,118 @@
+/*
+ * runtime/aot.c: the entry points generated parts call (tfg_rt_recv and
+ * tfg_rt_send), and tfg_aot_run, which runs an ahead-of-time compiled
+ * part (spec/language.md §10.3) in the caller's thread.
+ *
+ * The entry points only forward through the context (RtCtx.recv/send):
+ * to the rendezvous in servers and clients, to the caller's buffers in
+ * tfg_aot_run.  So a program that links a part object and libtfg.a
+ * pulls in this file, status.c and nothing with sockets: no nng.
+ *
+ * tfg_aot_run's context is an RtCtx with only the AOT fields set; the
+ * signature lists each feed and fetch key with its size, and a search of
+ * those few keys per transfer is all the rendezvous it needs (a
+ * signature that needs no other task moves nothing but its feeds and
+ * fetches).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/rt_int.h"
+
+#define ARENA_ALIGN 64
+
+TFG_API int
+tfg_rt_recv(struct RtCtx *c, uint32_t key, void *dst)
+{
+	return c->recv(c, key, dst);
+}
+
+TFG_API int
+tfg_rt_send(struct RtCtx *c, uint32_t key, const void *src)
+{
+	return c->send(c, key, src);
+}
+
+char *
+rt_arena_alloc(size_t size)
+{
+	if (size > SIZE_MAX - ARENA_ALIGN)
+		return NULL;
+	size = (size + ARENA_ALIGN - 1) / ARENA_ALIGN * ARENA_ALIGN;
+	return aligned_alloc(ARENA_ALIGN, size ? size : ARENA_ALIGN);
+}
+
+/* A feed: copy the caller's buffer into the part's. */
+static int
+aot_recv(struct RtCtx *c, uint32_t key, void *dst)
+{
+	const TfgAotSig *s = c->aot;
+
+	for (int i = 0; i < s->nfeed; i++)
+		if (s->feeds[i].key == key) {
+			if (s->feeds[i].nbytes)
+				memcpy(dst, c->aot_feeds[i],
+				       s->feeds[i].nbytes);
+			return TFG_OK;
+		}
+	return TFG_EINVAL; /* not a feed: the part needs another task */
+}
+
+/* A fetch: copy into every fetch buffer with that key (a value fetched
+ * twice shares its edge). */
+static int
+aot_send(struct RtCtx *c, uint32_t key, const void *src)
+{
+	const TfgAotSig *s = c->aot;
+	int found = 0;
+
+	for (int i = 0; i < s->nfetch; i++)
+		if (s->fetches[i].key == key) {
+			if (s->fetches[i].nbytes)
+				memcpy(c->aot_fetches[i], src,
+				       s->fetches[i].nbytes);
+			found = 1;
+		}
+	return found ? TFG_OK : TFG_EINVAL;
+}
+
+TFG_API int
+tfg_aot_run(const TfgAotSig *sig, const void *const *feeds,
+	    void *const *fetches)
+{
+	RtCtx *c;
+	char *arena;
+	int rc;
+
+	if (sig == NULL || sig->fn == NULL ||
+	    (sig->nfeed > 0 && feeds == NULL) ||
+	    (sig->nfetch > 0 && fetches == NULL))
+		return TFG_EINVAL;
+	for (int i = 0; i < sig->nfeed; i++)
+		if (feeds[i] == NULL && sig->feeds[i].nbytes)
+			return TFG_EINVAL;
+	for (int i = 0; i < sig->nfetch; i++)
+		if (fetches[i] == NULL && sig->fetches[i].nbytes)
+			return TFG_EINVAL;
+	/* RtCtx is large (error text, reply sockets): not on the stack of
+	   a caller that may run on a small one. */
+	if ((c = calloc(1, sizeof *c)) == NULL)
+		return TFG_ENOMEM;
+	if ((arena = rt_arena_alloc(sig->arena_size)) == NULL) {
+		free(c);
+		return TFG_ENOMEM;
+	}
+	c->task = -1;
+	c->name = "tfg_aot_run";
+	c->sig = -1;
+	c->client = -1;
+	c->recv = aot_recv;
+	c->send = aot_send;
+	c->aot = sig;
+	c->aot_feeds = feeds;
+	c->aot_fetches = fetches;
+	rc = sig->fn(c, arena);
+	free(arena);
+	free(c);
+	return rc;
+}

@@ -1,0 +1,141 @@
+#!/bin/sh
+# Ahead-of-time compilation (spec/language.md §10.3): `tfgc compile` to an
+# object and header that a C program links with libtfg.a alone (no nng,
+# no LLVM); `tfgc compile --shared` parts served by `tfgc server --part`
+# without the JIT; and the parts and commands that must be refused.
+. tests/integration/common.inc
+CC=${CC:-cc}
+LIBTFG=${LIBTFG:-build/libtfg.a}
+
+# (a) A one-task program: two run signatures, so two wrappers.
+cat >"$T/model.tfg" <<'TFG'
+cluster { local = ["localhost:2222"] }
+input x: f32[2, 3]
+input k: i32[3]
+h = exp(x) * 0.5 - x
+s = reduce_sum(h)
+q = k * k + 1
+session {
+    print run(h, s, q, feed { x: [[0.0, 1.0, 2.0], [-1.0, 0.5, 3.0]], k: [1, 2, 3] })
+    print run(q, feed { k: [4, 5, 6] })
+}
+TFG
+expect_rc 0 $TFGC compile "$T/model.tfg" --task local:0 -o "$T/model.o"
+[ -s "$T/model.o" ] && [ -s "$T/model.h" ] || fail "no model.o or model.h"
+expect_in "$T/model.h" "static inline int"
+expect_in "$T/model.h" "model_h_s_q(const float *x, const int32_t *k, float *h, float *s, int32_t *q)"
+expect_in "$T/model.h" "model_q(const int32_t *k, int32_t *q)"
+cat >"$T/main.c" <<'C'
+#include <stdio.h>
+#include "model.h"
+int
+main(void)
+{
+	float x[2][3], h[2][3], s;
+	int32_t k[3], q[3], q2[3];
+	int rc;
+
+	for (int i = 0; i < 6; i++)
+		x[i / 3][i % 3] = (float)(i - 2) * 0.75f;
+	for (int i = 0; i < 3; i++)
+		k[i] = 1000 * (i + 1);
+	if ((rc = model_h_s_q(&x[0][0], k, &h[0][0], &s, q)) != 0)
+		return rc;
+	for (int i = 0; i < 6; i++)
+		printf("h %.9g\n", h[i / 3][i % 3]);
+	printf("s %.9g\n", s);
+	for (int i = 0; i < 3; i++)
+		k[i] = -7 * i;
+	if ((rc = model_q(k, q2)) != 0)
+		return rc;
+	for (int i = 0; i < 3; i++)
+		printf("q %d %d\n", q[i], q2[i]);
+	printf("hash %d\n", model_hash != 0);
+	return 0;
+}
+C
+# A second unit includes runtime/tfg.h first: the shared block must agree.
+cat >"$T/both.c" <<'C'
+#include "runtime/tfg.h"
+#include "model.h"
+int
+both(const float *x, const int32_t *k, float *h, float *s, int32_t *q)
+{
+	return model_h_s_q(x, k, h, s, q);
+}
+C
+expect_rc 0 $CC -std=c11 -Wall -Wextra -Wpedantic -Werror -I"$T" -I. -c \
+	-o "$T/both.o" "$T/both.c"
+expect_rc 0 $CC -std=c11 -Wall -Wextra -Wpedantic -Werror -I"$T" \
+	-o "$T/main" "$T/main.c" "$T/model.o" "$LIBTFG" -lm
+expect_rc 0 "$T/main"
+python3 - "$T/out" <<'PY' || fail "wrong values: $(cat "$T/out")"
+import math, sys
+got = open(sys.argv[1]).read().split("\n")
+x = [(i - 2) * 0.75 for i in range(6)]
+h = [math.exp(v) * 0.5 - v for v in x]
+want = ["h %r" % v for v in h] + ["s %r" % sum(h)]
+for i in range(3):
+    k = 1000 * (i + 1)
+    k2 = -7 * i
+    want.append("q %d %d" % (k * k + 1, k2 * k2 + 1))
+want.append("hash 1")
+for g, w in zip(got, want):
+    gk, gv = g.split(" ", 1)
+    wk, wv = w.split(" ", 1)
+    assert gk == wk, (g, w)
+    if gk == "h" or gk == "s":
+        assert abs(float(gv) - float(wv)) <= 1e-5 * max(1, abs(float(wv))), (g, w)
+    else:
+        assert gv == wv, (g, w)
+assert len(got) == len(want) + 1 and got[-1] == "", got
+PY
+# --name sets the prefix; --cpu host works too.
+expect_rc 0 $TFGC compile "$T/model.tfg" -o "$T/m2.o" --name net --cpu host -O 3
+expect_in "$T/m2.h" "net_q(const int32_t *k, int32_t *q)"
+
+# (b) hello.tfg: a shared part per task, served without the JIT.
+expect_rc 0 $TFGC compile examples/hello.tfg --task local:0 --shared -o "$T/task0.so"
+expect_rc 0 $TFGC compile examples/hello.tfg --task /job:local/task:1 --shared \
+	-o "$T/task1.so"
+p0=$(free_port)
+p1=$(free_port)
+addrs="--addr /job:local/task:0=127.0.0.1:$p0 --addr /job:local/task:1=127.0.0.1:$p1"
+TFG_JIT_TIME=1 $TFGC server examples/hello.tfg --job local --task 0 $addrs \
+	--part "$T/task0.so" 2>"$T/s0" &
+s0=$!
+TFG_JIT_TIME=1 $TFGC server examples/hello.tfg --job local --task 1 $addrs \
+	--part "$T/task1.so" 2>"$T/s1" &
+s1=$!
+expect_rc 0 $TFGC run --attach --startup-timeout 10 $addrs examples/hello.tfg
+[ "$(cat "$T/out")" = "238" ] || fail "attached run printed '$(cat "$T/out")'"
+expect_rc 0 $TFGC stop --startup-timeout 10 $addrs examples/hello.tfg
+wait $s0 || fail "server 0 exited $?: $(cat "$T/s0")"
+wait $s1 || fail "server 1 exited $?: $(cat "$T/s1")"
+grep -q JIT "$T/s0" "$T/s1" && fail "a --part server JIT-compiled"
+# The same program's JIT servers do print the line (the check means it).
+TFG_JIT_TIME=1 $TFGC run --free-ports examples/hello.tfg >"$T/out" 2>"$T/err"
+expect_in "$T/err" "JIT"
+
+# (c) What is refused.
+# A part of another program.
+expect_rc 0 $TFGC compile "$T/model.tfg" --shared -o "$T/model.so"
+expect_rc 1 $TFGC server examples/hello.tfg --job local --task 0 $addrs \
+	--part "$T/model.so"
+expect_in "$T/err" "compiled from a different program"
+# The part of the other task.
+expect_rc 1 $TFGC server examples/hello.tfg --job local --task 0 $addrs \
+	--part "$T/task1.so"
+expect_in "$T/err" "is the part of /job:local/task:1, not of /job:local/task:0"
+# Not a shared object.
+expect_rc 1 $TFGC server "$T/model.tfg" --job local --task 0 --part "$T/model.o"
+expect_in "$T/err" "cannot load part"
+# Every signature needs the other task: no stand-alone function.
+expect_rc 1 $TFGC compile examples/hello.tfg --task local:0 -o "$T/h0.o"
+expect_in "$T/err" "use --shared"
+[ -e "$T/h0.o" ] && fail "a refused compile wrote h0.o"
+# Usage: -o, --task with several tasks, a bad --name.
+expect_rc 2 $TFGC compile examples/hello.tfg --task local:0
+expect_rc 2 $TFGC compile examples/hello.tfg -o "$T/x.o"
+expect_rc 2 $TFGC compile "$T/model.tfg" -o "$T/x.o" --name 9lives
+echo "aot: ok"
