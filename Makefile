@@ -3,6 +3,7 @@
 #   make run      install missing packages, build, run examples/hello.tfg
 #   make test     install missing packages, build, run every test
 #   make bench    benchmarks (not part of test)
+#   make bench-deps   NumPy and PyTorch, the references of make bench
 #   make asan     build/asan/tfgc with AddressSanitizer + UBSan
 #   make golden-update [AREA=..] [T=..]   rewrite golden files for review
 
@@ -46,7 +47,7 @@ UNIT_SRC = $(wildcard tests/unit/*_test.c)
 UNIT_BIN = $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
 
 .PHONY: all run test deps unit golden golden-update integration asan bench \
-        lint 80 clean static
+        lint 80 clean static bench-deps
 all: tfgc $(BUILD)/libtfg.a
 
 tfgc: $(BUILD)/tfgc
@@ -131,6 +132,12 @@ asan:
 
 bench: tfgc $(BUILD)/bench/nng_rtt
 	@sh bench/run.sh
+
+# The references bench/ref_sigmoid.py times, for Debian's /usr/bin/python3
+# (not needed by make test).
+BENCH_PKGS = python3-numpy python3-torch
+bench-deps:
+	@$(MAKE) --no-print-directory deps PKGS="$(BENCH_PKGS)"
 
 $(BUILD)/bench/nng_rtt: bench/nng_rtt.c
 	@mkdir -p $(dir $@)

@@ -43,3 +43,7 @@ for f in examples/hello.tfg examples/mean.tfg; do
 	TFG_JIT_TIME=1 $TFGC run --free-ports "$f" 2>&1 >/dev/null |
 		sed "s|^tfgc: |$f |"
 done
+
+# The kernels of issue 3 (matmul included, through bench/matmul.sh) as a
+# table, each beside the machine's own limit measured in the same run.
+sh bench/kernels.sh

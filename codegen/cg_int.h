@@ -12,7 +12,8 @@
 #include "codegen/codegen.h"
 
 #define CG_SLOT_ALIGN 64 /* arena slots, and the arena itself */
-#define CG_MAX_OPS 4     /* operands of one loop nest (out + 3 inputs) */
+#define CG_MAX_OPS 16    /* operands of one loop nest (out + inputs;
+			    fused groups have up to 12 inputs) */
 
 /* State while one task's module is built. */
 typedef struct CgCtx {
@@ -61,6 +62,30 @@ int cg_compile_module(LLVMContextRef c, const Program *p, int task,
  * part; 0, or non-zero after printing an error. */
 #define OP(name, ...) int cpu_emit_##name(CgCtx *C, IrNode *n);
 #include "stdlib/ops.def"
+/* cpu_shape.c: the product of n's two inputs (matmul, spec §6.18) into
+ * out, a buffer of n's shape and dtype, then returns: BLAS for large
+ * f32/f64 products, else a loop nest.  A fused epilogue (bias,
+ * activation) can follow it on out. */
+int cg_emit_matmul_to(CgCtx *C, const IrNode *n, LLVMValueRef out);
+/* memplan.c: buffer planning.  A slot of the arena: node (index in the
+ * part) is live from its position `first` to its last reader's `last`
+ * (inclusive; part order), and gets off. */
+typedef struct CgSlot {
+	int node;        /* index in the part */
+	int first, last; /* live range, positions in the part */
+	size_t size;     /* bytes (0: no memory) */
+	size_t off;      /* assigned, 64-byte aligned */
+} CgSlot;
+/* The slots of part (every node but sends and constants, in part order)
+ * with live ranges and offsets: *slots (malloc'd, the caller frees),
+ * *peak the arena size, *unplanned (if not NULL) the sum of the aligned
+ * sizes, what one slot per node would take.  Returns their number. */
+int cg_plan_part(const IrPart *part, CgSlot **slots, size_t *peak,
+		 size_t *unplanned);
+/* Offsets for s[0..n) from sizes and live ranges; returns the peak. */
+size_t cg_plan_offsets(CgSlot *s, int n);
+/* Whether two slots would need memory at the same time. */
+int cg_slots_overlap(const CgSlot *a, const CgSlot *b);
 /* Bytes per element of a dtype (the runtime's table, duplicated so the
  * codegen needs no runtime object). */
 size_t cg_dtype_size(TfgDtype t);
@@ -136,5 +161,27 @@ int cg_emit_elem(CgCtx *C, IrNode *n, int nin, NestBody body);
 /* Body: out = cvt(in[0]) (operand 1 to operand 0). */
 LLVMValueRef cg_body_copy(CgCtx *C, const Nest *L, LLVMValueRef *off,
 			  LLVMValueRef acc);
+
+/* ---- cpu_fuse.c: fused programs (IrFuse, compiler/pass_fuse.c) */
+
+/* One element of elementwise op `op` with result dtype t from operand
+ * values v (of dtypes it): exactly what the op's own emitter computes. */
+LLVMValueRef cg_elem_apply(CgCtx *C, OpKind op, TfgDtype t,
+			   const TfgDtype *it, LLVMValueRef *v);
+/* Broadcast strides of shape s over the axes of shape to (in elements). */
+void cg_bcast_strides(const TfgShape *s, const TfgShape *to, int64_t *st);
+/* The value of n's program at one element: n's input k is L's operand
+ * first + k, read at off[first + k]; anchor stands for IR_FUSE_ANCHOR
+ * operands (NULL when there are none). */
+LLVMValueRef cg_fuse_eval(CgCtx *C, const IrNode *n, const Nest *L,
+			  int first, LLVMValueRef *off, LLVMValueRef anchor);
+
+/* vmath.c: exp, log, tanh and sigmoid of f32 (scalar or vector) as
+ * inline IR without calls, so loops of them vectorise; errors as stated
+ * in spec/language.md §6.8. */
+LLVMValueRef cg_vexp(CgCtx *C, LLVMValueRef x);
+LLVMValueRef cg_vlog(CgCtx *C, LLVMValueRef x);
+LLVMValueRef cg_vtanh(CgCtx *C, LLVMValueRef x);
+LLVMValueRef cg_vsigmoid(CgCtx *C, LLVMValueRef x);
 
 #endif /* TFG_CODEGEN_CG_INT_H */

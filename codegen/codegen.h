@@ -6,8 +6,10 @@
  * The module defines, for each signature s where the task has a part,
  *     int tfg_part_<s>(RtCtx *ctx, char *arena)
  * (see RtPartFn in runtime/tfg.h).  It calls only tfg_rt_recv and
- * tfg_rt_send from the runtime.  Constants become private globals;
- * every other node gets a 64-byte-aligned slot in the arena.
+ * tfg_rt_send from the runtime (and cblas_sgemm/cblas_dgemm from
+ * OpenBLAS for large matmuls).  Constants become private globals;
+ * every other node gets a 64-byte-aligned slot in the arena, shared with
+ * nodes whose live ranges do not overlap (codegen/memplan.c).
  */
 #ifndef TFG_CODEGEN_CODEGEN_H
 #define TFG_CODEGEN_CODEGEN_H
@@ -26,6 +28,11 @@ typedef struct CgOptions {
 /* --emit=llvm: the optimised module of `task`. Returns 0 or non-zero after
  * printing an error. */
 int cg_emit_llvm(FILE *out, const Program *p, int task, const CgOptions *o);
+
+/* --emit=memory: per signature where `task` has a part, its arena plan
+ * (codegen/memplan.c): each slot's offset, size and live range, the peak
+ * and the size without planning.  0, or -1 for a bad task. */
+int cg_emit_memory(FILE *out, const Program *p, int task);
 
 typedef struct CgJit CgJit;
 

@@ -8,7 +8,8 @@
  * stdlib/ops.def (cpu_emit_<op>, declared from the same list in
  * cg_int.h, so an op without an emitter fails to link).
  * Every node except OP_const and OP_send owns a 64-byte-aligned slot of
- * the arena, at offsets fixed here; constants become private globals.
+ * the arena, at offsets planned by codegen/memplan.c (nodes not live at
+ * the same time share memory); constants become private globals.
  *
  * Tensor ops become real loop nests (Nest below): the output's index space
  * in row-major order, one i64 element offset per operand, stride 0 on
@@ -24,11 +25,10 @@
  * either.
  *
  * Elementwise functions (spec §6.8-§6.12) use LLVM intrinsics where they
- * are exact (sqrt, fabs, maximum, minimum) and otherwise call libm (exp,
- * log, tanh, pow and their f32 forms), declared here without memory
- * effects since errno is never read; codegen/jit.c lets exactly these
- * resolve from the process.  A later stage may replace the calls with
- * vectorisable inline versions.
+ * are exact (sqrt, fabs, maximum, minimum).  exp, log, tanh and sigmoid
+ * of f32 are inline IR that vectorises (codegen/vmath.c); f64 and pow
+ * call libm, declared here without memory effects since errno is never
+ * read; codegen/jit.c lets exactly these resolve from the process.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -279,16 +279,20 @@ cg_unary(CgCtx *C, OpKind op, TfgDtype t, LLVMValueRef a)
 {
 	LLVMBuilderRef B = C->b;
 	LLVMValueRef zero = LLVMConstNull(LLVMTypeOf(a));
+	if (t == TFG_F32) /* inline, vectorisable (codegen/vmath.c) */
+		switch (op) {
+		case OP_exp: return cg_vexp(C, a);
+		case OP_log: return cg_vlog(C, a);
+		case OP_tanh: return cg_vtanh(C, a);
+		case OP_sigmoid: return cg_vsigmoid(C, a);
+		default: break;
+		}
 	switch (op) {
 	case OP_exp: return cg_libm_call(C, "exp", &a, 1);
 	case OP_log: return cg_libm_call(C, "log", &a, 1);
 	case OP_sqrt: return cg_intrinsic(C, "llvm.sqrt", &a, 1);
 	case OP_tanh: return cg_libm_call(C, "tanh", &a, 1);
-	case OP_sigmoid: /* f32 through f64: rounded once, at the end */
-		if (t == TFG_F32)
-			return LLVMBuildFPTrunc(B, sigmoid(C, LLVMBuildFPExt(B,
-					a, C->f64, "")), C->f32, "");
-		return sigmoid(C, a);
+	case OP_sigmoid: return sigmoid(C, a);
 	case OP_relu: /* NaN stays NaN, -0.0 becomes 0.0 */
 		if (cg_is_float(t))
 			return LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOLE,
@@ -925,23 +929,20 @@ enum_attr(CgCtx *C, LLVMValueRef f, unsigned idx, const char *k, uint64_t v)
 	LLVMAddAttributeAtIndex(f, idx, LLVMCreateEnumAttribute(C->c, kind, v));
 }
 
-/* Arena slots: every node but sends and constants, in part order. */
+/* Arena slots: every node but sends and constants, at the offsets of
+ * the buffer plan (codegen/memplan.c); the arena is its peak. */
 static void
 layout(CgCtx *C)
 {
-	size_t off = 0;
-	for (int i = 0; i < C->part->n; i++) {
-		const IrNode *n = C->part->nodes[i];
-		if (n->op == OP_send || n->op == OP_const)
-			continue;
-		off = (off + CG_SLOT_ALIGN - 1) & ~(size_t)(CG_SLOT_ALIGN - 1);
-		LLVMValueRef o = cg_i64c(C, (int64_t)off);
-		C->val[i] = LLVMBuildInBoundsGEP2(C->b, C->i8, C->arena_arg, &o,
-						  1, n->name ? n->name : "");
-		off += (size_t)cg_numel(&n->shape) * cg_dtype_size(n->dtype);
+	CgSlot *s;
+	int ns = cg_plan_part(C->part, &s, &C->arena_size, NULL);
+	for (int k = 0; k < ns; k++) {
+		const IrNode *n = C->part->nodes[s[k].node];
+		LLVMValueRef o = cg_i64c(C, (int64_t)s[k].off);
+		C->val[s[k].node] = LLVMBuildInBoundsGEP2(C->b, C->i8,
+			C->arena_arg, &o, 1, n->name ? n->name : "");
 	}
-	C->arena_size = (off + CG_SLOT_ALIGN - 1) &
-			~(size_t)(CG_SLOT_ALIGN - 1);
+	free(s);
 }
 
 static void

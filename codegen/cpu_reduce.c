@@ -30,6 +30,11 @@
  * index comes from a third Nest operand with stride 1 along the reduced
  * axis and 0 elsewhere, so its "offset" is the position on that axis.
  *
+ * A fused reduction (IrNode.fuse, compiler/pass_fuse.c) has no input
+ * tensor: its input element is its program's value, computed from the
+ * node's inputs (operands 1.., broadcast over the program's shape) where
+ * the other reductions load one element.
+ *
  * softmax is one loop over the rows of the last axis with three passes
  * per row: max, then sum of exp(x - max) (softmax stores the exps), then
  * the normalisation.
@@ -110,6 +115,48 @@ red_divide(CgCtx *C, TfgDtype t, LLVMValueRef acc, int64_t count)
 						  count, 0), 0);
 }
 
+/* The reduced tensor's shape and dtype: the input's, or the program's. */
+static const TfgShape *
+red_shape(const IrNode *n)
+{
+	return n->fuse ? &n->fuse->shape : &n->in[0]->shape;
+}
+
+static TfgDtype
+red_in_dt(const IrNode *n)
+{
+	return n->fuse ? n->fuse->ops[n->fuse->n - 1].dtype : n->in[0]->dtype;
+}
+
+/* The input element at off: loaded, or the program's value. */
+static LLVMValueRef
+red_load(CgCtx *C, const Nest *L, LLVMValueRef *off)
+{
+	if (L->n->fuse)
+		return cg_fuse_eval(C, L->n, L, 1, off, NULL);
+	return cg_load_at(C, L->n->in[0]->dtype, L->base[1], off[1]);
+}
+
+/* Operands 1.. of L: the input, or the program's inputs, with per-axis
+ * strides over the reduced tensor's axes into st[operand][axis]. */
+static int
+red_operands(CgCtx *C, Nest *L, const IrNode *n,
+	     int64_t st[][TFG_MAX_RANK])
+{
+	if (!n->fuse) {
+		L->base[1] = cg_buf(C, n->in[0]);
+		cg_row_major(&n->in[0]->shape, st[1]);
+		return 2;
+	}
+	if (n->nin + 2 > CG_MAX_OPS)
+		return cg_fail(C, n, "fused reduction with too many inputs");
+	for (int k = 0; k < n->nin; k++) {
+		L->base[k + 1] = cg_buf(C, n->in[k]);
+		cg_bcast_strides(&n->in[k]->shape, &n->fuse->shape, st[k + 1]);
+	}
+	return n->nin + 1;
+}
+
 /* The accumulator's dtype: the output's, but i64 for integer means. */
 static TfgDtype
 red_acc_dt(const IrNode *n)
@@ -122,10 +169,10 @@ red_acc_dt(const IrNode *n)
 static uint32_t
 red_mask(const IrNode *n)
 {
-	const IrNode *in = n->in[0];
-	uint32_t all = (1u << in->shape.rank) - 1, m = n->axes & all;
-	if (m == 0 && (n->shape.rank != in->shape.rank ||
-		       cg_numel(&n->shape) != cg_numel(&in->shape)))
+	const TfgShape *in = red_shape(n);
+	uint32_t all = (1u << in->rank) - 1, m = n->axes & all;
+	if (m == 0 && (n->shape.rank != in->rank ||
+		       cg_numel(&n->shape) != cg_numel(in)))
 		m = all;
 	return m;
 }
@@ -136,13 +183,13 @@ red_mask(const IrNode *n)
 static int64_t
 red_layout(CgCtx *C, const IrNode *n, uint32_t mask, int64_t *ost)
 {
-	const IrNode *in = n->in[0];
+	const TfgShape *in = red_shape(n);
 	int64_t m = 1, count = 1;
-	for (int k = in->shape.rank - 1; k >= 0; k--) {
+	for (int k = in->rank - 1; k >= 0; k--) {
 		int red = (mask >> k) & 1;
 		ost[k] = red ? 0 : m;
-		m *= red ? 1 : in->shape.dims[k];
-		count *= red ? in->shape.dims[k] : 1;
+		m *= red ? 1 : in->dims[k];
+		count *= red ? in->dims[k] : 1;
 	}
 	if (m != cg_numel(&n->shape)) {
 		cg_fail(C, n, "reduction output shape does not match its axes");
@@ -163,9 +210,8 @@ red_init(CgCtx *C, const Nest *L, LLVMValueRef *off)
 static LLVMValueRef
 red_body(CgCtx *C, const Nest *L, LLVMValueRef *off, LLVMValueRef acc)
 {
-	TfgDtype it = L->n->in[0]->dtype;
-	LLVMValueRef v = cg_cvt(C, cg_load_at(C, it, L->base[1], off[1]), it,
-			     L->acc_dt);
+	TfgDtype it = red_in_dt(L->n);
+	LLVMValueRef v = cg_cvt(C, red_load(C, L, off), it, L->acc_dt);
 	return red_step(C, L->n->op, L->acc_dt, acc, v);
 }
 
@@ -229,24 +275,27 @@ static int
 emit_accumulate(CgCtx *C, IrNode *n, uint32_t mask, int64_t *ost,
 		int64_t count)
 {
-	const IrNode *in = n->in[0];
+	const TfgShape *in = red_shape(n);
 	int arg = n->op == OP_argmax || n->op == OP_argmin;
-	int64_t ist[TFG_MAX_RANK];
+	int64_t st[CG_MAX_OPS][TFG_MAX_RANK];
 	Nest L = {0};
-	cg_row_major(&in->shape, ist);
+	int nop = red_operands(C, &L, n, st);
+	if (nop < 0)
+		return -1;
 	for (int g = 0; g < 2; g++)
-		for (int k = 0; k < in->shape.rank; k++) {
+		for (int k = 0; k < in->rank; k++) {
 			int red = (mask >> k) & 1;
 			if (red != g || (g == 1 && count == 0))
 				continue; /* nothing to reduce: init, fini */
-			L.dim[L.rank] = in->shape.dims[k];
+			L.dim[L.rank] = in->dims[k];
 			L.grp[L.rank] = g;
 			L.stride[0][L.rank] = ost[k];
-			L.stride[1][L.rank] = ist[k];
-			L.stride[2][L.rank] = red; /* argmax: the position */
+			for (int o = 1; o < nop; o++)
+				L.stride[o][L.rank] = st[o][k];
+			L.stride[nop][L.rank] = red; /* argmax: the position */
 			L.rank++;
 		}
-	L.nop = arg ? 3 : 2;
+	L.nop = arg ? nop + 1 : nop;
 	L.n = n;
 	L.count = count;
 	L.acc_dt = red_acc_dt(n);
@@ -254,7 +303,7 @@ emit_accumulate(CgCtx *C, IrNode *n, uint32_t mask, int64_t *ost,
 	L.body = !count ? NULL : arg ? arg_body : red_body;
 	L.fini = arg ? arg_fini : red_fini;
 	L.base[0] = cg_buf(C, n);
-	L.base[1] = L.base[2] = cg_buf(C, in);
+	L.base[nop] = L.base[1];
 	cg_nest_emit(C, &L);
 	return 0;
 }
@@ -272,10 +321,9 @@ body_fill(CgCtx *C, const Nest *L, LLVMValueRef *off, LLVMValueRef acc)
 static LLVMValueRef
 body_fold(CgCtx *C, const Nest *L, LLVMValueRef *off, LLVMValueRef acc)
 {
-	TfgDtype t = L->n->dtype, it = L->n->in[0]->dtype;
+	TfgDtype t = L->n->dtype, it = red_in_dt(L->n);
 	LLVMValueRef o = cg_load_at(C, t, L->base[0], off[0]);
-	LLVMValueRef v = cg_cvt(C, cg_load_at(C, it, L->base[1], off[1]), it,
-				t);
+	LLVMValueRef v = cg_cvt(C, red_load(C, L, off), it, t);
 	cg_store_at(C, t, L->base[0], off[0], red_step(C, L->n->op, t, o, v));
 	return acc;
 }
@@ -310,18 +358,19 @@ emit_out_pass(CgCtx *C, IrNode *n, NestBody body, int64_t count)
 static int
 emit_rows(CgCtx *C, IrNode *n, int64_t *ost, int64_t count)
 {
-	const IrNode *in = n->in[0];
+	const TfgShape *in = red_shape(n);
 	Nest L = {0};
+	int nop = red_operands(C, &L, n, L.stride);
+	if (nop < 0)
+		return -1;
 	emit_out_pass(C, n, body_fill, count);
-	L.rank = in->shape.rank;
-	memcpy(L.dim, in->shape.dims, sizeof L.dim);
+	L.rank = in->rank;
+	memcpy(L.dim, in->dims, sizeof L.dim);
 	memcpy(L.stride[0], ost, sizeof L.stride[0]);
-	cg_row_major(&in->shape, L.stride[1]);
-	L.nop = 2;
+	L.nop = nop;
 	L.n = n;
 	L.body = body_fold;
 	L.base[0] = cg_buf(C, n);
-	L.base[1] = cg_buf(C, in);
 	cg_nest_emit(C, &L);
 	if (is_mean(n))
 		emit_out_pass(C, n, body_mean, count);
@@ -333,14 +382,14 @@ static int
 emit_reduce(CgCtx *C, IrNode *n)
 {
 	int64_t ost[TFG_MAX_RANK], count;
-	if (n->nin != 1)
+	if (n->nin != 1 && !n->fuse)
 		return cg_fail(C, n, "reduction needs one input");
-	const IrNode *in = n->in[0];
+	const TfgShape *in = red_shape(n);
 	uint32_t mask = red_mask(n);
-	int inner = in->shape.rank - 1;
+	int inner = in->rank - 1;
 	if ((count = red_layout(C, n, mask, ost)) < 0)
 		return -1;
-	while (inner >= 0 && in->shape.dims[inner] == 1)
+	while (inner >= 0 && in->dims[inner] == 1)
 		inner--;
 	if (inner >= 0 && !((mask >> inner) & 1) && count > 1 &&
 	    n->op != OP_argmax && n->op != OP_argmin &&
@@ -432,7 +481,8 @@ emit_softmax(CgCtx *C, IrNode *n)
 	cg_loop_begin(C, &lj, LLVMConstNull(ty));
 	LLVMValueRef d = LLVMBuildFSub(B, row_load(C, t, in, row, lj.i), m,
 				       "");
-	LLVMValueRef e = cg_libm_call(C, "exp", &d, 1);
+	LLVMValueRef e = t == TFG_F32 ? cg_vexp(C, d)
+				      : cg_libm_call(C, "exp", &d, 1);
 	if (soft)
 		cg_store_at(C, t, out, LLVMBuildNSWAdd(B, row, lj.i, ""), e);
 	LLVMValueRef s = LLVMBuildFAdd(B, lj.acc, e, "");

@@ -11,8 +11,24 @@
  * matmul is a plain loop nest, batch axes outside (a Nest, stride 0 on
  * broadcast batch axes), then i, k, j written out in body_matmul: the
  * output is zeroed, then out[i, j] += a[i, k] * b[k, j] with j innermost,
- * contiguous in out and b, so LLVM vectorises it.  Float products and sums may fuse (spec §6.2).  A later
- * stage calls BLAS for large f32/f64 products.
+ * contiguous in out and b, so LLVM vectorises it.  Float products and
+ * sums may fuse (spec §6.2).
+ *
+ * Large f32/f64 products call cblas_sgemm/cblas_dgemm instead (OpenBLAS;
+ * spec §6.18): row-major, no transpose, lda = k, ldb = ldc = n, beta = 0,
+ * one call per batch element at the batch offsets of the same Nest, or
+ * one call for the whole batch when b has no batch axes and a all of them
+ * (then the batch is just more rows).  The rule, measured with
+ * bench/matmul.sh on the 2-core machine (OpenBLAS 0.3.21, loaded):
+ * m * n * k >= 32^3 and m >= 8.  BLAS wins from about 12^3 on square
+ * products (2-3x from 32^3 on), and by 10x when n = 1, where the loop
+ * does not vectorise; with fewer than 8 rows the loop streams b at
+ * memory speed and OpenBLAS's packing and threads lose (3-5x at
+ * [1..4, 1024] @ [1024, 1024]).  OpenBLAS keeps its own thread pool
+ * (one per process, sized by OPENBLAS_NUM_THREADS or the cores).
+ *
+ * cg_emit_matmul_to computes into any buffer and returns: the hook for a
+ * fused epilogue (bias, activation) that runs after it.
  *
  * size, shape, rank and split never reach codegen: the checker folds the
  * first three to constants and turns split into slices.
@@ -115,8 +131,70 @@ batch_strides(const TfgShape *s, int nb, int64_t block, int64_t *st)
 		    ? 0 : rm[k - lead] * block;
 }
 
+#define BLAS_MIN_MNK (32 * 32 * 32) /* multiply-adds per product */
+#define BLAS_MIN_ROWS 8
+
+static int
+use_blas(TfgDtype t, int64_t m, int64_t k, int64_t nn)
+{
+	if (!cg_is_float(t) || m < BLAS_MIN_ROWS || k < 1 || nn < 1 ||
+	    m > INT32_MAX || k > INT32_MAX || nn > INT32_MAX)
+		return 0; /* blasint is int: LP64 OpenBLAS */
+	return (double)m * (double)k * (double)nn >= BLAS_MIN_MNK;
+}
+
+/* void cblas_<s|d>gemm(order, transa, transb, M, N, K, alpha, A, lda,
+ * B, ldb, beta, C, ldc), declared once per module. */
+static void
+blas_call(CgCtx *C, TfgDtype t, LLVMValueRef a, LLVMValueRef b,
+	  LLVMValueRef out, int64_t m, int64_t k, int64_t nn)
+{
+	enum { ROW_MAJOR = 101, NO_TRANS = 111 }; /* cblas.h's values */
+	const char *name = t == TFG_F32 ? "cblas_sgemm" : "cblas_dgemm";
+	LLVMTypeRef ft = cg_elty(C, t);
+	LLVMTypeRef ps[14] = {C->i32, C->i32, C->i32, C->i32, C->i32, C->i32,
+			      ft, C->ptr, C->i32, C->ptr, C->i32, ft, C->ptr,
+			      C->i32};
+	LLVMTypeRef fty = LLVMFunctionType(LLVMVoidTypeInContext(C->c), ps,
+					   14, 0);
+	LLVMValueRef f = LLVMGetNamedFunction(C->m, name);
+	if (!f)
+		f = LLVMAddFunction(C->m, name, fty);
+#define I32(v) LLVMConstInt(C->i32, (unsigned long long)(v), 0)
+	LLVMValueRef args[14] = {I32(ROW_MAJOR), I32(NO_TRANS), I32(NO_TRANS),
+				 I32(m), I32(nn), I32(k),
+				 LLVMConstReal(ft, 1.0), a, I32(k), b, I32(nn),
+				 LLVMConstReal(ft, 0.0), out, I32(nn)};
+#undef I32
+	LLVMBuildCall2(C->b, fty, f, args, 14, "");
+}
+
+/* One product through BLAS at the batch offsets off[] (elements). */
+static LLVMValueRef
+body_blas(CgCtx *C, const Nest *L, LLVMValueRef *off, LLVMValueRef acc)
+{
+	const IrNode *n = L->n;
+	TfgDtype t = n->dtype;
+	int ra = n->in[0]->shape.rank, rb = n->in[1]->shape.rank;
+	int64_t m = ra >= 2 ? n->in[0]->shape.dims[ra - 2] : 1;
+	int64_t k = n->in[0]->shape.dims[ra - 1];
+	int64_t nn = rb >= 2 ? n->in[1]->shape.dims[rb - 1] : 1;
+	LLVMValueRef p[3];
+	for (int o = 0; o < 3; o++)
+		p[o] = LLVMBuildInBoundsGEP2(C->b, cg_elty(C, t), L->base[o],
+					     &off[o], 1, "");
+	blas_call(C, t, p[1], p[2], p[0], m, k, nn);
+	return acc;
+}
+
 int
 cpu_emit_matmul(CgCtx *C, IrNode *n)
+{
+	return cg_emit_matmul_to(C, n, cg_buf(C, n));
+}
+
+int
+cg_emit_matmul_to(CgCtx *C, const IrNode *n, LLVMValueRef out)
 {
 	Nest Z = {0}, L = {0};
 	if (n->nin != 2 || n->in[0]->dtype != n->dtype ||
@@ -139,28 +217,42 @@ cpu_emit_matmul(CgCtx *C, IrNode *n)
 	memcpy(bb.dims, sb->dims, sizeof bb.dims[0] * bb.rank);
 	memcpy(bo.dims, n->shape.dims, sizeof bo.dims[0] * nb);
 
-	Z.rank = 1;
-	Z.dim[0] = cg_numel(&n->shape);
-	Z.stride[0][0] = 1;
-	Z.nop = 1;
-	Z.n = n;
-	Z.body = body_zero;
-	Z.base[0] = cg_buf(C, n);
-	cg_nest_emit(C, &Z);
-
-	if (m == 0 || k == 0 || nn == 0)
-		return 0; /* zeros */
+	/* the batch as rows: b unbatched, a with every batch axis */
+	int64_t nbat = cg_numel(&bo);
+	if (ra >= 2 && bb.rank == 0 && ba.rank == nb && nbat > 0 &&
+	    use_blas(n->dtype, nbat * m, k, nn)) {
+		blas_call(C, n->dtype, cg_buf(C, n->in[0]), cg_buf(C, n->in[1]),
+			  out, nbat * m, k, nn);
+		return 0;
+	}
+	int blas = use_blas(n->dtype, m, k, nn);
 	L.rank = nb;
 	L.nop = 3;
 	L.n = n;
-	L.body = body_matmul;
-	L.base[0] = cg_buf(C, n);
+	L.body = blas ? body_blas : body_matmul;
+	L.base[0] = out;
 	L.base[1] = cg_buf(C, n->in[0]);
 	L.base[2] = cg_buf(C, n->in[1]);
 	batch_strides(&bo, nb, m * nn, L.stride[0]);
 	batch_strides(&ba, nb, m * k, L.stride[1]);
 	batch_strides(&bb, nb, k * nn, L.stride[2]);
 	memcpy(L.dim, bo.dims, sizeof L.dim[0] * nb);
+	if (blas) { /* beta = 0: no zeroing */
+		cg_nest_emit(C, &L);
+		return 0;
+	}
+
+	Z.rank = 1;
+	Z.dim[0] = cg_numel(&n->shape);
+	Z.stride[0][0] = 1;
+	Z.nop = 1;
+	Z.n = n;
+	Z.body = body_zero;
+	Z.base[0] = out;
+	cg_nest_emit(C, &Z);
+
+	if (m == 0 || k == 0 || nn == 0)
+		return 0; /* zeros */
 	cg_nest_emit(C, &L); /* batch loops, body_matmul inside */
 	return 0;
 }

@@ -9,8 +9,10 @@
  *   JIT             ORC LLJIT built on the same TargetMachine; the module
  *                   goes in through a ThreadSafeContext.  tfg_rt_recv and
  *                   tfg_rt_send are absolute symbols (or the test fakes in
- *                   CgOptions); libc's fmod, fmodf, memcpy, memset and
- *                   memmove (which LLVM may call for frem or copy loops)
+ *                   CgOptions), and so are cblas_sgemm and cblas_dgemm
+ *                   (large matmuls, codegen/cpu_shape.c); libc's fmod,
+ *                   fmodf, memcpy, memset and memmove (which LLVM may
+ *                   call for frem or copy loops)
  *                   and the libm functions of process_filter's list
  *                   come from the process, and nothing else does.
  *
@@ -22,6 +24,7 @@
 #include <string.h>
 #include <time.h>
 
+#include <cblas.h>
 #include <llvm-c/Analysis.h>
 #include <llvm-c/Error.h>
 #include <llvm-c/LLJIT.h>
@@ -222,14 +225,18 @@ define_symbols(CgJit *j, const CgOptions *o)
 							 : tfg_rt_recv);
 	uintptr_t send = (uintptr_t)(o && o->rt_send ? o->rt_send
 							 : tfg_rt_send);
-	LLVMOrcCSymbolMapPair syms[2] = {
+	LLVMOrcCSymbolMapPair syms[4] = {
 		{LLVMOrcLLJITMangleAndIntern(j->jit, "tfg_rt_recv"),
 		 {recv, fl}},
 		{LLVMOrcLLJITMangleAndIntern(j->jit, "tfg_rt_send"),
 		 {send, fl}},
+		{LLVMOrcLLJITMangleAndIntern(j->jit, "cblas_sgemm"),
+		 {(uintptr_t)cblas_sgemm, fl}},
+		{LLVMOrcLLJITMangleAndIntern(j->jit, "cblas_dgemm"),
+		 {(uintptr_t)cblas_dgemm, fl}},
 	};
 	LLVMErrorRef err = LLVMOrcJITDylibDefine(jd,
-						 LLVMOrcAbsoluteSymbols(syms, 2));
+						 LLVMOrcAbsoluteSymbols(syms, 4));
 	if (err)
 		return llvm_fail("defining the runtime symbols", err);
 	LLVMOrcDefinitionGeneratorRef gen;

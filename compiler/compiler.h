@@ -4,9 +4,14 @@
  *
  *   check      AST -> IrGraph: names, dtypes, shapes, requested devices,
  *              and the session programs' run signatures
+ *   fold       nodes of constants become constants (pass_fold.c)
+ *   cse        identical nodes merge (pass_cse.c)
+ *   dce        nodes no fetch needs go (pass_dce.c)
  *   place      every node gets a complete device and a task
  *   partition  per run signature: prune to what the fetches need, cut per
  *              task, add send/recv pairs with rendezvous keys -> IrPart
+ *   fuse       per part: elementwise chains become one OP_fused node, or
+ *              the input expression of a reduction (pass_fuse.c)
  *   plan       the TfgPlan the runtime executes
  *
  * All of it lives in Program.arena.
@@ -72,6 +77,34 @@ typedef struct IrMake {
 	uint32_t stream; /* random_*: counter word 2 (0 with seed=) */
 } IrMake;
 
+/* A fused group's expression (compiler/pass_fuse.c, spec/design.md
+ * "Passes"): the member ops in topological order, each computing one
+ * element from its operands; the last one is the group's value.  An
+ * operand is a member (arg >= 0, always an earlier one), external input k
+ * of the node that carries the program (arg == IR_FUSE_IN(k)), or the
+ * anchor (IR_FUSE_ANCHOR): the value of the op the program is attached
+ * to, for epilogues (a matmul's product; unused so far).
+ *   OP_fused      the program is the node's value; in[] are its inputs
+ *   OP_reduce_*   the program is the reduction's input element (a
+ *                 prologue); in[] are the program's external inputs */
+#define IR_FUSE_IN(k) (-1 - (k))
+#define IR_FUSE_ANCHOR INT32_MIN
+typedef struct IrFuseOp {
+	OpKind op;        /* an OPF_ELEMWISE op */
+	TfgDtype dtype;   /* the member's result */
+	TfgShape shape;   /* the member's shape (<= the group's: broadcast) */
+	int nin;
+	int32_t arg[3];   /* operands, see above */
+	TfgDtype in_dt[3]; /* the operands' dtypes */
+	const char *name; /* the member's label, for dumps */
+} IrFuseOp;
+
+typedef struct IrFuse {
+	int n;            /* members; ops[n-1] is the value */
+	IrFuseOp *ops;
+	TfgShape shape;   /* the index space it is evaluated over */
+} IrFuse;
+
 typedef struct IrNode IrNode;
 struct IrNode {
 	int id;           /* index in IrGraph.nodes (clones keep their origin's) */
@@ -105,6 +138,7 @@ struct IrNode {
 	int peer;         /* task at the other end */
 	IrNode *origin;   /* partition clones: the graph node they stand for */
 	const IrMake *make; /* makers (zeros ... random_normal): arguments */
+	const IrFuse *fuse; /* OP_fused, fused reductions: the expression */
 };
 
 typedef struct IrGraph {
@@ -167,19 +201,27 @@ typedef struct Program {
 	int nsession;
 	RtSession *sessions; /* sigs referenced by index */
 	PtrVec edges;        /* RtEdge *, index == key */
+	PtrVec placement_log; /* char *: one line per node, as placed, before
+				 the passes change the graph */
 	TfgPlan *plan;
 } Program;
 
 /* The phases.  Each returns 0, or the number of errors it reported. */
 int check_program(Program *p);
+int fold_program(Program *p);
+int cse_program(Program *p);
+int dce_program(Program *p);
 int place_program(Program *p);
 int partition_program(Program *p);
+int fuse_program(Program *p);
 int plan_program(Program *p);
 
 /* Dumps, for tfgc emit. */
 void dump_placed(FILE *out, const Program *p);      /* --emit=placed */
 void dump_placement_log(FILE *out, const Program *p); /* --log-device-placement */
 void dump_partition(FILE *out, const Program *p);   /* --emit=partition */
+/* --emit=folded|cse|dce: the graph, one node per line, no devices */
+void dump_graph(FILE *out, const Program *p);
 
 /* Shape and dtype rules (compiler/shape.c). */
 /* NumPy broadcasting of a and b into out; -1 if incompatible. */
@@ -189,7 +231,8 @@ TfgDtype dtype_promote(TfgDtype a, int aweak, TfgDtype b, int bweak);
 
 /* The whole front and middle end: read, parse, check, place, partition,
  * plan.  Stops after the first phase with errors.  `until` names the last
- * phase to run: "parse", "check", "place", "partition", "plan". */
+ * phase to run: "parse", "check", "fold", "cse", "dce", "place",
+ * "partition", "fuse", "plan". */
 typedef struct CompileOptions {
 	const char *until;
 	int naddr;            /* --addr overrides: "/job:J/task:T=host:port" */
@@ -199,6 +242,8 @@ typedef struct CompileOptions {
 	   fetches, or writes fetch i to out[i] when outs are given */
 	int nfetch, nfeed, nout;
 	const char **fetch, **feed, **out;
+	/* -fno-fold, -fno-cse, -fno-dce, -fno-fuse: skip a pass */
+	int no_fold, no_cse, no_dce, no_fuse;
 } CompileOptions;
 int compile_file(Program *p, const char *path, const CompileOptions *o,
 		 Diag *d);

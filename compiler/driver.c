@@ -3,8 +3,8 @@
  * the phases in order (compile_file).
  *
  *   tfgc check FILE
- *   tfgc emit --emit=tokens|ast|placed|partition|llvm [--task J:T]
- *             [--cpu CPU] [-O N] FILE
+ *   tfgc emit --emit=tokens|ast|folded|cse|dce|placed|partition|fused|llvm
+ *             |memory [--task J:T] [--cpu CPU] [-O N] FILE
  *   tfgc run FILE [--log-device-placement] [--free-ports] [--attach]
  *   tfgc server FILE --job J --task T [--part PART.so]
  *   tfgc stop FILE
@@ -36,6 +36,7 @@ typedef struct Args {
 	const char *task_s; /* --task J:T for emit */
 	int opt_level;
 	int log_placement, free_ports, attach, verbose;
+	int no_fold, no_cse, no_dce, no_fuse; /* -fno-fold ... */
 	double startup_timeout, step_timeout;
 	PtrVec addr; /* --addr values */
 	PtrVec feed, fetch, out; /* run --feed x=a.npy --fetch y --out y.npy */
@@ -43,8 +44,9 @@ typedef struct Args {
 
 static const char usage[] =
     "usage: tfgc check FILE\n"
-    "       tfgc emit --emit=tokens|ast|placed|partition|llvm [--task J:T]"
-    " [--cpu CPU] [-O N] FILE\n"
+    "       tfgc emit --emit=tokens|ast|folded|cse|dce|placed|partition|"
+    "fused|llvm|memory\n"
+    "                 [--task J:T] [--cpu CPU] [-O N] FILE\n"
     "       tfgc run FILE [--log-device-placement] [--free-ports] "
     "[--attach]\n"
     "                [--fetch NAME]... [--feed NAME=FILE.npy]... "
@@ -55,7 +57,8 @@ static const char usage[] =
     " [--cpu CPU] [-O N]\n"
     "options for run, server, stop: --addr /job:J/task:T=HOST:PORT, "
     "--startup-timeout S,\n"
-    "       --step-timeout S, --verbose\n";
+    "       --step-timeout S, --verbose\n"
+    "passes (any command): -fno-fold, -fno-cse, -fno-dce, -fno-fuse\n";
 
 static int
 bad_usage(const char *fmt, const char *arg)
@@ -123,13 +126,32 @@ compile_file(Program *p, const char *path, const CompileOptions *o,
 			return d->nerr;
 	if (strcmp(until, "check") == 0)
 		return 0;
+	/* Placement sees the graph as written (it is what
+	   --log-device-placement shows); the passes then keep each value
+	   on its device, so they never move work between tasks. */
 	if (place_program(p))
 		return d->nerr;
 	if (strcmp(until, "place") == 0)
 		return 0;
+	if ((!o || !o->no_fold) && fold_program(p))
+		return d->nerr;
+	if (strcmp(until, "fold") == 0)
+		return 0;
+	if ((!o || !o->no_cse) && cse_program(p))
+		return d->nerr;
+	if (strcmp(until, "cse") == 0)
+		return 0;
+	if ((!o || !o->no_dce) && dce_program(p))
+		return d->nerr;
+	if (strcmp(until, "dce") == 0)
+		return 0;
 	if (partition_program(p))
 		return d->nerr;
 	if (strcmp(until, "partition") == 0)
+		return 0;
+	if ((!o || !o->no_fuse) && fuse_program(p))
+		return d->nerr;
+	if (strcmp(until, "fuse") == 0)
 		return 0;
 	return plan_program(p) ? d->nerr : 0;
 }
@@ -171,6 +193,14 @@ parse_args(Args *a, int argc, char **argv, Arena *ar)
 			a->attach = 1;
 		} else if (FLAG("--shared")) {
 			a->shared = 1;
+		} else if (FLAG("-fno-fold")) {
+			a->no_fold = 1;
+		} else if (FLAG("-fno-cse")) {
+			a->no_cse = 1;
+		} else if (FLAG("-fno-dce")) {
+			a->no_dce = 1;
+		} else if (FLAG("-fno-fuse")) {
+			a->no_fuse = 1;
 		} else if (FLAG("--verbose") || FLAG("-v")) {
 			a->verbose = 1;
 		} else if (FLAG("--emit") || FLAG("--job") || FLAG("--task") ||
@@ -345,8 +375,9 @@ static int
 cmd_emit(Args *a, Program *p, CompileOptions *co, Diag *d)
 {
 	static const char *const until[][2] = {
-	    {"ast", "parse"}, {"placed", "place"}, {"partition", "partition"},
-	    {"llvm", "plan"}};
+	    {"ast", "parse"}, {"folded", "fold"}, {"cse", "cse"},
+	    {"dce", "dce"}, {"placed", "place"}, {"partition", "partition"},
+	    {"fused", "fuse"}, {"llvm", "plan"}, {"memory", "plan"}};
 	const char *u = NULL;
 
 	if (!a->emit)
@@ -371,7 +402,8 @@ cmd_emit(Args *a, Program *p, CompileOptions *co, Diag *d)
 			u = until[i][1];
 	if (!u)
 		return bad_usage("unknown emit mode '%s' (expected tokens, "
-				 "ast, placed, partition or llvm)", a->emit);
+				 "ast, folded, cse, dce, placed, partition, "
+				 "fused, llvm or memory)", a->emit);
 	co->until = u;
 	if (compile_file(p, a->file, co, d))
 		return 1;
@@ -379,9 +411,17 @@ cmd_emit(Args *a, Program *p, CompileOptions *co, Diag *d)
 		ast_dump(stdout, p->ast);
 	else if (strcmp(a->emit, "placed") == 0)
 		dump_placed(stdout, p);
-	else if (strcmp(a->emit, "partition") == 0)
+	else if (strcmp(u, "fold") == 0 || strcmp(u, "cse") == 0 ||
+		 strcmp(u, "dce") == 0)
+		dump_graph(stdout, p);
+	else if (strcmp(a->emit, "partition") == 0 ||
+		 strcmp(a->emit, "fused") == 0)
 		dump_partition(stdout, p);
-	else {
+	else if (strcmp(a->emit, "memory") == 0) {
+		for (int t = 0; t < p->ntask; t++)
+			if (!a->task_s || task_matches(a->task_s, &p->tasks[t]))
+				cg_emit_memory(stdout, p, t);
+	} else {
 		CgOptions o = {0};
 		o.cpu = a->cpu;
 		o.opt_level = a->opt_level;
@@ -555,6 +595,14 @@ cmd_run(Args *a, Program *p)
 	vec_push(p->arena, &sargs, arena_strdup(p->arena, buf));
 	if (a->verbose)
 		vec_push(p->arena, &sargs, "--verbose");
+	if (a->no_fold)
+		vec_push(p->arena, &sargs, "-fno-fold");
+	if (a->no_cse)
+		vec_push(p->arena, &sargs, "-fno-cse");
+	if (a->no_dce)
+		vec_push(p->arena, &sargs, "-fno-dce");
+	if (a->no_fuse)
+		vec_push(p->arena, &sargs, "-fno-fuse");
 	for (int i = 0; i < a->fetch.n; i++) {
 		vec_push(p->arena, &sargs, "--fetch");
 		vec_push(p->arena, &sargs, a->fetch.v[i]);
@@ -588,6 +636,10 @@ tfgc_main(int argc, char **argv)
 		return rc;
 	}
 	co.naddr = a.addr.n;
+	co.no_fold = a.no_fold;
+	co.no_cse = a.no_cse;
+	co.no_dce = a.no_dce;
+	co.no_fuse = a.no_fuse;
 	co.addr = (const char **)a.addr.v;
 	if (strcmp(a.cmd, "run") == 0 || strcmp(a.cmd, "server") == 0 ||
 	    strcmp(a.cmd, "compile") == 0) {

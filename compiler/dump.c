@@ -9,6 +9,30 @@
 
 #include "compiler/compiler_int.h"
 
+/* A fused program: fused{ t1 = mul(a, x); t2 = add(t1, b); sigmoid(t2) },
+ * operands named by the members' and inputs' labels. */
+static void
+fuse_expr(FILE *out, const IrNode *n)
+{
+	const IrFuse *f = n->fuse;
+
+	fputs("fused{ ", out);
+	for (int m = 0; m < f->n; m++) {
+		const IrFuseOp *o = &f->ops[m];
+		if (m + 1 < f->n)
+			fprintf(out, "%s = ", o->name);
+		fprintf(out, "%s(", op_info[o->op].name);
+		for (int k = 0; k < o->nin; k++) {
+			int32_t a = o->arg[k];
+			fprintf(out, "%s%s", k ? ", " : "",
+				a == IR_FUSE_ANCHOR ? "<anchor>"
+				: a >= 0 ? f->ops[a].name
+				: ir_node_label(n->in[-1 - a]));
+		}
+		fputs(m + 1 < f->n ? "); " : ") }", out);
+	}
+}
+
 static void
 node_line(FILE *out, Arena *a, const IrNode *n)
 {
@@ -20,9 +44,14 @@ node_line(FILE *out, Arena *a, const IrNode *n)
 	case OP_input:
 		fputs("input", out);
 		break;
+	case OP_fused:
+		fuse_expr(out, n);
+		break;
 	default:
 		fprintf(out, "%s(", op_info[n->op].name);
-		for (int i = 0; i < n->nin; i++)
+		if (n->fuse)
+			fuse_expr(out, n);
+		for (int i = 0; !n->fuse && i < n->nin; i++)
 			fprintf(out, "%s%s", i ? ", " : "",
 				ir_node_label(n->in[i]));
 		fputc(')', out);
@@ -54,13 +83,19 @@ dump_placed(FILE *out, const Program *p)
 }
 
 void
-dump_placement_log(FILE *out, const Program *p)
+dump_graph(FILE *out, const Program *p)
 {
 	for (int i = 0; i < p->g.nodes.n; i++) {
-		const IrNode *n = p->g.nodes.v[i];
-		fprintf(out, "%s: (%s) %s\n", ir_node_label(n),
-			op_info[n->op].name, dev_str(p->arena, n->dev));
+		node_line(out, p->arena, p->g.nodes.v[i]);
+		fputc('\n', out);
 	}
+}
+
+void
+dump_placement_log(FILE *out, const Program *p)
+{
+	for (int i = 0; i < p->placement_log.n; i++)
+		fprintf(out, "%s\n", (const char *)p->placement_log.v[i]);
 }
 
 static void

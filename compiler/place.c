@@ -54,5 +54,11 @@ place_program(Program *p)
 				agree[j] = 2;
 		}
 	}
+	for (int i = 0; i < n; i++)
+		vec_push(p->arena, &p->placement_log,
+			 arena_printf(p->arena, "%s: (%s) %s",
+				      ir_node_label(nodes[i]),
+				      op_info[nodes[i]->op].name,
+				      dev_str(p->arena, nodes[i]->dev)));
 	return 0;
 }

@@ -2,7 +2,8 @@
 # tests/golden/run.sh [AREA...] [T]: the golden tests (STYLE.md section 9).
 #
 # Each tests/golden/<area>/<name>.tfg runs through $TFGC (default ./tfgc):
-#   tokens ast placed partition llvm cuda   tfgc emit --emit=<area> ARGS FILE
+#   tokens ast folded cse dce placed        tfgc emit --emit=<area> ARGS FILE
+#   partition fused llvm memory cuda
 #   errors                                  tfgc check ARGS FILE
 #   run                                     tfgc run --free-ports ARGS FILE
 # ARGS come from an optional first line "# args: ...".  stdout must equal
@@ -67,7 +68,8 @@ runtest() { # AREA FILE
 	area=$1 f=$2 base=${2%.tfg}
 	args=$(sed -n '1s/^# args://p' "$f")
 	case $area in
-	tokens|ast|placed|partition|llvm|cuda) set -- emit "--emit=$area" ;;
+	tokens|ast|folded|cse|dce|placed|partition|fused|llvm|memory|cuda)
+		set -- emit "--emit=$area" ;;
 	errors) set -- check ;;
 	run) set -- run --free-ports ;;
 	*) echo "FAIL $f: no command for area '$area' in $0"; return 1 ;;

@@ -130,7 +130,7 @@ expect_in "$T/err" "is the part of /job:local/task:1, not of /job:local/task:0"
 # Not a shared object.
 expect_rc 1 $TFGC server "$T/model.tfg" --job local --task 0 --part "$T/model.o"
 expect_in "$T/err" "cannot load part"
-# Every signature needs the other task: no stand-alone function.
+# Every signature needs the other task (unfolded): no stand-alone function.
 expect_rc 1 $TFGC compile examples/hello.tfg --task local:0 -o "$T/h0.o"
 expect_in "$T/err" "use --shared"
 [ -e "$T/h0.o" ] && fail "a refused compile wrote h0.o"
@@ -138,4 +138,62 @@ expect_in "$T/err" "use --shared"
 expect_rc 2 $TFGC compile examples/hello.tfg --task local:0
 expect_rc 2 $TFGC compile examples/hello.tfg -o "$T/x.o"
 expect_rc 2 $TFGC compile "$T/model.tfg" -o "$T/x.o" --name 9lives
+# (d) A large matmul calls cblas_sgemm (spec §6.18): the object links
+# with -lopenblas, and --shared links the part with it.
+cat >"$T/mm.tfg" <<'TFG'
+cluster { local = ["localhost:2222"] }
+input a: f32[64, 48]
+input b: f32[48, 40]
+c = a @ b
+TFG
+python3 - "$T" <<'PY' || fail "cannot write the feeds"
+import struct, sys
+for name, r, c in (("a", 64, 48), ("b", 48, 40)):
+    h = "{'descr': '<f4', 'fortran_order': False, 'shape': (%d, %d), }" % (r, c)
+    h += " " * (63 - (10 + len(h)) % 64) + "\n"
+    with open("%s/%s.npy" % (sys.argv[1], name), "wb") as f:
+        f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(h)) + h.encode())
+        f.write(b"\0" * 4 * r * c)
+PY
+mmflags="--fetch c --feed a=$T/a.npy --feed b=$T/b.npy"
+# shellcheck disable=SC2086
+expect_rc 0 $TFGC compile "$T/mm.tfg" -o "$T/mm.o" $mmflags
+nm -u "$T/mm.o" | grep -q cblas_sgemm || fail "mm.o does not call cblas_sgemm"
+expect_in "$T/mm.h" "-lopenblas"
+cat >"$T/mm.c" <<'C'
+#include <math.h>
+#include <stdio.h>
+#include "mm.h"
+int
+main(void)
+{
+	static float a[64][48], b[48][40], c[64][40];
+	for (int i = 0; i < 64; i++)
+		for (int k = 0; k < 48; k++)
+			a[i][k] = (float)((i * 7 + k * 3) % 11) - 5.0f;
+	for (int k = 0; k < 48; k++)
+		for (int j = 0; j < 40; j++)
+			b[k][j] = (float)((k * 5 + j) % 13) * 0.25f;
+	if (mm_c(&a[0][0], &b[0][0], &c[0][0]) != 0)
+		return 1;
+	for (int i = 0; i < 64; i++)
+		for (int j = 0; j < 40; j++) {
+			double s = 0;
+			for (int k = 0; k < 48; k++)
+				s += (double)a[i][k] * b[k][j];
+			if (fabs(c[i][j] - s) > 1e-4 * (1 + fabs(s)))
+				return 2;
+		}
+	puts("mm ok");
+	return 0;
+}
+C
+expect_rc 0 $CC -std=c11 -Wall -Werror -I"$T" -o "$T/mm" "$T/mm.c" "$T/mm.o" \
+	"$LIBTFG" -lopenblas -lm
+expect_rc 0 "$T/mm"
+expect_in "$T/out" "mm ok"
+# shellcheck disable=SC2086
+expect_rc 0 $TFGC compile "$T/mm.tfg" --shared -o "$T/mm.so" $mmflags
+objdump -p "$T/mm.so" | grep -q "NEEDED.*openblas" ||
+	fail "mm.so is not linked with OpenBLAS"
 echo "aot: ok"

@@ -26,7 +26,7 @@ for i in range(3):
     assert abs(float(v) - m1) < 1e-6, (v, m1)
 PY
 
-# The placement log names every node's device.
+# The placement log names every node's device (unfolded: hello folds to 238).
 expect_rc 0 $TFGC run --free-ports --log-device-placement examples/hello.tfg
 expect_in "$T/err" "y2: (sub) /job:local/task:1/cpu:0"
 expect_in "$T/err" "y: (add) /job:local/task:0/cpu:0"

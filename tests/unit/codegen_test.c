@@ -20,7 +20,9 @@ enum { NKEY = 64, FAIL_STATUS = 7 };
 
 static const void *feed_data[NKEY];  /* recv key -> bytes it delivers */
 static size_t feed_size[NKEY];
-static const void *sent[NKEY];       /* send key -> pointer it was given */
+static const void *sent[NKEY];       /* send key -> a copy of what it sent */
+static size_t sent_size[NKEY];       /* bytes, set by snd() */
+static char *sent_buf[NKEY];         /* sent[]: copies, as the runtime's */
 static int nsent, nrecv;
 static int fail_key = -1;            /* recv of this key returns FAIL */
 static struct RtCtx *want_ctx;
@@ -43,7 +45,13 @@ fake_send(struct RtCtx *ctx, uint32_t key, const void *src)
 	if (ctx != want_ctx || key >= NKEY)
 		return 99;
 	nsent++;
-	sent[key] = src;
+	/* copy before returning, as the runtime does: the arena's memory
+	   is reused by later nodes (codegen/memplan.c) */
+	free(sent_buf[key]);
+	if ((sent_buf[key] = malloc(sent_size[key] + 1)) == NULL)
+		return 98;
+	memcpy(sent_buf[key], src, sent_size[key]);
+	sent[key] = sent_buf[key];
 	return 0;
 }
 
@@ -136,6 +144,7 @@ snd(IrNode *x, uint32_t key)
 {
 	IrNode *n = mk(OP_send, x->dtype, x->shape, x, NULL);
 	n->key = key;
+	sent_size[key] = (size_t)nel(x->shape) * dsize(x->dtype);
 	return n;
 }
 

@@ -39,6 +39,8 @@ enum { NKEY = 64, OUT_KEY = 8 };
 static const void *feed_data[NKEY];
 static size_t feed_size[NKEY];
 static const void *sent[NKEY];
+static size_t sent_size[NKEY];       /* bytes, set by snd() */
+static char *sent_buf[NKEY];         /* sent[]: copies, as the runtime's */
 static struct RtCtx *const the_ctx = (struct RtCtx *)&feed_data;
 
 static int
@@ -55,7 +57,13 @@ fake_send(struct RtCtx *ctx, uint32_t key, const void *src)
 {
 	if (ctx != the_ctx || key >= NKEY)
 		return 99;
-	sent[key] = src;
+	/* copy before returning, as the runtime does: the arena's memory
+	   is reused by later nodes (codegen/memplan.c) */
+	free(sent_buf[key]);
+	if ((sent_buf[key] = malloc(sent_size[key] + 1)) == NULL)
+		return 98;
+	memcpy(sent_buf[key], src, sent_size[key]);
+	sent[key] = sent_buf[key];
 	return 0;
 }
 
@@ -121,6 +129,7 @@ snd(Part *p, IrNode *x, uint32_t key)
 {
 	IrNode *n = add(p, mk(OP_send, x->dtype, x->shape, x));
 	n->key = key;
+	sent_size[key] = (size_t)nel(x->shape) * dsize(x->dtype);
 }
 
 typedef struct Run {

@@ -450,6 +450,9 @@ start(Run *r, const char *tag, char **args)
 		int o = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
 		int e = open(err, O_WRONLY | O_CREAT | O_TRUNC, 0644);
 
+		/* A failing test longjmps past its cleanup: whatever it
+		   started must not outlive the test process. */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		dup2(o, 1);
 		dup2(e, 2);
 		execv("/proc/self/exe", args);

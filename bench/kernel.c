@@ -1,0 +1,214 @@
+/*
+ * bench/kernel.c: one part compiled by `tfgc compile --name k` (k.o and
+ * k.h, made by bench/kernels.sh) timed against the machine's own limit,
+ * measured in the same process: a STREAM-style copy or a read-only sum
+ * loop over given bytes, both with 2 pthreads, or a second part (r.o,
+ * r.h, built with -DREF_PART) such as the bare product under an
+ * epilogue.
+ *
+ * How the part is timed: this file defines tfg_rt_recv and tfg_rt_send
+ * as no-ops (it does not link libtfg), so a call of k_part_0 is the
+ * kernel alone, nothing fed or fetched: the inputs are whatever the
+ * arena holds, filled once with values in [-RANGE, RANGE) (4 by default;
+ * the matmul epilogue uses 0.1, so that x @ w + b stays near 1 as in a
+ * network, rather than deep in exp's subnormal results).  Runs alternate between the
+ * part and its reference so that both see the same machine; each figure
+ * is the median of REPS runs after one warm-up run of each.
+ *
+ *   usage: kernel NAME REF BYTES REPS GOAL [RANGE]
+ *     REF    copy: 2 threads copy BYTES (read BYTES, write BYTES)
+ *            sum:  2 threads sum BYTES of floats
+ *            part: the reference part r (built with -DREF_PART)
+ *   prints one row of the table of bench/run.sh:
+ *     | NAME | tfg ms (GB/s) | reference ms (GB/s) | ratio | GOAL |
+ *   where the GB/s count BYTES (copy: twice, read and written) and ratio
+ *   is reference time / tfg time (1.0: as fast as the reference).
+ */
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "k.h"
+#ifdef REF_PART
+#include "r.h"
+#endif
+
+struct RtCtx;
+
+int
+tfg_rt_recv(struct RtCtx *c, uint32_t key, void *dst)
+{
+	(void)c, (void)key, (void)dst;
+	return 0;
+}
+
+int
+tfg_rt_send(struct RtCtx *c, uint32_t key, const void *src)
+{
+	(void)c, (void)key, (void)src;
+	return 0;
+}
+
+static double
+now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static int
+cmp(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+static float range = 4.0f;
+
+static float *
+buf(size_t nbytes)
+{
+	float *p = aligned_alloc(64, (nbytes + 63) / 64 * 64);
+	uint32_t s = 12345;
+	if (!p) {
+		fprintf(stderr, "kernel: out of memory\n");
+		exit(2);
+	}
+	for (size_t i = 0; i < nbytes / sizeof *p; i++) {
+		s = s * 1664525u + 1013904223u;
+		p[i] = ((float)(s >> 8) / 8388608.0f - 1.0f) * range;
+	}
+	return p;
+}
+
+/* ------------------------------------------ the references, 2 pthreads */
+
+typedef struct Slice {
+	const float *src;
+	float *dst;
+	size_t n;
+	float sum;
+} Slice;
+
+static void *
+copy_slice(void *arg)
+{
+	Slice *s = arg;
+	for (size_t i = 0; i < s->n; i++)
+		s->dst[i] = s->src[i];
+	return NULL;
+}
+
+/* Sixteen-lane vectors (GCC's extension), four accumulators: the loop
+ * runs at memory speed without -ffast-math. */
+typedef float V16 __attribute__((vector_size(64)));
+
+static void *
+sum_slice(void *arg)
+{
+	Slice *s = arg;
+	V16 acc[4] = {{0}};
+	size_t i = 0;
+	for (; i + 64 <= s->n; i += 64)
+		for (int j = 0; j < 4; j++) {
+			V16 v;
+			memcpy(&v, s->src + i + 16 * j, sizeof v);
+			acc[j] += v;
+		}
+	float t = 0;
+	for (; i < s->n; i++)
+		t += s->src[i];
+	for (int j = 0; j < 4; j++)
+		for (int l = 0; l < 16; l++)
+			t += acc[j][l];
+	s->sum = t;
+	return NULL;
+}
+
+static volatile float sink;
+
+static void
+two_threads(void *(*fn)(void *), const float *src, float *dst, size_t n)
+{
+	Slice s[2] = {{src, dst, n / 2, 0}, {src + n / 2, dst + n / 2,
+					     n - n / 2, 0}};
+	pthread_t t;
+	if (pthread_create(&t, NULL, fn, &s[1]) != 0)
+		exit(2);
+	fn(&s[0]);
+	pthread_join(t, NULL);
+	sink = s[0].sum + s[1].sum;
+}
+
+int
+main(int argc, char **argv)
+{
+	if (argc != 6 && argc != 7) {
+		fprintf(stderr, "usage: kernel NAME copy|sum|part BYTES REPS "
+			"GOAL [RANGE]\n");
+		return 2;
+	}
+	const char *name = argv[1], *ref = argv[2], *goal = argv[5];
+	size_t bytes = strtoull(argv[3], NULL, 10), n = bytes / 4;
+	int reps = atoi(argv[4]);
+	if (argc == 7)
+		range = strtof(argv[6], NULL);
+	int mode = strcmp(ref, "copy") == 0 ? 0 : strcmp(ref, "sum") == 0 ? 1
+									: 2;
+	if (reps <= 0 || (mode < 2 && n == 0))
+		return 2;
+	char *arena = (char *)buf(k_arena_0);
+	float *src = mode < 2 ? buf(bytes) : NULL;
+	float *dst = mode == 0 ? buf(bytes) : NULL;
+#ifdef REF_PART
+	char *rarena = (char *)buf(r_arena_0);
+#endif
+	double *tk = calloc((size_t)reps, sizeof *tk);
+	double *tr = calloc((size_t)reps, sizeof *tr);
+	if (!tk || !tr)
+		return 2;
+	for (int r = -1; r < reps; r++) { /* r = -1: warm-up */
+		double t0 = now_s();
+		if (k_part_0(NULL, arena) != 0)
+			return 1;
+		double t1 = now_s();
+		if (mode == 0)
+			two_threads(copy_slice, src, dst, n);
+		else if (mode == 1)
+			two_threads(sum_slice, src, NULL, n);
+#ifdef REF_PART
+		else if (r_part_0(NULL, rarena) != 0)
+			return 1;
+#else
+		else
+			return 2;
+#endif
+		double t2 = now_s();
+		if (r >= 0) {
+			tk[r] = t1 - t0;
+			tr[r] = t2 - t1;
+		}
+	}
+	qsort(tk, (size_t)reps, sizeof *tk, cmp);
+	qsort(tr, (size_t)reps, sizeof *tr, cmp);
+	double k = tk[reps / 2], rf = tr[reps / 2];
+	double moved = mode == 0 ? 2.0 * (double)bytes : (double)bytes;
+	if (mode < 2)
+		printf("| %s | %.2f ms (%.1f GB/s) | %s, 2 threads: %.2f ms "
+		       "(%.1f GB/s) | %.2f | %s |\n", name, k * 1e3,
+		       moved / k / 1e9, ref, rf * 1e3, moved / rf / 1e9,
+		       rf / k, goal);
+	else
+		printf("| %s | %.2f ms | bare part: %.2f ms | %.2f (%+.1f%%) "
+		       "| %s |\n", name, k * 1e3, rf * 1e3, rf / k,
+		       (k / rf - 1) * 100, goal);
+	free(arena), free(src), free(dst), free(tk), free(tr);
+#ifdef REF_PART
+	free(rarena);
+#endif
+	return 0;
+}

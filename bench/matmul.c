@@ -1,0 +1,109 @@
+/*
+ * bench/matmul.c: a matmul compiled by `tfgc compile` (bench/matmul.sh
+ * makes mm.o and mm.h from `c = a @ b`, f32[N, N]) against
+ * cblas_sgemm called directly on buffers of the same size.
+ *
+ * The part runs on an arena filled once with random values; this file
+ * defines tfg_rt_recv and tfg_rt_send as no-ops (it does not link
+ * libtfg), so the time is the part's own: the product, nothing copied.
+ * Runs alternate between the two so that both see the same machine; the
+ * figure is the median of REPS runs each (a run of small products
+ * repeats the call, to last at least about 50 us).
+ *
+ *   usage: matmul M K N REPS    prints one line of GFLOP/s and the ratio
+ */
+#include <cblas.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "mm.h"
+
+struct RtCtx;
+
+int
+tfg_rt_recv(struct RtCtx *c, uint32_t key, void *dst)
+{
+	(void)c, (void)key, (void)dst;
+	return 0;
+}
+
+int
+tfg_rt_send(struct RtCtx *c, uint32_t key, const void *src)
+{
+	(void)c, (void)key, (void)src;
+	return 0;
+}
+
+static double
+now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static int
+cmp(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+static float *
+rand_buf(size_t nbytes)
+{
+	float *p = aligned_alloc(64, (nbytes + 63) / 64 * 64);
+	if (!p)
+		exit(2);
+	for (size_t i = 0; i < nbytes / sizeof *p; i++)
+		p[i] = (float)rand() / (float)RAND_MAX;
+	return p;
+}
+
+int
+main(int argc, char **argv)
+{
+	int m = argc > 3 ? atoi(argv[1]) : 0, k = argc > 3 ? atoi(argv[2]) : 0;
+	int n = argc > 3 ? atoi(argv[3]) : 0;
+	int reps = argc > 4 ? atoi(argv[4]) : 0;
+	if (m <= 0 || k <= 0 || n <= 0 || reps <= 0) {
+		fprintf(stderr, "usage: matmul M K N REPS\n");
+		return 2;
+	}
+	float *arena = rand_buf(mm_arena_0);
+	float *a = rand_buf((size_t)m * k * 4);
+	float *b = rand_buf((size_t)k * n * 4);
+	float *c = rand_buf((size_t)m * n * 4);
+	double *tp = calloc((size_t)reps, sizeof *tp);
+	double *tb = calloc((size_t)reps, sizeof *tb);
+	double flop = 2.0 * m * (double)k * n;
+	int inner = flop < 1e7 ? (int)(1e7 / flop) + 1 : 1; /* >= ~50 us */
+
+	if (!tp || !tb)
+		return 2;
+	mm_part_0(NULL, (char *)arena); /* warm up both */
+	cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0f,
+		    a, k, b, n, 0.0f, c, n);
+	for (int r = 0; r < reps; r++) {
+		double t0 = now_s();
+		for (int i = 0; i < inner; i++)
+			if (mm_part_0(NULL, (char *)arena) != 0)
+				return 1;
+		double t1 = now_s();
+		for (int i = 0; i < inner; i++)
+			cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans,
+				    m, n, k, 1.0f, a, k, b, n, 0.0f, c, n);
+		double t2 = now_s();
+		tp[r] = (t1 - t0) / inner;
+		tb[r] = (t2 - t1) / inner;
+	}
+	qsort(tp, (size_t)reps, sizeof *tp, cmp);
+	qsort(tb, (size_t)reps, sizeof *tb, cmp);
+	double gp = flop / tp[reps / 2] / 1e9, gb = flop / tb[reps / 2] / 1e9;
+	printf("matmul f32[%d, %d] @ f32[%d, %d]: tfg %.1f GFLOP/s, "
+	       "cblas_sgemm %.1f GFLOP/s, ratio %.3f\n",
+	       m, k, k, n, gp, gb, gp / gb);
+	free(arena), free(a), free(b), free(c), free(tp), free(tb);
+	return 0;
+}

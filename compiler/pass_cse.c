@@ -1,0 +1,130 @@
+/*
+ * compiler/pass_cse.c: common-subexpression elimination on the graph
+ * (spec/design.md "Passes").
+ *
+ * Two nodes are the same value when they have the same op, dtype, shape
+ * and inputs (after merging), the same (placed) device and the same
+ * attributes (slice bounds, axes, perm, a maker's arguments, a constant's
+ * bytes).  Random makers are deterministic given their key and stream, so
+ * they merge only when both match: two calls without seed= differ in
+ * their stream, two with the same seed= are the same tensor.  Inputs never
+ * merge (each is its own feed), and a fetched node is never replaced,
+ * since the fetch is named after it.  Uses of a replaced node move to the
+ * first equal one; the replaced node is left unused, for pass_dce.c.
+ *
+ * Nodes are hashed in definition order (a topological order), so a node's
+ * inputs are already merged when it is looked up.
+ */
+#include <string.h>
+
+#include "compiler/compiler_int.h"
+
+static uint64_t
+mix(uint64_t h, const void *p, size_t n)
+{
+	const unsigned char *s = p;
+
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ s[i]) * 0x100000001b3ull;
+	return h;
+}
+
+static size_t
+nbytes(const IrNode *x)
+{
+	return (size_t)tfg_shape_numel(&x->shape) * tfg_dtype_size(x->dtype);
+}
+
+static uint64_t
+node_hash(const IrNode *x)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	h = mix(h, &x->op, sizeof x->op);
+	h = mix(h, &x->dtype, sizeof x->dtype);
+	h = mix(h, x->shape.dims, x->shape.rank * sizeof *x->shape.dims);
+	for (int k = 0; k < x->nin; k++)
+		h = mix(h, &x->in[k]->id, sizeof x->in[k]->id);
+	if (x->op == OP_const && x->data)
+		h = mix(h, x->data, nbytes(x) < 256 ? nbytes(x) : 256);
+	return h;
+}
+
+static int
+same_dev(Device a, Device b)
+{
+	return a.task == b.task && a.kind == b.kind && a.index == b.index &&
+	       (a.job == b.job || (a.job && b.job && !strcmp(a.job, b.job)));
+}
+
+static int
+same_make(const IrMake *a, const IrMake *b)
+{
+	if (!a || !b)
+		return a == b;
+	return a->f[0] == b->f[0] && a->f[1] == b->f[1] &&
+	       a->i[0] == b->i[0] && a->i[1] == b->i[1] &&
+	       a->axis == b->axis && a->seed == b->seed &&
+	       a->stream == b->stream;
+}
+
+static int
+same(const IrNode *a, const IrNode *b)
+{
+	int r = a->shape.rank;
+
+	if (a->op != b->op || a->dtype != b->dtype || r != b->shape.rank ||
+	    a->nin != b->nin || a->weak != b->weak || !same_dev(a->dev, b->dev))
+		return 0;
+	if (memcmp(a->shape.dims, b->shape.dims, r * sizeof *a->shape.dims))
+		return 0;
+	for (int k = 0; k < a->nin; k++)
+		if (a->in[k] != b->in[k])
+			return 0;
+	if (a->op == OP_const) {
+		if (!a->data || !b->data)
+			return a->data == b->data;
+		return memcmp(a->data, b->data, nbytes(a)) == 0;
+	}
+	r = a->nin ? a->in[0]->shape.rank : 0;
+	return !memcmp(a->begin, b->begin, r * sizeof *a->begin) &&
+	       !memcmp(a->size, b->size, r * sizeof *a->size) &&
+	       a->squeeze == b->squeeze && a->axes == b->axes &&
+	       a->keepdims == b->keepdims && a->axis == b->axis &&
+	       !memcmp(a->perm, b->perm, sizeof a->perm) &&
+	       same_make(a->make, b->make);
+}
+
+int
+cse_program(Program *p)
+{
+	int n = p->g.nodes.n, cap = 16;
+	IrNode **repl = arena_alloc(p->arena, (n + 1) * sizeof *repl);
+	char *fetched = arena_alloc(p->arena, n + 1);
+	IrNode **tab;
+
+	while (cap < 2 * n)
+		cap *= 2;
+	tab = arena_alloc(p->arena, cap * sizeof *tab);
+	for (int s = 0; s < p->nsig; s++)
+		for (int i = 0; i < p->sigs[s].nfetch; i++)
+			fetched[p->sigs[s].fetch[i]->id] = 1;
+	for (int i = 0; i < n; i++) {
+		IrNode *x = p->g.nodes.v[i];
+		size_t h;
+		repl[i] = x;
+		for (int k = 0; k < x->nin; k++)
+			x->in[k] = repl[x->in[k]->id];
+		if (x->op == OP_input)
+			continue;
+		h = (size_t)node_hash(x) & (size_t)(cap - 1);
+		for (; tab[h]; h = (h + 1) & (size_t)(cap - 1))
+			if (same(tab[h], x))
+				break;
+		if (!tab[h])
+			tab[h] = x;
+		else if (!fetched[i])
+			repl[i] = tab[h];
+	}
+	return 0;
+}

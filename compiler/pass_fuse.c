@@ -1,0 +1,273 @@
+/*
+ * compiler/pass_fuse.c: fusion, per part after partition (spec/design.md
+ * "Passes").
+ *
+ * A group is a set of elementwise nodes (OPF_ELEMWISE: arithmetic, the
+ * functions, comparisons, where, cast) of one part whose values, except
+ * the root's, have no consumer outside the group.  Such a group becomes
+ * one node: the root, rewritten in place to OP_fused with the group's
+ * external inputs as its inputs and an IrFuse program (compiler.h) that
+ * codegen evaluates per element inside one loop nest, so no member but the
+ * root gets a buffer.  A group whose root feeds only a reduction
+ * (reduce_sum/mean/prod/max/min) goes into the reduction instead: the
+ * reduction's input element is the program's value, and the root needs no
+ * buffer either.
+ *
+ * Groups grow from the part's end (a reverse topological order): an
+ * unfused elementwise node is a root, and each earlier node joins when it
+ * is elementwise, not yet in a group, and every consumer of its value is
+ * a member.  One reverse scan from the root finds them all, since a node's
+ * consumers come after it.  Sends (fetches among them) and every other op
+ * are consumers outside any group, so a value that must exist in memory
+ * is a root or stays a node of its own.
+ *
+ * Members may have fewer elements than the root (broadcasting); codegen
+ * then recomputes them per element of the root, so only cheap ops join on
+ * those terms (not exp, log, tanh, sigmoid, pow, sqrt, / or %).  At most
+ * FUSE_MAX_IN external inputs per group: codegen's loop nests carry a
+ * fixed number of operands.
+ */
+#include <string.h>
+
+#include "compiler/compiler_int.h"
+
+enum { FUSE_MAX_IN = 12 };
+
+typedef struct Fuser {
+	Program *p;
+	IrPart *part;
+	int *nuse;   /* [n]: references to node i from the part's nodes */
+	int *grp;    /* [n]: group of node i, -1 none */
+	char *gone;  /* [n]: fused away */
+	int ngrp;
+} Fuser;
+
+/* check_fused: the shape column of OP_fused.  The compiler makes these
+ * nodes; a program cannot call one. */
+IrNode *
+check_fused(Checker *c, AstNode *e, OpKind op)
+{
+	(void)op;
+	diag_error(c->d, e->a->loc, "unknown function '%s'", e->name);
+	return NULL;
+}
+
+static int
+elemwise(const IrNode *x)
+{
+	return (op_info[x->op].flags & OPF_ELEMWISE) && x->nin >= 1 &&
+	       x->nin <= 3;
+}
+
+static int
+reduction(const IrNode *x)
+{
+	switch (x->op) {
+	case OP_reduce_sum:
+	case OP_reduce_mean:
+	case OP_reduce_prod:
+	case OP_reduce_max:
+	case OP_reduce_min:
+		return x->nin == 1 && !x->fuse;
+	default:
+		return 0;
+	}
+}
+
+/* Worth recomputing per element of a larger group. */
+static int
+cheap(const IrNode *x)
+{
+	switch (x->op) {
+	case OP_exp: case OP_log: case OP_tanh: case OP_sigmoid:
+	case OP_pow: case OP_sqrt: case OP_div: case OP_mod:
+		return 0;
+	default:
+		return 1;
+	}
+}
+
+static int
+index_of(const IrPart *pt, int before, const IrNode *x)
+{
+	for (int i = before - 1; i >= 0; i--)
+		if (pt->nodes[i] == x)
+			return i;
+	return -1;
+}
+
+/* The group's external inputs, in first-use order, into ext (when not
+ * NULL); returns how many.  Members: grp[i] == g, plus `extra`. */
+static int
+externals(Fuser *F, int g, int lo, int hi, int extra, IrNode **ext)
+{
+	int next = 0;
+	IrNode *seen[3 * FUSE_MAX_IN + 8];
+
+	for (int i = lo; i <= hi; i++) {
+		IrNode *m = F->part->nodes[i];
+		if (F->grp[i] != g && i != extra)
+			continue;
+		for (int k = 0; k < m->nin; k++) {
+			int j = index_of(F->part, i, m->in[k]), dup = 0;
+			if (j >= 0 && (F->grp[j] == g || j == extra))
+				continue;
+			for (int e = 0; e < next; e++)
+				dup |= seen[e] == m->in[k];
+			if (dup)
+				continue;
+			if (next == (int)(sizeof seen / sizeof *seen))
+				return next + 1;
+			seen[next++] = m->in[k];
+		}
+	}
+	if (ext)
+		memcpy(ext, seen, next * sizeof *ext);
+	return next;
+}
+
+/* Grows group g from the root at index r (already a member); returns the
+ * number of members. */
+static int
+grow(Fuser *F, int g, int r, const TfgShape *shape)
+{
+	int count = 1;
+	int64_t total = tfg_shape_numel(shape);
+
+	for (int j = r - 1; j >= 0; j--) {
+		IrNode *x = F->part->nodes[j];
+		int uses = 0;
+		if (F->grp[j] >= 0 || !elemwise(x) || F->nuse[j] == 0)
+			continue;
+		if (tfg_shape_numel(&x->shape) < total && !cheap(x))
+			continue;
+		for (int i = j + 1; i <= r; i++) {
+			IrNode *m = F->part->nodes[i];
+			if (F->grp[i] != g)
+				continue;
+			for (int k = 0; k < m->nin; k++)
+				uses += m->in[k] == x;
+		}
+		if (uses != F->nuse[j] ||
+		    externals(F, g, j, r, j, NULL) > FUSE_MAX_IN)
+			continue;
+		F->grp[j] = g;
+		count++;
+	}
+	return count;
+}
+
+/* The program of group g (root at r) over shape; ext gets the external
+ * inputs and *next their number. */
+static IrFuse *
+program(Fuser *F, int g, int r, const TfgShape *shape, IrNode **ext,
+	int *next)
+{
+	Arena *a = F->p->arena;
+	IrFuse *f = arena_alloc(a, sizeof *f);
+	int *slot = arena_alloc(a, (r + 1) * sizeof *slot);
+
+	*next = externals(F, g, 0, r, -1, ext);
+	for (int i = 0; i <= r; i++)
+		f->n += F->grp[i] == g;
+	f->ops = arena_alloc(a, f->n * sizeof *f->ops);
+	f->shape = *shape;
+	for (int i = 0, m = 0; i <= r; i++) {
+		IrNode *x = F->part->nodes[i];
+		IrFuseOp *o = &f->ops[m];
+		if (F->grp[i] != g)
+			continue;
+		slot[i] = m++;
+		o->op = x->op;
+		o->dtype = x->dtype;
+		o->shape = x->shape;
+		o->nin = x->nin;
+		o->name = arena_strdup(a, ir_node_label(x));
+		for (int k = 0; k < x->nin; k++) {
+			int j = index_of(F->part, i, x->in[k]);
+			o->in_dt[k] = x->in[k]->dtype;
+			if (j >= 0 && F->grp[j] == g) {
+				o->arg[k] = slot[j];
+				continue;
+			}
+			for (int e = 0; e < *next; e++)
+				if (ext[e] == x->in[k])
+					o->arg[k] = IR_FUSE_IN(e);
+		}
+	}
+	return f;
+}
+
+/* Rewrites node x (the root, or the reduction it feeds) to carry group g
+ * and marks the members gone (but x). */
+static void
+attach(Fuser *F, int g, int r, IrNode *x, const TfgShape *shape)
+{
+	IrNode *ext[FUSE_MAX_IN + 1];
+	int next;
+	const IrFuse *f = program(F, g, r, shape, ext, &next);
+
+	x->fuse = f;
+	x->nin = next;
+	x->in = arena_alloc(F->p->arena, (next + 1) * sizeof *x->in);
+	memcpy(x->in, ext, next * sizeof *ext);
+	for (int i = 0; i <= r; i++)
+		if (F->grp[i] == g && F->part->nodes[i] != x)
+			F->gone[i] = 1;
+}
+
+static void
+fuse_part(Program *p, IrPart *pt)
+{
+	int n = pt->n, w = 0;
+	Fuser F = {p, pt, NULL, NULL, NULL, 0};
+
+	F.nuse = arena_alloc(p->arena, (n + 1) * sizeof *F.nuse);
+	F.grp = arena_alloc(p->arena, (n + 1) * sizeof *F.grp);
+	F.gone = arena_alloc(p->arena, n + 1);
+	for (int i = 0; i < n; i++) {
+		IrNode *x = pt->nodes[i];
+		F.grp[i] = -1;
+		for (int k = 0; k < x->nin; k++) {
+			int j = index_of(pt, i, x->in[k]);
+			if (j >= 0)
+				F.nuse[j]++;
+		}
+	}
+	for (int r = n - 1; r >= 0; r--) {
+		IrNode *x = pt->nodes[r];
+		int g = F.ngrp, j;
+		if (reduction(x) && (j = index_of(pt, r, x->in[0])) >= 0 &&
+		    F.grp[j] < 0 && elemwise(x->in[0]) && F.nuse[j] == 1) {
+			TfgShape s = x->in[0]->shape;
+			F.ngrp++;
+			F.grp[j] = g;
+			grow(&F, g, j, &s);
+			attach(&F, g, j, x, &s);
+			F.gone[j] = 1;
+			continue;
+		}
+		if (F.grp[r] >= 0 || !elemwise(x))
+			continue;
+		F.ngrp++;
+		F.grp[r] = g;
+		if (grow(&F, g, r, &x->shape) > 1) {
+			attach(&F, g, r, x, &x->shape);
+			x->op = OP_fused;
+		}
+	}
+	for (int i = 0; i < n; i++)
+		if (!F.gone[i])
+			pt->nodes[w++] = pt->nodes[i];
+	pt->n = w;
+}
+
+int
+fuse_program(Program *p)
+{
+	for (int s = 0; s < p->nsig; s++)
+		for (int t = 0; t < p->ntask; t++)
+			if (p->sigs[s].parts[t].n > 0)
+				fuse_part(p, &p->sigs[s].parts[t]);
+	return 0;
+}

@@ -1,0 +1,314 @@
+/*
+ * tests/unit/fuse_test.c: the passes never change a result (spec/design.md
+ * "Passes").  Each program is compiled twice from source, with every pass
+ * and with -fno-fold -fno-cse -fno-dce -fno-fuse, JIT-compiled, run on the
+ * same random feeds (special values included: NaN, inf, -0.0, INT_MIN,
+ * -1, 0) through a fake tfg_rt_recv/tfg_rt_send, and the fetched bytes
+ * compared: bit for bit, floats included, since fused loops keep the
+ * unfused loops' order (a float sum may differ only by its lanes, which
+ * both builds share).  A third check looks at the fused dump: the programs
+ * really fused.
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "codegen/codegen.h"
+#include "tests/unit/test.h"
+
+enum { NKEY = 64 };
+
+static void *feed_data[NKEY];
+static size_t feed_size[NKEY];
+static char *sent[NKEY];      /* send key -> a copy of what was sent */
+static size_t send_size[NKEY];
+
+static int
+fake_recv(struct RtCtx *ctx, uint32_t key, void *dst)
+{
+	(void)ctx;
+	if (key >= NKEY || !feed_data[key])
+		return 99;
+	memcpy(dst, feed_data[key], feed_size[key]);
+	return 0;
+}
+
+static int
+fake_send(struct RtCtx *ctx, uint32_t key, const void *src)
+{
+	(void)ctx;
+	if (key >= NKEY)
+		return 99;
+	/* a copy: the sender's slot may be reused once the send returns */
+	free(sent[key]);
+	sent[key] = malloc(send_size[key] + 1);
+	memcpy(sent[key], src, send_size[key]);
+	return 0;
+}
+
+static uint64_t rng = 0x9e3779b97f4a7c15ull;
+
+static uint64_t
+next(void)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return rng;
+}
+
+static void
+fill(void *d, TfgDtype t, int64_t n)
+{
+	static const double fs[] = {NAN, INFINITY, -INFINITY, -0.0, 0.0, 1.0};
+	static const int64_t is[] = {INT64_MIN, -1, 0, 1, INT32_MIN, 2};
+	for (int64_t i = 0; i < n; i++) {
+		uint64_t r = next();
+		int special = r % 16 == 0;
+		double f = special ? fs[(r >> 8) % 6]
+				   : ((double)(r >> 11) / 9007199254740992.0 - 0.5) *
+				     8;
+		int64_t v = special ? is[(r >> 8) % 6] : (int64_t)(r >> 40) % 200 - 100;
+		switch (t) {
+		case TFG_BOOL: ((uint8_t *)d)[i] = r & 1; break;
+		case TFG_I32: ((int32_t *)d)[i] = (int32_t)v; break;
+		case TFG_I64: ((int64_t *)d)[i] = v; break;
+		case TFG_F32: ((float *)d)[i] = (float)f; break;
+		default: ((double *)d)[i] = f; break;
+		}
+	}
+}
+
+/* Fetch dtypes of the last run_src, to compare NaNs as NaNs. */
+static TfgDtype fetch_dt[16];
+static int64_t fetch_n[16];
+static int nfetch;
+static int nfused; /* fused nodes in the last run_src's part */
+
+static size_t
+nbytes(TfgDtype t, const TfgShape *s)
+{
+	return (size_t)tfg_shape_numel(s) * tfg_dtype_size(t);
+}
+
+/* Compiles src (with passes or without), runs sig 0 of task 0 and returns
+ * the fetched tensors' bytes concatenated (malloc'd; *len their size). */
+static char *
+run_src(const char *src, int passes, size_t *len, int seed)
+{
+	char path[] = "/tmp/tfg-fuse-test.XXXXXX";
+	int fd = mkstemp(path);
+	CompileOptions co = {0};
+	Program p;
+	Diag d;
+	CgJit *j = NULL;
+	RtPart parts[4] = {{0}};
+	CgOptions o = {NULL, 2, fake_recv, fake_send};
+	char *out = NULL, *arena;
+	IrSig *g;
+
+	if (fd < 0 || write(fd, src, strlen(src)) != (ssize_t)strlen(src))
+		return NULL;
+	close(fd);
+	diag_init(&d, stderr);
+	co.no_fold = co.no_cse = co.no_dce = co.no_fuse = !passes;
+	if (compile_file(&p, path, &co, &d) != 0) {
+		unlink(path);
+		return NULL;
+	}
+	unlink(path);
+	g = &p.sigs[0];
+	nfused = 0;
+	for (int i = 0; i < g->parts[0].n; i++)
+		nfused += g->parts[0].nodes[i]->fuse != NULL;
+	memset(feed_data, 0, sizeof feed_data);
+	memset(sent, 0, sizeof sent);
+	nfetch = g->nfetch < 16 ? g->nfetch : 16;
+	for (int i = 0; i < g->nfetch; i++) {
+		send_size[g->fetch_key[i]] = nbytes(g->fetch[i]->dtype,
+						    &g->fetch[i]->shape);
+		if (i < 16) {
+			fetch_dt[i] = g->fetch[i]->dtype;
+			fetch_n[i] = tfg_shape_numel(&g->fetch[i]->shape);
+		}
+	}
+	rng = 0x9e3779b97f4a7c15ull + (uint64_t)seed;
+	for (int i = 0; i < g->nfeed; i++) {
+		uint32_t k = g->feed_key[i];
+		feed_size[k] = nbytes(g->feed[i]->dtype, &g->feed[i]->shape);
+		feed_data[k] = malloc(feed_size[k] + 1);
+		fill(feed_data[k], g->feed[i]->dtype,
+		     tfg_shape_numel(&g->feed[i]->shape));
+	}
+	if (cg_jit(&j, &p, 0, &o, parts, NULL) == 0 && parts[0].fn) {
+		arena = aligned_alloc(64, (parts[0].arena_size + 127) & ~(size_t)63);
+		if (parts[0].fn(NULL, arena) == 0) {
+			*len = 0;
+			for (int i = 0; i < g->nfetch; i++)
+				*len += nbytes(g->fetch[i]->dtype,
+					       &g->fetch[i]->shape);
+			out = malloc(*len + 1);
+			*len = 0;
+			for (int i = 0; i < g->nfetch; i++) {
+				size_t n = nbytes(g->fetch[i]->dtype,
+						  &g->fetch[i]->shape);
+				if (sent[g->fetch_key[i]])
+					memcpy(out + *len, sent[g->fetch_key[i]], n);
+				*len += n;
+			}
+		}
+		free(arena);
+	}
+	cg_jit_free(j);
+	for (int i = 0; i < NKEY; i++) {
+		free(feed_data[i]);
+		free(sent[i]);
+		sent[i] = NULL;
+	}
+	memset(feed_data, 0, sizeof feed_data);
+	arena_free(p.arena);
+	return out;
+}
+
+/* Element e of dtype t at a and b: the same bits, or both NaN (a NaN's
+ * sign and payload are unspecified, spec/design.md "Passes"). */
+static int
+same_elem(TfgDtype t, const char *a, const char *b)
+{
+	size_t z = tfg_dtype_size(t);
+	if (memcmp(a, b, z) == 0)
+		return 1;
+	if (t == TFG_F32) {
+		float x, y;
+		memcpy(&x, a, 4), memcpy(&y, b, 4);
+		return isnan(x) && isnan(y);
+	}
+	if (t == TFG_F64) {
+		double x, y;
+		memcpy(&x, a, 8), memcpy(&y, b, 8);
+		return isnan(x) && isnan(y);
+	}
+	return 0;
+}
+
+/* src gives the same fetches with and without the passes, and has at
+ * least min_fused fused nodes with them. */
+static void
+same_results(const char *src, int min_fused)
+{
+	for (int seed = 0; seed < 3; seed++) {
+		size_t n1 = 0, n2 = 0, at = 0;
+		char *a = run_src(src, 1, &n1, seed);
+		int fused = nfused;
+		char *b = run_src(src, 0, &n2, seed);
+		ASSERT(a && b);
+		ASSERT(fused >= min_fused);
+		ASSERT_EQ(nfused, 0);
+		ASSERT_EQ(n1, n2);
+		for (int f = 0; f < nfetch; f++) {
+			size_t z = tfg_dtype_size(fetch_dt[f]);
+			for (int64_t e = 0; e < fetch_n[f]; e++, at += z)
+				if (!same_elem(fetch_dt[f], a + at, b + at))
+					TEST_FAIL_("fetch %d element %" PRId64
+						   " differs (seed %d): %s", f,
+						   e, seed, src);
+		}
+		ASSERT_EQ(at, n1);
+		free(a);
+		free(b);
+	}
+}
+
+static void
+t_float_chain(void)
+{
+	same_results(
+	    "input x: f32[1000]\ninput a: f32[1000]\ninput b: f32[1000]\n"
+	    "y = sigmoid(a * x + b)\nz = tanh(x) * exp(a * 0.25) - relu(b)\n"
+	    "w = where(x > a, abs(x) / (b + 1.5), -x)\n"
+	    "v = cast(x * 100.0, i32) % 7 + cast(a < b, i32)\n"
+	    "session { print run(y, z, w, v, feed { x: load(\"x\"), "
+	    "a: load(\"a\"), b: load(\"b\") }) }\n", 4);
+}
+
+static void
+t_float_f64(void)
+{
+	same_results(
+	    "input x: f64[7, 33]\ninput r: f64[33]\ninput c: f64[7, 1]\n"
+	    "y = log(abs(x) + 1.0) * r - c\nz = sqrt(abs(x * r)) + pow(x, 2.0)\n"
+	    "s = maximum(x, r) - minimum(c, x)\n"
+	    "session { print run(y, z, s, feed { x: load(\"x\"), "
+	    "r: load(\"r\"), c: load(\"c\") }) }\n", 3);
+}
+
+static void
+t_int_ops(void)
+{
+	same_results(
+	    "input i: i32[257]\ninput j: i32[257]\ninput k: i64[257]\n"
+	    "y = (i * j + 3) / (j - 1) % (i + 2)\n"
+	    "z = -pow(abs(i), 3) + maximum(i, j) * minimum(k, 5)\n"
+	    "w = where(i >= j, i, j) + cast(k != 0, i32) - relu(j)\n"
+	    "session { print run(y, z, w, feed { i: load(\"i\"), "
+	    "j: load(\"j\"), k: load(\"k\") }) }\n", 3);
+}
+
+static void
+t_broadcast(void)
+{
+	same_results(
+	    "input x: f32[5, 1, 9]\ninput b: f32[9]\ninput c: f32[4, 1]\n"
+	    "s = b * 2.0 + 1.0\ny = (x + s) * c - exp(b)\n"
+	    "n = -b\nz = n + x\n"
+	    "session { print run(y, z, feed { x: load(\"x\"), "
+	    "b: load(\"b\"), c: load(\"c\") }) }\n", 2);
+}
+
+static void
+t_reduce(void)
+{
+	same_results(
+	    "input x: f32[16, 40]\ninput m: f32[40]\ninput i: i32[16, 40]\n"
+	    "d = x - m\nv0 = reduce_mean(d * d, axis=0)\n"
+	    "v1 = reduce_max(abs(x) * 2.0, axis=1, keepdims=true)\n"
+	    "v2 = reduce_sum(cast(x > 0.0, i32))\n"
+	    "v3 = reduce_min(x * m)\nv4 = reduce_prod(x * 0.0 + 1.0, axis=1)\n"
+	    "v5 = reduce_mean(i * 3 - 1, axis=1)\n"
+	    "v6 = reduce_sum(i % 5, axis=0)\nv7 = reduce_prod(i % 3 + 1)\n"
+	    "v8 = reduce_sum(exp(x * 0.1))\n"
+	    "session { print run(v0, v1, v2, v3, v4, v5, v6, v7, v8, "
+	    "feed { x: load(\"x\"), m: load(\"m\"), i: load(\"i\") }) }\n", 9);
+}
+
+static void
+t_fold(void)
+{
+	same_results(
+	    "a = [-7, 7, 0, -2147483648, 2147483647, -1]\n"
+	    "b = [2, -2, 0, -1, -1, 0]\n"
+	    "q = a / b\nr = a % b\np = pow(a, b)\ns = a * a + b - 1\n"
+	    "c = cast([1.5, -2.5, 3e10, -3e10, 0.0, -0.0] * 2.0, i32)\n"
+	    "f = [1.0, -0.0, 3.5] / [0.0, 0.0, 3.0] - 0.1\n"
+	    "h = cast([1, 16777217, -3], f32) + 0.25\n"
+	    "e = where(a > b, a, -b) + cast(a == b, i32)\n"
+	    "g = relu([-1.0, -0.0, 2.0]) + abs([-1.5, 0.5, -0.0])\n"
+	    "z = zeros([3, 2], dtype=i64) + ones([2], dtype=i64)\n"
+	    "session { print run(q, r, p, s, c, f, h, e, g, z) }\n", 0);
+}
+
+static void
+t_cse(void)
+{
+	same_results(
+	    "input x: f32[64]\n"
+	    "u = random_uniform([64], seed=3)\nv = random_uniform([64], seed=3)\n"
+	    "w = random_uniform([64])\nt = random_uniform([64])\n"
+	    "y = (x * 2.0 + u) - (x * 2.0 + v)\nz = w - t\n"
+	    "session { print run(y, z, feed { x: load(\"x\") }) }\n", 1);
+}
+
+TEST_MAIN({"float_chain", t_float_chain}, {"float_f64", t_float_f64},
+	  {"int_ops", t_int_ops}, {"broadcast", t_broadcast},
+	  {"reduce", t_reduce}, {"fold", t_fold}, {"cse", t_cse})
