@@ -7,7 +7,9 @@
  * epilogue.
  *
  * How the part is timed: this file defines tfg_rt_recv and tfg_rt_send
- * as no-ops (it does not link libtfg), so a call of k_part_0 is the
+ * as no-ops (it links libtfg.a only for tfg_rt_parallel, the thread pool
+ * of runtime/pool.c, whose object needs nothing else), so a call of
+ * k_part_0 is the
  * kernel alone, nothing fed or fetched: the inputs are whatever the
  * arena holds, filled once with values in [-RANGE, RANGE) (4 by default;
  * the matmul epilogue uses 0.1, so that x @ w + b stays near 1 as in a

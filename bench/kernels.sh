@@ -8,6 +8,7 @@
 set -u
 cd "$(dirname "$0")/.." || exit 1
 TFGC=${TFGC:-./tfgc}
+LIBTFG=${LIBTFG:-build/libtfg.a} # tfg_rt_parallel: runtime/pool.c
 CC=${CC:-cc}
 PY=${PY:-/usr/bin/python3} # Debian's, where python3-numpy/-torch install
 REPS=${REPS:-15}
@@ -51,7 +52,8 @@ run() {
 	# shellcheck disable=SC2086
 	$CC -std=c11 -O3 -march=native -D_GNU_SOURCE \
 		-fno-tree-loop-distribute-patterns -I"$T" -o "$T/kernel" \
-		bench/kernel.c "$T/k.o" $def -lopenblas -lpthread -lm || exit 1
+		bench/kernel.c "$T/k.o" $def "$LIBTFG" -lopenblas -lpthread \
+		-lm || exit 1
 	"$T/kernel" "$1" "$2" "$3" "${5:-$REPS}" "$4" "${6:-4}"
 }
 

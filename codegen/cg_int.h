@@ -15,6 +15,8 @@
 #define CG_MAX_OPS 16    /* operands of one loop nest (out + inputs;
 			    fused groups have up to 12 inputs) */
 
+struct CgKernel;
+
 /* State while one task's module is built. */
 typedef struct CgCtx {
 	LLVMContextRef c;
@@ -33,6 +35,14 @@ typedef struct CgCtx {
 	LLVMValueRef *val;     /* [part->n]: each node's buffer (ptr) */
 	size_t *off;           /* [part->n]: arena offset, (size_t)-1: none */
 	size_t arena_size;     /* of the part being built */
+	int no_dedup;          /* $TFG_KERNEL_DEDUP=0: no kernel shared */
+	int64_t par_min;       /* $TFG_PAR_MIN: least work split (< 0 never) */
+	const char *cpu, *features; /* function attributes (may be NULL) */
+	/* outlined kernels (cpu_nest.c), shared by the module's parts */
+	struct CgKernel *kern;
+	int nkern, capkern;
+	LLVMValueRef rt_par;   /* tfg_rt_parallel, declared on first use */
+	LLVMValueRef par_bases; /* the part's [CG_MAX_OPS x ptr] alloca */
 } CgCtx;
 
 /* cpu.c: builds the module of `task` into m (in context c, for which the
@@ -64,8 +74,8 @@ int cg_compile_module(LLVMContextRef c, const Program *p, int task,
 #include "stdlib/ops.def"
 /* cpu_shape.c: the product of n's two inputs (matmul, spec §6.18) into
  * out, a buffer of n's shape and dtype, then returns: BLAS for large
- * f32/f64 products, else a loop nest.  A fused epilogue (bias,
- * activation) can follow it on out. */
+ * f32/f64 products, else a loop nest.  (A matmul with an epilogue is
+ * cpu_emit_matmul's own: blocks of rows, the program after each.) */
 int cg_emit_matmul_to(CgCtx *C, const IrNode *n, LLVMValueRef out);
 /* memplan.c: buffer planning.  A slot of the arena: node (index in the
  * part) is live from its position `first` to its last reader's `last`
@@ -103,6 +113,21 @@ typedef LLVMValueRef (*NestInit)(CgCtx *C, const Nest *L, LLVMValueRef *off);
 typedef void (*NestFini)(CgCtx *C, const Nest *L, LLVMValueRef *off,
 			 LLVMValueRef acc);
 
+/* The callbacks run inside an outlined kernel function (cpu_nest.c), so
+ * they may use L->base[], off[], acc and constants, never a value of the
+ * part function.  Nest.flags says what else cg_nest_emit may assume:
+ *   CG_NEST_SHARE  the callbacks read nothing but what the kernel key
+ *                  covers: from L rank nacc dim grp nop stride acc_dt
+ *                  count and base; from L->n op, dtype, shape, the
+ *                  inputs' dtypes and shapes, axes keepdims perm axis,
+ *                  make and fuse.  Equal keys then share one kernel.
+ *   CG_NEST_ELEM   body and fini touch operand 0 only at off[0] (one
+ *                  element) and write no other operand: outer iterations
+ *                  that reach distinct output elements may run on
+ *                  different threads (tfg_rt_parallel).
+ * Without flags a nest is still outlined, but neither shared nor split. */
+enum { CG_NEST_SHARE = 1, CG_NEST_ELEM = 2 };
+
 struct Nest {
 	int rank;                 /* loops, outermost first */
 	int nacc;                 /* the innermost nacc loops accumulate */
@@ -117,6 +142,7 @@ struct Nest {
 	const IrNode *n;          /* the node emitted */
 	TfgDtype acc_dt;          /* reductions: accumulator dtype */
 	int64_t count;            /* reductions: elements per output */
+	unsigned flags;           /* CG_NEST_SHARE | CG_NEST_ELEM */
 };
 
 /* A counted loop: cg_loop_begin opens it (i from 0, an optional
@@ -152,8 +178,11 @@ LLVMValueRef cg_unary(CgCtx *C, OpKind op, TfgDtype t, LLVMValueRef a);
 void cg_row_major(const TfgShape *s, int64_t *st);
 void cg_loop_begin(CgCtx *C, Loop *lp, LLVMValueRef acc0);
 LLVMValueRef cg_loop_end(CgCtx *C, Loop *lp, int64_t n, LLVMValueRef acc);
-/* Emits loop nest L (collapsing what it can); nothing if a dim is 0. */
+/* cpu_nest.c: emits loop nest L (collapsing what it can; nothing if a
+ * dim is 0) as a call of an outlined kernel, through tfg_rt_parallel
+ * when large enough. */
 void cg_nest_emit(CgCtx *C, Nest *L);
+void cg_kernels_free(CgCtx *C); /* the kernel table, after the module */
 /* Operand o of L reads shape s broadcast to L's rank (NumPy rules). */
 void cg_nest_broadcast(Nest *L, int o, const TfgShape *s);
 /* One nest over n's shape, each input broadcast, body per element. */

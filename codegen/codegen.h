@@ -5,9 +5,11 @@
  *
  * The module defines, for each signature s where the task has a part,
  *     int tfg_part_<s>(RtCtx *ctx, char *arena)
- * (see RtPartFn in runtime/tfg.h).  It calls only tfg_rt_recv and
- * tfg_rt_send from the runtime (and cblas_sgemm/cblas_dgemm from
- * OpenBLAS for large matmuls).  Constants become private globals;
+ * (see RtPartFn in runtime/tfg.h).  It calls only tfg_rt_recv,
+ * tfg_rt_send and tfg_rt_parallel from the runtime (and
+ * cblas_sgemm/cblas_dgemm from OpenBLAS for large matmuls).  Loop nests
+ * are internal functions tfg_k<N>, shared by nests that emit the same
+ * code (codegen/cpu_nest.c).  Constants become private globals;
  * every other node gets a 64-byte-aligned slot in the arena, shared with
  * nodes whose live ranges do not overlap (codegen/memplan.c).
  */

@@ -11,12 +11,10 @@
  * the arena, at offsets planned by codegen/memplan.c (nodes not live at
  * the same time share memory); constants become private globals.
  *
- * Tensor ops become real loop nests (Nest below): the output's index space
- * in row-major order, one i64 element offset per operand, stride 0 on
- * broadcast axes.  Before emission, axes of extent 1 are dropped and
- * adjacent axes that are contiguous for every operand are merged, so a
- * same-shape elementwise op is one flat loop that LLVM vectorises.
- * Reductions (codegen/cpu_reduce.c) use the same nests, with accumulators.
+ * Tensor ops become loop nests (codegen/cpu_nest.c): the output's index
+ * space in row-major order, one i64 element offset per operand, stride 0
+ * on broadcast axes, emitted as calls of outlined kernel functions that
+ * nests with the same code share.
  *
  * Integer / and % never trap: the divisor is replaced by 1 where it is 0
  * or where INT_MIN / -1 would overflow, and the results fixed up with
@@ -420,159 +418,6 @@ cg_arith(CgCtx *C, OpKind op, TfgDtype t, LLVMValueRef a, LLVMValueRef b)
 	return r;
 }
 
-/* ----------------------------------------------------------- loop nests */
-
-
-/* Row-major element strides of s into st. */
-void
-cg_row_major(const TfgShape *s, int64_t *st)
-{
-	int64_t m = 1;
-	for (int k = s->rank - 1; k >= 0; k--) {
-		st[k] = m;
-		m *= s->dims[k];
-	}
-}
-
-/* Drops axes of extent 1; merges an axis into the next inner one when
- * every operand walks both as one (stride[k] == stride[k+1] * dim[k+1]). */
-static void
-nest_collapse(Nest *L)
-{
-	int r = 0, nacc = 0;
-	for (int k = 0; k < L->rank; k++) {
-		if (L->dim[k] == 1)
-			continue;
-		int merge = r > 0 && L->grp[r - 1] == L->grp[k];
-		for (int o = 0; merge && o < L->nop; o++)
-			merge = L->stride[o][r - 1] ==
-				L->stride[o][k] * L->dim[k];
-		if (merge) {
-			L->dim[r - 1] *= L->dim[k];
-			for (int o = 0; o < L->nop; o++)
-				L->stride[o][r - 1] = L->stride[o][k];
-			continue;
-		}
-		L->dim[r] = L->dim[k];
-		L->grp[r] = L->grp[k];
-		for (int o = 0; o < L->nop; o++)
-			L->stride[o][r] = L->stride[o][k];
-		r++;
-	}
-	for (int k = 0; k < r; k++)
-		nacc += L->grp[k] != 0;
-	L->rank = r;
-	L->nacc = nacc;
-}
-
-
-/* Opens a loop that runs at least once; i counts from 0. */
-void
-cg_loop_begin(CgCtx *C, Loop *lp, LLVMValueRef acc0)
-{
-	LLVMBasicBlockRef pre = LLVMGetInsertBlock(C->b);
-	LLVMValueRef zero = cg_i64c(C, 0);
-	lp->head = LLVMAppendBasicBlockInContext(C->c, C->fn, "loop");
-	LLVMBuildBr(C->b, lp->head);
-	LLVMPositionBuilderAtEnd(C->b, lp->head);
-	lp->i = LLVMBuildPhi(C->b, C->i64, "i");
-	LLVMAddIncoming(lp->i, &zero, &pre, 1);
-	lp->acc = NULL;
-	if (acc0) {
-		lp->acc = LLVMBuildPhi(C->b, LLVMTypeOf(acc0), "acc");
-		LLVMAddIncoming(lp->acc, &acc0, &pre, 1);
-	}
-}
-
-/* Closes it after n iterations; returns the accumulator's final value. */
-LLVMValueRef
-cg_loop_end(CgCtx *C, Loop *lp, int64_t n, LLVMValueRef acc)
-{
-	LLVMBasicBlockRef latch = LLVMGetInsertBlock(C->b);
-	LLVMValueRef next = LLVMBuildNUWAdd(C->b, lp->i, cg_i64c(C, 1), "");
-	LLVMAddIncoming(lp->i, &next, &latch, 1);
-	if (lp->acc)
-		LLVMAddIncoming(lp->acc, &acc, &latch, 1);
-	LLVMValueRef more = LLVMBuildICmp(C->b, LLVMIntULT, next, cg_i64c(C, n),
-					  "");
-	LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(C->c, C->fn,
-							       "done");
-	LLVMBuildCondBr(C->b, more, lp->head, done);
-	LLVMPositionBuilderAtEnd(C->b, done);
-	return acc;
-}
-
-static void
-nest_offsets(CgCtx *C, const Nest *L, int lev, LLVMValueRef i,
-	     LLVMValueRef *in, LLVMValueRef *out)
-{
-	for (int o = 0; o < L->nop; o++) {
-		int64_t s = L->stride[o][lev];
-		LLVMValueRef t = s == 1 ? i
-		    : LLVMBuildNSWMul(C->b, i, cg_i64c(C, s), "");
-		out[o] = s == 0 ? in[o] : LLVMBuildNSWAdd(C->b, in[o], t, "");
-	}
-}
-
-static LLVMValueRef
-nest_inner(CgCtx *C, const Nest *L, int lev, LLVMValueRef *off,
-	   LLVMValueRef acc)
-{
-	LLVMValueRef o[CG_MAX_OPS];
-	Loop lp;
-	if (lev == L->rank)
-		return L->body ? L->body(C, L, off, acc) : acc;
-	cg_loop_begin(C, &lp, acc);
-	nest_offsets(C, L, lev, lp.i, off, o);
-	acc = nest_inner(C, L, lev + 1, o, lp.acc);
-	return cg_loop_end(C, &lp, L->dim[lev], acc);
-}
-
-static void
-nest_outer(CgCtx *C, const Nest *L, int lev, LLVMValueRef *off)
-{
-	LLVMValueRef o[CG_MAX_OPS];
-	Loop lp;
-	if (lev == L->rank - L->nacc) {
-		LLVMValueRef acc = L->init ? L->init(C, L, off) : NULL;
-		acc = nest_inner(C, L, lev, off, acc);
-		if (L->fini)
-			L->fini(C, L, off, acc);
-		return;
-	}
-	cg_loop_begin(C, &lp, NULL);
-	nest_offsets(C, L, lev, lp.i, off, o);
-	nest_outer(C, L, lev + 1, o);
-	cg_loop_end(C, &lp, L->dim[lev], NULL);
-}
-
-/* Emits the nest unless some loop has no iterations. */
-void
-cg_nest_emit(CgCtx *C, Nest *L)
-{
-	LLVMValueRef off[CG_MAX_OPS];
-	for (int k = 0; k < L->rank; k++)
-		if (L->dim[k] == 0)
-			return;
-	nest_collapse(L);
-	for (int o = 0; o < L->nop; o++)
-		off[o] = cg_i64c(C, 0);
-	nest_outer(C, L, 0, off);
-}
-
-/* Operand o of L reads tensor shape s, broadcast to L's rank (NumPy:
- * aligned at the right, stride 0 where s has extent 1 or no axis). */
-void
-cg_nest_broadcast(Nest *L, int o, const TfgShape *s)
-{
-	int64_t st[TFG_MAX_RANK];
-	int lead = L->rank - s->rank;
-	cg_row_major(s, st);
-	for (int k = 0; k < L->rank; k++)
-		L->stride[o][k] = k < lead || s->dims[k - lead] == 1
-		    ? 0 : st[k - lead];
-}
-
 /* ------------------------------------------------------------ emitters */
 
 int
@@ -713,6 +558,7 @@ cg_emit_elem(CgCtx *C, IrNode *n, int nin, NestBody body)
 	L.nop = nin + 1;
 	L.n = n;
 	L.body = body;
+	L.flags = CG_NEST_SHARE | CG_NEST_ELEM;
 	L.base[0] = cg_buf(C, n);
 	cg_nest_broadcast(&L, 0, &n->shape);
 	for (int k = 0; k < nin; k++) {
@@ -896,6 +742,7 @@ cpu_emit_slice(CgCtx *C, IrNode *n)
 	L.nop = 2;
 	L.n = n;
 	L.body = cg_body_copy;
+	L.flags = CG_NEST_SHARE | CG_NEST_ELEM;
 	L.base[0] = cg_buf(C, n);
 	LLVMValueRef o = cg_i64c(C, o0);
 	L.base[1] = LLVMBuildInBoundsGEP2(C->b, cg_elty(C, in->dtype),
@@ -967,6 +814,7 @@ build_part(CgCtx *C, int s, const IrPart *part, const char *cpu,
 	LLVMPositionBuilderAtEnd(C->b, LLVMAppendBasicBlockInContext(
 					       C->c, C->fn, "entry"));
 	C->part = part;
+	C->par_bases = NULL;
 	C->val = calloc((size_t)part->n, sizeof *C->val);
 	layout(C);
 	for (int i = 0; i < part->n && !C->err; i++) {
@@ -996,6 +844,8 @@ cg_build_module(LLVMContextRef c, LLVMModuleRef m, const Program *p,
 		int task, const char *cpu, const char *features,
 		size_t *sizes, int *has)
 {
+	const char *dd = getenv("TFG_KERNEL_DEDUP");
+	const char *pm = getenv("TFG_PAR_MIN");
 	CgCtx C = {0};
 	if (task < 0 || task >= p->ntask) {
 		fprintf(stderr, "tfgc: error: codegen: task %d out of range "
@@ -1006,6 +856,11 @@ cg_build_module(LLVMContextRef c, LLVMModuleRef m, const Program *p,
 	C.m = m;
 	C.p = p;
 	C.task = task;
+	C.no_dedup = dd && strcmp(dd, "0") == 0;
+	C.par_min = pm && *pm ? strtoll(pm, NULL, 10) : 0;
+	C.cpu = cpu;
+	C.features = features;
+	C.void_ = LLVMVoidTypeInContext(c);
 	C.i1 = LLVMInt1TypeInContext(c);
 	C.i8 = LLVMInt8TypeInContext(c);
 	C.i32 = LLVMInt32TypeInContext(c);
@@ -1030,5 +885,6 @@ cg_build_module(LLVMContextRef c, LLVMModuleRef m, const Program *p,
 		has[s] = 1;
 	}
 	LLVMDisposeBuilder(C.b);
+	cg_kernels_free(&C);
 	return C.err ? -1 : 0;
 }

@@ -12,7 +12,8 @@
  *
  * cpu_emit_fused stores the program's value per element; fused reductions
  * (codegen/cpu_reduce.c) take it as the reduction's input element; a
- * matmul epilogue would pass the product as the anchor operand.
+ * matmul epilogue (codegen/cpu_shape.c) passes the product element as
+ * the anchor operand.
  * cg_elem_apply computes one element of one elementwise op exactly as the
  * op's own emitter in codegen/cpu.c does (the same cg_arith, cg_compare,
  * cg_unary and cg_cvt), so fusion never changes a result.
@@ -130,6 +131,7 @@ cpu_emit_fused(CgCtx *C, IrNode *n)
 	L.nop = n->nin + 1;
 	L.n = n;
 	L.body = body_fused;
+	L.flags = CG_NEST_SHARE | CG_NEST_ELEM;
 	L.base[0] = cg_buf(C, n);
 	cg_row_major(&n->shape, L.stride[0]);
 	for (int k = 0; k < n->nin; k++) {

@@ -155,6 +155,7 @@ cpu_emit_one_hot(CgCtx *C, IrNode *n)
 	L.nop = 3;
 	L.n = n;
 	L.body = body_one_hot;
+	L.flags = CG_NEST_SHARE | CG_NEST_ELEM;
 	cg_row_major(&n->shape, L.stride[0]);
 	for (int k = 0, j = 0; k < L.rank; k++) {
 		L.stride[1][k] = k == ax ? 0 : ist[j++];

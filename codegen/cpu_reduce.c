@@ -302,6 +302,7 @@ emit_accumulate(CgCtx *C, IrNode *n, uint32_t mask, int64_t *ost,
 	L.init = arg ? arg_init : red_init;
 	L.body = !count ? NULL : arg ? arg_body : red_body;
 	L.fini = arg ? arg_fini : red_fini;
+	L.flags = CG_NEST_SHARE | CG_NEST_ELEM;
 	L.base[0] = cg_buf(C, n);
 	L.base[nop] = L.base[1];
 	cg_nest_emit(C, &L);
@@ -349,6 +350,7 @@ emit_out_pass(CgCtx *C, IrNode *n, NestBody body, int64_t count)
 	L.n = n;
 	L.count = count;
 	L.body = body;
+	L.flags = CG_NEST_SHARE | CG_NEST_ELEM;
 	L.base[0] = cg_buf(C, n);
 	cg_nest_emit(C, &L);
 }
@@ -370,6 +372,7 @@ emit_rows(CgCtx *C, IrNode *n, int64_t *ost, int64_t count)
 	L.nop = nop;
 	L.n = n;
 	L.body = body_fold;
+	L.flags = CG_NEST_SHARE | CG_NEST_ELEM;
 	L.base[0] = cg_buf(C, n);
 	cg_nest_emit(C, &L);
 	if (is_mean(n))

@@ -27,8 +27,16 @@
  * [1..4, 1024] @ [1024, 1024]).  OpenBLAS keeps its own thread pool
  * (one per process, sized by OPENBLAS_NUM_THREADS or the cores).
  *
- * cg_emit_matmul_to computes into any buffer and returns: the hook for a
- * fused epilogue (bias, activation) that runs after it.
+ * A matmul carrying an epilogue (compiler/pass_fuse.c: an elementwise
+ * program whose anchor is the product element) is computed a block of
+ * rows at a time into its output, and the program runs over each block
+ * right after it, while the block is in cache, instead of as a separate
+ * pass over memory: blocks of R rows per cblas_*gemm call with R * n
+ * elements in EPI_BLOCK_BYTES (L2), or one row at a time on the loop
+ * path, whose sums keep the unfused order (bit-identical results).  The
+ * batch is more rows when the plain product would be one GEMM and every
+ * input the program reads walks the rows as one axis; else a loop over
+ * the batch elements runs the blocks of each.
  *
  * size, shape, rank and split never reach codegen: the checker folds the
  * first three to constants and turns split into slices.
@@ -76,37 +84,47 @@ add_mul(CgCtx *C, LLVMValueRef base, LLVMValueRef i, int64_t st)
 			       LLVMBuildNSWMul(C->b, i, cg_i64c(C, st), ""), "");
 }
 
+/* out[oo..] += a[ao..] @ b[bo..], m x k by k x nn, row-major: i, k, j
+ * loops with j innermost.  a[i, k] is loaded once per j loop, which then
+ * only reads b and updates out: a loop LLVM vectorises (with a runtime
+ * check that the two do not overlap).  m, k, nn >= 1. */
+static void
+loop_product(CgCtx *C, TfgDtype t, LLVMValueRef out, LLVMValueRef oo,
+	     LLVMValueRef a, LLVMValueRef ao, LLVMValueRef b, LLVMValueRef bo,
+	     int64_t m, int64_t k, int64_t nn)
+{
+	Loop li, lk, lj;
+	cg_loop_begin(C, &li, NULL);
+	LLVMValueRef orow = add_mul(C, oo, li.i, nn);
+	LLVMValueRef arow = add_mul(C, ao, li.i, k);
+	cg_loop_begin(C, &lk, NULL);
+	LLVMValueRef av = cg_load_at(C, t, a,
+				     LLVMBuildNSWAdd(C->b, arow, lk.i, ""));
+	LLVMValueRef brow = add_mul(C, bo, lk.i, nn);
+	cg_loop_begin(C, &lj, NULL);
+	LLVMValueRef o = LLVMBuildNSWAdd(C->b, orow, lj.i, "");
+	LLVMValueRef bv = cg_load_at(C, t, b,
+				     LLVMBuildNSWAdd(C->b, brow, lj.i, ""));
+	cg_store_at(C, t, out, o,
+		    madd(C, t, cg_load_at(C, t, out, o), av, bv));
+	cg_loop_end(C, &lj, nn, NULL);
+	cg_loop_end(C, &lk, k, NULL);
+	cg_loop_end(C, &li, m, NULL);
+}
+
 /* One product at the batch offsets off[]: m, k, n from the node; a rank-1
  * operand has m = 1 (left) or n = 1 (right), and the same row-major
- * strides hold.  a[i, k] is loaded once per j loop, which then only reads
- * b and updates out: a loop LLVM vectorises (with a runtime check that
- * the two do not overlap). */
+ * strides hold. */
 static LLVMValueRef
 body_matmul(CgCtx *C, const Nest *L, LLVMValueRef *off, LLVMValueRef acc)
 {
 	const IrNode *n = L->n;
-	TfgDtype t = n->dtype;
 	int ra = n->in[0]->shape.rank, rb = n->in[1]->shape.rank;
 	int64_t m = ra >= 2 ? n->in[0]->shape.dims[ra - 2] : 1;
 	int64_t k = n->in[0]->shape.dims[ra - 1];
 	int64_t nn = rb >= 2 ? n->in[1]->shape.dims[rb - 1] : 1;
-	Loop li, lk, lj;
-	cg_loop_begin(C, &li, NULL);
-	LLVMValueRef orow = add_mul(C, off[0], li.i, nn);
-	LLVMValueRef arow = add_mul(C, off[1], li.i, k);
-	cg_loop_begin(C, &lk, NULL);
-	LLVMValueRef av = cg_load_at(C, t, L->base[1],
-				     LLVMBuildNSWAdd(C->b, arow, lk.i, ""));
-	LLVMValueRef brow = add_mul(C, off[2], lk.i, nn);
-	cg_loop_begin(C, &lj, NULL);
-	LLVMValueRef o = LLVMBuildNSWAdd(C->b, orow, lj.i, "");
-	LLVMValueRef bv = cg_load_at(C, t, L->base[2],
-				     LLVMBuildNSWAdd(C->b, brow, lj.i, ""));
-	cg_store_at(C, t, L->base[0], o,
-		    madd(C, t, cg_load_at(C, t, L->base[0], o), av, bv));
-	cg_loop_end(C, &lj, nn, NULL);
-	cg_loop_end(C, &lk, k, NULL);
-	cg_loop_end(C, &li, m, NULL);
+	loop_product(C, n->dtype, L->base[0], off[0], L->base[1], off[1],
+		     L->base[2], off[2], m, k, nn);
 	return acc;
 }
 
@@ -187,9 +205,243 @@ body_blas(CgCtx *C, const Nest *L, LLVMValueRef *off, LLVMValueRef acc)
 	return acc;
 }
 
+/* ---- epilogues (compiler/pass_fuse.c): the product a block of rows at
+ * a time, each block followed at once by the program over it */
+
+/* A BLAS block of product rows: a share of the L3 (32 MiB on the 2-core
+ * EPYC), not the L2.  Each cblas_sgemm call packs all of b again and
+ * wakes OpenBLAS's threads, so with bench/kernels.sh's [4096, 1024] @
+ * [1024, 1024] blocks of 256 KiB (64 calls) cost 40-65% over the bare
+ * product, 1 MiB 15-30%, and 4 MiB or more were within the noise of one
+ * call followed by a pass (the product fits that L3; what is left is
+ * the epilogue's own arithmetic). */
+#define EPI_BLOCK_BYTES (4 << 20)
+
+/* An epilogue's product is m rows of nn (every batch row in flat mode,
+ * else one batch element's), computed `rows` at a time; input e (used[e]:
+ * read by the program) is read at row r, column j at rs[e] * r + cs[e] * j
+ * from its base for the batch element. */
+typedef struct Epi {
+	const IrNode *n;
+	TfgDtype t;           /* the product's, and the result's */
+	int64_t m, k, nn, rows;
+	int blas;
+	int used[CG_MAX_OPS];
+	int64_t rs[CG_MAX_OPS], cs[CG_MAX_OPS];
+} Epi;
+
+/* base + i * st elements of dtype t (i an i64 value) */
+static LLVMValueRef
+row_at(CgCtx *C, TfgDtype t, LLVMValueRef base, LLVMValueRef i, int64_t st)
+{
+	LLVMValueRef o;
+	if (st == 0)
+		return base;
+	o = LLVMBuildNSWMul(C->b, i, cg_i64c(C, st), "");
+	return LLVMBuildInBoundsGEP2(C->b, cg_elty(C, t), base, &o, 1, "");
+}
+
+/* The plan of n's epilogue; flat: the batch axes as more rows, refused
+ * (-1) unless every input the program reads walks them as one axis. */
+static int
+epi_plan(const IrNode *n, int flat, Epi *E)
+{
+	const TfgShape *P = &n->shape;
+	const IrFuse *f = n->fuse;
+	int ra = n->in[0]->shape.rank, rb = n->in[1]->shape.rank;
+	int nb = P->rank - (ra >= 2) - (rb >= 2);
+
+	memset(E, 0, sizeof *E);
+	E->n = n;
+	E->t = n->in[0]->dtype;
+	E->m = ra >= 2 ? n->in[0]->shape.dims[ra - 2] : 1;
+	E->k = n->in[0]->shape.dims[ra - 1];
+	E->nn = rb >= 2 ? n->in[1]->shape.dims[rb - 1] : 1;
+	for (int m = 0; m < f->n; m++)
+		for (int k = 0; k < f->ops[m].nin; k++)
+			if (f->ops[m].arg[k] < 0 &&
+			    f->ops[m].arg[k] != IR_FUSE_ANCHOR)
+				E->used[-1 - f->ops[m].arg[k]] = 1;
+	for (int e = 0; e < n->nin; e++) {
+		int64_t st[TFG_MAX_RANK], fs = -1, span = 1;
+		if (!E->used[e])
+			continue;
+		cg_bcast_strides(&n->in[e]->shape, P, st);
+		E->cs[e] = rb >= 2 ? st[P->rank - 1] : 0;
+		E->rs[e] = ra >= 2 ? st[nb] : 0;
+		for (int x = nb; flat && x >= 0; x--) {
+			if (P->dims[x] == 1)
+				continue;
+			if (fs < 0)
+				fs = st[x];
+			else if (st[x] != fs * span)
+				return -1;
+			span *= P->dims[x];
+		}
+		if (flat)
+			E->rs[e] = fs < 0 ? 0 : fs;
+	}
+	for (int x = 0; flat && x < nb; x++)
+		E->m *= P->dims[x];
+	E->blas = use_blas(E->t, E->m, E->k, E->nn);
+	E->rows = 1;
+	if (E->blas) {
+		E->rows = EPI_BLOCK_BYTES /
+			  (E->nn * (int64_t)cg_dtype_size(E->t));
+		E->rows = E->rows < 1 ? 1 : E->rows > E->m ? E->m : E->rows;
+	}
+	return 0;
+}
+
+static LLVMValueRef
+body_epi(CgCtx *C, const Nest *L, LLVMValueRef *off, LLVMValueRef acc)
+{
+	const IrNode *n = L->n;
+	LLVMValueRef v = cg_load_at(C, n->in[0]->dtype, L->base[0], off[0]);
+	cg_store_at(C, n->dtype, L->base[0], off[0],
+		    cg_fuse_eval(C, n, L, 1, off, v));
+	return acc;
+}
+
+/* R rows from row0 (an i64 value): the product, then the program over
+ * them.  p[0] is the output, p[1 + e] input e, at the batch element. */
+static void
+epi_block(CgCtx *C, const Epi *E, LLVMValueRef *p, LLVMValueRef row0,
+	  int64_t R)
+{
+	const IrNode *n = E->n;
+	TfgDtype t = E->t;
+	Nest L = {0}, Z = {0};
+	LLVMValueRef out = row_at(C, t, p[0], row0, E->nn);
+	LLVMValueRef a = row_at(C, t, p[1], row0, E->k), zero = cg_i64c(C, 0);
+
+	if (E->blas) {
+		blas_call(C, t, a, p[2], out, R, E->k, E->nn);
+	} else { /* as cg_emit_matmul_to's loops, a block at a time */
+		Z.rank = 1;
+		Z.dim[0] = R * E->nn;
+		Z.stride[0][0] = 1;
+		Z.nop = 1;
+		Z.n = n;
+		Z.body = body_zero;
+		Z.flags = CG_NEST_SHARE | CG_NEST_ELEM;
+		Z.base[0] = out;
+		cg_nest_emit(C, &Z);
+		if (E->k > 0)
+			loop_product(C, t, out, zero, a, zero, p[2], zero, R,
+				     E->k, E->nn);
+	}
+	L.rank = 2;
+	L.dim[0] = R;
+	L.dim[1] = E->nn;
+	L.nop = 1 + n->nin;
+	L.n = n;
+	L.body = body_epi;
+	L.flags = CG_NEST_SHARE | CG_NEST_ELEM;
+	L.base[0] = out;
+	L.stride[0][0] = E->nn;
+	L.stride[0][1] = 1;
+	for (int e = 0; e < n->nin; e++) {
+		L.base[1 + e] = E->used[e]
+		    ? row_at(C, n->in[e]->dtype, p[1 + e], row0, E->rs[e])
+		    : p[1 + e];
+		L.stride[1 + e][0] = E->used[e] ? E->rs[e] : 0;
+		L.stride[1 + e][1] = E->used[e] ? E->cs[e] : 0;
+	}
+	cg_nest_emit(C, &L);
+}
+
+/* Every row of one product, E->rows at a time. */
+static void
+epi_rows(CgCtx *C, const Epi *E, LLVMValueRef *p)
+{
+	int64_t full = E->m / E->rows, rest = E->m % E->rows;
+	Loop lb;
+
+	if (full == 1) {
+		epi_block(C, E, p, cg_i64c(C, 0), E->rows);
+	} else if (full > 1) {
+		cg_loop_begin(C, &lb, NULL);
+		epi_block(C, E, p, LLVMBuildNSWMul(C->b, lb.i,
+			  cg_i64c(C, E->rows), ""), E->rows);
+		cg_loop_end(C, &lb, full, NULL);
+	}
+	if (rest > 0)
+		epi_block(C, E, p, cg_i64c(C, full * E->rows), rest);
+}
+
+/* matmul with an epilogue: flat when the batch can be rows (as in
+ * cg_emit_matmul_to, and the program's inputs walk the rows as one
+ * axis), else per batch element in a nest over the batch axes. */
+static int
+emit_epilogue(CgCtx *C, IrNode *n)
+{
+	const TfgShape *sa = &n->in[0]->shape, *sb = &n->in[1]->shape;
+	int ra = sa->rank, rb = sb->rank;
+	int nb = n->shape.rank - (ra >= 2) - (rb >= 2);
+	TfgShape ba = {ra > 2 ? ra - 2 : 0, {0}};
+	TfgShape bb = {rb > 2 ? rb - 2 : 0, {0}};
+	TfgShape bo = {nb, {0}};
+	LLVMValueRef base[CG_MAX_OPS], off[CG_MAX_OPS], p[CG_MAX_OPS];
+	int64_t st[CG_MAX_OPS][TFG_MAX_RANK], nbat, inner;
+	Epi E;
+	Loop lb;
+
+	if (n->fuse->n < 1 || n->nin + 1 > CG_MAX_OPS || ra < 1 || rb < 1 ||
+	    nb < 0 || nb < ba.rank || nb < bb.rank ||
+	    n->in[0]->dtype != n->dtype || n->in[1]->dtype != n->dtype ||
+	    sa->dims[ra - 1] != sb->dims[rb >= 2 ? rb - 2 : 0])
+		return cg_fail(C, n, "matmul epilogue does not match");
+	for (int e = 2; e < n->nin; e++)
+		if (n->in[e]->shape.rank > n->shape.rank)
+			return cg_fail(C, n, "input rank above output rank");
+	if (cg_numel(&n->shape) == 0)
+		return 0;
+	memcpy(ba.dims, sa->dims, sizeof ba.dims[0] * ba.rank);
+	memcpy(bb.dims, sb->dims, sizeof bb.dims[0] * bb.rank);
+	memcpy(bo.dims, n->shape.dims, sizeof bo.dims[0] * nb);
+	nbat = cg_numel(&bo);
+	base[0] = cg_buf(C, n);
+	for (int e = 0; e < n->nin; e++)
+		base[1 + e] = cg_buf(C, n->in[e]);
+	if (ra >= 2 && bb.rank == 0 && ba.rank == nb &&
+	    epi_plan(n, 1, &E) == 0) {
+		epi_rows(C, &E, base);
+		return 0;
+	}
+	/* a loop over the batch elements in the part function (the blocks'
+	 * nests are kernels of their own), each axis's index from lb.i */
+	epi_plan(n, 0, &E);
+	batch_strides(&bo, nb, E.m * E.nn, st[0]);
+	batch_strides(&ba, nb, E.m * E.k, st[1]);
+	batch_strides(&bb, nb, E.k * E.nn, st[2]);
+	for (int e = 2; e < n->nin; e++)
+		cg_bcast_strides(&n->in[e]->shape, &n->shape, st[1 + e]);
+	inner = nbat;
+	cg_loop_begin(C, &lb, NULL);
+	for (int o = 0; o <= n->nin; o++)
+		off[o] = cg_i64c(C, 0);
+	for (int x = 0; x < nb; x++) {
+		inner /= bo.dims[x];
+		LLVMValueRef ix = LLVMBuildURem(C->b,
+			LLVMBuildUDiv(C->b, lb.i, cg_i64c(C, inner), ""),
+			cg_i64c(C, bo.dims[x]), "");
+		for (int o = 0; o <= n->nin; o++)
+			off[o] = add_mul(C, off[o], ix, st[o][x]);
+	}
+	for (int o = 0; o <= n->nin; o++)
+		p[o] = LLVMBuildInBoundsGEP2(C->b, cg_elty(C, o ?
+			n->in[o - 1]->dtype : n->dtype), base[o], &off[o], 1, "");
+	epi_rows(C, &E, p);
+	cg_loop_end(C, &lb, nbat, NULL);
+	return 0;
+}
+
 int
 cpu_emit_matmul(CgCtx *C, IrNode *n)
 {
+	if (n->fuse)
+		return emit_epilogue(C, n);
 	return cg_emit_matmul_to(C, n, cg_buf(C, n));
 }
 
@@ -278,6 +530,7 @@ cpu_emit_transpose(CgCtx *C, IrNode *n)
 	L.nop = 2;
 	L.n = n;
 	L.body = body_move;
+	L.flags = CG_NEST_SHARE | CG_NEST_ELEM;
 	L.base[0] = cg_buf(C, n);
 	L.base[1] = cg_buf(C, in);
 	cg_nest_emit(C, &L);
@@ -296,6 +549,7 @@ cpu_emit_reshape(CgCtx *C, IrNode *n)
 	L.nop = 2;
 	L.n = n;
 	L.body = body_move;
+	L.flags = CG_NEST_SHARE | CG_NEST_ELEM;
 	L.base[0] = cg_buf(C, n);
 	L.base[1] = cg_buf(C, n->in[0]);
 	cg_nest_emit(C, &L);
@@ -326,6 +580,7 @@ emit_join(CgCtx *C, IrNode *n, int stack)
 		L.nop = 2;
 		L.n = n;
 		L.body = body_move;
+		L.flags = CG_NEST_SHARE | CG_NEST_ELEM;
 		L.base[0] = at(C, n->dtype, cg_buf(C, n), pos * ost[ax]);
 		L.base[1] = cg_buf(C, in);
 		cg_nest_emit(C, &L);

@@ -9,7 +9,8 @@
  *   JIT             ORC LLJIT built on the same TargetMachine; the module
  *                   goes in through a ThreadSafeContext.  tfg_rt_recv and
  *                   tfg_rt_send are absolute symbols (or the test fakes in
- *                   CgOptions), and so are cblas_sgemm and cblas_dgemm
+ *                   CgOptions), and so are tfg_rt_parallel (large loop
+ *                   nests, codegen/cpu_nest.c), cblas_sgemm and cblas_dgemm
  *                   (large matmuls, codegen/cpu_shape.c); libc's fmod,
  *                   fmodf, memcpy, memset and memmove (which LLVM may
  *                   call for frem or copy loops)
@@ -225,7 +226,7 @@ define_symbols(CgJit *j, const CgOptions *o)
 							 : tfg_rt_recv);
 	uintptr_t send = (uintptr_t)(o && o->rt_send ? o->rt_send
 							 : tfg_rt_send);
-	LLVMOrcCSymbolMapPair syms[4] = {
+	LLVMOrcCSymbolMapPair syms[5] = {
 		{LLVMOrcLLJITMangleAndIntern(j->jit, "tfg_rt_recv"),
 		 {recv, fl}},
 		{LLVMOrcLLJITMangleAndIntern(j->jit, "tfg_rt_send"),
@@ -234,9 +235,11 @@ define_symbols(CgJit *j, const CgOptions *o)
 		 {(uintptr_t)cblas_sgemm, fl}},
 		{LLVMOrcLLJITMangleAndIntern(j->jit, "cblas_dgemm"),
 		 {(uintptr_t)cblas_dgemm, fl}},
+		{LLVMOrcLLJITMangleAndIntern(j->jit, "tfg_rt_parallel"),
+		 {(uintptr_t)tfg_rt_parallel, fl}},
 	};
 	LLVMErrorRef err = LLVMOrcJITDylibDefine(jd,
-						 LLVMOrcAbsoluteSymbols(syms, 4));
+						 LLVMOrcAbsoluteSymbols(syms, 5));
 	if (err)
 		return llvm_fail("defining the runtime symbols", err);
 	LLVMOrcDefinitionGeneratorRef gen;

@@ -893,6 +893,22 @@ index_graph(Checker *c, AstNode *e)
 	for (int i = 0; i < x->shape.rank; i++) {
 		int64_t len = x->shape.dims[i], lo = 0, hi = len;
 		AstNode *ix = i < e->n ? e->list[i] : NULL;
+		if (len == IR_DIM_UNKNOWN) {
+			/* bounds and the result's size are known in the
+			   specialisation; the indices must be literals */
+			if (ix && ix->kind == AST_SLICE &&
+			    ((ix->a && check_static_int(c, ix->a, &lo) < 0) ||
+			     (ix->b && check_static_int(c, ix->b, &hi) < 0)))
+				return NULL;
+			if (ix && ix->kind != AST_SLICE &&
+			    check_static_int(c, ix, &lo) < 0)
+				return NULL;
+			if (ix && ix->kind != AST_SLICE)
+				n->squeeze |= 1u << i;
+			else
+				n->shape.dims[k++] = IR_DIM_UNKNOWN;
+			continue;
+		}
 		if (ix && ix->kind == AST_SLICE) {
 			if (ix->a && check_static_int(c, ix->a, &lo) < 0)
 				return NULL;
@@ -996,6 +1012,96 @@ check_dtype_named(const char *s, TfgDtype *t)
 	return -1;
 }
 
+/* The --shape option for input `name` (spec §4.3): its index, or -1. */
+static int
+shape_opt(const CompileOptions *o, const char *name)
+{
+	size_t n = strlen(name);
+
+	for (int i = 0; o && i < o->nshape; i++)
+		if (strncmp(o->shape[i], name, n) == 0 &&
+		    o->shape[i][n] == '=')
+			return i;
+	return -1;
+}
+
+/* --shape x=D0,D1,...: the input's dims become these, so its `?` dims
+ * are fixed (a specialisation); its rank and known dims must agree.
+ * 0, or -1 (reported). */
+static int
+apply_shape(Checker *c, AstNode *s, IrNode *n)
+{
+	const CompileOptions *o = c->p->opt;
+	int i = shape_opt(o, s->name), rank = 0;
+	const char *opt, *v;
+	TfgShape sh = {0, {0}};
+	char *end;
+
+	if (i < 0)
+		return 0;
+	opt = o->shape[i];
+	v = opt + strlen(s->name) + 1;
+	while (*v) {
+		long long d;
+		if (*v < '0' || *v > '9' || rank == TFG_MAX_RANK ||
+		    (d = strtoll(v, &end, 10)) > (1ll << 40) ||
+		    (*end && (*end != ',' || !end[1]))) {
+			diag_error(c->d, (SrcLoc){0}, "--shape '%s': expected "
+				   "NAME=D0,D1,... with dims from 0 to 2^40",
+				   opt);
+			return -1;
+		}
+		sh.dims[rank++] = d;
+		v = *end ? end + 1 : end;
+	}
+	sh.rank = rank;
+	if (rank != n->shape.rank) {
+		diag_error(c->d, (SrcLoc){0}, "--shape '%s' gives %d dim%s, "
+			   "but input '%s' is %s", opt, rank,
+			   rank == 1 ? "" : "s", s->name,
+			   ir_type_str(c->a, n->dtype, &n->shape));
+		diag_note(c->d, s->tok.loc, "'%s' declared here", s->name);
+		return -1;
+	}
+	for (int k = 0; k < rank; k++)
+		if (n->shape.dims[k] != IR_DIM_UNKNOWN &&
+		    n->shape.dims[k] != sh.dims[k]) {
+			diag_error(c->d, (SrcLoc){0}, "--shape '%s' gives %"
+				   PRId64 " for dim %d, but input '%s' is %s",
+				   opt, sh.dims[k], k, s->name,
+				   ir_type_str(c->a, n->dtype, &n->shape));
+			diag_note(c->d, s->tok.loc, "'%s' declared here",
+				  s->name);
+			return -1;
+		}
+	n->shape = sh;
+	return 0;
+}
+
+/* Every --shape names an input, once. */
+static void
+check_shape_opts(Checker *c)
+{
+	const CompileOptions *o = c->p->opt;
+
+	for (int i = 0; o && i < o->nshape; i++) {
+		const char *eq = strchr(o->shape[i], '=');
+		char *name = eq ? arena_strndup(c->a, o->shape[i],
+						eq - o->shape[i]) : NULL;
+		Sym *y = name ? check_find(&c->syms, name) : NULL;
+		if (!name || !*name) {
+			diag_error(c->d, (SrcLoc){0}, "--shape takes "
+				   "NAME=D0,D1,..., not '%s'", o->shape[i]);
+		} else if (!y || (y->node && y->node->op != OP_input)) {
+			diag_error(c->d, (SrcLoc){0}, "--shape '%s': '%s' is "
+				   "not an input", o->shape[i], name);
+		} else if (shape_opt(o, name) != i) {
+			diag_error(c->d, (SrcLoc){0}, "--shape gives the shape "
+				   "of '%s' twice", name);
+		}
+	}
+}
+
 static void
 check_input(Checker *c, AstNode *s)
 {
@@ -1016,7 +1122,7 @@ check_input(Checker *c, AstNode *s)
 		return;
 	}
 	for (int i = 0; i < s->n; i++)
-		numel *= (double)s->list[i]->ival;
+		numel *= s->list[i]->ival < 0 ? 1 : (double)s->list[i]->ival;
 	if (numel * tfg_dtype_size(t) > (double)(1ull << 40)) {
 		diag_error(c->d, s->loc, "input '%s' is too large (%.3g "
 			   "bytes)", s->name, numel * tfg_dtype_size(t));
@@ -1026,7 +1132,13 @@ check_input(Checker *c, AstNode *s)
 	n->dtype = t;
 	n->shape.rank = s->n;
 	for (int i = 0; i < s->n; i++)
-		n->shape.dims[i] = s->list[i]->ival;
+		n->shape.dims[i] = s->list[i]->ival < 0 ? IR_DIM_UNKNOWN
+							: s->list[i]->ival;
+	if (apply_shape(c, s, n) < 0) {
+		define(c, s->name, s->tok.loc, NULL); /* uses not reported */
+		return;
+	}
+	c->p->nunknown += !shape_known(&n->shape);
 	n->name = s->name;
 	n->user_named = 1;
 	define(c, s->name, s->tok.loc, n);
@@ -1132,6 +1244,7 @@ check_program(Program *p)
 		return p->diag->nerr - before;
 	prescan(&c, prog);
 	check_stmts(&c, prog, 1);
+	check_shape_opts(&c);
 	if (p->opt && p->opt->nfetch > 0) {
 		/* tfgc run --fetch: one step replaces the sessions */
 		c.sigs.n = c.sessions.n = 0;

@@ -83,10 +83,13 @@ typedef struct IrMake {
  * operand is a member (arg >= 0, always an earlier one), external input k
  * of the node that carries the program (arg == IR_FUSE_IN(k)), or the
  * anchor (IR_FUSE_ANCHOR): the value of the op the program is attached
- * to, for epilogues (a matmul's product; unused so far).
+ * to, for epilogues (a matmul's product element).
  *   OP_fused      the program is the node's value; in[] are its inputs
  *   OP_reduce_*   the program is the reduction's input element (a
- *                 prologue); in[] are the program's external inputs */
+ *                 prologue); in[] are the program's external inputs
+ *   OP_matmul     an epilogue: the program, over the product's shape and
+ *                 of its dtype, is the node's value; in[0], in[1] are the
+ *                 product's operands, in[2..] the program's other inputs */
 #define IR_FUSE_IN(k) (-1 - (k))
 #define IR_FUSE_ANCHOR INT32_MIN
 typedef struct IrFuseOp {
@@ -104,6 +107,11 @@ typedef struct IrFuse {
 	IrFuseOp *ops;
 	TfgShape shape;   /* the index space it is evaluated over */
 } IrFuse;
+
+/* A dim left `?` in an input (spec §4.3) and every dim that depends on
+ * it: such a program is checked (rules on unknown dims are deferred to
+ * the specialisation, see shape_broadcast) but not compiled to code. */
+#define IR_DIM_UNKNOWN (-1)
 
 typedef struct IrNode IrNode;
 struct IrNode {
@@ -204,6 +212,7 @@ typedef struct Program {
 	PtrVec placement_log; /* char *: one line per node, as placed, before
 				 the passes change the graph */
 	TfgPlan *plan;
+	int nunknown;        /* inputs with dims left `?` after --shape */
 } Program;
 
 /* The phases.  Each returns 0, or the number of errors it reported. */
@@ -224,10 +233,14 @@ void dump_partition(FILE *out, const Program *p);   /* --emit=partition */
 void dump_graph(FILE *out, const Program *p);
 
 /* Shape and dtype rules (compiler/shape.c). */
-/* NumPy broadcasting of a and b into out; -1 if incompatible. */
+/* NumPy broadcasting of a and b into out; -1 if incompatible.  An
+ * unknown dim against 1 or another unknown one gives an unknown dim,
+ * against d != 1 gives d (checked in the specialisation). */
 int shape_broadcast(TfgShape *out, const TfgShape *a, const TfgShape *b);
 /* Result dtype of a binary op on a and b (weak: literal operands). */
 TfgDtype dtype_promote(TfgDtype a, int aweak, TfgDtype b, int bweak);
+/* Whether every dim of s is known (no IR_DIM_UNKNOWN). */
+int shape_known(const TfgShape *s);
 
 /* The whole front and middle end: read, parse, check, place, partition,
  * plan.  Stops after the first phase with errors.  `until` names the last
@@ -244,6 +257,13 @@ typedef struct CompileOptions {
 	const char **fetch, **feed, **out;
 	/* -fno-fold, -fno-cse, -fno-dce, -fno-fuse: skip a pass */
 	int no_fold, no_cse, no_dce, no_fuse;
+	/* --shape x=100,784: the dims of input x, fixing its `?` dims (a
+	   specialisation, spec §4.3) */
+	int nshape;
+	const char **shape;
+	/* tfgc check: a program with `?` dims left stops after check
+	   instead of being an error */
+	int unknown_ok;
 } CompileOptions;
 int compile_file(Program *p, const char *path, const CompileOptions *o,
 		 Diag *d);

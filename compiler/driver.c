@@ -11,7 +11,8 @@
  *   tfgc compile FILE --task J:T -o OUT.o|OUT.so [--shared] [--name PREFIX]
  *                [--cpu CPU] [-O N]
  * with, for run, server and stop: [--addr /job:J/task:T=HOST:PORT]...
- * (run, server and compile also take --fetch/--feed/--out)
+ * (run, server and compile also take --fetch/--feed/--out; every command
+ * takes --shape NAME=D0,D1,... to fix an input's `?` dims)
  * [--startup-timeout S] [--step-timeout S] [--verbose].
  *
  * Exit status: 0 success, 1 errors in the program or at run time, 2 a bad
@@ -40,6 +41,7 @@ typedef struct Args {
 	double startup_timeout, step_timeout;
 	PtrVec addr; /* --addr values */
 	PtrVec feed, fetch, out; /* run --feed x=a.npy --fetch y --out y.npy */
+	PtrVec shape;            /* --shape x=100,784 */
 } Args;
 
 static const char usage[] =
@@ -58,7 +60,8 @@ static const char usage[] =
     "options for run, server, stop: --addr /job:J/task:T=HOST:PORT, "
     "--startup-timeout S,\n"
     "       --step-timeout S, --verbose\n"
-    "passes (any command): -fno-fold, -fno-cse, -fno-dce, -fno-fuse\n";
+    "passes (any command): -fno-fold, -fno-cse, -fno-dce, -fno-fuse\n"
+    "dims left '?' (any command): --shape NAME=D0,D1,...\n";
 
 static int
 bad_usage(const char *fmt, const char *arg)
@@ -98,6 +101,33 @@ apply_addr(Program *p, const char *spec, Diag *d)
 	return 0;
 }
 
+/* A program with `?` dims left is checked, never compiled to code
+ * (spec §4.3): each such input is an error naming --shape. */
+static int
+unknown_dims(Program *p, Diag *d)
+{
+	for (int i = 0; i < p->g.nodes.n; i++) {
+		IrNode *n = p->g.nodes.v[i];
+		char eg[128];
+		size_t k = 0;
+		if (n->op != OP_input || shape_known(&n->shape))
+			continue;
+		eg[0] = '\0';
+		for (int j = 0; j < n->shape.rank && k < sizeof eg; j++)
+			k += n->shape.dims[j] == IR_DIM_UNKNOWN
+			     ? snprintf(eg + k, sizeof eg - k, "%sN",
+					j ? "," : "")
+			     : snprintf(eg + k, sizeof eg - k, "%s%lld",
+					j ? "," : "",
+					(long long)n->shape.dims[j]);
+		diag_error(d, n->loc, "input '%s' has unknown dims (%s): give "
+			   "its shape with --shape %s=%s", n->name,
+			   ir_type_str(p->arena, n->dtype, &n->shape), n->name,
+			   eg);
+	}
+	return d->nerr;
+}
+
 int
 compile_file(Program *p, const char *path, const CompileOptions *o,
 	     Diag *d)
@@ -124,8 +154,10 @@ compile_file(Program *p, const char *path, const CompileOptions *o,
 	for (int i = 0; o && i < o->naddr; i++)
 		if (apply_addr(p, o->addr[i], d) < 0)
 			return d->nerr;
-	if (strcmp(until, "check") == 0)
+	if (strcmp(until, "check") == 0 || (p->nunknown && o->unknown_ok))
 		return 0;
+	if (p->nunknown && unknown_dims(p, d))
+		return d->nerr;
 	/* Placement sees the graph as written (it is what
 	   --log-device-placement shows); the passes then keep each value
 	   on its device, so they never move work between tasks. */
@@ -206,6 +238,7 @@ parse_args(Args *a, int argc, char **argv, Arena *ar)
 		} else if (FLAG("--emit") || FLAG("--job") || FLAG("--task") ||
 			   FLAG("--cpu") || FLAG("-O") || FLAG("--addr") ||
 			   FLAG("--feed") || FLAG("--fetch") || FLAG("--out") ||
+			   FLAG("--shape") ||
 			   FLAG("-o") || FLAG("--name") || FLAG("--part") ||
 			   FLAG("--startup-timeout") ||
 			   FLAG("--step-timeout")) {
@@ -233,6 +266,11 @@ parse_args(Args *a, int argc, char **argv, Arena *ar)
 					return bad_usage("--feed takes NAME=FILE."
 							 "npy, not '%s'", v);
 				vec_push(ar, &a->feed, (void *)v);
+			} else if (FLAG("--shape")) {
+				if (!strchr(v, '=') || *v == '=')
+					return bad_usage("--shape takes NAME=D0,"
+							 "D1,..., not '%s'", v);
+				vec_push(ar, &a->shape, (void *)v);
 			} else if (FLAG("--fetch"))
 				vec_push(ar, &a->fetch, (void *)v);
 			else if (FLAG("--out"))
@@ -615,6 +653,10 @@ cmd_run(Args *a, Program *p)
 		vec_push(p->arena, &sargs, "--out");
 		vec_push(p->arena, &sargs, a->out.v[i]);
 	}
+	for (int i = 0; i < a->shape.n; i++) {
+		vec_push(p->arena, &sargs, "--shape");
+		vec_push(p->arena, &sargs, a->shape.v[i]);
+	}
 	vec_push(p->arena, &sargs, NULL);
 	return tfg_launch(p->plan, &o, "/proc/self/exe",
 			  (char *const *)sargs.v, a->attach);
@@ -641,6 +683,8 @@ tfgc_main(int argc, char **argv)
 	co.no_dce = a.no_dce;
 	co.no_fuse = a.no_fuse;
 	co.addr = (const char **)a.addr.v;
+	co.nshape = a.shape.n;
+	co.shape = (const char **)a.shape.v;
 	if (strcmp(a.cmd, "run") == 0 || strcmp(a.cmd, "server") == 0 ||
 	    strcmp(a.cmd, "compile") == 0) {
 		co.nfetch = a.fetch.n, co.fetch = (const char **)a.fetch.v;
@@ -653,6 +697,7 @@ tfgc_main(int argc, char **argv)
 		rc = compile_file(&p, a.file, &co, &d) ? 1 : cmd_compile(&a, &p);
 	} else if (strcmp(a.cmd, "check") == 0) {
 		co.until = "plan";
+		co.unknown_ok = 1; /* `?` dims are checked, not compiled */
 		rc = compile_file(&p, a.file, &co, &d) ? 1 : 0;
 	} else if (strcmp(a.cmd, "run") == 0 || strcmp(a.cmd, "server") == 0 ||
 		   strcmp(a.cmd, "stop") == 0) {

@@ -10,7 +10,8 @@
 #include "compiler/compiler_int.h"
 
 /* A fused program: fused{ t1 = mul(a, x); t2 = add(t1, b); sigmoid(t2) },
- * operands named by the members' and inputs' labels. */
+ * operands named by the members' and inputs' labels, the anchor (a
+ * matmul epilogue's product element) by @. */
 static void
 fuse_expr(FILE *out, const IrNode *n)
 {
@@ -25,7 +26,7 @@ fuse_expr(FILE *out, const IrNode *n)
 		for (int k = 0; k < o->nin; k++) {
 			int32_t a = o->arg[k];
 			fprintf(out, "%s%s", k ? ", " : "",
-				a == IR_FUSE_ANCHOR ? "<anchor>"
+				a == IR_FUSE_ANCHOR ? "@"
 				: a >= 0 ? f->ops[a].name
 				: ir_node_label(n->in[-1 - a]));
 		}
@@ -47,14 +48,20 @@ node_line(FILE *out, Arena *a, const IrNode *n)
 	case OP_fused:
 		fuse_expr(out, n);
 		break;
-	default:
+	default: /* a fused reduction prints its program as its input, a
+		    matmul its epilogue after it */
 		fprintf(out, "%s(", op_info[n->op].name);
-		if (n->fuse)
+		if (n->fuse && n->op != OP_matmul)
 			fuse_expr(out, n);
-		for (int i = 0; !n->fuse && i < n->nin; i++)
-			fprintf(out, "%s%s", i ? ", " : "",
-				ir_node_label(n->in[i]));
+		else
+			for (int i = 0; i < (n->fuse ? 2 : n->nin); i++)
+				fprintf(out, "%s%s", i ? ", " : "",
+					ir_node_label(n->in[i]));
 		fputc(')', out);
+		if (n->fuse && n->op == OP_matmul) {
+			fputs(" then ", out);
+			fuse_expr(out, n);
+		}
 	}
 	if (n->op == OP_slice) {
 		fputs(" [", out);

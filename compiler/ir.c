@@ -79,8 +79,12 @@ ir_type_str(Arena *a, TfgDtype t, const TfgShape *s)
 	size_t n = snprintf(buf, sizeof buf, "%s[", tfg_dtype_name(t));
 
 	for (int i = 0; i < s->rank; i++)
-		n += snprintf(buf + n, sizeof buf - n, "%s%" PRId64,
-			      i ? ", " : "", s->dims[i]);
+		if (s->dims[i] == IR_DIM_UNKNOWN)
+			n += snprintf(buf + n, sizeof buf - n, "%s?",
+				      i ? ", " : "");
+		else
+			n += snprintf(buf + n, sizeof buf - n, "%s%" PRId64,
+				      i ? ", " : "", s->dims[i]);
 	snprintf(buf + n, sizeof buf - n, "]");
 	return arena_strdup(a, buf);
 }

@@ -79,7 +79,8 @@ size_ok(Checker *c, AstNode *call, TfgDtype t, const TfgShape *s)
 	double numel = 1;
 
 	for (int i = 0; i < s->rank; i++)
-		numel *= (double)s->dims[i];
+		if (s->dims[i] != IR_DIM_UNKNOWN) /* known in the specialisation */
+			numel *= (double)s->dims[i];
 	if (numel * tfg_dtype_size(t) > MAX_BYTES) {
 		diag_error(c->d, call->loc, "'%s' would make a tensor of %.3g "
 			   "bytes; at most 2^40 are allowed", call->name,

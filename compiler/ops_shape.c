@@ -23,8 +23,8 @@
 static const char *
 shape_s(Checker *c, const TfgShape *s)
 {
-	char buf[256];
-	return arena_printf(c->a, "%s", tfg_shape_str(buf, sizeof buf, s));
+	/* "[?, 3]": ir_type_str writes unknown dims as '?' */
+	return strchr(ir_type_str(c->a, TFG_F32, s), '[');
 }
 
 static const char *
@@ -178,7 +178,7 @@ check_matmul(Checker *c, AstNode *e, OpKind op)
 	}
 	kx = x->shape.dims[rx - 1];
 	ky = y->shape.dims[ry >= 2 ? ry - 2 : 0];
-	if (kx != ky) {
+	if (kx != ky && kx != IR_DIM_UNKNOWN && ky != IR_DIM_UNKNOWN) {
 		diag_error(c->d, e->loc, "operands of %s do not match: shapes "
 			   "%s and %s (%" PRId64 " columns against %" PRId64
 			   " rows)", what, shape_s(c, &x->shape),
@@ -282,7 +282,7 @@ check_reshape(Checker *c, AstNode *e, OpKind op)
 		return NULL;
 	if ((k = int_list(c, arg[1], "reshape", "shape", d, TFG_MAX_RANK)) < 0)
 		return NULL;
-	total = numel(&x->shape);
+	total = shape_known(&x->shape) ? numel(&x->shape) : -1;
 	for (int i = 0; i < k; i++) {
 		if (d[i] == -1 && hole < 0) {
 			hole = i;
@@ -305,14 +305,20 @@ check_reshape(Checker *c, AstNode *e, OpKind op)
 			   "dimension when another dimension is 0");
 		return NULL;
 	}
-	if (hole >= 0 && total % known == 0)
+	if (total < 0) /* x has unknown dims: the specialisation checks */
+		known = total;
+	if (hole >= 0 && total < 0)
+		d[hole] = IR_DIM_UNKNOWN;
+	else if (hole >= 0 && total % known == 0)
 		d[hole] = total / known, known = total;
 	if (known != total) {
 		TfgShape want = {k, {0}};
+		char buf[256]; /* -1 is reshape's hole here, not unknown */
 		memcpy(want.dims, d, sizeof d[0] * k);
 		diag_error(c->d, e->loc, "'reshape' cannot make %s (%" PRId64
 			   " element%s) into shape %s", type_s(c, x), total,
-			   total == 1 ? "" : "s", shape_s(c, &want));
+			   total == 1 ? "" : "s",
+			   tfg_shape_str(buf, sizeof buf, &want));
 		return NULL;
 	}
 	n = unary_node(c, e, op, x);
@@ -352,6 +358,11 @@ check_slice(Checker *c, AstNode *e, OpKind op)
 	n->shape.rank = r;
 	for (int i = 0; i < r; i++) {
 		int64_t len = x->shape.dims[i];
+		if (len == IR_DIM_UNKNOWN && b[i] >= 0 && s[i] >= -1) {
+			n->begin[i] = b[i]; /* range checked when known */
+			n->size[i] = n->shape.dims[i] = s[i];
+			continue;
+		}
 		if (s[i] == -1 && b[i] >= 0 && b[i] <= len)
 			s[i] = len - b[i];
 		if (b[i] < 0 || s[i] < 0 || b[i] > len || s[i] > len - b[i]) {
@@ -515,8 +526,13 @@ check_concat(Checker *c, AstNode *e, OpKind op)
 	for (int i = 0; i < v->n; i++) {
 		IrNode *x = v->v[i];
 		int ok = x->shape.rank == x0->shape.rank;
-		for (int k = 0; ok && k < x->shape.rank; k++)
-			ok = k == axis || x->shape.dims[k] == x0->shape.dims[k];
+		for (int k = 0; ok && k < x->shape.rank; k++) {
+			int64_t a = x->shape.dims[k], b = n->shape.dims[k];
+			ok = k == axis || a == b || a == IR_DIM_UNKNOWN ||
+			     b == IR_DIM_UNKNOWN;
+			if (k != axis && b == IR_DIM_UNKNOWN)
+				n->shape.dims[k] = a; /* the known one */
+		}
 		if (!ok) {
 			diag_error(c->d, e->loc, "tensors of 'concat' on axis "
 				   "%d do not match: shapes %s and %s", axis,
@@ -524,7 +540,11 @@ check_concat(Checker *c, AstNode *e, OpKind op)
 				   shape_s(c, &x->shape));
 			return NULL;
 		}
-		n->shape.dims[axis] += x->shape.dims[axis];
+		if (n->shape.dims[axis] == IR_DIM_UNKNOWN ||
+		    x->shape.dims[axis] == IR_DIM_UNKNOWN)
+			n->shape.dims[axis] = IR_DIM_UNKNOWN;
+		else
+			n->shape.dims[axis] += x->shape.dims[axis];
 	}
 	return n;
 }
@@ -537,6 +557,7 @@ check_stack(Checker *c, AstNode *e, OpKind op)
 	AstNode *arg[2];
 	PtrVec *v;
 	IrNode *n, *x0;
+	TfgShape s;
 	int axis = 0, r;
 
 	if (params(c, e, names, 1, arg) < 0 || !(v = list_arg(c, e, arg[0], 0)))
@@ -550,11 +571,19 @@ check_stack(Checker *c, AstNode *e, OpKind op)
 	}
 	if (arg[1] && axis_arg(c, arg[1], "stack", r + 1, &axis) < 0)
 		return NULL;
+	s = x0->shape;
 	for (int i = 1; i < v->n; i++) {
 		IrNode *x = v->v[i];
 		TfgShape s0 = x0->shape, s1 = x->shape;
-		if (s0.rank != s1.rank || memcmp(s0.dims, s1.dims,
-						 sizeof s0.dims[0] * r)) {
+		int ok = s0.rank == s1.rank;
+		for (int k = 0; ok && k < r; k++) {
+			ok = s.dims[k] == s1.dims[k] ||
+			     s.dims[k] == IR_DIM_UNKNOWN ||
+			     s1.dims[k] == IR_DIM_UNKNOWN;
+			if (s.dims[k] == IR_DIM_UNKNOWN)
+				s.dims[k] = s1.dims[k]; /* the known one */
+		}
+		if (!ok) {
 			diag_error(c->d, e->loc, "tensors of 'stack' must have "
 				   "one shape: shapes %s and %s",
 				   shape_s(c, &s0), shape_s(c, &s1));
@@ -565,8 +594,47 @@ check_stack(Checker *c, AstNode *e, OpKind op)
 	n->axis = axis;
 	n->shape.rank = r + 1;
 	for (int k = 0, j = 0; k <= r; k++)
-		n->shape.dims[k] = k == axis ? v->n : x0->shape.dims[j++];
+		n->shape.dims[k] = k == axis ? v->n : s.dims[j++];
 	return n;
+}
+
+/* split along an axis of unknown size: the parts' sizes are those given
+ * (-1 and the equal parts unknown), checked in the specialisation. */
+static PtrVec *
+split_unknown(Checker *c, AstNode *e, IrNode *x, int axis, AstNode *how)
+{
+	int64_t *sz = arena_alloc(c->a, 4096 * sizeof *sz);
+	PtrVec *v = arena_alloc(c->a, sizeof *v);
+	Lit l = check_lit_of(how);
+	int np;
+
+	if (how->kind == AST_TENSOR) {
+		if ((np = int_list(c, how, "split", "sizes", sz, 4096)) < 0)
+			return NULL;
+	} else if (l.kind != 1) {
+		diag_error(c->d, how->loc, "the second argument of 'split' "
+			   "must be an integer literal or a list of them");
+		return NULL;
+	} else {
+		if (l.i < 1 || l.i > 4096) {
+			diag_error(c->d, how->loc, "'split' cannot divide "
+				   "axis %d of %s into %" PRId64 " equal parts",
+				   axis, type_s(c, x), l.i);
+			return NULL;
+		}
+		np = (int)l.i;
+		for (int i = 0; i < np; i++)
+			sz[i] = IR_DIM_UNKNOWN;
+	}
+	for (int i = 0; i < np; i++) {
+		IrNode *n = unary_node(c, e, OP_slice, x);
+		n->shape = x->shape;
+		memcpy(n->size, x->shape.dims, sizeof n->size);
+		n->size[axis] = n->shape.dims[axis] =
+		    sz[i] < 0 ? IR_DIM_UNKNOWN : sz[i];
+		vec_push(c->a, v, n);
+	}
+	return v;
 }
 
 /* split(x, n or [sizes], axis=0) (spec §6.22): a list of OP_slice. */
@@ -590,6 +658,8 @@ split_list(Checker *c, AstNode *e)
 	if (arg[2] && axis_arg(c, arg[2], "split", x->shape.rank, &axis) < 0)
 		return NULL;
 	len = x->shape.dims[axis];
+	if (len == IR_DIM_UNKNOWN)
+		return split_unknown(c, e, x, axis, arg[1]);
 	if (arg[1]->kind == AST_TENSOR) {
 		sz = arena_alloc(c->a, (arg[1]->n + 1) * sizeof *sz);
 		if ((np = int_list(c, arg[1], "split", "sizes", sz, 4096)) < 0)
@@ -678,7 +748,10 @@ check_meta(Checker *c, AstNode *e, OpKind op)
 		*(int32_t *)n->data = x->shape.rank;
 	} else if (op == OP_size) {
 		n->dtype = TFG_I64;
-		*(int64_t *)n->data = numel(&x->shape);
+		/* -1 with unknown dims: never compiled, the specialisation
+		   has the value */
+		*(int64_t *)n->data = shape_known(&x->shape) ? numel(&x->shape)
+							     : -1;
 	} else {
 		n->dtype = TFG_I64;
 		n->shape.rank = 1;

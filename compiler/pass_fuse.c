@@ -21,6 +21,15 @@
  * are consumers outside any group, so a value that must exist in memory
  * is a root or stays a node of its own.
  *
+ * A group whose external inputs include a matmul consumed only by the
+ * group (not sent, not fetched), with the root's shape and dtype,
+ * becomes the matmul's epilogue instead: the root turns into the matmul
+ * (inputs: its two operands, then the group's other inputs) and carries
+ * the program, whose anchor operand is the product element, so codegen
+ * (codegen/cpu_shape.c) applies it to each block of rows right after
+ * computing them, while they are in cache.  A single elementwise op
+ * (relu(x @ w)) is enough.
+ *
  * Members may have fewer elements than the root (broadcasting); codegen
  * then recomputes them per element of the root, so only cheap ops join on
  * those terms (not exp, log, tanh, sigmoid, pow, sqrt, / or %).  At most
@@ -157,17 +166,17 @@ grow(Fuser *F, int g, int r, const TfgShape *shape)
 	return count;
 }
 
-/* The program of group g (root at r) over shape; ext gets the external
- * inputs and *next their number. */
+/* The program of group g (root at r) over shape, with the external
+ * inputs ext[0..next); operands that are `anchor` (when not NULL) read
+ * the anchor. */
 static IrFuse *
 program(Fuser *F, int g, int r, const TfgShape *shape, IrNode **ext,
-	int *next)
+	int next, const IrNode *anchor)
 {
 	Arena *a = F->p->arena;
 	IrFuse *f = arena_alloc(a, sizeof *f);
 	int *slot = arena_alloc(a, (r + 1) * sizeof *slot);
 
-	*next = externals(F, g, 0, r, -1, ext);
 	for (int i = 0; i <= r; i++)
 		f->n += F->grp[i] == g;
 	f->ops = arena_alloc(a, f->n * sizeof *f->ops);
@@ -190,7 +199,11 @@ program(Fuser *F, int g, int r, const TfgShape *shape, IrNode **ext,
 				o->arg[k] = slot[j];
 				continue;
 			}
-			for (int e = 0; e < *next; e++)
+			if (x->in[k] == anchor) {
+				o->arg[k] = IR_FUSE_ANCHOR;
+				continue;
+			}
+			for (int e = 0; e < next; e++)
 				if (ext[e] == x->in[k])
 					o->arg[k] = IR_FUSE_IN(e);
 		}
@@ -199,13 +212,12 @@ program(Fuser *F, int g, int r, const TfgShape *shape, IrNode **ext,
 }
 
 /* Rewrites node x (the root, or the reduction it feeds) to carry group g
- * and marks the members gone (but x). */
+ * with inputs ext[0..next) and marks the members gone (but x). */
 static void
-attach(Fuser *F, int g, int r, IrNode *x, const TfgShape *shape)
+attach_to(Fuser *F, int g, int r, IrNode *x, const TfgShape *shape,
+	  IrNode **ext, int next, const IrNode *anchor)
 {
-	IrNode *ext[FUSE_MAX_IN + 1];
-	int next;
-	const IrFuse *f = program(F, g, r, shape, ext, &next);
+	const IrFuse *f = program(F, g, r, shape, ext, next, anchor);
 
 	x->fuse = f;
 	x->nin = next;
@@ -214,6 +226,57 @@ attach(Fuser *F, int g, int r, IrNode *x, const TfgShape *shape)
 	for (int i = 0; i <= r; i++)
 		if (F->grp[i] == g && F->part->nodes[i] != x)
 			F->gone[i] = 1;
+}
+
+static void
+attach(Fuser *F, int g, int r, IrNode *x, const TfgShape *shape)
+{
+	IrNode *ext[FUSE_MAX_IN + 1];
+	int next = externals(F, g, 0, r, -1, ext);
+
+	attach_to(F, g, r, x, shape, ext, next, NULL);
+}
+
+/* Group g (root x at r) as the epilogue of a matmul among its external
+ * inputs: one whose every use comes from the group (so it is neither
+ * sent nor fetched), with the root's shape and dtype (the root's value
+ * takes the product's place in the output buffer).  The root becomes
+ * the matmul, its inputs the matmul's two and then the group's other
+ * external inputs; the product node goes.  Returns whether it did. */
+static int
+epilogue(Fuser *F, int g, int r, IrNode *x)
+{
+	IrNode *ext[FUSE_MAX_IN + 1], *in[FUSE_MAX_IN + 3];
+	int next = externals(F, g, 0, r, -1, ext), nin = 2, j = -1;
+	IrNode *mm = NULL;
+
+	for (int e = 0; e < next && !mm; e++) {
+		IrNode *c = ext[e];
+		int uses = 0;
+		if (c->op != OP_matmul || c->fuse || c->nin != 2 ||
+		    c->dtype != x->dtype ||
+		    !tfg_shape_eq(&c->shape, &x->shape) ||
+		    (j = index_of(F->part, r, c)) < 0 || F->grp[j] >= 0)
+			continue;
+		for (int i = j + 1; i <= r; i++) {
+			IrNode *m = F->part->nodes[i];
+			for (int k = 0; F->grp[i] == g && k < m->nin; k++)
+				uses += m->in[k] == c;
+		}
+		if (uses == F->nuse[j])
+			mm = c;
+	}
+	if (!mm)
+		return 0;
+	in[0] = mm->in[0];
+	in[1] = mm->in[1];
+	for (int e = 0; e < next; e++)
+		if (ext[e] != mm && ext[e] != in[0] && ext[e] != in[1])
+			in[nin++] = ext[e];
+	attach_to(F, g, r, x, &x->shape, in, nin, mm);
+	x->op = OP_matmul;
+	F->gone[j] = 1;
+	return 1;
 }
 
 static void
@@ -236,7 +299,7 @@ fuse_part(Program *p, IrPart *pt)
 	}
 	for (int r = n - 1; r >= 0; r--) {
 		IrNode *x = pt->nodes[r];
-		int g = F.ngrp, j;
+		int g = F.ngrp, j, members;
 		if (reduction(x) && (j = index_of(pt, r, x->in[0])) >= 0 &&
 		    F.grp[j] < 0 && elemwise(x->in[0]) && F.nuse[j] == 1) {
 			TfgShape s = x->in[0]->shape;
@@ -251,7 +314,10 @@ fuse_part(Program *p, IrPart *pt)
 			continue;
 		F.ngrp++;
 		F.grp[r] = g;
-		if (grow(&F, g, r, &x->shape) > 1) {
+		members = grow(&F, g, r, &x->shape);
+		if (epilogue(&F, g, r, x))
+			continue;
+		if (members > 1) {
 			attach(&F, g, r, x, &x->shape);
 			x->op = OP_fused;
 		}

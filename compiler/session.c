@@ -70,6 +70,18 @@ needed_inputs(Checker *c, PtrVec *from, PtrVec *inputs)
 	}
 }
 
+/* Whether s is the input shape `in`, whose unknown dims take any size. */
+static int
+shape_fits(const TfgShape *s, const TfgShape *in)
+{
+	if (s->rank != in->rank)
+		return 0;
+	for (int i = 0; i < s->rank; i++)
+		if (in->dims[i] != IR_DIM_UNKNOWN && in->dims[i] != s->dims[i])
+			return 0;
+	return 1;
+}
+
 /* A feed's value: literals are converted now, to the input's dtype and
  * checked against its shape; anything else is checked when it runs. */
 static RtExpr *
@@ -81,8 +93,8 @@ feed_value(Checker *c, AstNode *v, IrNode *in)
 	TfgDtype t;
 	void *data;
 
-	snprintf(want, sizeof want, "%s%s", tfg_dtype_name(in->dtype),
-		 tfg_shape_str(got, sizeof got, &in->shape));
+	snprintf(want, sizeof want, "%s",
+		 ir_type_str(c->a, in->dtype, &in->shape));
 	if (l.kind) {
 		if (in->shape.rank != 0) {
 			diag_error(c->d, v->loc, "feed '%s' expects %s, got a "
@@ -97,7 +109,7 @@ feed_value(Checker *c, AstNode *v, IrNode *in)
 	if (v->kind == AST_TENSOR) {
 		if (!(data = check_tensor_data(c, v, in->dtype, &t, &s)))
 			return NULL;
-		if (!tfg_shape_eq(&s, &in->shape)) {
+		if (!shape_fits(&s, &in->shape)) {
 			diag_error(c->d, v->loc, "feed '%s' expects %s, got a "
 				   "literal of shape %s", in->name, want,
 				   tfg_shape_str(got, sizeof got, &s));

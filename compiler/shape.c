@@ -62,10 +62,27 @@ shape_broadcast(TfgShape *out, const TfgShape *a, const TfgShape *b)
 		int ia = a->rank - r + i, ib = b->rank - r + i;
 		int64_t da = ia >= 0 ? a->dims[ia] : 1;
 		int64_t db = ib >= 0 ? b->dims[ib] : 1;
+		if (da == IR_DIM_UNKNOWN || db == IR_DIM_UNKNOWN) {
+			/* ? with 1 or ?: ?; ? with d: d (or an error in
+			   the specialisation) */
+			s.dims[i] = da == IR_DIM_UNKNOWN && db != 1 ? db
+				    : db == IR_DIM_UNKNOWN && da != 1 ? da
+				    : IR_DIM_UNKNOWN;
+			continue;
+		}
 		if (da != db && da != 1 && db != 1)
 			return -1;
 		s.dims[i] = da == 1 ? db : da;
 	}
 	*out = s;
 	return 0;
+}
+
+int
+shape_known(const TfgShape *s)
+{
+	for (int i = 0; i < s->rank; i++)
+		if (s->dims[i] == IR_DIM_UNKNOWN)
+			return 0;
+	return 1;
 }

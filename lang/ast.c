@@ -173,8 +173,11 @@ dump_head(FILE *out, const AstNode *n)
 		if (n->has_dims) {
 			fputc('[', out);
 			for (int i = 0; i < n->n; i++)
-				fprintf(out, "%s%" PRId64, i ? ", " : "",
-					n->list[i]->ival);
+				if (n->list[i]->ival < 0) /* '?' */
+					fprintf(out, "%s?", i ? ", " : "");
+				else
+					fprintf(out, "%s%" PRId64, i ? ", " : "",
+						n->list[i]->ival);
 			fputc(']', out);
 		}
 		break;

@@ -72,6 +72,7 @@ static const TokName tok_names[] = {
 	[TK_GT] = {"GT", "'>'"},
 	[TK_GE] = {"GE", "'>='"},
 	[TK_AT] = {"AT", "'@'"},
+	[TK_QUESTION] = {"QUESTION", "'?'"},
 };
 
 enum { NTOKNAMES = sizeof tok_names / sizeof tok_names[0] };

@@ -107,8 +107,8 @@ typedef enum {
 	AST_DEVICE,   /* str: device string (loc of the string in a->loc);
 			 a: AST_STRING; list: statements */
 	AST_ASSIGN,   /* name; a: value */
-	AST_INPUT,    /* name; a: AST_NAME dtype; list: dims (AST_INT);
-			 has_dims: brackets were written */
+	AST_INPUT,    /* name; a: AST_NAME dtype; list: dims (AST_INT;
+			 ival -1 for `?`); has_dims: brackets were written */
 	AST_SESSION,  /* a: AST_STRING target or NULL; list: statements */
 	/* session statements */
 	AST_PRINT,    /* list: expressions */

@@ -362,6 +362,7 @@ lex_next(Lexer *lx)
 		"/" { return lex_tok(lx, TK_SLASH, tok, YYCURSOR); }
 		"%" { return lex_tok(lx, TK_PERCENT, tok, YYCURSOR); }
 		"@" { return lex_tok(lx, TK_AT, tok, YYCURSOR); }
+		"?" { return lex_tok(lx, TK_QUESTION, tok, YYCURSOR); }
 		".." { return lex_tok(lx, TK_DOTDOT, tok, YYCURSOR); }
 		"==" { return lex_tok(lx, TK_EQ, tok, YYCURSOR); }
 		"!=" { return lex_tok(lx, TK_NE, tok, YYCURSOR); }

@@ -143,7 +143,7 @@ lang_parser_rearm(void *p)
 %token COMMA COLON ASSIGN DOTDOT.
 %token PLUS MINUS STAR SLASH PERCENT.
 %token EQ NE LT LE GT GE.
-%token AT.
+%token AT QUESTION.
 
 /* ------------------------------------------------------------ statements */
 
@@ -221,8 +221,15 @@ strlist(A) ::= strlist(L) COMMA string(S). { A = add(ps, L, S); }
 
 dims(A) ::= . { A = scratch(ps); }
 dims(A) ::= dimlist(L). { A = L; }
-dimlist(A) ::= int(I). { A = add(ps, scratch(ps), I); }
-dimlist(A) ::= dimlist(L) COMMA int(I). { A = add(ps, L, I); }
+dimlist(A) ::= dim(I). { A = add(ps, scratch(ps), I); }
+dimlist(A) ::= dimlist(L) COMMA dim(I). { A = add(ps, L, I); }
+dim(A) ::= int(I). { A = I; }
+/* An unknown dim (spec §4.3): an AST_INT with ival -1, fixed by --shape
+   or by the feed. */
+dim(A) ::= QUESTION(T). {
+	A = ast_new(ps->arena, AST_INT, T.loc, &T);
+	A->ival = -1;
+}
 
 /* ------------------------------------------------------------- sessions */
 

@@ -103,7 +103,7 @@ check_table(const TfgPartTable *t, const char *path, const TfgPlan *plan,
 	if (t->hash != plan->hash)
 		return tfg_error(e, TFG_EINVAL, "part '%s' was compiled from "
 				 "a different program than '%s' (or with "
-				 "other --fetch/--feed flags)", path,
+				 "other --fetch/--feed/--shape flags)", path,
 				 plan->file);
 	if (t->task != task || !t->task_name ||
 	    strcmp(t->task_name, want) != 0)

@@ -226,6 +226,22 @@ typedef struct TfgPlan {
 TFG_API int tfg_rt_recv(struct RtCtx *ctx, uint32_t key, void *dst);
 TFG_API int tfg_rt_send(struct RtCtx *ctx, uint32_t key, const void *src);
 
+/* Multi-core loops (runtime/pool.c, spec/design.md "Kernels").  A
+ * kernel runs iterations [b, e) of a loop nest's outermost loop on the
+ * buffers bases[] (borrowed).  tfg_rt_parallel runs [0, n) as chunks on
+ * the process's threads, the caller's among them, and returns when all
+ * are done; the chunks must write disjoint memory.  The pool has N - 1
+ * workers, N = $TFG_THREADS or the CPUs this process may run on, made
+ * on first use.  One caller at a time: a call made while another runs
+ * the loop alone.  Each process has its own pool, so task processes on
+ * one machine can ask for more threads than it has cores. */
+typedef void (*TfgKernelFn)(void *const *bases, int64_t b, int64_t e);
+TFG_API void tfg_rt_parallel(TfgKernelFn k, void *const *bases, int64_t n);
+/* Threads tfg_rt_parallel uses from now on (n >= 1; 1: only the
+ * caller).  Before the first parallel loop this also sizes the pool;
+ * later it is capped at the pool's size.  Returns the number in use. */
+TFG_API int tfg_set_threads(int n);
+
 /* ------------------------------------------ ahead-of-time parts (§10.3) */
 
 /* `tfgc compile` writes an object with a task's part functions and a C

@@ -309,6 +309,96 @@ t_cse(void)
 	    "session { print run(y, z, feed { x: load(\"x\") }) }\n", 1);
 }
 
+/* Matmul epilogues: the loop path (small, integer) bit for bit, as the
+ * unfused loops; the BLAS path within its tolerance (blas_close). */
+static void
+t_epilogue_loop(void)
+{
+	same_results(
+	    "input x: f32[5, 7]\ninput w: f32[7, 6]\ninput b: f32[6]\n"
+	    "input c: f32[5, 1]\ninput i: i32[3, 4, 5]\ninput j: i32[5, 2]\n"
+	    "input d: f64[2, 3, 4]\ninput e: f64[2, 4, 3]\n"
+	    "input v: f32[7]\n"
+	    "y = relu(x @ w + b) * c\n"
+	    "z = (i @ j) % 7 - 1\n"
+	    "u = tanh(d @ e) + d @ e\n"
+	    "t = sigmoid(v @ w - b)\n"
+	    "session { print run(y, z, u, t, feed { x: load(\"x\"), "
+	    "w: load(\"w\"), b: load(\"b\"), c: load(\"c\"), "
+	    "i: load(\"i\"), j: load(\"j\"), d: load(\"d\"), "
+	    "e: load(\"e\"), v: load(\"v\") }) }\n", 4);
+}
+
+/* a and b within BLAS's tolerance: |a - b| <= tol * (1 + |b|), NaN and
+ * infinities where both have them */
+static int
+blas_close(double a, double b, double tol)
+{
+	if (isnan(a) || isnan(b) || isinf(a) || isinf(b))
+		return (isnan(a) && isnan(b)) || a == b;
+	return fabs(a - b) <= tol * (1 + fabs(b));
+}
+
+/* src (fetching f32 or f64 tensors) within tol with and without the
+ * passes, with at least min_fused fused nodes. */
+static void
+close_results(const char *src, int min_fused, double tol)
+{
+	for (int seed = 0; seed < 2; seed++) {
+		size_t n1 = 0, n2 = 0, at = 0;
+		char *a = run_src(src, 1, &n1, seed);
+		int fused = nfused;
+		char *b = run_src(src, 0, &n2, seed);
+		ASSERT(a && b);
+		ASSERT(fused >= min_fused);
+		ASSERT_EQ(n1, n2);
+		for (int f = 0; f < nfetch; f++) {
+			size_t z = tfg_dtype_size(fetch_dt[f]);
+			for (int64_t e = 0; e < fetch_n[f]; e++, at += z) {
+				double x, y;
+				float xf, yf;
+				if (fetch_dt[f] == TFG_F32) {
+					memcpy(&xf, a + at, 4), memcpy(&yf, b + at, 4);
+					x = xf, y = yf;
+				} else {
+					memcpy(&x, a + at, 8), memcpy(&y, b + at, 8);
+				}
+				if (!blas_close(x, y, tol))
+					TEST_FAIL_("fetch %d element %" PRId64
+						   " (seed %d): %g vs %g: %s",
+						   f, e, seed, x, y, src);
+			}
+		}
+		ASSERT_EQ(at, n1);
+		free(a);
+		free(b);
+	}
+}
+
+static void
+t_epilogue_blas(void)
+{
+	/* flat batch rows, several blocks and a rest (f32 rows of 96: 682
+	 * rows a block); a full-shape operand; per batch element: b
+	 * batched (u), or an operand that varies by row but not by batch
+	 * element (r, t: the rows are not one axis for it); f64 */
+	close_results(
+	    "input x: f32[3, 700, 40]\ninput w: f32[40, 96]\n"
+	    "input v: f32[40, 96]\ninput b: f32[96]\n"
+	    "input s: f32[3, 700, 96]\ninput t: f32[700, 1]\n"
+	    "input p: f64[2, 64, 48]\ninput q: f64[2, 48, 33]\n"
+	    "input c: f64[64, 1]\n"
+	    "y = sigmoid(x @ w + b)\nz = relu(x @ v) * s\n"
+	    "r = (x * 2.0) @ w - t\nu = tanh(p @ q - c) * 2.0\n"
+	    "session { print run(y, z, r, u, feed { x: load(\"x\"), "
+	    "w: load(\"w\"), v: load(\"v\"), b: load(\"b\"), "
+	    "s: load(\"s\"), t: load(\"t\"), p: load(\"p\"), "
+	    "q: load(\"q\"), c: load(\"c\") }) }\n",
+	    4, 1e-4);
+}
+
 TEST_MAIN({"float_chain", t_float_chain}, {"float_f64", t_float_f64},
 	  {"int_ops", t_int_ops}, {"broadcast", t_broadcast},
-	  {"reduce", t_reduce}, {"fold", t_fold}, {"cse", t_cse})
+	  {"reduce", t_reduce}, {"fold", t_fold}, {"cse", t_cse},
+	  {"epilogue_loop", t_epilogue_loop},
+	  {"epilogue_blas", t_epilogue_blas})

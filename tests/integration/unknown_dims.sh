@@ -1,0 +1,48 @@
+#!/bin/sh
+# Unknown dims (spec/language.md §4.3, §10.3): `tfgc compile --shape`
+# fixes an input's `?` dims ahead of time; without it the program is
+# refused; a server serving the part must be started with the same
+# --shape.
+. tests/integration/common.inc
+CC=${CC:-cc}
+LIBTFG=${LIBTFG:-build/libtfg.a}
+
+cat >"$T/mlp.tfg" <<'TFG'
+input x: f32[?, 3]
+y = reduce_sum(x * x, axis=1) + 1.0
+session {
+    print run(y, feed { x: [[1, 2, 3]] })
+}
+TFG
+# No --shape: refused, naming the flag.
+expect_rc 1 $TFGC compile "$T/mlp.tfg" -o "$T/mlp.o"
+expect_in "$T/err" "input 'x' has unknown dims (f32[?, 3]): give its shape with --shape x=N,3"
+# A --shape whose known dim differs is refused.
+expect_rc 1 $TFGC compile "$T/mlp.tfg" --shape x=1,4 -o "$T/mlp.o"
+expect_in "$T/err" "--shape 'x=1,4' gives 4 for dim 1, but input 'x' is f32[?, 3]"
+# The session feeds one row, so --shape x=1,3; the header says f32[1, 3].
+expect_rc 0 $TFGC compile "$T/mlp.tfg" --shape x=1,3 -o "$T/mlp.o"
+expect_in "$T/mlp.h" "mlp_y(const float *x, float *y)"
+expect_in "$T/mlp.h" "f32[1, 3]"
+cat >"$T/main.c" <<'C'
+#include <stdio.h>
+#include "mlp.h"
+int
+main(void)
+{
+	float x[3] = {1, 2, 3}, y = 0;
+
+	if (mlp_y(x, &y) != 0)
+		return 1;
+	printf("y %g\n", y);
+	return 0;
+}
+C
+expect_rc 0 $CC -std=c11 -Wall -Werror -I"$T" -o "$T/main" "$T/main.c" \
+	"$T/mlp.o" "$LIBTFG" -lm
+expect_rc 0 "$T/main"
+expect_in "$T/out" "y 15"
+# A --shape that does not fit the session's literal feed is a compile error.
+expect_rc 1 $TFGC compile "$T/mlp.tfg" --shape x=2,3 -o "$T/mlp.o"
+expect_in "$T/err" "feed 'x' expects f32[2, 3], got a literal of shape [1, 3]"
+echo "unknown_dims: ok"

@@ -1,0 +1,335 @@
+/*
+ * tests/unit/kernel_test.c: outlined kernels and multi-core loops
+ * (spec/design.md "Kernels", codegen/cpu_nest.c, runtime/pool.c).
+ *
+ *   shared   nests that emit the same code share one tfg_k<N>: a chain
+ *            of 40 unfused ops of 3 kinds on one shape has 3 kernels,
+ *            and 41 with TFG_KERNEL_DEDUP=0
+ *   same     every nest family (elementwise with broadcasts, fused
+ *            groups, reductions in both loop orders, argmax, transpose,
+ *            concat, slice, one_hot, range, random) gives the same bytes
+ *            with one thread, split over 3 threads (TFG_PAR_MIN=1: every
+ *            nest that may be split is, with odd chunk sizes), and with
+ *            no kernel shared; floats compared bit for bit, since a split
+ *            never splits a reduction
+ *   pool     tfg_rt_parallel runs every iteration once, some of them on
+ *            the workers, and a loop of fewer iterations than threads
+ * Feeds come through a fake tfg_rt_recv; fetches are copied by a fake
+ * tfg_rt_send.  tfg_rt_parallel is libtfg's own (the threads are real,
+ * which ASan and UBSan see in make asan).
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "codegen/codegen.h"
+#include "tests/unit/test.h"
+
+enum { NKEY = 64 };
+
+static void *feed_data[NKEY];
+static size_t feed_size[NKEY];
+static char *sent[NKEY];
+static size_t send_size[NKEY];
+
+static int
+fake_recv(struct RtCtx *ctx, uint32_t key, void *dst)
+{
+	(void)ctx;
+	if (key >= NKEY || !feed_data[key])
+		return 99;
+	memcpy(dst, feed_data[key], feed_size[key]);
+	return 0;
+}
+
+static int
+fake_send(struct RtCtx *ctx, uint32_t key, const void *src)
+{
+	(void)ctx;
+	if (key >= NKEY)
+		return 99;
+	free(sent[key]);
+	sent[key] = malloc(send_size[key] + 1);
+	memcpy(sent[key], src, send_size[key]);
+	return 0;
+}
+
+static uint64_t rng;
+
+static void
+fill(void *d, TfgDtype t, int64_t n)
+{
+	for (int64_t i = 0; i < n; i++) {
+		rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+		double f = ((double)(rng >> 11) / 9007199254740992.0 - 0.5) * 8;
+		int64_t v = (int64_t)(rng >> 40) % 200 - 100;
+		switch (t) {
+		case TFG_BOOL: ((uint8_t *)d)[i] = rng & 1; break;
+		case TFG_I32: ((int32_t *)d)[i] = (int32_t)v; break;
+		case TFG_I64: ((int64_t *)d)[i] = v; break;
+		case TFG_F32: ((float *)d)[i] = (float)f; break;
+		default: ((double *)d)[i] = f; break;
+		}
+	}
+}
+
+static size_t
+nbytes(TfgDtype t, const TfgShape *s)
+{
+	return (size_t)tfg_shape_numel(s) * tfg_dtype_size(t);
+}
+
+/* Compiles src (fusion on or off) into p. */
+static int
+compile_src(Program *p, const char *src, int fuse)
+{
+	char path[] = "/tmp/tfg-kernel-test.XXXXXX";
+	int fd = mkstemp(path), rc;
+	CompileOptions co = {0};
+	Diag d;
+	if (fd < 0 || write(fd, src, strlen(src)) != (ssize_t)strlen(src))
+		return -1;
+	close(fd);
+	diag_init(&d, stderr);
+	co.no_fuse = !fuse;
+	rc = compile_file(p, path, &co, &d);
+	unlink(path);
+	return rc;
+}
+
+/* Kernel options: $TFG_KERNEL_DEDUP and $TFG_PAR_MIN (read when a
+ * module is built). */
+static void
+kopts(int dedup, const char *par_min)
+{
+	setenv("TFG_KERNEL_DEDUP", dedup ? "1" : "0", 1);
+	setenv("TFG_PAR_MIN", par_min, 1);
+}
+
+/* Runs sig 0 of task 0 of src; returns the fetched bytes concatenated
+ * (malloc'd, *len their size) or NULL. */
+static char *
+run_src(const char *src, size_t *len)
+{
+	Program p;
+	CgJit *j = NULL;
+	RtPart parts[4] = {{0}};
+	CgOptions o = {NULL, 2, fake_recv, fake_send};
+	char *out = NULL, *arena;
+	IrSig *g;
+
+	if (compile_src(&p, src, 1) != 0)
+		return NULL;
+	g = &p.sigs[0];
+	memset(feed_data, 0, sizeof feed_data);
+	for (int i = 0; i < g->nfetch; i++)
+		send_size[g->fetch_key[i]] = nbytes(g->fetch[i]->dtype,
+						    &g->fetch[i]->shape);
+	rng = 0x9e3779b97f4a7c15ull;
+	for (int i = 0; i < g->nfeed; i++) {
+		uint32_t k = g->feed_key[i];
+		feed_size[k] = nbytes(g->feed[i]->dtype, &g->feed[i]->shape);
+		feed_data[k] = malloc(feed_size[k] + 1);
+		fill(feed_data[k], g->feed[i]->dtype,
+		     tfg_shape_numel(&g->feed[i]->shape));
+	}
+	if (cg_jit(&j, &p, 0, &o, parts, NULL) == 0 && parts[0].fn) {
+		arena = aligned_alloc(64, (parts[0].arena_size + 127) &
+					      ~(size_t)63);
+		if (parts[0].fn(NULL, arena) == 0) {
+			*len = 0;
+			for (int i = 0; i < g->nfetch; i++)
+				*len += send_size[g->fetch_key[i]];
+			out = malloc(*len + 1);
+			*len = 0;
+			for (int i = 0; i < g->nfetch; i++) {
+				size_t n = send_size[g->fetch_key[i]];
+				if (sent[g->fetch_key[i]])
+					memcpy(out + *len,
+					       sent[g->fetch_key[i]], n);
+				*len += n;
+			}
+		}
+		free(arena);
+	}
+	cg_jit_free(j);
+	for (int i = 0; i < NKEY; i++) {
+		free(feed_data[i]);
+		free(sent[i]);
+		feed_data[i] = NULL;
+		sent[i] = NULL;
+	}
+	arena_free(p.arena);
+	return out;
+}
+
+/* The optimised IR of src (fusion off), malloc'd. */
+static char *
+emit_src(const char *src)
+{
+	CgOptions o = {NULL, 2, NULL, NULL};
+	Program p;
+	char *ir = NULL;
+	size_t len = 0;
+	FILE *f;
+	if (compile_src(&p, src, 0) != 0)
+		return NULL;
+	f = open_memstream(&ir, &len);
+	if (cg_emit_llvm(f, &p, 0, &o) != 0) {
+		fclose(f);
+		free(ir);
+		ir = NULL;
+	} else {
+		fclose(f);
+	}
+	arena_free(p.arena);
+	return ir;
+}
+
+static int
+count(const char *s, const char *what)
+{
+	int n = 0;
+	for (const char *c = strstr(s, what); c; c = strstr(c + 1, what))
+		n++;
+	return n;
+}
+
+static void
+t_shared(void)
+{
+	char src[4096];
+	size_t at = 0;
+	at += (size_t)snprintf(src + at, sizeof src - at,
+			       "cluster { local = [\"localhost:2222\"] }\n"
+			       "v0 = random_uniform([64, 64], seed=1)\n");
+	for (int i = 1; i <= 40; i++)
+		at += (size_t)snprintf(src + at, sizeof src - at,
+				       i % 2 ? "v%d = tanh(v%d)\n"
+					     : "v%d = v%d + v0\n", i, i - 1);
+	snprintf(src + at, sizeof src - at,
+		 "session \"/job:local/task:0\" { print run(v40) }\n");
+	kopts(1, "");
+	char *ir = emit_src(src);
+	ASSERT(ir != NULL);
+	ASSERT_EQ(count(ir, "define internal"), 3);
+	ASSERT_EQ(count(ir, "call fastcc void @tfg_k"), 41);
+	free(ir);
+	kopts(0, "");
+	ir = emit_src(src);
+	ASSERT(ir != NULL);
+	ASSERT_EQ(count(ir, "define internal"), 41);
+	free(ir);
+	/* split: a loop worth splitting goes through the pool */
+	kopts(1, "1");
+	ir = emit_src(src);
+	ASSERT(ir != NULL);
+	ASSERT_EQ(count(ir, "call void @tfg_rt_parallel"), 41);
+	free(ir);
+}
+
+/* src gives the same bytes on 1 and 3 threads, with and without
+ * sharing. */
+static void
+same(const char *body)
+{
+	char src[4096];
+	size_t n[3] = {0, 0, 0};
+	static const int dedup[3] = {1, 1, 0};
+	static const char *par_min[3] = {"-1", "1", "1"};
+	char *r[3];
+	snprintf(src, sizeof src, "cluster { local = [\"localhost:2222\"] }\n"
+		 "%s", body);
+	for (int i = 0; i < 3; i++) {
+		ASSERT_EQ(tfg_set_threads(i ? 3 : 1), i ? 3 : 1);
+		kopts(dedup[i], par_min[i]);
+		r[i] = run_src(src, &n[i]);
+		ASSERT(r[i] != NULL);
+	}
+	for (int i = 1; i < 3; i++) {
+		ASSERT_EQ(n[i], n[0]);
+		if (memcmp(r[i], r[0], n[0]) != 0)
+			TEST_FAIL_("run %d differs: %s", i, body);
+	}
+	for (int i = 0; i < 3; i++)
+		free(r[i]);
+	kopts(1, "");
+}
+
+static void
+t_same(void)
+{
+	/* the pool first sized here: 2 workers, even on fewer cores */
+	ASSERT_EQ(tfg_set_threads(3), 3);
+	same("input x: f32[37, 129]\ninput b: f32[129]\ninput c: f32[37, 1]\n"
+	     "y = sigmoid(x * 1.5 + b) - c\nz = tanh(x) * c\n"
+	     "w = where(x > c, x, b)\ni = cast(x * 10.0, i32) % 7\n"
+	     "session { print run(y, z, w, i, feed { x: load(\"x\"), "
+	     "b: load(\"b\"), c: load(\"c\") }) }\n");
+	same("input x: f32[33, 17, 9]\ninput i: i64[33, 17, 9]\n"
+	     "a = reduce_sum(x, axis=0)\nb = reduce_mean(x, axis=1)\n"
+	     "c = reduce_max(x * 2.0, axis=2)\nd = reduce_sum(x)\n"
+	     "e = argmax(x, axis=1)\nf = reduce_mean(i, axis=[0, 2])\n"
+	     "g = reduce_prod(x * 0.1 + 1.0, axis=[1, 2])\n"
+	     "session { print run(a, b, c, d, e, f, g, feed { x: load(\"x\"), "
+	     "i: load(\"i\") }) }\n");
+	same("input x: f64[31, 45]\ninput y: f64[31, 7]\n"
+	     "t = transpose(x)\nk = concat([x, y], axis=1)\n"
+	     "s = x[3:29, 5:40]\nh = one_hot(cast(reduce_max(x, axis=1), i32) "
+	     "% 5, 5)\nr = range(0, 1000)\nu = random_uniform([77, 13], "
+	     "seed=4)\nn = random_normal([301], seed=5)\n"
+	     "session { print run(t, k, s, h, r, u, n, feed { x: load(\"x\"), "
+	     "y: load(\"y\") }) }\n");
+	/* large enough that the workers wake before the caller is done */
+	same("input x: f32[8192, 256]\n"
+	     "a = reduce_sum(x, axis=0)\nb = reduce_max(x, axis=1)\n"
+	     "c = exp(x * 0.5)\n"
+	     "session { print run(a, b, c, feed { x: load(\"x\") }) }\n");
+	same("input x: f32[4096]\ninput y: f32[64, 64]\n"
+	     "a = x * 2.0 + 1.0\nb = reshape(x, [64, 64]) - y\n"
+	     "m = matmul(y, y)\n"
+	     "session { print run(a, b, m, feed { x: load(\"x\"), "
+	     "y: load(\"y\") }) }\n");
+}
+
+static _Atomic int hits[1000];
+static _Atomic int by_worker;
+static pthread_t caller;
+
+static void
+k_count(void *const *bases, int64_t b, int64_t e)
+{
+	(void)bases;
+	for (int64_t i = b; i < e; i++) {
+		atomic_fetch_add(&hits[i], 1);
+		if (!pthread_equal(pthread_self(), caller))
+			atomic_fetch_add(&by_worker, 1);
+		usleep(20); /* long enough for the workers to wake */
+	}
+}
+
+static void
+t_pool(void)
+{
+	int64_t ns[4] = {1000, 2, 1, 0};
+	caller = pthread_self();
+	ASSERT_EQ(tfg_set_threads(3), 3);
+	for (int r = 0; r < 4; r++) {
+		memset(hits, 0, sizeof hits);
+		atomic_store(&by_worker, 0);
+		tfg_rt_parallel(k_count, NULL, ns[r]);
+		for (int i = 0; i < 1000; i++)
+			ASSERT_EQ(atomic_load(&hits[i]), i < ns[r]);
+	}
+	memset(hits, 0, sizeof hits);
+	tfg_rt_parallel(k_count, NULL, 1000);
+	ASSERT(atomic_load(&by_worker) > 0);
+	ASSERT_EQ(tfg_set_threads(1), 1);
+	atomic_store(&by_worker, 0);
+	tfg_rt_parallel(k_count, NULL, 100);
+	ASSERT_EQ(atomic_load(&by_worker), 0);
+}
+
+TEST_MAIN({"shared", t_shared}, {"same", t_same}, {"pool", t_pool})
