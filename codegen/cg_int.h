@@ -122,7 +122,8 @@ typedef void (*NestFini)(CgCtx *C, const Nest *L, LLVMValueRef *off,
  *                  inputs' dtypes and shapes, axes keepdims perm axis,
  *                  make and fuse.  Equal keys then share one kernel.
  *   CG_NEST_ELEM   body and fini touch operand 0 only at off[0] (one
- *                  element) and write no other operand: outer iterations
+ *                  element; Nest.row elements from off[0] when row > 1)
+ *                  and write no other operand: outer iterations
  *                  that reach distinct output elements may run on
  *                  different threads (tfg_rt_parallel).
  * Without flags a nest is still outlined, but neither shared nor split. */
@@ -143,6 +144,9 @@ struct Nest {
 	TfgDtype acc_dt;          /* reductions: accumulator dtype */
 	int64_t count;            /* reductions: elements per output */
 	unsigned flags;           /* CG_NEST_SHARE | CG_NEST_ELEM */
+	int64_t row;              /* > 1: the body runs a row of this many
+				     elements itself (softmax), which counts
+				     as work when splitting; 0 or 1: one */
 };
 
 /* A counted loop: cg_loop_begin opens it (i from 0, an optional

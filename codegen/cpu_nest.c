@@ -36,7 +36,7 @@
  * Multi-core: a nest with CG_NEST_ELEM, at least CG_PAR_MIN iterations in
  * all, an outermost loop that does not accumulate and that writes
  * disjoint output elements per iteration (its output stride exceeds the
- * span of everything inside it) is called through
+ * span of everything inside it, Nest.row included) is called through
  * tfg_rt_parallel(tfg_k<N>_p, bases, n) (runtime/pool.c), which splits
  * [0, n) into chunks over the process's threads; tfg_k<N>_p unpacks the
  * bases and calls tfg_k<N>.  Every output element is computed by the
@@ -301,6 +301,7 @@ key_nest(Key *k, const Nest *L, uint64_t attrs)
 	}
 	key_i64(k, L->acc_dt);
 	key_i64(k, L->count);
+	key_i64(k, L->row);
 	key_i64(k, (int64_t)attrs);
 	key_node(k, L->n);
 }
@@ -552,6 +553,10 @@ nest_parallel(CgCtx *C, const Nest *L)
 				return 0;
 			span += (L->dim[d] - 1) * L->stride[0][d];
 		}
+	}
+	if (L->row > 1) { /* the body's own row: row elements from off[0] */
+		work *= L->row;
+		span += L->row - 1;
 	}
 	return work >= min && L->stride[0][0] > span;
 }

@@ -37,7 +37,8 @@
  *
  * softmax is one loop over the rows of the last axis with three passes
  * per row: max, then sum of exp(x - max) (softmax stores the exps), then
- * the normalisation.
+ * the normalisation; the row loop is a nest (Nest.row = K) so it is
+ * outlined and, when large, split over threads like any other.
  */
 #include <math.h>
 #include <string.h>
@@ -452,29 +453,22 @@ row_load(CgCtx *C, TfgDtype t, LLVMValueRef base, LLVMValueRef row,
 	return cg_load_at(C, t, base, LLVMBuildNSWAdd(C->b, row, j, ""));
 }
 
-/* Per row of the last axis (length K): m = max (NaN propagates), then
- * s = sum exp(x - m), then x's softmax exp(x - m) / s (the exps stored by
- * the second pass) or log_softmax (x - m) - log(s). */
-static int
-emit_softmax(CgCtx *C, IrNode *n)
+/* One row of the last axis (length K, at element offset off[0] of both
+ * operands): m = max (NaN propagates), then s = sum exp(x - m), then x's
+ * softmax exp(x - m) / s (the exps stored by the second pass) or
+ * log_softmax (x - m) - log(s).  A nest body (L->n is the node, operand
+ * 0 the output, 1 the input), so it runs in the outlined kernel. */
+static LLVMValueRef
+body_softmax_row(CgCtx *C, const Nest *L, LLVMValueRef *off, LLVMValueRef acc)
 {
 	LLVMBuilderRef B = C->b;
+	const IrNode *n = L->n;
 	TfgDtype t = n->dtype;
 	LLVMTypeRef ty = cg_elty(C, t);
-	int64_t K, R;
-	Loop lr, lj;
-	if (n->nin != 1 || n->shape.rank < 1 || !cg_is_float(t))
-		return cg_fail(C, n, "softmax needs one float input of rank "
-			       ">= 1");
-	K = n->shape.dims[n->shape.rank - 1];
-	if (cg_numel(&n->shape) == 0)
-		return 0;
-	R = cg_numel(&n->shape) / K;
-	LLVMValueRef out = cg_buf(C, n), in = cg_buf(C, n->in[0]);
+	int64_t K = n->shape.dims[n->shape.rank - 1];
+	LLVMValueRef out = L->base[0], in = L->base[1], row = off[0];
 	int soft = n->op == OP_softmax;
-
-	cg_loop_begin(C, &lr, NULL);
-	LLVMValueRef row = LLVMBuildNSWMul(B, lr.i, cg_i64c(C, K), "");
+	Loop lj;
 
 	cg_loop_begin(C, &lj, LLVMConstReal(ty, -INFINITY));
 	LLVMValueRef mx[2] = {lj.acc, row_load(C, t, in, row, lj.i)};
@@ -503,8 +497,38 @@ emit_softmax(CgCtx *C, IrNode *n)
 			LLVMBuildFSub(B, cg_load_at(C, t, in, at), m, ""), ls,
 			""));
 	cg_loop_end(C, &lj, K, NULL);
+	return acc;
+}
 
-	cg_loop_end(C, &lr, R, NULL);
+/* A nest over the R rows (stride K for both operands), the row body
+ * above: an outlined kernel over a row range, split over threads by
+ * cg_nest_emit when R * K is large (each row writes only its own K
+ * outputs, so the result is bit-identical to one thread). */
+static int
+emit_softmax(CgCtx *C, IrNode *n)
+{
+	TfgDtype t = n->dtype;
+	int64_t K, R;
+	if (n->nin != 1 || n->shape.rank < 1 || !cg_is_float(t))
+		return cg_fail(C, n, "softmax needs one float input of rank "
+			       ">= 1");
+	K = n->shape.dims[n->shape.rank - 1];
+	if (cg_numel(&n->shape) == 0)
+		return 0;
+	R = cg_numel(&n->shape) / K;
+	Nest L;
+	memset(&L, 0, sizeof L);
+	L.rank = 1;
+	L.dim[0] = R;
+	L.nop = 2;
+	L.base[0] = cg_buf(C, n);
+	L.base[1] = cg_buf(C, n->in[0]);
+	L.stride[0][0] = L.stride[1][0] = K;
+	L.body = body_softmax_row;
+	L.n = n;
+	L.row = K;
+	L.flags = CG_NEST_SHARE | CG_NEST_ELEM;
+	cg_nest_emit(C, &L);
 	return 0;
 }
 

@@ -7,7 +7,8 @@
  *            and 41 with TFG_KERNEL_DEDUP=0
  *   same     every nest family (elementwise with broadcasts, fused
  *            groups, reductions in both loop orders, argmax, transpose,
- *            concat, slice, one_hot, range, random) gives the same bytes
+ *            concat, slice, one_hot, range, random, softmax and
+ *            log_softmax split by rows) gives the same bytes
  *            with one thread, split over 3 threads (TFG_PAR_MIN=1: every
  *            nest that may be split is, with odd chunk sizes), and with
  *            no kernel shared; floats compared bit for bit, since a split
@@ -228,6 +229,22 @@ t_shared(void)
 	ASSERT(ir != NULL);
 	ASSERT_EQ(count(ir, "call void @tfg_rt_parallel"), 41);
 	free(ir);
+	/* softmax's rows: outlined, split when large (rows * cols) */
+	static const char *sm = "cluster { local = [\"localhost:2222\"] }\n"
+	    "x = random_uniform([512, 256], seed=1)\ny = softmax(x)\n"
+	    "z = log_softmax(x)\n"
+	    "session \"/job:local/task:0\" { print run(y, z) }\n";
+	kopts(1, "");
+	ir = emit_src(sm);
+	ASSERT(ir != NULL);
+	ASSERT_EQ(count(ir, "call void @tfg_rt_parallel"), 3);
+	free(ir);
+	kopts(1, "-1");
+	ir = emit_src(sm);
+	ASSERT(ir != NULL);
+	ASSERT_EQ(count(ir, "call void @tfg_rt_parallel"), 0);
+	free(ir);
+	kopts(1, "");
 }
 
 /* src gives the same bytes on 1 and 3 threads, with and without
@@ -287,6 +304,16 @@ t_same(void)
 	     "a = reduce_sum(x, axis=0)\nb = reduce_max(x, axis=1)\n"
 	     "c = exp(x * 0.5)\n"
 	     "session { print run(a, b, c, feed { x: load(\"x\") }) }\n");
+	/* softmax: a kernel over a range of rows, split by rows */
+	same("input x: f32[37, 5, 129]\ninput y: f64[41, 33]\n"
+	     "input v: f32[300]\n"
+	     "a = softmax(x)\nb = log_softmax(x)\nc = softmax(y)\n"
+	     "d = log_softmax(y)\ne = softmax(v)\nf = log_softmax(v * 3.0)\n"
+	     "session { print run(a, b, c, d, e, f, feed { x: load(\"x\"), "
+	     "y: load(\"y\"), v: load(\"v\") }) }\n");
+	same("input x: f32[4096, 1024]\n"
+	     "a = softmax(x)\nb = log_softmax(x * 2.0)\n"
+	     "session { print run(a, b, feed { x: load(\"x\") }) }\n");
 	same("input x: f32[4096]\ninput y: f32[64, 64]\n"
 	     "a = x * 2.0 + 1.0\nb = reshape(x, [64, 64]) - y\n"
 	     "m = matmul(y, y)\n"
