@@ -466,56 +466,21 @@ cpu_emit_send(CgCtx *C, IrNode *n)
 	return 0;
 }
 
+/* One element of any elementwise node: its inputs loaded, then computed
+ * by cg_elem_apply, the same code fused groups use (codegen/cpu_fuse.c). */
 static LLVMValueRef
-body_binary(CgCtx *C, const Nest *L, LLVMValueRef *off, LLVMValueRef acc)
+body_elem(CgCtx *C, const Nest *L, LLVMValueRef *off, LLVMValueRef acc)
 {
 	const IrNode *n = L->n;
-	TfgDtype t = n->dtype;
-	LLVMValueRef a = cg_load_at(C, n->in[0]->dtype, L->base[1], off[1]);
-	LLVMValueRef b = cg_load_at(C, n->in[1]->dtype, L->base[2], off[2]);
-	a = cg_cvt(C, a, n->in[0]->dtype, t);
-	b = cg_cvt(C, b, n->in[1]->dtype, t);
-	cg_store_at(C, t, L->base[0], off[0], cg_arith(C, n->op, t, a, b));
-	return acc;
-}
+	LLVMValueRef v[CG_MAX_OPS];
+	TfgDtype it[CG_MAX_OPS];
 
-/* Comparisons: the operands have one dtype (the checker converts them),
- * the result is bool. */
-static LLVMValueRef
-body_compare(CgCtx *C, const Nest *L, LLVMValueRef *off, LLVMValueRef acc)
-{
-	const IrNode *n = L->n;
-	TfgDtype t = n->in[0]->dtype;
-	LLVMValueRef a = cg_load_at(C, t, L->base[1], off[1]);
-	LLVMValueRef b = cg_load_at(C, n->in[1]->dtype, L->base[2], off[2]);
-	b = cg_cvt(C, b, n->in[1]->dtype, t);
-	cg_store_at(C, TFG_BOOL, L->base[0], off[0], cg_compare(C, n->op, t, a, b));
-	return acc;
-}
-
-static LLVMValueRef
-body_where(CgCtx *C, const Nest *L, LLVMValueRef *off, LLVMValueRef acc)
-{
-	const IrNode *n = L->n;
-	TfgDtype t = n->dtype;
-	LLVMValueRef c = cg_load_at(C, n->in[0]->dtype, L->base[1], off[1]);
-	LLVMValueRef a = cg_load_at(C, n->in[1]->dtype, L->base[2], off[2]);
-	LLVMValueRef b = cg_load_at(C, n->in[2]->dtype, L->base[3], off[3]);
-	c = LLVMBuildICmp(C->b, LLVMIntNE, c, LLVMConstNull(LLVMTypeOf(c)),
-			  "");
-	a = cg_cvt(C, a, n->in[1]->dtype, t);
-	b = cg_cvt(C, b, n->in[2]->dtype, t);
-	cg_store_at(C, t, L->base[0], off[0], LLVMBuildSelect(C->b, c, a, b, ""));
-	return acc;
-}
-
-static LLVMValueRef
-body_unary(CgCtx *C, const Nest *L, LLVMValueRef *off, LLVMValueRef acc)
-{
-	const IrNode *n = L->n;
-	TfgDtype it = n->in[0]->dtype, t = n->dtype;
-	LLVMValueRef a = cg_cvt(C, cg_load_at(C, it, L->base[1], off[1]), it, t);
-	cg_store_at(C, t, L->base[0], off[0], cg_unary(C, n->op, t, a));
+	for (int k = 0; k < n->nin; k++) {
+		it[k] = n->in[k]->dtype;
+		v[k] = cg_load_at(C, it[k], L->base[k + 1], off[k + 1]);
+	}
+	cg_store_at(C, n->dtype, L->base[0], off[0],
+		    cg_elem_apply(C, n->op, n->dtype, it, v));
 	return acc;
 }
 
@@ -525,20 +490,6 @@ cg_body_copy(CgCtx *C, const Nest *L, LLVMValueRef *off, LLVMValueRef acc)
 	TfgDtype it = L->n->in[0]->dtype, t = L->n->dtype;
 	LLVMValueRef v = cg_load_at(C, it, L->base[1], off[1]);
 	cg_store_at(C, t, L->base[0], off[0], cg_cvt(C, v, it, t));
-	return acc;
-}
-
-static LLVMValueRef
-body_neg(CgCtx *C, const Nest *L, LLVMValueRef *off, LLVMValueRef acc)
-{
-	const IrNode *n = L->n;
-	LLVMValueRef a = cg_load_at(C, n->in[0]->dtype, L->base[1], off[1]);
-	a = cg_cvt(C, a, n->in[0]->dtype, n->dtype);
-	if (cg_is_float(n->dtype))
-		a = LLVMBuildFNeg(C->b, a, "");
-	else if (n->dtype != TFG_BOOL)
-		a = LLVMBuildSub(C->b, LLVMConstNull(LLVMTypeOf(a)), a, "");
-	cg_store_at(C, n->dtype, L->base[0], off[0], a);
 	return acc;
 }
 
@@ -572,97 +523,97 @@ cg_emit_elem(CgCtx *C, IrNode *n, int nin, NestBody body)
 int
 cpu_emit_add(CgCtx *C, IrNode *n)
 {
-	return cg_emit_elem(C, n, 2, body_binary);
+	return cg_emit_elem(C, n, 2, body_elem);
 }
 
 int
 cpu_emit_sub(CgCtx *C, IrNode *n)
 {
-	return cg_emit_elem(C, n, 2, body_binary);
+	return cg_emit_elem(C, n, 2, body_elem);
 }
 
 int
 cpu_emit_mul(CgCtx *C, IrNode *n)
 {
-	return cg_emit_elem(C, n, 2, body_binary);
+	return cg_emit_elem(C, n, 2, body_elem);
 }
 
 int
 cpu_emit_div(CgCtx *C, IrNode *n)
 {
-	return cg_emit_elem(C, n, 2, body_binary);
+	return cg_emit_elem(C, n, 2, body_elem);
 }
 
 int
 cpu_emit_mod(CgCtx *C, IrNode *n)
 {
-	return cg_emit_elem(C, n, 2, body_binary);
+	return cg_emit_elem(C, n, 2, body_elem);
 }
 
 int
 cpu_emit_pow(CgCtx *C, IrNode *n)
 {
-	return cg_emit_elem(C, n, 2, body_binary);
+	return cg_emit_elem(C, n, 2, body_elem);
 }
 
 int
 cpu_emit_maximum(CgCtx *C, IrNode *n)
 {
-	return cg_emit_elem(C, n, 2, body_binary);
+	return cg_emit_elem(C, n, 2, body_elem);
 }
 
 int
 cpu_emit_minimum(CgCtx *C, IrNode *n)
 {
-	return cg_emit_elem(C, n, 2, body_binary);
+	return cg_emit_elem(C, n, 2, body_elem);
 }
 
 int
 cpu_emit_equal(CgCtx *C, IrNode *n)
 {
-	return cg_emit_elem(C, n, 2, body_compare);
+	return cg_emit_elem(C, n, 2, body_elem);
 }
 
 int
 cpu_emit_not_equal(CgCtx *C, IrNode *n)
 {
-	return cg_emit_elem(C, n, 2, body_compare);
+	return cg_emit_elem(C, n, 2, body_elem);
 }
 
 int
 cpu_emit_less(CgCtx *C, IrNode *n)
 {
-	return cg_emit_elem(C, n, 2, body_compare);
+	return cg_emit_elem(C, n, 2, body_elem);
 }
 
 int
 cpu_emit_less_equal(CgCtx *C, IrNode *n)
 {
-	return cg_emit_elem(C, n, 2, body_compare);
+	return cg_emit_elem(C, n, 2, body_elem);
 }
 
 int
 cpu_emit_greater(CgCtx *C, IrNode *n)
 {
-	return cg_emit_elem(C, n, 2, body_compare);
+	return cg_emit_elem(C, n, 2, body_elem);
 }
 
 int
 cpu_emit_greater_equal(CgCtx *C, IrNode *n)
 {
-	return cg_emit_elem(C, n, 2, body_compare);
+	return cg_emit_elem(C, n, 2, body_elem);
 }
 
 int
 cpu_emit_where(CgCtx *C, IrNode *n)
 {
-	return cg_emit_elem(C, n, 3, body_where);
+	return cg_emit_elem(C, n, 3, body_elem);
 }
 
 int
 cpu_emit_neg(CgCtx *C, IrNode *n)
 {
-	return cg_emit_elem(C, n, 1, body_neg);
+	return cg_emit_elem(C, n, 1, body_elem);
 }
 
 int
@@ -674,43 +625,43 @@ cpu_emit_cast(CgCtx *C, IrNode *n)
 int
 cpu_emit_exp(CgCtx *C, IrNode *n)
 {
-	return cg_emit_elem(C, n, 1, body_unary);
+	return cg_emit_elem(C, n, 1, body_elem);
 }
 
 int
 cpu_emit_log(CgCtx *C, IrNode *n)
 {
-	return cg_emit_elem(C, n, 1, body_unary);
+	return cg_emit_elem(C, n, 1, body_elem);
 }
 
 int
 cpu_emit_sqrt(CgCtx *C, IrNode *n)
 {
-	return cg_emit_elem(C, n, 1, body_unary);
+	return cg_emit_elem(C, n, 1, body_elem);
 }
 
 int
 cpu_emit_tanh(CgCtx *C, IrNode *n)
 {
-	return cg_emit_elem(C, n, 1, body_unary);
+	return cg_emit_elem(C, n, 1, body_elem);
 }
 
 int
 cpu_emit_sigmoid(CgCtx *C, IrNode *n)
 {
-	return cg_emit_elem(C, n, 1, body_unary);
+	return cg_emit_elem(C, n, 1, body_elem);
 }
 
 int
 cpu_emit_relu(CgCtx *C, IrNode *n)
 {
-	return cg_emit_elem(C, n, 1, body_unary);
+	return cg_emit_elem(C, n, 1, body_elem);
 }
 
 int
 cpu_emit_abs(CgCtx *C, IrNode *n)
 {
-	return cg_emit_elem(C, n, 1, body_unary);
+	return cg_emit_elem(C, n, 1, body_elem);
 }
 
 
