@@ -224,6 +224,13 @@ int place_program(Program *p);
 int partition_program(Program *p);
 int fuse_program(Program *p);
 int plan_program(Program *p);
+/* The plan of a program with `?` dims left, after placement: tasks,
+ * sessions and the signatures' feeds and fetches, no edges or parts
+ * (TfgPlan.generic). */
+int plan_generic(Program *p);
+/* A specialisation: keeps what run signature `sig` needs (it must then
+ * have every dim known) and empties the other signatures. */
+int prune_to_sig(Program *p, int sig);
 
 /* Dumps, for tfgc emit. */
 void dump_placed(FILE *out, const Program *p);      /* --emit=placed */
@@ -264,6 +271,15 @@ typedef struct CompileOptions {
 	/* tfgc check: a program with `?` dims left stops after check
 	   instead of being an error */
 	int unknown_ok;
+	/* run, server: a program with `?` dims left is placed and becomes a
+	   generic plan (plan_generic), specialised per run at run time */
+	int generic_ok;
+	/* A specialisation (spec/design.md "Unknown dims"): 1 + the run
+	   signature to compile; the graph is pruned to what it needs right
+	   after placement, the other signatures get no parts.  0: none. */
+	int spec_sig;
+	/* The source, already read (specialisations); NULL: read path */
+	const SrcFile *source;
 } CompileOptions;
 int compile_file(Program *p, const char *path, const CompileOptions *o,
 		 Diag *d);

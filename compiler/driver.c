@@ -104,7 +104,7 @@ apply_addr(Program *p, const char *spec, Diag *d)
 /* A program with `?` dims left is checked, never compiled to code
  * (spec §4.3): each such input is an error naming --shape. */
 static int
-unknown_dims(Program *p, Diag *d)
+unknown_dims(Program *p, Diag *d, const char *what)
 {
 	for (int i = 0; i < p->g.nodes.n; i++) {
 		IrNode *n = p->g.nodes.v[i];
@@ -120,10 +120,10 @@ unknown_dims(Program *p, Diag *d)
 			     : snprintf(eg + k, sizeof eg - k, "%s%lld",
 					j ? "," : "",
 					(long long)n->shape.dims[j]);
-		diag_error(d, n->loc, "input '%s' has unknown dims (%s): give "
-			   "its shape with --shape %s=%s", n->name,
-			   ir_type_str(p->arena, n->dtype, &n->shape), n->name,
-			   eg);
+		diag_error(d, n->loc, "input '%s' has unknown dims (%s): %s "
+			   "--shape %s=%s", n->name,
+			   ir_type_str(p->arena, n->dtype, &n->shape), what,
+			   n->name, eg);
 	}
 	return d->nerr;
 }
@@ -139,7 +139,9 @@ compile_file(Program *p, const char *path, const CompileOptions *o,
 	p->arena = arena_new();
 	p->opt = o;
 	p->diag = d;
-	if (!(p->src = src_read(p->arena, path, &err))) {
+	if (o && o->source)
+		p->src = o->source;
+	else if (!(p->src = src_read(p->arena, path, &err))) {
 		diag_error(d, (SrcLoc){0}, "cannot read '%s': %s", path,
 			   strerror(err));
 		return 1;
@@ -156,7 +158,8 @@ compile_file(Program *p, const char *path, const CompileOptions *o,
 			return d->nerr;
 	if (strcmp(until, "check") == 0 || (p->nunknown && o->unknown_ok))
 		return 0;
-	if (p->nunknown && unknown_dims(p, d))
+	if (p->nunknown && !(o && (o->generic_ok || o->spec_sig)) &&
+	    unknown_dims(p, d, "give its shape with"))
 		return d->nerr;
 	/* Placement sees the graph as written (it is what
 	   --log-device-placement shows); the passes then keep each value
@@ -165,6 +168,14 @@ compile_file(Program *p, const char *path, const CompileOptions *o,
 		return d->nerr;
 	if (strcmp(until, "place") == 0)
 		return 0;
+	/* `?` dims left: a generic plan (run, server), or a specialisation
+	   that keeps only its signature, whose dims are all known. */
+	if (o && o->spec_sig) {
+		if (prune_to_sig(p, o->spec_sig - 1))
+			return d->nerr;
+	} else if (p->nunknown) {
+		return plan_generic(p) ? d->nerr : 0;
+	}
 	if ((!o || !o->no_fold) && fold_program(p))
 		return d->nerr;
 	if (strcmp(until, "fold") == 0)
@@ -373,6 +384,112 @@ jit_compile(void *cookie, const TfgPlan *plan, int task, RtPart *parts)
 	return 0;
 }
 
+/* The specialisations this process compiled (spec/design.md "Unknown
+ * dims"): each a whole Program with its options and JIT, kept until exit
+ * because the runtime runs their code and reads their plans. */
+typedef struct Spec {
+	CompileOptions co;
+	Arena *ar;       /* the --shape strings */
+	Program p;
+	CgJit *jit;
+} Spec;
+static Spec **the_specs;
+static int the_nspec;
+
+static void
+specs_free(void)
+{
+	for (int i = 0; i < the_nspec; i++) {
+		cg_jit_free(the_specs[i]->jit);
+		arena_free(the_specs[i]->p.arena);
+		arena_free(the_specs[i]->ar);
+		free(the_specs[i]);
+	}
+	free(the_specs);
+	the_specs = NULL;
+	the_nspec = 0;
+}
+
+/* "x=100,784" for a feed shape. */
+static const char *
+shape_opt_str(Arena *ar, const char *name, const TfgShape *s)
+{
+	char buf[8 * 24];
+	size_t k = 0;
+
+	buf[0] = '\0';
+	for (int i = 0; i < s->rank; i++)
+		k += (size_t)snprintf(buf + k, sizeof buf - k, "%s%lld",
+				      i ? "," : "", (long long)s->dims[i]);
+	return arena_printf(ar, "%s=%s", name, buf);
+}
+
+/* TfgSpecialiseFn: the program compiled again with the dims of sig's feeds
+ * as --shape, pruned to sig, and JIT-compiled for task.  Diagnostics go
+ * into e->msg, whole (source line and caret too). */
+static int
+jit_specialise(void *cookie, const TfgPlan *plan, int sig,
+	       const TfgShape *feeds, int task, const TfgPlan **out,
+	       RtPart *parts, TfgError *e)
+{
+	Program *base = cookie;
+	const RtSig *gs = &plan->sigs[sig];
+	Spec *sp = calloc(1, sizeof *sp), **v;
+	const char **shape;
+	char *text = NULL;
+	size_t ntext = 0;
+	FILE *mem;
+	CgOptions o = {0};
+	Diag d;
+	double ms = 0;
+	int rc, n = 0;
+
+	v = realloc(the_specs, sizeof *v * ((size_t)the_nspec + 1));
+	if (v)
+		the_specs = v;
+	if (!sp || !v || !(sp->ar = arena_new())) {
+		free(sp);
+		return tfg_error(e, TFG_ENOMEM, "out of memory");
+	}
+	the_specs[the_nspec++] = sp;
+	sp->co = *base->opt;
+	shape = arena_alloc(sp->ar, sizeof *shape *
+			    (size_t)(sp->co.nshape + gs->nfeed + 1));
+	for (int i = 0; i < sp->co.nshape; i++)
+		shape[n++] = sp->co.shape[i];
+	for (int i = 0; i < gs->nfeed; i++)
+		if (!shape_known(&gs->feeds[i].shape))
+			shape[n++] = shape_opt_str(sp->ar, gs->feeds[i].name,
+						   &feeds[i]);
+	sp->co.shape = shape;
+	sp->co.nshape = n;
+	sp->co.spec_sig = sig + 1;
+	sp->co.generic_ok = 0;
+	sp->co.until = "plan";
+	sp->co.source = base->src;
+	mem = open_memstream(&text, &ntext);
+	diag_init(&d, mem ? mem : stderr);
+	rc = compile_file(&sp->p, base->src->path, &sp->co, &d);
+	if (mem)
+		fclose(mem);
+	if (rc != 0) {
+		while (ntext > 0 && text[ntext - 1] == '\n')
+			text[--ntext] = '\0';
+		tfg_error(e, TFG_EINVAL, "\n%s", text ? text : "");
+		free(text);
+		return 1;
+	}
+	free(text);
+	o.opt_level = 2;
+	if (cg_jit(&sp->jit, &sp->p, task, &o, parts, &ms) != 0)
+		return tfg_error(e, TFG_EINVAL, "code generation failed");
+	if (getenv("TFG_JIT_TIME"))
+		fprintf(stderr, "tfgc: %s: JIT %.2f ms (specialisation)\n",
+			sp->p.tasks[task].name, ms);
+	*out = sp->p.plan;
+	return 0;
+}
+
 /* server --part: the parts come from a shared object, no LLVM. */
 static int
 part_load(void *cookie, const TfgPlan *plan, int task, RtPart *parts)
@@ -484,14 +601,22 @@ cmd_server(Args *a, Program *p)
 	if (!a->job || !a->task_s)
 		return bad_usage("server needs --job J and --task T%s", "");
 	t = strtol(a->task_s, &end, 10);
-	for (int i = 0; i < p->ntask; i++)
-		if (!*end && strcmp(p->tasks[i].job, a->job) == 0 &&
-		    p->tasks[i].index == t)
-			return a->part ? tfg_server_main(p->plan, i, &o,
-							 part_load,
-							 (void *)a->part)
-				       : tfg_server_main(p->plan, i, &o,
-							 jit_compile, p);
+	for (int i = 0; i < p->ntask; i++) {
+		if (*end || strcmp(p->tasks[i].job, a->job) != 0 ||
+		    p->tasks[i].index != t)
+			continue;
+		if (a->part && p->plan->generic) {
+			unknown_dims(p, p->diag, "a compiled part needs them, "
+				     "give the part's");
+			return 1;
+		}
+		if (a->part)
+			return tfg_server_main(p->plan, i, &o, part_load,
+					       (void *)a->part);
+		o.specialise = jit_specialise;
+		o.specialise_cookie = p;
+		return tfg_server_main(p->plan, i, &o, jit_compile, p);
+	}
 	fprintf(stderr, "tfgc: error: the cluster has no task /job:%s/task:%s\n",
 		a->job, a->task_s);
 	return 1;
@@ -701,6 +826,7 @@ tfgc_main(int argc, char **argv)
 		rc = compile_file(&p, a.file, &co, &d) ? 1 : 0;
 	} else if (strcmp(a.cmd, "run") == 0 || strcmp(a.cmd, "server") == 0 ||
 		   strcmp(a.cmd, "stop") == 0) {
+		co.generic_ok = 1; /* `?` dims left: specialised per run */
 		if (compile_file(&p, a.file, &co, &d)) {
 			rc = 1;
 		} else if (strcmp(a.cmd, "run") == 0) {
@@ -714,6 +840,7 @@ tfgc_main(int argc, char **argv)
 	} else {
 		rc = bad_usage("unknown command '%s'", a.cmd);
 	}
+	specs_free();
 	cg_jit_free(the_jit);
 	tfg_part_close(the_part);
 	arena_free(p.arena);

@@ -14,10 +14,40 @@
  */
 #include "compiler/compiler_int.h"
 
+/* Marks what the nodes on the stack need, transitively. */
+static void
+mark(Program *p, PtrVec *stack, char *live)
+{
+	while (stack->n > 0) {
+		IrNode *x = stack->v[--stack->n];
+		if (live[x->id])
+			continue;
+		live[x->id] = 1;
+		for (int k = 0; k < x->nin; k++)
+			vec_push(p->arena, stack, x->in[k]);
+	}
+}
+
+/* Keeps the live nodes, in order, renumbered. */
+static void
+sweep(Program *p, const char *live)
+{
+	int n = p->g.nodes.n, w = 0;
+
+	for (int i = 0; i < n; i++) {
+		IrNode *x = p->g.nodes.v[i];
+		if (!live[i])
+			continue;
+		x->id = w;
+		p->g.nodes.v[w++] = x;
+	}
+	p->g.nodes.n = w;
+}
+
 int
 dce_program(Program *p)
 {
-	int n = p->g.nodes.n, w = 0;
+	int n = p->g.nodes.n;
 	char *live = arena_alloc(p->arena, n + 1);
 	PtrVec stack = {0};
 
@@ -29,21 +59,44 @@ dce_program(Program *p)
 		if (x->op == OP_input)
 			vec_push(p->arena, &stack, x);
 	}
-	while (stack.n > 0) {
-		IrNode *x = stack.v[--stack.n];
-		if (live[x->id])
-			continue;
-		live[x->id] = 1;
-		for (int k = 0; k < x->nin; k++)
-			vec_push(p->arena, &stack, x->in[k]);
-	}
-	for (int i = 0; i < n; i++) {
-		IrNode *x = p->g.nodes.v[i];
-		if (!live[i])
-			continue;
-		x->id = w;
-		p->g.nodes.v[w++] = x;
-	}
-	p->g.nodes.n = w;
+	mark(p, &stack, live);
+	sweep(p, live);
 	return 0;
+}
+
+/* A specialisation (spec/design.md "Unknown dims") compiles one run
+ * signature: only what its fetches need stays, inputs included, so the
+ * inputs other runs feed with dims still `?` go, and every dim left is
+ * known (the signature's feeds were given theirs). */
+int
+prune_to_sig(Program *p, int sig)
+{
+	int n = p->g.nodes.n;
+	char *live = arena_alloc(p->arena, n + 1);
+	PtrVec stack = {0};
+
+	if (sig < 0 || sig >= p->nsig) {
+		diag_error(p->diag, (SrcLoc){0}, "no run signature %d to "
+			   "specialise (the program has %d)", sig, p->nsig);
+		return 1;
+	}
+	for (int s = 0; s < p->nsig; s++) {
+		if (s == sig)
+			continue;
+		p->sigs[s].nfetch = 0;
+		p->sigs[s].nfeed = 0;
+	}
+	for (int i = 0; i < p->sigs[sig].nfetch; i++)
+		vec_push(p->arena, &stack, p->sigs[sig].fetch[i]);
+	mark(p, &stack, live);
+	sweep(p, live);
+	for (int i = 0; i < p->g.nodes.n; i++) {
+		IrNode *x = p->g.nodes.v[i];
+		if (!shape_known(&x->shape))
+			diag_error(p->diag, x->loc, "'%s' has dims not known "
+				   "in this specialisation (%s)",
+				   ir_node_label(x),
+				   ir_type_str(p->arena, x->dtype, &x->shape));
+	}
+	return p->diag->nerr;
 }

@@ -18,12 +18,47 @@ fnv(uint64_t h, const void *p, size_t n)
 	return h;
 }
 
-int
-plan_program(Program *p)
+static uint64_t
+fnv_i64(uint64_t h, int64_t v)
+{
+	return fnv(h, &v, sizeof v);
+}
+
+/* The hash covers the source, whether the plan is generic, and the shapes
+ * of everything that crosses tasks or comes in as a feed, so that two
+ * specialisations of one program (spec/design.md "Unknown dims") differ,
+ * and so does a server given another --shape. */
+static uint64_t
+plan_hash(const Program *p, const TfgPlan *pl)
+{
+	uint64_t h = fnv(0xcbf29ce484222325ull, p->src->text, p->src->len);
+
+	h = fnv_i64(fnv_i64(fnv_i64(h, pl->ntask), pl->nedge), pl->nsig);
+	h = fnv_i64(h, pl->generic);
+	for (int i = 0; i < pl->nedge; i++) {
+		const RtEdge *e = &pl->edges[i];
+		h = fnv_i64(fnv_i64(fnv_i64(h, e->src), e->dst), e->dtype);
+		for (int k = 0; k < e->shape.rank; k++)
+			h = fnv_i64(h, e->shape.dims[k]);
+		h = fnv_i64(h, e->shape.rank);
+	}
+	for (int s = 0; s < pl->nsig; s++) {
+		const RtSig *r = &pl->sigs[s];
+		h = fnv_i64(fnv_i64(fnv_i64(h, r->client), r->nfeed), r->ntask);
+		for (int i = 0; i < r->nfeed; i++) {
+			h = fnv_i64(h, r->feeds[i].shape.rank);
+			for (int k = 0; k < r->feeds[i].shape.rank; k++)
+				h = fnv_i64(h, r->feeds[i].shape.dims[k]);
+		}
+	}
+	return h;
+}
+
+static TfgPlan *
+plan_new(Program *p)
 {
 	Arena *a = p->arena;
 	TfgPlan *pl = arena_alloc(a, sizeof *pl);
-	int counts[3] = {p->ntask, p->edges.n, p->nsig};
 
 	pl->file = p->src->path;
 	pl->ntask = p->ntask;
@@ -34,10 +69,6 @@ plan_program(Program *p)
 		pl->tasks[t].addr = p->tasks[t].addr;
 		pl->tasks[t].name = p->tasks[t].name;
 	}
-	pl->nedge = p->edges.n;
-	pl->edges = arena_alloc(a, (p->edges.n + 1) * sizeof *pl->edges);
-	for (int i = 0; i < p->edges.n; i++)
-		pl->edges[i] = *(RtEdge *)p->edges.v[i];
 	pl->nsig = p->nsig;
 	pl->sigs = arena_alloc(a, (p->nsig + 1) * sizeof *pl->sigs);
 	for (int s = 0; s < p->nsig; s++) {
@@ -50,17 +81,19 @@ plan_program(Program *p)
 			r->feeds[i].name = g->feed[i]->name;
 			r->feeds[i].dtype = g->feed[i]->dtype;
 			r->feeds[i].shape = g->feed[i]->shape;
-			r->feeds[i].key = g->feed_key[i];
+			r->feeds[i].key = g->feed_key ? g->feed_key[i]
+						      : UINT32_MAX;
 		}
 		r->nfetch = g->nfetch;
 		r->fetches = arena_alloc(a, (g->nfetch + 1) * sizeof *r->fetches);
 		for (int i = 0; i < g->nfetch; i++) {
 			r->fetches[i].name = ir_node_label(g->fetch[i]);
-			r->fetches[i].key = g->fetch_key[i];
+			r->fetches[i].key = g->fetch_key ? g->fetch_key[i]
+							 : UINT32_MAX;
 		}
 		r->tasks = arena_alloc(a, (p->ntask + 1) * sizeof *r->tasks);
 		r->needs_done = arena_alloc(a, (p->ntask + 1) * sizeof(int));
-		for (int t = 0; t < p->ntask; t++) {
+		for (int t = 0; g->parts && t < p->ntask; t++) {
 			if (g->parts[t].n == 0)
 				continue;
 			r->needs_done[r->ntask] =
@@ -70,8 +103,31 @@ plan_program(Program *p)
 	}
 	pl->nsession = p->nsession;
 	pl->sessions = p->sessions;
-	pl->hash = fnv(0xcbf29ce484222325ull, p->src->text, p->src->len);
-	pl->hash = fnv(pl->hash, counts, sizeof counts);
+	return pl;
+}
+
+int
+plan_program(Program *p)
+{
+	TfgPlan *pl = plan_new(p);
+
+	pl->nedge = p->edges.n;
+	pl->edges = arena_alloc(p->arena, (p->edges.n + 1) * sizeof *pl->edges);
+	for (int i = 0; i < p->edges.n; i++)
+		pl->edges[i] = *(RtEdge *)p->edges.v[i];
+	pl->hash = plan_hash(p, pl);
+	p->plan = pl;
+	return 0;
+}
+
+int
+plan_generic(Program *p)
+{
+	TfgPlan *pl = plan_new(p);
+
+	pl->generic = 1;
+	pl->edges = arena_alloc(p->arena, sizeof *pl->edges);
+	pl->hash = plan_hash(p, pl);
 	p->plan = pl;
 	return 0;
 }

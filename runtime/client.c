@@ -201,7 +201,7 @@ type_str(char *buf, size_t n, TfgDtype t, const TfgShape *s)
 	char sh[128];
 
 	snprintf(buf, n, "%s%s", tfg_dtype_name(t),
-		 tfg_shape_str(sh, sizeof sh, s));
+		 rt_shape_str(sh, sizeof sh, s));
 	return buf;
 }
 
@@ -301,6 +301,19 @@ convert_weak(Sess *ss, const char *where, const RtFeed *f, CVal *v)
 	return TFG_OK;
 }
 
+/* A fed shape against an input's: the same rank and dims, where an
+ * unknown dim (-1, a generic plan's) takes any size. */
+static int
+shape_fits(const TfgShape *got, const TfgShape *want)
+{
+	if (got->rank != want->rank)
+		return 0;
+	for (int i = 0; i < got->rank; i++)
+		if (want->dims[i] >= 0 && got->dims[i] != want->dims[i])
+			return 0;
+	return 1;
+}
+
 static tfg_status
 check_feeds(Sess *ss, const RtExpr *x, const RtSig *sig, CVal *args)
 {
@@ -322,7 +335,7 @@ check_feeds(Sess *ss, const RtExpr *x, const RtSig *sig, CVal *args)
 		    convert_weak(ss, where, f, &args[i]) == TFG_OK)
 			continue;
 		if (args[i].t->dtype != f->dtype ||
-		    !tfg_shape_eq(&args[i].t->shape, &f->shape))
+		    !shape_fits(&args[i].t->shape, &f->shape))
 			return fail(ss, where,
 				    args[i].t->dtype != f->dtype ? TFG_EDTYPE :
 				    TFG_ESHAPE,
@@ -394,7 +407,7 @@ step(RtCtx *c, int sigi, CVal *args, RtTensor **fetch)
 	for (int i = 0; i < sig->ntask; i++)
 		if (sig->needs_done && sig->needs_done[i] &&
 		    sig->tasks[i] != c->task &&
-		    (st = rt_wait_done(c, sig->tasks[i])))
+		    (st = rt_wait_done(c, sig->tasks[i], NULL)))
 			return st;
 	return TFG_OK;
 }
@@ -436,17 +449,38 @@ eval_run(Sess *ss, const RtExpr *x, CVal *v)
 	}
 	if (st == TFG_OK)
 		st = check_feeds(ss, x, sig, args);
+	/* A generic plan runs the specialisation for these shapes. */
+	if (st == TFG_OK && c->plan->generic) {
+		TfgShape *shapes = calloc((size_t)sig->nfeed + 1,
+					  sizeof *shapes);
+		int spec;
+
+		if (shapes == NULL) {
+			st = fail(ss, x->where, TFG_ENOMEM, "out of memory");
+		} else {
+			for (int i = 0; i < sig->nfeed; i++)
+				shapes[i] = args[i].t->shape;
+			if ((st = rt_spec_client(c, x->sig, shapes, &spec)))
+				ss->where = x->where;
+			else
+				rt_ctx_use(c, spec);
+		}
+		free(shapes);
+	}
 	for (int i = 0; i < sig->nfetch && st == TFG_OK; i++) {
-		const RtEdge *e = &c->plan->edges[sig->fetches[i].key];
+		uint32_t key = c->plan->sigs[x->sig].fetches[i].key;
+		const RtEdge *e = &c->plan->edges[key];
 
 		if ((st = rt_tensor_new(&fetch[i], e->dtype, &e->shape)))
 			fail(ss, x->where, st, "out of memory for a fetch");
 	}
 	if (st == TFG_OK) {
 		st = step(c, x->sig, args, fetch);
-		rt_step_end(c);
+		rt_step_end(c); /* also back to the own plan */
 		if (st != TFG_OK)
 			ss->where = x->where;
+	} else {
+		rt_ctx_use(c, -1);
 	}
 	for (int i = 0; i < sig->nfeed; i++)
 		cval_free(&args[i]);

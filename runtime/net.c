@@ -195,7 +195,12 @@ rt_msg_new(RtCtx *c, nng_msg **out, unsigned char **body, int type,
 	if ((rv = nng_msg_alloc(&m, RT_HDR_SIZE + nbytes)) != 0)
 		return rt_nng_error(e, rv, "%s: cannot allocate a message",
 				    c->name);
-	rt_hdr_init(&h, c->plan, type, step, key, c->src, nbytes);
+	/* Messages of a step go out under the plan of the step (a
+	   specialisation's, spec.c); the rest under the process's own. */
+	rt_hdr_init(&h, type == RT_MSG_START || type == RT_MSG_TENSOR ||
+			type == RT_MSG_DONE || type == RT_MSG_ERROR ||
+			!c->base ? c->plan : c->base,
+		    type, step, key, c->src, nbytes);
 	if (edge) {
 		h.dtype = (uint8_t)edge->dtype;
 		h.rank = (uint8_t)edge->shape.rank;
@@ -351,6 +356,7 @@ msg_addr(char *buf, size_t n, nng_msg *m)
 tfg_status
 rt_net_recv(RtCtx *c, RtMsg *out, double slice)
 {
+	const TfgPlan *plan;
 	int ms = (int)(slice * 1000 + 0.5), rv;
 	nng_msg *m;
 	TfgError e;
@@ -369,12 +375,22 @@ rt_net_recv(RtCtx *c, RtMsg *out, double slice)
 		return rt_nng_error(&c->err, rv, "%s: receive failed",
 				    c->name);
 	}
-	st = rt_wire_check(&out->h, c->plan, c->task, nng_msg_body(m),
+	/* The plan the message belongs to: the own one, or a
+	   specialisation's (spec.c); else the own one, which refuses it. */
+	plan = NULL;
+	out->spec = -1;
+	if (nng_msg_len(m) >= RT_HDR_SIZE)
+		plan = rt_plan_of(c, rt_get_le((const unsigned char *)
+					       nng_msg_body(m) + 8, 8),
+				  &out->spec);
+	if (plan == NULL)
+		plan = c->base ? c->base : c->plan;
+	st = rt_wire_check(&out->h, plan, c->task, nng_msg_body(m),
 			   nng_msg_len(m), NULL, &e);
 	if (st != TFG_OK) {
 		/* Again, now naming the transport address as well. */
 		msg_addr(addr, sizeof addr, m);
-		rt_wire_check(&out->h, c->plan, c->task, nng_msg_body(m),
+		rt_wire_check(&out->h, plan, c->task, nng_msg_body(m),
 			      nng_msg_len(m), addr, &e);
 		fprintf(stderr, "tfgc: error: %s: %s (ignored)\n", c->name,
 			e.msg);

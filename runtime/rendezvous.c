@@ -59,6 +59,9 @@ rt_ctx_init(RtCtx *c, const TfgPlan *plan, int task, const TfgOptions *opt)
 	}
 	for (int i = 0; i < plan->nedge; i++)
 		c->edge_bytes[i] = rt_edge_nbytes(&plan->edges[i]);
+	c->base = plan;
+	c->base_edge_bytes = c->edge_bytes;
+	c->cur_spec = -1;
 	return TFG_OK;
 }
 
@@ -70,6 +73,9 @@ rt_ctx_free(RtCtx *c)
 	for (int i = 0; i < c->nqueue; i++)
 		rt_msg_free(&c->queue[i]);
 	rt_net_close(c);
+	if (c->base)
+		rt_ctx_use(c, -1);
+	rt_spec_free(c);
 	if (c->arenas)
 		for (int i = 0; i < c->plan->nsig; i++)
 			free(c->arenas[i]);
@@ -192,6 +198,7 @@ rt_dispatch(RtCtx *c, RtMsg *m)
 		rt_answer_ping(c, m);
 		break;
 	case RT_MSG_START:
+	case RT_MSG_SPECIALISE:
 	case RT_MSG_RUN_SESSION:
 	case RT_MSG_SHUTDOWN:
 		if (c->task >= 0 &&
@@ -346,6 +353,7 @@ rdv_send(struct RtCtx *c, uint32_t key, const void *src)
 	/* Local hand-off: the same message, filed without the network. */
 	rt_hdr_decode(&m.h, nng_msg_body(m.m));
 	m.body = body;
+	m.spec = c->cur_spec;
 	if (msg_push(&c->tab, &c->ntab, &c->captab, &m) != 0) {
 		rt_msg_free(&m);
 		return tfg_error(&c->err, TFG_ENOMEM, "out of memory");
@@ -370,6 +378,7 @@ rt_start_feeds(RtCtx *c, const RtMsg *start)
 			    start->h.src, c->edge_bytes[key]);
 		m.m = NULL; /* the START owns the bytes */
 		m.body = p;
+		m.spec = c->cur_spec;
 		p += c->edge_bytes[key];
 		if (msg_push(&c->tab, &c->ntab, &c->captab, &m) != 0)
 			fprintf(stderr, "tfgc: error: %s: out of memory\n",
@@ -378,13 +387,14 @@ rt_start_feeds(RtCtx *c, const RtMsg *start)
 }
 
 tfg_status
-rt_wait_done(RtCtx *c, int task)
+rt_wait_done(RtCtx *c, int task, const char *why)
 {
 	char what[300];
 	tfg_status st;
 	int i;
 
-	snprintf(what, sizeof what, "%s to finish", c->plan->tasks[task].name);
+	snprintf(what, sizeof what, "%s to %s", c->plan->tasks[task].name,
+		 why ? why : "finish");
 	if ((st = rdv_wait(c, RT_MSG_DONE, -1, task, task, what, &i)))
 		return st;
 	tab_remove(c, i);
@@ -405,4 +415,6 @@ rt_step_end(RtCtx *c)
 				tab_remove(c, i);
 	}
 	c->sig = -1;
+	if (c->base)
+		rt_ctx_use(c, -1);
 }

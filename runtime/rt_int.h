@@ -15,6 +15,8 @@
  * numel * dtype size into *nbytes; TFG_EINVAL when invalid or when the
  * size does not fit in size_t / int64_t. */
 tfg_status rt_shape_nbytes(size_t *nbytes, TfgDtype t, const TfgShape *s);
+/* tfg_shape_str, with unknown dims (< 0, a generic plan's) as "?". */
+char *rt_shape_str(char *buf, size_t n, const TfgShape *s);
 
 
 /* ------------------------------------------ execution side (wire, net,
@@ -39,6 +41,9 @@ enum {
 	RT_MSG_SHUTDOWN, /* controller -> task; body: reply URL; key:
 			    RT_SHUTDOWN_QUIET = no BYE wanted */
 	RT_MSG_BYE,      /* task -> controller */
+	RT_MSG_SPECIALISE, /* client -> task, generic plans only; key: sig;
+			      body: rt_spec_body; answered with DONE or
+			      ERROR for its step */
 	RT_MSG__N
 };
 
@@ -66,6 +71,8 @@ typedef struct RtHdr {
 } RtHdr;
 
 /* wire.c */
+void rt_put_le(unsigned char *p, uint64_t v, int n); /* n bytes */
+uint64_t rt_get_le(const unsigned char *p, int n);
 const char *rt_msg_name(int type); /* "TENSOR", "?" if unknown */
 void rt_hdr_encode(unsigned char *out, const RtHdr *h); /* 112 bytes */
 void rt_hdr_decode(RtHdr *h, const unsigned char *in);  /* no checks */
@@ -89,6 +96,8 @@ size_t rt_start_bytes(const TfgPlan *plan, int sig, int task);
 /* A received or locally handed-off message, with its decoded header. */
 typedef struct RtMsg {
 	RtHdr h;
+	int spec;            /* the plan h.prog names: -1 the process's own,
+				else its index in RtCtx.specs */
 	nng_msg *m;          /* owned; NULL for a local TENSOR below */
 	const unsigned char *body; /* h.nbytes bytes */
 } RtMsg;
@@ -106,6 +115,23 @@ typedef struct RtReply {
 	nng_socket sock;
 	_Atomic int state;
 } RtReply;
+
+/* A specialisation of a generic plan (spec/design.md "Unknown dims"):
+ * signature `sig` compiled for the feed shapes `feeds`, with this
+ * process's parts in it.  RtCtx.plan, parts, arenas and edge_bytes point
+ * into one while a step of it runs (rt_ctx_use). */
+typedef struct RtSpec {
+	const TfgPlan *plan; /* owned by the compiler */
+	int sig;
+	TfgShape *feeds;     /* [nfeed of sig]: the key; owned */
+	RtPart *parts;       /* [plan->nsig]; owned */
+	char **arenas;       /* [plan->nsig]; owned */
+	size_t *edge_bytes;  /* [plan->nedge]; owned */
+} RtSpec;
+
+/* At most this many specialisations per process: a run fed a new shape
+ * every step would otherwise compile without end. */
+#define RT_MAX_SPECS 64
 
 /* Per-process state: one per server, client or controller process. */
 typedef struct RtCtx {
@@ -147,6 +173,14 @@ typedef struct RtCtx {
 	RtPart *parts;         /* [nsig] own parts; owned */
 	char **arenas;         /* [nsig] allocated on first use; owned */
 	char reply_url[RT_URL_MAX]; /* the controller of the session */
+	/* specialisations of a generic plan (spec.c) */
+	const TfgPlan *base;   /* the process's own plan */
+	RtPart *base_parts;
+	char **base_arenas;
+	size_t *base_edge_bytes;
+	RtSpec *specs;
+	int nspec;
+	int cur_spec;          /* -1: the own plan is in use */
 	/* client output buffer (client.c) */
 	char *out;
 	size_t nout, capout;
@@ -194,9 +228,11 @@ void rt_dispatch(RtCtx *c, RtMsg *m);
 /* Files the feeds a START carries as TENSOR entries pointing into its
  * body: m must outlive the step (free it after rt_step_end). */
 void rt_start_feeds(RtCtx *c, const RtMsg *start);
-/* Waits for a DONE of the current step from `task`. */
-tfg_status rt_wait_done(RtCtx *c, int task);
-/* Ends the current step here: drops its leftovers, marks it finished. */
+/* Waits for a DONE of the current step from `task`; why: what it is
+ * waited for to do, for the messages ("finish" if NULL). */
+tfg_status rt_wait_done(RtCtx *c, int task, const char *why);
+/* Ends the current step here: drops its leftovers, marks it finished,
+ * and makes the own plan the one in use again. */
 void rt_step_end(RtCtx *c);
 /* Pops the oldest queued message (0) or returns -1. */
 int rt_queue_pop(RtCtx *c, RtMsg *out);
@@ -207,6 +243,26 @@ tfg_status rt_send_text(RtCtx *c, const char *url, int type, uint64_t step,
 void rt_answer_ping(RtCtx *c, RtMsg *m);
 /* Copies a URL body into buf ("" if malformed). */
 void rt_body_url(char *buf, const RtMsg *m);
+
+/* spec.c */
+/* The plan whose hash is prog (the own one or a specialisation's), and
+ * its index (-1: the own one); NULL if none. */
+const TfgPlan *rt_plan_of(RtCtx *c, uint64_t prog, int *spec);
+/* Makes specialisation `spec` (-1: the own plan) the one c->plan, parts,
+ * arenas and edge_bytes show. */
+void rt_ctx_use(RtCtx *c, int spec);
+/* Client of a generic plan: the specialisation of sig for these feed
+ * shapes, compiled here and on every other task of it on first use.
+ * Returns its index in *spec, or an error in c->err. */
+tfg_status rt_spec_client(RtCtx *c, int sig, const TfgShape *feeds,
+			  int *spec);
+/* Server: a SPECIALISE message from a client. */
+void rt_spec_serve(RtCtx *c, RtMsg *m);
+void rt_spec_free(RtCtx *c);
+
+/* server.c: ERROR (text) or DONE (text NULL) for the current step to
+ * its client. */
+void rt_reply(RtCtx *c, int client, uint32_t key, const char *text);
 
 /* client.c */
 /* Runs a session as its client; output and the end go to reply_url. */

@@ -10,6 +10,7 @@
  *   START        run the own part of that signature for the step; ERROR
  *                to the step's client when it fails, DONE when the part
  *                sends nothing (sig->needs_done)
+ *   SPECIALISE   compile a specialisation of a generic plan (spec.c)
  *   RUN_SESSION  run the session as its client (client.c)
  *   SHUTDOWN     BYE, close, return 0
  *
@@ -80,15 +81,37 @@ needs_done(const RtSig *sig, int task)
 	return 0;
 }
 
-/* START(step, sig) from a client: run the own part for that step. */
+void
+rt_reply(RtCtx *c, int client, uint32_t key, const char *text)
+{
+	char buf[sizeof c->err.msg + 100];
+	nng_msg *reply;
+	unsigned char *body;
+	TfgError e;
+	size_t n = 0;
+
+	if (text) {
+		n = (size_t)snprintf(buf, sizeof buf, "%s: %s", c->name, text);
+		if (n >= sizeof buf)
+			n = sizeof buf - 1;
+	}
+	if (rt_msg_new(c, &reply, &body, text ? RT_MSG_ERROR : RT_MSG_DONE,
+		       c->step, text ? 0 : key, NULL, n, &e) == TFG_OK) {
+		if (n)
+			memcpy(body, buf, n);
+		if (rt_net_send(c, client, reply,
+				rt_now() + c->opt.step_timeout, &e) == TFG_OK)
+			return;
+	}
+	fprintf(stderr, "tfgc: error: %s: %s\n", c->name, e.msg);
+}
+
+/* START(step, sig) from a client: run the own part for that step, in the
+ * plan the message names (the own one or a specialisation's). */
 static void
 serve_start(RtCtx *c, RtMsg *m)
 {
 	int client = m->h.src, sig = (int)m->h.key, rc;
-	char text[sizeof c->err.msg + 100];
-	nng_msg *reply;
-	TfgError e;
-	size_t n;
 
 	if (m->h.step >> 48 != (uint64_t)client || client == c->task) {
 		fprintf(stderr, "tfgc: error: %s: START from %s for a step "
@@ -98,6 +121,7 @@ serve_start(RtCtx *c, RtMsg *m)
 	}
 	if (m->h.step <= c->finished[client])
 		return; /* a duplicate */
+	rt_ctx_use(c, m->spec);
 	c->step = m->h.step;
 	c->client = client;
 	c->sig = sig;
@@ -106,26 +130,10 @@ serve_start(RtCtx *c, RtMsg *m)
 			(unsigned long long)(c->step & 0xffffffffffffull), sig);
 	rt_start_feeds(c, m);
 	rc = rt_run_part(c, sig);
-	if (rc != 0) {
-		n = (size_t)snprintf(text, sizeof text, "%s: %s", c->name,
-				     c->err.msg);
-		if (n >= sizeof text)
-			n = sizeof text - 1;
-		if (rt_msg_new(c, &reply, NULL, RT_MSG_ERROR, c->step, 0, NULL,
-			       n, &e) == TFG_OK) {
-			memcpy((char *)nng_msg_body(reply) + RT_HDR_SIZE, text,
-			       n);
-			rt_net_send(c, client, reply,
-				    rt_now() + c->opt.step_timeout, &e);
-		}
-	} else if (needs_done(&c->plan->sigs[sig], c->task)) {
-		if (rt_msg_new(c, &reply, NULL, RT_MSG_DONE, c->step,
-			       (uint32_t)sig, NULL, 0, &e) == TFG_OK &&
-		    rt_net_send(c, client, reply,
-				rt_now() + c->opt.step_timeout, &e) != TFG_OK)
-			fprintf(stderr, "tfgc: error: %s: %s\n", c->name,
-				e.msg);
-	}
+	if (rc != 0)
+		rt_reply(c, client, 0, c->err.msg);
+	else if (needs_done(&c->plan->sigs[sig], c->task))
+		rt_reply(c, client, (uint32_t)sig, NULL);
 	rt_step_end(c);
 }
 
@@ -185,6 +193,9 @@ serve(RtCtx *c)
 		case RT_MSG_START:
 			serve_start(c, &m);
 			break;
+		case RT_MSG_SPECIALISE:
+			rt_spec_serve(c, &m);
+			break;
 		case RT_MSG_RUN_SESSION:
 			serve_session(c, &m);
 			break;
@@ -233,7 +244,11 @@ tfg_server_main(const TfgPlan *plan, int task, const TfgOptions *opt,
 		rt_ctx_free(&c);
 		return 1;
 	}
-	if (compile && compile(cookie, plan, task, c.parts) != 0) {
+	c.base_parts = c.parts;
+	c.base_arenas = c.arenas;
+	/* A generic plan has nothing to compile before its first run. */
+	if (compile && !plan->generic &&
+	    compile(cookie, plan, task, c.parts) != 0) {
 		rt_ctx_free(&c);
 		return 1;
 	}

@@ -64,8 +64,8 @@ tfg_shape_eq(const TfgShape *a, const TfgShape *b)
 	return 1;
 }
 
-TFG_API char *
-tfg_shape_str(char *buf, size_t n, const TfgShape *s)
+static char *
+shape_str(char *buf, size_t n, const TfgShape *s, int q)
 {
 	size_t len = 0;
 	int w;
@@ -76,13 +76,27 @@ tfg_shape_str(char *buf, size_t n, const TfgShape *s)
 	w = snprintf(buf, n, "[");
 	len = (size_t)w;
 	for (int i = 0; i < s->rank && len < n; i++) {
-		w = snprintf(buf + len, n - len, "%s%lld", i ? ", " : "",
-			     (long long)s->dims[i]);
+		w = q && s->dims[i] < 0
+			? snprintf(buf + len, n - len, "%s?", i ? ", " : "")
+			: snprintf(buf + len, n - len, "%s%lld", i ? ", " : "",
+				   (long long)s->dims[i]);
 		len += (size_t)w;
 	}
 	if (len < n)
 		snprintf(buf + len, n - len, "]");
 	return buf;
+}
+
+TFG_API char *
+tfg_shape_str(char *buf, size_t n, const TfgShape *s)
+{
+	return shape_str(buf, n, s, 0);
+}
+
+char *
+rt_shape_str(char *buf, size_t n, const TfgShape *s)
+{
+	return shape_str(buf, n, s, 1);
 }
 
 tfg_status

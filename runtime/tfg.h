@@ -220,6 +220,12 @@ typedef struct TfgPlan {
 	RtSig *sigs;
 	int nsession;
 	RtSession *sessions;
+	/* Inputs with dims left `?` (spec §4.3): a generic plan.  Its
+	   signatures have feeds (with -1 for unknown dims) and fetches but no
+	   keys, tasks or edges; each run compiles a specialisation for the
+	   shapes it is fed (TfgOptions.specialise, spec/design.md "Unknown
+	   dims"). */
+	int generic;
 } TfgPlan;
 
 /* Called by generated code. Return 0 or a tfg_status. */
@@ -313,12 +319,26 @@ TFG_API void tfg_part_close(TfgPartLib *lib); /* accepts NULL */
 typedef int (*TfgCompileFn)(void *cookie, const TfgPlan *plan, int task,
 			    RtPart *parts);
 
+/* The compiler again, for a generic plan: compiles signature `sig` of
+ * `plan` for the concrete shapes of its feeds (feeds[i] for
+ * plan->sigs[sig].feeds[i]).  *out gets the specialised plan (the same
+ * tasks, sessions and signatures, with only `sig` compiled; it lives until
+ * the process exits) and parts[0..(*out)->nsig) this task's parts in it.
+ * Returns 0, or non-zero with e set (diagnostics also go to stderr). */
+typedef int (*TfgSpecialiseFn)(void *cookie, const TfgPlan *plan, int sig,
+			       const TfgShape *feeds, int task,
+			       const TfgPlan **out, RtPart *parts,
+			       TfgError *e);
+
 typedef struct TfgOptions {
 	double startup_timeout; /* seconds for every task to come up (30) */
 	double step_timeout;    /* seconds any wait inside a step may take (60) */
 	const char *controller_addr; /* where the controller listens for
 					replies: "127.0.0.1:0" by default */
 	int verbose;            /* log messages and steps to stderr */
+	TfgSpecialiseFn specialise; /* servers of a generic plan; NULL: such
+				       a plan cannot run */
+	void *specialise_cookie;
 } TfgOptions;
 
 /* Serves `task` until a SHUTDOWN message: listens on its address, compiles

@@ -12,7 +12,8 @@
  * receiving task, concatenated in sig->feeds order (rt_start_bytes), so
  * that a step costs one message out and one back per remote task; PING,
  * RUN_SESSION and SHUTDOWN the URL to reply to; ERROR and SESSION_END a
- * message; OUTPUT text for stdout.
+ * message; OUTPUT text for stdout; SPECIALISE a plan hash and the feeds'
+ * shapes (runtime/spec.c).
  */
 #include <stdio.h>
 #include <string.h>
@@ -31,6 +32,7 @@ static const char *const msg_names[RT_MSG__N] = {
 	[RT_MSG_SESSION_END] = "SESSION_END",
 	[RT_MSG_SHUTDOWN] = "SHUTDOWN",
 	[RT_MSG_BYE] = "BYE",
+	[RT_MSG_SPECIALISE] = "SPECIALISE",
 };
 
 const char *
@@ -41,15 +43,15 @@ rt_msg_name(int type)
 	return msg_names[type];
 }
 
-static void
-put_le(unsigned char *p, uint64_t v, int n)
+void
+rt_put_le(unsigned char *p, uint64_t v, int n)
 {
 	for (int i = 0; i < n; i++)
 		p[i] = (unsigned char)(v >> (8 * i));
 }
 
-static uint64_t
-get_le(const unsigned char *p, int n)
+uint64_t
+rt_get_le(const unsigned char *p, int n)
 {
 	uint64_t v = 0;
 
@@ -61,37 +63,37 @@ get_le(const unsigned char *p, int n)
 void
 rt_hdr_encode(unsigned char *out, const RtHdr *h)
 {
-	put_le(out + 0, h->magic, 4);
-	put_le(out + 4, h->version, 2);
-	put_le(out + 6, h->type, 2);
-	put_le(out + 8, h->prog, 8);
-	put_le(out + 16, h->step, 8);
-	put_le(out + 24, h->key, 4);
-	put_le(out + 28, h->src, 2);
+	rt_put_le(out + 0, h->magic, 4);
+	rt_put_le(out + 4, h->version, 2);
+	rt_put_le(out + 6, h->type, 2);
+	rt_put_le(out + 8, h->prog, 8);
+	rt_put_le(out + 16, h->step, 8);
+	rt_put_le(out + 24, h->key, 4);
+	rt_put_le(out + 28, h->src, 2);
 	out[30] = h->dtype;
 	out[31] = h->rank;
 	for (int i = 0; i < TFG_MAX_RANK; i++)
-		put_le(out + 32 + 8 * i, h->dims[i], 8);
-	put_le(out + 96, h->nbytes, 8);
-	put_le(out + 104, h->reserved, 8);
+		rt_put_le(out + 32 + 8 * i, h->dims[i], 8);
+	rt_put_le(out + 96, h->nbytes, 8);
+	rt_put_le(out + 104, h->reserved, 8);
 }
 
 void
 rt_hdr_decode(RtHdr *h, const unsigned char *in)
 {
-	h->magic = (uint32_t)get_le(in + 0, 4);
-	h->version = (uint16_t)get_le(in + 4, 2);
-	h->type = (uint16_t)get_le(in + 6, 2);
-	h->prog = get_le(in + 8, 8);
-	h->step = get_le(in + 16, 8);
-	h->key = (uint32_t)get_le(in + 24, 4);
-	h->src = (uint16_t)get_le(in + 28, 2);
+	h->magic = (uint32_t)rt_get_le(in + 0, 4);
+	h->version = (uint16_t)rt_get_le(in + 4, 2);
+	h->type = (uint16_t)rt_get_le(in + 6, 2);
+	h->prog = rt_get_le(in + 8, 8);
+	h->step = rt_get_le(in + 16, 8);
+	h->key = (uint32_t)rt_get_le(in + 24, 4);
+	h->src = (uint16_t)rt_get_le(in + 28, 2);
 	h->dtype = in[30];
 	h->rank = in[31];
 	for (int i = 0; i < TFG_MAX_RANK; i++)
-		h->dims[i] = get_le(in + 32 + 8 * i, 8);
-	h->nbytes = get_le(in + 96, 8);
-	h->reserved = get_le(in + 104, 8);
+		h->dims[i] = rt_get_le(in + 32 + 8 * i, 8);
+	h->nbytes = rt_get_le(in + 96, 8);
+	h->reserved = rt_get_le(in + 104, 8);
 }
 
 void
@@ -149,7 +151,8 @@ static int
 has_step(int type)
 {
 	return type == RT_MSG_START || type == RT_MSG_TENSOR ||
-	       type == RT_MSG_ERROR || type == RT_MSG_DONE;
+	       type == RT_MSG_ERROR || type == RT_MSG_DONE ||
+	       type == RT_MSG_SPECIALISE;
 }
 
 static tfg_status
@@ -214,6 +217,7 @@ check_key(const RtHdr *h, const TfgPlan *plan, int self, const char *who,
 	switch (h->type) {
 	case RT_MSG_START:
 	case RT_MSG_DONE:
+	case RT_MSG_SPECIALISE:
 		lim = (uint32_t)plan->nsig, what = "signature";
 		break;
 	case RT_MSG_RUN_SESSION:
@@ -229,15 +233,34 @@ check_key(const RtHdr *h, const TfgPlan *plan, int self, const char *who,
 		return tfg_error(e, TFG_EPROTO,
 				 "bad %s from %s: %s %u out of range",
 				 rt_msg_name(h->type), who, what, h->key);
-	if (h->type == RT_MSG_START) {
+	if (h->type == RT_MSG_START || h->type == RT_MSG_SPECIALISE) {
 		const RtSig *sig = &plan->sigs[h->key];
-		size_t want = rt_start_bytes(plan, (int)h->key, self);
+		size_t want;
 
 		if (sig->client != h->src || self < 0)
 			return tfg_error(e, TFG_EPROTO,
-					 "bad START from %s: signature %u is "
-					 "driven from %s", who, h->key,
+					 "bad %s from %s: signature %u is "
+					 "driven from %s", rt_msg_name(h->type),
+					 who, h->key,
 					 plan->tasks[sig->client].name);
+		if ((h->type == RT_MSG_SPECIALISE) != (plan->generic != 0))
+			return tfg_error(e, TFG_EPROTO,
+					 "bad %s from %s: the plan is %s",
+					 rt_msg_name(h->type), who,
+					 plan->generic ? "generic (its dims "
+					 "are not known yet)" : "not generic");
+		if (h->type == RT_MSG_SPECIALISE) {
+			if (h->nbytes < 8 || h->nbytes > 8 + (uint64_t)
+			    sig->nfeed * 8 * (1 + TFG_MAX_RANK))
+				return tfg_error(e, TFG_EPROTO,
+						 "bad SPECIALISE from %s: %llu "
+						 "bytes of shapes for %d feeds",
+						 who,
+						 (unsigned long long)h->nbytes,
+						 sig->nfeed);
+			return TFG_OK;
+		}
+		want = rt_start_bytes(plan, (int)h->key, self);
 		if (h->nbytes != want)
 			return tfg_error(e, TFG_EPROTO,
 					 "bad START from %s: %llu bytes of "

@@ -2,7 +2,8 @@
 # Unknown dims (spec/language.md §4.3, §10.3): `tfgc compile --shape`
 # fixes an input's `?` dims ahead of time; without it the program is
 # refused; a server serving the part must be started with the same
-# --shape.
+# --shape.  `tfgc run` needs no --shape: each task compiles one
+# specialisation per signature and fed shape, and reuses it.
 . tests/integration/common.inc
 CC=${CC:-cc}
 LIBTFG=${LIBTFG:-build/libtfg.a}
@@ -45,4 +46,22 @@ expect_in "$T/out" "y 15"
 # A --shape that does not fit the session's literal feed is a compile error.
 expect_rc 1 $TFGC compile "$T/mlp.tfg" --shape x=2,3 -o "$T/mlp.o"
 expect_in "$T/err" "feed 'x' expects f32[2, 3], got a literal of shape [1, 3]"
+# Run-time specialisation: tests/golden/run/spec_shapes.tfg feeds its
+# first signature (tasks 0 and 1) three shapes, one of them twice, its
+# second (task 0 only) and third (tasks 0 and 1) one each: 3*2 + 1 + 2 = 9
+# compilations, not 11.
+TFG_JIT_TIME=1 expect_rc 0 $TFGC run --free-ports \
+	tests/golden/run/spec_shapes.tfg
+n=$(grep -c 'JIT .* ms (specialisation)' "$T/err")
+[ "$n" = 9 ] || fail "spec_shapes.tfg compiled $n specialisations, not 9"
+grep -q 'JIT .* ms$' "$T/err" && fail "a generic plan compiled at start-up"
+expect_rc 0 $TFGC run --free-ports "$T/mlp.tfg"
+[ "$(cat "$T/out")" = "[15.]" ] || fail "mlp.tfg printed '$(cat "$T/out")'"
+# A server of a compiled part cannot specialise: without the part's
+# --shape it is refused at once.
+expect_rc 0 $TFGC compile "$T/mlp.tfg" --shape x=1,3 --shared \
+	-o "$T/mlp.so"
+expect_rc 1 $TFGC server "$T/mlp.tfg" --job local --task 0 \
+	--addr /job:local/task:0=127.0.0.1:$(free_port) --part "$T/mlp.so"
+expect_in "$T/err" "input 'x' has unknown dims (f32[?, 3]): a compiled part needs them, give the part's --shape x=N,3"
 echo "unknown_dims: ok"

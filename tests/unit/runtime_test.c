@@ -98,6 +98,82 @@ static RtFetch fetches[1] = {{"y", 2}};
 static int sig_tasks[2] = {0, 1}, sig_done[2] = {0, 0};
 static RtSig sigs[1] = {{0, 1, feeds, 1, fetches, 2, sig_tasks, sig_done}};
 
+/* Scenarios "generic*": x is i32[?], y = sum(x - 66) + 302, compiled per
+ * length of x by a fake compiler (spec.c): edges x [n] 0->1, y2 [n] 1->0,
+ * y [] 0->0.  The parts read n from the plan in use. */
+static int
+gpart1(struct RtCtx *c, char *arena)
+{
+	int32_t *x = (int32_t *)arena;
+	int64_t n = c->plan->edges[0].shape.dims[0];
+	int rc;
+
+	if ((rc = tfg_rt_recv(c, 0, x)) != 0)
+		return rc;
+	for (int64_t i = 0; i < n; i++)
+		x[i] -= 66;
+	return tfg_rt_send(c, 1, x);
+}
+
+static int
+gpart0(struct RtCtx *c, char *arena)
+{
+	int32_t *y2 = (int32_t *)arena, y = 302;
+	int64_t n = c->plan->edges[1].shape.dims[0];
+	int rc;
+
+	if ((rc = tfg_rt_recv(c, 1, y2)) != 0)
+		return rc;
+	for (int64_t i = 0; i < n; i++)
+		y += y2[i];
+	return tfg_rt_send(c, 2, &y);
+}
+
+#define GMAX 8 /* longest x */
+static TfgPlan gplans[4];
+static RtEdge gedges[4][3];
+static RtFeed gfeeds[4][1];
+static RtSig gsigs[4][1];
+static int ngen;
+
+static int
+specialise(void *cookie, const TfgPlan *plan, int sig, const TfgShape *feeds,
+	   int task, const TfgPlan **out, RtPart *parts, TfgError *e)
+{
+	int64_t n = feeds[0].dims[0];
+	int k = ngen;
+
+	(void)cookie;
+	if (sig != 0 || feeds[0].rank != 1 || n > GMAX || ngen == 4)
+		return tfg_error(e, TFG_EINVAL, "cannot do that");
+	if (strcmp(scenario, "generic-fail") == 0 && task == 1 && n == 3)
+		return tfg_error(e, TFG_EINVAL, "no code for length 3");
+	for (int i = 0; i < 3; i++) {
+		gedges[k][i] = edges[i];
+		gedges[k][i].shape.rank = i < 2;
+		gedges[k][i].shape.dims[0] = i < 2 ? n : 0;
+	}
+	gfeeds[k][0] = plan->sigs[0].feeds[0];
+	gfeeds[k][0].shape = feeds[0];
+	gfeeds[k][0].key = 0;
+	gsigs[k][0] = sigs[0];
+	gsigs[k][0].feeds = gfeeds[k];
+	gsigs[k][0].fetches = fetches;
+	gsigs[k][0].ntask = 2;
+	gplans[k] = *plan;
+	gplans[k].generic = 0;
+	gplans[k].hash = plan->hash + 1 + (uint64_t)n;
+	if (strcmp(scenario, "generic-mismatch") == 0 && task == 1)
+		gplans[k].hash ^= 0x100;
+	gplans[k].nedge = 3, gplans[k].edges = gedges[k];
+	gplans[k].sigs = gsigs[k];
+	parts[0].fn = task == 0 ? gpart0 : gpart1;
+	parts[0].arena_size = GMAX * sizeof(int32_t);
+	*out = &gplans[k];
+	ngen++;
+	return 0;
+}
+
 static RtTensor *
 scalar(TfgDtype t, double v)
 {
@@ -209,6 +285,20 @@ build_session(RtSession *ss, long nbench)
 			       ex(RT_E_CONST, scalar(TFG_F64, 1.5), 0),
 			       ex(RT_E_CONST, scalar(TFG_I32, 2), 0)));
 		}
+	} else if (strncmp(scenario, "generic", 7) == 0) {
+		/* print run(y, x=[1, 2]), then [1, 2, 3], [4, 5], [1, 2, 3] */
+		static const int32_t xs[4][3] = {{1, 2}, {1, 2, 3}, {4, 5},
+						 {1, 2, 3}};
+
+		rt_tensor_free(two);
+		for (int k = 0; k < 4; k++) {
+			TfgShape s = {1, {k % 2 ? 3 : 2}};
+			RtTensor *v;
+
+			TFG_ASSERT(rt_tensor_new(&v, TFG_I32, &s) == TFG_OK);
+			memcpy(v->data, xs[k], v->nbytes);
+			stmts[ss->nstmt++] = st(RT_S_PRINT, 1, run_y(v));
+		}
 	} else {
 		stmts[ss->nstmt++] = st(RT_S_PRINT, 1, run_y(two));
 	}
@@ -231,6 +321,16 @@ build_plan(const char *p0, const char *p1, long nbench)
 	p.ntask = 2, p.tasks = tasks;
 	p.nedge = 3, p.edges = edges;
 	p.nsig = 1, p.sigs = sigs;
+	if (strncmp(scenario, "generic", 7) == 0) {
+		static RtFeed gfeed[1] = {{"x", TFG_I32, {1, {-1}}, UINT32_MAX}};
+		static RtFetch gfetch[1] = {{"y", UINT32_MAX}};
+
+		p.generic = 1;
+		p.nedge = 0;
+		sigs[0].feeds = gfeed;
+		sigs[0].fetches = gfetch;
+		sigs[0].ntask = 0;
+	}
 	if (getenv("TFG_BENCH_N")) /* the session runs in task 0's server */
 		nbench = atol(getenv("TFG_BENCH_N"));
 	build_session(&sessions[0], nbench);
@@ -278,6 +378,7 @@ role_server(int argc, char **argv)
 		sleep(60); /* never comes up */
 		return 0;
 	}
+	opt.specialise = specialise;
 	return tfg_server_main(&plan, task, &opt, compile, NULL);
 }
 
@@ -595,6 +696,44 @@ t_loop_print(void)
 	run_done(&r);
 }
 
+/* A generic plan (spec.c): each length of x is compiled once, on both
+ * tasks, and runs with its own plan. */
+static void
+t_generic(void)
+{
+	Run r;
+
+	run_init(&r);
+	ctl(&r, "generic", NULL, 20);
+	/* 302 + sum(x - 66) */
+	ASSERT_STREQ(r.out, "173\n110\n179\n110\n");
+	ASSERT_EQ(r.status, 0);
+	run_done(&r);
+}
+
+/* A task that cannot compile a specialisation fails the run naming it;
+ * so does one that compiled another plan than the client's. */
+static void
+t_generic_fail(void)
+{
+	Run r;
+
+	run_init(&r);
+	ctl(&r, "generic-fail", NULL, 20);
+	ASSERT_STREQ(r.out, "173\n");
+	ASSERT(r.status != 0);
+	ASSERT_HAS(r.err, "hello.tfg:17:11: error: /job:local/task:1: cannot "
+			  "compile the program for feeds x: i32[3]: no code "
+			  "for length 3");
+	run_done(&r);
+	run_init(&r);
+	ctl(&r, "generic-mismatch", NULL, 20);
+	ASSERT_STREQ(r.out, "");
+	ASSERT(r.status != 0);
+	ASSERT_HAS(r.err, "/job:local/task:1: compiled another specialisation");
+	run_done(&r);
+}
+
 static void
 t_bad_feed(void)
 {
@@ -830,7 +969,8 @@ t_step_latency(void)
 
 #define main test_main
 TEST_MAIN({"hello", t_hello}, {"loop_print", t_loop_print},
-	  {"bad_feed", t_bad_feed}, {"startup_deadline", t_startup_deadline},
+	  {"bad_feed", t_bad_feed}, {"generic", t_generic},
+	  {"generic_fail", t_generic_fail}, {"startup_deadline", t_startup_deadline},
 	  {"port_in_use", t_port_in_use}, {"step_timeout", t_step_timeout},
 	  {"part_error", t_part_error}, {"task_crash", t_task_crash},
 	  {"kill9_controller", t_kill9_controller},

@@ -24,7 +24,9 @@ static int sig_tasks[2] = {0, 1}, sig_done[2] = {0, 0};
 static RtSig sigs[1] = {{0, 1, feeds, 1, fetches, 2, sig_tasks, sig_done}};
 static RtSession sessions[1] = {{0, 0, 0, NULL}};
 static const TfgPlan plan = {0xfeedface12345678ull, "t.tfg", 2, tasks, 2,
-			     edges, 1, sigs, 1, sessions};
+			     edges, 1, sigs, 1, sessions, 0};
+
+static const TfgPlan *cur = &plan; /* the plan check() validates with */
 
 static unsigned char buf[RT_HDR_SIZE + 64];
 static TfgError err;
@@ -50,7 +52,7 @@ check(const RtHdr *h, size_t len)
 {
 	rt_hdr_encode(buf, h);
 	err.msg[0] = '\0';
-	return rt_wire_check(&got, &plan, 1, buf, len, "127.0.0.1:5555",
+	return rt_wire_check(&got, cur, 1, buf, len, "127.0.0.1:5555",
 			     &err);
 }
 
@@ -234,7 +236,38 @@ t_bad_tensor(void)
 	EXPECT_BAD(x, RT_HDR_SIZE, TFG_EPROTO, "dtype/rank set");
 }
 
+/* SPECIALISE (spec.c): only for a generic plan, from the signature's
+ * client, with 8 bytes of hash and at most rank and 8 dims per feed; a
+ * generic plan takes no START. */
+static void
+t_specialise(void)
+{
+	TfgPlan g = plan;
+	RtHdr x;
+
+	g.generic = 1;
+	rt_hdr_init(&x, &plan, RT_MSG_SPECIALISE, 3, 0, 0, 8 + 8 * 3);
+	EXPECT_BAD(x, RT_HDR_SIZE + 32, TFG_EPROTO, "the plan is not generic");
+	cur = &g;
+	rt_hdr_init(&x, &g, RT_MSG_SPECIALISE, 3, 0, 0, 8 + 8 * 3);
+	ASSERT_EQ(check(&x, RT_HDR_SIZE + 32), TFG_OK);
+	rt_hdr_init(&x, &g, RT_MSG_SPECIALISE, 3, 0, 0, 4);
+	EXPECT_BAD(x, RT_HDR_SIZE + 4, TFG_EPROTO, "4 bytes of shapes");
+	rt_hdr_init(&x, &g, RT_MSG_SPECIALISE, 3, 0, 0, 8 + 8 * 10);
+	EXPECT_BAD(x, RT_HDR_SIZE + 88, TFG_EPROTO, "88 bytes of shapes");
+	rt_hdr_init(&x, &g, RT_MSG_SPECIALISE, 3, 1, 0, 8);
+	EXPECT_BAD(x, RT_HDR_SIZE + 8, TFG_EPROTO, "signature 1 out of range");
+	rt_hdr_init(&x, &g, RT_MSG_SPECIALISE, 1ull << 48 | 3, 0, 1, 8);
+	EXPECT_BAD(x, RT_HDR_SIZE + 8, TFG_EPROTO, "is driven from");
+	rt_hdr_init(&x, &g, RT_MSG_START, 3, 0, 0, 0);
+	EXPECT_BAD(x, RT_HDR_SIZE, TFG_EPROTO, "the plan is generic");
+	x = tensor_hdr(), x.prog = g.hash; /* a generic plan has no edges */
+	g.nedge = 0;
+	EXPECT_BAD(x, RT_HDR_SIZE + 24, TFG_EPROTO, "edge key 0 out of range");
+	cur = &plan;
+}
+
 TEST_MAIN({"layout", t_layout}, {"round_trip", t_round_trip},
 	  {"valid", t_valid}, {"bad_header", t_bad_header},
 	  {"bad_size", t_bad_size}, {"bad_key", t_bad_key},
-	  {"bad_tensor", t_bad_tensor})
+	  {"bad_tensor", t_bad_tensor}, {"specialise", t_specialise})
