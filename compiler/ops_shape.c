@@ -395,10 +395,50 @@ is_split_call(const AstNode *e)
 	return e->kind == AST_CALL && strcmp(e->name, "split") == 0 && !e->b;
 }
 
+/* list[a:b]: one slice of a list expression (spec §6.22). */
+static int
+is_list_slice(Checker *c, AstNode *e)
+{
+	return e->kind == AST_INDEX && e->n == 1 &&
+	       e->list[0]->kind == AST_SLICE && check_is_list(c, e->a);
+}
+
 int
 check_is_list(Checker *c, AstNode *e)
 {
-	return is_split_call(e) || check_list_sym(c, e) != NULL;
+	return is_split_call(e) || check_list_sym(c, e) != NULL ||
+	       is_list_slice(c, e);
+}
+
+/* list[a:b] with Python's rules (negative from the end, clamped); an
+ * empty result is an error, since no use of a list takes one. */
+static PtrVec *
+slice_list(Checker *c, AstNode *e, const char *what)
+{
+	PtrVec *v = check_list(c, e->a, what), *out;
+	AstNode *sl = e->list[0];
+	int64_t b[2] = {0, 0};
+
+	if (!v)
+		return NULL;
+	b[1] = v->n;
+	for (int k = 0; k < 2; k++) {
+		AstNode *x = k ? sl->b : sl->a;
+		if (x && check_static_int(c, x, &b[k]) < 0)
+			return NULL;
+		if (b[k] < 0)
+			b[k] += v->n;
+		b[k] = b[k] < 0 ? 0 : b[k] > v->n ? v->n : b[k];
+	}
+	if (b[0] >= b[1]) {
+		diag_error(c->d, sl->loc, "this slice of a list of %d tensor%s "
+			   "is empty", v->n, v->n == 1 ? "" : "s");
+		return NULL;
+	}
+	out = arena_alloc(c->a, sizeof *out);
+	for (int64_t i = b[0]; i < b[1]; i++)
+		vec_push(c->a, out, v->v[i]);
+	return out;
 }
 
 static PtrVec *split_list(Checker *c, AstNode *e);
@@ -412,6 +452,8 @@ check_list(Checker *c, AstNode *e, const char *what)
 
 	if (is_split_call(e))
 		return split_list(c, e);
+	if (is_list_slice(c, e))
+		return slice_list(c, e, what);
 	if ((s = check_list_sym(c, e)) != NULL)
 		return s->list;
 	if (e->kind != AST_TENSOR) {
@@ -442,9 +484,15 @@ check_list_index(Checker *c, AstNode *e)
 
 	if (!v)
 		return NULL;
-	if (e->n != 1 || ix->kind == AST_SLICE) {
-		diag_error(c->d, e->loc, "a list takes one integer index: "
-			   "write list[i]");
+	if (e->n == 1 && ix->kind == AST_SLICE) {
+		diag_error(c->d, e->loc, "a slice of a list is a list, not a "
+			   "tensor: give it to concat or stack, or assign it "
+			   "to a name");
+		return NULL;
+	}
+	if (e->n != 1) {
+		diag_error(c->d, e->loc, "a list takes one integer index or "
+			   "one slice: write list[i] or list[a:b]");
 		return NULL;
 	}
 	if (check_static_int(c, ix, &i) < 0)
