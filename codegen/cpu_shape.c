@@ -543,6 +543,10 @@ cpu_emit_reshape(CgCtx *C, IrNode *n)
 	Nest L = {0};
 	if (n->nin != 1 || cg_numel(&n->in[0]->shape) != cg_numel(&n->shape))
 		return cg_fail(C, n, "reshape changes the element count");
+	if (C->val[C->cur] == NULL) { /* a view (codegen/memplan.c) */
+		C->val[C->cur] = cg_buf(C, n->in[0]);
+		return 0;
+	}
 	L.rank = 1;
 	L.dim[0] = cg_numel(&n->shape);
 	L.stride[0][0] = L.stride[1][0] = 1;

@@ -2,7 +2,8 @@
  * codegen/memplan.c: buffer planning for a part's arena (the slots of
  * codegen/cpu.c's layout), and its dump, `tfgc emit --emit=memory`.
  *
- * Every node but sends and constants owns a slot (CgSlot).  Its live
+ * Every node but sends, constants and reshapes of a node with a slot
+ * owns a slot (CgSlot); such a reshape is a view of its input's.  Its live
  * range runs, in part order, from the node's own position (where it is
  * computed, or where a recv or feed writes it) to the position of its
  * last reader; a send, a fetch among them, reads its input at its own
@@ -97,6 +98,20 @@ cg_plan_offsets(CgSlot *s, int n)
 	return peak;
 }
 
+/* A reshape is a view (both sides are row-major): it shares its input's
+ * slot, which then lives until the reshape's last reader.  The slot of
+ * the input (an earlier node), or -1 when it has none (a constant, which
+ * folding left because of its size or -fno-fold: the reshape then gets a
+ * slot of its own and copies). */
+static int
+alias_of(const IrPart *part, int i, const int *slot_of)
+{
+	for (int j = i - 1; j >= 0; j--)
+		if (part->nodes[j] == part->nodes[i]->in[0])
+			return slot_of[j];
+	return -1;
+}
+
 int
 cg_plan_part(const IrPart *part, CgSlot **slotsp, size_t *peak,
 	     size_t *unplanned)
@@ -114,6 +129,9 @@ cg_plan_part(const IrPart *part, CgSlot **slotsp, size_t *peak,
 		slot_of[i] = -1;
 		if (n->op == OP_send || n->op == OP_const)
 			continue;
+		if (n->op == OP_reshape && (slot_of[i] = alias_of(part, i,
+								  slot_of)) >= 0)
+			continue; /* a view of its input's slot */
 		slot_of[i] = ns;
 		s[ns].node = i;
 		s[ns].size = (size_t)cg_numel(&n->shape) *
@@ -175,6 +193,8 @@ dump_part(FILE *out, const Program *p, int task, int sig,
 			snprintf(off, sizeof off, "%zu", s[k].off);
 			snprintf(size, sizeof size, "%zu", s[k].size);
 			k++;
+		} else if (n->op == OP_reshape) {
+			snprintf(live, sizeof live, "view");
 		}
 		fprintf(out, "  %4d %10s %10s  %-9s ", i, off, size, live);
 		if (n->op == OP_send)
