@@ -84,9 +84,12 @@ $(BUILD)/%.o: %.c
 $(BUILD)/lang/%.o: $(BUILD)/lang/%.c
 	$(CC) $(CFLAGS) -MMD -MP -c -o $@ $<
 
+# One translation unit a test: tests/unit/jit_harness.h is header-only.
+# -MMD: build/tests/X.d, so a test is rebuilt when a header changes (and
+# the headers join $^, hence the filter).
 $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libtfgc.a $(BUILD)/libtfg.a
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(LLVM_INC) -o $@ $^ $(LDLIBS)
+	$(CC) $(CFLAGS) $(LLVM_INC) -MMD -MP -o $@ $(filter %.c %.a,$^) $(LDLIBS)
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
 

@@ -6,16 +6,16 @@
  * r.h, built with -DREF_PART) such as the bare product under an
  * epilogue.
  *
- * How the part is timed: this file defines tfg_rt_recv and tfg_rt_send
- * as no-ops (it links libtfg.a only for tfg_rt_parallel, the thread pool
- * of runtime/pool.c, whose object needs nothing else), so a call of
- * k_part_0 is the
- * kernel alone, nothing fed or fetched: the inputs are whatever the
- * arena holds, filled once with values in [-RANGE, RANGE) (4 by default;
- * the matmul epilogue uses 0.1, so that x @ w + b stays near 1 as in a
- * network, rather than deep in exp's subnormal results).  Runs alternate between the
- * part and its reference so that both see the same machine; each figure
- * is the median of REPS runs after one warm-up run of each.
+ * How the part is timed: bench/bench.h defines tfg_rt_recv and
+ * tfg_rt_send as no-ops (this links libtfg.a only for tfg_rt_parallel,
+ * the thread pool of runtime/pool.c, whose object needs nothing else),
+ * so a call of k_part_0 is the kernel alone, nothing fed or fetched:
+ * the inputs are whatever the arena holds, filled once with values in
+ * [-RANGE, RANGE) (4 by default; the matmul epilogue uses 0.1, so that
+ * x @ w + b stays near 1 as in a network, rather than deep in exp's
+ * subnormal results).  Runs alternate between the part and its
+ * reference so that both see the same machine; each figure is the
+ * median of REPS runs after one warm-up run of each.
  *
  *   usage: kernel NAME REF BYTES REPS GOAL [RANGE]
  *     REF    copy: 2 threads copy BYTES (read BYTES, write BYTES)
@@ -31,55 +31,20 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "bench/bench.h"
 #include "k.h"
 #ifdef REF_PART
 #include "r.h"
 #endif
-
-struct RtCtx;
-
-int
-tfg_rt_recv(struct RtCtx *c, uint32_t key, void *dst)
-{
-	(void)c, (void)key, (void)dst;
-	return 0;
-}
-
-int
-tfg_rt_send(struct RtCtx *c, uint32_t key, const void *src)
-{
-	(void)c, (void)key, (void)src;
-	return 0;
-}
-
-static double
-now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-static int
-cmp(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return (x > y) - (x < y);
-}
 
 static float range = 4.0f;
 
 static float *
 buf(size_t nbytes)
 {
-	float *p = aligned_alloc(64, (nbytes + 63) / 64 * 64);
+	float *p = bench_alloc(nbytes);
 	uint32_t s = 12345;
-	if (!p) {
-		fprintf(stderr, "kernel: out of memory\n");
-		exit(2);
-	}
 	for (size_t i = 0; i < nbytes / sizeof *p; i++) {
 		s = s * 1664525u + 1013904223u;
 		p[i] = ((float)(s >> 8) / 8388608.0f - 1.0f) * range;
@@ -174,10 +139,10 @@ main(int argc, char **argv)
 	if (!tk || !tr)
 		return 2;
 	for (int r = -1; r < reps; r++) { /* r = -1: warm-up */
-		double t0 = now_s();
+		double t0 = bench_now_s();
 		if (k_part_0(NULL, arena) != 0)
 			return 1;
-		double t1 = now_s();
+		double t1 = bench_now_s();
 		if (mode == 0)
 			two_threads(copy_slice, src, dst, n);
 		else if (mode == 1)
@@ -189,15 +154,13 @@ main(int argc, char **argv)
 		else
 			return 2;
 #endif
-		double t2 = now_s();
+		double t2 = bench_now_s();
 		if (r >= 0) {
 			tk[r] = t1 - t0;
 			tr[r] = t2 - t1;
 		}
 	}
-	qsort(tk, (size_t)reps, sizeof *tk, cmp);
-	qsort(tr, (size_t)reps, sizeof *tr, cmp);
-	double k = tk[reps / 2], rf = tr[reps / 2];
+	double k = bench_median(tk, reps), rf = bench_median(tr, reps);
 	double moved = mode == 0 ? 2.0 * (double)bytes : (double)bytes;
 	if (mode < 2)
 		printf("| %s | %.2f ms (%.1f GB/s) | %s, 2 threads: %.2f ms "

@@ -51,7 +51,7 @@ run() {
 	[ "$2" = part ] && def="-DREF_PART $T/r.o"
 	# shellcheck disable=SC2086
 	$CC -std=c11 -O3 -march=native -D_GNU_SOURCE \
-		-fno-tree-loop-distribute-patterns -I"$T" -o "$T/kernel" \
+		-fno-tree-loop-distribute-patterns -I. -I"$T" -o "$T/kernel" \
 		bench/kernel.c "$T/k.o" $def "$LIBTFG" -lopenblas -lpthread \
 		-lm || exit 1
 	"$T/kernel" "$1" "$2" "$3" "${5:-$REPS}" "$4" "${6:-4}"

@@ -3,8 +3,8 @@
  * makes mm.o and mm.h from `c = a @ b`, f32[N, N]) against
  * cblas_sgemm called directly on buffers of the same size.
  *
- * The part runs on an arena filled once with random values; this file
- * defines tfg_rt_recv and tfg_rt_send as no-ops (it does not link
+ * The part runs on an arena filled once with random values; bench/bench.h
+ * defines tfg_rt_recv and tfg_rt_send as no-ops (this does not link
  * libtfg), so the time is the part's own: the product, nothing copied.
  * Runs alternate between the two so that both see the same machine; the
  * figure is the median of REPS runs each (a run of small products
@@ -15,47 +15,14 @@
 #include <cblas.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
 
+#include "bench/bench.h"
 #include "mm.h"
-
-struct RtCtx;
-
-int
-tfg_rt_recv(struct RtCtx *c, uint32_t key, void *dst)
-{
-	(void)c, (void)key, (void)dst;
-	return 0;
-}
-
-int
-tfg_rt_send(struct RtCtx *c, uint32_t key, const void *src)
-{
-	(void)c, (void)key, (void)src;
-	return 0;
-}
-
-static double
-now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-static int
-cmp(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return (x > y) - (x < y);
-}
 
 static float *
 rand_buf(size_t nbytes)
 {
-	float *p = aligned_alloc(64, (nbytes + 63) / 64 * 64);
-	if (!p)
-		exit(2);
+	float *p = bench_alloc(nbytes);
 	for (size_t i = 0; i < nbytes / sizeof *p; i++)
 		p[i] = (float)rand() / (float)RAND_MAX;
 	return p;
@@ -86,21 +53,20 @@ main(int argc, char **argv)
 	cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0f,
 		    a, k, b, n, 0.0f, c, n);
 	for (int r = 0; r < reps; r++) {
-		double t0 = now_s();
+		double t0 = bench_now_s();
 		for (int i = 0; i < inner; i++)
 			if (mm_part_0(NULL, (char *)arena) != 0)
 				return 1;
-		double t1 = now_s();
+		double t1 = bench_now_s();
 		for (int i = 0; i < inner; i++)
 			cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans,
 				    m, n, k, 1.0f, a, k, b, n, 0.0f, c, n);
-		double t2 = now_s();
+		double t2 = bench_now_s();
 		tp[r] = (t1 - t0) / inner;
 		tb[r] = (t2 - t1) / inner;
 	}
-	qsort(tp, (size_t)reps, sizeof *tp, cmp);
-	qsort(tb, (size_t)reps, sizeof *tb, cmp);
-	double gp = flop / tp[reps / 2] / 1e9, gb = flop / tb[reps / 2] / 1e9;
+	double gp = flop / bench_median(tp, reps) / 1e9;
+	double gb = flop / bench_median(tb, reps) / 1e9;
 	printf("matmul f32[%d, %d] @ f32[%d, %d]: tfg %.1f GFLOP/s, "
 	       "cblas_sgemm %.1f GFLOP/s, ratio %.3f\n",
 	       m, k, k, n, gp, gb, gp / gb);

@@ -72,6 +72,14 @@ int cg_compile_module(LLVMContextRef c, const Program *p, int task,
  * part; 0, or non-zero after printing an error. */
 #define OP(name, ...) int cpu_emit_##name(CgCtx *C, IrNode *n);
 #include "stdlib/ops.def"
+/* Defines cpu_emit_<name> as fn(C, n), for the ops that share one
+ * emitter (the fills, the random makers, the reductions, softmax); at
+ * file scope, with no ';' after it.  `grep 'CG_EMIT_AS(name'` finds it. */
+#define CG_EMIT_AS(name, fn)                                                   \
+	int cpu_emit_##name(CgCtx *C, IrNode *n)                               \
+	{                                                                      \
+		return fn(C, n);                                               \
+	}
 /* cpu_shape.c: the product of n's two inputs (matmul, spec §6.18) into
  * out, a buffer of n's shape and dtype, then returns: BLAS for large
  * f32/f64 products, else a loop nest.  (A matmul with an epilogue is

@@ -56,35 +56,11 @@ emit_fill(CgCtx *C, IrNode *n)
 	return cg_emit_elem(C, n, 0, body_fill);
 }
 
-int
-cpu_emit_zeros(CgCtx *C, IrNode *n)
-{
-	return emit_fill(C, n);
-}
-
-int
-cpu_emit_ones(CgCtx *C, IrNode *n)
-{
-	return emit_fill(C, n);
-}
-
-int
-cpu_emit_fill(CgCtx *C, IrNode *n)
-{
-	return emit_fill(C, n);
-}
-
-int
-cpu_emit_zeros_like(CgCtx *C, IrNode *n)
-{
-	return emit_fill(C, n);
-}
-
-int
-cpu_emit_ones_like(CgCtx *C, IrNode *n)
-{
-	return emit_fill(C, n);
-}
+CG_EMIT_AS(zeros, emit_fill)
+CG_EMIT_AS(ones, emit_fill)
+CG_EMIT_AS(fill, emit_fill)
+CG_EMIT_AS(zeros_like, emit_fill)
+CG_EMIT_AS(ones_like, emit_fill)
 
 /* ---------------------------------------------------------------- range */
 
@@ -296,14 +272,5 @@ emit_random(CgCtx *C, IrNode *n)
 	return cg_emit_elem(C, n, 0, body_random);
 }
 
-int
-cpu_emit_random_uniform(CgCtx *C, IrNode *n)
-{
-	return emit_random(C, n);
-}
-
-int
-cpu_emit_random_normal(CgCtx *C, IrNode *n)
-{
-	return emit_random(C, n);
-}
+CG_EMIT_AS(random_uniform, emit_random)
+CG_EMIT_AS(random_normal, emit_random)

@@ -402,47 +402,13 @@ emit_reduce(CgCtx *C, IrNode *n)
 	return emit_accumulate(C, n, mask, ost, count);
 }
 
-int
-cpu_emit_reduce_sum(CgCtx *C, IrNode *n)
-{
-	return emit_reduce(C, n);
-}
-
-int
-cpu_emit_reduce_mean(CgCtx *C, IrNode *n)
-{
-	return emit_reduce(C, n);
-}
-
-int
-cpu_emit_reduce_prod(CgCtx *C, IrNode *n)
-{
-	return emit_reduce(C, n);
-}
-
-int
-cpu_emit_reduce_max(CgCtx *C, IrNode *n)
-{
-	return emit_reduce(C, n);
-}
-
-int
-cpu_emit_reduce_min(CgCtx *C, IrNode *n)
-{
-	return emit_reduce(C, n);
-}
-
-int
-cpu_emit_argmax(CgCtx *C, IrNode *n)
-{
-	return emit_reduce(C, n);
-}
-
-int
-cpu_emit_argmin(CgCtx *C, IrNode *n)
-{
-	return emit_reduce(C, n);
-}
+CG_EMIT_AS(reduce_sum, emit_reduce)
+CG_EMIT_AS(reduce_mean, emit_reduce)
+CG_EMIT_AS(reduce_prod, emit_reduce)
+CG_EMIT_AS(reduce_max, emit_reduce)
+CG_EMIT_AS(reduce_min, emit_reduce)
+CG_EMIT_AS(argmax, emit_reduce)
+CG_EMIT_AS(argmin, emit_reduce)
 
 /* ------------------------------------------------------------- softmax */
 
@@ -532,14 +498,5 @@ emit_softmax(CgCtx *C, IrNode *n)
 	return 0;
 }
 
-int
-cpu_emit_softmax(CgCtx *C, IrNode *n)
-{
-	return emit_softmax(C, n);
-}
-
-int
-cpu_emit_log_softmax(CgCtx *C, IrNode *n)
-{
-	return emit_softmax(C, n);
-}
+CG_EMIT_AS(softmax, emit_softmax)
+CG_EMIT_AS(log_softmax, emit_softmax)

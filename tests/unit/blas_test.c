@@ -18,119 +18,30 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "codegen/codegen.h"
-#include "tests/unit/test.h"
+#include "tests/unit/jit_harness.h"
 
-enum { NKEY = 4, OUT_KEY = 3 };
-
-static const void *feed_data[NKEY];
-static size_t feed_size[NKEY];
-static const void *sent[NKEY];
-static struct RtCtx *const the_ctx = (struct RtCtx *)&feed_data;
-
-static int
-fake_recv(struct RtCtx *ctx, uint32_t key, void *dst)
-{
-	if (ctx != the_ctx || key >= NKEY || !feed_data[key])
-		return 99;
-	memcpy(dst, feed_data[key], feed_size[key]);
-	return 0;
-}
-
-static int
-fake_send(struct RtCtx *ctx, uint32_t key, const void *src)
-{
-	if (ctx != the_ctx || key >= NKEY)
-		return 99;
-	sent[key] = src;
-	return 0;
-}
-
-static Arena *A;
-
-static void *
-aa(size_t n)
-{
-	if (!A)
-		A = arena_new();
-	return arena_alloc(A, n);
-}
-
-static int64_t
-nel(const TfgShape *s)
-{
-	int64_t n = 1;
-	for (int i = 0; i < s->rank; i++)
-		n *= s->dims[i];
-	return n;
-}
-
-static int ids;
-
-static IrNode *
-mk(OpKind op, TfgDtype t, TfgShape s, int nin, IrNode **in, uint32_t key)
-{
-	IrNode *n = aa(sizeof *n);
-	n->id = ids++;
-	n->op = op;
-	n->dtype = t;
-	n->shape = s;
-	n->nin = nin;
-	n->key = key;
-	n->in = aa((size_t)(nin + 1) * sizeof *n->in);
-	for (int i = 0; i < nin; i++)
-		n->in[i] = in[i];
-	n->name = arena_printf(A, "n%d", n->id);
-	n->dev = (Device){"local", 0, DEV_CPU, 0};
-	return n;
-}
+enum { OUT_KEY = 3 };
 
 /* recv a (key 0), recv b (key 1), c = a @ b, send c (OUT_KEY). */
 static Program *
 prog(TfgDtype t, const TfgShape *sa, const TfgShape *sb, const TfgShape *so)
 {
-	Program *p = aa(sizeof *p);
-	IrPart *ip = aa(sizeof *ip);
+	JhPart p = {0};
 	IrNode *in[2];
-	ip->n = 4;
-	ip->nodes = aa(4 * sizeof *ip->nodes);
-	ip->nodes[0] = in[0] = mk(OP_input, t, *sa, 0, NULL, 0);
-	ip->nodes[1] = in[1] = mk(OP_input, t, *sb, 0, NULL, 1);
-	ip->nodes[2] = mk(OP_matmul, t, *so, 2, in, 0);
-	ip->nodes[3] = mk(OP_send, t, *so, 1, &ip->nodes[2], OUT_KEY);
-	ip->sends = 1;
-	p->arena = A;
-	p->ntask = 1;
-	p->tasks = aa(sizeof *p->tasks);
-	p->nsig = 1;
-	p->sigs = aa(sizeof *p->sigs);
-	p->sigs[0].parts = ip;
-	return p;
-}
-
-static uint64_t rng = 0x9E3779B97F4A7C15ull;
-
-static uint64_t
-next(void)
-{
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return rng;
-}
-
-static int
-rnd(int lo, int hi) /* [lo, hi] */
-{
-	return lo + (int)(next() % (uint64_t)(hi - lo + 1));
+	in[0] = jh_op(&p, OP_input, t, *sa, 0, NULL);
+	in[1] = jh_op(&p, OP_input, t, *sb, 0, NULL);
+	in[1]->key = 1;
+	jh_snd(&p, jh_op(&p, OP_matmul, t, *so, 2, in), OUT_KEY);
+	return jh_prog1(p.nodes, p.n);
 }
 
 static void *
 fill(TfgDtype t, int64_t n)
 {
-	char *b = aa((size_t)n * 8);
+	char *b = jh_alloc((size_t)n * 8);
 	for (int64_t i = 0; i < n; i++) {
-		double f = (double)(int64_t)(next() % 2000001 - 1000000) / 1e6;
+		double f = (double)(int64_t)(jh_next() % 2000001 - 1000000) /
+			   1e6;
 		if (t == TFG_F32)
 			((float *)b)[i] = (float)f;
 		else
@@ -183,22 +94,15 @@ check(TfgDtype t, TfgShape ba, TfgShape bb, int64_t m, int64_t k, int64_t n)
 	if (!vec)
 		so.dims[so.rank++] = n;
 
-	void *x = fill(t, nel(&sa)), *y = fill(t, nel(&sb));
-	feed_data[0] = x;
-	feed_size[0] = (size_t)nel(&sa) * (t == TFG_F32 ? 4 : 8);
-	feed_data[1] = y;
-	feed_size[1] = (size_t)nel(&sb) * (t == TFG_F32 ? 4 : 8);
-	Program *p = prog(t, &sa, &sb, &so);
-	CgOptions o = {NULL, 2, fake_recv, fake_send};
-	RtPart part[1];
-	CgJit *j;
-	ASSERT_EQ(cg_jit(&j, p, 0, &o, part, NULL), 0);
-	char *arena = aligned_alloc(64, (part[0].arena_size + 127) &
-					    ~(size_t)63);
-	ASSERT_EQ(part[0].fn(the_ctx, arena), 0);
-	const void *got = sent[OUT_KEY];
+	void *x = fill(t, jh_nel(sa)), *y = fill(t, jh_nel(sb));
+	JhRun r;
+	jh_feed(0, x, jh_nbytes(t, sa));
+	jh_feed(1, y, jh_nbytes(t, sb));
+	ASSERT_EQ(jh_run(&r, prog(t, &sa, &sb, &so), 0, 0, NULL), 0);
+	ASSERT_EQ(r.rc, 0);
+	const void *got = jh_sent[OUT_KEY];
 	long double eps = t == TFG_F32 ? 6e-8L : 1.2e-16L;
-	int64_t nbat = nel(&so) / (m * n);
+	int64_t nbat = jh_nel(so) / (m * n);
 	for (int64_t bi = 0; bi < nbat; bi++) {
 		int64_t c[TFG_MAX_RANK], f = bi;
 		for (int q = nb - 1; q >= 0; q--) {
@@ -226,8 +130,7 @@ check(TfgDtype t, TfgShape ba, TfgShape bb, int64_t m, int64_t k, int64_t n)
 						   (long long)at, g, s);
 			}
 	}
-	free(arena);
-	cg_jit_free(j);
+	jh_run_done(&r);
 }
 
 static const TfgShape none = {0, {0}};
@@ -237,8 +140,8 @@ t_plain(void)
 {
 	for (int it = 0; it < 6; it++) {
 		TfgDtype t = it % 2 ? TFG_F64 : TFG_F32;
-		check(t, none, none, rnd(100, 300), rnd(100, 300),
-		      rnd(100, 300));
+		check(t, none, none, jh_rnd(100, 300), jh_rnd(100, 300),
+		      jh_rnd(100, 300));
 	}
 	check(TFG_F32, none, none, 520, 700, 390);
 	check(TFG_F64, none, none, 390, 520, 700);
@@ -251,10 +154,12 @@ t_batched(void)
 	for (int it = 0; it < 4; it++) {
 		TfgDtype t = it % 2 ? TFG_F64 : TFG_F32;
 		TfgShape ba = {2, {2, 3}}, bb = {1, {3}};
-		check(t, ba, bb, rnd(40, 120), rnd(40, 120), rnd(40, 120));
+		check(t, ba, bb, jh_rnd(40, 120), jh_rnd(40, 120),
+		      jh_rnd(40, 120));
 		ba = (TfgShape){2, {3, 1}};
 		bb = (TfgShape){3, {2, 1, 4}};
-		check(t, ba, bb, rnd(32, 64), rnd(32, 64), rnd(32, 64));
+		check(t, ba, bb, jh_rnd(32, 64), jh_rnd(32, 64),
+		      jh_rnd(32, 64));
 	}
 }
 
@@ -265,9 +170,10 @@ t_batch_rows(void)
 	for (int it = 0; it < 4; it++) {
 		TfgDtype t = it % 2 ? TFG_F64 : TFG_F32;
 		TfgShape ba = {2, {2, 3}};
-		check(t, ba, none, rnd(8, 60), rnd(100, 200), rnd(100, 200));
+		check(t, ba, none, jh_rnd(8, 60), jh_rnd(100, 200),
+		      jh_rnd(100, 200));
 		ba = (TfgShape){1, {1}};
-		check(t, ba, none, rnd(100, 200), rnd(100, 200), 150);
+		check(t, ba, none, jh_rnd(100, 200), jh_rnd(100, 200), 150);
 	}
 }
 
@@ -286,13 +192,9 @@ static int
 calls_blas(TfgDtype t, int64_t m, int64_t k, int64_t n)
 {
 	TfgShape sa = {2, {m, k}}, sb = {2, {k, n}}, so = {2, {m, n}};
-	CgOptions o = {NULL, 2, fake_recv, fake_send};
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *f = open_memstream(&buf, &len);
-	if (!f || cg_emit_llvm(f, prog(t, &sa, &sb, &so), 0, &o) != 0)
+	char *buf = jh_emit(prog(t, &sa, &sb, &so), NULL);
+	if (!buf)
 		return -1;
-	fclose(f);
 	int r = strstr(buf, "@cblas_sgemm(") != NULL ||
 		strstr(buf, "@cblas_dgemm(") != NULL;
 	free(buf);

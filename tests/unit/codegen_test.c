@@ -7,128 +7,18 @@
  * INT_MIN/-1 = INT_MIN, INT_MIN%-1 = 0, wrapping + - *.
  */
 #include <math.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "codegen/codegen.h"
-#include "tests/unit/test.h"
-
-/* ------------------------------------------------------- the fake runtime */
-
-enum { NKEY = 64, FAIL_STATUS = 7 };
-
-static const void *feed_data[NKEY];  /* recv key -> bytes it delivers */
-static size_t feed_size[NKEY];
-static const void *sent[NKEY];       /* send key -> a copy of what it sent */
-static size_t sent_size[NKEY];       /* bytes, set by snd() */
-static char *sent_buf[NKEY];         /* sent[]: copies, as the runtime's */
-static int nsent, nrecv;
-static int fail_key = -1;            /* recv of this key returns FAIL */
-static struct RtCtx *want_ctx;
-
-static int
-fake_recv(struct RtCtx *ctx, uint32_t key, void *dst)
-{
-	if (ctx != want_ctx || key >= NKEY)
-		return 99;
-	nrecv++;
-	if ((int)key == fail_key)
-		return FAIL_STATUS;
-	memcpy(dst, feed_data[key], feed_size[key]);
-	return 0;
-}
-
-static int
-fake_send(struct RtCtx *ctx, uint32_t key, const void *src)
-{
-	if (ctx != want_ctx || key >= NKEY)
-		return 99;
-	nsent++;
-	/* copy before returning, as the runtime does: the arena's memory
-	   is reused by later nodes (codegen/memplan.c) */
-	free(sent_buf[key]);
-	if ((sent_buf[key] = malloc(sent_size[key] + 1)) == NULL)
-		return 98;
-	memcpy(sent_buf[key], src, sent_size[key]);
-	sent[key] = sent_buf[key];
-	return 0;
-}
-
-static void
-reset_rt(void)
-{
-	memset(sent, 0, sizeof sent);
-	nsent = nrecv = 0;
-	fail_key = -1;
-	want_ctx = (struct RtCtx *)&want_ctx;
-}
-
-static void
-feed(uint32_t key, const void *data, size_t n)
-{
-	feed_data[key] = data;
-	feed_size[key] = n;
-}
+#include "tests/unit/jit_harness.h"
 
 /* ------------------------------------------------------ building programs */
-
-static Arena *A;
-
-/* Zeroed memory that lives as long as the test binary. */
-static void *
-aa(size_t n)
-{
-	if (!A)
-		A = arena_new();
-	return arena_alloc(A, n);
-}
-
-static size_t
-dsize(TfgDtype t)
-{
-	return t == TFG_BOOL ? 1 : t == TFG_I32 || t == TFG_F32 ? 4 : 8;
-}
-
-static int64_t
-nel(TfgShape s)
-{
-	int64_t n = 1;
-	for (int i = 0; i < s.rank; i++)
-		n *= s.dims[i];
-	return n;
-}
-
-/* shp(rank, d0, d1, ...) */
-static TfgShape
-shp(int rank, ...)
-{
-	TfgShape s = {0};
-	va_list ap;
-	va_start(ap, rank);
-	s.rank = rank;
-	for (int i = 0; i < rank; i++)
-		s.dims[i] = va_arg(ap, int);
-	va_end(ap);
-	return s;
-}
 
 static IrNode *
 mk(OpKind op, TfgDtype t, TfgShape s, IrNode *a, IrNode *b)
 {
-	static int ids;
-	IrNode *n = aa(sizeof *n);
-	n->id = ids++;
-	n->op = op;
-	n->dtype = t;
-	n->shape = s;
-	n->nin = (a != NULL) + (b != NULL);
-	n->in = aa(2 * sizeof *n->in);
-	n->in[0] = a;
-	n->in[1] = b;
-	n->name = arena_printf(A, "n%d", n->id);
-	n->dev = (Device){"local", 0, DEV_CPU, 0};
-	return n;
+	IrNode *in[2] = {a, b};
+	return jh_node(op, t, s, (a != NULL) + (b != NULL), in);
 }
 
 static IrNode *
@@ -144,7 +34,6 @@ snd(IrNode *x, uint32_t key)
 {
 	IrNode *n = mk(OP_send, x->dtype, x->shape, x, NULL);
 	n->key = key;
-	sent_size[key] = (size_t)nel(x->shape) * dsize(x->dtype);
 	return n;
 }
 
@@ -152,104 +41,23 @@ static IrNode *
 cnst(TfgDtype t, TfgShape s, const void *data)
 {
 	IrNode *n = mk(OP_const, t, s, NULL, NULL);
-	n->data = aa((size_t)nel(s) * dsize(t));
-	memcpy(n->data, data, (size_t)nel(s) * dsize(t));
+	n->data = jh_alloc(jh_nbytes(t, s));
+	memcpy(n->data, data, jh_nbytes(t, s));
 	return n;
-}
-
-static Program *
-prog(int nsig, int ntask)
-{
-	Program *p = aa(sizeof *p);
-	p->arena = A;
-	p->ntask = ntask;
-	p->tasks = aa((size_t)ntask * sizeof *p->tasks);
-	p->nsig = nsig;
-	p->sigs = aa((size_t)nsig * sizeof *p->sigs);
-	for (int s = 0; s < nsig; s++)
-		p->sigs[s].parts = aa((size_t)ntask *
-						      sizeof(IrPart));
-	return p;
-}
-
-static void
-part_set(Program *p, int sig, int task, IrNode **nodes, int n)
-{
-	IrPart *pt = &p->sigs[sig].parts[task];
-	pt->sig = sig;
-	pt->task = task;
-	pt->n = n;
-	pt->nodes = aa((size_t)n * sizeof *nodes);
-	memcpy(pt->nodes, nodes, (size_t)n * sizeof *nodes);
-	for (int i = 0; i < n; i++)
-		pt->sends += nodes[i]->op == OP_send;
-}
-
-/* One signature, one task, these nodes. */
-static Program *
-prog1(IrNode **nodes, int n)
-{
-	Program *p = prog(1, 1);
-	part_set(p, 0, 0, nodes, n);
-	return p;
 }
 
 /* -------------------------------------------------------------- running */
 
-typedef struct Run {
-	CgJit *j;
-	RtPart parts[8];
-	char *arena;
-	int rc;
-	double ms;
-} Run;
+static int g_opt = 2; /* opt_level of run() */
 
-static int g_opt = 2; /* opt_level of run() without options */
-
+/* Signature sig of task: 0 when it ran, its status in r->rc. */
 static int
-run(Run *r, const Program *p, int task, int sig, const CgOptions *o0)
+run(JhRun *r, const Program *p, int task, int sig)
 {
-	CgOptions o = o0 ? *o0 : (CgOptions){NULL, g_opt, NULL, NULL};
-	o.rt_recv = fake_recv;
-	o.rt_send = fake_send;
-	memset(r, 0, sizeof *r);
-	reset_rt();
-	if (cg_jit(&r->j, p, task, &o, r->parts, &r->ms) != 0)
-		return -1;
-	if (!r->parts[sig].fn)
-		return -2;
-	size_t n = (r->parts[sig].arena_size + 63) & ~(size_t)63;
-	r->arena = aligned_alloc(64, n ? n : 64);
-	r->rc = r->parts[sig].fn(want_ctx, r->arena);
-	return 0;
-}
-
-static void
-run_done(Run *r)
-{
-	free(r->arena);
-	cg_jit_free(r->j);
-	r->arena = NULL;
-	r->j = NULL;
+	return jh_run(r, p, task, sig, &(CgOptions){NULL, g_opt, NULL, NULL});
 }
 
 /* ------------------------------------------------------------ reference */
-
-static int64_t
-geti(const void *b, TfgDtype t, int64_t i)
-{
-	switch (t) {
-	case TFG_BOOL: return ((const uint8_t *)b)[i];
-	case TFG_I32: return ((const int32_t *)b)[i];
-	default: return ((const int64_t *)b)[i];
-	}
-}
-
-static double
-getf(const void *b, TfgDtype t, int64_t i)
-{
-	return t == TFG_F32 ? ((const float *)b)[i] : ((const double *)b)[i];
-}
 
 static void
 put(void *b, TfgDtype t, int64_t i, double v)
@@ -262,12 +70,6 @@ put(void *b, TfgDtype t, int64_t i, double v)
 	case TFG_F64: ((double *)b)[i] = v; break;
 	default: break;
 	}
-}
-
-static int
-isf(TfgDtype t)
-{
-	return t == TFG_F32 || t == TFG_F64;
 }
 
 static int64_t
@@ -354,10 +156,10 @@ static const double fb[] = {2, -2, 0.5, 3, -1, 4, -5, 7.5, 3.25, 0.3, -8};
 static void *
 fill(TfgDtype t, TfgShape s, int which)
 {
-	int64_t n = nel(s);
-	void *b = aa((size_t)(n ? n : 1) * dsize(t));
+	int64_t n = jh_nel(s);
+	void *b = jh_alloc((size_t)(n ? n : 1) * jh_dsize(t));
 	for (int64_t i = 0; i < n; i++) {
-		double v = isf(t) ? (which ? fb[i % 11] : fa[i % 10])
+		double v = jh_isf(t) ? (which ? fb[i % 11] : fa[i % 10])
 				  : (double)(which ? ib[i % 13] : ia[i % 11]);
 		put(b, t, i, v);
 	}
@@ -372,7 +174,7 @@ check_binary(TfgDtype t, TfgShape sa, TfgShape sb, TfgShape so)
 {
 	IrNode *nodes[12], *a = input(t, sa, 0), *b = input(t, sb, 1);
 	int k = 0;
-	Run r;
+	JhRun r;
 	nodes[k++] = a;
 	nodes[k++] = b;
 	for (int i = 0; i < 5; i++) {
@@ -380,31 +182,31 @@ check_binary(TfgDtype t, TfgShape sa, TfgShape sb, TfgShape so)
 		nodes[k++] = y;
 		nodes[k++] = snd(y, 10 + i);
 	}
-	Program *p = prog1(nodes, k);
+	Program *p = jh_prog1(nodes, k);
 	void *da = fill(t, sa, 0), *db = fill(t, sb, 1);
-	feed(0, da, (size_t)nel(sa) * dsize(t));
-	feed(1, db, (size_t)nel(sb) * dsize(t));
-	ASSERT_EQ(run(&r, p, 0, 0, NULL), 0);
+	jh_feed(0, da, (size_t)jh_nel(sa) * jh_dsize(t));
+	jh_feed(1, db, (size_t)jh_nel(sb) * jh_dsize(t));
+	ASSERT_EQ(run(&r, p, 0, 0), 0);
 	ASSERT_EQ(r.rc, 0);
-	ASSERT_EQ(nsent, 5);
+	ASSERT_EQ(jh_nsent, 5);
 	for (int i = 0; i < 5; i++)
-		for (int64_t f = 0; f < nel(so); f++) {
+		for (int64_t f = 0; f < jh_nel(so); f++) {
 			int64_t x = bidx(sa, so, f), y = bidx(sb, so, f);
-			if (isf(t)) {
+			if (jh_isf(t)) {
 				double want = ref_float(bin_ops[i],
-					getf(da, t, x), getf(db, t, y), t);
-				double got = getf(sent[10 + i], t, f);
+					jh_getf(da, t, x), jh_getf(db, t, y), t);
+				double got = jh_getf(jh_sent[10 + i], t, f);
 				if (!same(got, want))
 					TEST_FAIL_("%s op %d [%lld]: %g != %g",
 						   t == TFG_F32 ? "f32" : "f64",
 						   i, (long long)f, got, want);
 			} else {
 				int64_t want = ref_int(bin_ops[i],
-					geti(da, t, x), geti(db, t, y), t);
-				ASSERT_EQ(geti(sent[10 + i], t, f), want);
+					jh_geti(da, t, x), jh_geti(db, t, y), t);
+				ASSERT_EQ(jh_geti(jh_sent[10 + i], t, f), want);
 			}
 		}
-	run_done(&r);
+	jh_run_done(&r);
 }
 
 static void
@@ -413,14 +215,18 @@ t_binary(void)
 	static const TfgDtype ts[] = {TFG_I32, TFG_I64, TFG_F32, TFG_F64};
 	for (int i = 0; i < 4; i++) {
 		TfgDtype t = ts[i];
-		check_binary(t, shp(2, 2, 3), shp(1, 3), shp(2, 2, 3));
-		check_binary(t, shp(2, 2, 1), shp(2, 1, 3), shp(2, 2, 3));
-		check_binary(t, shp(0), shp(2, 2, 3), shp(2, 2, 3));
-		check_binary(t, shp(2, 2, 3), shp(0), shp(2, 2, 3));
-		check_binary(t, shp(0), shp(0), shp(0));
-		check_binary(t, shp(1, 1000), shp(1, 1000), shp(1, 1000));
-		check_binary(t, shp(2, 37, 33), shp(1, 33), shp(2, 37, 33));
-		check_binary(t, shp(3, 4, 1, 5), shp(2, 3, 1), shp(3, 4, 3, 5));
+		check_binary(t, jh_shp(2, 2, 3), jh_shp(1, 3), jh_shp(2, 2, 3));
+		check_binary(t, jh_shp(2, 2, 1), jh_shp(2, 1, 3),
+			     jh_shp(2, 2, 3));
+		check_binary(t, jh_shp(0), jh_shp(2, 2, 3), jh_shp(2, 2, 3));
+		check_binary(t, jh_shp(2, 2, 3), jh_shp(0), jh_shp(2, 2, 3));
+		check_binary(t, jh_shp(0), jh_shp(0), jh_shp(0));
+		check_binary(t, jh_shp(1, 1000), jh_shp(1, 1000),
+			     jh_shp(1, 1000));
+		check_binary(t, jh_shp(2, 37, 33), jh_shp(1, 33),
+			     jh_shp(2, 37, 33));
+		check_binary(t, jh_shp(3, 4, 1, 5), jh_shp(2, 3, 1),
+			     jh_shp(3, 4, 3, 5));
 	}
 }
 
@@ -435,7 +241,7 @@ check_int_edges(TfgDtype t)
 	int64_t q[] = {min, 0, -4, -4, 0, 0, -max, min, 3};
 	int64_t m[] = {0, 0, 1, -1, 0, 0, 0, 0, -1};
 	enum { N = 9 };
-	void *da = aa(N * 8), *db = aa(N * 8);
+	void *da = jh_alloc(N * 8), *db = jh_alloc(N * 8);
 	for (int i = 0; i < N; i++) {
 		if (t == TFG_I32) {
 			((int32_t *)da)[i] = (int32_t)a[i];
@@ -445,27 +251,27 @@ check_int_edges(TfgDtype t)
 			((int64_t *)db)[i] = b[i];
 		}
 	}
-	IrNode *x = input(t, shp(1, N), 0), *y = input(t, shp(1, N), 1);
-	IrNode *d = mk(OP_div, t, shp(1, N), x, y);
-	IrNode *md = mk(OP_mod, t, shp(1, N), x, y);
-	IrNode *ng = mk(OP_neg, t, shp(1, N), x, NULL);
-	IrNode *s = mk(OP_add, t, shp(1, N), x, x);
+	IrNode *x = input(t, jh_shp(1, N), 0), *y = input(t, jh_shp(1, N), 1);
+	IrNode *d = mk(OP_div, t, jh_shp(1, N), x, y);
+	IrNode *md = mk(OP_mod, t, jh_shp(1, N), x, y);
+	IrNode *ng = mk(OP_neg, t, jh_shp(1, N), x, NULL);
+	IrNode *s = mk(OP_add, t, jh_shp(1, N), x, x);
 	IrNode *nodes[] = {x, y, d, snd(d, 10), md, snd(md, 11), ng,
 			   snd(ng, 12), s, snd(s, 13)};
-	Run r;
-	feed(0, da, N * dsize(t));
-	feed(1, db, N * dsize(t));
-	ASSERT_EQ(run(&r, prog1(nodes, 10), 0, 0, NULL), 0);
+	JhRun r;
+	jh_feed(0, da, N * jh_dsize(t));
+	jh_feed(1, db, N * jh_dsize(t));
+	ASSERT_EQ(run(&r, jh_prog1(nodes, 10), 0, 0), 0);
 	ASSERT_EQ(r.rc, 0);
 	for (int i = 0; i < N; i++) {
-		ASSERT_EQ(geti(sent[10], t, i), q[i]);
-		ASSERT_EQ(geti(sent[11], t, i), m[i]);
-		ASSERT_EQ(geti(sent[12], t, i), wrap(-(uint64_t)a[i], t));
-		ASSERT_EQ(geti(sent[13], t, i),
+		ASSERT_EQ(jh_geti(jh_sent[10], t, i), q[i]);
+		ASSERT_EQ(jh_geti(jh_sent[11], t, i), m[i]);
+		ASSERT_EQ(jh_geti(jh_sent[12], t, i), wrap(-(uint64_t)a[i], t));
+		ASSERT_EQ(jh_geti(jh_sent[13], t, i),
 			  wrap((uint64_t)a[i] * 2, t));
 	}
-	ASSERT_EQ(geti(sent[12], t, 0), min); /* -INT_MIN wraps */
-	run_done(&r);
+	ASSERT_EQ(jh_geti(jh_sent[12], t, 0), min); /* -INT_MIN wraps */
+	jh_run_done(&r);
 }
 
 static void
@@ -479,16 +285,17 @@ static void
 t_float_edges(void)
 {
 	float a[] = {1, -1, 0, 5.5f, -5.5f, 6, -6}, b[] = {0, 0, 0, -2, 2, 3, 3};
-	IrNode *x = input(TFG_F32, shp(1, 7), 0), *y = input(TFG_F32, shp(1, 7), 1);
-	IrNode *d = mk(OP_div, TFG_F32, shp(1, 7), x, y);
-	IrNode *m = mk(OP_mod, TFG_F32, shp(1, 7), x, y);
-	IrNode *ng = mk(OP_neg, TFG_F32, shp(1, 7), x, NULL);
+	IrNode *x = input(TFG_F32, jh_shp(1, 7), 0);
+	IrNode *y = input(TFG_F32, jh_shp(1, 7), 1);
+	IrNode *d = mk(OP_div, TFG_F32, jh_shp(1, 7), x, y);
+	IrNode *m = mk(OP_mod, TFG_F32, jh_shp(1, 7), x, y);
+	IrNode *ng = mk(OP_neg, TFG_F32, jh_shp(1, 7), x, NULL);
 	IrNode *nodes[] = {x, y, d, snd(d, 10), m, snd(m, 11), ng, snd(ng, 12)};
-	Run r;
-	feed(0, a, sizeof a);
-	feed(1, b, sizeof b);
-	ASSERT_EQ(run(&r, prog1(nodes, 8), 0, 0, NULL), 0);
-	const float *q = sent[10], *md = sent[11], *n = sent[12];
+	JhRun r;
+	jh_feed(0, a, sizeof a);
+	jh_feed(1, b, sizeof b);
+	ASSERT_EQ(run(&r, jh_prog1(nodes, 8), 0, 0), 0);
+	const float *q = jh_sent[10], *md = jh_sent[11], *n = jh_sent[12];
 	ASSERT(isinf(q[0]) && q[0] > 0);
 	ASSERT(isinf(q[1]) && q[1] < 0);
 	ASSERT(isnan(q[2]) && isnan(md[0]));
@@ -498,7 +305,7 @@ t_float_edges(void)
 	ASSERT(md[6] == 0 && !signbit(md[6])); /* -6 % 3: +0 like NumPy */
 	ASSERT(n[2] == 0 && signbit(n[2]));    /* -(0.0) = -0.0 */
 	ASSERT_NEAR(n[3], -5.5, 0);
-	run_done(&r);
+	jh_run_done(&r);
 }
 
 /* ---------------------------------------------------------- reductions */
@@ -512,18 +319,18 @@ t_reduce_f32(void)
 		x[i] = i * 0.37f - 5;
 		sum += x[i];
 	}
-	IrNode *in = input(TFG_F32, shp(1, 100), 0);
-	IrNode *s = mk(OP_reduce_sum, TFG_F32, shp(0), in, NULL);
-	IrNode *m = mk(OP_reduce_mean, TFG_F32, shp(0), in, NULL);
+	IrNode *in = input(TFG_F32, jh_shp(1, 100), 0);
+	IrNode *s = mk(OP_reduce_sum, TFG_F32, jh_shp(0), in, NULL);
+	IrNode *m = mk(OP_reduce_mean, TFG_F32, jh_shp(0), in, NULL);
 	s->axes = m->axes = 1;
 	IrNode *nodes[] = {in, s, snd(s, 10), m, snd(m, 11)};
-	Run r;
-	feed(0, x, sizeof x);
-	ASSERT_EQ(run(&r, prog1(nodes, 5), 0, 0, NULL), 0);
+	JhRun r;
+	jh_feed(0, x, sizeof x);
+	ASSERT_EQ(run(&r, jh_prog1(nodes, 5), 0, 0), 0);
 	ASSERT_EQ(r.rc, 0);
-	ASSERT_NEAR(*(const float *)sent[10], sum, 1e-3);
-	ASSERT_NEAR(*(const float *)sent[11], sum / 100, 1e-5);
-	run_done(&r);
+	ASSERT_NEAR(*(const float *)jh_sent[10], sum, 1e-3);
+	ASSERT_NEAR(*(const float *)jh_sent[11], sum / 100, 1e-5);
+	jh_run_done(&r);
 }
 
 static void
@@ -539,23 +346,23 @@ t_reduce_i32(void)
 	sum = 0;
 	for (int i = 0; i < 100; i++)
 		sum += x[i];
-	IrNode *in = input(TFG_I32, shp(1, 100), 0);
-	IrNode *s = mk(OP_reduce_sum, TFG_I32, shp(0), in, NULL);
-	IrNode *m = mk(OP_reduce_mean, TFG_I32, shp(0), in, NULL);
-	IrNode *mf = mk(OP_reduce_mean, TFG_F64, shp(0), in, NULL);
+	IrNode *in = input(TFG_I32, jh_shp(1, 100), 0);
+	IrNode *s = mk(OP_reduce_sum, TFG_I32, jh_shp(0), in, NULL);
+	IrNode *m = mk(OP_reduce_mean, TFG_I32, jh_shp(0), in, NULL);
+	IrNode *mf = mk(OP_reduce_mean, TFG_F64, jh_shp(0), in, NULL);
 	s->axes = m->axes = mf->axes = 1;
 	IrNode *nodes[] = {in, s, snd(s, 10), m, snd(m, 11), mf, snd(mf, 12)};
-	Run r;
-	feed(0, x, sizeof x);
-	ASSERT_EQ(run(&r, prog1(nodes, 7), 0, 0, NULL), 0);
+	JhRun r;
+	jh_feed(0, x, sizeof x);
+	ASSERT_EQ(run(&r, jh_prog1(nodes, 7), 0, 0), 0);
 	ASSERT_EQ(r.rc, 0);
-	ASSERT_EQ(*(const int32_t *)sent[10], sum);
+	ASSERT_EQ(*(const int32_t *)jh_sent[10], sum);
 	ASSERT(sum < 0 && sum % 100 != 0); /* exercises floor */
-	ASSERT_EQ(*(const int32_t *)sent[11], ref_int(OP_div, sum, 100,
+	ASSERT_EQ(*(const int32_t *)jh_sent[11], ref_int(OP_div, sum, 100,
 						       TFG_I64));
 	/* i32 -> f64 mean: NumPy's, no flooring */
-	ASSERT_NEAR(*(const double *)sent[12], sum / 100.0, 1e-12);
-	run_done(&r);
+	ASSERT_NEAR(*(const double *)jh_sent[12], sum / 100.0, 1e-12);
+	jh_run_done(&r);
 }
 
 /* Partial axes: [3,4,5] summed over axis 1 (keepdims), over axes 0 and 2,
@@ -571,27 +378,27 @@ t_reduce_axes(void)
 		want02[b] += x[i];
 		want0[b * 5 + c] += x[i] / 3;
 	}
-	IrNode *in = input(TFG_F64, shp(3, 3, 4, 5), 0);
-	IrNode *s1 = mk(OP_reduce_sum, TFG_F64, shp(3, 3, 1, 5), in, NULL);
-	IrNode *s02 = mk(OP_reduce_sum, TFG_F64, shp(1, 4), in, NULL);
-	IrNode *m0 = mk(OP_reduce_mean, TFG_F64, shp(2, 4, 5), in, NULL);
+	IrNode *in = input(TFG_F64, jh_shp(3, 3, 4, 5), 0);
+	IrNode *s1 = mk(OP_reduce_sum, TFG_F64, jh_shp(3, 3, 1, 5), in, NULL);
+	IrNode *s02 = mk(OP_reduce_sum, TFG_F64, jh_shp(1, 4), in, NULL);
+	IrNode *m0 = mk(OP_reduce_mean, TFG_F64, jh_shp(2, 4, 5), in, NULL);
 	s1->axes = 2;
 	s1->keepdims = 1;
 	s02->axes = 5;
 	m0->axes = 1;
 	IrNode *nodes[] = {in, s1, snd(s1, 10), s02, snd(s02, 11), m0,
 			   snd(m0, 12)};
-	Run r;
-	feed(0, x, sizeof x);
-	ASSERT_EQ(run(&r, prog1(nodes, 7), 0, 0, NULL), 0);
+	JhRun r;
+	jh_feed(0, x, sizeof x);
+	ASSERT_EQ(run(&r, jh_prog1(nodes, 7), 0, 0), 0);
 	ASSERT_EQ(r.rc, 0);
 	for (int i = 0; i < 15; i++)
-		ASSERT_NEAR(((const double *)sent[10])[i], want1[i], 1e-9);
+		ASSERT_NEAR(((const double *)jh_sent[10])[i], want1[i], 1e-9);
 	for (int i = 0; i < 4; i++)
-		ASSERT_NEAR(((const double *)sent[11])[i], want02[i], 1e-9);
+		ASSERT_NEAR(((const double *)jh_sent[11])[i], want02[i], 1e-9);
 	for (int i = 0; i < 20; i++)
-		ASSERT_NEAR(((const double *)sent[12])[i], want0[i], 1e-9);
-	run_done(&r);
+		ASSERT_NEAR(((const double *)jh_sent[12])[i], want0[i], 1e-9);
+	jh_run_done(&r);
 }
 
 /* --------------------------------------------------------------- slices */
@@ -615,22 +422,22 @@ t_slice(void)
 	int32_t x[24];
 	for (int i = 0; i < 24; i++)
 		x[i] = i;
-	IrNode *in = input(TFG_I32, shp(2, 4, 6), 0);
+	IrNode *in = input(TFG_I32, jh_shp(2, 4, 6), 0);
 	/* x[1:3, 2:5] */
-	IrNode *a = slice(in, shp(2, 2, 3), (int[]){1, 2}, (int[]){2, 3}, 0);
+	IrNode *a = slice(in, jh_shp(2, 2, 3), (int[]){1, 2}, (int[]){2, 3}, 0);
 	/* x[2] */
-	IrNode *b = slice(in, shp(1, 6), (int[]){2, 0}, (int[]){1, 6}, 1);
+	IrNode *b = slice(in, jh_shp(1, 6), (int[]){2, 0}, (int[]){1, 6}, 1);
 	/* x[:, 4] */
-	IrNode *c = slice(in, shp(1, 4), (int[]){0, 4}, (int[]){4, 1}, 2);
+	IrNode *c = slice(in, jh_shp(1, 4), (int[]){0, 4}, (int[]){4, 1}, 2);
 	/* x[3, 5] */
-	IrNode *d = slice(in, shp(0), (int[]){3, 5}, (int[]){1, 1}, 3);
+	IrNode *d = slice(in, jh_shp(0), (int[]){3, 5}, (int[]){1, 1}, 3);
 	IrNode *nodes[] = {in, a, snd(a, 10), b, snd(b, 11), c, snd(c, 12),
 			   d, snd(d, 13)};
-	Run r;
-	feed(0, x, sizeof x);
-	ASSERT_EQ(run(&r, prog1(nodes, 9), 0, 0, NULL), 0);
+	JhRun r;
+	jh_feed(0, x, sizeof x);
+	ASSERT_EQ(run(&r, jh_prog1(nodes, 9), 0, 0), 0);
 	ASSERT_EQ(r.rc, 0);
-	const int32_t *pa = sent[10], *pb = sent[11], *pc = sent[12];
+	const int32_t *pa = jh_sent[10], *pb = jh_sent[11], *pc = jh_sent[12];
 	static const int32_t wa[] = {8, 9, 10, 14, 15, 16};
 	for (int i = 0; i < 6; i++) {
 		ASSERT_EQ(pa[i], wa[i]);
@@ -638,8 +445,8 @@ t_slice(void)
 	}
 	for (int i = 0; i < 4; i++)
 		ASSERT_EQ(pc[i], i * 6 + 4);
-	ASSERT_EQ(*(const int32_t *)sent[13], 23);
-	run_done(&r);
+	ASSERT_EQ(*(const int32_t *)jh_sent[13], 23);
+	jh_run_done(&r);
 }
 
 /* ------------------------------------------------- chains, consts, errors */
@@ -656,28 +463,29 @@ t_chain(void)
 		b[i] = 1 - i * 0.25f;
 		c[i] = (i % 7) - 3;
 	}
-	IrNode *x = input(TFG_F32, shp(1, N), 0), *y = input(TFG_F32, shp(1, N), 1);
-	IrNode *z = input(TFG_F32, shp(1, N), 2);
-	IrNode *t = mk(OP_add, TFG_F32, shp(1, N), x, y);
-	IrNode *u = mk(OP_mul, TFG_F32, shp(1, N), t, z);
-	IrNode *s = mk(OP_reduce_sum, TFG_F32, shp(0), u, NULL);
+	IrNode *x = input(TFG_F32, jh_shp(1, N), 0);
+	IrNode *y = input(TFG_F32, jh_shp(1, N), 1);
+	IrNode *z = input(TFG_F32, jh_shp(1, N), 2);
+	IrNode *t = mk(OP_add, TFG_F32, jh_shp(1, N), x, y);
+	IrNode *u = mk(OP_mul, TFG_F32, jh_shp(1, N), t, z);
+	IrNode *s = mk(OP_reduce_sum, TFG_F32, jh_shp(0), u, NULL);
 	s->axes = 1;
 	IrNode *nodes[] = {x, y, z, t, u, snd(u, 10), s, snd(s, 11)};
-	Run r;
-	feed(0, a, sizeof a);
-	feed(1, b, sizeof b);
-	feed(2, c, sizeof c);
-	ASSERT_EQ(run(&r, prog1(nodes, 8), 0, 0, NULL), 0);
+	JhRun r;
+	jh_feed(0, a, sizeof a);
+	jh_feed(1, b, sizeof b);
+	jh_feed(2, c, sizeof c);
+	ASSERT_EQ(run(&r, jh_prog1(nodes, 8), 0, 0), 0);
 	ASSERT_EQ(r.rc, 0);
-	ASSERT_EQ(nrecv, 3);
-	ASSERT_EQ(nsent, 2);
+	ASSERT_EQ(jh_nrecv, 3);
+	ASSERT_EQ(jh_nsent, 2);
 	for (int i = 0; i < N; i++) {
 		float v = (a[i] + b[i]) * c[i];
-		ASSERT_NEAR(((const float *)sent[10])[i], v, 0);
+		ASSERT_NEAR(((const float *)jh_sent[10])[i], v, 0);
 		want += v;
 	}
-	ASSERT_NEAR(*(const float *)sent[11], want, 1e-2);
-	run_done(&r);
+	ASSERT_NEAR(*(const float *)jh_sent[11], want, 1e-2);
+	jh_run_done(&r);
 }
 
 static void
@@ -685,21 +493,21 @@ t_const(void)
 {
 	static const int32_t k[3] = {1, 2, -3};
 	int32_t x[2][3] = {{10, 20, 30}, {-1, -2, -3}};
-	IrNode *c = cnst(TFG_I32, shp(1, 3), k);
-	IrNode *in = input(TFG_I32, shp(2, 2, 3), 0);
-	IrNode *s = mk(OP_add, TFG_I32, shp(2, 2, 3), in, c);
+	IrNode *c = cnst(TFG_I32, jh_shp(1, 3), k);
+	IrNode *in = input(TFG_I32, jh_shp(2, 2, 3), 0);
+	IrNode *s = mk(OP_add, TFG_I32, jh_shp(2, 2, 3), in, c);
 	IrNode *nodes[] = {c, snd(c, 10), in, s, snd(s, 11)};
-	Run r;
-	feed(0, x, sizeof x);
-	ASSERT_EQ(run(&r, prog1(nodes, 5), 0, 0, NULL), 0);
+	JhRun r;
+	jh_feed(0, x, sizeof x);
+	ASSERT_EQ(run(&r, jh_prog1(nodes, 5), 0, 0), 0);
 	ASSERT_EQ(r.rc, 0);
-	const int32_t *pc = sent[10], *ps = sent[11];
+	const int32_t *pc = jh_sent[10], *ps = jh_sent[11];
 	for (int i = 0; i < 3; i++) {
 		ASSERT_EQ(pc[i], k[i]);
 		ASSERT_EQ(ps[i], x[0][i] + k[i]);
 		ASSERT_EQ(ps[3 + i], x[1][i] + k[i]);
 	}
-	run_done(&r);
+	jh_run_done(&r);
 }
 
 /* A failing recv: its status comes back and nothing after it runs. */
@@ -707,31 +515,27 @@ static void
 t_recv_fails(void)
 {
 	float v[4] = {1, 2, 3, 4};
-	IrNode *a = input(TFG_F32, shp(1, 4), 0), *b = input(TFG_F32, shp(1, 4), 1);
-	IrNode *s = mk(OP_add, TFG_F32, shp(1, 4), a, b);
+	IrNode *a = input(TFG_F32, jh_shp(1, 4), 0);
+	IrNode *b = input(TFG_F32, jh_shp(1, 4), 1);
+	IrNode *s = mk(OP_add, TFG_F32, jh_shp(1, 4), a, b);
 	IrNode *nodes[] = {a, snd(a, 10), b, s, snd(s, 11)};
-	Run r;
-	feed(0, v, sizeof v);
-	feed(1, v, sizeof v);
-	Program *p = prog1(nodes, 5);
+	JhRun r;
+	jh_feed(0, v, sizeof v);
+	jh_feed(1, v, sizeof v);
+	Program *p = jh_prog1(nodes, 5);
 	CgOptions o = {NULL, 2, NULL, NULL};
 	ASSERT_EQ(cg_jit(&r.j, p, 0, &o, r.parts, NULL), 0); /* warm up */
 	cg_jit_free(r.j);
-	ASSERT_EQ(run(&r, p, 0, 0, NULL), 0);
+	ASSERT_EQ(run(&r, p, 0, 0), 0);
 	ASSERT_EQ(r.rc, 0);
-	run_done(&r);
-	reset_rt();
-	/* run() resets the fakes, so fail by hand */
-	ASSERT_EQ(cg_jit(&r.j, p, 0, &(CgOptions){NULL, 2,
-			 fake_recv, fake_send}, r.parts, NULL),
-		  0);
-	char *arena = aligned_alloc(64, (r.parts[0].arena_size + 63) & ~(size_t)63);
-	fail_key = 1;
-	ASSERT_EQ(r.parts[0].fn(want_ctx, arena), FAIL_STATUS);
-	ASSERT_EQ(nsent, 1); /* a's send ran, s's did not */
-	ASSERT_EQ(nrecv, 2);
-	free(arena);
-	cg_jit_free(r.j);
+	jh_run_done(&r);
+	/* jh_jit resets the fakes: set the failing key after it */
+	ASSERT_EQ(jh_jit(&r, p, 0, NULL), 0);
+	jh_fail_key = 1;
+	ASSERT_EQ(jh_call(&r, 0), JH_FAIL_STATUS);
+	ASSERT_EQ(jh_nsent, 1); /* a's send ran, s's did not */
+	ASSERT_EQ(jh_nrecv, 2);
+	jh_run_done(&r);
 }
 
 /* Two signatures, two tasks: each task gets only its own parts. */
@@ -739,60 +543,44 @@ static void
 t_multi(void)
 {
 	int32_t v[2] = {5, -6};
-	Program *p = prog(3, 2);
-	IrNode *a = input(TFG_I32, shp(1, 2), 0);
-	IrNode *n0 = mk(OP_neg, TFG_I32, shp(1, 2), a, NULL);
+	Program *p = jh_prog(3, 2);
+	IrNode *a = input(TFG_I32, jh_shp(1, 2), 0);
+	IrNode *n0 = mk(OP_neg, TFG_I32, jh_shp(1, 2), a, NULL);
 	IrNode *l0[] = {a, n0, snd(n0, 10)};
-	IrNode *b = input(TFG_I32, shp(1, 2), 1);
-	IrNode *n1 = mk(OP_mul, TFG_I32, shp(1, 2), b, b);
+	IrNode *b = input(TFG_I32, jh_shp(1, 2), 1);
+	IrNode *n1 = mk(OP_mul, TFG_I32, jh_shp(1, 2), b, b);
 	IrNode *l1[] = {b, n1, snd(n1, 11)};
-	part_set(p, 0, 1, l0, 3);
-	part_set(p, 2, 1, l1, 3);
-	part_set(p, 1, 0, l1, 3);
-	Run r;
-	feed(1, v, sizeof v);
-	ASSERT_EQ(run(&r, p, 1, 2, NULL), 0);
+	jh_part_set(p, 0, 1, l0, 3);
+	jh_part_set(p, 2, 1, l1, 3);
+	jh_part_set(p, 1, 0, l1, 3);
+	JhRun r;
+	jh_feed(1, v, sizeof v);
+	ASSERT_EQ(run(&r, p, 1, 2), 0);
 	ASSERT(r.parts[0].fn != NULL);
 	ASSERT(r.parts[1].fn == NULL);
 	ASSERT_EQ(r.parts[1].arena_size, 0);
 	ASSERT(r.parts[2].arena_size >= 64 + 8);
 	ASSERT_EQ(r.rc, 0);
-	ASSERT_EQ(((const int32_t *)sent[11])[1], 36);
-	run_done(&r);
+	ASSERT_EQ(((const int32_t *)jh_sent[11])[1], 36);
+	jh_run_done(&r);
 }
 
 /* ------------------------------------------------------- emit and timing */
 
-static char *
-emit(const Program *p, const char *cpu)
-{
-	char *s = NULL;
-	size_t n = 0;
-	FILE *f = open_memstream(&s, &n);
-	CgOptions o = {cpu, 2, NULL, NULL};
-	int rc = cg_emit_llvm(f, p, 0, &o);
-	fclose(f);
-	if (rc != 0) {
-		free(s);
-		return NULL;
-	}
-	return s;
-}
-
 static Program *
 big_add(void)
 {
-	IrNode *a = input(TFG_F32, shp(1, 4096), 0);
-	IrNode *b = input(TFG_F32, shp(1, 4096), 1);
-	IrNode *s = mk(OP_add, TFG_F32, shp(1, 4096), a, b);
+	IrNode *a = input(TFG_F32, jh_shp(1, 4096), 0);
+	IrNode *b = input(TFG_F32, jh_shp(1, 4096), 1);
+	IrNode *s = mk(OP_add, TFG_F32, jh_shp(1, 4096), a, b);
 	IrNode *nodes[] = {a, b, s, snd(s, 10)};
-	return prog1(nodes, 4);
+	return jh_prog1(nodes, 4);
 }
 
 static void
 t_emit(void)
 {
-	char *s = emit(big_add(), "x86-64-v3");
+	char *s = jh_emit(big_add(), "x86-64-v3");
 	ASSERT(s != NULL);
 	ASSERT(strstr(s, "define i32 @tfg_part_0(") != NULL);
 	ASSERT(strstr(s, "target triple = \"x86_64-unknown-linux-gnu\""));
@@ -800,7 +588,7 @@ t_emit(void)
 	ASSERT(strstr(s, "<8 x float>") != NULL); /* AVX2 */
 	ASSERT(strstr(s, "<16 x float>") == NULL);
 	free(s);
-	s = emit(big_add(), "znver4");
+	s = jh_emit(big_add(), "znver4");
 	ASSERT(s != NULL);
 	ASSERT(strstr(s, "<16 x float>") != NULL);
 	free(s);
@@ -826,11 +614,12 @@ static void
 t_emit_no_trap(void)
 {
 	for (int t = TFG_I32; t <= TFG_I64; t++) {
-		IrNode *a = input(t, shp(1, 64), 0), *b = input(t, shp(1, 64), 1);
-		IrNode *d = mk(OP_div, t, shp(1, 64), a, b);
-		IrNode *m = mk(OP_mod, t, shp(1, 64), a, b);
+		IrNode *a = input(t, jh_shp(1, 64), 0);
+		IrNode *b = input(t, jh_shp(1, 64), 1);
+		IrNode *d = mk(OP_div, t, jh_shp(1, 64), a, b);
+		IrNode *m = mk(OP_mod, t, jh_shp(1, 64), a, b);
 		IrNode *nodes[] = {a, b, d, snd(d, 10), m, snd(m, 11)};
-		char *s = emit(prog1(nodes, 6), "x86-64-v3");
+		char *s = jh_emit(jh_prog1(nodes, 6), "x86-64-v3");
 		ASSERT(s != NULL);
 		ASSERT(strstr(s, "sdiv ") || strstr(s, "srem "));
 		check_guarded(s, "sdiv ");
@@ -845,8 +634,10 @@ t_opt_levels(void)
 {
 	for (g_opt = 0; g_opt <= 3; g_opt += g_opt == 1 ? 2 : 1) {
 		check_int_edges(TFG_I32);
-		check_binary(TFG_F32, shp(2, 2, 3), shp(1, 3), shp(2, 2, 3));
-		check_binary(TFG_I64, shp(2, 2, 1), shp(2, 1, 3), shp(2, 2, 3));
+		check_binary(TFG_F32, jh_shp(2, 2, 3), jh_shp(1, 3),
+			     jh_shp(2, 2, 3));
+		check_binary(TFG_I64, jh_shp(2, 2, 1), jh_shp(2, 1, 3),
+			     jh_shp(2, 2, 3));
 		t_reduce_i32();
 		t_reduce_axes();
 		t_slice();
@@ -858,11 +649,11 @@ t_opt_levels(void)
 static void
 t_jit_time(void)
 {
-	IrNode *a = input(TFG_F32, shp(2, 2, 3), 0);
-	IrNode *b = input(TFG_F32, shp(1, 3), 1);
-	IrNode *s = mk(OP_add, TFG_F32, shp(2, 2, 3), a, b);
+	IrNode *a = input(TFG_F32, jh_shp(2, 2, 3), 0);
+	IrNode *b = input(TFG_F32, jh_shp(1, 3), 1);
+	IrNode *s = mk(OP_add, TFG_F32, jh_shp(2, 2, 3), a, b);
 	IrNode *nodes[] = {a, b, s, snd(s, 10)};
-	Program *p = prog1(nodes, 4);
+	Program *p = jh_prog1(nodes, 4);
 	RtPart parts[1];
 	CgJit *j;
 	double ms[3];
@@ -881,15 +672,15 @@ t_errors(void)
 {
 	RtPart parts[1];
 	CgJit *j = (CgJit *)1;
-	Program *p = prog(1, 1);
+	Program *p = jh_prog(1, 1);
 	/* task out of range */
 	ASSERT(cg_jit(&j, p, 3, NULL, parts, NULL) != 0);
 	ASSERT(j == NULL);
 	/* an input used before it is computed */
-	IrNode *a = input(TFG_I32, shp(1, 2), 0);
-	IrNode *n = mk(OP_neg, TFG_I32, shp(1, 2), a, NULL);
+	IrNode *a = input(TFG_I32, jh_shp(1, 2), 0);
+	IrNode *n = mk(OP_neg, TFG_I32, jh_shp(1, 2), a, NULL);
 	IrNode *nodes[] = {n, a};
-	part_set(p, 0, 0, nodes, 2);
+	jh_part_set(p, 0, 0, nodes, 2);
 	ASSERT(cg_jit(&j, p, 0, NULL, parts, NULL) != 0);
 	ASSERT(parts[0].fn == NULL);
 }

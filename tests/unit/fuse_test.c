@@ -12,51 +12,8 @@
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
-#include <unistd.h>
 
-#include "codegen/codegen.h"
-#include "tests/unit/test.h"
-
-enum { NKEY = 64 };
-
-static void *feed_data[NKEY];
-static size_t feed_size[NKEY];
-static char *sent[NKEY];      /* send key -> a copy of what was sent */
-static size_t send_size[NKEY];
-
-static int
-fake_recv(struct RtCtx *ctx, uint32_t key, void *dst)
-{
-	(void)ctx;
-	if (key >= NKEY || !feed_data[key])
-		return 99;
-	memcpy(dst, feed_data[key], feed_size[key]);
-	return 0;
-}
-
-static int
-fake_send(struct RtCtx *ctx, uint32_t key, const void *src)
-{
-	(void)ctx;
-	if (key >= NKEY)
-		return 99;
-	/* a copy: the sender's slot may be reused once the send returns */
-	free(sent[key]);
-	sent[key] = malloc(send_size[key] + 1);
-	memcpy(sent[key], src, send_size[key]);
-	return 0;
-}
-
-static uint64_t rng = 0x9e3779b97f4a7c15ull;
-
-static uint64_t
-next(void)
-{
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return rng;
-}
+#include "tests/unit/jit_harness.h"
 
 static void
 fill(void *d, TfgDtype t, int64_t n)
@@ -64,7 +21,7 @@ fill(void *d, TfgDtype t, int64_t n)
 	static const double fs[] = {NAN, INFINITY, -INFINITY, -0.0, 0.0, 1.0};
 	static const int64_t is[] = {INT64_MIN, -1, 0, 1, INT32_MIN, 2};
 	for (int64_t i = 0; i < n; i++) {
-		uint64_t r = next();
+		uint64_t r = jh_next();
 		int special = r % 16 == 0;
 		double f = special ? fs[(r >> 8) % 6]
 				   : ((double)(r >> 11) / 9007199254740992.0 - 0.5) *
@@ -86,87 +43,30 @@ static int64_t fetch_n[16];
 static int nfetch;
 static int nfused; /* fused nodes in the last run_src's part */
 
-static size_t
-nbytes(TfgDtype t, const TfgShape *s)
-{
-	return (size_t)tfg_shape_numel(s) * tfg_dtype_size(t);
-}
-
 /* Compiles src (with passes or without), runs sig 0 of task 0 and returns
  * the fetched tensors' bytes concatenated (malloc'd; *len their size). */
 static char *
 run_src(const char *src, int passes, size_t *len, int seed)
 {
-	char path[] = "/tmp/tfg-fuse-test.XXXXXX";
-	int fd = mkstemp(path);
 	CompileOptions co = {0};
 	Program p;
-	Diag d;
-	CgJit *j = NULL;
-	RtPart parts[4] = {{0}};
-	CgOptions o = {NULL, 2, fake_recv, fake_send};
-	char *out = NULL, *arena;
+	char *out;
 	IrSig *g;
 
-	if (fd < 0 || write(fd, src, strlen(src)) != (ssize_t)strlen(src))
-		return NULL;
-	close(fd);
-	diag_init(&d, stderr);
 	co.no_fold = co.no_cse = co.no_dce = co.no_fuse = !passes;
-	if (compile_file(&p, path, &co, &d) != 0) {
-		unlink(path);
+	if (jh_compile_src(&p, src, &co) != 0)
 		return NULL;
-	}
-	unlink(path);
 	g = &p.sigs[0];
 	nfused = 0;
 	for (int i = 0; i < g->parts[0].n; i++)
 		nfused += g->parts[0].nodes[i]->fuse != NULL;
-	memset(feed_data, 0, sizeof feed_data);
-	memset(sent, 0, sizeof sent);
 	nfetch = g->nfetch < 16 ? g->nfetch : 16;
-	for (int i = 0; i < g->nfetch; i++) {
-		send_size[g->fetch_key[i]] = nbytes(g->fetch[i]->dtype,
-						    &g->fetch[i]->shape);
-		if (i < 16) {
-			fetch_dt[i] = g->fetch[i]->dtype;
-			fetch_n[i] = tfg_shape_numel(&g->fetch[i]->shape);
-		}
+	for (int i = 0; i < nfetch; i++) {
+		fetch_dt[i] = g->fetch[i]->dtype;
+		fetch_n[i] = jh_nel(g->fetch[i]->shape);
 	}
-	rng = 0x9e3779b97f4a7c15ull + (uint64_t)seed;
-	for (int i = 0; i < g->nfeed; i++) {
-		uint32_t k = g->feed_key[i];
-		feed_size[k] = nbytes(g->feed[i]->dtype, &g->feed[i]->shape);
-		feed_data[k] = malloc(feed_size[k] + 1);
-		fill(feed_data[k], g->feed[i]->dtype,
-		     tfg_shape_numel(&g->feed[i]->shape));
-	}
-	if (cg_jit(&j, &p, 0, &o, parts, NULL) == 0 && parts[0].fn) {
-		arena = aligned_alloc(64, (parts[0].arena_size + 127) & ~(size_t)63);
-		if (parts[0].fn(NULL, arena) == 0) {
-			*len = 0;
-			for (int i = 0; i < g->nfetch; i++)
-				*len += nbytes(g->fetch[i]->dtype,
-					       &g->fetch[i]->shape);
-			out = malloc(*len + 1);
-			*len = 0;
-			for (int i = 0; i < g->nfetch; i++) {
-				size_t n = nbytes(g->fetch[i]->dtype,
-						  &g->fetch[i]->shape);
-				if (sent[g->fetch_key[i]])
-					memcpy(out + *len, sent[g->fetch_key[i]], n);
-				*len += n;
-			}
-		}
-		free(arena);
-	}
-	cg_jit_free(j);
-	for (int i = 0; i < NKEY; i++) {
-		free(feed_data[i]);
-		free(sent[i]);
-		sent[i] = NULL;
-	}
-	memset(feed_data, 0, sizeof feed_data);
+	jh_rng = 0x9e3779b97f4a7c15ull + (uint64_t)seed;
+	out = jh_run_fetches(&p, fill, len);
 	arena_free(p.arena);
 	return out;
 }

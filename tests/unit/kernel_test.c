@@ -25,79 +25,23 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "codegen/codegen.h"
-#include "tests/unit/test.h"
-
-enum { NKEY = 64 };
-
-static void *feed_data[NKEY];
-static size_t feed_size[NKEY];
-static char *sent[NKEY];
-static size_t send_size[NKEY];
-
-static int
-fake_recv(struct RtCtx *ctx, uint32_t key, void *dst)
-{
-	(void)ctx;
-	if (key >= NKEY || !feed_data[key])
-		return 99;
-	memcpy(dst, feed_data[key], feed_size[key]);
-	return 0;
-}
-
-static int
-fake_send(struct RtCtx *ctx, uint32_t key, const void *src)
-{
-	(void)ctx;
-	if (key >= NKEY)
-		return 99;
-	free(sent[key]);
-	sent[key] = malloc(send_size[key] + 1);
-	memcpy(sent[key], src, send_size[key]);
-	return 0;
-}
-
-static uint64_t rng;
+#include "tests/unit/jit_harness.h"
 
 static void
 fill(void *d, TfgDtype t, int64_t n)
 {
 	for (int64_t i = 0; i < n; i++) {
-		rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
-		double f = ((double)(rng >> 11) / 9007199254740992.0 - 0.5) * 8;
-		int64_t v = (int64_t)(rng >> 40) % 200 - 100;
+		uint64_t r = jh_next();
+		double f = ((double)(r >> 11) / 9007199254740992.0 - 0.5) * 8;
+		int64_t v = (int64_t)(r >> 40) % 200 - 100;
 		switch (t) {
-		case TFG_BOOL: ((uint8_t *)d)[i] = rng & 1; break;
+		case TFG_BOOL: ((uint8_t *)d)[i] = r & 1; break;
 		case TFG_I32: ((int32_t *)d)[i] = (int32_t)v; break;
 		case TFG_I64: ((int64_t *)d)[i] = v; break;
 		case TFG_F32: ((float *)d)[i] = (float)f; break;
 		default: ((double *)d)[i] = f; break;
 		}
 	}
-}
-
-static size_t
-nbytes(TfgDtype t, const TfgShape *s)
-{
-	return (size_t)tfg_shape_numel(s) * tfg_dtype_size(t);
-}
-
-/* Compiles src (fusion on or off) into p. */
-static int
-compile_src(Program *p, const char *src, int fuse)
-{
-	char path[] = "/tmp/tfg-kernel-test.XXXXXX";
-	int fd = mkstemp(path), rc;
-	CompileOptions co = {0};
-	Diag d;
-	if (fd < 0 || write(fd, src, strlen(src)) != (ssize_t)strlen(src))
-		return -1;
-	close(fd);
-	diag_init(&d, stderr);
-	co.no_fuse = !fuse;
-	rc = compile_file(p, path, &co, &d);
-	unlink(path);
-	return rc;
 }
 
 /* Kernel options: $TFG_KERNEL_DEDUP and $TFG_PAR_MIN (read when a
@@ -114,54 +58,14 @@ kopts(int dedup, const char *par_min)
 static char *
 run_src(const char *src, size_t *len)
 {
+	CompileOptions co = {0};
 	Program p;
-	CgJit *j = NULL;
-	RtPart parts[4] = {{0}};
-	CgOptions o = {NULL, 2, fake_recv, fake_send};
-	char *out = NULL, *arena;
-	IrSig *g;
+	char *out;
 
-	if (compile_src(&p, src, 1) != 0)
+	if (jh_compile_src(&p, src, &co) != 0)
 		return NULL;
-	g = &p.sigs[0];
-	memset(feed_data, 0, sizeof feed_data);
-	for (int i = 0; i < g->nfetch; i++)
-		send_size[g->fetch_key[i]] = nbytes(g->fetch[i]->dtype,
-						    &g->fetch[i]->shape);
-	rng = 0x9e3779b97f4a7c15ull;
-	for (int i = 0; i < g->nfeed; i++) {
-		uint32_t k = g->feed_key[i];
-		feed_size[k] = nbytes(g->feed[i]->dtype, &g->feed[i]->shape);
-		feed_data[k] = malloc(feed_size[k] + 1);
-		fill(feed_data[k], g->feed[i]->dtype,
-		     tfg_shape_numel(&g->feed[i]->shape));
-	}
-	if (cg_jit(&j, &p, 0, &o, parts, NULL) == 0 && parts[0].fn) {
-		arena = aligned_alloc(64, (parts[0].arena_size + 127) &
-					      ~(size_t)63);
-		if (parts[0].fn(NULL, arena) == 0) {
-			*len = 0;
-			for (int i = 0; i < g->nfetch; i++)
-				*len += send_size[g->fetch_key[i]];
-			out = malloc(*len + 1);
-			*len = 0;
-			for (int i = 0; i < g->nfetch; i++) {
-				size_t n = send_size[g->fetch_key[i]];
-				if (sent[g->fetch_key[i]])
-					memcpy(out + *len,
-					       sent[g->fetch_key[i]], n);
-				*len += n;
-			}
-		}
-		free(arena);
-	}
-	cg_jit_free(j);
-	for (int i = 0; i < NKEY; i++) {
-		free(feed_data[i]);
-		free(sent[i]);
-		feed_data[i] = NULL;
-		sent[i] = NULL;
-	}
+	jh_rng = 0x9e3779b97f4a7c15ull;
+	out = jh_run_fetches(&p, fill, len);
 	arena_free(p.arena);
 	return out;
 }
@@ -170,21 +74,13 @@ run_src(const char *src, size_t *len)
 static char *
 emit_src(const char *src)
 {
-	CgOptions o = {NULL, 2, NULL, NULL};
+	CompileOptions co = {0};
 	Program p;
-	char *ir = NULL;
-	size_t len = 0;
-	FILE *f;
-	if (compile_src(&p, src, 0) != 0)
+	char *ir;
+	co.no_fuse = 1;
+	if (jh_compile_src(&p, src, &co) != 0)
 		return NULL;
-	f = open_memstream(&ir, &len);
-	if (cg_emit_llvm(f, &p, 0, &o) != 0) {
-		fclose(f);
-		free(ir);
-		ir = NULL;
-	} else {
-		fclose(f);
-	}
+	ir = jh_emit(&p, NULL);
 	arena_free(p.arena);
 	return ir;
 }

@@ -18,10 +18,9 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "codegen/codegen.h"
-#include "tests/unit/test.h"
+#include "tests/unit/jit_harness.h"
 
-enum { NKEY = 4, N = 100000 };
+enum { N = 100000 };
 
 /* ------------------------------------------------------- the reference */
 
@@ -49,100 +48,35 @@ ref_block(uint64_t i, uint32_t stream, uint64_t seed)
 	return ref_philox(c, (uint32_t)seed, (uint32_t)(seed >> 32));
 }
 
-/* ------------------------------------------------------- the fake runtime */
-
-static const void *sent[NKEY];
-static struct RtCtx *const the_ctx = (struct RtCtx *)&sent;
-
-static int
-fake_recv(struct RtCtx *ctx, uint32_t key, void *dst)
-{
-	(void)ctx, (void)key, (void)dst;
-	return 99; /* nothing is fed */
-}
-
-static int
-fake_send(struct RtCtx *ctx, uint32_t key, const void *src)
-{
-	if (ctx != the_ctx || key >= NKEY)
-		return 99;
-	sent[key] = src;
-	return 0;
-}
-
-static Arena *A;
-
-typedef struct Run {
-	CgJit *j;
-	RtPart parts[1];
-	char *arena;
-} Run;
+/* ------------------------------------------------------------ running */
 
 /* Runs one maker of dtype t, n elements, arguments a and b (as doubles
- * or integers by dtype), seed and stream; the result in *out. */
+ * or integers by dtype), seed and stream; the result in *out (a copy
+ * that lives as long as the test binary). */
 static int
-run_maker(Run *r, OpKind op, TfgDtype t, int64_t n, double a, double b,
+run_maker(OpKind op, TfgDtype t, int64_t n, double a, double b,
 	  uint64_t seed, uint32_t stream, const void **out)
 {
-	Program *p;
-	IrPart *ip;
-	IrNode *m, *s;
-	IrMake *mk;
-	CgOptions o = {NULL, 2, fake_recv, fake_send};
+	JhPart p = {0};
+	JhRun r;
+	IrMake *mk = jh_alloc(sizeof *mk);
+	IrNode *m = jh_op(&p, op, t, (TfgShape){1, {n}}, 0, NULL);
+	int rc;
 
-	if (!A)
-		A = arena_new();
-	p = arena_alloc(A, sizeof *p);
-	m = arena_alloc(A, sizeof *m);
-	s = arena_alloc(A, sizeof *s);
-	mk = arena_alloc(A, sizeof *mk);
 	mk->f[0] = a, mk->f[1] = b;
 	mk->i[0] = (int64_t)a, mk->i[1] = (int64_t)b;
 	mk->seed = seed;
 	mk->stream = stream;
-	m->op = op;
-	m->dtype = t;
-	m->shape.rank = 1;
-	m->shape.dims[0] = n;
-	m->name = "r";
 	m->make = mk;
-	s->id = 1;
-	s->op = OP_send;
-	s->dtype = t;
-	s->shape = m->shape;
-	s->nin = 1;
-	s->in = arena_alloc(A, sizeof *s->in);
-	s->in[0] = m;
-	s->key = 0;
-	s->name = "s";
-	p->arena = A;
-	p->ntask = 1;
-	p->tasks = arena_alloc(A, sizeof *p->tasks);
-	p->nsig = 1;
-	p->sigs = arena_alloc(A, sizeof *p->sigs);
-	p->sigs[0].parts = ip = arena_alloc(A, sizeof *ip);
-	ip->n = 2;
-	ip->nodes = arena_alloc(A, 2 * sizeof *ip->nodes);
-	ip->nodes[0] = m;
-	ip->nodes[1] = s;
-	ip->sends = 1;
-	memset(r, 0, sizeof *r);
-	sent[0] = NULL;
-	if (cg_jit(&r->j, p, 0, &o, r->parts, NULL) != 0 || !r->parts[0].fn)
-		return -1;
-	r->arena = aligned_alloc(64, (r->parts[0].arena_size + 127) &
-					     ~(size_t)63);
-	if (r->parts[0].fn(the_ctx, r->arena) != 0 || !sent[0])
-		return -1;
-	*out = sent[0];
-	return 0;
-}
-
-static void
-run_done(Run *r)
-{
-	free(r->arena);
-	cg_jit_free(r->j);
+	jh_snd(&p, m, 0);
+	rc = jh_run_part(&r, &p) != 0 || !jh_sent[0] ? -1 : 0;
+	if (rc == 0) {
+		void *copy = jh_alloc(jh_nbytes(t, m->shape));
+		memcpy(copy, jh_sent[0], jh_nbytes(t, m->shape));
+		*out = copy;
+	}
+	jh_run_done(&r);
+	return rc;
 }
 
 /* --------------------------------------------------------------- tests */
@@ -172,19 +106,17 @@ static void
 t_uniform_float(void)
 {
 	const uint64_t seed = 0x0123456789abcdefull;
-	Run r;
 	const float *f;
 	const double *d;
 
-	ASSERT(run_maker(&r, OP_random_uniform, TFG_F32, 4099, 0, 1, seed, 0,
+	ASSERT(run_maker(OP_random_uniform, TFG_F32, 4099, 0, 1, seed, 0,
 			 (const void **)&f) == 0);
 	for (int64_t i = 0; i < 4099; i++) {
 		Ctr c = ref_block((uint64_t)i, 0, seed);
 		float u = (float)(c.v[0] >> 8) * 0x1p-24f;
 		ASSERT(f[i] == u);
 	}
-	run_done(&r);
-	ASSERT(run_maker(&r, OP_random_uniform, TFG_F64, 1001, -2.5, 7, 9, 5,
+	ASSERT(run_maker(OP_random_uniform, TFG_F64, 1001, -2.5, 7, 9, 5,
 			 (const void **)&d) == 0);
 	for (int64_t i = 0; i < 1001; i++) {
 		Ctr c = ref_block((uint64_t)i, 5, 9);
@@ -194,24 +126,21 @@ t_uniform_float(void)
 		ASSERT(d[i] == want);
 		ASSERT(d[i] >= -2.5 && d[i] < 7);
 	}
-	run_done(&r);
 }
 
 static void
 t_uniform_int(void)
 {
-	Run r;
 	const int32_t *q;
 	const int64_t *w;
 
-	ASSERT(run_maker(&r, OP_random_uniform, TFG_I32, 777, -3, 4, 42, 0,
+	ASSERT(run_maker(OP_random_uniform, TFG_I32, 777, -3, 4, 42, 0,
 			 (const void **)&q) == 0);
 	for (int64_t i = 0; i < 777; i++) {
 		Ctr c = ref_block((uint64_t)i, 0, 42);
 		ASSERT_EQ(q[i], -3 + (int32_t)(c.v[0] % 7u));
 	}
-	run_done(&r);
-	ASSERT(run_maker(&r, OP_random_uniform, TFG_I64, 777, -1e12, 1e15, 42,
+	ASSERT(run_maker(OP_random_uniform, TFG_I64, 777, -1e12, 1e15, 42,
 			 2, (const void **)&w) == 0);
 	for (int64_t i = 0; i < 777; i++) {
 		Ctr c = ref_block((uint64_t)i, 2, 42);
@@ -220,18 +149,16 @@ t_uniform_int(void)
 		ASSERT_EQ(w[i], (int64_t)(bits % span) - (int64_t)1e12);
 		ASSERT(w[i] >= (int64_t)-1e12 && w[i] < (int64_t)1e15);
 	}
-	run_done(&r);
 }
 
 /* Box-Muller on the same libm: equal to the reference. */
 static void
 t_normal_ref(void)
 {
-	Run r;
 	const float *f;
 	const double *d;
 
-	ASSERT(run_maker(&r, OP_random_normal, TFG_F32, 1000, 1.5, 2, 3, 1,
+	ASSERT(run_maker(OP_random_normal, TFG_F32, 1000, 1.5, 2, 3, 1,
 			 (const void **)&f) == 0);
 	for (int64_t i = 0; i < 1000; i++) {
 		Ctr c = ref_block((uint64_t)i, 1, 3);
@@ -240,8 +167,7 @@ t_normal_ref(void)
 		double z = sqrt(-2.0 * log(u1)) * cos(2 * M_PI * u2);
 		ASSERT(f[i] == (float)(1.5 + z * 2));
 	}
-	run_done(&r);
-	ASSERT(run_maker(&r, OP_random_normal, TFG_F64, 1000, 0, 1, 3, 0,
+	ASSERT(run_maker(OP_random_normal, TFG_F64, 1000, 0, 1, 3, 0,
 			 (const void **)&d) == 0);
 	for (int64_t i = 0; i < 1000; i++) {
 		Ctr c = ref_block((uint64_t)i, 0, 3);
@@ -252,7 +178,6 @@ t_normal_ref(void)
 		double z = sqrt(-2.0 * log(u1)) * cos(2 * M_PI * u2);
 		ASSERT(d[i] == 0 + z * 1);
 	}
-	run_done(&r);
 }
 
 /* mean and variance of n values of dtype t */
@@ -288,15 +213,13 @@ t_stats(void)
 		{OP_random_normal, TFG_F64, 5, 2, 5, 4, 0.032, 0.1},
 	};
 	for (size_t k = 0; k < sizeof c / sizeof c[0]; k++) {
-		Run r;
 		const void *b;
 		double mean, var;
-		ASSERT(run_maker(&r, c[k].op, c[k].t, N, c[k].a, c[k].b,
+		ASSERT(run_maker(c[k].op, c[k].t, N, c[k].a, c[k].b,
 				 1234 + k, 0, &b) == 0);
 		moments(b, c[k].t, N, &mean, &var);
 		ASSERT_NEAR(mean, c[k].mean, c[k].tm);
 		ASSERT_NEAR(var, c[k].var, c[k].tv);
-		run_done(&r);
 	}
 }
 
@@ -304,31 +227,26 @@ t_stats(void)
 static void
 t_streams(void)
 {
-	Run r1, r2, r3;
 	const float *a, *b, *c;
 	int same_ab = 0, same_ac = 0;
 
-	ASSERT(run_maker(&r1, OP_random_uniform, TFG_F32, 64, 0, 1, 7, 0,
+	ASSERT(run_maker(OP_random_uniform, TFG_F32, 64, 0, 1, 7, 0,
 			 (const void **)&a) == 0);
-	ASSERT(run_maker(&r2, OP_random_uniform, TFG_F32, 64, 0, 1, 8, 0,
+	ASSERT(run_maker(OP_random_uniform, TFG_F32, 64, 0, 1, 8, 0,
 			 (const void **)&b) == 0);
-	ASSERT(run_maker(&r3, OP_random_uniform, TFG_F32, 64, 0, 1, 7, 1,
+	ASSERT(run_maker(OP_random_uniform, TFG_F32, 64, 0, 1, 7, 1,
 			 (const void **)&c) == 0);
 	for (int i = 0; i < 64; i++) {
 		same_ab += a[i] == b[i];
 		same_ac += a[i] == c[i];
 	}
 	ASSERT(same_ab < 2 && same_ac < 2);
-	run_done(&r1);
-	run_done(&r2);
-	run_done(&r3);
 }
 
 static void
 t_cleanup(void)
 {
-	arena_free(A);
-	A = NULL;
+	jh_cleanup();
 }
 
 TEST_MAIN({"kat", t_kat}, {"uniform_float", t_uniform_float},

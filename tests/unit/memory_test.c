@@ -11,26 +11,10 @@
 #include <stdlib.h>
 
 #include "codegen/cg_int.h"
-#include "tests/unit/test.h"
+#define JH_SEED 0x243F6A8885A308D3ull
+#include "tests/unit/jit_harness.h"
 
 enum { MAXN = 96 };
-
-static uint64_t rng = 0x243F6A8885A308D3ull;
-
-static uint64_t
-next(void)
-{
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return rng;
-}
-
-static int
-rnd(int lo, int hi) /* [lo, hi] */
-{
-	return lo + (int)(next() % (uint64_t)(hi - lo + 1));
-}
 
 static IrNode nodes[MAXN];
 static IrNode *ptrs[MAXN];
@@ -43,7 +27,7 @@ node(int i, OpKind op, int64_t elems, int nin)
 	memset(n, 0, sizeof *n);
 	n->id = i;
 	n->op = op;
-	n->dtype = next() % 2 ? TFG_F32 : TFG_F64;
+	n->dtype = jh_next() % 2 ? TFG_F32 : TFG_F64;
 	n->shape.rank = 1;
 	n->shape.dims[0] = elems;
 	n->nin = nin;
@@ -99,24 +83,25 @@ t_random(void)
 {
 	int reused = 0;
 	for (int it = 0; it < 400; it++) {
-		int n = rnd(1, MAXN);
+		int n = jh_rnd(1, MAXN);
 		IrPart part = {0};
 		for (int i = 0; i < n; i++) {
-			int r = i == 0 ? 0 : rnd(0, 9);
-			int64_t el = next() % 8 == 0 ? 0 : rnd(1, 5000);
+			int r = i == 0 ? 0 : jh_rnd(0, 9);
+			int64_t el = jh_next() % 8 == 0 ? 0 : jh_rnd(1, 5000);
 			if (r == 0) {
-				node(i, next() % 2 ? OP_input : OP_recv, el, 0);
+				node(i, jh_next() % 2 ? OP_input : OP_recv, el,
+				     0);
 			} else if (r == 1) {
 				node(i, OP_const, el, 0);
 			} else if (r == 2) {
 				node(i, OP_send, el, 1);
-				ins[i][0] = ptrs[rnd(0, i - 1)];
+				ins[i][0] = ptrs[jh_rnd(0, i - 1)];
 			} else {
-				int nin = rnd(1, 3);
+				int nin = jh_rnd(1, 3);
 				node(i, nin == 1 ? OP_exp : nin == 2 ? OP_add
 					: OP_where, el, nin);
 				for (int q = 0; q < nin; q++) /* sends too */
-					ins[i][q] = ptrs[rnd(0, i - 1)];
+					ins[i][q] = ptrs[jh_rnd(0, i - 1)];
 			}
 		}
 		part.n = n;

@@ -20,195 +20,19 @@
  */
 #include <float.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "codegen/codegen.h"
-#include "tests/unit/test.h"
+#include "tests/unit/jit_harness.h"
 
-enum { NKEY = 64, OUT_KEY = 8, MAXN = 64 };
-
-/* ------------------------------------------------------- the fake runtime */
-
-static const void *feed_data[NKEY];
-static size_t feed_size[NKEY];
-static const void *sent[NKEY];
-static size_t sent_size[NKEY];       /* bytes, set by snd() */
-static char *sent_buf[NKEY];         /* sent[]: copies, as the runtime's */
-static struct RtCtx *const the_ctx = (struct RtCtx *)&feed_data;
-
-static int
-fake_recv(struct RtCtx *ctx, uint32_t key, void *dst)
-{
-	if (ctx != the_ctx || key >= NKEY || !feed_data[key])
-		return 99;
-	memcpy(dst, feed_data[key], feed_size[key]);
-	return 0;
-}
-
-static int
-fake_send(struct RtCtx *ctx, uint32_t key, const void *src)
-{
-	if (ctx != the_ctx || key >= NKEY)
-		return 99;
-	/* copy before returning, as the runtime does: the arena's memory
-	   is reused by later nodes (codegen/memplan.c) */
-	free(sent_buf[key]);
-	if ((sent_buf[key] = malloc(sent_size[key] + 1)) == NULL)
-		return 98;
-	memcpy(sent_buf[key], src, sent_size[key]);
-	sent[key] = sent_buf[key];
-	return 0;
-}
-
-/* ------------------------------------------------------ building programs */
-
-static Arena *A;
-
-static void *
-aa(size_t n)
-{
-	if (!A)
-		A = arena_new();
-	return arena_alloc(A, n);
-}
-
-static size_t
-dsize(TfgDtype t)
-{
-	return t == TFG_BOOL ? 1 : t == TFG_I32 || t == TFG_F32 ? 4 : 8;
-}
-
-static int64_t
-nel(TfgShape s)
-{
-	int64_t n = 1;
-	for (int i = 0; i < s.rank; i++)
-		n *= s.dims[i];
-	return n;
-}
-
-static TfgShape
-shp(int rank, ...)
-{
-	TfgShape s = {0};
-	va_list ap;
-	va_start(ap, rank);
-	s.rank = rank;
-	for (int i = 0; i < rank; i++)
-		s.dims[i] = va_arg(ap, int);
-	va_end(ap);
-	return s;
-}
-
-static int ids;
-
-static IrNode *
-mk(OpKind op, TfgDtype t, TfgShape s, int nin, IrNode **in)
-{
-	IrNode *n = aa(sizeof *n);
-	n->id = ids++;
-	n->op = op;
-	n->dtype = t;
-	n->shape = s;
-	n->nin = nin;
-	n->in = aa(3 * sizeof *n->in);
-	for (int i = 0; i < nin; i++)
-		n->in[i] = in[i];
-	n->name = arena_printf(A, "n%d", n->id);
-	n->dev = (Device){"local", 0, DEV_CPU, 0};
-	return n;
-}
-
-/* A part under construction: nodes in order. */
-typedef struct Part {
-	IrNode *nodes[3 * NKEY];
-	int n;
-} Part;
-
-static IrNode *
-add(Part *p, IrNode *n)
-{
-	p->nodes[p->n++] = n;
-	return n;
-}
-
-static IrNode *
-input(Part *p, TfgDtype t, TfgShape s, uint32_t key, const void *data)
-{
-	IrNode *n = add(p, mk(OP_input, t, s, 0, NULL));
-	n->key = key;
-	feed_data[key] = data;
-	feed_size[key] = (size_t)nel(s) * dsize(t);
-	return n;
-}
-
-static void
-snd(Part *p, IrNode *x, uint32_t key)
-{
-	IrNode *n = add(p, mk(OP_send, x->dtype, x->shape, 1, &x));
-	n->key = key;
-	sent_size[key] = (size_t)nel(x->shape) * dsize(x->dtype);
-}
-
-typedef struct Run {
-	CgJit *j;
-	RtPart parts[1];
-	char *arena;
-} Run;
-
-/* JIT-compiles and runs the part; 0 on success. */
-static int
-run(Run *r, Part *pt)
-{
-	Program *p = aa(sizeof *p);
-	CgOptions o = {NULL, 2, fake_recv, fake_send};
-	IrPart *ip;
-	p->arena = A;
-	p->ntask = 1;
-	p->tasks = aa(sizeof *p->tasks);
-	p->nsig = 1;
-	p->sigs = aa(sizeof *p->sigs);
-	p->sigs[0].parts = ip = aa(sizeof *ip);
-	ip->n = pt->n;
-	ip->nodes = aa((size_t)pt->n * sizeof *ip->nodes);
-	memcpy(ip->nodes, pt->nodes, (size_t)pt->n * sizeof *ip->nodes);
-	for (int i = 0; i < pt->n; i++)
-		ip->sends += pt->nodes[i]->op == OP_send;
-	memset(r, 0, sizeof *r);
-	memset(sent, 0, sizeof sent);
-	if (cg_jit(&r->j, p, 0, &o, r->parts, NULL) != 0 || !r->parts[0].fn)
-		return -1;
-	r->arena = aligned_alloc(64, (r->parts[0].arena_size + 127) &
-					     ~(size_t)63);
-	return r->parts[0].fn(the_ctx, r->arena);
-}
-
-static void
-run_done(Run *r)
-{
-	free(r->arena);
-	cg_jit_free(r->j);
-}
+enum { OUT_KEY = 8 };
 
 /* ---------------------------------------------------------- random data */
-
-static uint64_t rng = 0x9E3779B97F4A7C15ull;
-
-static uint64_t
-next(void)
-{
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return rng;
-}
 
 static double
 uniform(double lo, double hi)
 {
-	return lo + (hi - lo) * (double)(next() >> 11) / 9007199254740992.0;
+	return lo + (hi - lo) * (double)(jh_next() >> 11) / 9007199254740992.0;
 }
 
 /* Random values of dtype t, a third of them special.  small: integers
@@ -221,18 +45,19 @@ fill(TfgDtype t, int64_t n, int small)
 				    -745, 1e-40, 3e38, 1e-300, 1e300, 20, -20};
 	static const int64_t is[] = {0, 1, -1, 2, -2, INT32_MIN, INT32_MAX,
 				     INT64_MIN, INT64_MAX, 31, 63, 64};
-	char *b = aa((size_t)(n ? n : 1) * 8);
+	char *b = jh_alloc((size_t)(n ? n : 1) * 8);
 	for (int64_t i = 0; i < n; i++) {
-		int sp = next() % 3 == 0;
-		double f = sp ? fs[next() % (sizeof fs / sizeof fs[0])]
-		    : next() % 2 ? uniform(-10, 10)
-				 : exp(uniform(-30, 30)) * (next() % 2 ? 1 : -1);
-		int64_t v = sp ? is[next() % (sizeof is / sizeof is[0])]
-			       : (int64_t)(next() % 201) - 100;
+		int sp = jh_next() % 3 == 0;
+		double f = sp ? fs[jh_next() % (sizeof fs / sizeof fs[0])]
+		    : jh_next() % 2
+			? uniform(-10, 10)
+			: exp(uniform(-30, 30)) * (jh_next() % 2 ? 1 : -1);
+		int64_t v = sp ? is[jh_next() % (sizeof is / sizeof is[0])]
+			       : (int64_t)(jh_next() % 201) - 100;
 		if (small)
-			v = (int64_t)(next() % 306) - 5;
+			v = (int64_t)(jh_next() % 306) - 5;
 		switch (t) {
-		case TFG_BOOL: ((uint8_t *)b)[i] = next() & 1; break;
+		case TFG_BOOL: ((uint8_t *)b)[i] = jh_next() & 1; break;
 		case TFG_I32: ((int32_t *)b)[i] = (int32_t)v; break;
 		case TFG_I64: ((int64_t *)b)[i] = v; break;
 		case TFG_F32: ((float *)b)[i] = (float)f; break;
@@ -240,28 +65,6 @@ fill(TfgDtype t, int64_t n, int small)
 		}
 	}
 	return b;
-}
-
-static int64_t
-geti(const void *b, TfgDtype t, int64_t i)
-{
-	switch (t) {
-	case TFG_BOOL: return ((const uint8_t *)b)[i];
-	case TFG_I32: return ((const int32_t *)b)[i];
-	default: return ((const int64_t *)b)[i];
-	}
-}
-
-static double
-getf(const void *b, TfgDtype t, int64_t i)
-{
-	return t == TFG_F32 ? ((const float *)b)[i] : ((const double *)b)[i];
-}
-
-static int
-isf(TfgDtype t)
-{
-	return t == TFG_F32 || t == TFG_F64;
 }
 
 /* Flat index into a tensor of shape in broadcast to out, at out's f. */
@@ -294,10 +97,10 @@ static Val
 get(const void *b, TfgDtype t, int64_t i)
 {
 	Val v = {0, 0};
-	if (isf(t))
-		v.f = getf(b, t, i);
+	if (jh_isf(t))
+		v.f = jh_getf(b, t, i);
 	else
-		v.i = geti(b, t, i);
+		v.i = jh_geti(b, t, i);
 	return v;
 }
 
@@ -372,7 +175,7 @@ static Val
 ref_binary(OpKind op, TfgDtype t, Val a, Val b)
 {
 	Val r = {0, 0};
-	if (isf(t)) {
+	if (jh_isf(t)) {
 		if (op == OP_pow)
 			r.f = t == TFG_F32 ? (long double)pow((double)a.f,
 							      (double)b.f)
@@ -393,7 +196,7 @@ ref_binary(OpKind op, TfgDtype t, Val a, Val b)
 static int
 ref_compare(OpKind op, TfgDtype t, Val a, Val b)
 {
-	if (isf(t)) {
+	if (jh_isf(t)) {
 		switch (op) {
 		case OP_equal: return a.f == b.f;
 		case OP_not_equal: return a.f != b.f;
@@ -418,11 +221,11 @@ static Val
 ref_cast(Val v, TfgDtype from, TfgDtype to)
 {
 	Val r = {0, 0};
-	if (isf(from) && isf(to)) {
+	if (jh_isf(from) && jh_isf(to)) {
 		r.f = round_to(v.f, to);
-	} else if (isf(from) && to == TFG_BOOL) {
+	} else if (jh_isf(from) && to == TFG_BOOL) {
 		r.i = v.f != 0;
-	} else if (isf(from)) {
+	} else if (jh_isf(from)) {
 		long double lim = to == TFG_I32 ? 2147483648.0L
 						: 9223372036854775808.0L;
 		if (isnan(v.f))
@@ -433,7 +236,7 @@ ref_cast(Val v, TfgDtype from, TfgDtype to)
 			r.i = to == TFG_I32 ? INT32_MIN : INT64_MIN;
 		else
 			r.i = (int64_t)truncl(v.f);
-	} else if (isf(to)) {
+	} else if (jh_isf(to)) {
 		r.f = to == TFG_F32 ? (long double)(float)v.i
 				    : (long double)(double)v.i;
 	} else {
@@ -476,33 +279,23 @@ expect(const IrNode *n, uint32_t key, int64_t k, Val want, double tol,
        const char *what)
 {
 	TfgDtype t = n->dtype;
-	const void *got = sent[key];
+	const void *got = jh_sent[key];
 	ASSERT(got != NULL);
 	nchecked++;
-	if (isf(t)) {
-		double g = getf(got, t, k);
+	if (jh_isf(t)) {
+		double g = jh_getf(got, t, k);
 		long double w = round_to(want.f, t);
 		if (ulps(g, w, t) > tol)
 			TEST_FAIL_("%s %s element %lld: got %.17g, want %.17Lg",
 				   what, tfg_dtype_name(t), (long long)k, g, w);
-	} else if (geti(got, t, k) != want.i) {
+	} else if (jh_geti(got, t, k) != want.i) {
 		TEST_FAIL_("%s %s element %lld: got %lld, want %lld", what,
 			   tfg_dtype_name(t), (long long)k,
-			   (long long)geti(got, t, k), (long long)want.i);
+			   (long long)jh_geti(got, t, k), (long long)want.i);
 	}
 }
 
 /* ---------------------------------------------------------------- tests */
-
-static const char *
-opname(OpKind op)
-{
-	static const char *const names[] = {
-#define OP(name, ...) #name,
-#include "stdlib/ops.def"
-	};
-	return names[op];
-}
 
 static const TfgDtype numeric[] = {TFG_I32, TFG_I64, TFG_F32, TFG_F64};
 
@@ -511,40 +304,43 @@ t_unary(void)
 {
 	static const OpKind ops[] = {OP_exp, OP_log, OP_sqrt, OP_tanh,
 				     OP_sigmoid, OP_relu, OP_abs};
-	TfgShape shapes[] = {shp(1, 61), shp(2, 3, 5), shp(0), shp(2, 2, 0)};
+	TfgShape shapes[] = {jh_shp(1, 61), jh_shp(2, 3, 5), jh_shp(0),
+			     jh_shp(2, 2, 0)};
 	for (size_t d = 0; d < 4; d++)
 		for (size_t s = 0; s < 4; s++) {
 			TfgDtype t = numeric[d];
 			TfgShape sh = shapes[s];
-			Part p = {0};
-			Run r;
-			void *x = fill(t, nel(sh), 0);
-			IrNode *in = input(&p, t, sh, 0, x), *n[7];
+			JhPart p = {0};
+			JhRun r;
+			void *x = fill(t, jh_nel(sh), 0);
+			IrNode *in = jh_input(&p, t, sh, 0, x), *n[7];
 			for (int o = 0; o < 7; o++) {
 				n[o] = NULL;
-				if (!isf(t) && ops[o] != OP_relu &&
+				if (!jh_isf(t) && ops[o] != OP_relu &&
 				    ops[o] != OP_abs)
 					continue;
-				n[o] = add(&p, mk(ops[o], t, sh, 1, &in));
-				snd(&p, n[o], OUT_KEY + o);
+				n[o] = jh_op(&p, ops[o], t, sh, 1, &in);
+				jh_snd(&p, n[o], OUT_KEY + o);
 			}
-			ASSERT_EQ(run(&r, &p), 0);
+			ASSERT_EQ(jh_run_part(&r, &p), 0);
 			for (int o = 0; o < 7; o++)
-				for (int64_t k = 0; n[o] && k < nel(sh); k++) {
+				for (int64_t k = 0; n[o] && k < jh_nel(sh);
+				     k++) {
 					Val v = get(x, t, k), w = {0, 0};
 					int exact = ops[o] == OP_sqrt ||
 						    ops[o] == OP_relu ||
 						    ops[o] == OP_abs;
-					if (isf(t))
+					if (jh_isf(t))
 						w.f = ref_unary_f(ops[o], t,
 								  v.f);
 					else
 						w.i = ref_unary_i(ops[o], v.i,
 								  t);
 					expect(n[o], OUT_KEY + o, k, w,
-					       exact ? 0 : 4, opname(ops[o]));
+					       exact ? 0 : 4,
+					       jh_opname(ops[o]));
 				}
-			run_done(&r);
+			jh_run_done(&r);
 		}
 }
 
@@ -553,11 +349,15 @@ static void
 pairs(TfgShape *a, TfgShape *b, TfgShape *o, int i)
 {
 	switch (i) {
-	case 0: *a = shp(1, 50); *b = shp(1, 50); *o = shp(1, 50); break;
-	case 1: *a = shp(2, 4, 6); *b = shp(1, 6); *o = shp(2, 4, 6); break;
-	case 2: *a = shp(2, 5, 1); *b = shp(2, 1, 7); *o = shp(2, 5, 7); break;
-	case 3: *a = shp(0); *b = shp(1, 9); *o = shp(1, 9); break;
-	default: *a = shp(1, 0); *b = shp(1, 1); *o = shp(1, 0); break;
+	case 0: *a = *b = *o = jh_shp(1, 50); break;
+	case 1:
+		*a = jh_shp(2, 4, 6), *b = jh_shp(1, 6), *o = jh_shp(2, 4, 6);
+		break;
+	case 2:
+		*a = jh_shp(2, 5, 1), *b = jh_shp(2, 1, 7), *o = jh_shp(2, 5, 7);
+		break;
+	case 3: *a = jh_shp(0); *b = jh_shp(1, 9); *o = jh_shp(1, 9); break;
+	default: *a = jh_shp(1, 0); *b = jh_shp(1, 1); *o = jh_shp(1, 0); break;
 	}
 }
 
@@ -569,28 +369,29 @@ t_binary(void)
 		for (int s = 0; s < 5; s++) {
 			TfgDtype t = numeric[d];
 			TfgShape sa, sb, so;
-			Part p = {0};
-			Run r;
+			JhPart p = {0};
+			JhRun r;
 			pairs(&sa, &sb, &so, s);
-			void *x = fill(t, nel(sa), 0), *y = fill(t, nel(sb), 1);
-			IrNode *in[2] = {input(&p, t, sa, 0, x),
-					 input(&p, t, sb, 1, y)};
+			void *x = fill(t, jh_nel(sa), 0);
+			void *y = fill(t, jh_nel(sb), 1);
+			IrNode *in[2] = {jh_input(&p, t, sa, 0, x),
+					 jh_input(&p, t, sb, 1, y)};
 			IrNode *n[3];
 			for (int o = 0; o < 3; o++) {
-				n[o] = add(&p, mk(ops[o], t, so, 2, in));
-				snd(&p, n[o], OUT_KEY + o);
+				n[o] = jh_op(&p, ops[o], t, so, 2, in);
+				jh_snd(&p, n[o], OUT_KEY + o);
 			}
-			ASSERT_EQ(run(&r, &p), 0);
+			ASSERT_EQ(jh_run_part(&r, &p), 0);
 			for (int o = 0; o < 3; o++)
-				for (int64_t k = 0; k < nel(so); k++) {
+				for (int64_t k = 0; k < jh_nel(so); k++) {
 					Val a = get(x, t, bidx(sa, so, k));
 					Val b = get(y, t, bidx(sb, so, k));
 					expect(n[o], OUT_KEY + o, k,
 					       ref_binary(ops[o], t, a, b),
 					       ops[o] == OP_pow ? 4 : 0,
-					       opname(ops[o]));
+					       jh_opname(ops[o]));
 				}
-			run_done(&r);
+			jh_run_done(&r);
 		}
 }
 
@@ -605,34 +406,37 @@ t_compare(void)
 		for (int s = 0; s < 5; s++) {
 			TfgDtype t = all[d];
 			TfgShape sa, sb, so;
-			Part p = {0};
-			Run r;
+			JhPart p = {0};
+			JhRun r;
 			IrNode *n[6];
 			int nop = t == TFG_BOOL ? 2 : 6;
 			pairs(&sa, &sb, &so, s);
-			char *x = fill(t, nel(sa), 0), *y = fill(t, nel(sb), 0);
-			for (int64_t k = 0; k < nel(sb) && k < nel(sa); k += 2)
-				memcpy(y + k * dsize(t), x + k * dsize(t),
-				       dsize(t));
-			IrNode *in[2] = {input(&p, t, sa, 0, x),
-					 input(&p, t, sb, 1, y)};
+			char *x = fill(t, jh_nel(sa), 0);
+			char *y = fill(t, jh_nel(sb), 0);
+			for (int64_t k = 0; k < jh_nel(sb) && k < jh_nel(sa);
+			     k += 2)
+				memcpy(y + k * jh_dsize(t), x + k * jh_dsize(t),
+				       jh_dsize(t));
+			IrNode *in[2] = {jh_input(&p, t, sa, 0, x),
+					 jh_input(&p, t, sb, 1, y)};
 			for (int o = 0; o < nop; o++) {
-				n[o] = add(&p, mk((OpKind)(OP_equal + o),
-						  TFG_BOOL, so, 2, in));
-				snd(&p, n[o], OUT_KEY + o);
+				n[o] = jh_op(&p, (OpKind)(OP_equal + o),
+						  TFG_BOOL, so, 2, in);
+				jh_snd(&p, n[o], OUT_KEY + o);
 			}
-			ASSERT_EQ(run(&r, &p), 0);
+			ASSERT_EQ(jh_run_part(&r, &p), 0);
 			for (int o = 0; o < nop; o++)
-				for (int64_t k = 0; k < nel(so); k++) {
+				for (int64_t k = 0; k < jh_nel(so); k++) {
 					Val a = get(x, t, bidx(sa, so, k));
 					Val b = get(y, t, bidx(sb, so, k));
 					Val w = {ref_compare((OpKind)(OP_equal +
 								      o),
 							     t, a, b), 0};
 					expect(n[o], OUT_KEY + o, k, w, 0,
-					       opname((OpKind)(OP_equal + o)));
+					       jh_opname((OpKind)(OP_equal +
+								  o)));
 				}
-			run_done(&r);
+			jh_run_done(&r);
 		}
 }
 
@@ -641,32 +445,35 @@ t_where(void)
 {
 	static const TfgDtype all[] = {TFG_BOOL, TFG_I32, TFG_I64, TFG_F32,
 				       TFG_F64};
-	TfgShape sc[] = {shp(2, 3, 4), shp(0), shp(1, 9), shp(1, 0)};
-	TfgShape sa[] = {shp(1, 4), shp(1, 7), shp(0), shp(1, 1)};
-	TfgShape sb[] = {shp(2, 3, 1), shp(1, 7), shp(1, 9), shp(0)};
-	TfgShape so[] = {shp(2, 3, 4), shp(1, 7), shp(1, 9), shp(1, 0)};
+	TfgShape sc[] = {jh_shp(2, 3, 4), jh_shp(0), jh_shp(1, 9),
+			  jh_shp(1, 0)};
+	TfgShape sa[] = {jh_shp(1, 4), jh_shp(1, 7), jh_shp(0), jh_shp(1, 1)};
+	TfgShape sb[] = {jh_shp(2, 3, 1), jh_shp(1, 7), jh_shp(1, 9),
+			  jh_shp(0)};
+	TfgShape so[] = {jh_shp(2, 3, 4), jh_shp(1, 7), jh_shp(1, 9),
+			  jh_shp(1, 0)};
 	for (size_t d = 0; d < 5; d++)
 		for (int s = 0; s < 4; s++) {
 			TfgDtype t = all[d];
-			Part p = {0};
-			Run r;
-			void *c = fill(TFG_BOOL, nel(sc[s]), 0);
-			void *x = fill(t, nel(sa[s]), 0);
-			void *y = fill(t, nel(sb[s]), 0);
-			IrNode *in[3] = {input(&p, TFG_BOOL, sc[s], 0, c),
-					 input(&p, t, sa[s], 1, x),
-					 input(&p, t, sb[s], 2, y)};
-			IrNode *n = add(&p, mk(OP_where, t, so[s], 3, in));
-			snd(&p, n, OUT_KEY);
-			ASSERT_EQ(run(&r, &p), 0);
-			for (int64_t k = 0; k < nel(so[s]); k++) {
-				int64_t ck = geti(c, TFG_BOOL,
+			JhPart p = {0};
+			JhRun r;
+			void *c = fill(TFG_BOOL, jh_nel(sc[s]), 0);
+			void *x = fill(t, jh_nel(sa[s]), 0);
+			void *y = fill(t, jh_nel(sb[s]), 0);
+			IrNode *in[3] = {jh_input(&p, TFG_BOOL, sc[s], 0, c),
+					 jh_input(&p, t, sa[s], 1, x),
+					 jh_input(&p, t, sb[s], 2, y)};
+			IrNode *n = jh_op(&p, OP_where, t, so[s], 3, in);
+			jh_snd(&p, n, OUT_KEY);
+			ASSERT_EQ(jh_run_part(&r, &p), 0);
+			for (int64_t k = 0; k < jh_nel(so[s]); k++) {
+				int64_t ck = jh_geti(c, TFG_BOOL,
 						  bidx(sc[s], so[s], k));
 				Val w = ck ? get(x, t, bidx(sa[s], so[s], k))
 					   : get(y, t, bidx(sb[s], so[s], k));
 				expect(n, OUT_KEY, k, w, 0, "where");
 			}
-			run_done(&r);
+			jh_run_done(&r);
 		}
 }
 
@@ -676,25 +483,25 @@ t_cast(void)
 {
 	static const TfgDtype all[] = {TFG_BOOL, TFG_I32, TFG_I64, TFG_F32,
 				       TFG_F64};
-	TfgShape sh = shp(2, 7, 9);
+	TfgShape sh = jh_shp(2, 7, 9);
 	for (size_t f = 0; f < 5; f++) {
-		Part p = {0};
-		Run r;
+		JhPart p = {0};
+		JhRun r;
 		IrNode *n[5];
-		void *x = fill(all[f], nel(sh), 0);
-		IrNode *in = input(&p, all[f], sh, 0, x);
+		void *x = fill(all[f], jh_nel(sh), 0);
+		IrNode *in = jh_input(&p, all[f], sh, 0, x);
 		for (size_t t = 0; t < 5; t++) {
-			n[t] = add(&p, mk(OP_cast, all[t], sh, 1, &in));
-			snd(&p, n[t], OUT_KEY + (uint32_t)t);
+			n[t] = jh_op(&p, OP_cast, all[t], sh, 1, &in);
+			jh_snd(&p, n[t], OUT_KEY + (uint32_t)t);
 		}
-		ASSERT_EQ(run(&r, &p), 0);
+		ASSERT_EQ(jh_run_part(&r, &p), 0);
 		for (size_t t = 0; t < 5; t++)
-			for (int64_t k = 0; k < nel(sh); k++)
+			for (int64_t k = 0; k < jh_nel(sh); k++)
 				expect(n[t], OUT_KEY + (uint32_t)t, k,
 				       ref_cast(get(x, all[f], k), all[f],
 						all[t]),
 				       0, tfg_dtype_name(all[f]));
-		run_done(&r);
+		jh_run_done(&r);
 	}
 }
 
@@ -707,18 +514,18 @@ t_edges(void)
 	static const int32_t base[] = {1, -1, 2, -2, 0, 3, 1, -1, 0, 7};
 	static const int32_t ex[] = {-7, -7, -1, -2, -3, 0, INT32_MAX,
 				     INT32_MAX, 0, 40};
-	Part p = {0};
-	Run r;
-	IrNode *sx = input(&p, TFG_F32, shp(1, 8), 0, xs);
-	IrNode *ib[2] = {input(&p, TFG_I32, shp(1, 10), 1, base),
-			 input(&p, TFG_I32, shp(1, 10), 2, ex)};
-	IrNode *sg = add(&p, mk(OP_sigmoid, TFG_F32, shp(1, 8), 1, &sx));
-	IrNode *pw = add(&p, mk(OP_pow, TFG_I32, shp(1, 10), 2, ib));
-	snd(&p, sg, OUT_KEY);
-	snd(&p, pw, OUT_KEY + 1);
-	ASSERT_EQ(run(&r, &p), 0);
-	const float *s = sent[OUT_KEY];
-	const int32_t *q = sent[OUT_KEY + 1];
+	JhPart p = {0};
+	JhRun r;
+	IrNode *sx = jh_input(&p, TFG_F32, jh_shp(1, 8), 0, xs);
+	IrNode *ib[2] = {jh_input(&p, TFG_I32, jh_shp(1, 10), 1, base),
+			 jh_input(&p, TFG_I32, jh_shp(1, 10), 2, ex)};
+	IrNode *sg = jh_op(&p, OP_sigmoid, TFG_F32, jh_shp(1, 8), 1, &sx);
+	IrNode *pw = jh_op(&p, OP_pow, TFG_I32, jh_shp(1, 10), 2, ib);
+	jh_snd(&p, sg, OUT_KEY);
+	jh_snd(&p, pw, OUT_KEY + 1);
+	ASSERT_EQ(jh_run_part(&r, &p), 0);
+	const float *s = jh_sent[OUT_KEY];
+	const int32_t *q = jh_sent[OUT_KEY + 1];
 	/* sigmoid saturates to exactly 0 and 1, never NaN */
 	ASSERT(s[0] == 0.0f && s[5] == 1.0f && s[6] == 1.0f && s[7] == 0.0f);
 	for (int k = 0; k < 8; k++)
@@ -735,7 +542,7 @@ t_edges(void)
 	ASSERT_EQ(q[7], -1);
 	ASSERT_EQ(q[8], 1);
 	ASSERT_EQ(q[9], (int32_t)ref_ipow(7, 40, TFG_I32));
-	run_done(&r);
+	jh_run_done(&r);
 }
 
 /* Enough elements were compared (about 6000) for the run to mean something. */

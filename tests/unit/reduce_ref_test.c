@@ -29,167 +29,12 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "codegen/codegen.h"
-#include "tests/unit/test.h"
+#define JH_SEED 0x2545F4914F6CDD1Dull
+#include "tests/unit/jit_harness.h"
 
-enum { NKEY = 64, OUT_KEY = 8 };
-
-/* ------------------------------------------------------- the fake runtime */
-
-static const void *feed_data[NKEY];
-static size_t feed_size[NKEY];
-static const void *sent[NKEY];
-static size_t sent_size[NKEY];       /* bytes, set by snd() */
-static char *sent_buf[NKEY];         /* sent[]: copies, as the runtime's */
-static struct RtCtx *const the_ctx = (struct RtCtx *)&feed_data;
-
-static int
-fake_recv(struct RtCtx *ctx, uint32_t key, void *dst)
-{
-	if (ctx != the_ctx || key >= NKEY || !feed_data[key])
-		return 99;
-	memcpy(dst, feed_data[key], feed_size[key]);
-	return 0;
-}
-
-static int
-fake_send(struct RtCtx *ctx, uint32_t key, const void *src)
-{
-	if (ctx != the_ctx || key >= NKEY)
-		return 99;
-	/* copy before returning, as the runtime does: the arena's memory
-	   is reused by later nodes (codegen/memplan.c) */
-	free(sent_buf[key]);
-	if ((sent_buf[key] = malloc(sent_size[key] + 1)) == NULL)
-		return 98;
-	memcpy(sent_buf[key], src, sent_size[key]);
-	sent[key] = sent_buf[key];
-	return 0;
-}
-
-/* ------------------------------------------------------ building programs */
-
-static Arena *A;
-
-static void *
-aa(size_t n)
-{
-	if (!A)
-		A = arena_new();
-	return arena_alloc(A, n);
-}
-
-static size_t
-dsize(TfgDtype t)
-{
-	return t == TFG_BOOL ? 1 : t == TFG_I32 || t == TFG_F32 ? 4 : 8;
-}
-
-static int64_t
-nel(TfgShape s)
-{
-	int64_t n = 1;
-	for (int i = 0; i < s.rank; i++)
-		n *= s.dims[i];
-	return n;
-}
-
-static int ids;
-
-static IrNode *
-mk(OpKind op, TfgDtype t, TfgShape s, IrNode *in)
-{
-	IrNode *n = aa(sizeof *n);
-	n->id = ids++;
-	n->op = op;
-	n->dtype = t;
-	n->shape = s;
-	n->nin = in ? 1 : 0;
-	n->in = aa(sizeof *n->in);
-	n->in[0] = in;
-	n->name = arena_printf(A, "n%d", n->id);
-	n->dev = (Device){"local", 0, DEV_CPU, 0};
-	return n;
-}
-
-typedef struct Part {
-	IrNode *nodes[2 * NKEY];
-	int n;
-} Part;
-
-static IrNode *
-add(Part *p, IrNode *n)
-{
-	p->nodes[p->n++] = n;
-	return n;
-}
-
-static void
-snd(Part *p, IrNode *x, uint32_t key)
-{
-	IrNode *n = add(p, mk(OP_send, x->dtype, x->shape, x));
-	n->key = key;
-	sent_size[key] = (size_t)nel(x->shape) * dsize(x->dtype);
-}
-
-typedef struct Run {
-	CgJit *j;
-	RtPart parts[1];
-	char *arena;
-} Run;
-
-/* JIT-compiles and runs the part; 0 on success. */
-static int
-run(Run *r, Part *pt)
-{
-	Program *p = aa(sizeof *p);
-	CgOptions o = {NULL, 2, fake_recv, fake_send};
-	IrPart *ip;
-	p->arena = A;
-	p->ntask = 1;
-	p->tasks = aa(sizeof *p->tasks);
-	p->nsig = 1;
-	p->sigs = aa(sizeof *p->sigs);
-	p->sigs[0].parts = ip = aa(sizeof *ip);
-	ip->n = pt->n;
-	ip->nodes = aa((size_t)pt->n * sizeof *ip->nodes);
-	memcpy(ip->nodes, pt->nodes, (size_t)pt->n * sizeof *ip->nodes);
-	for (int i = 0; i < pt->n; i++)
-		ip->sends += pt->nodes[i]->op == OP_send;
-	memset(r, 0, sizeof *r);
-	memset(sent, 0, sizeof sent);
-	if (cg_jit(&r->j, p, 0, &o, r->parts, NULL) != 0 || !r->parts[0].fn)
-		return -1;
-	r->arena = aligned_alloc(64, (r->parts[0].arena_size + 127) &
-					     ~(size_t)63);
-	return r->parts[0].fn(the_ctx, r->arena);
-}
-
-static void
-run_done(Run *r)
-{
-	free(r->arena);
-	cg_jit_free(r->j);
-}
+enum { OUT_KEY = 8 };
 
 /* ---------------------------------------------------------- random data */
-
-static uint64_t rng = 0x2545F4914F6CDD1Dull;
-
-static uint64_t
-next(void)
-{
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return rng;
-}
-
-static int
-isf(TfgDtype t)
-{
-	return t == TFG_F32 || t == TFG_F64;
-}
 
 enum { D_GRID, D_WIDE, D_PROD };
 
@@ -202,23 +47,23 @@ static void *
 fill(TfgDtype t, int64_t n, int kind, int special)
 {
 	static const double sp[] = {NAN, INFINITY, -INFINITY, -0.0};
-	char *b = aa((size_t)(n ? n : 1) * 8);
+	char *b = jh_alloc((size_t)(n ? n : 1) * 8);
 	for (int64_t i = 0; i < n; i++) {
 		double f;
 		int64_t v;
 		if (kind == D_GRID) {
-			v = (int64_t)(next() % 17) - 8;
+			v = (int64_t)(jh_next() % 17) - 8;
 			f = (double)v / 2;
-			if (special && next() % 23 == 0)
-				f = sp[next() % 4];
+			if (special && jh_next() % 23 == 0)
+				f = sp[jh_next() % 4];
 		} else if (kind == D_WIDE) {
-			v = (int64_t)next();
-			f = (double)(next() >> 11) / 9007199254740992.0 * 200 -
-			    100;
+			v = (int64_t)jh_next();
+			f = (double)(jh_next() >> 11) / 9007199254740992.0 *
+				200 - 100;
 		} else {
-			v = (int64_t)(next() % 7) - 3;
-			f = exp((double)(next() % 1001) / 1000 * 0.44 - 0.22) *
-			    (next() % 2 ? 1 : -1);
+			v = (int64_t)(jh_next() % 7) - 3;
+			f = exp((double)(jh_next() % 1001) / 1000 * 0.44 -
+				0.22) * (jh_next() % 2 ? 1 : -1);
 		}
 		switch (t) {
 		case TFG_I32: ((int32_t *)b)[i] = (int32_t)v; break;
@@ -228,19 +73,6 @@ fill(TfgDtype t, int64_t n, int kind, int special)
 		}
 	}
 	return b;
-}
-
-static int64_t
-geti(const void *b, TfgDtype t, int64_t i)
-{
-	return t == TFG_I32 ? ((const int32_t *)b)[i]
-			    : ((const int64_t *)b)[i];
-}
-
-static long double
-getf(const void *b, TfgDtype t, int64_t i)
-{
-	return t == TFG_F32 ? ((const float *)b)[i] : ((const double *)b)[i];
 }
 
 static int64_t
@@ -309,8 +141,8 @@ static void
 acc_add(Acc *a, TfgDtype t, const void *x, int64_t i, int64_t pos)
 {
 	a->n++;
-	if (!isf(t)) {
-		int64_t v = geti(x, t, i);
+	if (!jh_isf(t)) {
+		int64_t v = jh_geti(x, t, i);
 		a->isum += (uint64_t)v;
 		a->iprod *= (uint64_t)v;
 		a->imax = v > a->imax ? v : a->imax;
@@ -324,7 +156,7 @@ acc_add(Acc *a, TfgDtype t, const void *x, int64_t i, int64_t pos)
 			}
 		return;
 	}
-	long double v = getf(x, t, i);
+	long double v = jh_getf(x, t, i);
 	a->nan |= isnan(v) != 0;
 	a->pinf |= isinf(v) && v > 0;
 	a->ninf |= isinf(v) && v < 0;
@@ -362,16 +194,6 @@ fsum_of(const Acc *a)
 
 static int nchecked;
 
-static const char *
-opname(OpKind op)
-{
-	static const char *const names[] = {
-#define OP(name, ...) #name,
-#include "stdlib/ops.def"
-	};
-	return names[op];
-}
-
 static void
 check_f(OpKind op, TfgDtype t, int64_t k, long double got, long double want,
 	long double tol)
@@ -383,8 +205,8 @@ check_f(OpKind op, TfgDtype t, int64_t k, long double got, long double want,
 		return;
 	if (isnan(want) || isinf(want) || !(fabsl(got - want) <= tol))
 		TEST_FAIL_("%s %s element %lld: got %.17Lg, want %.17Lg "
-			   "(tolerance %.3Lg)", opname(op), tfg_dtype_name(t),
-			   (long long)k, got, want, tol);
+			   "(tolerance %.3Lg)", jh_opname(op),
+			   tfg_dtype_name(t), (long long)k, got, want, tol);
 }
 
 static void
@@ -396,7 +218,7 @@ check_exact_f(OpKind op, TfgDtype t, int64_t k, long double got,
 		return;
 	if (got != want || signbit(got) != signbit(want))
 		TEST_FAIL_("%s %s element %lld: got %.17Lg, want %.17Lg",
-			   opname(op), tfg_dtype_name(t), (long long)k, got,
+			   jh_opname(op), tfg_dtype_name(t), (long long)k, got,
 			   want);
 }
 
@@ -406,7 +228,7 @@ check_i(OpKind op, TfgDtype t, int64_t k, int64_t got, int64_t want)
 	nchecked++;
 	if (got != want)
 		TEST_FAIL_("%s %s element %lld: got %lld, want %lld",
-			   opname(op), tfg_dtype_name(t), (long long)k,
+			   jh_opname(op), tfg_dtype_name(t), (long long)k,
 			   (long long)got, (long long)want);
 }
 
@@ -422,11 +244,13 @@ static TfgShape
 rand_shape(void)
 {
 	TfgShape s = {0};
-	s.rank = (int)(next() % 5);
+	s.rank = (int)(jh_next() % 5);
 	for (int k = 0; k < s.rank; k++)
-		s.dims[k] = next() % 12 == 0 ? 0 : (int64_t)(next() % 6) + 1;
-	if (s.rank && s.rank < 4 && next() % 3 == 0)
-		s.dims[next() % (uint64_t)s.rank] = (int64_t)(next() % 64) + 17;
+		s.dims[k] = jh_next() % 12 == 0 ? 0
+						 : (int64_t)(jh_next() % 6) + 1;
+	if (s.rank && s.rank < 4 && jh_next() % 3 == 0)
+		s.dims[jh_next() % (uint64_t)s.rank] =
+		    (int64_t)(jh_next() % 64) + 17;
 	return s;
 }
 
@@ -475,25 +299,15 @@ check_float(OpKind op, TfgDtype t, int64_t k, long double g, const Acc *a)
 	}
 }
 
-static IrNode *
-input(Part *p, TfgDtype t, TfgShape s, uint32_t key, const void *data)
-{
-	IrNode *n = add(p, mk(OP_input, t, s, NULL));
-	n->key = key;
-	feed_data[key] = data;
-	feed_size[key] = (size_t)nel(s) * dsize(t);
-	return n;
-}
-
 /* Checks the reductions n[0..nred) of x (dtype t, shape s) over mask
  * (reduce_prod reads xp), and argmax/argmin in n[5], n[6] when set. */
 static void
 check_outputs(IrNode **n, int nred, TfgDtype t, TfgShape s, uint32_t mask,
 	      const void *x, const void *xp)
 {
-	int64_t no = nel(n[0]->shape), ni = nel(s), pos = 0;
-	Acc *acc = aa((size_t)(no ? no : 1) * sizeof *acc);
-	Acc *accp = aa((size_t)(no ? no : 1) * sizeof *accp);
+	int64_t no = jh_nel(n[0]->shape), ni = jh_nel(s), pos = 0;
+	Acc *acc = jh_alloc((size_t)(no ? no : 1) * sizeof *acc);
+	Acc *accp = jh_alloc((size_t)(no ? no : 1) * sizeof *accp);
 	for (int64_t o = 0; o < no; o++) {
 		Acc z = {0, 1, INT64_MIN, INT64_MAX, 0, 0, 1, -INFINITY,
 			 INFINITY, 0, 0, 0, 0, {0, 0}, {0, 0}, {0, 0}};
@@ -506,23 +320,23 @@ check_outputs(IrNode **n, int nred, TfgDtype t, TfgShape s, uint32_t mask,
 	}
 	for (int r = 0; r < nred; r++) {
 		OpKind op = red_ops[r];
-		const void *got = sent[OUT_KEY + r];
+		const void *got = jh_sent[OUT_KEY + r];
 		ASSERT(got != NULL);
 		for (int64_t o = 0; o < no; o++) {
 			const Acc *a = op == OP_reduce_prod ? &accp[o] : &acc[o];
-			if (isf(t))
-				check_float(op, t, o, getf(got, t, o), a);
+			if (jh_isf(t))
+				check_float(op, t, o, jh_getf(got, t, o), a);
 			else
-				check_i(op, t, o, geti(got, t, o),
+				check_i(op, t, o, jh_geti(got, t, o),
 					ref_int(op, t, a));
 		}
 	}
 	for (int m = 0; m < 2 && n[5]; m++) {
-		const void *got = sent[OUT_KEY + 5 + m];
+		const void *got = jh_sent[OUT_KEY + 5 + m];
 		ASSERT(got != NULL);
 		for (int64_t o = 0; o < no; o++)
 			check_i(m ? OP_argmin : OP_argmax, t, o,
-				geti(got, TFG_I64, o), acc[o].arg[m]);
+				jh_geti(got, TFG_I64, o), acc[o].arg[m]);
 	}
 }
 
@@ -534,13 +348,13 @@ t_reduce(void)
 {
 	static const TfgDtype dts[] = {TFG_I32, TFG_I64, TFG_F32, TFG_F64};
 	for (int trial = 0; trial < 120; trial++) {
-		TfgDtype t = dts[next() % 4];
+		TfgDtype t = dts[jh_next() % 4];
 		TfgShape s = rand_shape();
 		uint32_t all = s.rank ? (1u << s.rank) - 1 : 0;
-		uint32_t mask = trial % 4 ? (uint32_t)next() & all : all;
-		int keep = (int)(next() % 2), empty = 0, nax = 0, nred;
-		Part p = {0};
-		Run r;
+		uint32_t mask = trial % 4 ? (uint32_t)jh_next() & all : all;
+		int keep = (int)(jh_next() % 2), empty = 0, nax = 0, nred;
+		JhPart p = {0};
+		JhRun r;
 		IrNode *n[7] = {0};
 		for (int k = 0; k < s.rank; k++)
 			if ((mask >> k) & 1) {
@@ -548,27 +362,27 @@ t_reduce(void)
 				nax++;
 			}
 		nred = empty ? 3 : 5;
-		void *x = fill(t, nel(s), trial % 2 ? D_GRID : D_WIDE, 1);
-		void *xp = fill(t, nel(s), D_PROD, 0);
-		IrNode *in = input(&p, t, s, 0, x);
-		IrNode *inp = input(&p, t, s, 1, xp);
+		void *x = fill(t, jh_nel(s), trial % 2 ? D_GRID : D_WIDE, 1);
+		void *xp = fill(t, jh_nel(s), D_PROD, 0);
+		IrNode *in = jh_input(&p, t, s, 0, x);
+		IrNode *inp = jh_input(&p, t, s, 1, xp);
 		for (int o = 0; o < nred; o++) {
-			n[o] = add(&p, mk(red_ops[o], t, out_shape(s, mask, keep),
-					  red_ops[o] == OP_reduce_prod ? inp
-								       : in));
+			n[o] = jh_op1(&p, red_ops[o], t,
+				      out_shape(s, mask, keep),
+				      red_ops[o] == OP_reduce_prod ? inp : in);
 			n[o]->axes = mask;
 			n[o]->keepdims = keep;
-			snd(&p, n[o], OUT_KEY + (uint32_t)o);
+			jh_snd(&p, n[o], OUT_KEY + (uint32_t)o);
 		}
 		for (int o = 5; nax == 1 && !empty && o < 7; o++) {
-			n[o] = add(&p, mk(o == 5 ? OP_argmax : OP_argmin,
-					  TFG_I64, out_shape(s, mask, 0), in));
+			n[o] = jh_op1(&p, o == 5 ? OP_argmax : OP_argmin,
+					  TFG_I64, out_shape(s, mask, 0), in);
 			n[o]->axes = mask;
-			snd(&p, n[o], OUT_KEY + (uint32_t)o);
+			jh_snd(&p, n[o], OUT_KEY + (uint32_t)o);
 		}
-		ASSERT_EQ(run(&r, &p), 0);
+		ASSERT_EQ(jh_run_part(&r, &p), 0);
 		check_outputs(n, nred, t, s, mask, x, xp);
-		run_done(&r);
+		jh_run_done(&r);
 	}
 }
 
@@ -580,38 +394,39 @@ t_softmax(void)
 	for (int trial = 0; trial < 40; trial++) {
 		TfgDtype t = trial % 2 ? TFG_F32 : TFG_F64;
 		TfgShape s = rand_shape();
-		Part p = {0};
-		Run r;
+		JhPart p = {0};
+		JhRun r;
 		if (s.rank == 0)
 			s.rank = 1, s.dims[0] = 5;
-		int64_t K = s.dims[s.rank - 1], N = nel(s);
+		int64_t K = s.dims[s.rank - 1], N = jh_nel(s);
 		void *x = fill(t, N, D_WIDE, 0);
-		IrNode *in = input(&p, t, s, 0, x);
-		IrNode *sm = add(&p, mk(OP_softmax, t, s, in));
-		IrNode *ls = add(&p, mk(OP_log_softmax, t, s, in));
-		snd(&p, sm, OUT_KEY);
-		snd(&p, ls, OUT_KEY + 1);
-		ASSERT_EQ(run(&r, &p), 0);
+		IrNode *in = jh_input(&p, t, s, 0, x);
+		IrNode *sm = jh_op1(&p, OP_softmax, t, s, in);
+		IrNode *ls = jh_op1(&p, OP_log_softmax, t, s, in);
+		jh_snd(&p, sm, OUT_KEY);
+		jh_snd(&p, ls, OUT_KEY + 1);
+		ASSERT_EQ(jh_run_part(&r, &p), 0);
 		for (int64_t row = 0; K && row < N / K; row++) {
 			long double m = -INFINITY, sum = 0;
 			for (int64_t j = 0; j < K; j++)
-				m = fmaxl(m, getf(x, t, row * K + j));
+				m = fmaxl(m, jh_getf(x, t, row * K + j));
 			for (int64_t j = 0; j < K; j++)
-				sum += expl(getf(x, t, row * K + j) - m);
+				sum += expl(jh_getf(x, t, row * K + j) - m);
 			for (int64_t j = 0; j < K; j++) {
 				int64_t k = row * K + j;
-				long double d = getf(x, t, k) - m;
+				long double d = jh_getf(x, t, k) - m;
 				long double w = d - logl(sum);
-				check_f(OP_softmax, t, k, getf(sent[OUT_KEY], t, k),
+				check_f(OP_softmax, t, k,
+					jh_getf(jh_sent[OUT_KEY], t, k),
 					expl(d) / sum,
 					t == TFG_F32 ? 1e-6L : 1e-14L);
 				check_f(OP_log_softmax, t, k,
-					getf(sent[OUT_KEY + 1], t, k), w,
+					jh_getf(jh_sent[OUT_KEY + 1], t, k), w,
 					(t == TFG_F32 ? 1e-5L : 1e-12L) *
 						(1 + fabsl(w)));
 			}
 		}
-		run_done(&r);
+		jh_run_done(&r);
 	}
 }
 
@@ -625,22 +440,22 @@ t_edges(void)
 	static const int32_t ix[] = {INT32_MAX, INT32_MAX, INT32_MAX,
 				     INT32_MIN, INT32_MIN, -1};
 	TfgShape s3 = {2, {3, 3}}, s2 = {2, {2, 3}};
-	Part p = {0};
-	Run r;
-	IrNode *f = input(&p, TFG_F32, s3, 0, fx);
-	IrNode *i = input(&p, TFG_I32, s2, 1, ix);
-	IrNode *am = add(&p, mk(OP_argmax, TFG_I64, (TfgShape){1, {3}}, f));
-	IrNode *an = add(&p, mk(OP_argmin, TFG_I64, (TfgShape){1, {3}}, f));
-	IrNode *mn = add(&p, mk(OP_reduce_mean, TFG_I32, (TfgShape){1, {2}},
-				i));
+	JhPart p = {0};
+	JhRun r;
+	IrNode *f = jh_input(&p, TFG_F32, s3, 0, fx);
+	IrNode *i = jh_input(&p, TFG_I32, s2, 1, ix);
+	IrNode *am = jh_op1(&p, OP_argmax, TFG_I64, (TfgShape){1, {3}}, f);
+	IrNode *an = jh_op1(&p, OP_argmin, TFG_I64, (TfgShape){1, {3}}, f);
+	IrNode *mn = jh_op1(&p, OP_reduce_mean, TFG_I32, (TfgShape){1, {2}},
+				i);
 	am->axes = an->axes = 2;
 	mn->axes = 2;
-	snd(&p, am, OUT_KEY);
-	snd(&p, an, OUT_KEY + 1);
-	snd(&p, mn, OUT_KEY + 2);
-	ASSERT_EQ(run(&r, &p), 0);
-	const int64_t *a = sent[OUT_KEY], *b = sent[OUT_KEY + 1];
-	const int32_t *m = sent[OUT_KEY + 2];
+	jh_snd(&p, am, OUT_KEY);
+	jh_snd(&p, an, OUT_KEY + 1);
+	jh_snd(&p, mn, OUT_KEY + 2);
+	ASSERT_EQ(jh_run_part(&r, &p), 0);
+	const int64_t *a = jh_sent[OUT_KEY], *b = jh_sent[OUT_KEY + 1];
+	const int32_t *m = jh_sent[OUT_KEY + 2];
 	/* rows: [NaN NaN 1] [-inf -inf -inf] [2 2 NaN] */
 	ASSERT_EQ(a[0], 0);
 	ASSERT_EQ(a[1], 0);
@@ -650,7 +465,7 @@ t_edges(void)
 	ASSERT_EQ(b[2], 2);
 	ASSERT_EQ(m[0], INT32_MAX);
 	ASSERT_EQ(m[1], (int32_t)((2 * (int64_t)INT32_MIN - 1 - 2) / 3));
-	run_done(&r);
+	jh_run_done(&r);
 }
 
 /* Enough elements were compared (about 19000) for the run to mean

@@ -19,163 +19,20 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "codegen/codegen.h"
-#include "tests/unit/test.h"
+#define JH_SEED 0x2545F4914F6CDD1Dull
+#include "tests/unit/jit_harness.h"
 
-enum { NKEY = 16, OUT_KEY = 15 };
-
-/* ------------------------------------------------------- the fake runtime */
-
-static const void *feed_data[NKEY];
-static size_t feed_size[NKEY];
-static const void *sent[NKEY];
-static struct RtCtx *const the_ctx = (struct RtCtx *)&feed_data;
-
-static int
-fake_recv(struct RtCtx *ctx, uint32_t key, void *dst)
-{
-	if (ctx != the_ctx || key >= NKEY || !feed_data[key])
-		return 99;
-	memcpy(dst, feed_data[key], feed_size[key]);
-	return 0;
-}
-
-static int
-fake_send(struct RtCtx *ctx, uint32_t key, const void *src)
-{
-	if (ctx != the_ctx || key >= NKEY)
-		return 99;
-	sent[key] = src;
-	return 0;
-}
-
-/* ------------------------------------------------------ building programs */
-
-static Arena *A;
-
-static void *
-aa(size_t n)
-{
-	if (!A)
-		A = arena_new();
-	return arena_alloc(A, n);
-}
-
-static size_t
-dsize(TfgDtype t)
-{
-	return t == TFG_BOOL ? 1 : t == TFG_I32 || t == TFG_F32 ? 4 : 8;
-}
-
-static int64_t
-nel(const TfgShape *s)
-{
-	int64_t n = 1;
-	for (int i = 0; i < s->rank; i++)
-		n *= s->dims[i];
-	return n;
-}
-
-static int ids;
-
-static IrNode *
-mk(OpKind op, TfgDtype t, TfgShape s, int nin, IrNode **in)
-{
-	IrNode *n = aa(sizeof *n);
-	n->id = ids++;
-	n->op = op;
-	n->dtype = t;
-	n->shape = s;
-	n->nin = nin;
-	n->in = aa((size_t)(nin + 1) * sizeof *n->in);
-	for (int i = 0; i < nin; i++)
-		n->in[i] = in[i];
-	n->name = arena_printf(A, "n%d", n->id);
-	n->dev = (Device){"local", 0, DEV_CPU, 0};
-	return n;
-}
-
-typedef struct Part {
-	IrNode *nodes[2 * NKEY];
-	int n;
-} Part;
-
-static IrNode *
-add(Part *p, IrNode *n)
-{
-	p->nodes[p->n++] = n;
-	return n;
-}
-
-static IrNode *
-input(Part *p, TfgDtype t, TfgShape s, uint32_t key, const void *data)
-{
-	IrNode *n = add(p, mk(OP_input, t, s, 0, NULL));
-	n->key = key;
-	feed_data[key] = data;
-	feed_size[key] = (size_t)nel(&s) * dsize(t);
-	return n;
-}
-
-typedef struct Run {
-	CgJit *j;
-	RtPart parts[1];
-	char *arena;
-} Run;
+enum { OUT_KEY = 15 };
 
 /* Sends x to OUT_KEY, JIT-compiles and runs the part; 0 on success. */
 static int
-run(Run *r, Part *pt, IrNode *x)
+run(JhRun *r, JhPart *pt, IrNode *x)
 {
-	Program *p = aa(sizeof *p);
-	CgOptions o = {NULL, 2, fake_recv, fake_send};
-	IrNode *s = add(pt, mk(OP_send, x->dtype, x->shape, 1, &x));
-	IrPart *ip;
-	s->key = OUT_KEY;
-	p->arena = A;
-	p->ntask = 1;
-	p->tasks = aa(sizeof *p->tasks);
-	p->nsig = 1;
-	p->sigs = aa(sizeof *p->sigs);
-	p->sigs[0].parts = ip = aa(sizeof *ip);
-	ip->n = pt->n;
-	ip->nodes = aa((size_t)pt->n * sizeof *ip->nodes);
-	memcpy(ip->nodes, pt->nodes, (size_t)pt->n * sizeof *ip->nodes);
-	ip->sends = 1;
-	memset(r, 0, sizeof *r);
-	memset(sent, 0, sizeof sent);
-	if (cg_jit(&r->j, p, 0, &o, r->parts, NULL) != 0 || !r->parts[0].fn)
-		return -1;
-	r->arena = aligned_alloc(64, (r->parts[0].arena_size + 127) &
-					     ~(size_t)63);
-	return r->parts[0].fn(the_ctx, r->arena);
-}
-
-static void
-run_done(Run *r)
-{
-	free(r->arena);
-	cg_jit_free(r->j);
+	jh_snd(pt, x, OUT_KEY);
+	return jh_run_part(r, pt);
 }
 
 /* ---------------------------------------------------------- random data */
-
-static uint64_t rng = 0x2545F4914F6CDD1Dull;
-
-static uint64_t
-next(void)
-{
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return rng;
-}
-
-static int
-rnd(int lo, int hi) /* [lo, hi] */
-{
-	return lo + (int)(next() % (uint64_t)(hi - lo + 1));
-}
 
 static const TfgDtype dtypes[] = {TFG_BOOL, TFG_I32, TFG_I64, TFG_F32,
 				  TFG_F64};
@@ -183,10 +40,11 @@ static const TfgDtype dtypes[] = {TFG_BOOL, TFG_I32, TFG_I64, TFG_F32,
 static void *
 fill(TfgDtype t, int64_t n)
 {
-	char *b = aa((size_t)(n ? n : 1) * 8);
+	char *b = jh_alloc((size_t)(n ? n : 1) * 8);
 	for (int64_t i = 0; i < n; i++) {
-		int64_t v = (int64_t)next();
-		double f = (double)(int64_t)(next() % 2000001 - 1000000) / 1e5;
+		int64_t v = (int64_t)jh_next();
+		double f = (double)(int64_t)(jh_next() % 2000001 - 1000000) /
+			   1e5;
 		switch (t) {
 		case TFG_BOOL: ((uint8_t *)b)[i] = v & 1; break;
 		case TFG_I32: ((int32_t *)b)[i] = (int32_t)v; break;
@@ -203,7 +61,7 @@ rshape(int rank, int maxd)
 {
 	TfgShape s = {rank, {0}};
 	for (int i = 0; i < rank; i++)
-		s.dims[i] = rnd(next() % 16 ? 1 : 0, maxd);
+		s.dims[i] = jh_rnd(jh_next() % 16 ? 1 : 0, maxd);
 	return s;
 }
 
@@ -233,7 +91,7 @@ static void
 same(const void *got, const void *want, TfgDtype t, int64_t i,
      const char *what)
 {
-	size_t z = dsize(t);
+	size_t z = jh_dsize(t);
 	nchecked++;
 	if (memcmp((const char *)got + i * z, (const char *)want + i * z, z))
 		TEST_FAIL_("%s %s: element %" PRId64 " differs", what,
@@ -277,19 +135,19 @@ bcast(const TfgShape *s, int nb, const int64_t *c)
 static void
 one_matmul(TfgDtype t, int ra, int rb)
 {
-	int64_t m = rnd(1, 9), k = rnd(0, 11), n = rnd(1, 19);
+	int64_t m = jh_rnd(1, 9), k = jh_rnd(0, 11), n = jh_rnd(1, 19);
 	TfgShape sa = {0, {0}}, sb = {0, {0}}, so = {0, {0}};
 	TfgShape ba = rshape(ra > 2 ? ra - 2 : 0, 3);
 	TfgShape bb = {rb > 2 ? rb - 2 : 0, {0}}, bo;
 	int nb;
-	if (next() % 5 == 0)
-		k = rnd(12, 70);
+	if (jh_next() % 5 == 0)
+		k = jh_rnd(12, 70);
 	/* bb: a broadcast-compatible batch shape */
 	for (int i = 0; i < bb.rank; i++) {
 		int ia = ba.rank - bb.rank + i;
-		int64_t d = ia >= 0 ? ba.dims[ia] : rnd(1, 3);
-		bb.dims[i] = next() % 3 == 0 ? 1 : d;
-		if (ia >= 0 && next() % 3 == 0)
+		int64_t d = ia >= 0 ? ba.dims[ia] : jh_rnd(1, 3);
+		bb.dims[i] = jh_next() % 3 == 0 ? 1 : d;
+		if (ia >= 0 && jh_next() % 3 == 0)
 			ba.dims[ia] = 1;
 	}
 	nb = ba.rank > bb.rank ? ba.rank : bb.rank;
@@ -314,14 +172,14 @@ one_matmul(TfgDtype t, int ra, int rb)
 	if (rb >= 2)
 		so.dims[so.rank++] = n;
 
-	Part p = {0};
-	Run r;
-	void *x = fill(t, nel(&sa)), *y = fill(t, nel(&sb));
-	IrNode *in[2] = {input(&p, t, sa, 0, x), input(&p, t, sb, 1, y)};
-	IrNode *mm = add(&p, mk(OP_matmul, t, so, 2, in));
+	JhPart p = {0};
+	JhRun r;
+	void *x = fill(t, jh_nel(sa)), *y = fill(t, jh_nel(sb));
+	IrNode *in[2] = {jh_input(&p, t, sa, 0, x), jh_input(&p, t, sb, 1, y)};
+	IrNode *mm = jh_op(&p, OP_matmul, t, so, 2, in);
 	ASSERT_EQ(run(&r, &p, mm), 0);
-	const char *got = sent[OUT_KEY];
-	for (int64_t f = 0; f < nel(&so); f++) {
+	const char *got = jh_sent[OUT_KEY];
+	for (int64_t f = 0; f < jh_nel(so); f++) {
 		int64_t c[TFG_MAX_RANK];
 		unflat(&so, f, c);
 		int64_t i = ra >= 2 ? c[nb] : 0;
@@ -357,7 +215,7 @@ one_matmul(TfgDtype t, int ra, int rb)
 					   tfg_dtype_name(t), f, g, s, k);
 		}
 	}
-	run_done(&r);
+	jh_run_done(&r);
 }
 
 static void
@@ -365,8 +223,8 @@ t_matmul(void)
 {
 	for (int d = 1; d < 5; d++)
 		for (int it = 0; it < 12; it++)
-			one_matmul(dtypes[d], 2 + (it % 3 == 1) * rnd(1, 2),
-				   2 + (it % 3 == 2) * rnd(1, 3));
+			one_matmul(dtypes[d], 2 + (it % 3 == 1) * jh_rnd(1, 2),
+				   2 + (it % 3 == 2) * jh_rnd(1, 3));
 }
 
 /* Rank-1 operands: vector @ matrix, matrix @ vector, vector @ vector. */
@@ -389,36 +247,36 @@ t_transpose(void)
 {
 	for (int it = 0; it < 40; it++) {
 		TfgDtype t = dtypes[it % 5];
-		TfgShape si = rshape(rnd(1, 5), 6), so = {si.rank, {0}};
+		TfgShape si = rshape(jh_rnd(1, 5), 6), so = {si.rank, {0}};
 		int perm[TFG_MAX_RANK];
 		for (int i = 0; i < si.rank; i++)
 			perm[i] = i;
 		for (int i = si.rank - 1; i > 0; i--) {
-			int j = rnd(0, i), tmp = perm[i];
+			int j = jh_rnd(0, i), tmp = perm[i];
 			perm[i] = perm[j];
 			perm[j] = tmp;
 		}
 		for (int i = 0; i < si.rank; i++)
 			so.dims[i] = si.dims[perm[i]];
-		Part p = {0};
-		Run r;
-		void *x = fill(t, nel(&si));
-		IrNode *in = input(&p, t, si, 0, x);
-		IrNode *n = add(&p, mk(OP_transpose, t, so, 1, &in));
+		JhPart p = {0};
+		JhRun r;
+		void *x = fill(t, jh_nel(si));
+		IrNode *in = jh_input(&p, t, si, 0, x);
+		IrNode *n = jh_op(&p, OP_transpose, t, so, 1, &in);
 		memcpy(n->perm, perm, sizeof perm);
 		ASSERT_EQ(run(&r, &p, n), 0);
-		for (int64_t f = 0; f < nel(&so); f++) {
+		for (int64_t f = 0; f < jh_nel(so); f++) {
 			int64_t c[TFG_MAX_RANK], ci[TFG_MAX_RANK];
 			unflat(&so, f, c);
 			for (int i = 0; i < si.rank; i++)
 				ci[perm[i]] = c[i];
 			char want[8];
-			memcpy(want, (char *)x + flat(&si, ci) * dsize(t),
-			       dsize(t));
-			same((const char *)sent[OUT_KEY] + f * dsize(t), want,
-			     t, 0, "transpose");
+			memcpy(want, (char *)x + flat(&si, ci) * jh_dsize(t),
+			       jh_dsize(t));
+			same((const char *)jh_sent[OUT_KEY] + f * jh_dsize(t),
+			     want, t, 0, "transpose");
 		}
-		run_done(&r);
+		jh_run_done(&r);
 	}
 }
 
@@ -427,16 +285,16 @@ t_reshape(void)
 {
 	for (int it = 0; it < 10; it++) {
 		TfgDtype t = dtypes[it % 5];
-		TfgShape si = rshape(rnd(0, 4), 5), so = {1, {nel(&si)}};
-		Part p = {0};
-		Run r;
-		void *x = fill(t, nel(&si));
-		IrNode *in = input(&p, t, si, 0, x);
-		IrNode *n = add(&p, mk(OP_reshape, t, so, 1, &in));
+		TfgShape si = rshape(jh_rnd(0, 4), 5), so = {1, {jh_nel(si)}};
+		JhPart p = {0};
+		JhRun r;
+		void *x = fill(t, jh_nel(si));
+		IrNode *in = jh_input(&p, t, si, 0, x);
+		IrNode *n = jh_op(&p, OP_reshape, t, so, 1, &in);
 		ASSERT_EQ(run(&r, &p, n), 0);
-		for (int64_t f = 0; f < nel(&so); f++)
-			same(sent[OUT_KEY], x, t, f, "reshape");
-		run_done(&r);
+		for (int64_t f = 0; f < jh_nel(so); f++)
+			same(jh_sent[OUT_KEY], x, t, f, "reshape");
+		jh_run_done(&r);
 	}
 }
 
@@ -445,11 +303,11 @@ t_reshape(void)
 static void
 one_join(int stack, TfgDtype t)
 {
-	TfgShape base = rshape(rnd(1, 4), 4), so;
-	int nin = rnd(1, 4), ax = rnd(0, base.rank - !stack);
+	TfgShape base = rshape(jh_rnd(1, 4), 4), so;
+	int nin = jh_rnd(1, 4), ax = jh_rnd(0, base.rank - !stack);
 	int64_t start[5] = {0};
-	Part p = {0};
-	Run r;
+	JhPart p = {0};
+	JhRun r;
 	IrNode *in[4];
 	void *x[4];
 	so = base;
@@ -464,17 +322,17 @@ one_join(int stack, TfgDtype t)
 	for (int i = 0; i < nin; i++) {
 		TfgShape s = base;
 		if (!stack)
-			s.dims[ax] = rnd(0, 4);
+			s.dims[ax] = jh_rnd(0, 4);
 		start[i + 1] = start[i] + (stack ? 1 : s.dims[ax]);
 		if (!stack)
 			so.dims[ax] += s.dims[ax];
-		x[i] = fill(t, nel(&s));
-		in[i] = input(&p, t, s, (uint32_t)i, x[i]);
+		x[i] = fill(t, jh_nel(s));
+		in[i] = jh_input(&p, t, s, (uint32_t)i, x[i]);
 	}
-	IrNode *n = add(&p, mk(stack ? OP_stack : OP_concat, t, so, nin, in));
+	IrNode *n = jh_op(&p, stack ? OP_stack : OP_concat, t, so, nin, in);
 	n->axis = ax;
 	ASSERT_EQ(run(&r, &p, n), 0);
-	for (int64_t f = 0; f < nel(&so); f++) {
+	for (int64_t f = 0; f < jh_nel(so); f++) {
 		int64_t c[TFG_MAX_RANK], ci[TFG_MAX_RANK];
 		int i = 0, ri = 0;
 		unflat(&so, f, c);
@@ -485,11 +343,11 @@ one_join(int stack, TfgDtype t)
 				continue;
 			ci[ri++] = k == ax ? c[k] - start[i] : c[k];
 		}
-		same((const char *)sent[OUT_KEY] + f * dsize(t),
-		     (const char *)x[i] + flat(&in[i]->shape, ci) * dsize(t),
+		same((const char *)jh_sent[OUT_KEY] + f * jh_dsize(t),
+		     (const char *)x[i] + flat(&in[i]->shape, ci) * jh_dsize(t),
 		     t, 0, stack ? "stack" : "concat");
 	}
-	run_done(&r);
+	jh_run_done(&r);
 }
 
 static void
@@ -512,32 +370,33 @@ t_split_slices(void)
 {
 	for (int it = 0; it < 20; it++) {
 		TfgDtype t = dtypes[it % 5];
-		TfgShape si = rshape(rnd(1, 4), 6);
-		int ax = rnd(0, si.rank - 1);
+		TfgShape si = rshape(jh_rnd(1, 4), 6);
+		int ax = jh_rnd(0, si.rank - 1);
 		int64_t len = si.dims[ax], at = 0;
-		void *x = fill(t, nel(&si));
+		void *x = fill(t, jh_nel(si));
 		while (at <= len) {
-			int64_t sz = rnd(0, (int)(len - at));
+			int64_t sz = jh_rnd(0, (int)(len - at));
 			TfgShape so = si;
-			Part p = {0};
-			Run r;
-			IrNode *in = input(&p, t, si, 0, x);
+			JhPart p = {0};
+			JhRun r;
+			IrNode *in = jh_input(&p, t, si, 0, x);
 			so.dims[ax] = sz;
-			IrNode *n = add(&p, mk(OP_slice, t, so, 1, &in));
+			IrNode *n = jh_op(&p, OP_slice, t, so, 1, &in);
 			for (int k = 0; k < si.rank; k++)
 				n->size[k] = si.dims[k];
 			n->begin[ax] = at;
 			n->size[ax] = sz;
 			ASSERT_EQ(run(&r, &p, n), 0);
-			for (int64_t f = 0; f < nel(&so); f++) {
+			const char *got = jh_sent[OUT_KEY], *xs = x;
+			for (int64_t f = 0; f < jh_nel(so); f++) {
 				int64_t c[TFG_MAX_RANK];
 				unflat(&so, f, c);
 				c[ax] += at;
-				same((const char *)sent[OUT_KEY] + f * dsize(t),
-				     (const char *)x + flat(&si, c) * dsize(t),
+				same(got + f * jh_dsize(t),
+				     xs + flat(&si, c) * jh_dsize(t),
 				     t, 0, "split");
 			}
-			run_done(&r);
+			jh_run_done(&r);
 			at += sz ? sz : 1;
 		}
 	}

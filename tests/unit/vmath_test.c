@@ -19,8 +19,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "codegen/codegen.h"
-#include "tests/unit/test.h"
+#include "tests/unit/jit_harness.h"
 
 enum { NFN = 4, CHUNK = 1 << 20 };
 
@@ -29,117 +28,39 @@ static const double bound[NFN] = {1, 1, 2, 2};
 static const char *const fname[NFN] = {"exp", "log", "tanh", "sigmoid"};
 static const OpKind fop[NFN] = {OP_exp, OP_log, OP_tanh, OP_sigmoid};
 
-/* ------------------------------------------------------- the fake runtime */
-
-static const float *feed;
-static const float *got[NFN];
-static float got_buf[NFN][CHUNK];
-static struct RtCtx *const the_ctx = (struct RtCtx *)&feed;
-
-static int
-fake_recv(struct RtCtx *ctx, uint32_t key, void *dst)
-{
-	if (ctx != the_ctx || key != 0)
-		return 99;
-	memcpy(dst, feed, CHUNK * sizeof(float));
-	return 0;
-}
-
-static int
-fake_send(struct RtCtx *ctx, uint32_t key, const void *src)
-{
-	if (ctx != the_ctx || key < 1 || key > NFN)
-		return 99;
-	/* copy before returning, as the runtime does: the arena's memory
-	   is reused by later nodes (codegen/memplan.c) */
-	memcpy(got_buf[key - 1], src, CHUNK * sizeof(float));
-	got[key - 1] = got_buf[key - 1];
-	return 0;
-}
-
 /* ------------------------------------------------------- the part, JITed */
 
-static Arena *A;
-static float *buf; /* CHUNK inputs */
+static float *buf; /* CHUNK inputs, fed to key 0 */
 static int nbuf;   /* of them filled */
 
-static IrNode *
-mk(OpKind op, IrNode *in, uint32_t key)
-{
-	static int ids;
-	IrNode *n = arena_alloc(A, sizeof *n);
-	n->id = ids++;
-	n->op = op;
-	n->dtype = TFG_F32;
-	n->shape.rank = 1;
-	n->shape.dims[0] = CHUNK;
-	n->nin = in != NULL;
-	n->in = arena_alloc(A, sizeof *n->in);
-	n->in[0] = in;
-	n->key = key;
-	n->name = arena_printf(A, "n%d", n->id);
-	n->dev = (Device){"local", 0, DEV_CPU, 0};
-	return n;
-}
-
-typedef struct Jit {
-	CgJit *j;
-	RtPart part;
-	char *arena;
-} Jit;
-
-/* The program: exp, log, tanh, sigmoid of one input (NULL: no memory). */
+/* The program: exp, log, tanh, sigmoid of one input, sent to keys 1..4
+ * (NULL: no memory). */
 static Program *
 program(void)
 {
-	if (!A) { /* once, freed by t_free */
-		A = arena_new();
+	TfgShape s = {1, {CHUNK}};
+	JhPart p = {0};
+	IrNode *in;
+	if (!buf) { /* once, freed by t_free */
 		buf = aligned_alloc(64, CHUNK * sizeof(float));
-		if (!A || !buf)
+		if (!buf)
 			return NULL;
 		for (int i = 0; i < CHUNK; i++)
 			buf[i] = 1.0f;
 	}
-	Program *p = arena_alloc(A, sizeof *p);
-	IrPart *ip = arena_alloc(A, sizeof *ip);
-	IrNode *in = mk(OP_input, NULL, 0);
-	ip->nodes = arena_alloc(A, (1 + 2 * NFN) * sizeof *ip->nodes);
-	ip->nodes[ip->n++] = in;
-	for (int f = 0; f < NFN; f++) {
-		IrNode *y = mk(fop[f], in, 0);
-		ip->nodes[ip->n++] = y;
-		ip->nodes[ip->n++] = mk(OP_send, y, 1 + f);
-		ip->sends++;
-	}
-	p->arena = A;
-	p->ntask = 1;
-	p->tasks = arena_alloc(A, sizeof *p->tasks);
-	p->nsig = 1;
-	p->sigs = arena_alloc(A, sizeof *p->sigs);
-	p->sigs[0].parts = ip;
-	return p;
+	in = jh_input(&p, TFG_F32, s, 0, buf);
+	for (int f = 0; f < NFN; f++)
+		jh_snd(&p, jh_op1(&p, fop[f], TFG_F32, s, in), 1 + (uint32_t)f);
+	return jh_prog1(p.nodes, p.n);
 }
 
 /* The program JIT-compiled for cpu (NULL: the host). */
 static int
-jit(Jit *r, const char *cpu)
+jit(JhRun *r, const char *cpu)
 {
 	Program *p = program();
-	CgOptions o = {cpu, 2, fake_recv, fake_send};
-	memset(r, 0, sizeof *r);
-	if (!p)
-		return -1;
-	if (cg_jit(&r->j, p, 0, &o, &r->part, NULL) != 0 || !r->part.fn)
-		return -1;
-	r->arena = aligned_alloc(64, (r->part.arena_size + 127) & ~(size_t)63);
-	return r->arena ? 0 : -1;
-}
-
-static void
-jit_done(Jit *r)
-{
-	free(r->arena);
-	cg_jit_free(r->j);
+	CgOptions o = {cpu, 2, NULL, NULL};
+	return p ? jh_jit(r, p, 0, &o) : -1;
 }
 
 /* ------------------------------------------------------------ reference */
@@ -180,28 +101,29 @@ typedef struct Worst {
 
 /* Runs the buffered inputs through r and checks them. */
 static void
-flush(Jit *r, Worst *w)
+flush(JhRun *r, Worst *w)
 {
 	if (nbuf == 0)
 		return;
 	for (int i = nbuf; i < CHUNK; i++)
 		buf[i] = 1.0f;
-	feed = buf;
-	ASSERT_EQ(r->part.fn(the_ctx, r->arena), 0);
-	for (int f = 0; f < NFN; f++)
+	ASSERT_EQ(jh_call(r, 0), 0);
+	for (int f = 0; f < NFN; f++) {
+		const float *got = jh_sent[1 + f];
 		for (int i = 0; i < nbuf; i++) {
-			double u = ulps(got[f][i], ref(f, buf[i]));
+			double u = ulps(got[i], ref(f, buf[i]));
 			if (u > w->ulp[f]) {
 				w->ulp[f] = u;
 				w->at[f] = buf[i];
 			}
 		}
+	}
 	w->n += (uint64_t)nbuf;
 	nbuf = 0;
 }
 
 static void
-push(Jit *r, Worst *w, float x)
+push(JhRun *r, Worst *w, float x)
 {
 	buf[nbuf++] = x;
 	if (nbuf == CHUNK)
@@ -209,7 +131,7 @@ push(Jit *r, Worst *w, float x)
 }
 
 static void
-push_bits(Jit *r, Worst *w, uint32_t u)
+push_bits(JhRun *r, Worst *w, uint32_t u)
 {
 	float x;
 	memcpy(&x, &u, 4);
@@ -219,7 +141,7 @@ push_bits(Jit *r, Worst *w, uint32_t u)
 /* Every step-th float in [lo, hi] (same sign, bit patterns), and its
  * negation. */
 static void
-push_range(Jit *r, Worst *w, float lo, float hi, uint32_t step)
+push_range(JhRun *r, Worst *w, float lo, float hi, uint32_t step)
 {
 	uint32_t a, b;
 	memcpy(&a, &lo, 4);
@@ -234,7 +156,7 @@ push_range(Jit *r, Worst *w, float lo, float hi, uint32_t step)
  * every float of the intervals where the functions change method or
  * lose accuracy, and every 509th bit pattern; 2: all 2^32. */
 static void
-sweep(Jit *r, Worst *w, int level)
+sweep(JhRun *r, Worst *w, int level)
 {
 	static const float sp[] = {0.0f, -0.0f, INFINITY, -INFINITY, NAN,
 				   1.0f, -1.0f, 0x1p-149f, 0x1p-126f, FLT_MAX,
@@ -265,11 +187,11 @@ sweep(Jit *r, Worst *w, int level)
 static void
 check(const char *cpu, int level)
 {
-	Jit r;
+	JhRun r;
 	Worst w;
 	ASSERT_EQ(jit(&r, cpu), 0);
 	sweep(&r, &w, level);
-	jit_done(&r);
+	jh_run_done(&r);
 	printf("%s, %llu inputs:", cpu ? cpu : "host",
 	       (unsigned long long)w.n);
 	for (int f = 0; f < NFN; f++)
@@ -302,12 +224,12 @@ t_special(void)
 {
 	static const float in[] = {-INFINITY, INFINITY, NAN, 0.0f, -0.0f,
 				   -1.0f, -0x1p-149f, 200.0f, -200.0f};
-	Jit r;
+	JhRun r;
 	ASSERT_EQ(jit(&r, NULL), 0);
 	memcpy(buf, in, sizeof in);
-	feed = buf;
-	ASSERT_EQ(r.part.fn(the_ctx, r.arena), 0);
-	const float *e = got[0], *l = got[1], *t = got[2], *s = got[3];
+	ASSERT_EQ(jh_call(&r, 0), 0);
+	const float *e = jh_sent[1], *l = jh_sent[2], *t = jh_sent[3];
+	const float *s = jh_sent[4];
 	ASSERT(e[0] == 0.0f && e[1] == INFINITY && isnan(e[2]));
 	ASSERT(e[3] == 1.0f && e[4] == 1.0f && e[7] == INFINITY);
 	ASSERT(e[8] == 0.0f);
@@ -320,7 +242,7 @@ t_special(void)
 	ASSERT(t[7] == 1.0f && t[8] == -1.0f);
 	ASSERT(s[0] == 0.0f && s[1] == 1.0f && isnan(s[2]));
 	ASSERT(s[3] == 0.5f && s[4] == 0.5f && s[7] == 1.0f && s[8] == 0.0f);
-	jit_done(&r);
+	jh_run_done(&r);
 }
 
 /* For AVX-512 (znver4) the loops are <16 x float> and call nothing but
@@ -330,13 +252,9 @@ static void
 t_vector(void)
 {
 	Program *p = program();
-	CgOptions o = {"znver4", 2, NULL, NULL};
-	char *ir = NULL;
-	size_t len = 0;
-	FILE *f = open_memstream(&ir, &len);
-	ASSERT(p != NULL && f != NULL);
-	ASSERT_EQ(cg_emit_llvm(f, p, 0, &o), 0);
-	fclose(f);
+	char *ir;
+	ASSERT(p != NULL);
+	ASSERT((ir = jh_emit(p, "znver4")) != NULL);
 	ASSERT(strstr(ir, "<16 x float>") != NULL);
 	for (const char *c = strstr(ir, "call "); c; c = strstr(c + 1, "call "))
 		if (strncmp(strchr(c, '@'), "@llvm.", 6) != 0 &&
@@ -351,8 +269,8 @@ static void
 t_free(void)
 {
 	free(buf);
-	arena_free(A);
-	A = NULL;
+	buf = NULL;
+	jh_cleanup();
 }
 
 TEST_MAIN({"special", t_special}, {"vector", t_vector}, {"host", t_host}, {"nofma", t_nofma},

@@ -1,0 +1,76 @@
+/*
+ * bench/bench.h: what bench/kernel.c and bench/matmul.c share.  Each is
+ * one translation unit linked with a part from `tfgc compile`, and times
+ * the part's function alone against a reference in the same process:
+ *
+ *   tfg_rt_recv, tfg_rt_send  no-ops that the part's object calls, so a
+ *                             call of the part is its kernel alone,
+ *                             nothing fed or fetched (the inputs are
+ *                             whatever the arena holds)
+ *   bench_now_s               CLOCK_MONOTONIC, in seconds
+ *   bench_median              sorts a run's times, returns the median
+ *   bench_alloc               64-byte-aligned memory, or exit 2
+ *
+ * Defines tfg_rt_recv and tfg_rt_send: include it in one file per binary.
+ */
+#ifndef TFG_BENCH_BENCH_H
+#define TFG_BENCH_BENCH_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+struct RtCtx;
+
+int
+tfg_rt_recv(struct RtCtx *c, uint32_t key, void *dst)
+{
+	(void)c, (void)key, (void)dst;
+	return 0;
+}
+
+int
+tfg_rt_send(struct RtCtx *c, uint32_t key, const void *src)
+{
+	(void)c, (void)key, (void)src;
+	return 0;
+}
+
+static inline double
+bench_now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static inline int
+bench_cmp(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+/* Sorts t[0..n) (n > 0) and returns t[n / 2]. */
+static inline double
+bench_median(double *t, int n)
+{
+	qsort(t, (size_t)n, sizeof *t, bench_cmp);
+	return t[n / 2];
+}
+
+/* nbytes rounded up to a multiple of 64, 64-byte aligned; exits 2 when
+ * out of memory. */
+static inline void *
+bench_alloc(size_t nbytes)
+{
+	void *p = aligned_alloc(64, (nbytes + 63) / 64 * 64);
+	if (!p) {
+		fprintf(stderr, "bench: out of memory\n");
+		exit(2);
+	}
+	return p;
+}
+
+#endif /* TFG_BENCH_BENCH_H */
