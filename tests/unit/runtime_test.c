@@ -89,9 +89,12 @@ static RtTask tasks[2] = {
 	{"local", 1, NULL, "/job:local/task:1"},
 };
 static RtEdge edges[3] = {
-	{0, "x;/job:local/task:0->/job:local/task:1", 0, 1, TFG_I32, {0, {0}}},
-	{1, "y2;/job:local/task:1->/job:local/task:0", 1, 0, TFG_I32, {0, {0}}},
-	{2, "y;/job:local/task:0->/job:local/task:0", 0, 0, TFG_I32, {0, {0}}},
+	{0, "x;/job:local/task:0->/job:local/task:1", 0, 1, TFG_I32, {0, {0}},
+	 4},
+	{1, "y2;/job:local/task:1->/job:local/task:0", 1, 0, TFG_I32, {0, {0}},
+	 4},
+	{2, "y;/job:local/task:0->/job:local/task:0", 0, 0, TFG_I32, {0, {0}},
+	 4},
 };
 static RtFeed feeds[1] = {{"x", TFG_I32, {0, {0}}, 0}};
 static RtFetch fetches[1] = {{"y", 2}};
