@@ -159,6 +159,7 @@ c_type(TfgDtype t)
 	case TFG_I64: return "int64_t";
 	case TFG_F32: return "float";
 	case TFG_F64: return "double";
+	case TFG_STRING: return "uint8_t"; /* records, then the text */
 	default: return "void";
 	}
 }
@@ -206,7 +207,7 @@ edge_bytes(const Program *p, uint32_t key, TfgDtype *dt, TfgShape *sh)
 
 	*dt = e->dtype;
 	*sh = e->shape;
-	return (size_t)cg_numel(&e->shape) * cg_dtype_size(e->dtype);
+	return e->nbytes;
 }
 
 /* The wrapper's name: PREFIX_<fetches joined by _>, made unique among the
@@ -279,6 +280,15 @@ header_wrapper(FILE *f, const Program *p, int task, int s,
 		fprintf(f, " *   %-10s %s %s%s (%zu bytes)\n", par,
 			i < g->nfeed ? "feed " : "fetch", tfg_dtype_name(dt),
 			tfg_shape_str(shp, sizeof shp, &sh), nb);
+	}
+	for (int i = 0, said = 0; i < np && !said; i++) {
+		uint32_t key = i < g->nfeed ? g->feeds[i].key
+					    : g->fetches[i - g->nfeed].key;
+		edge_bytes(p, key, &dt, &sh);
+		if ((said = dt == TFG_STRING))
+			fprintf(f, " * A string buffer holds one record {uint64 "
+				"offset, uint64 length} per element, then the "
+				"text.\n");
 	}
 	fprintf(f, " * Buffers are dense and row-major.  Returns 0 or a "
 		"tfg_status. */\nstatic inline int\n%s(", name);

@@ -423,7 +423,7 @@ cg_arith(CgCtx *C, OpKind op, TfgDtype t, LLVMValueRef a, LLVMValueRef b)
 int
 cpu_emit_const(CgCtx *C, IrNode *n)
 {
-	size_t nbytes = (size_t)cg_numel(&n->shape) * cg_dtype_size(n->dtype);
+	size_t nbytes = ir_nbytes(n); /* strings: records and text */
 	/* raw bytes as [N x i8]: loads of any element type fold from it */
 	LLVMValueRef init = n->data
 	    ? LLVMConstStringInContext2(C->c, n->data, nbytes, 1)

@@ -631,3 +631,9 @@ cpu_emit_rank(CgCtx *C, IrNode *n)
 {
 	return cg_fail(C, n, "rank is a constant folded by the checker");
 }
+
+int
+cpu_emit_constant(CgCtx *C, IrNode *n)
+{
+	return cg_fail(C, n, "constant() is made an OP_const by the checker");
+}

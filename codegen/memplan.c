@@ -134,8 +134,7 @@ cg_plan_part(const IrPart *part, CgSlot **slotsp, size_t *peak,
 			continue; /* a view of its input's slot */
 		slot_of[i] = ns;
 		s[ns].node = i;
-		s[ns].size = (size_t)cg_numel(&n->shape) *
-			     cg_dtype_size(n->dtype);
+		s[ns].size = ir_nbytes(n); /* strings: records and text */
 		s[ns].first = s[ns].last = i;
 		sum += align_up(s[ns].size);
 		ns++;

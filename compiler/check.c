@@ -365,6 +365,11 @@ check_lit_store(Checker *c, SrcLoc loc, Lit l, TfgDtype t, void *dst)
 {
 	double f = l.kind == 2 ? l.f : (double)l.i;
 
+	if (t == TFG_STRING) { /* strings are AST_STRING, never a Lit */
+		diag_error(c->d, loc, "%s literal where string is expected",
+			   l.kind == 3 ? "bool" : "numeric");
+		return -1;
+	}
 	if (l.kind == 2 && dtype_is_int(t)) {
 		diag_error(c->d, loc, "float literal where %s is expected",
 			   tfg_dtype_name(t));
@@ -440,10 +445,10 @@ tensor_walk(Checker *c, AstNode *e, int depth, TfgShape *s, PtrVec *elems)
 				   "expected a list here");
 			return -1;
 		}
-		if (check_lit_of(e).kind == 0) {
+		if (check_lit_of(e).kind == 0 && e->kind != AST_STRING) {
 			diag_error(c->d, e->loc,
-				   "tensor literal elements must be numbers "
-				   "or booleans");
+				   "tensor literal elements must be numbers, "
+				   "booleans or strings");
 			return -1;
 		}
 		s->rank = depth;
@@ -478,10 +483,34 @@ tensor_walk(Checker *c, AstNode *e, int depth, TfgShape *s, PtrVec *elems)
 	return 0;
 }
 
+/* The elements of a tensor literal of strings, packed (ops_string.c);
+ * NULL (reported) when one is not a string. */
+static void *
+tensor_strings(Checker *c, PtrVec *elems, size_t *nbytes)
+{
+	const char **s = arena_alloc(c->a, (elems->n + 1) * sizeof *s);
+	size_t *len = arena_alloc(c->a, (elems->n + 1) * sizeof *len);
+
+	for (int i = 0; i < elems->n; i++) {
+		AstNode *el = elems->v[i];
+		if (el->kind != AST_STRING) {
+			diag_error(c->d, el->loc, "%s literal where string is "
+				   "expected", check_lit_of(el).kind == 3
+				   ? "bool" : "numeric");
+			return NULL;
+		}
+		s[i] = el->str;
+		len[i] = (size_t)el->ival;
+	}
+	return check_str_pack(c->a, elems->n, s, len, nbytes);
+}
+
 /* A tensor literal as a constant tensor of dtype t (or its own dtype when
- * t < 0), stored in the arena.  Shape in *shape. */
+ * t < 0), stored in the arena.  Shape in *shape; for strings the value's
+ * bytes in *strbytes. */
 void *
-check_tensor_data(Checker *c, AstNode *e, int t, TfgDtype *dt, TfgShape *shape)
+check_tensor_data(Checker *c, AstNode *e, int t, TfgDtype *dt, TfgShape *shape,
+		  size_t *strbytes)
 {
 	TfgShape s = {-1, {0}};
 	PtrVec elems = {0};
@@ -501,19 +530,46 @@ check_tensor_data(Checker *c, AstNode *e, int t, TfgDtype *dt, TfgShape *shape)
 	if (t < 0) {
 		TfgDtype best = TFG_I32;
 		for (int i = 0; i < elems.n; i++) {
-			Lit l = check_lit_of(elems.v[i]);
-			kinds |= 1 << l.kind;
+			AstNode *el = elems.v[i];
+			Lit l = check_lit_of(el);
+			kinds |= el->kind == AST_STRING ? 16 : 1 << l.kind;
 			if (check_lit_default(l) == TFG_I64)
 				best = TFG_I64;
+		}
+		if ((kinds & 16) && (kinds & 14)) {
+			diag_error(c->d, e->loc, "tensor literal mixes strings "
+				   "and %s", kinds & 8 ? "booleans" : "numbers");
+			return NULL;
 		}
 		if ((kinds & 8) && (kinds & 6)) {
 			diag_error(c->d, e->loc, "tensor literal mixes "
 				   "booleans and numbers");
 			return NULL;
 		}
-		t = kinds & 4 ? TFG_F32 : kinds & 8 ? TFG_BOOL : (int)best;
+		t = kinds & 16 ? TFG_STRING : kinds & 4 ? TFG_F32
+		    : kinds & 8 ? TFG_BOOL : (int)best;
 		if (elems.n == 0)
 			t = TFG_F32;
+	}
+	if (strbytes)
+		*strbytes = 0;
+	if (t == TFG_STRING) {
+		size_t nb;
+		if (!(data = tensor_strings(c, &elems, &nb)))
+			return NULL;
+		if (strbytes)
+			*strbytes = nb;
+		*dt = TFG_STRING;
+		*shape = s;
+		return data;
+	}
+	for (int i = 0; i < elems.n; i++) {
+		AstNode *el = elems.v[i];
+		if (el->kind == AST_STRING) {
+			diag_error(c->d, el->loc, "string literal where %s is "
+				   "expected", tfg_dtype_name((TfgDtype)t));
+			return NULL;
+		}
 	}
 	sz = tfg_dtype_size((TfgDtype)t);
 	data = arena_alloc(c->a, elems.n * sz + 8);
@@ -568,7 +624,8 @@ check_cast(Checker *c, IrNode *x, TfgDtype t)
  * else the function `name`), promoted together by spec §5.4 with literals
  * weak, converted to the result dtype *t and broadcast (§6.1) to *s.
  * bools: 0 refuses bool operands, 1 allows two bools (never a bool with a
- * number).  Returns 0, or -1 after reporting at e. */
+ * number), 3 two bools or two strings (== and !=, §5.7); strings are
+ * refused otherwise.  Returns 0, or -1 after reporting at e. */
 int
 check_operands(Checker *c, AstNode *e, int op_tk, const char *name, AstNode *ea,
 	 AstNode *eb, int bools, IrNode **out, TfgDtype *t, TfgShape *s)
@@ -586,6 +643,16 @@ check_operands(Checker *c, AstNode *e, int op_tk, const char *name, AstNode *ea,
 		return -1;
 	ta = a ? a->dtype : check_lit_default(la);
 	tb = b ? b->dtype : check_lit_default(lb);
+	if (!(bools & 2) && (ta == TFG_STRING || tb == TFG_STRING)) {
+		diag_error(c->d, e->loc, "%s does not take string operands",
+			   what);
+		return -1;
+	}
+	if ((ta == TFG_STRING) != (tb == TFG_STRING)) {
+		diag_error(c->d, e->loc, "%s cannot compare string with %s",
+			   what, tfg_dtype_name(ta == TFG_STRING ? tb : ta));
+		return -1;
+	}
 	if (!bools && (ta == TFG_BOOL || tb == TFG_BOOL)) {
 		diag_error(c->d, e->loc, "%s does not take bool operands",
 			   what);
@@ -649,7 +716,7 @@ binary(Checker *c, AstNode *e)
 	if (e->op == TK_AT) /* matmul (spec §6.18) */
 		return check_matmul(c, e, OP_matmul);
 	if (check_operands(c, e, e->op, NULL, e->a, e->b,
-		     e->op == TK_EQ || e->op == TK_NE, in, &t, &s) < 0)
+		     e->op == TK_EQ || e->op == TK_NE ? 3 : 0, in, &t, &s) < 0)
 		return NULL;
 	return check_elem(c, ops[e->op], e->loc, in, 2, cmp ? TFG_BOOL : t, &s);
 }
@@ -667,18 +734,25 @@ call_cast(Checker *c, AstNode *e)
 		return NULL;
 	if (d->kind != AST_NAME) {
 		diag_error(c->d, d->loc, "the second argument of 'cast' must "
-			   "be a dtype: bool, i32, i64, f32 or f64");
+			   "be a dtype: bool, i32, i64, f32, f64 or string");
 		return NULL;
 	}
 	if (check_dtype_named(d->name, &t) < 0) {
 		diag_error(c->d, d->loc, "unknown dtype '%s' (expected bool, "
-			   "i32, i64, f32 or f64)", d->name);
+			   "i32, i64, f32, f64 or string)", d->name);
 		return NULL;
 	}
 	if (!(x = check_expr(c, e->list[0])))
 		return NULL;
 	if (x->dtype == t)
 		return x;
+	if (x->dtype == TFG_STRING || t == TFG_STRING) {
+		diag_error(c->d, e->loc, "'cast' cannot convert %s to %s: "
+			   "strings and numbers do not convert",
+			   ir_type_str(c->a, x->dtype, &x->shape),
+			   tfg_dtype_name(t));
+		return NULL;
+	}
 	n = check_elem(c, OP_cast, e->loc, &x, 1, t, &x->shape);
 	return n;
 }
@@ -691,6 +765,12 @@ call_unary(Checker *c, AstNode *e, OpKind op)
 
 	if (!x)
 		return NULL;
+	if (x->dtype == TFG_STRING) {
+		diag_error(c->d, e->loc, "'%s' does not take a string tensor, "
+			   "got %s", e->name,
+			   ir_type_str(c->a, x->dtype, &x->shape));
+		return NULL;
+	}
 	if (op != OP_relu && op != OP_abs && !dtype_is_float(x->dtype)) {
 		diag_error(c->d, e->loc, "'%s' takes a float tensor, "
 			   "got %s", e->name,
@@ -960,16 +1040,18 @@ check_expr(Checker *c, AstNode *e)
 		return check_lookup(c, e);
 	case AST_TENSOR:
 		n = check_node(c, OP_const, 0, e->loc);
-		n->data = check_tensor_data(c, e, -1, &n->dtype, &n->shape);
+		n->data = check_tensor_data(c, e, -1, &n->dtype, &n->shape,
+					    &n->strbytes);
 		return n->data ? n : NULL;
 	case AST_UNARY:
 		if ((l = check_lit_of(e)).kind)
 			return check_lit_node(c, e, l, check_lit_default(l));
 		if (!(n = check_expr(c, e->a)))
 			return NULL;
-		if (n->dtype == TFG_BOOL) {
+		if (n->dtype == TFG_BOOL || n->dtype == TFG_STRING) {
 			diag_error(c->d, e->loc,
-				   "operator '-' does not take a bool operand");
+				   "operator '-' does not take a %s operand",
+				   tfg_dtype_name(n->dtype));
 			return NULL;
 		}
 		{
@@ -988,10 +1070,8 @@ check_expr(Checker *c, AstNode *e)
 		return call_graph(c, e);
 	case AST_INDEX:
 		return index_graph(c, e);
-	case AST_STRING:
-		diag_error(c->d, e->loc,
-			   "strings can only be used in session blocks");
-		return NULL;
+	case AST_STRING: /* a string scalar (spec §5.7) */
+		return check_string_lit(c, e);
 	default:
 		diag_error(c->d, e->loc, "this is not a value");
 		return NULL;
@@ -1114,6 +1194,13 @@ check_input(Checker *c, AstNode *s)
 			   "unknown dtype '%s' (expected bool, i32, i64, f32 "
 			   "or f64)",
 			   s->a->name);
+		return;
+	}
+	if (t == TFG_STRING) { /* its size would not be static (§5.7) */
+		diag_error(c->d, s->a->loc, "input '%s' cannot be a string: "
+			   "strings are constants (write them as literals or "
+			   "with constant())", s->name);
+		define(c, s->name, s->tok.loc, NULL); /* uses not reported */
 		return;
 	}
 	if (s->n > TFG_MAX_RANK) {
@@ -1244,6 +1331,8 @@ check_program(Program *p)
 		return p->diag->nerr - before;
 	prescan(&c, prog);
 	check_stmts(&c, prog, 1);
+	if (p->diag->nerr == before)
+		check_strings(&c); /* string ops become constants */
 	check_shape_opts(&c);
 	if (p->opt && p->opt->nfetch > 0) {
 		/* tfgc run --fetch: one step replaces the sessions */

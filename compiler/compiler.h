@@ -129,7 +129,11 @@ struct IrNode {
 	int task;         /* placed: task index */
 	int weak;         /* literal operand whose dtype follows the other side */
 	/* OP_const */
-	void *data;       /* shape.numel * dtype size bytes */
+	void *data;       /* ir_nbytes(n) bytes */
+	/* TFG_STRING (every node): the value's bytes, its records and text
+	   (runtime/tfg.h); static, since every string is a constant that
+	   the checker computes (compiler/ops_string.c, spec §5.7) */
+	size_t strbytes;
 	/* OP_slice: per axis of the input; squeeze bit i: axis i indexed by an
 	   integer and dropped from the output */
 	int64_t begin[TFG_MAX_RANK], size[TFG_MAX_RANK];
@@ -244,6 +248,8 @@ void dump_graph(FILE *out, const Program *p);
  * unknown dim against 1 or another unknown one gives an unknown dim,
  * against d != 1 gives d (checked in the specialisation). */
 int shape_broadcast(TfgShape *out, const TfgShape *a, const TfgShape *b);
+/* Bytes of n's value: numel * dtype size, or n->strbytes for strings. */
+size_t ir_nbytes(const IrNode *n);
 /* Result dtype of a binary op on a and b (weak: literal operands). */
 TfgDtype dtype_promote(TfgDtype a, int aweak, TfgDtype b, int bweak);
 /* Whether every dim of s is known (no IR_DIM_UNKNOWN). */

@@ -62,7 +62,7 @@ int check_device_of(Checker *c, AstNode *s, Device outer, Device *out);
 Lit check_lit_of(const AstNode *e);
 int check_lit_store(Checker *c, SrcLoc loc, Lit l, TfgDtype t, void *dst);
 void *check_tensor_data(Checker *c, AstNode *e, int t, TfgDtype *dt,
-			TfgShape *shape);
+			TfgShape *shape, size_t *strbytes);
 int check_is_compare(int tk);
 const char *check_op_spelling(int tk);
 void check_session(Checker *c, AstNode *s);
@@ -97,6 +97,16 @@ Sym *check_list_sym(Checker *c, AstNode *e);
 int check_is_list(Checker *c, AstNode *e);
 PtrVec *check_list(Checker *c, AstNode *e, const char *what);
 IrNode *check_list_index(Checker *c, AstNode *e);
+
+/* ops_string.c (spec §5.7).  check_str_pack: a string value of n
+ * elements, laid out as runtime/tfg.h says, in the arena; its size in
+ * *nbytes.  check_string_lit: a string literal as a string scalar.
+ * check_strings: after the graph is checked, every op on strings becomes
+ * the constant it computes. */
+void *check_str_pack(Arena *a, int64_t n, const char *const *s,
+		     const size_t *len, size_t *nbytes);
+IrNode *check_string_lit(Checker *c, AstNode *e);
+void check_strings(Checker *c);
 
 /* The checker of a call, named by the shape column of stdlib/ops.def:
  * check_<shape>(c, call, op) returns the node or NULL (reported). */

@@ -59,6 +59,14 @@ ir_clone(Arena *a, const IrNode *n)
 	return c;
 }
 
+size_t
+ir_nbytes(const IrNode *n)
+{
+	if (n->dtype == TFG_STRING)
+		return n->strbytes;
+	return (size_t)tfg_shape_numel(&n->shape) * tfg_dtype_size(n->dtype);
+}
+
 const char *
 ir_node_label(const IrNode *n)
 {
@@ -92,14 +100,20 @@ ir_type_str(Arena *a, TfgDtype t, const TfgShape *s)
 char *
 ir_const_str(Arena *a, const IrNode *n)
 {
-	RtTensor t = {n->dtype, n->shape, 0, n->data};
+	RtTensor t = {n->dtype, n->shape, ir_nbytes(n), n->data};
 	char *s, *r;
 	size_t len;
 
-	t.nbytes = (size_t)tfg_shape_numel(&n->shape) * tfg_dtype_size(n->dtype);
+	/* a string scalar shows quoted, as an array element does: 'text' */
+	if (n->dtype == TFG_STRING && n->shape.rank == 0)
+		t.shape = (TfgShape){1, {1}};
 	s = rt_format_str(&t);
 	if (!s)
 		return arena_strdup(a, "?");
+	if (n->dtype == TFG_STRING && n->shape.rank == 0 && s[0] == '[') {
+		memmove(s, s + 1, strlen(s));
+		s[strlen(s) - 1] = '\0';
+	}
 	/* One line, so that dumps stay one node per line. */
 	for (char *c = s; *c; c++)
 		if (*c == '\n')
@@ -110,6 +124,13 @@ ir_const_str(Arena *a, const IrNode *n)
 		size_t cut = 56;
 		while (cut > 0 && s[cut] != ' ')
 			cut--;
+		if (cut == 0 && n->dtype == TFG_STRING) {
+			/* one long string: cut inside it, between
+			   characters */
+			cut = 56;
+			while (cut > 1 && ((unsigned char)s[cut] & 0xc0) == 0x80)
+				cut--;
+		}
 		r = arena_printf(a, "%.*s ...", (int)cut, s);
 	} else {
 		r = arena_strdup(a, s);

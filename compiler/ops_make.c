@@ -108,6 +108,12 @@ dtype_kw(Checker *c, AstNode *call, TfgDtype *t)
 			   "i32, i64, f32 or f64)", d->name);
 		return -1;
 	}
+	if (*t == TFG_STRING) {
+		diag_error(c->d, d->loc, "'%s' cannot make strings: they are "
+			   "constants (write them as literals or with "
+			   "constant())", call->name);
+		return -1;
+	}
 	return 1;
 }
 
@@ -161,6 +167,12 @@ node(Checker *c, AstNode *call, OpKind op, int nin, TfgDtype t,
 {
 	IrNode *n;
 
+	if (t == TFG_STRING) { /* dtype=string, fill or *_like of one */
+		diag_error(c->d, call->loc, "'%s' cannot make strings: they "
+			   "are constants (write them as literals or with "
+			   "constant())", call->name);
+		return NULL;
+	}
 	if (size_ok(c, call, t, s) < 0)
 		return NULL;
 	n = check_node(c, op, nin, call->loc);

@@ -118,9 +118,10 @@ numeric_arg(Checker *c, AstNode *e)
 {
 	IrNode *x = check_expr(c, e->list[0]);
 
-	if (x && x->dtype == TFG_BOOL) {
+	if (x && (x->dtype == TFG_BOOL || x->dtype == TFG_STRING)) {
 		diag_error(c->d, e->list[0]->loc,
-			   "'%s' does not take a bool tensor", e->name);
+			   "'%s' does not take a %s tensor", e->name,
+			   tfg_dtype_name(x->dtype));
 		return NULL;
 	}
 	return x;

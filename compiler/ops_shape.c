@@ -165,9 +165,11 @@ check_matmul(Checker *c, AstNode *e, OpKind op)
 	if (!(x = check_expr(c, arg[0])) || !(y = check_expr(c, arg[1])))
 		return NULL;
 	rx = x->shape.rank, ry = y->shape.rank;
-	if (x->dtype == TFG_BOOL || y->dtype == TFG_BOOL) {
-		diag_error(c->d, e->loc, "%s does not take bool operands",
-			   what);
+	if (x->dtype == TFG_BOOL || y->dtype == TFG_BOOL ||
+	    x->dtype == TFG_STRING || y->dtype == TFG_STRING) {
+		diag_error(c->d, e->loc, "%s does not take %s operands", what,
+			   x->dtype == TFG_STRING || y->dtype == TFG_STRING
+			   ? "string" : "bool");
 		return NULL;
 	}
 	if (rx == 0 || ry == 0) {
@@ -515,26 +517,33 @@ list_arg(Checker *c, AstNode *call, AstNode *e, int min_rank)
 	const char *what = arena_printf(c->a, "'%s'", call->name);
 	PtrVec *v = check_list(c, e, what), *out;
 	TfgDtype t;
-	int nbool = 0;
+	int nbool = 0, nstr = 0;
 
 	if (!v)
 		return NULL;
-	t = ((IrNode *)v->v[0])->dtype;
 	for (int i = 0; i < v->n; i++) {
 		IrNode *x = v->v[i];
 		nbool += x->dtype == TFG_BOOL;
-		t = dtype_promote(t, 0, x->dtype, 0);
+		nstr += x->dtype == TFG_STRING;
 		if (x->shape.rank < min_rank) {
 			diag_error(c->d, call->loc, "%s cannot join scalars "
 				   "(use 'stack')", what);
 			return NULL;
 		}
 	}
+	if (nstr && nstr != v->n) {
+		diag_error(c->d, call->loc, "%s cannot mix string and %s "
+			   "tensors", what, nbool ? "bool" : "number");
+		return NULL;
+	}
 	if (nbool && nbool != v->n) {
 		diag_error(c->d, call->loc, "%s cannot mix bool and number "
 			   "tensors", what);
 		return NULL;
 	}
+	t = ((IrNode *)v->v[0])->dtype;
+	for (int i = 0; i < v->n; i++)
+		t = dtype_promote(t, 0, ((IrNode *)v->v[i])->dtype, 0);
 	out = arena_alloc(c->a, sizeof *out);
 	for (int i = 0; i < v->n; i++)
 		vec_push(c->a, out, check_cast(c, v->v[i], t));

@@ -47,6 +47,7 @@ edge_key(Program *p, const char *name, int src, int dst, const IrNode *x)
 	e->dst = dst;
 	e->dtype = x->dtype;
 	e->shape = x->shape;
+	e->nbytes = ir_nbytes(x);
 	vec_push(p->arena, &p->edges, e);
 	return e->key;
 }
@@ -54,9 +55,7 @@ edge_key(Program *p, const char *name, int src, int dst, const IrNode *x)
 static int
 small_const(const IrNode *x)
 {
-	return x->op == OP_const &&
-	       tfg_shape_numel(&x->shape) * tfg_dtype_size(x->dtype) <=
-		   SMALL_CONST;
+	return x->op == OP_const && ir_nbytes(x) <= SMALL_CONST;
 }
 
 static IrNode *
@@ -84,6 +83,7 @@ comm(Cut *c, const IrNode *x, IrNode *in, int t, int peer, uint32_t key)
 	n->id = x->id;
 	n->dtype = x->dtype;
 	n->shape = x->shape;
+	n->strbytes = x->strbytes;
 	n->name = x->name;
 	n->loc = x->loc;
 	n->dev = x->dev;

@@ -5,8 +5,9 @@
  * Two nodes are the same value when they have the same op, dtype, shape
  * and inputs (after merging), the same (placed) device and the same
  * attributes (slice bounds, axes, perm, a maker's arguments, a constant's
- * bytes).  Random makers are deterministic given their key and stream, so
- * they merge only when both match: two calls without seed= differ in
+ * bytes: for strings, first their number, then records and text).
+ * Random makers are deterministic given their key and stream, so they
+ * merge only when both match: two calls without seed= differ in
  * their stream, two with the same seed= are the same tensor.  Inputs never
  * merge (each is its own feed), and a fetched node is never replaced,
  * since the fetch is named after it.  Uses of a replaced node move to the
@@ -29,12 +30,6 @@ mix(uint64_t h, const void *p, size_t n)
 	return h;
 }
 
-static size_t
-nbytes(const IrNode *x)
-{
-	return (size_t)tfg_shape_numel(&x->shape) * tfg_dtype_size(x->dtype);
-}
-
 static uint64_t
 node_hash(const IrNode *x)
 {
@@ -46,7 +41,7 @@ node_hash(const IrNode *x)
 	for (int k = 0; k < x->nin; k++)
 		h = mix(h, &x->in[k]->id, sizeof x->in[k]->id);
 	if (x->op == OP_const && x->data)
-		h = mix(h, x->data, nbytes(x) < 256 ? nbytes(x) : 256);
+		h = mix(h, x->data, ir_nbytes(x) < 256 ? ir_nbytes(x) : 256);
 	return h;
 }
 
@@ -82,9 +77,12 @@ same(const IrNode *a, const IrNode *b)
 		if (a->in[k] != b->in[k])
 			return 0;
 	if (a->op == OP_const) {
+		/* strings: equal values have equal bytes, since the checker
+		   lays the text out in element order (ops_string.c) */
 		if (!a->data || !b->data)
 			return a->data == b->data;
-		return memcmp(a->data, b->data, nbytes(a)) == 0;
+		return ir_nbytes(a) == ir_nbytes(b) &&
+		       memcmp(a->data, b->data, ir_nbytes(a)) == 0;
 	}
 	r = a->nin ? a->in[0]->shape.rank : 0;
 	return !memcmp(a->begin, b->begin, r * sizeof *a->begin) &&

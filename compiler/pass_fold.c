@@ -16,6 +16,8 @@
  *                      FLT_EVAL_METHOD 0) rounds exactly as LLVM does
  *   makers             zeros ones zeros_like ones_like
  *
+ * Strings are left alone: every string value, and == and != of strings,
+ * is a constant already (compiler/ops_string.c).
  * Never folded: exp log sqrt tanh sigmoid, float ** and %, float maximum
  * and minimum, reductions, random makers and every other op; their values
  * come from the generated code only.  Results over FOLD_MAX_BYTES (64 KiB)
@@ -324,6 +326,9 @@ fold_program(Program *p)
 			      tfg_dtype_size(x->dtype);
 		TfgDtype it[3];
 		int ok = size <= FOLD_MAX_BYTES;
+		if (x->dtype == TFG_STRING ||
+		    (x->nin > 0 && x->in[0]->dtype == TFG_STRING))
+			continue; /* the checker computed them (ops_string.c) */
 		if (x->op == OP_zeros || x->op == OP_ones ||
 		    x->op == OP_zeros_like || x->op == OP_ones_like) {
 			if (!ok || x->nin != 0)

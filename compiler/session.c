@@ -31,16 +31,19 @@ new_expr(Checker *c, RtExprKind k, SrcLoc loc, int nargs)
 	return x;
 }
 
+/* strbytes: the bytes of a string value (dtype string only) */
 static RtExpr *
 const_expr(Checker *c, SrcLoc loc, TfgDtype t, const TfgShape *s,
-	   void *data)
+	   void *data, size_t strbytes)
 {
 	RtExpr *x = new_expr(c, RT_E_CONST, loc, 0);
 	RtTensor *v = arena_alloc(c->a, sizeof *v);
 
 	v->dtype = t;
 	v->shape = *s;
-	v->nbytes = (size_t)tfg_shape_numel(s) * tfg_dtype_size(t);
+	v->nbytes = t == TFG_STRING ? strbytes
+				    : (size_t)tfg_shape_numel(s) *
+					  tfg_dtype_size(t);
 	v->data = data;
 	x->value = v;
 	return x;
@@ -104,10 +107,10 @@ feed_value(Checker *c, AstNode *v, IrNode *in)
 		data = arena_alloc(c->a, 8);
 		if (check_lit_store(c, v->loc, l, in->dtype, data) < 0)
 			return NULL;
-		return const_expr(c, v->loc, in->dtype, &s, data);
+		return const_expr(c, v->loc, in->dtype, &s, data, 0);
 	}
 	if (v->kind == AST_TENSOR) {
-		if (!(data = check_tensor_data(c, v, in->dtype, &t, &s)))
+		if (!(data = check_tensor_data(c, v, in->dtype, &t, &s, NULL)))
 			return NULL;
 		/* A specialisation runs no session: its literal feeds were
 		   checked against the inputs as written by the generic
@@ -119,7 +122,7 @@ feed_value(Checker *c, AstNode *v, IrNode *in)
 				   tfg_shape_str(got, sizeof got, &s));
 			return NULL;
 		}
-		return const_expr(c, v->loc, t, &s, data);
+		return const_expr(c, v->loc, t, &s, data, 0);
 	}
 	return sexpr(c, v);
 }
@@ -322,6 +325,11 @@ scalar_operand(Checker *c, AstNode *e, RtExpr *x)
 			   "arithmetic");
 		return -1;
 	case RT_E_CONST:
+		if (x->value->dtype == TFG_STRING) {
+			diag_error(c->d, e->loc, "a string cannot be used in "
+				   "arithmetic");
+			return -1;
+		}
 		if (x->value->dtype == TFG_BOOL) {
 			diag_error(c->d, e->loc, "arithmetic does not take "
 				   "bool operands");
@@ -338,6 +346,14 @@ scalar_operand(Checker *c, AstNode *e, RtExpr *x)
 			diag_error(c->d, e->loc, "arithmetic needs one scalar, "
 				   "but this run() fetches %d values",
 				   g->nfetch);
+			return -1;
+		}
+		if (g->fetch[0]->dtype == TFG_STRING) {
+			diag_error(c->d, e->loc, "a string cannot be used in "
+				   "arithmetic, but '%s' is %s",
+				   g->fetch[0]->name,
+				   ir_type_str(c->a, g->fetch[0]->dtype,
+					       &g->fetch[0]->shape));
 			return -1;
 		}
 		if (g->fetch[0]->shape.rank == 0)
@@ -370,17 +386,19 @@ sexpr(Checker *c, AstNode *e)
 		t = l.kind == 1 ? TFG_I64 : l.kind == 2 ? TFG_F64 : TFG_BOOL;
 		data = arena_alloc(c->a, 8);
 		check_lit_store(c, e->loc, l, t, data);
-		return const_expr(c, e->loc, t, &s, data);
+		return const_expr(c, e->loc, t, &s, data, 0);
 	}
 	switch (e->kind) {
 	case AST_STRING:
 		x = new_expr(c, RT_E_STR, e->loc, 0);
 		x->str = e->str;
 		return x;
-	case AST_TENSOR:
-		if (!(data = check_tensor_data(c, e, -1, &t, &s)))
+	case AST_TENSOR: {
+		size_t nb;
+		if (!(data = check_tensor_data(c, e, -1, &t, &s, &nb)))
 			return NULL;
-		return const_expr(c, e->loc, t, &s, data);
+		return const_expr(c, e->loc, t, &s, data, nb);
+	}
 	case AST_NAME:
 		if ((sym = check_find(&c->locals, e->name)) != NULL) {
 			x = new_expr(c, RT_E_VAR, e->loc, 0);
@@ -586,6 +604,14 @@ check_cli_session(Checker *c, const CompileOptions *o)
 	c->locals.n = 0;
 	if (!(x = run_expr(c, call)))
 		return;
+	for (int i = 0; i < o->nout && i < o->nfetch; i++) {
+		const IrNode *f = ((IrSig *)c->sigs.v[x->sig])->fetch[i];
+		if (f->dtype == TFG_STRING) /* NumPy's <U is UTF-32 */
+			diag_error(c->d, (SrcLoc){0}, "--out '%s': '%s' is %s, "
+				   "and string tensors cannot be written to "
+				   ".npy files", o->out[i], o->fetch[i],
+				   ir_type_str(c->a, f->dtype, &f->shape));
+	}
 	st->kind = o->nout ? RT_S_SAVE : RT_S_PRINT;
 	st->where = "tfgc";
 	st->nexpr = 1;

@@ -118,7 +118,8 @@ typedef enum {
 	AST_INT,      /* ival; tok: literal text */
 	AST_FLOAT,    /* fval */
 	AST_BOOL,     /* ival 0/1 */
-	AST_STRING,   /* str: decoded contents */
+	AST_STRING,   /* str: decoded contents; ival: their length (a \x00
+			 escape may come before it) */
 	AST_NAME,     /* name */
 	AST_TENSOR,   /* list: elements ([1, 2] or nested) */
 	AST_UNARY,    /* op: TK_MINUS; a */

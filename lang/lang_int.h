@@ -34,7 +34,7 @@ Token lex_next(Lexer *lx);
  * which these return something harmless. */
 int64_t lex_int_value(const Token *t);
 double lex_float_value(const Token *t);
-char *lex_string_value(Arena *a, const Token *t);
+char *lex_string_value(Arena *a, const Token *t, size_t *len);
 /* True for a TK_SEMI that stands for a newline. */
 #define TOK_IS_NEWLINE(t) ((t)->kind == TK_SEMI && (t)->p[0] == '\n')
 

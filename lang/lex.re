@@ -242,7 +242,7 @@ lex_string(Lexer *lx, Cursor p)
 }
 
 char *
-lex_string_value(Arena *a, const Token *t)
+lex_string_value(Arena *a, const Token *t, size_t *len)
 {
 	/* Decoding never grows the text. */
 	char *out = arena_alloc(a, t->len + 1), *o = out;
@@ -275,6 +275,7 @@ lex_string_value(Arena *a, const Token *t)
 		}
 	}
 	*o = '\0';
+	*len = (size_t)(o - out); /* \x00 may come before the end */
 	return out;
 }
 

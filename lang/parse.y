@@ -389,6 +389,8 @@ int(A) ::= INT(T). {
 }
 string(A) ::= STRING(T). {
 	A = ast_new(ps->arena, AST_STRING, T.loc, &T);
-	A->str = lex_string_value(ps->arena, &T);
+	size_t len;
+	A->str = lex_string_value(ps->arena, &T, &len);
+	A->ival = (int64_t)len;
 }
 name(A) ::= IDENT(T). { A = name_node(ps, &T); }

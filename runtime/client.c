@@ -228,7 +228,7 @@ eval_arith(Sess *ss, const RtExpr *x, CVal *v)
 			break;
 		one_fetch(&a[i]);
 		if (a[i].kind != CV_TENSOR || a[i].t->shape.rank != 0 ||
-		    a[i].t->dtype == TFG_BOOL)
+		    a[i].t->dtype == TFG_BOOL || a[i].t->dtype == TFG_STRING)
 			st = fail(ss, x->where, TFG_ESHAPE,
 				  "'%s' needs numeric scalars, got %s",
 				  op_names[x->kind],
@@ -471,7 +471,8 @@ eval_run(Sess *ss, const RtExpr *x, CVal *v)
 		uint32_t key = c->plan->sigs[x->sig].fetches[i].key;
 		const RtEdge *e = &c->plan->edges[key];
 
-		if ((st = rt_tensor_new(&fetch[i], e->dtype, &e->shape)))
+		if ((st = rt_tensor_new_nbytes(&fetch[i], e->dtype, &e->shape,
+						e->nbytes)))
 			fail(ss, x->where, st, "out of memory for a fetch");
 	}
 	if (st == TFG_OK) {
@@ -603,7 +604,8 @@ bound(Sess *ss, const RtExpr *x, int64_t *out)
 		return st;
 	one_fetch(&v);
 	if (v.kind != CV_TENSOR || v.t->shape.rank != 0 ||
-	    is_float(v.t->dtype) || v.t->dtype == TFG_BOOL) {
+	    is_float(v.t->dtype) || v.t->dtype == TFG_BOOL ||
+	    v.t->dtype == TFG_STRING) {
 		cval_free(&v);
 		return fail(ss, x->where, TFG_EDTYPE,
 			    "a loop bound must be an integer scalar");

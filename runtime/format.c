@@ -14,6 +14,8 @@
  *   - _formatArray's recurser -> fmt_rec: nested brackets, one row per
  *     line, blank lines between blocks, wrapping of long rows with a
  *     hanging indent, and "..." for summarised axes.
+ * Strings print as numpy's str arrays: a scalar is its text, array
+ * elements are repr()s ('ab'), not padded.
  * Digits come from the C library: printf's "%.*e"/"%.*f" are exact
  * (glibc rounds the binary value correctly), and the shortest unique
  * digits are found by trying 1, 2, ... significant digits and reading
@@ -74,6 +76,100 @@ sb_spaces(Sb *b, int n)
 {
 	for (int i = 0; i < n; i++)
 		sb_putn(b, " ", 1);
+}
+
+/* ----------------------------------------------------------- strings */
+
+/* Length of the UTF-8 sequence at s (n bytes left) and its code point,
+ * or 0 when it is not valid UTF-8 (overlong, surrogate, cut short). */
+static int
+utf8_decode(const unsigned char *s, size_t n, uint32_t *cp)
+{
+	int len = s[0] >= 0xf0 ? 4 : s[0] >= 0xe0 ? 3 : s[0] >= 0xc0 ? 2 : 0;
+	static const uint32_t min[5] = {0, 0, 0x80, 0x800, 0x10000};
+	uint32_t c;
+
+	if (len == 0 || (size_t)len > n || s[0] >= 0xf8)
+		return 0;
+	c = s[0] & (0x7f >> len);
+	for (int i = 1; i < len; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+		c = c << 6 | (s[i] & 0x3f);
+	}
+	if (c < min[len] || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff))
+		return 0;
+	*cp = c;
+	return len;
+}
+
+/* Python's str.isprintable for the characters it most often matters
+ * for: the C1 controls, the Latin-1 and general-punctuation spaces and
+ * format characters, separators, private use; the rest of Unicode counts
+ * as printable (spec §8.7). */
+static int
+cp_printable(uint32_t c)
+{
+	return !(c < 0x20 || (c >= 0x7f && c <= 0xa0) || c == 0xad ||
+		 c == 0x61c || c == 0x1680 || c == 0x180e ||
+		 (c >= 0x2000 && c <= 0x200f) ||
+		 (c >= 0x2028 && c <= 0x202f) ||
+		 (c >= 0x205f && c <= 0x206f) || c == 0x3000 ||
+		 (c >= 0xe000 && c <= 0xf8ff) || c == 0xfeff ||
+		 (c >= 0xfff9 && c <= 0xfffb) || c >= 0xf0000);
+}
+
+/* Python's repr() of the str s: quoted with ' (or " when s holds a ' and
+ * no "), backslash escapes for the quote, \\, \t, \n, \r and
+ * characters that are not printable.  A byte that is not UTF-8 (NumPy's
+ * str cannot hold one) prints as \xNN too. */
+static void
+fmt_str_repr(Sb *b, const char *s, size_t n)
+{
+	const unsigned char *u = (const unsigned char *)s;
+	char q = memchr(s, '\'', n) && !memchr(s, '"', n) ? '"' : '\'';
+	char buf[16];
+
+	sb_putn(b, &q, 1);
+	for (size_t i = 0; i < n;) {
+		uint32_t c = u[i];
+		int len = c < 0x80 ? 1 : utf8_decode(u + i, n - i, &c);
+
+		if (len == 0) { /* not UTF-8 */
+			snprintf(buf, sizeof buf, "\\x%02x", u[i++]);
+			sb_puts(b, buf);
+			continue;
+		}
+		if (c == (uint32_t)q || c == '\\') {
+			sb_puts(b, "\\");
+			sb_putn(b, s + i, 1);
+		} else if (c == '\t' || c == '\n' || c == '\r') {
+			sb_puts(b, c == '\t' ? "\\t" : c == '\n' ? "\\n"
+								: "\\r");
+		} else if (cp_printable(c)) {
+			sb_putn(b, s + i, (size_t)len);
+		} else {
+			snprintf(buf, sizeof buf, c < 0x100 ? "\\x%02x"
+				 : c < 0x10000 ? "\\u%04x" : "\\U%08x",
+				 (unsigned)c);
+			sb_puts(b, buf);
+		}
+		i += (size_t)len;
+	}
+	sb_putn(b, &q, 1);
+}
+
+/* Element i of string tensor t as NumPy prints it in an array: 'ab'. */
+static void
+fmt_str_elem(Sb *b, const RtTensor *t, int64_t i)
+{
+	const char *s;
+	size_t n;
+
+	if (tfg_string_at(t->data, t->nbytes, i, &s, &n) < 0)
+		sb_puts(b, "?"); /* fmt_any checked the records */
+	else
+		fmt_str_repr(b, s, n);
 }
 
 /* ------------------------------------------------------------ digits */
@@ -272,6 +368,14 @@ fmt_scalar(Sb *b, const RtTensor *t)
 	case TFG_F64:
 		fmt_float_repr(b, fmt_get_f(t, 0), t->dtype == TFG_F32);
 		break;
+	case TFG_STRING: { /* its text, as print() of a str */
+		const char *s;
+		size_t n;
+
+		if (tfg_string_at(t->data, t->nbytes, 0, &s, &n) == 0)
+			sb_putn(b, s, n);
+		break;
+	}
 	default:
 		sb_puts(b, "?");
 	}
@@ -472,6 +576,9 @@ fmt_elem(Sb *b, const Fmt *f, int64_t i)
 		sb_puts(b, ((const unsigned char *)f->t->data)[i] ? " True"
 								 : "False");
 		return;
+	case TFG_STRING: /* no padding: numpy's repr formatter */
+		fmt_str_elem(b, f->t, i);
+		return;
 	case TFG_I32:
 	case TFG_I64:
 		snprintf(buf, sizeof buf, "%*lld", f->int_width,
@@ -526,19 +633,25 @@ sb_rstrip(Sb *b)
 }
 
 /* numpy's _extendLine: appends word, first wrapping the line when it
- * would pass width (unless the line holds nothing but the indent). */
+ * would pass width (unless the line holds nothing but the indent).
+ * Widths count characters, as Python's len(): UTF-8 continuation bytes
+ * count for nothing. */
 static void
 fmt_extend(Sb *b, int *line, const char *word, size_t wlen, int width,
 	   int indent)
 {
-	if (*line + (int)wlen > width && *line > indent) {
+	int cols = 0;
+
+	for (size_t i = 0; i < wlen; i++)
+		cols += ((unsigned char)word[i] & 0xc0) != 0x80;
+	if (*line + cols > width && *line > indent) {
 		sb_rstrip(b);
 		sb_puts(b, "\n");
 		sb_spaces(b, indent);
 		*line = indent;
 	}
 	sb_putn(b, word, wlen);
-	*line += (int)wlen;
+	*line += cols;
 }
 
 /* numpy's recurser: the sub-array at `base` from `axis` on; its '[' is
@@ -615,7 +728,7 @@ fmt_array(Sb *b, const RtTensor *t)
 		st *= t->shape.dims[i];
 	}
 	s.f = &f;
-	if (t->dtype != TFG_BOOL)
+	if (t->dtype != TFG_BOOL && t->dtype != TFG_STRING)
 		fmt_walk(&f, 0, 0, stats_visit, &s);
 	if (t->dtype == TFG_I32 || t->dtype == TFG_I64) {
 		int a = int_len(s.imin), c = int_len(s.imax);
@@ -633,6 +746,11 @@ fmt_any(Sb *b, const RtTensor *t)
 	if ((int)t->dtype < 0 || t->dtype >= TFG__NDTYPE || t->shape.rank < 0 ||
 	    t->shape.rank > TFG_MAX_RANK) {
 		sb_puts(b, "<invalid tensor>");
+		return;
+	}
+	if (t->dtype == TFG_STRING &&
+	    tfg_string_check(t->data, t->nbytes, tfg_shape_numel(&t->shape))) {
+		sb_puts(b, "<invalid string tensor>");
 		return;
 	}
 	if (t->shape.rank == 0)

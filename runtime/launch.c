@@ -359,9 +359,12 @@ ctl_open(RtCtx *c, const TfgPlan *plan, const TfgOptions *opt)
 {
 	char url[RT_URL_MAX];
 	TfgError e;
+	tfg_status st;
 
-	if (rt_ctx_init(c, plan, -1, opt) != TFG_OK) {
-		fprintf(stderr, "tfgc: error: out of memory\n");
+	if ((st = rt_ctx_init(c, plan, -1, opt)) != TFG_OK) {
+		fprintf(stderr, "tfgc: error: %s\n", st == TFG_ENOMEM
+			? "out of memory" : "malformed plan: an edge's byte "
+			"count disagrees with its dtype and shape");
 		return 1;
 	}
 	rt_url(url, sizeof url, c->opt.controller_addr);

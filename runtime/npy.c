@@ -482,6 +482,9 @@ rt_npy_save(const char *path, const RtTensor *t, TfgError *e)
 	FILE *f;
 	int ok;
 
+	if (t->dtype == TFG_STRING) /* the compiler refuses it first */
+		return tfg_error(e, TFG_EINVAL, "%s: string tensors cannot be "
+				 "saved as .npy files", path);
 	if (rt_shape_nbytes(&nbytes, t->dtype, &t->shape) != TFG_OK ||
 	    nbytes != t->nbytes || (nbytes > 0 && t->data == NULL))
 		return tfg_error(e, TFG_EINVAL, "%s: invalid tensor to save",

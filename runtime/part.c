@@ -68,6 +68,7 @@ tfg_plan_digest(const TfgPlan *plan)
 		h = fnv_str(fnv_int(h, e->key), e->name);
 		h = fnv_int(fnv_int(h, e->src), e->dst);
 		h = fnv_shape(h, e->dtype, &e->shape);
+		h = fnv_int(h, (int64_t)e->nbytes); /* strings: their text */
 	}
 	h = fnv_int(h, plan->nsig);
 	for (int s = 0; s < plan->nsig; s++) {

@@ -57,8 +57,13 @@ rt_ctx_init(RtCtx *c, const TfgPlan *plan, int task, const TfgOptions *opt)
 		rt_ctx_free(c);
 		return TFG_ENOMEM;
 	}
-	for (int i = 0; i < plan->nedge; i++)
+	for (int i = 0; i < plan->nedge; i++) {
+		if (!rt_edge_valid(&plan->edges[i])) {
+			rt_ctx_free(c);
+			return TFG_EINVAL;
+		}
 		c->edge_bytes[i] = rt_edge_nbytes(&plan->edges[i]);
+	}
 	c->base = plan;
 	c->base_edge_bytes = c->edge_bytes;
 	c->cur_spec = -1;

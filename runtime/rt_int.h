@@ -12,11 +12,17 @@
 /* ------------------------------------------------- tensors (tensor.c) */
 
 /* Checks a shape (rank 0..TFG_MAX_RANK, no negative dims) and computes
- * numel * dtype size into *nbytes; TFG_EINVAL when invalid or when the
- * size does not fit in size_t / int64_t. */
+ * numel * dtype size into *nbytes (for strings: the records only);
+ * TFG_EINVAL when invalid or when the size does not fit in size_t /
+ * int64_t. */
 tfg_status rt_shape_nbytes(size_t *nbytes, TfgDtype t, const TfgShape *s);
 /* tfg_shape_str, with unknown dims (< 0, a generic plan's) as "?". */
 char *rt_shape_str(char *buf, size_t n, const TfgShape *s);
+/* rt_tensor_new with a buffer of nbytes: for TFG_STRING at least the
+ * records (rt_shape_nbytes), the text after them; for other dtypes
+ * exactly rt_shape_nbytes (else TFG_EINVAL). */
+tfg_status rt_tensor_new_nbytes(RtTensor **out, TfgDtype t,
+				const TfgShape *s, size_t nbytes);
 
 
 /* ------------------------------------------ execution side (wire, net,
@@ -86,8 +92,11 @@ void rt_hdr_init(RtHdr *h, const TfgPlan *plan, int type, uint64_t step,
 tfg_status rt_wire_check(RtHdr *h, const TfgPlan *plan, int self,
 			 const void *buf, size_t len, const char *addr,
 			 TfgError *e);
-/* Bytes of edge `key`'s tensor (validated plans only). */
+/* Bytes of edge `key`'s tensor, RtEdge.nbytes (validated plans only). */
 size_t rt_edge_nbytes(const RtEdge *edge);
+/* Whether edge->nbytes agrees with its dtype and shape: numel * size, or
+ * for strings at least the records; and at most RT_MAX_BODY. */
+int rt_edge_valid(const RtEdge *edge);
 /* Body of a START of sig for task: the feeds of sig whose edge leads to
  * task, concatenated in sig->feeds order (so a step costs one message to
  * each task, feeds included). */

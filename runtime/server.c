@@ -218,6 +218,7 @@ tfg_server_main(const TfgPlan *plan, int task, const TfgOptions *opt,
 	RtCtx c;
 	TfgError e;
 	char url[RT_URL_MAX];
+	tfg_status st;
 	int rc;
 
 	if (task < 0 || task >= plan->ntask) {
@@ -225,8 +226,10 @@ tfg_server_main(const TfgPlan *plan, int task, const TfgOptions *opt,
 			"(it has %d)\n", task, plan->ntask);
 		return 1;
 	}
-	if (rt_ctx_init(&c, plan, task, opt) != TFG_OK) {
-		fprintf(stderr, "tfgc: error: out of memory\n");
+	if ((st = rt_ctx_init(&c, plan, task, opt)) != TFG_OK) {
+		fprintf(stderr, "tfgc: error: %s\n", st == TFG_ENOMEM
+			? "out of memory" : "malformed plan: an edge's byte "
+			"count disagrees with its dtype and shape");
 		return 1;
 	}
 	install_signals();

@@ -141,6 +141,9 @@ spec_fits(const TfgPlan *g, const TfgPlan *p, int sig, const TfgShape *feeds)
 	for (int i = 0; i < a->nfetch; i++)
 		if (b->fetches[i].key >= (uint32_t)p->nedge)
 			return 0;
+	for (int i = 0; i < p->nedge; i++)
+		if (!rt_edge_valid(&p->edges[i]))
+			return 0;
 	return 1;
 }
 

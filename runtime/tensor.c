@@ -6,6 +6,10 @@
  * code may use aligned vector loads; an empty tensor still gets a valid
  * (64-byte) block, so `data` is never NULL.  Sizes are checked for
  * overflow before anything is allocated.
+ *
+ * A string tensor is its records then its text (tfg.h); the records are
+ * read with memcpy, so buffers need no alignment, and every read is
+ * bounds-checked, since buffers also come off the wire.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -19,12 +23,12 @@
 
 static const char *const dtype_names[TFG__NDTYPE] = {
 	[TFG_BOOL] = "bool", [TFG_I32] = "i32", [TFG_I64] = "i64",
-	[TFG_F32] = "f32",   [TFG_F64] = "f64",
+	[TFG_F32] = "f32",   [TFG_F64] = "f64", [TFG_STRING] = "string",
 };
 
 static const size_t dtype_sizes[TFG__NDTYPE] = {
 	[TFG_BOOL] = 1, [TFG_I32] = 4, [TFG_I64] = 8,
-	[TFG_F32] = 4,  [TFG_F64] = 8,
+	[TFG_F32] = 4,  [TFG_F64] = 8, [TFG_STRING] = TFG_STRING_RECORD,
 };
 
 TFG_API const char *
@@ -134,16 +138,78 @@ rt_shape_nbytes(size_t *nbytes, TfgDtype t, const TfgShape *s)
 	return TFG_OK;
 }
 
+static uint64_t
+get_u64(const unsigned char *p)
+{
+	uint64_t v = 0;
+
+	for (int i = 7; i >= 0; i--)
+		v = v << 8 | p[i];
+	return v;
+}
+
+TFG_API int
+tfg_string_at(const void *buf, size_t nbytes, int64_t i, const char **s,
+	      size_t *len)
+{
+	const unsigned char *rec;
+	uint64_t off, n;
+
+	if (i < 0 || (uint64_t)i >= nbytes / TFG_STRING_RECORD)
+		return -1;
+	rec = (const unsigned char *)buf + (size_t)i * TFG_STRING_RECORD;
+	off = get_u64(rec);
+	n = get_u64(rec + 8);
+	if (off > nbytes || n > nbytes - off)
+		return -1;
+	*s = (const char *)buf + off;
+	*len = (size_t)n;
+	return 0;
+}
+
+TFG_API tfg_status
+tfg_string_check(const void *buf, size_t nbytes, int64_t numel)
+{
+	const char *s;
+	size_t len;
+
+	if (numel < 0 || (uint64_t)numel > nbytes / TFG_STRING_RECORD)
+		return TFG_EINVAL;
+	for (int64_t i = 0; i < numel; i++)
+		if (tfg_string_at(buf, nbytes, i, &s, &len) < 0 ||
+		    (size_t)(s - (const char *)buf) <
+			(size_t)numel * TFG_STRING_RECORD)
+			return TFG_EINVAL;
+	return TFG_OK;
+}
+
 TFG_API tfg_status
 rt_tensor_new(RtTensor **out, TfgDtype t, const TfgShape *s)
 {
-	RtTensor *x;
-	size_t nbytes, alloc;
+	size_t nbytes;
 	tfg_status rv;
 
 	*out = NULL;
 	if ((rv = rt_shape_nbytes(&nbytes, t, s)) != TFG_OK)
 		return rv;
+	return rt_tensor_new_nbytes(out, t, s, nbytes);
+}
+
+tfg_status
+rt_tensor_new_nbytes(RtTensor **out, TfgDtype t, const TfgShape *s,
+		     size_t nbytes)
+{
+	RtTensor *x;
+	size_t records, alloc;
+	tfg_status rv;
+
+	*out = NULL;
+	if ((rv = rt_shape_nbytes(&records, t, s)) != TFG_OK)
+		return rv;
+	if (t == TFG_STRING ? nbytes < records : nbytes != records)
+		return TFG_EINVAL;
+	if (nbytes > SIZE_MAX - RT_ALIGN)
+		return TFG_EINVAL;
 	alloc = (nbytes + RT_ALIGN - 1) / RT_ALIGN * RT_ALIGN;
 	if (alloc == 0)
 		alloc = RT_ALIGN;

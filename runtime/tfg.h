@@ -56,11 +56,29 @@ typedef enum {
 	TFG_I64,
 	TFG_F32,
 	TFG_F64,
+	TFG_STRING, /* text, see below; last, so wire codes 0-4 stay */
 	TFG__NDTYPE
 } TfgDtype;
 
 TFG_API const char *tfg_dtype_name(TfgDtype t); /* "f32" */
-TFG_API size_t tfg_dtype_size(TfgDtype t);      /* bytes per element */
+/* Bytes per element; for TFG_STRING the size of one record (below),
+ * without the text. */
+TFG_API size_t tfg_dtype_size(TfgDtype t);
+
+/* A string tensor's buffer (spec/design.md "Strings"): numel records of
+ * two little-endian uint64, {offset, length}, in row-major order, then
+ * the text; an offset counts from the start of the buffer and points
+ * past the records.  Its size is numel * TFG_STRING_RECORD plus the
+ * text, known to the compiler because every string is a constant. */
+#define TFG_STRING_RECORD 16
+/* Element i of a string buffer of nbytes bytes: *s (borrowed) and *len.
+ * Returns 0, or -1 when its record is out of bounds. */
+TFG_API int tfg_string_at(const void *buf, size_t nbytes, int64_t i,
+			  const char **s, size_t *len);
+/* TFG_OK when all numel records fit and point inside the buffer's text,
+ * else TFG_EINVAL. */
+TFG_API tfg_status tfg_string_check(const void *buf, size_t nbytes,
+				    int64_t numel);
 
 /* ---------------------------------------------------------------- tensors */
 
@@ -81,11 +99,13 @@ TFG_API char *tfg_shape_str(char *buf, size_t n, const TfgShape *s);
 typedef struct RtTensor {
 	TfgDtype dtype;
 	TfgShape shape;
-	size_t nbytes; /* numel * dtype size */
+	size_t nbytes; /* numel * dtype size; strings: the text too */
 	void *data;    /* 64-byte aligned when owned */
 } RtTensor;
 
-/* Allocates an uninitialised tensor (zero elements is fine). Owned. */
+/* Allocates an uninitialised tensor (zero elements is fine). Owned.
+ * For TFG_STRING it has room for the records only (see rt_int.h's
+ * rt_tensor_new_nbytes). */
 TFG_API tfg_status rt_tensor_new(RtTensor **out, TfgDtype t, const TfgShape *s);
 TFG_API void rt_tensor_free(RtTensor *t); /* accepts NULL */
 
@@ -119,6 +139,10 @@ typedef struct RtEdge {
 	int src, dst;     /* task indices; src == dst is a local hand-off */
 	TfgDtype dtype;
 	TfgShape shape;
+	size_t nbytes;    /* the tensor's bytes: numel * dtype size, or for
+			     strings the records and the text; what the
+			     wire's nbytes must say (rt_ctx_init checks it
+			     against dtype and shape) */
 } RtEdge;
 
 typedef struct RtFeed {

@@ -114,11 +114,19 @@ rt_hdr_init(RtHdr *h, const TfgPlan *plan, int type, uint64_t step,
 size_t
 rt_edge_nbytes(const RtEdge *edge)
 {
+	return edge->nbytes;
+}
+
+int
+rt_edge_valid(const RtEdge *edge)
+{
 	size_t n;
 
-	if (rt_shape_nbytes(&n, edge->dtype, &edge->shape) != TFG_OK)
+	if (rt_shape_nbytes(&n, edge->dtype, &edge->shape) != TFG_OK ||
+	    (uint64_t)edge->nbytes > RT_MAX_BODY)
 		return 0;
-	return n;
+	return edge->dtype == TFG_STRING ? edge->nbytes >= n
+					 : edge->nbytes == n;
 }
 
 size_t
@@ -157,7 +165,7 @@ has_step(int type)
 
 static tfg_status
 check_tensor(const RtHdr *h, const TfgPlan *plan, int self, const char *who,
-	     TfgError *e)
+	     const unsigned char *body, TfgError *e)
 {
 	const RtEdge *edge;
 	size_t want;
@@ -204,6 +212,13 @@ check_tensor(const RtHdr *h, const TfgPlan *plan, int self, const char *who,
 				 "bad TENSOR from %s: edge '%s' needs %zu "
 				 "bytes, header says %llu", who, edge->name,
 				 want, (unsigned long long)h->nbytes);
+	/* the client prints strings: their records must stay inside */
+	if (edge->dtype == TFG_STRING &&
+	    tfg_string_check(body, want, tfg_shape_numel(&edge->shape)))
+		return tfg_error(e, TFG_EPROTO,
+				 "bad TENSOR from %s: edge '%s' carries "
+				 "strings whose records point outside its "
+				 "%zu bytes", who, edge->name, want);
 	return TFG_OK;
 }
 
@@ -345,7 +360,8 @@ rt_wire_check(RtHdr *h, const TfgPlan *plan, int self, const void *buf,
 				 "bad %s from %s: reserved field not 0",
 				 rt_msg_name(h->type), who);
 	if (h->type == RT_MSG_TENSOR)
-		return check_tensor(h, plan, self, who, e);
+		return check_tensor(h, plan, self, who,
+				    (const unsigned char *)buf + RT_HDR_SIZE, e);
 	if (h->dtype != 0 || h->rank != 0)
 		return tfg_error(e, TFG_EPROTO,
 				 "bad %s from %s: dtype/rank set on a message "

@@ -84,8 +84,8 @@ t_digest(void)
 {
 	RtTask tasks[1] = {{"local", 0, "127.0.0.1:1", "/job:local/task:0"}};
 	RtEdge edges[2] = {
-	    {0, "x@feed;a->a", 0, 0, TFG_F32, {1, {3}}},
-	    {1, "y;a->a", 0, 0, TFG_F32, {1, {3}}}};
+	    {0, "x@feed;a->a", 0, 0, TFG_F32, {1, {3}}, 12},
+	    {1, "y;a->a", 0, 0, TFG_F32, {1, {3}}, 12}};
 	RtFeed feeds[1] = {{"x", TFG_F32, {1, {3}}, 0}};
 	RtFetch fetches[1] = {{"y", 1}};
 	int stasks[1] = {0}, done[1] = {0};
@@ -102,6 +102,10 @@ t_digest(void)
 	edges[1].shape.dims[0] = 4;
 	ASSERT(tfg_plan_digest(&plan) != d);
 	edges[1].shape.dims[0] = 3;
+	edges[1].nbytes = 13; /* as a string edge's text would */
+	ASSERT(tfg_plan_digest(&plan) != d);
+	edges[1].nbytes = 12;
+	ASSERT_EQ(tfg_plan_digest(&plan), d);
 	plan.hash = 43;
 	ASSERT(tfg_plan_digest(&plan) != d);
 }

@@ -461,4 +461,112 @@ t_stream(void)
 	rt_tensor_free(t);
 }
 
-TEST_MAIN({"numpy", t_numpy}, {"stream", t_stream})
+/* A string tensor of the given shape holding n strings (NUL-terminated,
+ * or with lengths in len when not NULL), laid out as runtime/tfg.h says. */
+static RtTensor *
+strings(int rank, const int64_t *dims, int n, const char *const *v,
+	const size_t *len)
+{
+	TfgShape s = {rank, {0}};
+	size_t text = 0, off = (size_t)n * TFG_STRING_RECORD;
+	RtTensor *t;
+	unsigned char *b;
+
+	for (int k = 0; k < rank; k++)
+		s.dims[k] = dims[k];
+	for (int i = 0; i < n; i++)
+		text += len ? len[i] : strlen(v[i]);
+	if (rt_tensor_new(&t, TFG_STRING, &s) != TFG_OK)
+		return NULL;
+	free(t->data);
+	t->data = b = malloc(off + text + 1);
+	t->nbytes = off + text;
+	for (int i = 0; i < n; i++) {
+		size_t l = len ? len[i] : strlen(v[i]);
+		for (int k = 0; k < 8; k++) {
+			b[i * 16 + k] = (unsigned char)(off >> (8 * k));
+			b[i * 16 + 8 + k] = (unsigned char)(l >> (8 * k));
+		}
+		memcpy(b + off, v[i], l);
+		off += l;
+	}
+	return t;
+}
+
+/* String tensors print as numpy 1.24.2 prints str arrays (pasted from
+ * print(np.array(...)) as above): a scalar as its text, elements as
+ * Python's repr, unpadded, rows wrapped by characters, not bytes. */
+static void
+t_strings(void)
+{
+	static const char *const esc[] = {"it's", "a\"b", "q'\"",
+					  "tab\there", "nl\nx", "back\\s",
+					  "\xc3\xa9", "\x7f", ""};
+	static const char *const np[] = {"\xc2\xa0x", "\xe2\x80\x8b",
+					 "\xe2\x80\xa8", "a\0b", "\x1b",
+					 "\xf0\x9f\x98\x80"};
+	static const size_t np_len[] = {3, 3, 3, 3, 1, 4};
+	static const char *const m[] = {"ab", "c", "d", "efg"};
+	const char *e9[12];
+	const char *bad[] = {"x", "\xff"};
+	struct {
+		RtTensor *t;
+		const char *want;
+	} c[7];
+	int64_t d[2] = {0, 0};
+	int bad_cases = 0;
+
+	for (int i = 0; i < 12; i++)
+		e9[i] = "\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9"
+			"\xc3\xa9\xc3\xa9";
+	c[0].t = strings(0, d, 1, m + 3, NULL);
+	c[0].want = "efg";
+	d[0] = 2, d[1] = 2;
+	c[1].t = strings(2, d, 4, m, NULL);
+	c[1].want = "[['ab' 'c']\n ['d' 'efg']]";
+	d[0] = 9;
+	c[2].t = strings(1, d, 9, esc, NULL);
+	c[2].want = "[\"it's\" 'a\"b' 'q\\'\"' 'tab\\there' 'nl\\nx' "
+		    "'back\\\\s' '\xc3\xa9' '\\x7f' '']";
+	d[0] = 6;
+	c[3].t = strings(1, d, 6, np, np_len);
+	c[3].want = "['\\xa0x' '\\u200b' '\\u2028' 'a\\x00b' '\\x1b' "
+		    "'\xf0\x9f\x98\x80']";
+	d[0] = 12;
+	c[4].t = strings(1, d, 12, e9, NULL);
+	c[4].want = "['\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9"
+		    "\xc3\xa9\xc3\xa9' 'ééééééééé' 'ééééééééé' 'ééééééééé' "
+		    "'ééééééééé' 'ééééééééé'\n 'ééééééééé' 'ééééééééé' "
+		    "'ééééééééé' 'ééééééééé' 'ééééééééé' 'ééééééééé']";
+	/* not numpy's: a byte that is not UTF-8 prints escaped */
+	d[0] = 2;
+	c[5].t = strings(1, d, 2, bad, NULL);
+	c[5].want = "['x' '\\xff']";
+	d[0] = 0;
+	c[6].t = strings(1, d, 0, NULL, NULL);
+	c[6].want = "[]";
+	for (int k = 0; k < 7; k++) {
+		char *got;
+		ASSERT(c[k].t != NULL);
+		got = rt_format_str(c[k].t);
+		ASSERT(got != NULL);
+		if (strcmp(got, c[k].want) != 0) {
+			fprintf(stderr, "string case %d: want\n%s\ngot\n%s\n", k,
+				c[k].want, got);
+			bad_cases++;
+		}
+		free(got);
+	}
+	/* records pointing outside the buffer are never followed */
+	c[1].t->nbytes -= 4;
+	{
+		char *got = rt_format_str(c[1].t);
+		ASSERT_STREQ(got, "<invalid string tensor>");
+		free(got);
+	}
+	for (int k = 0; k < 7; k++)
+		rt_tensor_free(c[k].t);
+	ASSERT_EQ(bad_cases, 0);
+}
+
+TEST_MAIN({"numpy", t_numpy}, {"stream", t_stream}, {"strings", t_strings})

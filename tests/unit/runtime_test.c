@@ -89,9 +89,12 @@ static RtTask tasks[2] = {
 	{"local", 1, NULL, "/job:local/task:1"},
 };
 static RtEdge edges[3] = {
-	{0, "x;/job:local/task:0->/job:local/task:1", 0, 1, TFG_I32, {0, {0}}},
-	{1, "y2;/job:local/task:1->/job:local/task:0", 1, 0, TFG_I32, {0, {0}}},
-	{2, "y;/job:local/task:0->/job:local/task:0", 0, 0, TFG_I32, {0, {0}}},
+	{0, "x;/job:local/task:0->/job:local/task:1", 0, 1, TFG_I32, {0, {0}},
+	 4},
+	{1, "y2;/job:local/task:1->/job:local/task:0", 1, 0, TFG_I32, {0, {0}},
+	 4},
+	{2, "y;/job:local/task:0->/job:local/task:0", 0, 0, TFG_I32, {0, {0}},
+	 4},
 };
 static RtFeed feeds[1] = {{"x", TFG_I32, {0, {0}}, 0}};
 static RtFetch fetches[1] = {{"y", 2}};
@@ -152,6 +155,7 @@ specialise(void *cookie, const TfgPlan *plan, int sig, const TfgShape *feeds,
 		gedges[k][i] = edges[i];
 		gedges[k][i].shape.rank = i < 2;
 		gedges[k][i].shape.dims[0] = i < 2 ? n : 0;
+		gedges[k][i].nbytes = (size_t)(i < 2 ? n : 1) * sizeof(int32_t);
 	}
 	gfeeds[k][0] = plan->sigs[0].feeds[0];
 	gfeeds[k][0].shape = feeds[0];

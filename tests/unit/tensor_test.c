@@ -125,5 +125,53 @@ t_status(void)
 	ASSERT_EQ(tfg_error(NULL, TFG_ESHAPE, "ignored"), TFG_ESHAPE);
 }
 
+static void
+put_u64(unsigned char *p, uint64_t v)
+{
+	for (int i = 0; i < 8; i++)
+		p[i] = (unsigned char)(v >> (8 * i));
+}
+
+/* String buffers (runtime/tfg.h): records {offset, length} then text. */
+static void
+t_string(void)
+{
+	unsigned char b[2 * TFG_STRING_RECORD + 5];
+	TfgShape s = shape(1, 2, 0, 0);
+	RtTensor *t;
+	const char *p;
+	size_t len, n;
+
+	ASSERT_STREQ(tfg_dtype_name(TFG_STRING), "string");
+	ASSERT_EQ(tfg_dtype_size(TFG_STRING), TFG_STRING_RECORD);
+	put_u64(b, 32), put_u64(b + 8, 2);
+	put_u64(b + 16, 34), put_u64(b + 24, 3);
+	memcpy(b + 32, "abcde", 5);
+	ASSERT_EQ(tfg_string_check(b, sizeof b, 2), TFG_OK);
+	ASSERT_EQ(tfg_string_at(b, sizeof b, 0, &p, &len), 0);
+	ASSERT(len == 2 && memcmp(p, "ab", 2) == 0);
+	ASSERT_EQ(tfg_string_at(b, sizeof b, 1, &p, &len), 0);
+	ASSERT(len == 3 && memcmp(p, "cde", 3) == 0);
+	ASSERT_EQ(tfg_string_at(b, sizeof b, 2, &p, &len), -1);
+	ASSERT_EQ(tfg_string_at(b, sizeof b, -1, &p, &len), -1);
+	ASSERT_EQ(tfg_string_check(b, sizeof b - 1, 2), TFG_EINVAL);
+	ASSERT_EQ(tfg_string_check(b, 16, 2), TFG_EINVAL); /* no records */
+	put_u64(b + 16, 4); /* text inside the records */
+	ASSERT_EQ(tfg_string_check(b, sizeof b, 2), TFG_EINVAL);
+	put_u64(b + 16, 34), put_u64(b + 24, UINT64_MAX); /* wraps */
+	ASSERT_EQ(tfg_string_check(b, sizeof b, 2), TFG_EINVAL);
+	/* records only, or with room for the text */
+	ASSERT_EQ(rt_shape_nbytes(&n, TFG_STRING, &s), TFG_OK);
+	ASSERT_EQ(n, 2 * TFG_STRING_RECORD);
+	ASSERT_EQ(rt_tensor_new_nbytes(&t, TFG_STRING, &s, 37), TFG_OK);
+	ASSERT_EQ(t->nbytes, 37);
+	rt_tensor_free(t);
+	ASSERT_EQ(rt_tensor_new_nbytes(&t, TFG_STRING, &s, 31), TFG_EINVAL);
+	ASSERT_EQ(rt_tensor_new_nbytes(&t, TFG_F32, &s, 9), TFG_EINVAL);
+	ASSERT_EQ(rt_tensor_new_nbytes(&t, TFG_F32, &s, 8), TFG_OK);
+	rt_tensor_free(t);
+}
+
 TEST_MAIN({"dtype", t_dtype}, {"shape", t_shape}, {"new", t_new},
-	  {"new_invalid", t_new_invalid}, {"status", t_status})
+	  {"new_invalid", t_new_invalid}, {"status", t_status},
+	  {"string", t_string})

@@ -1,7 +1,8 @@
 /*
  * tests/unit/wire_test.c: the 112-byte message header (spec/design.md
  * "Wire format"): byte layout, round trip, and every validation failure
- * of rt_wire_check, each of which must name the peer.
+ * of rt_wire_check, each of which must name the peer; string edges,
+ * whose byte count is their own (RtEdge.nbytes).
  */
 #include "tests/unit/test.h"
 
@@ -13,17 +14,21 @@ static RtTask tasks[2] = {
 	{"local", 0, "127.0.0.1:1", "/job:local/task:0"},
 	{"local", 1, "127.0.0.1:2", "/job:local/task:1"},
 };
-static RtEdge edges[2] = {
+static RtEdge edges[3] = {
 	{0, "x;/job:local/task:0->/job:local/task:1", 0, 1, TFG_F32,
-	 {2, {2, 3}}},
-	{1, "y;/job:local/task:1->/job:local/task:0", 1, 0, TFG_I64, {0, {0}}},
+	 {2, {2, 3}}, 24},
+	{1, "y;/job:local/task:1->/job:local/task:0", 1, 0, TFG_I64, {0, {0}},
+	 8},
+	/* string[2] holding "ab" and "cde": 2 records and 5 bytes of text */
+	{2, "s;/job:local/task:0->/job:local/task:1", 0, 1, TFG_STRING,
+	 {1, {2}}, 2 * TFG_STRING_RECORD + 5},
 };
 static RtFeed feeds[1] = {{"x", TFG_F32, {2, {2, 3}}, 0}};
 static RtFetch fetches[1] = {{"y", 1}};
 static int sig_tasks[2] = {0, 1}, sig_done[2] = {0, 0};
 static RtSig sigs[1] = {{0, 1, feeds, 1, fetches, 2, sig_tasks, sig_done}};
 static RtSession sessions[1] = {{0, 0, 0, NULL}};
-static const TfgPlan plan = {0xfeedface12345678ull, "t.tfg", 2, tasks, 2,
+static const TfgPlan plan = {0xfeedface12345678ull, "t.tfg", 2, tasks, 3,
 			     edges, 1, sigs, 1, sessions, 0};
 
 static const TfgPlan *cur = &plan; /* the plan check() validates with */
@@ -193,8 +198,8 @@ t_bad_key(void)
 {
 	RtHdr h = tensor_hdr(), x;
 
-	x = h, x.key = 2;
-	EXPECT_BAD(x, RT_HDR_SIZE + 24, TFG_EPROTO, "edge key 2 out of range");
+	x = h, x.key = 3;
+	EXPECT_BAD(x, RT_HDR_SIZE + 24, TFG_EPROTO, "edge key 3 out of range");
 	x = h, x.key = 1; /* edge 1 goes 1 -> 0, not 0 -> 1 */
 	EXPECT_BAD(x, RT_HDR_SIZE + 24, TFG_EPROTO, "does not lead");
 	rt_hdr_init(&x, &plan, RT_MSG_START, 3, 1, 0, 0);
@@ -236,6 +241,70 @@ t_bad_tensor(void)
 	EXPECT_BAD(x, RT_HDR_SIZE, TFG_EPROTO, "dtype/rank set");
 }
 
+static void
+put_u64(unsigned char *p, uint64_t v)
+{
+	for (int i = 0; i < 8; i++)
+		p[i] = (unsigned char)(v >> (8 * i));
+}
+
+/* Writes the body of edge 2 after the header in buf: records for "ab"
+ * and "cde" at offsets off0 and off1, then the text. */
+static void
+string_body(uint64_t off0, uint64_t len0, uint64_t off1)
+{
+	unsigned char *b = buf + RT_HDR_SIZE;
+
+	put_u64(b, off0);
+	put_u64(b + 8, len0);
+	put_u64(b + 16, off1);
+	put_u64(b + 24, 3);
+	memcpy(b + 32, "abcde", 5);
+}
+
+/* A string edge's byte count is RtEdge.nbytes, not numel * size: the
+ * header must say it, and the records must stay inside the body. */
+static void
+t_string(void)
+{
+	RtHdr h;
+	const char *s;
+	size_t len;
+
+	ASSERT_EQ(rt_edge_nbytes(&edges[2]), 37);
+	ASSERT(rt_edge_valid(&edges[0]) && rt_edge_valid(&edges[2]));
+	rt_hdr_init(&h, &plan, RT_MSG_TENSOR, 7, 2, 0, 37);
+	h.dtype = TFG_STRING;
+	h.rank = 1;
+	h.dims[0] = 2;
+	ASSERT_EQ(TFG_STRING, 5); /* appended: wire codes 0-4 unchanged */
+	rt_hdr_encode(buf, &h);
+	string_body(32, 2, 34);
+	ASSERT_EQ(rt_wire_check(&got, &plan, 1, buf, RT_HDR_SIZE + 37,
+				"127.0.0.1:5555", &err), TFG_OK);
+	ASSERT_EQ(tfg_string_at(buf + RT_HDR_SIZE, 37, 1, &s, &len), 0);
+	ASSERT(len == 3 && memcmp(s, "cde", 3) == 0);
+	/* numel * record size (32) is not the edge's size */
+	h.nbytes = 32;
+	EXPECT_BAD(h, RT_HDR_SIZE + 32, TFG_EPROTO, "needs 37 bytes");
+	h.nbytes = 37;
+	string_body(32, 2, 35); /* "cde" would end past the body */
+	EXPECT_BAD(h, RT_HDR_SIZE + 37, TFG_EPROTO, "point outside");
+	string_body(8, 2, 34); /* text inside the records */
+	EXPECT_BAD(h, RT_HDR_SIZE + 37, TFG_EPROTO, "point outside");
+	string_body(32, UINT64_MAX, 34); /* a length that wraps */
+	EXPECT_BAD(h, RT_HDR_SIZE + 37, TFG_EPROTO, "point outside");
+	/* edges whose size disagrees with dtype and shape: a bad plan */
+	{
+		RtEdge e = edges[2];
+		e.nbytes = 31; /* less than the records */
+		ASSERT(!rt_edge_valid(&e));
+		e = edges[0];
+		e.nbytes = 25;
+		ASSERT(!rt_edge_valid(&e));
+	}
+}
+
 /* SPECIALISE (spec.c): only for a generic plan, from the signature's
  * client, with 8 bytes of hash and at most rank and 8 dims per feed; a
  * generic plan takes no START. */
@@ -270,4 +339,5 @@ t_specialise(void)
 TEST_MAIN({"layout", t_layout}, {"round_trip", t_round_trip},
 	  {"valid", t_valid}, {"bad_header", t_bad_header},
 	  {"bad_size", t_bad_size}, {"bad_key", t_bad_key},
-	  {"bad_tensor", t_bad_tensor}, {"specialise", t_specialise})
+	  {"bad_tensor", t_bad_tensor}, {"string", t_string},
+	  {"specialise", t_specialise})
