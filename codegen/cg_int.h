@@ -224,5 +224,10 @@ LLVMValueRef cg_vexp(CgCtx *C, LLVMValueRef x);
 LLVMValueRef cg_vlog(CgCtx *C, LLVMValueRef x);
 LLVMValueRef cg_vtanh(CgCtx *C, LLVMValueRef x);
 LLVMValueRef cg_vsigmoid(CgCtx *C, LLVMValueRef x);
+/* The same of f64. */
+LLVMValueRef cg_vexp64(CgCtx *C, LLVMValueRef x);
+LLVMValueRef cg_vlog64(CgCtx *C, LLVMValueRef x);
+LLVMValueRef cg_vtanh64(CgCtx *C, LLVMValueRef x);
+LLVMValueRef cg_vsigmoid64(CgCtx *C, LLVMValueRef x);
 
 #endif /* TFG_CODEGEN_CG_INT_H */

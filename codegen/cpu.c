@@ -24,9 +24,10 @@
  *
  * Elementwise functions (spec §6.8-§6.12) use LLVM intrinsics where they
  * are exact (sqrt, fabs, maximum, minimum).  exp, log, tanh and sigmoid
- * of f32 are inline IR that vectorises (codegen/vmath.c); f64 and pow
- * call libm, declared here without memory effects since errno is never
- * read; codegen/jit.c lets exactly these resolve from the process.
+ * of f32 and f64 are inline IR that vectorises (codegen/vmath.c); pow
+ * (and softmax's f64 exp and log, random_normal's log and cos) call libm,
+ * declared here without memory effects since errno is never read;
+ * codegen/jit.c lets exactly these resolve from the process.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -254,23 +255,6 @@ cg_intrinsic(CgCtx *C, const char *name, LLVMValueRef *args, unsigned nargs)
 			      args, nargs, "");
 }
 
-/* 1 / (1 + exp(-x)) without overflow: with z = exp(-|x|) <= 1, it is
- * 1 / (1 + z) for x >= 0 and z / (1 + z) otherwise (NaN stays NaN). */
-static LLVMValueRef
-sigmoid(CgCtx *C, LLVMValueRef x)
-{
-	LLVMBuilderRef B = C->b;
-	LLVMTypeRef ty = LLVMTypeOf(x);
-	LLVMValueRef one = LLVMConstReal(ty, 1.0);
-	LLVMValueRef ax = cg_intrinsic(C, "llvm.fabs", &x, 1);
-	LLVMValueRef nax = LLVMBuildFNeg(B, ax, "");
-	LLVMValueRef z = cg_libm_call(C, "exp", &nax, 1);
-	LLVMValueRef pos = LLVMBuildFCmp(B, LLVMRealOGE, x,
-					 LLVMConstNull(ty), "");
-	LLVMValueRef num = LLVMBuildSelect(B, pos, one, z, "");
-	return LLVMBuildFDiv(B, num, LLVMBuildFAdd(B, one, z, ""), "");
-}
-
 /* op applied to a, of dtype t (not bool: the checker refuses it). */
 LLVMValueRef
 cg_unary(CgCtx *C, OpKind op, TfgDtype t, LLVMValueRef a)
@@ -285,12 +269,19 @@ cg_unary(CgCtx *C, OpKind op, TfgDtype t, LLVMValueRef a)
 		case OP_sigmoid: return cg_vsigmoid(C, a);
 		default: break;
 		}
+	if (t == TFG_F64)
+		switch (op) {
+		case OP_exp: return cg_vexp64(C, a);
+		case OP_log: return cg_vlog64(C, a);
+		case OP_tanh: return cg_vtanh64(C, a);
+		case OP_sigmoid: return cg_vsigmoid64(C, a);
+		default: break;
+		}
 	switch (op) {
 	case OP_exp: return cg_libm_call(C, "exp", &a, 1);
 	case OP_log: return cg_libm_call(C, "log", &a, 1);
 	case OP_sqrt: return cg_intrinsic(C, "llvm.sqrt", &a, 1);
 	case OP_tanh: return cg_libm_call(C, "tanh", &a, 1);
-	case OP_sigmoid: return sigmoid(C, a);
 	case OP_relu: /* NaN stays NaN, -0.0 becomes 0.0 */
 		if (cg_is_float(t))
 			return LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOLE,

@@ -30,28 +30,38 @@
  *
  * Measured errors (tests/unit/vmath_test.c; exhaustive sweep over all
  * 2^32 inputs recorded in spec/language.md §6.8) against the double
- * libm result rounded to f32.  f64 keeps libm (codegen/cpu.c).
+ * libm result rounded to f32.
+ *
+ * f64 (cg_v*64) works the same way with the constants and polynomials of
+ * double precision, as described at each function below; its bounds are
+ * measured on random and edge inputs against long-double libm
+ * (tests/unit/vmath64_test.c).
  */
 #include <math.h>
 
 #include "codegen/cg_int.h"
 
-/* The operand's float type and the matching integer type. */
+/* The operand's float type and the matching integer type (i32 for f32,
+ * i64 for f64), and their element types. */
 typedef struct Vm {
 	CgCtx *C;
 	LLVMBuilderRef b;
 	LLVMTypeRef fty, ity;
+	LLVMTypeRef fel, iel;
 	unsigned lanes; /* 0: scalar */
 } Vm;
 
 static Vm
 vm_of(CgCtx *C, LLVMValueRef x)
 {
-	Vm v = {C, C->b, LLVMTypeOf(x), C->i32, 0};
+	Vm v = {C, C->b, LLVMTypeOf(x), C->i32, LLVMTypeOf(x), C->i32, 0};
 	if (LLVMGetTypeKind(v.fty) == LLVMVectorTypeKind) {
 		v.lanes = LLVMGetVectorSize(v.fty);
-		v.ity = LLVMVectorType(C->i32, v.lanes);
+		v.fel = LLVMGetElementType(v.fty);
 	}
+	if (LLVMGetTypeKind(v.fel) == LLVMDoubleTypeKind)
+		v.iel = C->i64;
+	v.ity = v.lanes ? LLVMVectorType(v.iel, v.lanes) : v.iel;
 	return v;
 }
 
@@ -69,13 +79,13 @@ splat(const Vm *v, LLVMValueRef s)
 static LLVMValueRef
 fc(const Vm *v, double d)
 {
-	return splat(v, LLVMConstReal(v->C->f32, d));
+	return splat(v, LLVMConstReal(v->fel, d));
 }
 
 static LLVMValueRef
 ic(const Vm *v, int64_t i)
 {
-	return splat(v, LLVMConstInt(v->C->i32, (unsigned long long)i, 1));
+	return splat(v, LLVMConstInt(v->iel, (unsigned long long)i, 1));
 }
 
 static LLVMValueRef
@@ -212,6 +222,165 @@ cg_vsigmoid(CgCtx *C, LLVMValueRef x)
 	LLVMValueRef one = fc(&v, 1.0);
 	LLVMValueRef ax = cg_intrinsic(C, "llvm.fabs", &x, 1);
 	LLVMValueRef z = cg_vexp(C, LLVMBuildFNeg(B, ax, ""));
+	LLVMValueRef num = fsel(&v, LLVMRealOGE, x, fc(&v, 0.0), one, z);
+	return LLVMBuildFDiv(B, num, LLVMBuildFAdd(B, one, z, ""), "");
+}
+
+/* ------------------------------------------------------------------ f64 */
+
+/* 2^k for integer (i64) k in [-1022, 1023], as a double. */
+static LLVMValueRef
+pow2i64(const Vm *v, LLVMValueRef k)
+{
+	LLVMValueRef e = LLVMBuildAdd(v->b, k, ic(v, 1023), "");
+	return LLVMBuildBitCast(v->b, LLVMBuildShl(v->b, e, ic(v, 52), ""),
+				v->fty, "");
+}
+
+/* 1/k! for k = 13 down to 2: e^r - 1 - r = r^2 (1/2! + r/3! + ...). */
+static const double inv_fact[] = {
+	1.0 / 6227020800.0, 1.0 / 479001600.0, 1.0 / 39916800.0,
+	1.0 / 3628800.0, 1.0 / 362880.0, 1.0 / 40320.0, 1.0 / 5040.0,
+	1.0 / 720.0, 1.0 / 120.0, 1.0 / 24.0, 1.0 / 6.0, 0.5};
+
+/* ln 2 in two parts: hi has 32 trailing zero bits, so k * hi is exact
+ * for |k| < 2^21 (fdlibm's split). */
+#define LN2_HI 6.93147180369123816490e-01
+#define LN2_LO 1.90821492927058770002e-10
+
+/* x = n ln2 + r, |r| <= ln2/2; *n gets n (i64), returns r. */
+static LLVMValueRef
+reduce64(const Vm *v, LLVMValueRef x, LLVMValueRef *n)
+{
+	LLVMBuilderRef B = v->b;
+	LLVMValueRef shifter = fc(v, 0x1.8p52);
+	LLVMValueRef t = fma_(v, x, fc(v, M_LOG2E), shifter);
+	LLVMValueRef k = LLVMBuildFSub(B, t, shifter, "");
+	LLVMValueRef r = fma_(v, k, fc(v, -LN2_HI), x);
+	*n = LLVMBuildSub(B, LLVMBuildBitCast(B, t, v->ity, ""),
+			  LLVMBuildBitCast(B, shifter, v->ity, ""), "");
+	return fma_(v, k, fc(v, -LN2_LO), r);
+}
+
+/* e^r - 1 for |r| <= ln2/2: r + r^2 p(r), Taylor to r^13 (truncation
+ * below 2^-60 relative). */
+static LLVMValueRef
+expm1_reduced(const Vm *v, LLVMValueRef r)
+{
+	LLVMValueRef z = LLVMBuildFMul(v->b, r, r, "");
+	return fma_(v, horner(v, r, inv_fact, 12), z, r);
+}
+
+/* exp of f64: as the f32 one, with x clamped to [-746, 710] (e^-746
+ * rounds to 0, e^710 overflows), n in [-1076, 1024] and the scaling by
+ * 2^(n/2) and 2^(n - n/2), both normal. */
+static LLVMValueRef
+exp64(const Vm *v, LLVMValueRef x)
+{
+	LLVMBuilderRef B = v->b;
+	LLVMValueRef n, r, y, n1;
+	x = fsel(v, LLVMRealOGT, x, fc(v, 710.0), fc(v, 710.0), x);
+	x = fsel(v, LLVMRealOLT, x, fc(v, -746.0), fc(v, -746.0), x);
+	r = reduce64(v, x, &n);
+	y = LLVMBuildFAdd(B, expm1_reduced(v, r), fc(v, 1.0), "");
+	n1 = LLVMBuildAShr(B, n, ic(v, 1), "");
+	y = LLVMBuildFMul(B, y, pow2i64(v, n1), "");
+	return LLVMBuildFMul(B, y, pow2i64(v, LLVMBuildSub(B, n, n1, "")), "");
+}
+
+LLVMValueRef
+cg_vexp64(CgCtx *C, LLVMValueRef x)
+{
+	Vm v = vm_of(C, x);
+	return exp64(&v, x);
+}
+
+/* log of f64: x = m 2^e, m in [sqrt(1/2), sqrt(2)) (subnormals scaled by
+ * 2^52 first), f = m - 1 exact, s = f / (2 + f); log(1 + f) = 2 atanh(s)
+ * = f - s (f - R), R = 2s^2/3 + 2s^4/5 + ... to s^20 (|s| < 0.172:
+ * truncation below 2^-60); plus e ln2 in two parts. */
+LLVMValueRef
+cg_vlog64(CgCtx *C, LLVMValueRef x)
+{
+	static const double P[] = {2.0 / 21, 2.0 / 19, 2.0 / 17, 2.0 / 15,
+				   2.0 / 13, 2.0 / 11, 2.0 / 9,  2.0 / 7,
+				   2.0 / 5,  2.0 / 3};
+	Vm v = vm_of(C, x);
+	LLVMBuilderRef B = v.b;
+	LLVMValueRef sub = LLVMBuildFCmp(B, LLVMRealOLT, x, fc(&v, 0x1p-1022),
+					 "");
+	LLVMValueRef xs = LLVMBuildSelect(B, sub, LLVMBuildFMul(B, x,
+				fc(&v, 0x1p52), ""), x, "");
+	LLVMValueRef bits = LLVMBuildBitCast(B, xs, v.ity, "");
+	LLVMValueRef e = LLVMBuildAnd(B, LLVMBuildLShr(B, bits, ic(&v, 52), ""),
+				      ic(&v, 0x7ff), "");
+	e = LLVMBuildSub(B, e, LLVMBuildSelect(B, sub, ic(&v, 1022 + 52),
+					       ic(&v, 1022), ""), "");
+	LLVMValueRef m = LLVMBuildBitCast(B, LLVMBuildOr(B, LLVMBuildAnd(B,
+		bits, ic(&v, 0xfffffffffffffll), ""),
+		ic(&v, 0x3fe0000000000000ll), ""), v.fty, "");
+	LLVMValueRef lo = LLVMBuildFCmp(B, LLVMRealOLT, m,
+					fc(&v, M_SQRT1_2), "");
+	e = LLVMBuildSub(B, e, LLVMBuildZExt(B, lo, v.ity, ""), "");
+	LLVMValueRef f = LLVMBuildFSub(B, LLVMBuildSelect(B, lo,
+		LLVMBuildFAdd(B, m, m, ""), m, ""), fc(&v, 1.0), "");
+	LLVMValueRef s = LLVMBuildFDiv(B, f, LLVMBuildFAdd(B, f, fc(&v, 2.0),
+							   ""), "");
+	LLVMValueRef z = LLVMBuildFMul(B, s, s, "");
+	LLVMValueRef R = LLVMBuildFMul(B, horner(&v, z, P, 10), z, "");
+	LLVMValueRef l1p = LLVMBuildFSub(B, f, LLVMBuildFMul(B, s,
+				LLVMBuildFSub(B, f, R, ""), ""), "");
+	LLVMValueRef fe = LLVMBuildSIToFP(B, e, v.fty, "");
+	LLVMValueRef r = fma_(&v, fe, fc(&v, LN2_LO), l1p);
+	r = fma_(&v, fe, fc(&v, LN2_HI), r);
+	r = fsel(&v, LLVMRealOEQ, x, fc(&v, INFINITY), x, r);
+	r = fsel(&v, LLVMRealOEQ, x, fc(&v, 0.0), fc(&v, -INFINITY), r);
+	return fsel(&v, LLVMRealULT, x, fc(&v, 0.0), fc(&v, NAN), r);
+}
+
+/* tanh of f64: |x| < 0.625: its Taylor series, x + x z P(z) with z = x^2
+ * and P's 22 coefficients from tanh' = 1 - tanh^2 ((2k+1) a_k =
+ * -sum a_i a_(k-1-i), a_0 = 1); the terms shrink by (2x/pi)^2 < 0.16 each,
+ * so the last is below 2^-56 of x; else 1 - 2 / (e^2|x| + 1), which
+ * saturates to 1; the sign copied from x, so tanh(-0) = -0. */
+LLVMValueRef
+cg_vtanh64(CgCtx *C, LLVMValueRef x)
+{
+	enum { K = 22 };
+	double a[K + 1], P[K];
+	Vm v = vm_of(C, x);
+	LLVMBuilderRef B = v.b;
+	LLVMValueRef one = fc(&v, 1.0);
+	LLVMValueRef ax = cg_intrinsic(C, "llvm.fabs", &x, 1);
+	LLVMValueRef y = LLVMBuildFAdd(B, ax, ax, "");
+	LLVMValueRef big = LLVMBuildFSub(B, one, LLVMBuildFDiv(B, fc(&v, 2.0),
+		LLVMBuildFAdd(B, exp64(&v, y), one, ""), ""), "");
+	a[0] = 1;
+	for (int k = 1; k <= K; k++) {
+		double sum = 0;
+		for (int i = 0; i < k; i++)
+			sum += a[i] * a[k - 1 - i];
+		a[k] = -sum / (2 * k + 1);
+	}
+	for (int k = 0; k < K; k++)
+		P[k] = a[K - k]; /* horner: highest degree first */
+	LLVMValueRef z = LLVMBuildFMul(B, ax, ax, "");
+	LLVMValueRef small = fma_(&v, LLVMBuildFMul(B, ax, z, ""),
+				  horner(&v, z, P, K), ax);
+	LLVMValueRef r = fsel(&v, LLVMRealOLT, ax, fc(&v, 0.625), small, big);
+	LLVMValueRef cs[2] = {r, x};
+	return cg_intrinsic(C, "llvm.copysign", cs, 2);
+}
+
+/* sigmoid of f64: as the f32 one, with exp64. */
+LLVMValueRef
+cg_vsigmoid64(CgCtx *C, LLVMValueRef x)
+{
+	Vm v = vm_of(C, x);
+	LLVMBuilderRef B = v.b;
+	LLVMValueRef one = fc(&v, 1.0);
+	LLVMValueRef ax = cg_intrinsic(C, "llvm.fabs", &x, 1);
+	LLVMValueRef z = exp64(&v, LLVMBuildFNeg(B, ax, ""));
 	LLVMValueRef num = fsel(&v, LLVMRealOGE, x, fc(&v, 0.0), one, z);
 	return LLVMBuildFDiv(B, num, LLVMBuildFAdd(B, one, z, ""), "");
 }
