@@ -35,7 +35,7 @@
  * f64 (cg_v*64) works the same way with the constants and polynomials of
  * double precision, as described at each function below; its bounds are
  * measured on random and edge inputs against long-double libm
- * (tests/unit/vmath64_test.c).
+ * (tests/unit/vmath_test.c).
  */
 #include <math.h>
 

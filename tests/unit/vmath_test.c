@@ -1,18 +1,28 @@
 /*
- * tests/unit/vmath_test.c: the inline f32 exp, log, tanh and sigmoid of
- * codegen/vmath.c against double-precision libm rounded to f32, in ulps
+ * tests/unit/vmath_test.c: the inline exp, log, tanh and sigmoid of
+ * codegen/vmath.c, in ulps against a more precise libm rounded to the
+ * dtype: double libm for f32, long-double libm (64-bit mantissa) for f64
  * (spec/language.md §6.8 states the bounds checked here).
  *
- * One part (exp, log, tanh, sigmoid of one f32 input of CHUNK elements)
- * is JIT-compiled twice, for the host CPU (FMA, AVX-512 here) and for
- * plain x86-64 (SSE2, no FMA: llvm.fmuladd splits), and fed chunk after
- * chunk of inputs by a fake tfg_rt_recv.  By default the inputs are the
- * special values, every float of the intervals where the functions
- * change method or lose accuracy (below), and every 509th bit pattern of
- * all 2^32 (odd, so every low-bit pattern occurs): about 18M inputs, a
- * few seconds.  TFG_VMATH_ALL=1 sweeps all 2^32 inputs on the host build
- * instead (several minutes; the figures of §6.8 come from that run).
- * t_vector checks the IR for znver4: 16-wide vectors and no calls.
+ * One part per dtype (exp, log, tanh, sigmoid of one input of CHUNK
+ * elements) is JIT-compiled twice, for the host CPU (FMA, AVX-512 here)
+ * and for plain x86-64 (SSE2, no FMA: llvm.fmuladd splits), and fed chunk
+ * after chunk of inputs by a fake tfg_rt_recv.
+ *
+ * f32: by default the special values, every float of the intervals where
+ * the functions change method or lose accuracy (below), and every 509th
+ * bit pattern of all 2^32 (odd, so every low-bit pattern occurs): about
+ * 18M inputs, a few seconds.  TFG_VMATH_ALL=1 sweeps all 2^32 inputs on
+ * the host build instead (several minutes; the figures of §6.8 come from
+ * that run).
+ *
+ * f64: 2^64 inputs cannot be swept, so the special values, the edges
+ * where the functions change method, overflow or underflow, and random
+ * doubles: uniform over each function's interesting range and random bit
+ * patterns (every exponent, subnormals included), about 7M.
+ *
+ * t_vector checks the IR for znver4: 16 floats or 8 doubles wide, no
+ * calls.
  */
 #include <float.h>
 #include <math.h>
@@ -22,43 +32,58 @@
 #include "tests/unit/jit_harness.h"
 
 enum { NFN = 4, CHUNK = 1 << 20 };
+enum { F32, F64 };
 
-/* The bounds, in ulps, of spec §6.8. */
-static const double bound[NFN] = {1, 1, 2, 2};
+/* The bounds, in ulps, of spec §6.8, per dtype. */
+static const double bound[2][NFN] = {{1, 1, 2, 2}, {1, 1, 1, 2}};
 static const char *const fname[NFN] = {"exp", "log", "tanh", "sigmoid"};
+static const char *const dname[2] = {"f32", "f64"};
 static const OpKind fop[NFN] = {OP_exp, OP_log, OP_tanh, OP_sigmoid};
 
 /* ------------------------------------------------------- the part, JITed */
 
-static float *buf; /* CHUNK inputs, fed to key 0 */
-static int nbuf;   /* of them filled */
+static float *buf32;  /* CHUNK inputs, fed to key 0 */
+static double *buf64;
+static int nbuf;      /* of them filled */
 
-/* The program: exp, log, tanh, sigmoid of one input, sent to keys 1..4
- * (NULL: no memory). */
+static void
+fill_ones(int d, int from)
+{
+	for (int i = from; i < CHUNK; i++)
+		if (d == F32)
+			buf32[i] = 1.0f;
+		else
+			buf64[i] = 1.0;
+}
+
+/* The program: exp, log, tanh, sigmoid of one input of dtype d, sent to
+ * keys 1..4 (NULL: no memory). */
 static Program *
-program(void)
+program(int d)
 {
 	TfgShape s = {1, {CHUNK}};
+	TfgDtype t = d == F32 ? TFG_F32 : TFG_F64;
 	JhPart p = {0};
 	IrNode *in;
-	if (!buf) { /* once, freed by t_free */
-		buf = aligned_alloc(64, CHUNK * sizeof(float));
-		if (!buf)
+	if (!buf32 || !buf64) { /* once, freed by t_free */
+		buf32 = aligned_alloc(64, CHUNK * sizeof(float));
+		buf64 = aligned_alloc(64, CHUNK * sizeof(double));
+		if (!buf32 || !buf64)
 			return NULL;
-		for (int i = 0; i < CHUNK; i++)
-			buf[i] = 1.0f;
+		fill_ones(F32, 0);
+		fill_ones(F64, 0);
 	}
-	in = jh_input(&p, TFG_F32, s, 0, buf);
+	in = jh_input(&p, t, s, 0, d == F32 ? (void *)buf32 : (void *)buf64);
 	for (int f = 0; f < NFN; f++)
-		jh_snd(&p, jh_op1(&p, fop[f], TFG_F32, s, in), 1 + (uint32_t)f);
+		jh_snd(&p, jh_op1(&p, fop[f], t, s, in), 1 + (uint32_t)f);
 	return jh_prog1(p.nodes, p.n);
 }
 
 /* The program JIT-compiled for cpu (NULL: the host). */
 static int
-jit(JhRun *r, const char *cpu)
+jit(JhRun *r, int d, const char *cpu)
 {
-	Program *p = program();
+	Program *p = program(d);
 	CgOptions o = {cpu, 2, NULL, NULL};
 	return p ? jh_jit(r, p, 0, &o) : -1;
 }
@@ -66,7 +91,7 @@ jit(JhRun *r, const char *cpu)
 /* ------------------------------------------------------------ reference */
 
 static float
-ref(int f, float x)
+ref32(int f, float x)
 {
 	double d = x;
 	switch (f) {
@@ -77,9 +102,21 @@ ref(int f, float x)
 	}
 }
 
+static double
+ref64(int f, double x)
+{
+	long double d = x;
+	switch (f) {
+	case 0: return (double)expl(d);
+	case 1: return (double)logl(d);
+	case 2: return (double)tanhl(d);
+	default: return (double)(1.0L / (1.0L + expl(-d)));
+	}
+}
+
 /* Distance in ulps (0 when both are NaN, huge when one is). */
 static double
-ulps(float a, float b)
+ulps32(float a, float b)
 {
 	int32_t i, j;
 	if (isnan(a) || isnan(b))
@@ -91,11 +128,29 @@ ulps(float a, float b)
 	return fabs((double)(ki - kj));
 }
 
+static double
+ulps64(double a, double b)
+{
+	int64_t i, j;
+	if (isnan(a) || isnan(b))
+		return isnan(a) && isnan(b) ? 0 : 1e30;
+	memcpy(&i, &a, 8);
+	memcpy(&j, &b, 8);
+	if (i < 0)
+		i = INT64_MIN - i; /* ordered like the doubles */
+	if (j < 0)
+		j = INT64_MIN - j;
+	/* the difference before any rounding to double */
+	return (double)(i > j ? (uint64_t)i - (uint64_t)j
+			      : (uint64_t)j - (uint64_t)i);
+}
+
 /* ------------------------------------------------------------- sweeping */
 
 typedef struct Worst {
+	int d;          /* F32 or F64 */
 	double ulp[NFN];
-	float at[NFN];
+	double at[NFN];
 	uint64_t n;
 } Worst;
 
@@ -105,16 +160,20 @@ flush(JhRun *r, Worst *w)
 {
 	if (nbuf == 0)
 		return;
-	for (int i = nbuf; i < CHUNK; i++)
-		buf[i] = 1.0f;
+	fill_ones(w->d, nbuf);
 	ASSERT_EQ(jh_call(r, 0), 0);
 	for (int f = 0; f < NFN; f++) {
-		const float *got = jh_sent[1 + f];
+		const void *got = jh_sent[1 + f];
 		for (int i = 0; i < nbuf; i++) {
-			double u = ulps(got[i], ref(f, buf[i]));
+			double x = w->d == F32 ? buf32[i] : buf64[i];
+			double u = w->d == F32
+				? ulps32(((const float *)got)[i],
+					 ref32(f, buf32[i]))
+				: ulps64(((const double *)got)[i],
+					 ref64(f, buf64[i]));
 			if (u > w->ulp[f]) {
 				w->ulp[f] = u;
-				w->at[f] = buf[i];
+				w->at[f] = x;
 			}
 		}
 	}
@@ -122,10 +181,14 @@ flush(JhRun *r, Worst *w)
 	nbuf = 0;
 }
 
+/* x (exact in the dtype) into the buffer. */
 static void
-push(JhRun *r, Worst *w, float x)
+push(JhRun *r, Worst *w, double x)
 {
-	buf[nbuf++] = x;
+	if (w->d == F32)
+		buf32[nbuf++] = (float)x;
+	else
+		buf64[nbuf++] = x;
 	if (nbuf == CHUNK)
 		flush(r, w);
 }
@@ -135,7 +198,9 @@ push_bits(JhRun *r, Worst *w, uint32_t u)
 {
 	float x;
 	memcpy(&x, &u, 4);
-	push(r, w, x);
+	buf32[nbuf++] = x; /* as is: a float NaN keeps its bits */
+	if (nbuf == CHUNK)
+		flush(r, w);
 }
 
 /* Every step-th float in [lo, hi] (same sign, bit patterns), and its
@@ -156,13 +221,12 @@ push_range(JhRun *r, Worst *w, float lo, float hi, uint32_t step)
  * every float of the intervals where the functions change method or
  * lose accuracy, and every 509th bit pattern; 2: all 2^32. */
 static void
-sweep(JhRun *r, Worst *w, int level)
+sweep32(JhRun *r, Worst *w, int level)
 {
 	static const float sp[] = {0.0f, -0.0f, INFINITY, -INFINITY, NAN,
 				   1.0f, -1.0f, 0x1p-149f, 0x1p-126f, FLT_MAX,
 				   88.72283f, 88.72284f, -103.97208f,
 				   -87.33655f, 0.625f, 9.01f};
-	memset(w, 0, sizeof *w);
 	for (size_t i = 0; i < sizeof sp / sizeof sp[0]; i++)
 		push(r, w, sp[i]);
 	if (level == 2) {
@@ -184,94 +248,170 @@ sweep(JhRun *r, Worst *w, int level)
 	flush(r, w);
 }
 
+static uint64_t rng = 0x9e3779b97f4a7c15ull;
+
+static uint64_t
+next(void)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return rng;
+}
+
+/* n doubles uniform in [lo, hi], each also negated. */
 static void
-check(const char *cpu, int level)
+push_uniform(JhRun *r, Worst *w, double lo, double hi, int n)
+{
+	for (int i = 0; i < n; i++) {
+		double x = lo + (hi - lo) * ((double)(next() >> 11) * 0x1p-53);
+		push(r, w, x);
+		push(r, w, -x);
+	}
+}
+
+static void
+sweep64(JhRun *r, Worst *w)
+{
+	static const double sp[] = {
+	    0.0, -0.0, INFINITY, -INFINITY, NAN, 1.0, -1.0, 0x1p-1074,
+	    0x1p-1022, DBL_MAX, 709.782712893384, 709.7827128933841,
+	    -708.3964185322641, -745.1332191019411, -745.1332191019412,
+	    0.625, 0.6249999999999999, 1.25, 19.06, 0x1p-30, M_SQRT1_2,
+	    M_SQRT2, 2.0, 0.5};
+	for (size_t i = 0; i < sizeof sp / sizeof sp[0]; i++)
+		push(r, w, sp[i]);
+	push_uniform(r, w, 0, 1, 500000);        /* everything's core */
+	push_uniform(r, w, 0.5, 0.7, 250000);     /* tanh: the switch */
+	push_uniform(r, w, 0.70, 1.45, 500000);  /* log near 1, sqrt 2 */
+	push_uniform(r, w, 1, 40, 500000);       /* tanh, sigmoid */
+	push_uniform(r, w, 690, 746, 500000);    /* exp: the ends */
+	push_uniform(r, w, 0x1p-60, 0x1p-20, 250000); /* tiny */
+	for (int i = 0; i < 2000000; i++) {       /* any bit pattern */
+		uint64_t u = next();
+		double x;
+		memcpy(&x, &u, 8);
+		push(r, w, x);
+	}
+	flush(r, w);
+}
+
+static void
+check(int d, const char *cpu, int level)
 {
 	JhRun r;
 	Worst w;
-	ASSERT_EQ(jit(&r, cpu), 0);
-	sweep(&r, &w, level);
+	memset(&w, 0, sizeof w);
+	w.d = d;
+	ASSERT_EQ(jit(&r, d, cpu), 0);
+	if (d == F32)
+		sweep32(&r, &w, level);
+	else
+		sweep64(&r, &w);
 	jh_run_done(&r);
-	printf("%s, %llu inputs:", cpu ? cpu : "host",
+	printf("%s on %s, %llu inputs:", dname[d], cpu ? cpu : "host",
 	       (unsigned long long)w.n);
 	for (int f = 0; f < NFN; f++)
-		printf(" %s %.0f ulp (at %a)", fname[f], w.ulp[f],
-		       (double)w.at[f]);
+		printf(" %s %.0f ulp (at %a)", fname[f], w.ulp[f], w.at[f]);
 	printf("\n");
 	for (int f = 0; f < NFN; f++)
-		if (w.ulp[f] > bound[f])
-			TEST_FAIL_("%s on %s: %.0f ulps at %a, bound %.0f",
-				   fname[f], cpu ? cpu : "host", w.ulp[f],
-				   (double)w.at[f], bound[f]);
+		if (w.ulp[f] > bound[d][f])
+			TEST_FAIL_("%s %s on %s: %.0f ulps at %a, bound %.0f",
+				   dname[d], fname[f], cpu ? cpu : "host",
+				   w.ulp[f], w.at[f], bound[d][f]);
 }
 
 static void
 t_host(void)
 {
 	const char *all = getenv("TFG_VMATH_ALL");
-	check(NULL, all && *all == '1' ? 2 : 1);
+	check(F32, NULL, all && *all == '1' ? 2 : 1);
+	check(F64, NULL, 0);
 }
 
 static void
 t_nofma(void)
 {
-	check("x86-64", 0);
+	check(F32, "x86-64", 0);
+	check(F64, "x86-64", 0);
 }
 
-/* The IEEE special cases of §6.8, exactly. */
+/* The IEEE special cases of §6.8, exactly, in both dtypes. */
 static void
 t_special(void)
 {
-	static const float in[] = {-INFINITY, INFINITY, NAN, 0.0f, -0.0f,
-				   -1.0f, -0x1p-149f, 200.0f, -200.0f};
-	JhRun r;
-	ASSERT_EQ(jit(&r, NULL), 0);
-	memcpy(buf, in, sizeof in);
-	ASSERT_EQ(jh_call(&r, 0), 0);
-	const float *e = jh_sent[1], *l = jh_sent[2], *t = jh_sent[3];
-	const float *s = jh_sent[4];
-	ASSERT(e[0] == 0.0f && e[1] == INFINITY && isnan(e[2]));
-	ASSERT(e[3] == 1.0f && e[4] == 1.0f && e[7] == INFINITY);
-	ASSERT(e[8] == 0.0f);
-	ASSERT(isnan(l[0]) && l[1] == INFINITY && isnan(l[2]));
-	ASSERT(l[3] == -INFINITY && l[4] == -INFINITY && isnan(l[5]));
-	ASSERT(isnan(l[6]));
-	ASSERT(t[0] == -1.0f && t[1] == 1.0f && isnan(t[2]));
-	ASSERT(t[3] == 0.0f && !signbit(t[3]) && t[4] == 0.0f &&
-	       signbit(t[4]));
-	ASSERT(t[7] == 1.0f && t[8] == -1.0f);
-	ASSERT(s[0] == 0.0f && s[1] == 1.0f && isnan(s[2]));
-	ASSERT(s[3] == 0.5f && s[4] == 0.5f && s[7] == 1.0f && s[8] == 0.0f);
-	jh_run_done(&r);
+	static const double in[] = {-INFINITY, INFINITY, NAN, 0.0, -0.0,
+				    -1.0, -0x1p-149, 200.0, -200.0, 800.0,
+				    -800.0, 1.0};
+	for (int d = F32; d <= F64; d++) {
+		JhRun r;
+		double e[12], l[12], t[12], s[12];
+		ASSERT_EQ(jit(&r, d, NULL), 0);
+		for (size_t i = 0; i < sizeof in / sizeof in[0]; i++)
+			if (d == F32)
+				buf32[i] = (float)in[i];
+			else
+				buf64[i] = in[i];
+		ASSERT_EQ(jh_call(&r, 0), 0);
+		for (int i = 0; i < 12; i++) {
+			double *o[4] = {e, l, t, s};
+			for (int f = 0; f < 4; f++)
+				o[f][i] = d == F32
+					? ((const float *)jh_sent[1 + f])[i]
+					: ((const double *)jh_sent[1 + f])[i];
+		}
+		ASSERT(e[0] == 0.0 && e[1] == INFINITY && isnan(e[2]));
+		ASSERT(e[3] == 1.0 && e[4] == 1.0 && e[9] == INFINITY);
+		ASSERT(e[10] == 0.0);
+		ASSERT(d == F64 || (e[7] == INFINITY && e[8] == 0.0));
+		ASSERT(isnan(l[0]) && l[1] == INFINITY && isnan(l[2]));
+		ASSERT(l[3] == -INFINITY && l[4] == -INFINITY && isnan(l[5]));
+		ASSERT(isnan(l[6]) && l[11] == 0.0);
+		ASSERT(t[0] == -1.0 && t[1] == 1.0 && isnan(t[2]));
+		ASSERT(t[3] == 0.0 && !signbit(t[3]) && t[4] == 0.0 &&
+		       signbit(t[4]));
+		ASSERT(t[7] == 1.0 && t[8] == -1.0);
+		ASSERT(s[0] == 0.0 && s[1] == 1.0 && isnan(s[2]));
+		ASSERT(s[3] == 0.5 && s[4] == 0.5 && s[9] == 1.0 &&
+		       s[10] == 0.0);
+		jh_run_done(&r);
+		fill_ones(d, 0);
+	}
 }
 
-/* For AVX-512 (znver4) the loops are <16 x float> and call nothing but
- * the runtime, LLVM intrinsics and the outlined kernels (tfg_k<N>,
- * codegen/cpu_nest.c). */
+/* For AVX-512 (znver4) the loops are <16 x float> or <8 x double> and
+ * call nothing but the runtime, LLVM intrinsics and the outlined kernels
+ * (tfg_k<N>, codegen/cpu_nest.c). */
 static void
 t_vector(void)
 {
-	Program *p = program();
-	char *ir;
-	ASSERT(p != NULL);
-	ASSERT((ir = jh_emit(p, "znver4")) != NULL);
-	ASSERT(strstr(ir, "<16 x float>") != NULL);
-	for (const char *c = strstr(ir, "call "); c; c = strstr(c + 1, "call "))
-		if (strncmp(strchr(c, '@'), "@llvm.", 6) != 0 &&
-		    strncmp(strchr(c, '@'), "@tfg_rt_", 8) != 0 &&
-		    strncmp(strchr(c, '@'), "@tfg_k", 6) != 0)
-			TEST_FAIL_("a call in the IR: %.60s", c);
-	free(ir);
+	for (int d = F32; d <= F64; d++) {
+		Program *p = program(d);
+		char *ir;
+		ASSERT(p != NULL);
+		ASSERT((ir = jh_emit(p, "znver4")) != NULL);
+		ASSERT(strstr(ir, d == F32 ? "<16 x float>" : "<8 x double>"));
+		for (const char *c = strstr(ir, "call "); c;
+		     c = strstr(c + 1, "call "))
+			if (strncmp(strchr(c, '@'), "@llvm.", 6) != 0 &&
+			    strncmp(strchr(c, '@'), "@tfg_rt_", 8) != 0 &&
+			    strncmp(strchr(c, '@'), "@tfg_k", 6) != 0)
+				TEST_FAIL_("a call in the %s IR: %.60s",
+					   dname[d], c);
+		free(ir);
+	}
 }
 
 /* Last: frees what jit() set up (ASan checks for leaks). */
 static void
 t_free(void)
 {
-	free(buf);
-	buf = NULL;
+	free(buf32);
+	free(buf64);
+	buf32 = NULL;
+	buf64 = NULL;
 	jh_cleanup();
 }
 
-TEST_MAIN({"special", t_special}, {"vector", t_vector}, {"host", t_host}, {"nofma", t_nofma},
-	  {"free", t_free})
+TEST_MAIN({"special", t_special}, {"vector", t_vector}, {"host", t_host},
+	  {"nofma", t_nofma}, {"free", t_free})
