@@ -120,11 +120,43 @@ plan_program(Program *p)
 	return 0;
 }
 
+/* The tasks that may take part in signature s of a generic plan: the
+ * client and the tasks of every node its fetches need, in index order.
+ * A specialisation's own tasks are among them (the passes keep values on
+ * their devices), so its client can ask them all to compile it at once
+ * (runtime/spec.c). */
+static void
+candidates(Program *p, const IrSig *g, RtSig *r)
+{
+	char *seen = arena_alloc(p->arena, p->g.nodes.n + 1);
+	char *on = arena_alloc(p->arena, p->ntask + 1);
+	PtrVec stack = {0};
+
+	on[g->client] = 1;
+	for (int i = 0; i < g->nfetch; i++)
+		vec_push(p->arena, &stack, g->fetch[i]);
+	while (stack.n > 0) {
+		IrNode *x = stack.v[--stack.n];
+		if (seen[x->id])
+			continue;
+		seen[x->id] = 1;
+		on[x->task] = 1;
+		for (int k = 0; k < x->nin; k++)
+			vec_push(p->arena, &stack, x->in[k]);
+	}
+	r->ntask = 0;
+	for (int t = 0; t < p->ntask; t++)
+		if (on[t])
+			r->tasks[r->ntask++] = t;
+}
+
 int
 plan_generic(Program *p)
 {
 	TfgPlan *pl = plan_new(p);
 
+	for (int s = 0; s < p->nsig; s++)
+		candidates(p, &p->sigs[s], &pl->sigs[s]);
 	pl->generic = 1;
 	pl->edges = arena_alloc(p->arena, sizeof *pl->edges);
 	pl->hash = plan_hash(p, pl);

@@ -407,7 +407,7 @@ step(RtCtx *c, int sigi, CVal *args, RtTensor **fetch)
 	for (int i = 0; i < sig->ntask; i++)
 		if (sig->needs_done && sig->needs_done[i] &&
 		    sig->tasks[i] != c->task &&
-		    (st = rt_wait_done(c, sig->tasks[i], NULL)))
+		    (st = rt_wait_done(c, sig->tasks[i], NULL, NULL)))
 			return st;
 	return TFG_OK;
 }

@@ -392,7 +392,7 @@ rt_start_feeds(RtCtx *c, const RtMsg *start)
 }
 
 tfg_status
-rt_wait_done(RtCtx *c, int task, const char *why)
+rt_wait_done(RtCtx *c, int task, const char *why, uint64_t *word)
 {
 	char what[300];
 	tfg_status st;
@@ -402,6 +402,9 @@ rt_wait_done(RtCtx *c, int task, const char *why)
 		 why ? why : "finish");
 	if ((st = rdv_wait(c, RT_MSG_DONE, -1, task, task, what, &i)))
 		return st;
+	if (word)
+		*word = c->tab[i].h.nbytes >= 8 ? rt_get_le(c->tab[i].body, 8)
+						 : 0;
 	tab_remove(c, i);
 	return TFG_OK;
 }

@@ -48,8 +48,8 @@ enum {
 			    RT_SHUTDOWN_QUIET = no BYE wanted */
 	RT_MSG_BYE,      /* task -> controller */
 	RT_MSG_SPECIALISE, /* client -> task, generic plans only; key: sig;
-			      body: rt_spec_body; answered with DONE or
-			      ERROR for its step */
+			      body: the feeds' shapes (spec.c); answered
+			      with DONE (body: the plan hash) or ERROR */
 	RT_MSG__N
 };
 
@@ -136,6 +136,7 @@ typedef struct RtSpec {
 	RtPart *parts;       /* [plan->nsig]; owned */
 	char **arenas;       /* [plan->nsig]; owned */
 	size_t *edge_bytes;  /* [plan->nedge]; owned */
+	int ready;           /* as client: every task of it has it */
 } RtSpec;
 
 /* At most this many specialisations per process: a run fed a new shape
@@ -238,8 +239,10 @@ void rt_dispatch(RtCtx *c, RtMsg *m);
  * body: m must outlive the step (free it after rt_step_end). */
 void rt_start_feeds(RtCtx *c, const RtMsg *start);
 /* Waits for a DONE of the current step from `task`; why: what it is
- * waited for to do, for the messages ("finish" if NULL). */
-tfg_status rt_wait_done(RtCtx *c, int task, const char *why);
+ * waited for to do, for the messages ("finish" if NULL).  *word (if not
+ * NULL) gets the first 8 bytes of its body, 0 if it has fewer. */
+tfg_status rt_wait_done(RtCtx *c, int task, const char *why,
+			uint64_t *word);
 /* Ends the current step here: drops its leftovers, marks it finished,
  * and makes the own plan the one in use again. */
 void rt_step_end(RtCtx *c);

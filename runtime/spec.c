@@ -6,19 +6,21 @@
  * run signatures know their feeds and fetches, but not what flows between
  * the tasks, so nothing is compiled at start-up.  When a client runs
  * signature s with feeds of concrete shapes, it looks (s, shapes) up in
- * its cache.  On a miss it compiles the specialisation itself (the
- * compiler's TfgOptions.specialise), then sends SPECIALISE to every other
- * task of the specialised signature and waits until each has compiled the
- * same one: the message carries the specialised plan's hash, and a task
- * whose own compilation hashes differently answers ERROR.  Only then does
- * the step start, so every message of it reaches a task that knows its
- * plan: the header's prog is the specialisation's hash, which rt_plan_of
- * finds.  The round of SPECIALISE messages is a step of its own (an id
- * from the client's counter), so its answers, the deadline and a dead
- * peer are handled like those of any step.
+ * its cache.  On a miss it sends SPECIALISE to every other task that may
+ * take part (the generic signature's tasks: those of the nodes its
+ * fetches need), compiles the specialisation itself meanwhile (the
+ * compiler's TfgOptions.specialise), and waits until each task has
+ * compiled it too: each answers DONE with its plan's hash, which must be
+ * the client's.  Only then does the step start, so every message of it
+ * reaches a task that knows its plan: the header's prog is the
+ * specialisation's hash, which rt_plan_of finds.  Later runs with the
+ * same shapes go straight to the step.  The round of SPECIALISE messages
+ * is a step of its own (an id from the client's counter), so its
+ * answers, the deadline and a dead peer are handled like those of any
+ * step.
  *
- * SPECIALISE body: the plan hash, then for each feed of the signature its
- * rank and dims, all 8 bytes little-endian.
+ * SPECIALISE body: for each feed of the signature its rank and dims; the
+ * DONE answering it: the plan hash; all 8 bytes little-endian.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -219,65 +221,84 @@ spec_add(RtCtx *c, int sig, const TfgShape *feeds, int *idx)
 tfg_status
 rt_spec_client(RtCtx *c, int sig, const TfgShape *feeds, int *spec)
 {
-	const RtSig *gs = &c->base->sigs[sig], *s;
+	const RtSig *gs = &c->base->sigs[sig];
 	double deadline;
-	size_t n = 8;
-	tfg_status st = TFG_OK;
-	int i;
+	size_t n = 0;
+	tfg_status st = TFG_OK, lst;
+	int i = spec_find(c, sig, feeds), nsent = 0;
 
-	if ((i = spec_find(c, sig, feeds)) < 0 &&
-	    (st = spec_add(c, sig, feeds, &i)) != TFG_OK)
-		return st;
-	*spec = i;
-	s = &c->specs[i].plan->sigs[sig];
+	if (i >= 0 && c->specs[i].ready) {
+		*spec = i;
+		return TFG_OK;
+	}
 	for (int k = 0; k < gs->nfeed; k++)
 		n += 8 * (1 + (size_t)feeds[k].rank);
-	/* Every other task of the signature compiles it too, at once (a
-	   task that has it answers at once); this round is a step. */
+	/* Every other task that may take part compiles it too, while this
+	   one does (a task that has it answers at once); this round is a
+	   step of its own. */
 	c->step = ((uint64_t)c->task << 48) | ++c->counter;
 	c->client = c->task;
 	c->sig = -1;
 	c->err.code = TFG_OK;
 	c->err.msg[0] = '\0';
 	deadline = rt_now() + c->opt.step_timeout;
-	for (int t = 0; t < s->ntask && st == TFG_OK; t++) {
+	for (int t = 0; t < gs->ntask && st == TFG_OK; t++) {
 		nng_msg *m;
 		unsigned char *b;
 
-		if (s->tasks[t] == c->task)
+		if (gs->tasks[t] == c->task)
 			continue;
 		if ((st = rt_msg_new(c, &m, &b, RT_MSG_SPECIALISE, c->step,
 				     (uint32_t)sig, NULL, n, &c->err)))
 			break;
-		rt_put_le(b, c->specs[i].plan->hash, 8);
-		b += 8;
 		for (int k = 0; k < gs->nfeed; k++) {
 			rt_put_le(b, (uint64_t)feeds[k].rank, 8);
 			b += 8;
 			for (int d = 0; d < feeds[k].rank; d++, b += 8)
 				rt_put_le(b, (uint64_t)feeds[k].dims[d], 8);
 		}
-		st = rt_net_send(c, s->tasks[t], m, deadline, &c->err);
+		if ((st = rt_net_send(c, gs->tasks[t], m, deadline, &c->err)))
+			break;
+		nsent++;
 	}
-	for (int t = 0; t < s->ntask && st == TFG_OK; t++)
-		if (s->tasks[t] != c->task)
-			st = rt_wait_done(c, s->tasks[t],
-					  "compile the specialisation");
+	if (st == TFG_OK && i < 0 && (lst = spec_add(c, sig, feeds, &i)))
+		st = lst;
+	for (int t = 0; t < gs->ntask && st == TFG_OK && nsent > 0; t++) {
+		uint64_t hash = 0;
+		int task = gs->tasks[t];
+
+		if (task == c->task)
+			continue;
+		nsent--;
+		if ((st = rt_wait_done(c, task, "compile the specialisation",
+				       &hash)))
+			break;
+		if (hash != c->specs[i].plan->hash)
+			st = tfg_error(&c->err, TFG_EPEER,
+				       "%s compiled another specialisation "
+				       "(plan %016llx, this one's is %016llx): "
+				       "do all tasks run the same tfgc with the "
+				       "same options?", c->plan->tasks[task].name,
+				       (unsigned long long)hash,
+				       (unsigned long long)c->specs[i].plan->hash);
+	}
 	rt_step_end(c);
-	return st;
+	if (st != TFG_OK)
+		return st;
+	c->specs[i].ready = 1;
+	*spec = i;
+	return TFG_OK;
 }
 
 /* Reads the feed shapes of a SPECIALISE for sig into feeds; 0, or -1
  * with the reason in why. */
 static int
-decode(const RtSig *sig, const RtMsg *m, uint64_t *hash, TfgShape *feeds,
-       char *why, size_t nwhy)
+decode(const RtSig *sig, const RtMsg *m, TfgShape *feeds, char *why,
+       size_t nwhy)
 {
 	const unsigned char *p = m->body, *end = m->body + m->h.nbytes;
 	char sh[128];
 
-	*hash = rt_get_le(p, 8);
-	p += 8;
 	for (int k = 0; k < sig->nfeed; k++) {
 		const RtFeed *f = &sig->feeds[k];
 		uint64_t rank;
@@ -318,13 +339,31 @@ decode(const RtSig *sig, const RtMsg *m, uint64_t *hash, TfgShape *feeds,
 	return 0;
 }
 
+/* DONE for the current step to client, with the plan hash of
+ * specialisation i as its body. */
+static void
+reply_hash(RtCtx *c, int client, int sig, int i)
+{
+	nng_msg *m;
+	unsigned char *b;
+	TfgError e;
+
+	if (rt_msg_new(c, &m, &b, RT_MSG_DONE, c->step, (uint32_t)sig, NULL,
+		       8, &e) == TFG_OK) {
+		rt_put_le(b, c->specs[i].plan->hash, 8);
+		if (rt_net_send(c, client, m, rt_now() + c->opt.step_timeout,
+				&e) == TFG_OK)
+			return;
+	}
+	fprintf(stderr, "tfgc: error: %s: %s\n", c->name, e.msg);
+}
+
 void
 rt_spec_serve(RtCtx *c, RtMsg *m)
 {
 	int client = m->h.src, sig = (int)m->h.key, i;
 	const RtSig *gs = &c->base->sigs[sig];
 	TfgShape *feeds;
-	uint64_t hash;
 	char why[600];
 
 	/* Validation made sure sig is driven from client, and the plan is
@@ -342,22 +381,15 @@ rt_spec_serve(RtCtx *c, RtMsg *m)
 	c->sig = -1;
 	if ((feeds = calloc((size_t)gs->nfeed + 1, sizeof *feeds)) == NULL) {
 		rt_reply(c, client, 0, "out of memory");
-	} else if (decode(gs, m, &hash, feeds, why, sizeof why) != 0) {
+	} else if (decode(gs, m, feeds, why, sizeof why) != 0) {
 		fprintf(stderr, "tfgc: error: %s: bad SPECIALISE from %s: %s\n",
 			c->name, c->plan->tasks[client].name, why);
 		rt_reply(c, client, 0, why);
 	} else if ((i = spec_find(c, sig, feeds)) < 0 &&
 		   spec_add(c, sig, feeds, &i) != TFG_OK) {
 		rt_reply(c, client, 0, c->err.msg);
-	} else if (c->specs[i].plan->hash != hash) {
-		snprintf(why, sizeof why, "compiled another specialisation "
-			 "(plan %016llx, the client's is %016llx): do all "
-			 "tasks run the same tfgc with the same options?",
-			 (unsigned long long)c->specs[i].plan->hash,
-			 (unsigned long long)hash);
-		rt_reply(c, client, 0, why);
 	} else {
-		rt_reply(c, client, (uint32_t)sig, NULL);
+		reply_hash(c, client, sig, i);
 	}
 	free(feeds);
 	rt_step_end(c);

@@ -246,9 +246,9 @@ typedef struct TfgPlan {
 	RtSession *sessions;
 	/* Inputs with dims left `?` (spec §4.3): a generic plan.  Its
 	   signatures have feeds (with -1 for unknown dims) and fetches but no
-	   keys, tasks or edges; each run compiles a specialisation for the
-	   shapes it is fed (TfgOptions.specialise, spec/design.md "Unknown
-	   dims"). */
+	   keys or edges, and their tasks are those that may take part; each
+	   run compiles a specialisation for the shapes it is fed
+	   (TfgOptions.specialise, spec/design.md "Unknown dims"). */
 	int generic;
 } TfgPlan;
 

@@ -12,8 +12,8 @@
  * receiving task, concatenated in sig->feeds order (rt_start_bytes), so
  * that a step costs one message out and one back per remote task; PING,
  * RUN_SESSION and SHUTDOWN the URL to reply to; ERROR and SESSION_END a
- * message; OUTPUT text for stdout; SPECIALISE a plan hash and the feeds'
- * shapes (runtime/spec.c).
+ * message; OUTPUT text for stdout; SPECIALISE the feeds' shapes, and the
+ * DONE answering it the plan hash (runtime/spec.c).
  */
 #include <stdio.h>
 #include <string.h>
@@ -265,8 +265,8 @@ check_key(const RtHdr *h, const TfgPlan *plan, int self, const char *who,
 					 plan->generic ? "generic (its dims "
 					 "are not known yet)" : "not generic");
 		if (h->type == RT_MSG_SPECIALISE) {
-			if (h->nbytes < 8 || h->nbytes > 8 + (uint64_t)
-			    sig->nfeed * 8 * (1 + TFG_MAX_RANK))
+			if (h->nbytes > (uint64_t)sig->nfeed * 8 *
+					(1 + TFG_MAX_RANK))
 				return tfg_error(e, TFG_EPROTO,
 						 "bad SPECIALISE from %s: %llu "
 						 "bytes of shapes for %d feeds",

@@ -55,6 +55,11 @@ TFG_JIT_TIME=1 expect_rc 0 $TFGC run --free-ports \
 n=$(grep -c 'JIT .* ms (specialisation)' "$T/err")
 [ "$n" = 9 ] || fail "spec_shapes.tfg compiled $n specialisations, not 9"
 grep -q 'JIT .* ms$' "$T/err" && fail "a generic plan compiled at start-up"
+# ... and task 1 is asked to compile 4 times (3 shapes of the first
+# signature, 1 of the third); a cached shape runs its step at once.
+expect_rc 0 $TFGC run --free-ports --verbose tests/golden/run/spec_shapes.tfg
+n=$(grep -c 'got SPECIALISE' "$T/err")
+[ "$n" = 4 ] || fail "spec_shapes.tfg sent $n SPECIALISE messages, not 4"
 expect_rc 0 $TFGC run --free-ports "$T/mlp.tfg"
 [ "$(cat "$T/out")" = "[15.]" ] || fail "mlp.tfg printed '$(cat "$T/out")'"
 # A server of a compiled part cannot specialise: without the part's
