@@ -1,6 +1,7 @@
 #!/bin/sh
 # The programs of record across two real task processes (spec §8):
-# hello prints 238; mean prints the mean of x100.npy, as NumPy computes it.
+# hello prints 238; mean prints the mean of x100.npy, as NumPy computes it;
+# batches scores batches of two sizes with one program.
 . tests/integration/common.inc
 
 expect_rc 0 $TFGC run --free-ports examples/hello.tfg
@@ -25,6 +26,13 @@ for i in range(3):
     assert int(k) == i, lines
     assert abs(float(v) - m1) < 1e-6, (v, m1)
 PY
+
+# batches: x is f32[?, 4], fed 5 rows then 2; the classes and counts are
+# NumPy's (argmax of softmax(x @ w + b)), worked out by hand once.
+expect_rc 0 $TFGC run --free-ports examples/batches.tfg
+printf "['setosa' 'versicolor' 'virginica']\n[0 1 2 0 2] [2. 1. 2.]\n[2 0] [1. 0. 1.]\n" \
+	>"$T/want"
+cmp -s "$T/out" "$T/want" || fail "batches printed '$(cat "$T/out")'"
 
 # The placement log names every node's device (unfolded: hello folds to 238).
 expect_rc 0 $TFGC run --free-ports --log-device-placement examples/hello.tfg
