@@ -216,5 +216,8 @@ LLVMValueRef cg_vexp(CgCtx *C, LLVMValueRef x);
 LLVMValueRef cg_vlog(CgCtx *C, LLVMValueRef x);
 LLVMValueRef cg_vtanh(CgCtx *C, LLVMValueRef x);
 LLVMValueRef cg_vsigmoid(CgCtx *C, LLVMValueRef x);
+/* e^x for x <= 0 (or NaN), within 1 ulp, cheaper than cg_vexp: the exp
+ * of sigmoid and softmax. */
+LLVMValueRef cg_vexp_nonpos(CgCtx *C, LLVMValueRef x);
 
 #endif /* TFG_CODEGEN_CG_INT_H */
