@@ -200,6 +200,20 @@ void cg_kernels_free(CgCtx *C); /* the kernel table, after the module */
 /* Whether an output of this many bytes is worth non-temporal stores
  * (CG_NT_MIN, or $TFG_NT_MIN). */
 int cg_nt_wanted(CgCtx *C, int64_t bytes);
+/* Explicit vectors (softmax's rows): a splat of scalar s to w lanes; a
+ * load or store of a vector at element offset off of base (elements of
+ * the vector's element type), with the given alignment, the store
+ * !nontemporal when nt; the sum of the lanes in any order. */
+LLVMValueRef cg_vsplat(CgCtx *C, LLVMValueRef s, int64_t w);
+LLVMValueRef cg_vload(CgCtx *C, LLVMTypeRef vty, LLVMValueRef base,
+		      LLVMValueRef off, unsigned align);
+void cg_vstore(CgCtx *C, LLVMValueRef v, LLVMValueRef base, LLVMValueRef off,
+	       unsigned align, int nt);
+LLVMValueRef cg_vreduce_fadd(CgCtx *C, LLVMValueRef v);
+/* A prefetch of element off of base (elements of type ety; any address,
+ * even past the buffer: a prefetch never faults). */
+void cg_prefetch(CgCtx *C, LLVMTypeRef ety, LLVMValueRef base,
+		 LLVMValueRef off);
 /* An alloca in the entry block of the function being built (a kernel's
  * stack buffer). */
 LLVMValueRef cg_entry_alloca(CgCtx *C, LLVMTypeRef ty, unsigned align,

@@ -47,8 +47,8 @@
  * Non-temporal stores (CG_NEST_NT): a large flat CG_NEST_STREAM output
  * is computed a 64-byte tile at a time on the stack and stored with
  * aligned !nontemporal stores (kernel_body_nt: the loop vectoriser
- * refuses them where it cannot prove the alignment).  The kernel ends
- * with a fence.
+ * refuses them where it cannot prove the alignment); softmax's row body
+ * emits its own.  Either kernel ends with a fence.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -449,6 +449,29 @@ cg_nt_wanted(CgCtx *C, int64_t bytes)
 }
 
 LLVMValueRef
+cg_vsplat(CgCtx *C, LLVMValueRef s, int64_t w)
+{
+	LLVMTypeRef vty = LLVMVectorType(LLVMTypeOf(s), (unsigned)w);
+	LLVMValueRef z = cg_i64c(C, 0);
+	LLVMValueRef v = LLVMBuildInsertElement(C->b, LLVMGetPoison(vty), s,
+						z, "");
+	LLVMValueRef mask = LLVMConstNull(LLVMVectorType(C->i32,
+							 (unsigned)w));
+	return LLVMBuildShuffleVector(C->b, v, LLVMGetPoison(vty), mask, "");
+}
+
+LLVMValueRef
+cg_vload(CgCtx *C, LLVMTypeRef vty, LLVMValueRef base, LLVMValueRef off,
+	 unsigned align)
+{
+	LLVMValueRef p = LLVMBuildInBoundsGEP2(C->b, LLVMGetElementType(vty),
+					       base, &off, 1, "");
+	LLVMValueRef v = LLVMBuildLoad2(C->b, vty, p, "");
+	LLVMSetAlignment(v, align);
+	return v;
+}
+
+LLVMValueRef
 cg_entry_alloca(CgCtx *C, LLVMTypeRef ty, unsigned align, const char *name)
 {
 	LLVMBuilderRef b = LLVMCreateBuilderInContext(C->c);
@@ -464,6 +487,23 @@ cg_entry_alloca(CgCtx *C, LLVMTypeRef ty, unsigned align, const char *name)
 	return a;
 }
 
+void
+cg_prefetch(CgCtx *C, LLVMTypeRef ety, LLVMValueRef base, LLVMValueRef off)
+{
+	static const char name[] = "llvm.prefetch";
+	unsigned id = LLVMLookupIntrinsicID(name, sizeof name - 1);
+	LLVMTypeRef pt = C->ptr;
+	LLVMValueRef args[4] = {
+		LLVMBuildGEP2(C->b, ety, base, &off, 1, ""), /* not inbounds */
+		LLVMConstInt(C->i32, 0, 0), /* read */
+		LLVMConstInt(C->i32, 3, 0), /* keep in all levels */
+		LLVMConstInt(C->i32, 1, 0), /* data */
+	};
+	LLVMBuildCall2(C->b, LLVMIntrinsicGetType(C->c, id, &pt, 1),
+		       LLVMGetIntrinsicDeclaration(C->m, id, &pt, 1), args, 4,
+		       "");
+}
+
 /* A store marked !nontemporal: the target writes it around the cache
  * (x86: movnt*, which needs the 64-byte alignment given here). */
 static void
@@ -473,6 +513,34 @@ store_nt(CgCtx *C, LLVMValueRef st)
 	LLVMSetMetadata(st, LLVMGetMDKindIDInContext(C->c, "nontemporal", 11),
 			LLVMMetadataAsValue(C->c, LLVMMDNodeInContext2(C->c,
 								  &one, 1)));
+}
+
+void
+cg_vstore(CgCtx *C, LLVMValueRef v, LLVMValueRef base, LLVMValueRef off,
+	  unsigned align, int nt)
+{
+	LLVMTypeRef vty = LLVMTypeOf(v);
+	LLVMValueRef p = LLVMBuildInBoundsGEP2(C->b, LLVMGetElementType(vty),
+					       base, &off, 1, "");
+	LLVMValueRef st = LLVMBuildStore(C->b, v, p);
+	LLVMSetAlignment(st, align);
+	if (nt)
+		store_nt(C, st);
+}
+
+LLVMValueRef
+cg_vreduce_fadd(CgCtx *C, LLVMValueRef v)
+{
+	LLVMTypeRef vty = LLVMTypeOf(v), ety = LLVMGetElementType(vty);
+	const char *name = "llvm.vector.reduce.fadd";
+	unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
+	LLVMValueRef f = LLVMGetIntrinsicDeclaration(C->m, id, &vty, 1);
+	LLVMValueRef args[2] = {LLVMConstReal(ety, 0.0), v};
+	LLVMValueRef r = LLVMBuildCall2(C->b, LLVMIntrinsicGetType(C->c, id,
+							      &vty, 1),
+					f, args, 2, "");
+	LLVMSetFastMathFlags(r, LLVMFastMathAllowReassoc);
+	return r;
 }
 
 /* A loop for i from lo to hi (i64 values), possibly empty. */
@@ -603,7 +671,7 @@ static void
 kernel_body(CgCtx *C, Nest *K, LLVMValueRef begin, LLVMValueRef end)
 {
 	LLVMValueRef off[CG_MAX_OPS], o[CG_MAX_OPS];
-	if (K->flags & CG_NEST_NT) {
+	if ((K->flags & CG_NEST_NT) && (K->flags & CG_NEST_STREAM)) {
 		kernel_body_nt(C, K, begin, end);
 		return;
 	}
@@ -630,6 +698,9 @@ kernel_body(CgCtx *C, Nest *K, LLVMValueRef begin, LLVMValueRef end)
 							       "done");
 	LLVMBuildCondBr(C->b, more, head, done);
 	LLVMPositionBuilderAtEnd(C->b, done);
+	if (K->flags & CG_NEST_NT) /* the body's own non-temporal stores */
+		LLVMBuildFence(C->b, LLVMAtomicOrderingSequentiallyConsistent,
+			       0, "");
 }
 
 /* Emits tfg_k<N> for L with parameter attributes attrs. */
