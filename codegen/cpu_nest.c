@@ -41,8 +41,8 @@
  * [0, n) into chunks over the process's threads; tfg_k<N>_p unpacks the
  * bases and calls tfg_k<N>.  Every output element is computed by the
  * same code in the same order whatever the split, so results are
- * bit-identical to one thread (full reductions to one element have no
- * such loop and stay on one thread).
+ * bit-identical to one thread (full reductions to one element get such a
+ * loop from codegen/cpu_reduce.c: chunks of the input, then partials).
  *
  * Non-temporal stores (CG_NEST_NT): a large flat CG_NEST_STREAM output
  * is computed a 64-byte tile at a time on the stack and stored with

@@ -35,6 +35,10 @@
  * node's inputs (operands 1.., broadcast over the program's shape) where
  * the other reductions load one element.
  *
+ * Reductions of every axis of large inputs run in chunks whose partial
+ * results are then combined in order (emit_full_split), so the outer
+ * loop over chunks may be split over threads.
+ *
  * softmax is one loop over the rows of the last axis with three passes
  * per row: max, then sum of exp(x - max) (softmax stores the exps), then
  * the normalisation; the row loop is a nest (Nest.row = K) so it is
@@ -312,6 +316,133 @@ emit_accumulate(CgCtx *C, IrNode *n, uint32_t mask, int64_t *ost,
 	return 0;
 }
 
+/* ----------------------------------- order 1, split: full reductions */
+
+/* A reduction of every axis of at least 2 RED_CHUNK elements whose
+ * operands all walk the flattened input (contiguous, or a scalar) runs
+ * in chunks: partial results of RED_CHUNK consecutive elements each
+ * (more when that would give over RED_MAXPART chunks), reduced by a nest
+ * of [chunks, chunk length] whose outer loop cg_nest_emit splits over
+ * threads like any other, the remainder into one more partial, then the
+ * partials combined in order on one thread.  The chunks depend on the
+ * element count alone, so the result is the same for any number of
+ * threads (and run to run); float sums and products add in another order
+ * than one loop's (spec §6.5 leaves it unspecified). */
+#define RED_CHUNK ((int64_t)1 << 15)
+#define RED_MAXPART 4096
+
+/* Stores a chunk's accumulator, in the accumulator's dtype. */
+static void
+red_fini_part(CgCtx *C, const Nest *L, LLVMValueRef *off, LLVMValueRef acc)
+{
+	cg_store_at(C, L->acc_dt, L->base[0], off[0], acc);
+}
+
+/* Folds partial off[1] into the accumulator. */
+static LLVMValueRef
+red_body_part(CgCtx *C, const Nest *L, LLVMValueRef *off, LLVMValueRef acc)
+{
+	LLVMValueRef v = cg_load_at(C, L->acc_dt, L->base[1], off[1]);
+	return red_step(C, L->n->op, L->acc_dt, acc, v);
+}
+
+/* Returns 1 when n is not for splitting (nothing emitted). */
+static int
+emit_full_split(CgCtx *C, IrNode *n, int64_t count)
+{
+	const TfgShape *in = red_shape(n);
+	int64_t st[CG_MAX_OPS][TFG_MAX_RANK], row[TFG_MAX_RANK];
+	int64_t flat[CG_MAX_OPS], q = RED_CHUNK, np, rest;
+	TfgDtype at = red_acc_dt(n);
+	Nest L = {0};
+	if (count < 2 * RED_CHUNK || n->op == OP_argmax ||
+	    n->op == OP_argmin)
+		return 1;
+	int nop = red_operands(C, &L, n, st);
+	if (nop < 0)
+		return -1;
+	cg_row_major(in, row);
+	for (int o = 1; o < nop; o++) {
+		int all = 1, none = 1;
+		for (int k = 0; k < in->rank; k++) {
+			if (in->dims[k] == 1)
+				continue;
+			all &= st[o][k] == row[k];
+			none &= st[o][k] == 0;
+		}
+		if (!all && !none)
+			return 1;
+		flat[o] = all;
+	}
+	while (count / q > RED_MAXPART)
+		q *= 2;
+	np = count / q;
+	rest = count - np * q;
+	LLVMValueRef part = cg_entry_alloca(C, LLVMArrayType2(cg_elty(C, at),
+		(uint64_t)np + 1), CG_SLOT_ALIGN, "partials");
+
+	/* the chunks: [np, q], partial i from elements [i q, (i + 1) q) */
+	L.rank = 2;
+	L.dim[0] = np;
+	L.dim[1] = q;
+	L.grp[1] = 1;
+	L.stride[0][0] = 1;
+	for (int o = 1; o < nop; o++) {
+		L.stride[o][0] = flat[o] * q;
+		L.stride[o][1] = flat[o];
+	}
+	L.nop = nop;
+	L.n = n;
+	L.count = q;
+	L.acc_dt = at;
+	L.init = red_init;
+	L.body = red_body;
+	L.fini = red_fini_part;
+	L.flags = CG_NEST_SHARE | CG_NEST_ELEM;
+	L.base[0] = part;
+	Nest R = L;
+	cg_nest_emit(C, &L);
+
+	/* the rest, into partial np */
+	if (rest > 0) {
+		LLVMValueRef i = cg_i64c(C, np);
+		R.rank = 1;
+		R.dim[0] = rest;
+		R.grp[0] = 1;
+		R.stride[0][0] = 0;
+		R.count = rest;
+		R.base[0] = LLVMBuildInBoundsGEP2(C->b, cg_elty(C, at), part,
+						  &i, 1, "");
+		for (int o = 1; o < nop; o++) {
+			const IrNode *src = n->fuse ? n->in[o - 1] : n->in[0];
+			LLVMValueRef e = cg_i64c(C, np * q * flat[o]);
+			R.stride[o][0] = flat[o];
+			R.base[o] = LLVMBuildInBoundsGEP2(C->b,
+				cg_elty(C, src->dtype), R.base[o], &e, 1, "");
+		}
+		cg_nest_emit(C, &R);
+	}
+
+	/* the partials in order, then the mean's division */
+	Nest M = {0};
+	M.rank = 1;
+	M.dim[0] = np + (rest > 0);
+	M.grp[0] = 1;
+	M.stride[1][0] = 1;
+	M.nop = 2;
+	M.n = n;
+	M.count = count;
+	M.acc_dt = at;
+	M.init = red_init;
+	M.body = red_body_part;
+	M.fini = red_fini;
+	M.flags = CG_NEST_SHARE | CG_NEST_ELEM;
+	M.base[0] = cg_buf(C, n);
+	M.base[1] = part;
+	cg_nest_emit(C, &M);
+	return 0;
+}
+
 /* ------------------------------------------------ order 2: rows in place */
 
 static LLVMValueRef
@@ -401,6 +532,11 @@ emit_reduce(CgCtx *C, IrNode *n)
 	    n->op != OP_argmax && n->op != OP_argmin &&
 	    red_acc_dt(n) == n->dtype)
 		return emit_rows(C, n, ost, count);
+	if (mask == (1u << in->rank) - 1) {
+		int rc = emit_full_split(C, n, count);
+		if (rc <= 0)
+			return rc;
+	}
 	return emit_accumulate(C, n, mask, ost, count);
 }
 

@@ -314,6 +314,16 @@ t_same(void)
 	     "seed=4)\nn = random_normal([301], seed=5)\n"
 	     "session { print run(t, k, s, h, r, u, n, feed { x: load(\"x\"), "
 	     "y: load(\"y\") }) }\n");
+	/* full reductions in chunks (spec/design.md "Kernels"): with a
+	   remainder, fused, integer means, of a scalar broadcast */
+	same("input x: f32[1000, 331]\ninput i: i32[1000, 331]\n"
+	     "a = reduce_sum(x)\nb = reduce_mean(x * x + 1.0)\n"
+	     "c = reduce_max(x)\nd = reduce_min(x - 2.0)\n"
+	     "e = reduce_mean(i)\nf = reduce_sum(i * 3)\n"
+	     "g = reduce_prod(x * 0.001 + 1.0)\n"
+	     "h = reduce_sum(x[1:999, :] * 2.0)\n"
+	     "session { print run(a, b, c, d, e, f, g, h, feed { x: "
+	     "load(\"x\"), i: load(\"i\") }) }\n");
 	/* large enough that the workers wake before the caller is done */
 	same("input x: f32[8192, 256]\n"
 	     "a = reduce_sum(x, axis=0)\nb = reduce_max(x, axis=1)\n"
