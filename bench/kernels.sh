@@ -33,15 +33,18 @@ with open(sys.argv[1], "wb") as f:
 PY
 }
 
-# part PREFIX FETCH "FEEDS" [tfgc flags]: $T/prog.tfg -> $T/PREFIX.o, .h
+# part PREFIX FETCH "FEEDS" [tfgc flags]: $T/prog.tfg -> $T/PREFIX.o, .h,
+# for the host CPU as the JIT of tfgc run/server compiles (tfgc compile's
+# own default, x86-64-v3, is for objects meant for other machines: no
+# AVX-512 on the Zen 4 here)
 part() {
 	p=$1 fetch=$2 feeds=$3
 	shift 3
 	args=""
 	for f in $feeds; do args="$args --feed $f=$T/$f.npy"; done
 	# shellcheck disable=SC2086
-	$TFGC compile "$@" "$T/prog.tfg" --task local:0 -o "$T/$p.o" \
-		--name "$p" --fetch "$fetch" $args || exit 1
+	$TFGC compile --cpu host "$@" "$T/prog.tfg" --task local:0 \
+		-o "$T/$p.o" --name "$p" --fetch "$fetch" $args || exit 1
 }
 
 # run NAME REF BYTES GOAL [REPS [RANGE]]: links bench/kernel.c with k.o

@@ -37,6 +37,8 @@ typedef struct CgCtx {
 	size_t arena_size;     /* of the part being built */
 	int no_dedup;          /* $TFG_KERNEL_DEDUP=0: no kernel shared */
 	int64_t par_min;       /* $TFG_PAR_MIN: least work split (< 0 never) */
+	int64_t nt_min;        /* $TFG_NT_MIN: least output bytes written
+				  with non-temporal stores (< 0 never) */
 	const char *cpu, *features; /* function attributes (may be NULL) */
 	/* outlined kernels (cpu_nest.c), shared by the module's parts */
 	struct CgKernel *kern;
@@ -134,8 +136,16 @@ typedef void (*NestFini)(CgCtx *C, const Nest *L, LLVMValueRef *off,
  *                  and write no other operand: outer iterations
  *                  that reach distinct output elements may run on
  *                  different threads (tfg_rt_parallel).
+ *   CG_NEST_STREAM the body stores operand 0 exactly once per element
+ *                  at off[0], never reads it, and uses off[0] for
+ *                  nothing else (not as the element's index, as makers
+ *                  do): a large flat output may then be computed a tile
+ *                  at a time into a stack buffer (off[0] relative to
+ *                  the tile) and written with non-temporal stores
+ *                  (cpu_nest.c sets CG_NEST_NT).
  * Without flags a nest is still outlined, but neither shared nor split. */
-enum { CG_NEST_SHARE = 1, CG_NEST_ELEM = 2 };
+enum { CG_NEST_SHARE = 1, CG_NEST_ELEM = 2, CG_NEST_STREAM = 4,
+       CG_NEST_NT = 8 };
 
 struct Nest {
 	int rank;                 /* loops, outermost first */
@@ -195,6 +205,27 @@ LLVMValueRef cg_loop_end(CgCtx *C, Loop *lp, int64_t n, LLVMValueRef acc);
  * when large enough. */
 void cg_nest_emit(CgCtx *C, Nest *L);
 void cg_kernels_free(CgCtx *C); /* the kernel table, after the module */
+/* Whether an output of this many bytes is worth non-temporal stores
+ * (CG_NT_MIN, or $TFG_NT_MIN). */
+int cg_nt_wanted(CgCtx *C, int64_t bytes);
+/* Explicit vectors (softmax's rows): a splat of scalar s to w lanes; a
+ * load or store of a vector at element offset off of base (elements of
+ * the vector's element type), with the given alignment, the store
+ * !nontemporal when nt; the sum of the lanes in any order. */
+LLVMValueRef cg_vsplat(CgCtx *C, LLVMValueRef s, int64_t w);
+LLVMValueRef cg_vload(CgCtx *C, LLVMTypeRef vty, LLVMValueRef base,
+		      LLVMValueRef off, unsigned align);
+void cg_vstore(CgCtx *C, LLVMValueRef v, LLVMValueRef base, LLVMValueRef off,
+	       unsigned align, int nt);
+LLVMValueRef cg_vreduce_fadd(CgCtx *C, LLVMValueRef v);
+/* A prefetch of element off of base (elements of type ety; any address,
+ * even past the buffer: a prefetch never faults). */
+void cg_prefetch(CgCtx *C, LLVMTypeRef ety, LLVMValueRef base,
+		 LLVMValueRef off);
+/* An alloca in the entry block of the function being built (a kernel's
+ * stack buffer). */
+LLVMValueRef cg_entry_alloca(CgCtx *C, LLVMTypeRef ty, unsigned align,
+			     const char *name);
 /* Operand o of L reads shape s broadcast to L's rank (NumPy rules). */
 void cg_nest_broadcast(Nest *L, int o, const TfgShape *s);
 /* One nest over n's shape, each input broadcast, body per element. */
@@ -229,5 +260,8 @@ LLVMValueRef cg_vexp64(CgCtx *C, LLVMValueRef x);
 LLVMValueRef cg_vlog64(CgCtx *C, LLVMValueRef x);
 LLVMValueRef cg_vtanh64(CgCtx *C, LLVMValueRef x);
 LLVMValueRef cg_vsigmoid64(CgCtx *C, LLVMValueRef x);
+/* e^x for x <= 0 (or NaN), within 1 ulp, cheaper than cg_vexp: the exp
+ * of sigmoid and softmax. */
+LLVMValueRef cg_vexp_nonpos(CgCtx *C, LLVMValueRef x);
 
 #endif /* TFG_CODEGEN_CG_INT_H */

@@ -25,7 +25,7 @@
  * Elementwise functions (spec §6.8-§6.12) use LLVM intrinsics where they
  * are exact (sqrt, fabs, maximum, minimum).  exp, log, tanh and sigmoid
  * of f32 and f64 are inline IR that vectorises (codegen/vmath.c); pow
- * (and softmax's f64 exp and log, random_normal's log and cos) call libm,
+ * (and log_softmax's log per row, random_normal's log and cos) call libm,
  * declared here without memory effects since errno is never read;
  * codegen/jit.c lets exactly these resolve from the process.
  */
@@ -501,6 +501,11 @@ cg_emit_elem(CgCtx *C, IrNode *n, int nin, NestBody body)
 	L.n = n;
 	L.body = body;
 	L.flags = CG_NEST_SHARE | CG_NEST_ELEM;
+	/* a body with inputs stores its result at off[0] and reads off[0]
+	   for nothing else; makers (no inputs, codegen/cpu_make.c) compute
+	   their value from it, the element's index */
+	if (nin > 0)
+		L.flags |= CG_NEST_STREAM;
 	L.base[0] = cg_buf(C, n);
 	cg_nest_broadcast(&L, 0, &n->shape);
 	for (int k = 0; k < nin; k++) {
@@ -788,6 +793,7 @@ cg_build_module(LLVMContextRef c, LLVMModuleRef m, const Program *p,
 {
 	const char *dd = getenv("TFG_KERNEL_DEDUP");
 	const char *pm = getenv("TFG_PAR_MIN");
+	const char *nm = getenv("TFG_NT_MIN");
 	CgCtx C = {0};
 	if (task < 0 || task >= p->ntask) {
 		fprintf(stderr, "tfgc: error: codegen: task %d out of range "
@@ -800,6 +806,7 @@ cg_build_module(LLVMContextRef c, LLVMModuleRef m, const Program *p,
 	C.task = task;
 	C.no_dedup = dd && strcmp(dd, "0") == 0;
 	C.par_min = pm && *pm ? strtoll(pm, NULL, 10) : 0;
+	C.nt_min = nm && *nm ? strtoll(nm, NULL, 10) : 0;
 	C.cpu = cpu;
 	C.features = features;
 	C.void_ = LLVMVoidTypeInContext(c);

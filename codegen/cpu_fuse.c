@@ -131,7 +131,7 @@ cpu_emit_fused(CgCtx *C, IrNode *n)
 	L.nop = n->nin + 1;
 	L.n = n;
 	L.body = body_fused;
-	L.flags = CG_NEST_SHARE | CG_NEST_ELEM;
+	L.flags = CG_NEST_SHARE | CG_NEST_ELEM | CG_NEST_STREAM;
 	L.base[0] = cg_buf(C, n);
 	cg_row_major(&n->shape, L.stride[0]);
 	for (int k = 0; k < n->nin; k++) {

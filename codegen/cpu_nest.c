@@ -41,8 +41,14 @@
  * [0, n) into chunks over the process's threads; tfg_k<N>_p unpacks the
  * bases and calls tfg_k<N>.  Every output element is computed by the
  * same code in the same order whatever the split, so results are
- * bit-identical to one thread (full reductions to one element have no
- * such loop and stay on one thread).
+ * bit-identical to one thread (full reductions to one element get such a
+ * loop from codegen/cpu_reduce.c: chunks of the input, then partials).
+ *
+ * Non-temporal stores (CG_NEST_NT): a large flat CG_NEST_STREAM output
+ * is computed a 64-byte tile at a time on the stack and stored with
+ * aligned !nontemporal stores (kernel_body_nt: the loop vectoriser
+ * refuses them where it cannot prove the alignment); softmax's row body
+ * emits its own.  Either kernel ends with a fence.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -53,6 +59,19 @@
  * 2^17, measured with bench/kernels.sh (below it the chunk hand-off costs
  * more than the second core gains). */
 #define CG_PAR_MIN ((int64_t)1 << 17)
+
+/* The least output (bytes) written with non-temporal stores: half the
+ * 32 MiB L3 of the Zen 4 machines.  Smaller outputs may still be in the
+ * cache when their reader comes; larger ones are evicted first anyway,
+ * and an ordinary store reads each line before writing it, a third of
+ * the memory traffic of a copy.
+ * The tile (bytes) computed on the stack, then stored: one 64-byte line,
+ * so that LLVM keeps the tile in a register and each vector goes
+ * straight to a movnt store (4 KiB tiles, computed then stored in a
+ * burst, ran slower than ordinary stores: bench/kernels.sh's sigmoid at
+ * 0.83x, against 1.13x with one line). */
+#define CG_NT_MIN ((int64_t)16 << 20)
+#define CG_NT_TILE 64
 
 /* ----------------------------------------------------------- loop nests */
 
@@ -405,12 +424,257 @@ new_fn(CgCtx *C, const char *name, LLVMTypeRef ty)
 	return f;
 }
 
+/* ------------------------------------------------ non-temporal stores */
+
+/* Whether L (collapsed) is written with non-temporal stores: a
+ * CG_NEST_STREAM nest that is one flat loop over a contiguous output of
+ * 4- or 8-byte elements, at least CG_NT_MIN bytes ($TFG_NT_MIN
+ * overrides; -1: never). */
+static int
+nest_nt(CgCtx *C, const Nest *L)
+{
+	int64_t min = C->nt_min ? C->nt_min : CG_NT_MIN;
+	int64_t sz = (int64_t)cg_dtype_size(L->n->dtype);
+	if (min < 0 || !(L->flags & CG_NEST_STREAM) || L->rank != 1 ||
+	    L->nacc || L->row > 1 || L->stride[0][0] != 1)
+		return 0;
+	return (sz == 4 || sz == 8) && L->dim[0] * sz >= min;
+}
+
+int
+cg_nt_wanted(CgCtx *C, int64_t bytes)
+{
+	int64_t min = C->nt_min ? C->nt_min : CG_NT_MIN;
+	return min >= 0 && bytes >= min;
+}
+
+LLVMValueRef
+cg_vsplat(CgCtx *C, LLVMValueRef s, int64_t w)
+{
+	LLVMTypeRef vty = LLVMVectorType(LLVMTypeOf(s), (unsigned)w);
+	LLVMValueRef z = cg_i64c(C, 0);
+	LLVMValueRef v = LLVMBuildInsertElement(C->b, LLVMGetPoison(vty), s,
+						z, "");
+	LLVMValueRef mask = LLVMConstNull(LLVMVectorType(C->i32,
+							 (unsigned)w));
+	return LLVMBuildShuffleVector(C->b, v, LLVMGetPoison(vty), mask, "");
+}
+
+LLVMValueRef
+cg_vload(CgCtx *C, LLVMTypeRef vty, LLVMValueRef base, LLVMValueRef off,
+	 unsigned align)
+{
+	LLVMValueRef p = LLVMBuildInBoundsGEP2(C->b, LLVMGetElementType(vty),
+					       base, &off, 1, "");
+	LLVMValueRef v = LLVMBuildLoad2(C->b, vty, p, "");
+	LLVMSetAlignment(v, align);
+	return v;
+}
+
+LLVMValueRef
+cg_entry_alloca(CgCtx *C, LLVMTypeRef ty, unsigned align, const char *name)
+{
+	LLVMBuilderRef b = LLVMCreateBuilderInContext(C->c);
+	LLVMBasicBlockRef e = LLVMGetEntryBasicBlock(C->fn);
+	LLVMValueRef first = LLVMGetFirstInstruction(e), a;
+	if (first)
+		LLVMPositionBuilderBefore(b, first);
+	else
+		LLVMPositionBuilderAtEnd(b, e);
+	a = LLVMBuildAlloca(b, ty, name);
+	LLVMSetAlignment(a, align);
+	LLVMDisposeBuilder(b);
+	return a;
+}
+
+void
+cg_prefetch(CgCtx *C, LLVMTypeRef ety, LLVMValueRef base, LLVMValueRef off)
+{
+	static const char name[] = "llvm.prefetch";
+	unsigned id = LLVMLookupIntrinsicID(name, sizeof name - 1);
+	LLVMTypeRef pt = C->ptr;
+	LLVMValueRef args[4] = {
+		LLVMBuildGEP2(C->b, ety, base, &off, 1, ""), /* not inbounds */
+		LLVMConstInt(C->i32, 0, 0), /* read */
+		LLVMConstInt(C->i32, 3, 0), /* keep in all levels */
+		LLVMConstInt(C->i32, 1, 0), /* data */
+	};
+	LLVMBuildCall2(C->b, LLVMIntrinsicGetType(C->c, id, &pt, 1),
+		       LLVMGetIntrinsicDeclaration(C->m, id, &pt, 1), args, 4,
+		       "");
+}
+
+/* A store marked !nontemporal: the target writes it around the cache
+ * (x86: movnt*, which needs the 64-byte alignment given here). */
+static void
+store_nt(CgCtx *C, LLVMValueRef st)
+{
+	LLVMMetadataRef one = LLVMValueAsMetadata(LLVMConstInt(C->i32, 1, 0));
+	LLVMSetMetadata(st, LLVMGetMDKindIDInContext(C->c, "nontemporal", 11),
+			LLVMMetadataAsValue(C->c, LLVMMDNodeInContext2(C->c,
+								  &one, 1)));
+}
+
+void
+cg_vstore(CgCtx *C, LLVMValueRef v, LLVMValueRef base, LLVMValueRef off,
+	  unsigned align, int nt)
+{
+	LLVMTypeRef vty = LLVMTypeOf(v);
+	LLVMValueRef p = LLVMBuildInBoundsGEP2(C->b, LLVMGetElementType(vty),
+					       base, &off, 1, "");
+	LLVMValueRef st = LLVMBuildStore(C->b, v, p);
+	LLVMSetAlignment(st, align);
+	if (nt)
+		store_nt(C, st);
+}
+
+LLVMValueRef
+cg_vreduce_fadd(CgCtx *C, LLVMValueRef v)
+{
+	LLVMTypeRef vty = LLVMTypeOf(v), ety = LLVMGetElementType(vty);
+	const char *name = "llvm.vector.reduce.fadd";
+	unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
+	LLVMValueRef f = LLVMGetIntrinsicDeclaration(C->m, id, &vty, 1);
+	LLVMValueRef args[2] = {LLVMConstReal(ety, 0.0), v};
+	LLVMValueRef r = LLVMBuildCall2(C->b, LLVMIntrinsicGetType(C->c, id,
+							      &vty, 1),
+					f, args, 2, "");
+	LLVMSetFastMathFlags(r, LLVMFastMathAllowReassoc);
+	return r;
+}
+
+/* A loop for i from lo to hi (i64 values), possibly empty. */
+typedef struct RLoop {
+	LLVMBasicBlockRef head, done;
+	LLVMValueRef i, hi;
+} RLoop;
+
+static void
+rloop_begin(CgCtx *C, RLoop *r, LLVMValueRef lo, LLVMValueRef hi)
+{
+	LLVMBasicBlockRef pre = LLVMGetInsertBlock(C->b);
+	r->head = LLVMAppendBasicBlockInContext(C->c, C->fn, "loop");
+	r->done = LLVMAppendBasicBlockInContext(C->c, C->fn, "done");
+	r->hi = hi;
+	LLVMBuildCondBr(C->b, LLVMBuildICmp(C->b, LLVMIntSLT, lo, hi, ""),
+			r->head, r->done);
+	LLVMPositionBuilderAtEnd(C->b, r->head);
+	r->i = LLVMBuildPhi(C->b, C->i64, "i");
+	LLVMAddIncoming(r->i, &lo, &pre, 1);
+}
+
+static void
+rloop_end(CgCtx *C, RLoop *r)
+{
+	LLVMBasicBlockRef latch = LLVMGetInsertBlock(C->b);
+	LLVMValueRef next = LLVMBuildNSWAdd(C->b, r->i, cg_i64c(C, 1), "");
+	LLVMAddIncoming(r->i, &next, &latch, 1);
+	LLVMBuildCondBr(C->b, LLVMBuildICmp(C->b, LLVMIntSLT, next, r->hi, ""),
+			r->head, r->done);
+	LLVMMoveBasicBlockAfter(r->done, LLVMGetInsertBlock(C->b));
+	LLVMPositionBuilderAtEnd(C->b, r->done);
+}
+
+/* The body at element i of a flat nest, operand 0 at element i0 of
+ * base0. */
+static void
+flat_body(CgCtx *C, const Nest *K, LLVMValueRef base0, LLVMValueRef i0,
+	  LLVMValueRef i)
+{
+	LLVMValueRef off[CG_MAX_OPS];
+	Nest T = *K;
+	T.base[0] = base0;
+	off[0] = i0;
+	for (int o = 1; o < K->nop; o++) {
+		int64_t s = K->stride[o][0];
+		off[o] = s == 0 ? cg_i64c(C, 0) : s == 1 ? i
+		    : LLVMBuildNSWMul(C->b, i, cg_i64c(C, s), "");
+	}
+	T.body(C, &T, off, NULL);
+}
+
+static void
+flat_range(CgCtx *C, const Nest *K, LLVMValueRef lo, LLVMValueRef hi)
+{
+	RLoop r;
+	rloop_begin(C, &r, lo, hi);
+	flat_body(C, K, K->base[0], r.i, r.i);
+	rloop_end(C, &r);
+}
+
+/* A flat CG_NEST_NT kernel from begin to end: elements up to the first
+ * 64-byte boundary of the output as usual, then tiles of CG_NT_TILE
+ * bytes computed into a stack buffer (the body's off[0] relative to the
+ * tile; the loop vectorises as usual) and copied out with aligned
+ * non-temporal 64-byte stores, then the rest as usual; a fence orders
+ * the stores before the kernel returns (the pool's hand-off to the
+ * caller is no fence for them).  Every element is computed by the same
+ * body, so the values are those of the plain loop. */
+static void
+kernel_body_nt(CgCtx *C, Nest *K, LLVMValueRef begin, LLVMValueRef end)
+{
+	LLVMBuilderRef B = C->b;
+	int64_t sz = (int64_t)cg_dtype_size(K->n->dtype);
+	int64_t per = CG_NT_TILE / sz;
+	LLVMTypeRef vty = LLVMVectorType(C->i32, 16);
+	LLVMValueRef tmp, lo, hi, nblk;
+
+	tmp = cg_entry_alloca(C, LLVMArrayType2(C->i8, CG_NT_TILE), 64,
+			      "tile");
+
+	/* lo: the first element at a 64-byte boundary (or end) */
+	LLVMValueRef first = LLVMBuildGEP2(B, C->i8, K->base[0],
+		(LLVMValueRef[]){LLVMBuildNSWMul(B, begin, cg_i64c(C, sz),
+						 "")}, 1, "");
+	LLVMValueRef mis = LLVMBuildAnd(B, LLVMBuildNeg(B,
+		LLVMBuildPtrToInt(B, first, C->i64, ""), ""),
+		cg_i64c(C, 63), "");
+	lo = LLVMBuildAdd(B, begin, LLVMBuildUDiv(B, mis, cg_i64c(C, sz), ""),
+			  "");
+	lo = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntSLT, lo, end, ""), lo,
+			     end, "");
+	flat_range(C, K, begin, lo);
+	nblk = LLVMBuildSDiv(B, LLVMBuildSub(B, end, lo, ""),
+			     cg_i64c(C, per), "");
+	hi = LLVMBuildAdd(B, lo, LLVMBuildMul(B, nblk, cg_i64c(C, per), ""),
+			  "");
+
+	RLoop rb;
+	Loop lj, lq;
+	rloop_begin(C, &rb, cg_i64c(C, 0), nblk);
+	LLVMValueRef s = LLVMBuildAdd(B, lo, LLVMBuildMul(B, rb.i,
+		cg_i64c(C, per), ""), "");
+	cg_loop_begin(C, &lj, NULL);
+	flat_body(C, K, tmp, lj.i, LLVMBuildNSWAdd(B, s, lj.i, ""));
+	cg_loop_end(C, &lj, per, NULL);
+	LLVMValueRef dst = LLVMBuildGEP2(B, C->i8, K->base[0],
+		(LLVMValueRef[]){LLVMBuildNSWMul(B, s, cg_i64c(C, sz), "")},
+		1, "");
+	cg_loop_begin(C, &lq, NULL);
+	LLVMValueRef v = LLVMBuildLoad2(B, vty, LLVMBuildInBoundsGEP2(B, vty,
+		tmp, &lq.i, 1, ""), "");
+	LLVMSetAlignment(v, 64);
+	LLVMValueRef st = LLVMBuildStore(B, v, LLVMBuildGEP2(B, vty, dst,
+		&lq.i, 1, ""));
+	LLVMSetAlignment(st, 64);
+	store_nt(C, st);
+	cg_loop_end(C, &lq, CG_NT_TILE / 64, NULL);
+	rloop_end(C, &rb);
+
+	flat_range(C, K, hi, end);
+	LLVMBuildFence(B, LLVMAtomicOrderingSequentiallyConsistent, 0, "");
+}
+
 /* The body of tfg_k<N>: the outermost loop from begin to end (begin <
  * end), unless the nest has no loop outside the accumulation. */
 static void
 kernel_body(CgCtx *C, Nest *K, LLVMValueRef begin, LLVMValueRef end)
 {
 	LLVMValueRef off[CG_MAX_OPS], o[CG_MAX_OPS];
+	if ((K->flags & CG_NEST_NT) && (K->flags & CG_NEST_STREAM)) {
+		kernel_body_nt(C, K, begin, end);
+		return;
+	}
 	for (int q = 0; q < K->nop; q++)
 		off[q] = cg_i64c(C, 0);
 	if (K->rank - K->nacc < 1) {
@@ -434,6 +698,9 @@ kernel_body(CgCtx *C, Nest *K, LLVMValueRef begin, LLVMValueRef end)
 							       "done");
 	LLVMBuildCondBr(C->b, more, head, done);
 	LLVMPositionBuilderAtEnd(C->b, done);
+	if (K->flags & CG_NEST_NT) /* the body's own non-temporal stores */
+		LLVMBuildFence(C->b, LLVMAtomicOrderingSequentiallyConsistent,
+			       0, "");
 }
 
 /* Emits tfg_k<N> for L with parameter attributes attrs. */
@@ -609,6 +876,8 @@ cg_nest_emit(CgCtx *C, Nest *L)
 		if (L->dim[k] == 0)
 			return;
 	nest_collapse(L);
+	if (nest_nt(C, L))
+		L->flags |= CG_NEST_NT;
 	CgKernel *q = kernel_get(C, L);
 	if (nest_parallel(C, L)) {
 		call_parallel(C, L, q);

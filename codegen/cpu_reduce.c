@@ -35,10 +35,16 @@
  * node's inputs (operands 1.., broadcast over the program's shape) where
  * the other reductions load one element.
  *
+ * Reductions of every axis of large inputs run in chunks whose partial
+ * results are then combined in order (emit_full_split), so the outer
+ * loop over chunks may be split over threads.
+ *
  * softmax is one loop over the rows of the last axis with three passes
  * per row: max, then sum of exp(x - max) (softmax stores the exps), then
  * the normalisation; the row loop is a nest (Nest.row = K) so it is
- * outlined and, when large, split over threads like any other.
+ * outlined and, when large, split over threads like any other.  f32
+ * rows of a multiple of 16 are explicit vectors (body_softmax_vec), with
+ * non-temporal stores for large outputs.
  */
 #include <math.h>
 #include <string.h>
@@ -310,6 +316,133 @@ emit_accumulate(CgCtx *C, IrNode *n, uint32_t mask, int64_t *ost,
 	return 0;
 }
 
+/* ----------------------------------- order 1, split: full reductions */
+
+/* A reduction of every axis of at least 2 RED_CHUNK elements whose
+ * operands all walk the flattened input (contiguous, or a scalar) runs
+ * in chunks: partial results of RED_CHUNK consecutive elements each
+ * (more when that would give over RED_MAXPART chunks), reduced by a nest
+ * of [chunks, chunk length] whose outer loop cg_nest_emit splits over
+ * threads like any other, the remainder into one more partial, then the
+ * partials combined in order on one thread.  The chunks depend on the
+ * element count alone, so the result is the same for any number of
+ * threads (and run to run); float sums and products add in another order
+ * than one loop's (spec §6.5 leaves it unspecified). */
+#define RED_CHUNK ((int64_t)1 << 15)
+#define RED_MAXPART 4096
+
+/* Stores a chunk's accumulator, in the accumulator's dtype. */
+static void
+red_fini_part(CgCtx *C, const Nest *L, LLVMValueRef *off, LLVMValueRef acc)
+{
+	cg_store_at(C, L->acc_dt, L->base[0], off[0], acc);
+}
+
+/* Folds partial off[1] into the accumulator. */
+static LLVMValueRef
+red_body_part(CgCtx *C, const Nest *L, LLVMValueRef *off, LLVMValueRef acc)
+{
+	LLVMValueRef v = cg_load_at(C, L->acc_dt, L->base[1], off[1]);
+	return red_step(C, L->n->op, L->acc_dt, acc, v);
+}
+
+/* Returns 1 when n is not for splitting (nothing emitted). */
+static int
+emit_full_split(CgCtx *C, IrNode *n, int64_t count)
+{
+	const TfgShape *in = red_shape(n);
+	int64_t st[CG_MAX_OPS][TFG_MAX_RANK], row[TFG_MAX_RANK];
+	int64_t flat[CG_MAX_OPS], q = RED_CHUNK, np, rest;
+	TfgDtype at = red_acc_dt(n);
+	Nest L = {0};
+	if (count < 2 * RED_CHUNK || n->op == OP_argmax ||
+	    n->op == OP_argmin)
+		return 1;
+	int nop = red_operands(C, &L, n, st);
+	if (nop < 0)
+		return -1;
+	cg_row_major(in, row);
+	for (int o = 1; o < nop; o++) {
+		int all = 1, none = 1;
+		for (int k = 0; k < in->rank; k++) {
+			if (in->dims[k] == 1)
+				continue;
+			all &= st[o][k] == row[k];
+			none &= st[o][k] == 0;
+		}
+		if (!all && !none)
+			return 1;
+		flat[o] = all;
+	}
+	while (count / q > RED_MAXPART)
+		q *= 2;
+	np = count / q;
+	rest = count - np * q;
+	LLVMValueRef part = cg_entry_alloca(C, LLVMArrayType2(cg_elty(C, at),
+		(uint64_t)np + 1), CG_SLOT_ALIGN, "partials");
+
+	/* the chunks: [np, q], partial i from elements [i q, (i + 1) q) */
+	L.rank = 2;
+	L.dim[0] = np;
+	L.dim[1] = q;
+	L.grp[1] = 1;
+	L.stride[0][0] = 1;
+	for (int o = 1; o < nop; o++) {
+		L.stride[o][0] = flat[o] * q;
+		L.stride[o][1] = flat[o];
+	}
+	L.nop = nop;
+	L.n = n;
+	L.count = q;
+	L.acc_dt = at;
+	L.init = red_init;
+	L.body = red_body;
+	L.fini = red_fini_part;
+	L.flags = CG_NEST_SHARE | CG_NEST_ELEM;
+	L.base[0] = part;
+	Nest R = L;
+	cg_nest_emit(C, &L);
+
+	/* the rest, into partial np */
+	if (rest > 0) {
+		LLVMValueRef i = cg_i64c(C, np);
+		R.rank = 1;
+		R.dim[0] = rest;
+		R.grp[0] = 1;
+		R.stride[0][0] = 0;
+		R.count = rest;
+		R.base[0] = LLVMBuildInBoundsGEP2(C->b, cg_elty(C, at), part,
+						  &i, 1, "");
+		for (int o = 1; o < nop; o++) {
+			const IrNode *src = n->fuse ? n->in[o - 1] : n->in[0];
+			LLVMValueRef e = cg_i64c(C, np * q * flat[o]);
+			R.stride[o][0] = flat[o];
+			R.base[o] = LLVMBuildInBoundsGEP2(C->b,
+				cg_elty(C, src->dtype), R.base[o], &e, 1, "");
+		}
+		cg_nest_emit(C, &R);
+	}
+
+	/* the partials in order, then the mean's division */
+	Nest M = {0};
+	M.rank = 1;
+	M.dim[0] = np + (rest > 0);
+	M.grp[0] = 1;
+	M.stride[1][0] = 1;
+	M.nop = 2;
+	M.n = n;
+	M.count = count;
+	M.acc_dt = at;
+	M.init = red_init;
+	M.body = red_body_part;
+	M.fini = red_fini;
+	M.flags = CG_NEST_SHARE | CG_NEST_ELEM;
+	M.base[0] = cg_buf(C, n);
+	M.base[1] = part;
+	cg_nest_emit(C, &M);
+	return 0;
+}
+
 /* ------------------------------------------------ order 2: rows in place */
 
 static LLVMValueRef
@@ -399,6 +532,11 @@ emit_reduce(CgCtx *C, IrNode *n)
 	    n->op != OP_argmax && n->op != OP_argmin &&
 	    red_acc_dt(n) == n->dtype)
 		return emit_rows(C, n, ost, count);
+	if (mask == (1u << in->rank) - 1) {
+		int rc = emit_full_split(C, n, count);
+		if (rc <= 0)
+			return rc;
+	}
 	return emit_accumulate(C, n, mask, ost, count);
 }
 
@@ -421,7 +559,7 @@ row_load(CgCtx *C, TfgDtype t, LLVMValueRef base, LLVMValueRef row,
 
 /* One row of the last axis (length K, at element offset off[0] of both
  * operands): m = max (NaN propagates), then s = sum exp(x - m), then x's
- * softmax exp(x - m) / s (the exps stored by the second pass) or
+ * softmax exp(x - m) * (1 / s) (the exps stored by the second pass) or
  * log_softmax (x - m) - log(s).  A nest body (L->n is the node, operand
  * 0 the output, 1 the input), so it runs in the outlined kernel. */
 static LLVMValueRef
@@ -444,25 +582,108 @@ body_softmax_row(CgCtx *C, const Nest *L, LLVMValueRef *off, LLVMValueRef acc)
 	cg_loop_begin(C, &lj, LLVMConstNull(ty));
 	LLVMValueRef d = LLVMBuildFSub(B, row_load(C, t, in, row, lj.i), m,
 				       "");
-	LLVMValueRef e = t == TFG_F32 ? cg_vexp(C, d)
-				      : cg_libm_call(C, "exp", &d, 1);
+	LLVMValueRef e = t == TFG_F32 ? cg_vexp_nonpos(C, d)
+				      : cg_vexp64(C, d);
 	if (soft)
 		cg_store_at(C, t, out, LLVMBuildNSWAdd(B, row, lj.i, ""), e);
 	LLVMValueRef s = LLVMBuildFAdd(B, lj.acc, e, "");
 	LLVMSetFastMathFlags(s, LLVMFastMathAllowReassoc);
 	s = cg_loop_end(C, &lj, K, s);
 
-	LLVMValueRef ls = soft ? NULL : cg_libm_call(C, "log", &s, 1);
+	/* softmax: one division per row, then a multiplication per element
+	   (within 1 ulp of the division; the division per element cost 5-9%
+	   of the row's time in cache) */
+	LLVMValueRef ls = soft ? LLVMBuildFDiv(B, LLVMConstReal(ty, 1.0), s,
+					       "")
+			       : cg_libm_call(C, "log", &s, 1);
 	cg_loop_begin(C, &lj, NULL);
 	LLVMValueRef at = LLVMBuildNSWAdd(B, row, lj.i, "");
 	if (soft)
 		cg_store_at(C, t, out, at,
-			    LLVMBuildFDiv(B, cg_load_at(C, t, out, at), s, ""));
+			    LLVMBuildFMul(B, cg_load_at(C, t, out, at), ls,
+					  ""));
 	else
 		cg_store_at(C, t, out, at, LLVMBuildFSub(B,
 			LLVMBuildFSub(B, cg_load_at(C, t, in, at), m, ""), ls,
 			""));
 	cg_loop_end(C, &lj, K, NULL);
+	return acc;
+}
+
+/* The f32 row of a K that is a multiple of 16, in explicit vectors of W
+ * lanes (64 when K allows: four independent chains per pass, which the
+ * target splits into its registers).  The same three passes, with two
+ * differences that the scalar loops cannot have: the max is an ordered
+ * select (x > m ? x : m, one instruction), not llvm.maximum, since a NaN
+ * anywhere in the row makes s, hence every output, NaN anyway; and with
+ * CG_NEST_NT the output is written once, with non-temporal stores (the
+ * exps go to a stack row for softmax, so the output's lines are never
+ * read).  Rows start 64-byte aligned (the slot, K * 4 a multiple of 64). */
+static LLVMValueRef
+body_softmax_vec(CgCtx *C, const Nest *L, LLVMValueRef *off, LLVMValueRef acc)
+{
+	LLVMBuilderRef B = C->b;
+	const IrNode *n = L->n;
+	int64_t K = n->shape.dims[n->shape.rank - 1];
+	int64_t W = K % 64 == 0 ? 64 : 16;
+	LLVMTypeRef vty = LLVMVectorType(C->f32, (unsigned)W);
+	LLVMValueRef out = L->base[0], in = L->base[1], row = off[0];
+	int soft = n->op == OP_softmax, nt = (L->flags & CG_NEST_NT) != 0;
+	LLVMValueRef ex = out, exrow = row; /* where the exps go */
+	Loop lj;
+
+	if (soft && nt) {
+		ex = cg_entry_alloca(C, LLVMArrayType2(C->f32, (uint64_t)K), 64,
+				     "exps");
+		exrow = cg_i64c(C, 0);
+	}
+	LLVMValueRef minf = cg_vsplat(C, LLVMConstReal(C->f32, -INFINITY), W);
+	cg_loop_begin(C, &lj, minf);
+	LLVMValueRef j = LLVMBuildNSWMul(B, lj.i, cg_i64c(C, W), "");
+	LLVMValueRef x = cg_vload(C, vty, in, LLVMBuildNSWAdd(B, row, j, ""),
+				  4);
+	LLVMValueRef gt = LLVMBuildFCmp(B, LLVMRealOGT, x, lj.acc, "");
+	LLVMValueRef mv = cg_loop_end(C, &lj, K / W,
+				      LLVMBuildSelect(B, gt, x, lj.acc, ""));
+	/* mv holds no NaN (x > m is false for a NaN x): nnan lets the
+	   target reduce it with vector maxes, not a NaN-checking chain */
+	LLVMValueRef mr = cg_intrinsic(C, "llvm.vector.reduce.fmax", &mv, 1);
+	LLVMSetFastMathFlags(mr, LLVMFastMathNoNaNs);
+	LLVMValueRef m = cg_vsplat(C, mr, W);
+
+	cg_loop_begin(C, &lj, cg_vsplat(C, LLVMConstNull(C->f32), W));
+	j = LLVMBuildNSWMul(B, lj.i, cg_i64c(C, W), "");
+	x = cg_vload(C, vty, in, LLVMBuildNSWAdd(B, row, j, ""), 4);
+	/* the row 8 KiB on (two rows of 1024): a row of 4 KiB is a page,
+	   where the hardware's prefetchers stop (1.2-1.4x in
+	   bench/kernels.sh's softmax) */
+	for (int64_t q = 0; q < W; q += 16)
+		cg_prefetch(C, C->f32, in, LLVMBuildNSWAdd(B, LLVMBuildNSWAdd(B,
+			row, j, ""), cg_i64c(C, q + 2048), ""));
+	LLVMValueRef e = cg_vexp_nonpos(C, LLVMBuildFSub(B, x, m, ""));
+	if (soft)
+		cg_vstore(C, e, ex, LLVMBuildNSWAdd(B, exrow, j, ""), 64, 0);
+	LLVMValueRef sv = LLVMBuildFAdd(B, lj.acc, e, "");
+	LLVMSetFastMathFlags(sv, LLVMFastMathAllowReassoc);
+	sv = cg_loop_end(C, &lj, K / W, sv);
+	LLVMValueRef s = cg_vreduce_fadd(C, sv);
+
+	LLVMValueRef ls = soft ? LLVMBuildFDiv(B, LLVMConstReal(C->f32, 1.0), s,
+					       "")
+			       : cg_libm_call(C, "log", &s, 1);
+	ls = cg_vsplat(C, ls, W);
+	cg_loop_begin(C, &lj, NULL);
+	j = LLVMBuildNSWMul(B, lj.i, cg_i64c(C, W), "");
+	LLVMValueRef at = LLVMBuildNSWAdd(B, row, j, "");
+	LLVMValueRef y;
+	if (soft)
+		y = LLVMBuildFMul(B, cg_vload(C, vty, ex,
+			LLVMBuildNSWAdd(B, exrow, j, ""), 64), ls, "");
+	else
+		y = LLVMBuildFSub(B, LLVMBuildFSub(B, cg_vload(C, vty, in, at,
+			4), m, ""), ls, "");
+	cg_vstore(C, y, out, at, 64, nt);
+	cg_loop_end(C, &lj, K / W, NULL);
 	return acc;
 }
 
@@ -490,10 +711,17 @@ emit_softmax(CgCtx *C, IrNode *n)
 	L.base[0] = cg_buf(C, n);
 	L.base[1] = cg_buf(C, n->in[0]);
 	L.stride[0][0] = L.stride[1][0] = K;
-	L.body = body_softmax_row;
+	L.body = t == TFG_F32 && K % 16 == 0 ? body_softmax_vec
+					     : body_softmax_row;
 	L.n = n;
 	L.row = K;
 	L.flags = CG_NEST_SHARE | CG_NEST_ELEM;
+	/* non-temporal stores when large, unless the exps would not fit a
+	   stack row (16 KiB) */
+	if (L.body == body_softmax_vec &&
+	    cg_nt_wanted(C, cg_numel(&n->shape) * 4) &&
+	    (n->op == OP_log_softmax || K <= 4096))
+		L.flags |= CG_NEST_NT;
 	cg_nest_emit(C, &L);
 	return 0;
 }

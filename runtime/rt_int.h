@@ -283,7 +283,8 @@ tfg_status rt_client_session(RtCtx *c, int session);
 void rt_client_flush(RtCtx *c, int force);
 /* server.c: runs own part of sig for the current step. */
 int rt_run_part(RtCtx *c, int sig);
-/* aot.c: a 64-byte-aligned arena of at least size bytes (owned; free). */
+/* aot.c: a 64-byte-aligned arena of at least size bytes (owned; free);
+ * a large one on huge pages where the system gives them. */
 char *rt_arena_alloc(size_t size);
 
 #endif /* TFG_RUNTIME_RT_INT_H */

@@ -44,13 +44,14 @@ fill(void *d, TfgDtype t, int64_t n)
 	}
 }
 
-/* Kernel options: $TFG_KERNEL_DEDUP and $TFG_PAR_MIN (read when a
- * module is built). */
+/* Kernel options: $TFG_KERNEL_DEDUP, $TFG_PAR_MIN and $TFG_NT_MIN
+ * (read when a module is built). */
 static void
-kopts(int dedup, const char *par_min)
+kopts(int dedup, const char *par_min, const char *nt_min)
 {
 	setenv("TFG_KERNEL_DEDUP", dedup ? "1" : "0", 1);
 	setenv("TFG_PAR_MIN", par_min, 1);
+	setenv("TFG_NT_MIN", nt_min, 1);
 }
 
 /* Runs sig 0 of task 0 of src; returns the fetched bytes concatenated
@@ -108,19 +109,19 @@ t_shared(void)
 					     : "v%d = v%d + v0\n", i, i - 1);
 	snprintf(src + at, sizeof src - at,
 		 "session \"/job:local/task:0\" { print run(v40) }\n");
-	kopts(1, "");
+	kopts(1, "", "");
 	char *ir = emit_src(src);
 	ASSERT(ir != NULL);
 	ASSERT_EQ(count(ir, "define internal"), 3);
 	ASSERT_EQ(count(ir, "call fastcc void @tfg_k"), 41);
 	free(ir);
-	kopts(0, "");
+	kopts(0, "", "");
 	ir = emit_src(src);
 	ASSERT(ir != NULL);
 	ASSERT_EQ(count(ir, "define internal"), 41);
 	free(ir);
 	/* split: a loop worth splitting goes through the pool */
-	kopts(1, "1");
+	kopts(1, "1", "");
 	ir = emit_src(src);
 	ASSERT(ir != NULL);
 	ASSERT_EQ(count(ir, "call void @tfg_rt_parallel"), 41);
@@ -130,45 +131,59 @@ t_shared(void)
 	    "x = random_uniform([512, 256], seed=1)\ny = softmax(x)\n"
 	    "z = log_softmax(x)\n"
 	    "session \"/job:local/task:0\" { print run(y, z) }\n";
-	kopts(1, "");
+	kopts(1, "", "");
 	ir = emit_src(sm);
 	ASSERT(ir != NULL);
 	ASSERT_EQ(count(ir, "call void @tfg_rt_parallel"), 3);
 	free(ir);
-	kopts(1, "-1");
+	kopts(1, "-1", "");
 	ir = emit_src(sm);
 	ASSERT(ir != NULL);
 	ASSERT_EQ(count(ir, "call void @tfg_rt_parallel"), 0);
 	free(ir);
-	kopts(1, "");
+	/* non-temporal stores: for large flat outputs only (a [64, 64]
+	   chain is far below CG_NT_MIN), aligned */
+	kopts(1, "", "");
+	ir = emit_src(src);
+	ASSERT(ir != NULL);
+	ASSERT_EQ(count(ir, "!nontemporal"), 0);
+	free(ir);
+	kopts(1, "", "1");
+	ir = emit_src(src);
+	ASSERT(ir != NULL);
+	ASSERT(count(ir, "align 64, !nontemporal") > 0);
+	free(ir);
+	kopts(1, "", "");
 }
 
 /* src gives the same bytes on 1 and 3 threads, with and without
- * sharing. */
+ * sharing, and with non-temporal stores for every output they may
+ * write (TFG_NT_MIN=1: tiles, the unaligned head and the tail). */
 static void
 same(const char *body)
 {
 	char src[4096];
-	size_t n[3] = {0, 0, 0};
-	static const int dedup[3] = {1, 1, 0};
-	static const char *par_min[3] = {"-1", "1", "1"};
-	char *r[3];
+	size_t n[4] = {0, 0, 0, 0};
+	static const int dedup[4] = {1, 1, 0, 1};
+	static const char *par_min[4] = {"-1", "1", "1", "1"};
+	static const char *nt_min[4] = {"-1", "-1", "-1", "1"};
+	char *r[4];
 	snprintf(src, sizeof src, "cluster { local = [\"localhost:2222\"] }\n"
 		 "%s", body);
-	for (int i = 0; i < 3; i++) {
+	for (int i = 0; i < 4; i++) {
 		ASSERT_EQ(tfg_set_threads(i ? 3 : 1), i ? 3 : 1);
-		kopts(dedup[i], par_min[i]);
+		kopts(dedup[i], par_min[i], nt_min[i]);
 		r[i] = run_src(src, &n[i]);
 		ASSERT(r[i] != NULL);
 	}
-	for (int i = 1; i < 3; i++) {
+	for (int i = 1; i < 4; i++) {
 		ASSERT_EQ(n[i], n[0]);
 		if (memcmp(r[i], r[0], n[0]) != 0)
 			TEST_FAIL_("run %d differs: %s", i, body);
 	}
-	for (int i = 0; i < 3; i++)
+	for (int i = 0; i < 4; i++)
 		free(r[i]);
-	kopts(1, "");
+	kopts(1, "", "");
 }
 
 static void
@@ -195,6 +210,16 @@ t_same(void)
 	     "seed=4)\nn = random_normal([301], seed=5)\n"
 	     "session { print run(t, k, s, h, r, u, n, feed { x: load(\"x\"), "
 	     "y: load(\"y\") }) }\n");
+	/* full reductions in chunks (spec/design.md "Kernels"): with a
+	   remainder, fused, integer means, of a scalar broadcast */
+	same("input x: f32[1000, 331]\ninput i: i32[1000, 331]\n"
+	     "a = reduce_sum(x)\nb = reduce_mean(x * x + 1.0)\n"
+	     "c = reduce_max(x)\nd = reduce_min(x - 2.0)\n"
+	     "e = reduce_mean(i)\nf = reduce_sum(i * 3)\n"
+	     "g = reduce_prod(x * 0.001 + 1.0)\n"
+	     "h = reduce_sum(x[1:999, :] * 2.0)\n"
+	     "session { print run(a, b, c, d, e, f, g, h, feed { x: "
+	     "load(\"x\"), i: load(\"i\") }) }\n");
 	/* large enough that the workers wake before the caller is done */
 	same("input x: f32[8192, 256]\n"
 	     "a = reduce_sum(x, axis=0)\nb = reduce_max(x, axis=1)\n"
