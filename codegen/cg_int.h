@@ -39,6 +39,9 @@ typedef struct CgCtx {
 	int64_t par_min;       /* $TFG_PAR_MIN: least work split (< 0 never) */
 	int64_t nt_min;        /* $TFG_NT_MIN: least output bytes written
 				  with non-temporal stores (< 0 never) */
+	int64_t epi_block;     /* $TFG_EPI_BLOCK: bytes of product rows per
+				  BLAS call under an epilogue (0: the
+				  default, cpu_shape.c) */
 	const char *cpu, *features; /* function attributes (may be NULL) */
 	/* outlined kernels (cpu_nest.c), shared by the module's parts */
 	struct CgKernel *kern;

@@ -794,6 +794,7 @@ cg_build_module(LLVMContextRef c, LLVMModuleRef m, const Program *p,
 	const char *dd = getenv("TFG_KERNEL_DEDUP");
 	const char *pm = getenv("TFG_PAR_MIN");
 	const char *nm = getenv("TFG_NT_MIN");
+	const char *eb = getenv("TFG_EPI_BLOCK");
 	CgCtx C = {0};
 	if (task < 0 || task >= p->ntask) {
 		fprintf(stderr, "tfgc: error: codegen: task %d out of range "
@@ -807,6 +808,7 @@ cg_build_module(LLVMContextRef c, LLVMModuleRef m, const Program *p,
 	C.no_dedup = dd && strcmp(dd, "0") == 0;
 	C.par_min = pm && *pm ? strtoll(pm, NULL, 10) : 0;
 	C.nt_min = nm && *nm ? strtoll(nm, NULL, 10) : 0;
+	C.epi_block = eb && *eb ? strtoll(eb, NULL, 10) : 0;
 	C.cpu = cpu;
 	C.features = features;
 	C.void_ = LLVMVoidTypeInContext(c);

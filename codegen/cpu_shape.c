@@ -32,11 +32,11 @@
  * rows at a time into its output, and the program runs over each block
  * right after it, while the block is in cache, instead of as a separate
  * pass over memory: blocks of R rows per cblas_*gemm call with R * n
- * elements in EPI_BLOCK_BYTES (L2), or one row at a time on the loop
- * path, whose sums keep the unfused order (bit-identical results).  The
- * batch is more rows when the plain product would be one GEMM and every
- * input the program reads walks the rows as one axis; else a loop over
- * the batch elements runs the blocks of each.
+ * elements in EPI_BLOCK_BYTES (a share of the L3), or one row at a time
+ * on the loop path, whose sums keep the unfused order (bit-identical
+ * results).  The batch is more rows when the plain product would be one
+ * GEMM and every input the program reads walks the rows as one axis;
+ * else a loop over the batch elements runs the blocks of each.
  *
  * size, shape, rank and split never reach codegen: the checker folds the
  * first three to constants and turns split into slices.
@@ -208,14 +208,18 @@ body_blas(CgCtx *C, const Nest *L, LLVMValueRef *off, LLVMValueRef acc)
 /* ---- epilogues (compiler/pass_fuse.c): the product a block of rows at
  * a time, each block followed at once by the program over it */
 
-/* A BLAS block of product rows: a share of the L3 (32 MiB on the 2-core
- * EPYC), not the L2.  Each cblas_sgemm call packs all of b again and
- * wakes OpenBLAS's threads, so with bench/kernels.sh's [4096, 1024] @
- * [1024, 1024] blocks of 256 KiB (64 calls) cost 40-65% over the bare
- * product, 1 MiB 15-30%, and 4 MiB or more were within the noise of one
- * call followed by a pass (the product fits that L3; what is left is
- * the epilogue's own arithmetic). */
-#define EPI_BLOCK_BYTES (4 << 20)
+/* A BLAS block of product rows: a share of the L3 (32 MiB per core
+ * complex on the 2-core EPYC), not the L2.  Each cblas_sgemm call packs
+ * all of b again and wakes OpenBLAS's threads, so with bench/kernels.sh's
+ * [4096, 1024] @ [1024, 1024] blocks of 256 KiB (64 calls) cost 40-65%
+ * over the bare product and 1 MiB 15-30%.  From 4 MiB on what is left is
+ * the epilogue's own arithmetic and the machine's noise: medians of 31
+ * runs, 7 rounds each, interleaved on a quiet machine, were +5.0% for
+ * 4 MiB blocks, +5.4% for 8 MiB and +3.1% for 16 MiB (one call, then the
+ * program over the product while the L3 still holds most of it), whose
+ * spread was also the smallest.  $TFG_EPI_BLOCK (bytes) replaces it, for
+ * measuring and for tests. */
+#define EPI_BLOCK_BYTES (16 << 20)
 
 /* An epilogue's product is m rows of nn (every batch row in flat mode,
  * else one batch element's), computed `rows` at a time; input e (used[e]:
@@ -244,7 +248,7 @@ row_at(CgCtx *C, TfgDtype t, LLVMValueRef base, LLVMValueRef i, int64_t st)
 /* The plan of n's epilogue; flat: the batch axes as more rows, refused
  * (-1) unless every input the program reads walks them as one axis. */
 static int
-epi_plan(const IrNode *n, int flat, Epi *E)
+epi_plan(const CgCtx *C, const IrNode *n, int flat, Epi *E)
 {
 	const TfgShape *P = &n->shape;
 	const IrFuse *f = n->fuse;
@@ -286,7 +290,7 @@ epi_plan(const IrNode *n, int flat, Epi *E)
 	E->blas = use_blas(E->t, E->m, E->k, E->nn);
 	E->rows = 1;
 	if (E->blas) {
-		E->rows = EPI_BLOCK_BYTES /
+		E->rows = (C->epi_block > 0 ? C->epi_block : EPI_BLOCK_BYTES) /
 			  (E->nn * (int64_t)cg_dtype_size(E->t));
 		E->rows = E->rows < 1 ? 1 : E->rows > E->m ? E->m : E->rows;
 	}
@@ -405,13 +409,13 @@ emit_epilogue(CgCtx *C, IrNode *n)
 	for (int e = 0; e < n->nin; e++)
 		base[1 + e] = cg_buf(C, n->in[e]);
 	if (ra >= 2 && bb.rank == 0 && ba.rank == nb &&
-	    epi_plan(n, 1, &E) == 0) {
+	    epi_plan(C, n, 1, &E) == 0) {
 		epi_rows(C, &E, base);
 		return 0;
 	}
 	/* a loop over the batch elements in the part function (the blocks'
 	 * nests are kernels of their own), each axis's index from lb.i */
-	epi_plan(n, 0, &E);
+	epi_plan(C, n, 0, &E);
 	batch_strides(&bo, nb, E.m * E.nn, st[0]);
 	batch_strides(&ba, nb, E.m * E.k, st[1]);
 	batch_strides(&bb, nb, E.k * E.nn, st[2]);

@@ -278,10 +278,12 @@ close_results(const char *src, int min_fused, double tol)
 static void
 t_epilogue_blas(void)
 {
-	/* flat batch rows, several blocks and a rest (f32 rows of 96: 682
-	 * rows a block); a full-shape operand; per batch element: b
-	 * batched (u), or an operand that varies by row but not by batch
-	 * element (r, t: the rows are not one axis for it); f64 */
+	/* flat batch rows, several blocks and a rest (256 KiB blocks:
+	 * f32 rows of 96, 682 rows a block); a full-shape operand; per
+	 * batch element: b batched (u), or an operand that varies by row
+	 * but not by batch element (r, t: the rows are not one axis for
+	 * it); f64 */
+	setenv("TFG_EPI_BLOCK", "262144", 1);
 	close_results(
 	    "input x: f32[3, 700, 40]\ninput w: f32[40, 96]\n"
 	    "input v: f32[40, 96]\ninput b: f32[96]\n"
@@ -295,6 +297,7 @@ t_epilogue_blas(void)
 	    "s: load(\"s\"), t: load(\"t\"), p: load(\"p\"), "
 	    "q: load(\"q\"), c: load(\"c\") }) }\n",
 	    4, 1e-4);
+	unsetenv("TFG_EPI_BLOCK");
 }
 
 TEST_MAIN({"float_chain", t_float_chain}, {"float_f64", t_float_f64},
