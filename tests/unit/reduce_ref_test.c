@@ -386,49 +386,69 @@ t_reduce(void)
 	}
 }
 
-/* softmax and log_softmax over the last axis of random shapes, in long
+/* softmax and log_softmax of x over the last axis of s, checked in long
  * double: m = max, then exp(x - m) / sum and (x - m) - log(sum). */
+static void
+softmax_case(TfgDtype t, TfgShape s, void *x)
+{
+	JhPart p = {0};
+	JhRun r;
+	int64_t K = s.dims[s.rank - 1], N = jh_nel(s);
+	IrNode *in = jh_input(&p, t, s, 0, x);
+	IrNode *sm = jh_op1(&p, OP_softmax, t, s, in);
+	IrNode *ls = jh_op1(&p, OP_log_softmax, t, s, in);
+	jh_snd(&p, sm, OUT_KEY);
+	jh_snd(&p, ls, OUT_KEY + 1);
+	ASSERT_EQ(jh_run_part(&r, &p), 0);
+	for (int64_t row = 0; K && row < N / K; row++) {
+		long double m = -INFINITY, sum = 0;
+		for (int64_t j = 0; j < K; j++)
+			m = fmaxl(m, jh_getf(x, t, row * K + j));
+		for (int64_t j = 0; j < K; j++)
+			sum += expl(jh_getf(x, t, row * K + j) - m);
+		for (int64_t j = 0; j < K; j++) {
+			int64_t k = row * K + j;
+			long double d = jh_getf(x, t, k) - m;
+			long double w = d - logl(sum);
+			check_f(OP_softmax, t, k,
+				jh_getf(jh_sent[OUT_KEY], t, k),
+				expl(d) / sum,
+				t == TFG_F32 ? 1e-6L : 1e-14L);
+			check_f(OP_log_softmax, t, k,
+				jh_getf(jh_sent[OUT_KEY + 1], t, k), w,
+				(t == TFG_F32 ? 1e-5L : 1e-12L) *
+					(1 + fabsl(w)));
+		}
+	}
+	jh_run_done(&r);
+}
+
+/* Random shapes, then f32 rows of 16, 64 and 1024, which take the
+ * explicit vector path (codegen/cpu_reduce.c body_softmax_vec), with
+ * -inf and values far below the row's max (exps in the subnormals and
+ * 0) in some rows. */
 static void
 t_softmax(void)
 {
+	static const int64_t widths[] = {16, 64, 1024};
 	for (int trial = 0; trial < 40; trial++) {
 		TfgDtype t = trial % 2 ? TFG_F32 : TFG_F64;
 		TfgShape s = rand_shape();
-		JhPart p = {0};
-		JhRun r;
 		if (s.rank == 0)
 			s.rank = 1, s.dims[0] = 5;
-		int64_t K = s.dims[s.rank - 1], N = jh_nel(s);
-		void *x = fill(t, N, D_WIDE, 0);
-		IrNode *in = jh_input(&p, t, s, 0, x);
-		IrNode *sm = jh_op1(&p, OP_softmax, t, s, in);
-		IrNode *ls = jh_op1(&p, OP_log_softmax, t, s, in);
-		jh_snd(&p, sm, OUT_KEY);
-		jh_snd(&p, ls, OUT_KEY + 1);
-		ASSERT_EQ(jh_run_part(&r, &p), 0);
-		for (int64_t row = 0; K && row < N / K; row++) {
-			long double m = -INFINITY, sum = 0;
-			for (int64_t j = 0; j < K; j++)
-				m = fmaxl(m, jh_getf(x, t, row * K + j));
-			for (int64_t j = 0; j < K; j++)
-				sum += expl(jh_getf(x, t, row * K + j) - m);
-			for (int64_t j = 0; j < K; j++) {
-				int64_t k = row * K + j;
-				long double d = jh_getf(x, t, k) - m;
-				long double w = d - logl(sum);
-				check_f(OP_softmax, t, k,
-					jh_getf(jh_sent[OUT_KEY], t, k),
-					expl(d) / sum,
-					t == TFG_F32 ? 1e-6L : 1e-14L);
-				check_f(OP_log_softmax, t, k,
-					jh_getf(jh_sent[OUT_KEY + 1], t, k), w,
-					(t == TFG_F32 ? 1e-5L : 1e-12L) *
-						(1 + fabsl(w)));
-			}
-		}
-		jh_run_done(&r);
+		softmax_case(t, s, fill(t, jh_nel(s), D_WIDE, 0));
+	}
+	for (size_t w = 0; w < sizeof widths / sizeof *widths; w++) {
+		TfgShape s = {2, {3, widths[w]}};
+		float *x = fill(TFG_F32, jh_nel(s), D_WIDE, 0);
+		x[1] = -INFINITY;
+		x[widths[w] + 2] = -100.0f;
+		x[widths[w] + 3] = -95.0f;
+		x[widths[w] + 4] = 60.0f;
+		softmax_case(TFG_F32, s, x);
 	}
 }
+
 
 /* Cases the random draw may miss: a whole row of NaN or of -inf for
  * argmax, ties at the first position, i32 means that need i64. */
