@@ -132,11 +132,12 @@ gpart0(struct RtCtx *c, char *arena)
 	return tfg_rt_send(c, 2, &y);
 }
 
-#define GMAX 8 /* longest x */
-static TfgPlan gplans[4];
-static RtEdge gedges[4][3];
-static RtFeed gfeeds[4][1];
-static RtSig gsigs[4][1];
+#define GMAX 80 /* longest x */
+#define NGEN (RT_MAX_SPECS + 4) /* specialisations one process may make */
+static TfgPlan gplans[NGEN];
+static RtEdge gedges[NGEN][3];
+static RtFeed gfeeds[NGEN][1];
+static RtSig gsigs[NGEN][1];
 static int ngen;
 
 static int
@@ -147,7 +148,7 @@ specialise(void *cookie, const TfgPlan *plan, int sig, const TfgShape *feeds,
 	int k = ngen;
 
 	(void)cookie;
-	if (sig != 0 || feeds[0].rank != 1 || n > GMAX || ngen == 4)
+	if (sig != 0 || feeds[0].rank != 1 || n > GMAX || ngen == NGEN)
 		return tfg_error(e, TFG_EINVAL, "cannot do that");
 	if (strcmp(scenario, "generic-fail") == 0 && task == 1 && n == 3)
 		return tfg_error(e, TFG_EINVAL, "no code for length 3");
@@ -242,7 +243,7 @@ run_y(RtTensor *feed)
 static void
 build_session(RtSession *ss, long nbench)
 {
-	static RtStmt *stmts[8];
+	static RtStmt *stmts[RT_MAX_SPECS + 8];
 	RtTensor *two = scalar(TFG_I32, 2);
 
 	ss->task = 0;
@@ -287,6 +288,19 @@ build_session(RtSession *ss, long nbench)
 			    ex(RT_E_MUL, NULL, 2,
 			       ex(RT_E_CONST, scalar(TFG_F64, 1.5), 0),
 			       ex(RT_E_CONST, scalar(TFG_I32, 2), 0)));
+		}
+	} else if (strcmp(scenario, "generic-many") == 0) {
+		/* print run(y, x=[67] * k) for k = 1 .. RT_MAX_SPECS + 1: a
+		   new shape each time, one more than a process keeps */
+		rt_tensor_free(two);
+		for (int k = 1; k <= RT_MAX_SPECS + 1; k++) {
+			TfgShape s = {1, {k}};
+			RtTensor *v;
+
+			TFG_ASSERT(rt_tensor_new(&v, TFG_I32, &s) == TFG_OK);
+			for (int i = 0; i < k; i++)
+				((int32_t *)v->data)[i] = 67;
+			stmts[ss->nstmt++] = st(RT_S_PRINT, 1, run_y(v));
 		}
 	} else if (strncmp(scenario, "generic", 7) == 0) {
 		/* print run(y, x=[1, 2]), then [1, 2, 3], [4, 5], [1, 2, 3] */
@@ -736,6 +750,24 @@ t_generic_fail(void)
 	run_done(&r);
 }
 
+/* Each process keeps RT_MAX_SPECS specialisations: one more shape fails
+ * its run with an error that says so, after the others ran. */
+static void
+t_generic_many(void)
+{
+	Run r;
+	char want[RT_MAX_SPECS * 8], *w = want;
+
+	for (int k = 1; k <= RT_MAX_SPECS; k++)
+		w += sprintf(w, "%d\n", 302 + k);
+	run_init(&r);
+	ctl(&r, "generic-many", NULL, 60);
+	ASSERT_STREQ(r.out, want);
+	ASSERT(r.status != 0);
+	ASSERT_HAS(r.err, "more than 64 shapes fed to runs of this program");
+	run_done(&r);
+}
+
 static void
 t_bad_feed(void)
 {
@@ -972,7 +1004,7 @@ t_step_latency(void)
 #define main test_main
 TEST_MAIN({"hello", t_hello}, {"loop_print", t_loop_print},
 	  {"bad_feed", t_bad_feed}, {"generic", t_generic},
-	  {"generic_fail", t_generic_fail}, {"startup_deadline", t_startup_deadline},
+	  {"generic_fail", t_generic_fail}, {"generic_many", t_generic_many}, {"startup_deadline", t_startup_deadline},
 	  {"port_in_use", t_port_in_use}, {"step_timeout", t_step_timeout},
 	  {"part_error", t_part_error}, {"task_crash", t_task_crash},
 	  {"kill9_controller", t_kill9_controller},
