@@ -14,6 +14,10 @@ const char *ir_node_label(const IrNode *n); /* name or "_<id>" */
  * the arena ("2", "[1. 2.]"); long tensors are abbreviated. */
 char *ir_const_str(Arena *a, const IrNode *n);
 char *ir_type_str(Arena *a, TfgDtype t, const TfgShape *s); /* "f32[100]" */
+/* FNV-1a over n bytes, continuing from h (start: IR_FNV_BASIS): the
+ * plan hash and CSE's node hash. */
+#define IR_FNV_BASIS 0xcbf29ce484222325ull
+uint64_t ir_fnv(uint64_t h, const void *p, size_t n);
 
 /* device.c: the task a complete device names, or -1. */
 int dev_task_index(const Program *p, Device d);

@@ -80,6 +80,16 @@ ir_node_label(const IrNode *n)
 	return buf[next];
 }
 
+uint64_t
+ir_fnv(uint64_t h, const void *p, size_t n)
+{
+	const unsigned char *s = p;
+
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ s[i]) * 0x100000001b3ull;
+	return h;
+}
+
 char *
 ir_type_str(Arena *a, TfgDtype t, const TfgShape *s)
 {

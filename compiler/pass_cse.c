@@ -21,27 +21,17 @@
 #include "compiler/compiler_int.h"
 
 static uint64_t
-mix(uint64_t h, const void *p, size_t n)
-{
-	const unsigned char *s = p;
-
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ s[i]) * 0x100000001b3ull;
-	return h;
-}
-
-static uint64_t
 node_hash(const IrNode *x)
 {
-	uint64_t h = 0xcbf29ce484222325ull;
+	uint64_t h = IR_FNV_BASIS;
 
-	h = mix(h, &x->op, sizeof x->op);
-	h = mix(h, &x->dtype, sizeof x->dtype);
-	h = mix(h, x->shape.dims, x->shape.rank * sizeof *x->shape.dims);
+	h = ir_fnv(h, &x->op, sizeof x->op);
+	h = ir_fnv(h, &x->dtype, sizeof x->dtype);
+	h = ir_fnv(h, x->shape.dims, x->shape.rank * sizeof *x->shape.dims);
 	for (int k = 0; k < x->nin; k++)
-		h = mix(h, &x->in[k]->id, sizeof x->in[k]->id);
+		h = ir_fnv(h, &x->in[k]->id, sizeof x->in[k]->id);
 	if (x->op == OP_const && x->data)
-		h = mix(h, x->data, ir_nbytes(x) < 256 ? ir_nbytes(x) : 256);
+		h = ir_fnv(h, x->data, ir_nbytes(x) < 256 ? ir_nbytes(x) : 256);
 	return h;
 }
 

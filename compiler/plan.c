@@ -9,19 +9,9 @@
 #include "compiler/compiler_int.h"
 
 static uint64_t
-fnv(uint64_t h, const void *p, size_t n)
-{
-	const unsigned char *s = p;
-
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ s[i]) * 0x100000001b3ull;
-	return h;
-}
-
-static uint64_t
 fnv_i64(uint64_t h, int64_t v)
 {
-	return fnv(h, &v, sizeof v);
+	return ir_fnv(h, &v, sizeof v);
 }
 
 /* The hash covers the source, whether the plan is generic, and the shapes
@@ -31,7 +21,7 @@ fnv_i64(uint64_t h, int64_t v)
 static uint64_t
 plan_hash(const Program *p, const TfgPlan *pl)
 {
-	uint64_t h = fnv(0xcbf29ce484222325ull, p->src->text, p->src->len);
+	uint64_t h = ir_fnv(IR_FNV_BASIS, p->src->text, p->src->len);
 
 	h = fnv_i64(fnv_i64(fnv_i64(h, pl->ntask), pl->nedge), pl->nsig);
 	h = fnv_i64(h, pl->generic);

@@ -272,6 +272,10 @@ tfg_status rt_spec_client(RtCtx *c, int sig, const TfgShape *feeds,
 void rt_spec_serve(RtCtx *c, RtMsg *m);
 void rt_spec_free(RtCtx *c);
 
+/* server.c: makes the step of m (START or SPECIALISE from its client)
+ * the current one, running sig (-1: none); -1 if m is for a step its
+ * sender does not drive (reported) or one that already ended here. */
+int rt_step_accept(RtCtx *c, const RtMsg *m, int sig);
 /* server.c: ERROR (text) or DONE (text NULL) for the current step to
  * its client. */
 void rt_reply(RtCtx *c, int client, uint32_t key, const char *text);

@@ -106,6 +106,25 @@ rt_reply(RtCtx *c, int client, uint32_t key, const char *text)
 	fprintf(stderr, "tfgc: error: %s: %s\n", c->name, e.msg);
 }
 
+int
+rt_step_accept(RtCtx *c, const RtMsg *m, int sig)
+{
+	int client = m->h.src;
+
+	if (m->h.step >> 48 != (uint64_t)client || client == c->task) {
+		fprintf(stderr, "tfgc: error: %s: %s from %s for a step it "
+			"does not drive (ignored)\n", c->name,
+			rt_msg_name(m->h.type), c->plan->tasks[client].name);
+		return -1;
+	}
+	if (m->h.step <= c->finished[client])
+		return -1; /* a duplicate */
+	c->step = m->h.step;
+	c->client = client;
+	c->sig = sig;
+	return 0;
+}
+
 /* START(step, sig) from a client: run the own part for that step, in the
  * plan the message names (the own one or a specialisation's). */
 static void
@@ -113,18 +132,9 @@ serve_start(RtCtx *c, RtMsg *m)
 {
 	int client = m->h.src, sig = (int)m->h.key, rc;
 
-	if (m->h.step >> 48 != (uint64_t)client || client == c->task) {
-		fprintf(stderr, "tfgc: error: %s: START from %s for a step "
-			"it does not drive (ignored)\n", c->name,
-			c->plan->tasks[client].name);
+	if (rt_step_accept(c, m, sig) != 0)
 		return;
-	}
-	if (m->h.step <= c->finished[client])
-		return; /* a duplicate */
 	rt_ctx_use(c, m->spec);
-	c->step = m->h.step;
-	c->client = client;
-	c->sig = sig;
 	if (c->opt.verbose)
 		fprintf(stderr, "tfg: %s: step %llu sig %d\n", c->name,
 			(unsigned long long)(c->step & 0xffffffffffffull), sig);

@@ -273,14 +273,15 @@ rt_spec_client(RtCtx *c, int sig, const TfgShape *feeds, int *spec)
 		if ((st = rt_wait_done(c, task, "compile the specialisation",
 				       &hash)))
 			break;
-		if (hash != c->specs[i].plan->hash)
+		uint64_t own = c->specs[i].plan->hash;
+		if (hash != own)
 			st = tfg_error(&c->err, TFG_EPEER,
-				       "%s compiled another specialisation "
-				       "(plan %016llx, this one's is %016llx): "
-				       "do all tasks run the same tfgc with the "
-				       "same options?", c->plan->tasks[task].name,
-				       (unsigned long long)hash,
-				       (unsigned long long)c->specs[i].plan->hash);
+				"%s compiled another specialisation (plan "
+				"%016llx, this one's is %016llx): do all tasks "
+				"run the same tfgc with the same options?",
+				c->plan->tasks[task].name,
+				(unsigned long long)hash,
+				(unsigned long long)own);
 	}
 	rt_step_end(c);
 	if (st != TFG_OK)
@@ -303,8 +304,9 @@ decode(const RtSig *sig, const RtMsg *m, TfgShape *feeds, char *why,
 		const RtFeed *f = &sig->feeds[k];
 		uint64_t rank;
 
-		if (end - p < 8 || (rank = rt_get_le(p, 8)) !=
-		    (uint64_t)f->shape.rank || (size_t)(end - p) < 8 * (1 + rank)) {
+		if (end - p < 8 ||
+		    (rank = rt_get_le(p, 8)) != (uint64_t)f->shape.rank ||
+		    (size_t)(end - p) < 8 * (1 + rank)) {
 			snprintf(why, nwhy, "feed '%s' is %s%s, the message "
 				 "gives another rank or too few bytes",
 				 f->name, tfg_dtype_name(f->dtype),
@@ -367,18 +369,9 @@ rt_spec_serve(RtCtx *c, RtMsg *m)
 	char why[600];
 
 	/* Validation made sure sig is driven from client, and the plan is
-	   generic. */
-	if (m->h.step >> 48 != (uint64_t)client || client == c->task) {
-		fprintf(stderr, "tfgc: error: %s: SPECIALISE from %s for a "
-			"step it does not drive (ignored)\n", c->name,
-			c->plan->tasks[client].name);
+	   generic; the round is a step with no signature to run. */
+	if (rt_step_accept(c, m, -1) != 0)
 		return;
-	}
-	if (m->h.step <= c->finished[client])
-		return; /* a duplicate */
-	c->step = m->h.step;
-	c->client = client;
-	c->sig = -1;
 	if ((feeds = calloc((size_t)gs->nfeed + 1, sizeof *feeds)) == NULL) {
 		rt_reply(c, client, 0, "out of memory");
 	} else if (decode(gs, m, feeds, why, sizeof why) != 0) {
