@@ -221,8 +221,8 @@ LLVMValueRef cg_vload(CgCtx *C, LLVMTypeRef vty, LLVMValueRef base,
 void cg_vstore(CgCtx *C, LLVMValueRef v, LLVMValueRef base, LLVMValueRef off,
 	       unsigned align, int nt);
 LLVMValueRef cg_vreduce_fadd(CgCtx *C, LLVMValueRef v);
-/* A prefetch of element off of base (elements of type ety; any address,
- * even past the buffer: a prefetch never faults). */
+/* A prefetch of element off of base into the L2 cache (elements of type
+ * ety; any address, even past the buffer: a prefetch never faults). */
 void cg_prefetch(CgCtx *C, LLVMTypeRef ety, LLVMValueRef base,
 		 LLVMValueRef off);
 /* An alloca in the entry block of the function being built (a kernel's
@@ -266,5 +266,8 @@ LLVMValueRef cg_vsigmoid64(CgCtx *C, LLVMValueRef x);
 /* e^x for x <= 0 (or NaN), within 1 ulp, cheaper than cg_vexp: the exp
  * of sigmoid and softmax. */
 LLVMValueRef cg_vexp_nonpos(CgCtx *C, LLVMValueRef x);
+/* The same times 2^24, a normal number for every x <= 0 (softmax's
+ * exps, whose scale cancels in e / sum). */
+LLVMValueRef cg_vexp_nonpos_2p24(CgCtx *C, LLVMValueRef x);
 
 #endif /* TFG_CODEGEN_CG_INT_H */

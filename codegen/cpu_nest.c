@@ -496,7 +496,7 @@ cg_prefetch(CgCtx *C, LLVMTypeRef ety, LLVMValueRef base, LLVMValueRef off)
 	LLVMValueRef args[4] = {
 		LLVMBuildGEP2(C->b, ety, base, &off, 1, ""), /* not inbounds */
 		LLVMConstInt(C->i32, 0, 0), /* read */
-		LLVMConstInt(C->i32, 3, 0), /* keep in all levels */
+		LLVMConstInt(C->i32, 1, 0), /* into L2 (x86: prefetcht2) */
 		LLVMConstInt(C->i32, 1, 0), /* data */
 	};
 	LLVMBuildCall2(C->b, LLVMIntrinsicGetType(C->c, id, &pt, 1),

@@ -226,14 +226,14 @@ cg_vtanh(CgCtx *C, LLVMValueRef x)
 	return cg_intrinsic(C, "llvm.copysign", cs, 2);
 }
 
-/* e^t for t <= 0 (or NaN): the exp of sigmoid and softmax, cheaper than
- * cg_vexp's.  One clamp (t >= -104; NaN passes), the same reduction,
- * p(r) = 1 + r + r^2 P(r) with P of degree 4 (fitted for the relative
- * error over |r| <= ln2/2: 3.1e-9) by plain Horner, six multiply-adds,
- * and the scaling by 2^n, n in [-150, 0], done as 2^(n + 64), a normal
- * number, then 2^-64: exact, or one rounding into the subnormals. */
+/* e^t * 2^c for t <= 0 (or NaN) and c in [24, 64]: the exp of sigmoid
+ * and softmax, cheaper than cg_vexp's.  One clamp (t >= -104; NaN
+ * passes), the same reduction, p(r) = 1 + r + r^2 P(r) with P of degree
+ * 4 (fitted for the relative error over |r| <= ln2/2: 3.1e-9) by plain
+ * Horner, six multiply-adds, and the scaling by 2^(n + c), n in
+ * [-150, 0]: a normal number, so the product is exact. */
 static LLVMValueRef
-exp_nonpos(const Vm *v, LLVMValueRef t)
+exp_nonpos_scaled(const Vm *v, LLVMValueRef t, int c)
 {
 	static const double P[] = {1.381454058e-03, 8.368745446e-03,
 				   4.166838899e-02, 1.666652113e-01,
@@ -247,12 +247,20 @@ exp_nonpos(const Vm *v, LLVMValueRef t)
 	r = fma_(v, k, fc(v, 2.12194440e-4), r);
 	LLVMValueRef y = horner(v, r, P, 7);
 	/* kk's low mantissa bits hold n: bits(kk) - bits(shifter) = n, so
-	   2^(n + 64) = (bits(kk) - bits(shifter) + 127 + 64) << 23 */
+	   2^(n + c) = (bits(kk) - bits(shifter) + 127 + c) << 23 */
 	LLVMValueRef e = LLVMBuildAdd(B, LLVMBuildBitCast(B, kk, v->ity, ""),
-				      ic(v, 127 + 64 - 0x4b400000), "");
+				      ic(v, 127 + c - 0x4b400000), "");
 	e = LLVMBuildBitCast(B, LLVMBuildShl(B, e, ic(v, 23), ""), v->fty, "");
-	return LLVMBuildFMul(B, LLVMBuildFMul(B, y, e, ""), fc(v, 0x1p-64),
-			     "");
+	return LLVMBuildFMul(B, y, e, "");
+}
+
+/* e^t for t <= 0: e^t 2^64, then 2^-64 (exact, or one rounding into
+ * the subnormals). */
+static LLVMValueRef
+exp_nonpos(const Vm *v, LLVMValueRef t)
+{
+	return LLVMBuildFMul(v->b, exp_nonpos_scaled(v, t, 64),
+			     fc(v, 0x1p-64), "");
 }
 
 LLVMValueRef
@@ -260,6 +268,13 @@ cg_vexp_nonpos(CgCtx *C, LLVMValueRef x)
 {
 	Vm v = vm_of(C, x);
 	return exp_nonpos(&v, x);
+}
+
+LLVMValueRef
+cg_vexp_nonpos_2p24(CgCtx *C, LLVMValueRef x)
+{
+	Vm v = vm_of(C, x);
+	return exp_nonpos_scaled(&v, x, 24);
 }
 
 /* sigmoid(x) with the exp of the dtype: z = e^-|x|, then 1 / (1 + z)

@@ -386,6 +386,18 @@ t_reduce(void)
 	}
 }
 
+/* softmax's relative error bound for an element at d = x - m of a row of
+ * K: x - m rounds (up to |d| eps / 2 relative in the exp), the exp, the
+ * sum of K positive terms in lanes (K / 16 sequential additions each,
+ * then a tree), 1 / s and the product; the subnormal results add at most
+ * one unit of the least subnormal. */
+static long double
+rel_tol(TfgDtype t, long double d, int64_t K)
+{
+	long double eps = t == TFG_F32 ? FLT_EPSILON : DBL_EPSILON;
+	return eps * (fabsl(d) + (long double)K / 8 + 32);
+}
+
 /* softmax and log_softmax of x over the last axis of s, checked in long
  * double: m = max, then exp(x - m) / sum and (x - m) - log(sum). */
 static void
@@ -410,10 +422,13 @@ softmax_case(TfgDtype t, TfgShape s, void *x)
 			int64_t k = row * K + j;
 			long double d = jh_getf(x, t, k) - m;
 			long double w = d - logl(sum);
+			long double want = expl(d) / sum;
 			check_f(OP_softmax, t, k,
-				jh_getf(jh_sent[OUT_KEY], t, k),
-				expl(d) / sum,
-				t == TFG_F32 ? 1e-6L : 1e-14L);
+				jh_getf(jh_sent[OUT_KEY], t, k), want,
+				fminl(t == TFG_F32 ? 1e-6L : 1e-14L,
+				      rel_tol(t, d, K) * want +
+				      (t == TFG_F32 ? FLT_TRUE_MIN
+						    : DBL_TRUE_MIN)));
 			check_f(OP_log_softmax, t, k,
 				jh_getf(jh_sent[OUT_KEY + 1], t, k), w,
 				(t == TFG_F32 ? 1e-5L : 1e-12L) *
