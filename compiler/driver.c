@@ -37,6 +37,7 @@ typedef struct Args {
 	const char *task_s; /* --task J:T for emit */
 	int opt_level;
 	int log_placement, free_ports, attach, verbose;
+	int picked_ports; /* server: --picked-ports, from tfgc run */
 	int no_fold, no_cse, no_dce, no_fuse; /* -fno-fold ... */
 	double startup_timeout, step_timeout;
 	PtrVec addr; /* --addr values */
@@ -234,6 +235,8 @@ parse_args(Args *a, int argc, char **argv, Arena *ar)
 			a->free_ports = 1;
 		} else if (FLAG("--attach")) {
 			a->attach = 1;
+		} else if (FLAG("--picked-ports")) {
+			a->picked_ports = 1; /* tfgc run to its servers */
 		} else if (FLAG("--shared")) {
 			a->shared = 1;
 		} else if (FLAG("-fno-fold")) {
@@ -512,6 +515,7 @@ runtime_options(const Args *a)
 	o.startup_timeout = a->startup_timeout;
 	o.step_timeout = a->step_timeout;
 	o.verbose = a->verbose;
+	o.picked_ports = a->picked_ports;
 	o.controller_addr = "127.0.0.1:0";
 	return o;
 }
@@ -734,17 +738,14 @@ cmd_compile(Args *a, Program *p)
 	return 0;
 }
 
-static int
-cmd_run(Args *a, Program *p)
+/* The arguments of every `tfgc server` that tfgc run starts (the task's
+ * --job and --task follow); picked: --picked-ports. */
+static char *const *
+server_args(const Args *a, Program *p, int picked)
 {
-	TfgOptions o = runtime_options(a);
 	PtrVec sargs = {0};
 	char buf[32];
 
-	if (a->log_placement)
-		dump_placement_log(stderr, p);
-	if (a->free_ports && !a->attach && free_ports(p) < 0)
-		return 1;
 	vec_push(p->arena, &sargs, "server");
 	vec_push(p->arena, &sargs, (void *)a->file);
 	for (int t = 0; t < p->ntask; t++) {
@@ -756,6 +757,8 @@ cmd_run(Args *a, Program *p)
 	snprintf(buf, sizeof buf, "%g", a->step_timeout);
 	vec_push(p->arena, &sargs, "--step-timeout");
 	vec_push(p->arena, &sargs, arena_strdup(p->arena, buf));
+	if (picked)
+		vec_push(p->arena, &sargs, "--picked-ports");
 	if (a->verbose)
 		vec_push(p->arena, &sargs, "--verbose");
 	if (a->no_fold)
@@ -783,8 +786,34 @@ cmd_run(Args *a, Program *p)
 		vec_push(p->arena, &sargs, a->shape.v[i]);
 	}
 	vec_push(p->arena, &sargs, NULL);
-	return tfg_launch(p->plan, &o, "/proc/self/exe",
-			  (char *const *)sargs.v, a->attach);
+	return (char *const *)sargs.v;
+}
+
+/* How often tfgc run --free-ports picks ports again when another process
+ * took one between the pick and the task's listen (the last try reports
+ * it as an error). */
+#define PORT_TRIES 5
+
+static int
+cmd_run(Args *a, Program *p)
+{
+	TfgOptions o = runtime_options(a);
+	int pick = a->free_ports && !a->attach, rc;
+
+	if (a->log_placement)
+		dump_placement_log(stderr, p);
+	for (int try = 1;; try++) {
+		if (pick && free_ports(p) < 0)
+			return 1;
+		o.picked_ports = pick && try < PORT_TRIES;
+		rc = tfg_launch(p->plan, &o, "/proc/self/exe",
+				server_args(a, p, o.picked_ports), a->attach);
+		if (rc != TFG_EXIT_PORT_TAKEN || !o.picked_ports)
+			return rc;
+		if (a->verbose)
+			fprintf(stderr, "tfg: a port was taken before its "
+				"task listened; picking ports again\n");
+	}
 }
 
 int

@@ -105,9 +105,11 @@ spawn(const char *argv0, char *const *server_args, const RtTask *t)
 	return pid;
 }
 
-/* Reports a child that exited; returns 1 if one did. */
+/* Reports a child that exited; returns 1 if one did.  With taken, a
+ * child that exited with TFG_EXIT_PORT_TAKEN sets *taken instead of being
+ * reported. */
 static int
-child_exited(const TfgPlan *plan, pid_t *pids, int report)
+child_exited(const TfgPlan *plan, pid_t *pids, int report, int *taken)
 {
 	int status, any = 0;
 
@@ -119,9 +121,12 @@ child_exited(const TfgPlan *plan, pid_t *pids, int report)
 			continue;
 		pids[i] = 0;
 		any = 1;
-		if (!report)
+		if (taken && WIFEXITED(status) &&
+		    WEXITSTATUS(status) == TFG_EXIT_PORT_TAKEN)
+			*taken = 1;
+		else if (!report)
 			continue;
-		if (WIFSIGNALED(status))
+		else if (WIFSIGNALED(status))
 			fprintf(stderr, "tfgc: error: task %s was killed by "
 				"signal %d\n", plan->tasks[i].name,
 				WTERMSIG(status));
@@ -169,6 +174,7 @@ wait_up(RtCtx *c, pid_t *pids)
 	const TfgPlan *plan = c->plan;
 	double deadline = rt_now() + c->opt.startup_timeout, last = -1e9;
 	int *up = calloc((size_t)plan->ntask, sizeof *up), nup = 0, rc = 1;
+	int taken = 0;
 	RtMsg m;
 
 	if (up == NULL)
@@ -182,8 +188,12 @@ wait_up(RtCtx *c, pid_t *pids)
 					send_simple(c, i, RT_MSG_PING, 0);
 			last = now;
 		}
-		if (child_exited(plan, pids, 1))
+		if (child_exited(plan, pids, 1, c->opt.picked_ports ? &taken
+								   : NULL)) {
+			if (taken)
+				rc = TFG_EXIT_PORT_TAKEN;
 			break;
+		}
 		if (nup == plan->ntask) {
 			rc = 0;
 			break;
@@ -243,7 +253,7 @@ run_session(RtCtx *c, int i, pid_t *pids)
 				quiet);
 			return 1;
 		}
-		if (child_exited(plan, pids, 1))
+		if (child_exited(plan, pids, 1, NULL))
 			return 1;
 		if (rt_net_peer_gone(c, task)) {
 			/* Give waitpid a moment to tell how it ended. */
@@ -292,7 +302,7 @@ shutdown_all(RtCtx *c, pid_t *pids, double timeout, int report)
 		send_simple(c, i, RT_MSG_SHUTDOWN,
 			    pids && pids[i] > 0 ? RT_SHUTDOWN_QUIET : 0);
 	for (;;) {
-		child_exited(plan, pids, 0);
+		child_exited(plan, pids, 0, NULL);
 		left = 0;
 		for (int i = 0; i < plan->ntask; i++)
 			if (pids ? pids[i] > 0 : bye && !bye[i])
@@ -339,7 +349,7 @@ stop_all(RtCtx *c, pid_t *pids)
 		if (pids[i] > 0)
 			kill(pids[i], SIGTERM);
 	do {
-		child_exited(c->plan, pids, 0);
+		child_exited(c->plan, pids, 0, NULL);
 		left = 0;
 		for (int i = 0; i < c->plan->ntask; i++)
 			left += pids[i] > 0;

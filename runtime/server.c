@@ -245,9 +245,12 @@ tfg_server_main(const TfgPlan *plan, int task, const TfgOptions *opt,
 	install_signals();
 	rt_url(url, sizeof url, plan->tasks[task].addr);
 	if (rt_net_listen(&c, url, &e) != TFG_OK) {
-		fprintf(stderr, "tfgc: error: %s\n", e.msg);
+		int taken = e.code == TFG_EADDRINUSE && opt->picked_ports;
+
+		if (!taken)
+			fprintf(stderr, "tfgc: error: %s\n", e.msg);
 		rt_ctx_free(&c);
-		return 1;
+		return taken ? TFG_EXIT_PORT_TAKEN : 1;
 	}
 	rt_net_dial_peers(&c);
 	c.parts = calloc((size_t)plan->nsig + 1, sizeof *c.parts);

@@ -360,6 +360,11 @@ typedef struct TfgOptions {
 	const char *controller_addr; /* where the controller listens for
 					replies: "127.0.0.1:0" by default */
 	int verbose;            /* log messages and steps to stderr */
+	int picked_ports;       /* tfgc run --free-ports picked the tasks'
+				   ports just before starting them: a task
+				   whose port another process took meanwhile
+				   exits with TFG_EXIT_PORT_TAKEN, silently,
+				   and tfg_launch returns that */
 	TfgSpecialiseFn specialise; /* servers of a generic plan; NULL: such
 				       a plan cannot run */
 	void *specialise_cookie;
@@ -371,6 +376,12 @@ typedef struct TfgOptions {
 TFG_API int tfg_server_main(const TfgPlan *plan, int task,
 			    const TfgOptions *opt, TfgCompileFn compile,
 			    void *cookie);
+
+/* The exit code of a server whose port was taken under
+ * TfgOptions.picked_ports, and then tfg_launch's result before any session
+ * ran, so that tfgc run picks the ports again (75 is sysexits.h's
+ * EX_TEMPFAIL). */
+#define TFG_EXIT_PORT_TAKEN 75
 
 /* tfgc run: starts `tfgc server` for every task (fork + exec of argv0 with
  * server_args followed by "--job J --task T"), waits until all are up,

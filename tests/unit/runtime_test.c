@@ -364,6 +364,7 @@ options(void)
 		o.startup_timeout = 0.5;
 	o.step_timeout = strcmp(scenario, "timeout") == 0 ? 0.5 : 10;
 	o.verbose = getenv("TFG_TEST_VERBOSE") != NULL;
+	o.picked_ports = strcmp(scenario, "port_taken") == 0;
 	return o;
 }
 
@@ -824,6 +825,31 @@ t_port_in_use(void)
 	run_done(&r);
 }
 
+/* The same under TfgOptions.picked_ports (tfgc run --free-ports): the
+ * task exits with TFG_EXIT_PORT_TAKEN and nothing is reported, so that
+ * tfgc run picks the ports again. */
+static void
+t_port_taken(void)
+{
+	Run r;
+	struct sockaddr_in a = {0};
+	int fd;
+
+	run_init(&r);
+	fd = socket(AF_INET, SOCK_STREAM, 0);
+	a.sin_family = AF_INET;
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	a.sin_port = htons((uint16_t)atoi(r.p0));
+	ASSERT(bind(fd, (struct sockaddr *)&a, sizeof a) == 0);
+	ASSERT(listen(fd, 1) == 0);
+	ctl(&r, "port_taken", NULL, 20);
+	close(fd);
+	ASSERT_EQ(r.status, TFG_EXIT_PORT_TAKEN);
+	ASSERT(strstr(r.err, "error") == NULL);
+	ASSERT(r.secs < 5);
+	run_done(&r);
+}
+
 static void
 t_step_timeout(void)
 {
@@ -1005,7 +1031,8 @@ t_step_latency(void)
 TEST_MAIN({"hello", t_hello}, {"loop_print", t_loop_print},
 	  {"bad_feed", t_bad_feed}, {"generic", t_generic},
 	  {"generic_fail", t_generic_fail}, {"generic_many", t_generic_many}, {"startup_deadline", t_startup_deadline},
-	  {"port_in_use", t_port_in_use}, {"step_timeout", t_step_timeout},
+	  {"port_in_use", t_port_in_use}, {"port_taken", t_port_taken},
+	  {"step_timeout", t_step_timeout},
 	  {"part_error", t_part_error}, {"task_crash", t_task_crash},
 	  {"kill9_controller", t_kill9_controller},
 	  {"sigterm_controller", t_sigterm_controller},
