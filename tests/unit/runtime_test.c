@@ -488,18 +488,20 @@ msleep(int ms)
 	nanosleep(&ts, NULL);
 }
 
+/* A free port of 127.0.0.1, its socket left bound in *fd so that the
+ * next pick differs (the caller closes it). */
 static int
-free_port(void)
+free_port(int *fd)
 {
 	struct sockaddr_in a = {0};
 	socklen_t n = sizeof a;
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
 
+	*fd = socket(AF_INET, SOCK_STREAM, 0);
 	a.sin_family = AF_INET;
 	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	TFG_ASSERT(bind(fd, (struct sockaddr *)&a, sizeof a) == 0);
-	TFG_ASSERT(getsockname(fd, (struct sockaddr *)&a, &n) == 0);
-	close(fd);
+	TFG_ASSERT(*fd >= 0);
+	TFG_ASSERT(bind(*fd, (struct sockaddr *)&a, sizeof a) == 0);
+	TFG_ASSERT(getsockname(*fd, (struct sockaddr *)&a, &n) == 0);
 	return ntohs(a.sin_port);
 }
 
@@ -514,9 +516,13 @@ typedef struct Run {
 static void
 run_init(Run *r)
 {
+	int fd[2];
+
 	memset(r, 0, sizeof *r);
-	snprintf(r->p0, sizeof r->p0, "%d", free_port());
-	snprintf(r->p1, sizeof r->p1, "%d", free_port());
+	snprintf(r->p0, sizeof r->p0, "%d", free_port(&fd[0]));
+	snprintf(r->p1, sizeof r->p1, "%d", free_port(&fd[1]));
+	close(fd[0]);
+	close(fd[1]);
 	snprintf(r->dir, sizeof r->dir, "/tmp/tfg-rt-XXXXXX");
 	TFG_ASSERT(mkdtemp(r->dir) != NULL);
 }
@@ -799,21 +805,31 @@ t_startup_deadline(void)
 	run_done(&r);
 }
 
+/* A socket listening on 127.0.0.1:port, as another process's would. */
+static int
+hold_port(const char *port)
+{
+	struct sockaddr_in a = {0};
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	a.sin_family = AF_INET;
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	a.sin_port = htons((uint16_t)atoi(port));
+	TFG_ASSERT(fd >= 0);
+	TFG_ASSERT(bind(fd, (struct sockaddr *)&a, sizeof a) == 0);
+	TFG_ASSERT(listen(fd, 1) == 0);
+	return fd;
+}
+
 static void
 t_port_in_use(void)
 {
 	Run r;
-	struct sockaddr_in a = {0};
 	int fd;
 	char want[200];
 
 	run_init(&r);
-	fd = socket(AF_INET, SOCK_STREAM, 0);
-	a.sin_family = AF_INET;
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	a.sin_port = htons((uint16_t)atoi(r.p0));
-	ASSERT(bind(fd, (struct sockaddr *)&a, sizeof a) == 0);
-	ASSERT(listen(fd, 1) == 0);
+	fd = hold_port(r.p0);
 	ctl(&r, "hello", NULL, 20);
 	close(fd);
 	ASSERT(r.status != 0);
@@ -832,16 +848,10 @@ static void
 t_port_taken(void)
 {
 	Run r;
-	struct sockaddr_in a = {0};
 	int fd;
 
 	run_init(&r);
-	fd = socket(AF_INET, SOCK_STREAM, 0);
-	a.sin_family = AF_INET;
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	a.sin_port = htons((uint16_t)atoi(r.p0));
-	ASSERT(bind(fd, (struct sockaddr *)&a, sizeof a) == 0);
-	ASSERT(listen(fd, 1) == 0);
+	fd = hold_port(r.p0);
 	ctl(&r, "port_taken", NULL, 20);
 	close(fd);
 	ASSERT_EQ(r.status, TFG_EXIT_PORT_TAKEN);
