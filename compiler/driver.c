@@ -13,7 +13,7 @@
  * with, for run, server and stop: [--addr /job:J/task:T=HOST:PORT]...
  * (run, server and compile also take --fetch/--feed/--out; every command
  * takes --shape NAME=D0,D1,... to fix an input's `?` dims)
- * [--startup-timeout S] [--step-timeout S] [--verbose].
+ * [--startup-timeout S] [--step-timeout S] [--max-specs N] [--verbose].
  *
  * Exit status: 0 success, 1 errors in the program or at run time, 2 a bad
  * command line.
@@ -40,6 +40,7 @@ typedef struct Args {
 	int picked_ports; /* server: --picked-ports, from tfgc run */
 	int no_fold, no_cse, no_dce, no_fuse; /* -fno-fold ... */
 	double startup_timeout, step_timeout;
+	int max_specs;     /* --max-specs; 0: the runtime's default */
 	PtrVec addr; /* --addr values */
 	PtrVec feed, fetch, out; /* run --feed x=a.npy --fetch y --out y.npy */
 	PtrVec shape;            /* --shape x=100,784 */
@@ -60,7 +61,7 @@ static const char usage[] =
     " [--cpu CPU] [-O N]\n"
     "options for run, server, stop: --addr /job:J/task:T=HOST:PORT, "
     "--startup-timeout S,\n"
-    "       --step-timeout S, --verbose\n"
+    "       --step-timeout S, --max-specs N, --verbose\n"
     "passes (any command): -fno-fold, -fno-cse, -fno-dce, -fno-fuse\n"
     "dims left '?' (any command): --shape NAME=D0,D1,...\n";
 
@@ -255,7 +256,7 @@ parse_args(Args *a, int argc, char **argv, Arena *ar)
 			   FLAG("--shape") ||
 			   FLAG("-o") || FLAG("--name") || FLAG("--part") ||
 			   FLAG("--startup-timeout") ||
-			   FLAG("--step-timeout")) {
+			   FLAG("--step-timeout") || FLAG("--max-specs")) {
 			const char *v = VALUE();
 			char *end;
 			if (!v)
@@ -297,6 +298,13 @@ parse_args(Args *a, int argc, char **argv, Arena *ar)
 				    a->opt_level > 3)
 					return bad_usage("-O takes 0 to 3, "
 							 "not '%s'", v);
+			} else if (FLAG("--max-specs")) {
+				long n = strtol(v, &end, 10);
+				if (*end || end == v || n < 1 || n > 100000)
+					return bad_usage("--max-specs takes a "
+							 "count from 1 to "
+							 "100000, not '%s'", v);
+				a->max_specs = (int)n;
 			} else {
 				double t = strtod(v, &end);
 				if (*end || !(t > 0) || t > 1e6)
@@ -388,29 +396,58 @@ jit_compile(void *cookie, const TfgPlan *plan, int task, RtPart *parts)
 }
 
 /* The specialisations this process compiled (spec/design.md "Unknown
- * dims"): each a whole Program with its options and JIT, kept until exit
- * because the runtime runs their code and reads their plans. */
+ * dims"): each a whole Program with its options and JIT, kept while the
+ * runtime runs their code and reads their plans: until it evicts one
+ * (jit_release) or the process exits (specs_free). */
 typedef struct Spec {
 	CompileOptions co;
 	Arena *ar;       /* the --shape strings */
 	Program p;
 	CgJit *jit;
+	int task;        /* the task it was compiled for */
 } Spec;
 static Spec **the_specs;
 static int the_nspec;
 
+/* Frees one: its JIT (the code of its parts), its program and plan. */
+static void
+spec_dispose(Spec *sp)
+{
+	cg_jit_free(sp->jit);
+	arena_free(sp->p.arena);
+	arena_free(sp->ar);
+	free(sp);
+}
+
 static void
 specs_free(void)
 {
-	for (int i = 0; i < the_nspec; i++) {
-		cg_jit_free(the_specs[i]->jit);
-		arena_free(the_specs[i]->p.arena);
-		arena_free(the_specs[i]->ar);
-		free(the_specs[i]);
-	}
+	for (int i = 0; i < the_nspec; i++)
+		spec_dispose(the_specs[i]);
 	free(the_specs);
 	the_specs = NULL;
 	the_nspec = 0;
+}
+
+/* TfgReleaseFn: the runtime evicted the specialisation whose plan this
+ * is, and runs its code no more. */
+static void
+jit_release(void *cookie, const TfgPlan *plan)
+{
+	(void)cookie;
+	for (int i = 0; i < the_nspec; i++) {
+		Spec *sp = the_specs[i];
+
+		if (sp->p.plan != plan)
+			continue;
+		the_specs[i] = the_specs[--the_nspec];
+		if (getenv("TFG_JIT_TIME"))
+			fprintf(stderr, "tfgc: %s: specialisation released "
+				"(%d kept)\n", sp->p.tasks[sp->task].name,
+				the_nspec);
+		spec_dispose(sp);
+		return;
+	}
 }
 
 /* "x=100,784" for a feed shape. */
@@ -455,6 +492,7 @@ jit_specialise(void *cookie, const TfgPlan *plan, int sig,
 		return tfg_error(e, TFG_ENOMEM, "out of memory");
 	}
 	the_specs[the_nspec++] = sp;
+	sp->task = task;
 	sp->co = *base->opt;
 	shape = arena_alloc(sp->ar, sizeof *shape *
 			    (size_t)(sp->co.nshape + gs->nfeed + 1));
@@ -480,12 +518,17 @@ jit_specialise(void *cookie, const TfgPlan *plan, int sig,
 			text[--ntext] = '\0';
 		tfg_error(e, TFG_EINVAL, "\n%s", text ? text : "");
 		free(text);
+		the_nspec--; /* the last one: nothing of it is in use */
+		spec_dispose(sp);
 		return 1;
 	}
 	free(text);
 	o.opt_level = 2;
-	if (cg_jit(&sp->jit, &sp->p, task, &o, parts, &ms) != 0)
+	if (cg_jit(&sp->jit, &sp->p, task, &o, parts, &ms) != 0) {
+		the_nspec--;
+		spec_dispose(sp);
 		return tfg_error(e, TFG_EINVAL, "code generation failed");
+	}
 	if (getenv("TFG_JIT_TIME"))
 		fprintf(stderr, "tfgc: %s: JIT %.2f ms (specialisation)\n",
 			sp->p.tasks[task].name, ms);
@@ -514,6 +557,7 @@ runtime_options(const Args *a)
 
 	o.startup_timeout = a->startup_timeout;
 	o.step_timeout = a->step_timeout;
+	o.max_specs = a->max_specs;
 	o.verbose = a->verbose;
 	o.picked_ports = a->picked_ports;
 	o.controller_addr = "127.0.0.1:0";
@@ -618,6 +662,7 @@ cmd_server(Args *a, Program *p)
 			return tfg_server_main(p->plan, i, &o, part_load,
 					       (void *)a->part);
 		o.specialise = jit_specialise;
+		o.release = jit_release;
 		o.specialise_cookie = p;
 		return tfg_server_main(p->plan, i, &o, jit_compile, p);
 	}
@@ -759,6 +804,11 @@ server_args(const Args *a, Program *p, int picked)
 	vec_push(p->arena, &sargs, arena_strdup(p->arena, buf));
 	if (picked)
 		vec_push(p->arena, &sargs, "--picked-ports");
+	if (a->max_specs) {
+		snprintf(buf, sizeof buf, "%d", a->max_specs);
+		vec_push(p->arena, &sargs, "--max-specs");
+		vec_push(p->arena, &sargs, arena_strdup(p->arena, buf));
+	}
 	if (a->verbose)
 		vec_push(p->arena, &sargs, "--verbose");
 	if (a->no_fold)

@@ -360,6 +360,7 @@ step(RtCtx *c, int sigi, CVal *args, RtTensor **fetch)
 	c->step = ((uint64_t)c->task << 48) | ++c->counter;
 	c->client = c->task;
 	c->sig = sigi;
+	c->lost = -1;
 	c->err.code = TFG_OK;
 	c->err.msg[0] = '\0';
 	/* One START to each other task, carrying the feeds it consumes. */
@@ -420,6 +421,7 @@ eval_run(Sess *ss, const RtExpr *x, CVal *v)
 	CVal *args;
 	RtTensor **fetch;
 	tfg_status st = TFG_OK;
+	int spec = -1;
 
 	if (x->sig < 0 || x->sig >= c->plan->nsig)
 		return fail(ss, x->where, TFG_EINVAL,
@@ -453,7 +455,6 @@ eval_run(Sess *ss, const RtExpr *x, CVal *v)
 	if (st == TFG_OK && c->plan->generic) {
 		TfgShape *shapes = calloc((size_t)sig->nfeed + 1,
 					  sizeof *shapes);
-		int spec;
 
 		if (shapes == NULL) {
 			st = fail(ss, x->where, TFG_ENOMEM, "out of memory");
@@ -477,6 +478,11 @@ eval_run(Sess *ss, const RtExpr *x, CVal *v)
 	}
 	if (st == TFG_OK) {
 		st = step(c, x->sig, args, fetch);
+		/* A task without the specialisation: the next run announces
+		   it again; this one fails, since a step runs at most once
+		   (one with side effects must not apply them twice). */
+		if (st != TFG_OK && c->lost >= 0 && spec >= 0)
+			rt_spec_lost(c, spec, c->lost);
 		rt_step_end(c); /* also back to the own plan */
 		if (st != TFG_OK)
 			ss->where = x->where;

@@ -325,6 +325,14 @@ rt_net_peer_gone(RtCtx *c, int peer)
 	return c->peers[peer].state == 2;
 }
 
+int
+rt_net_peer_up(RtCtx *c, int peer)
+{
+	if (peer < 0 || peer >= c->plan->ntask || !c->peers[peer].open)
+		return 0;
+	return c->peers[peer].state == 1;
+}
+
 /* "127.0.0.1:40123": the far end of the pipe m came on. */
 static void
 msg_addr(char *buf, size_t n, nng_msg *m)
@@ -357,7 +365,9 @@ tfg_status
 rt_net_recv(RtCtx *c, RtMsg *out, double slice)
 {
 	const TfgPlan *plan;
-	int ms = (int)(slice * 1000 + 0.5), rv;
+	int ms = (int)(slice * 1000 + 0.5), rv, lost = 0;
+	tfg_status (*check)(RtHdr *, const TfgPlan *, int, const void *,
+			    size_t, const char *, TfgError *);
 	nng_msg *m;
 	TfgError e;
 	char addr[80];
@@ -376,22 +386,29 @@ rt_net_recv(RtCtx *c, RtMsg *out, double slice)
 				    c->name);
 	}
 	/* The plan the message belongs to: the own one, or a
-	   specialisation's (spec.c); else the own one, which refuses it. */
+	   specialisation's (spec.c); else the own one, which refuses it,
+	   but for a START of a specialisation this task lost, which gets
+	   in to be answered (rt_wire_check_lost). */
 	plan = NULL;
 	out->spec = -1;
 	if (nng_msg_len(m) >= RT_HDR_SIZE)
 		plan = rt_plan_of(c, rt_get_le((const unsigned char *)
 					       nng_msg_body(m) + 8, 8),
 				  &out->spec);
-	if (plan == NULL)
+	if (plan == NULL) {
 		plan = c->base ? c->base : c->plan;
-	st = rt_wire_check(&out->h, plan, c->task, nng_msg_body(m),
-			   nng_msg_len(m), NULL, &e);
+		lost = plan->generic;
+	}
+	check = lost ? rt_wire_check_lost : rt_wire_check;
+	st = check(&out->h, plan, c->task, nng_msg_body(m), nng_msg_len(m),
+		   NULL, &e);
+	if (st == TFG_OK && lost)
+		out->spec = RT_SPEC_LOST;
 	if (st != TFG_OK) {
 		/* Again, now naming the transport address as well. */
 		msg_addr(addr, sizeof addr, m);
-		rt_wire_check(&out->h, plan, c->task, nng_msg_body(m),
-			      nng_msg_len(m), addr, &e);
+		check(&out->h, plan, c->task, nng_msg_body(m), nng_msg_len(m),
+		      addr, &e);
 		fprintf(stderr, "tfgc: error: %s: %s (ignored)\n", c->name,
 			e.msg);
 		nng_msg_free(m);

@@ -48,6 +48,7 @@ rt_ctx_init(RtCtx *c, const TfgPlan *plan, int task, const TfgOptions *opt)
 		c->opt.controller_addr = "127.0.0.1:0";
 	c->sig = -1;
 	c->client = -1;
+	c->lost = -1;
 	c->recv = rdv_recv;
 	c->send = rdv_send;
 	c->peers = calloc((size_t)plan->ntask, sizeof *c->peers);
@@ -204,6 +205,7 @@ rt_dispatch(RtCtx *c, RtMsg *m)
 		break;
 	case RT_MSG_START:
 	case RT_MSG_SPECIALISE:
+	case RT_MSG_RELEASE:
 	case RT_MSG_RUN_SESSION:
 	case RT_MSG_SHUTDOWN:
 		if (c->task >= 0 &&
@@ -271,6 +273,8 @@ rdv_wait(RtCtx *c, int type, long key, int src, int peer, const char *what,
 		    (i = tab_find(c, RT_MSG_ERROR, c->step, -1, -1)) >= 0) {
 			const RtMsg *x = &c->tab[i];
 
+			if (x->h.key == RT_ERROR_NO_PLAN)
+				c->lost = x->h.src; /* spec.c */
 			return tfg_error(&c->err, TFG_EPEER, "%.*s",
 					 (int)(x->h.nbytes < 1000 ?
 					       x->h.nbytes : 1000), x->body);

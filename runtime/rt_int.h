@@ -39,7 +39,7 @@ enum {
 	RT_MSG_START,    /* client -> task; key: sig; body: the step's feeds
 			    for that task (rt_start_bytes) */
 	RT_MSG_TENSOR,   /* key: edge; body: the tensor */
-	RT_MSG_ERROR,    /* task -> client; body: message */
+	RT_MSG_ERROR,    /* task -> client; key: RT_ERROR_*; body: message */
 	RT_MSG_DONE,     /* task -> client; key: sig */
 	RT_MSG_RUN_SESSION, /* controller -> task; key: session; body: URL */
 	RT_MSG_OUTPUT,   /* client -> controller; body: text for stdout */
@@ -50,7 +50,20 @@ enum {
 	RT_MSG_SPECIALISE, /* client -> task, generic plans only; key: sig;
 			      body: the feeds' shapes (spec.c); answered
 			      with DONE (body: the plan hash) or ERROR */
+	RT_MSG_RELEASE,  /* client -> task, generic plans only; key: sig;
+			    body: the plan hash of a specialisation the
+			    client evicted (spec.c); not answered */
 	RT_MSG__N
+};
+
+/* ERROR's key: why the step failed. */
+enum {
+	RT_ERROR_FAILED = 0, /* the part failed (or anything else) */
+	RT_ERROR_NO_PLAN,    /* the task does not have the step's plan: a
+				specialisation it never had or dropped
+				(restarted?); the client announces it again on
+				its next run (spec.c) */
+	RT_ERROR__N
 };
 
 /* SHUTDOWN from the controller that started the task: it reads the exit
@@ -102,11 +115,24 @@ int rt_edge_valid(const RtEdge *edge);
  * each task, feeds included). */
 size_t rt_start_bytes(const TfgPlan *plan, int sig, int task);
 
+/* For a generic plan: rt_wire_check without the prog check, for a START
+ * whose prog names no plan this task has.  TFG_OK when it is otherwise
+ * well-formed (its body's size goes unchecked: only the plan this task
+ * lacks knows it), so that it gets an RT_ERROR_NO_PLAN answer instead of
+ * nothing; any other message gets rt_wire_check's verdict. */
+tfg_status rt_wire_check_lost(RtHdr *h, const TfgPlan *plan, int self,
+			      const void *buf, size_t len, const char *addr,
+			      TfgError *e);
+
+/* RtMsg.spec of a START that rt_wire_check_lost let in. */
+#define RT_SPEC_LOST (-2)
+
 /* A received or locally handed-off message, with its decoded header. */
 typedef struct RtMsg {
 	RtHdr h;
 	int spec;            /* the plan h.prog names: -1 the process's own,
-				else its index in RtCtx.specs */
+				else its index in RtCtx.specs (RT_SPEC_LOST:
+				none here) */
 	nng_msg *m;          /* owned; NULL for a local TENSOR below */
 	const unsigned char *body; /* h.nbytes bytes */
 } RtMsg;
@@ -128,19 +154,29 @@ typedef struct RtReply {
 /* A specialisation of a generic plan (spec/design.md "Unknown dims"):
  * signature `sig` compiled for the feed shapes `feeds`, with this
  * process's parts in it.  RtCtx.plan, parts, arenas and edge_bytes point
- * into one while a step of it runs (rt_ctx_use). */
+ * into one while a step of it runs (rt_ctx_use).  A slot whose plan is
+ * NULL is free: slots never move, so an index stays valid as long as the
+ * specialisation lives. */
 typedef struct RtSpec {
-	const TfgPlan *plan; /* owned by the compiler */
+	const TfgPlan *plan; /* made by TfgOptions.specialise, freed by its
+				release; NULL: a free slot */
 	int sig;
 	TfgShape *feeds;     /* [nfeed of sig]: the key; owned */
 	RtPart *parts;       /* [plan->nsig]; owned */
 	char **arenas;       /* [plan->nsig]; owned */
 	size_t *edge_bytes;  /* [plan->nedge]; owned */
+	unsigned char *held; /* [ntask]: client task k announced it and has
+				not released it; freed when none has; owned */
+	unsigned char *has;  /* [ntask], as client: tasks that answered its
+				SPECIALISE with its hash (RELEASE goes to
+				them); owned */
+	uint64_t used;       /* RtCtx.clock at its last use (LRU) */
 	int ready;           /* as client: every task of it has it */
 } RtSpec;
 
-/* At most this many specialisations per process: a run fed a new shape
- * every step would otherwise compile without end. */
+/* Specialisations kept per client task when TfgOptions.max_specs is 0:
+ * a run fed a new shape every step would otherwise compile without end,
+ * so past it the least recently used goes. */
 #define RT_MAX_SPECS 64
 
 /* Per-process state: one per server, client or controller process. */
@@ -188,9 +224,12 @@ typedef struct RtCtx {
 	RtPart *base_parts;
 	char **base_arenas;
 	size_t *base_edge_bytes;
-	RtSpec *specs;
+	RtSpec *specs;         /* [nspec] slots, some free */
 	int nspec;
 	int cur_spec;          /* -1: the own plan is in use */
+	uint64_t clock;        /* counts uses of specialisations (LRU) */
+	int lost;              /* client: the task that answered the step's
+				  START with RT_ERROR_NO_PLAN, else -1 */
 	/* client output buffer (client.c) */
 	char *out;
 	size_t nout, capout;
@@ -224,6 +263,8 @@ tfg_status rt_net_send_url(RtCtx *c, const char *url, nng_msg *m,
  * reported on stderr and dropped (TFG_EPROTO returned). */
 tfg_status rt_net_recv(RtCtx *c, RtMsg *out, double slice);
 int rt_net_peer_gone(RtCtx *c, int peer);
+/* Whether the push socket to task `peer` is connected now. */
+int rt_net_peer_up(RtCtx *c, int peer);
 int rt_net_url_gone(RtCtx *c, const char *url);
 void rt_net_close(RtCtx *c);
 void rt_msg_free(RtMsg *m);
@@ -256,6 +297,14 @@ void rt_answer_ping(RtCtx *c, RtMsg *m);
 /* Copies a URL body into buf ("" if malformed). */
 void rt_body_url(char *buf, const RtMsg *m);
 
+/* wire.c: the body of a RELEASE that rt_wire_check let in (8 bytes):
+ * the plan hash of a specialisation of signature h->key held here for
+ * its sender.  TFG_OK with its slot in *spec, else TFG_EPROTO naming the
+ * sender. */
+tfg_status rt_release_check(RtCtx *c, const RtHdr *h,
+			    const unsigned char *body, int *spec,
+			    TfgError *e);
+
 /* spec.c */
 /* The plan whose hash is prog (the own one or a specialisation's), and
  * its index (-1: the own one); NULL if none. */
@@ -270,14 +319,32 @@ tfg_status rt_spec_client(RtCtx *c, int sig, const TfgShape *feeds,
 			  int *spec);
 /* Server: a SPECIALISE message from a client. */
 void rt_spec_serve(RtCtx *c, RtMsg *m);
+/* Server: a RELEASE message from a client. */
+void rt_spec_serve_release(RtCtx *c, RtMsg *m);
+/* Server: answers a START whose plan is not here with RT_ERROR_NO_PLAN. */
+void rt_spec_refuse(RtCtx *c, const RtMsg *m);
+/* Client: the step of specialisation spec failed because task `task`
+ * does not have it: it is no longer ready (the next run announces it
+ * again), and c->err says so. */
+void rt_spec_lost(RtCtx *c, int spec, int task);
+/* The specialisation of sig for feeds, held for client task `client`
+ * from now on: found, or compiled here (evicting client's least recently
+ * used one past the cap).  Its index goes to *spec; errors to c->err. */
+tfg_status rt_spec_hold(RtCtx *c, int client, int sig, const TfgShape *feeds,
+			int *spec);
+/* Client task `client` no longer holds specialisation spec; when no
+ * client does it is freed (through TfgOptions.release), or, if in use,
+ * when its step ends.  If client is this task, the tasks that have it
+ * hear a RELEASE. */
+void rt_spec_drop(RtCtx *c, int spec, int client);
 void rt_spec_free(RtCtx *c);
 
 /* server.c: makes the step of m (START or SPECIALISE from its client)
  * the current one, running sig (-1: none); -1 if m is for a step its
  * sender does not drive (reported) or one that already ended here. */
 int rt_step_accept(RtCtx *c, const RtMsg *m, int sig);
-/* server.c: ERROR (text) or DONE (text NULL) for the current step to
- * its client. */
+/* server.c: ERROR (text; key: RT_ERROR_*) or DONE (text NULL; key: the
+ * signature) for the current step to its client. */
 void rt_reply(RtCtx *c, int client, uint32_t key, const char *text);
 
 /* client.c */

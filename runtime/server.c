@@ -9,8 +9,10 @@
  *   PING         PONG to the reply URL in its body
  *   START        run the own part of that signature for the step; ERROR
  *                to the step's client when it fails, DONE when the part
- *                sends nothing (sig->needs_done)
+ *                sends nothing (sig->needs_done); ERROR at once when the
+ *                step's plan is a specialisation not here (spec.c)
  *   SPECIALISE   compile a specialisation of a generic plan (spec.c)
+ *   RELEASE      a client no longer holds a specialisation (spec.c)
  *   RUN_SESSION  run the session as its client (client.c)
  *   SHUTDOWN     BYE, close, return 0
  *
@@ -96,7 +98,7 @@ rt_reply(RtCtx *c, int client, uint32_t key, const char *text)
 			n = sizeof buf - 1;
 	}
 	if (rt_msg_new(c, &reply, &body, text ? RT_MSG_ERROR : RT_MSG_DONE,
-		       c->step, text ? 0 : key, NULL, n, &e) == TFG_OK) {
+		       c->step, key, NULL, n, &e) == TFG_OK) {
 		if (n)
 			memcpy(body, buf, n);
 		if (rt_net_send(c, client, reply,
@@ -126,22 +128,30 @@ rt_step_accept(RtCtx *c, const RtMsg *m, int sig)
 }
 
 /* START(step, sig) from a client: run the own part for that step, in the
- * plan the message names (the own one or a specialisation's). */
+ * plan the message names (the own one or a specialisation's).  The plan
+ * is looked up again by its hash: the specialisation the message was
+ * filed with may have been evicted since. */
 static void
 serve_start(RtCtx *c, RtMsg *m)
 {
-	int client = m->h.src, sig = (int)m->h.key, rc;
+	int client = m->h.src, sig = (int)m->h.key, spec = -1, rc;
 
 	if (rt_step_accept(c, m, sig) != 0)
 		return;
-	rt_ctx_use(c, m->spec);
+	if (m->spec == RT_SPEC_LOST ||
+	    rt_plan_of(c, m->h.prog, &spec) == NULL) {
+		rt_spec_refuse(c, m);
+		rt_step_end(c);
+		return;
+	}
+	rt_ctx_use(c, spec);
 	if (c->opt.verbose)
 		fprintf(stderr, "tfg: %s: step %llu sig %d\n", c->name,
 			(unsigned long long)(c->step & 0xffffffffffffull), sig);
 	rt_start_feeds(c, m);
 	rc = rt_run_part(c, sig);
 	if (rc != 0)
-		rt_reply(c, client, 0, c->err.msg);
+		rt_reply(c, client, RT_ERROR_FAILED, c->err.msg);
 	else if (needs_done(&c->plan->sigs[sig], c->task))
 		rt_reply(c, client, (uint32_t)sig, NULL);
 	rt_step_end(c);
@@ -205,6 +215,9 @@ serve(RtCtx *c)
 			break;
 		case RT_MSG_SPECIALISE:
 			rt_spec_serve(c, &m);
+			break;
+		case RT_MSG_RELEASE:
+			rt_spec_serve_release(c, &m);
 			break;
 		case RT_MSG_RUN_SESSION:
 			serve_session(c, &m);

@@ -19,8 +19,35 @@
  * answers, the deadline and a dead peer are handled like those of any
  * step.
  *
+ * The cache is bounded, not capped: a process keeps at most
+ * TfgOptions.max_specs (64) specialisations per client task, and a new
+ * one past that evicts that client's least recently used one (never the
+ * one whose step runs).  Each specialisation records the clients that
+ * announced it (held[]) and, in the client, the tasks that compiled it
+ * (has[]).  A client that evicts one sends RELEASE (body: the plan hash)
+ * to those tasks that are up; a task drops the client from held[] and
+ * frees the specialisation when no client holds it, through
+ * TfgOptions.release, which frees the plan and its code in the compiler.
+ * SPECIALISE and RELEASE of a signature come only from its client
+ * (wire.c), so held[] has one task at most today; nothing here assumes
+ * it.  The client evicts before it sends the new SPECIALISE, on the same
+ * socket, so no task holds more than max_specs for one client either: a
+ * task past the cap for a client (a RELEASE lost while it was down, a
+ * smaller --max-specs) evicts the same way instead of refusing, so a
+ * task's cache stays within (clients) x max_specs.
+ *
+ * A task that gets a START of a plan it does not have (it was restarted
+ * under `tfgc run --attach`, or evicted it) answers at once with ERROR of
+ * kind RT_ERROR_NO_PLAN instead of leaving the client to its deadline.
+ * The client fails that run, naming the task and the shapes, and marks
+ * the specialisation not ready, so that its next run announces it again
+ * (a task that still has it answers DONE at once).  The failed step is
+ * not retried: a step runs at most once, so that one with side effects
+ * on the tasks that ran it never applies them twice.
+ *
  * SPECIALISE body: for each feed of the signature its rank and dims; the
- * DONE answering it: the plan hash; all 8 bytes little-endian.
+ * DONE answering it: the plan hash; RELEASE: the plan hash; all 8 bytes
+ * little-endian.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,6 +58,24 @@
 /* The largest dim a SPECIALISE may name, as for an input (spec §4.2). */
 #define MAX_DIM ((int64_t)1 << 40)
 
+static void spec_release(RtCtx *c, int i);
+
+static int
+max_specs(const RtCtx *c)
+{
+	return c->opt.max_specs > 0 ? c->opt.max_specs : RT_MAX_SPECS;
+}
+
+/* Whether some client still holds s. */
+static int
+spec_held(const RtCtx *c, const RtSpec *s)
+{
+	for (int k = 0; k < c->base->ntask; k++)
+		if (s->held[k])
+			return 1;
+	return 0;
+}
+
 const TfgPlan *
 rt_plan_of(RtCtx *c, uint64_t prog, int *spec)
 {
@@ -40,7 +85,7 @@ rt_plan_of(RtCtx *c, uint64_t prog, int *spec)
 	if (own && prog == own->hash)
 		return own;
 	for (int i = 0; i < c->nspec; i++)
-		if (c->specs[i].plan->hash == prog) {
+		if (c->specs[i].plan && c->specs[i].plan->hash == prog) {
 			*spec = i;
 			return c->specs[i].plan;
 		}
@@ -50,6 +95,8 @@ rt_plan_of(RtCtx *c, uint64_t prog, int *spec)
 void
 rt_ctx_use(RtCtx *c, int spec)
 {
+	int prev = c->cur_spec;
+
 	if (spec < 0) {
 		c->plan = c->base;
 		c->parts = c->base_parts;
@@ -62,8 +109,13 @@ rt_ctx_use(RtCtx *c, int spec)
 		c->parts = s->parts;
 		c->arenas = s->arenas;
 		c->edge_bytes = s->edge_bytes;
+		s->used = ++c->clock;
 	}
 	c->cur_spec = spec;
+	/* One dropped while its step ran goes now. */
+	if (prev >= 0 && prev != spec && c->specs[prev].plan &&
+	    !spec_held(c, &c->specs[prev]))
+		spec_release(c, prev);
 }
 
 static void
@@ -75,14 +127,32 @@ spec_clear(RtSpec *s)
 	free(s->parts);
 	free(s->edge_bytes);
 	free(s->feeds);
+	free(s->held);
+	free(s->has);
 	memset(s, 0, sizeof *s);
 }
 
+/* Frees specialisation i here and in the compiler; its slot is free. */
+static void
+spec_release(RtCtx *c, int i)
+{
+	const TfgPlan *p = c->specs[i].plan;
+
+	if (c->opt.verbose)
+		fprintf(stderr, "tfg: %s: specialisation %d freed (plan "
+			"%016llx)\n", c->name, i, (unsigned long long)p->hash);
+	spec_clear(&c->specs[i]);
+	if (c->opt.release)
+		c->opt.release(c->opt.specialise_cookie, p);
+}
+
+/* What is left at exit is the compiler's to free (TfgReleaseFn). */
 void
 rt_spec_free(RtCtx *c)
 {
 	for (int i = 0; i < c->nspec; i++)
-		spec_clear(&c->specs[i]);
+		if (c->specs[i].plan)
+			spec_clear(&c->specs[i]);
 	free(c->specs);
 	c->specs = NULL;
 	c->nspec = 0;
@@ -94,7 +164,7 @@ spec_find(RtCtx *c, int sig, const TfgShape *feeds)
 	int n = c->base->sigs[sig].nfeed;
 
 	for (int i = 0; i < c->nspec; i++) {
-		int same = c->specs[i].sig == sig;
+		int same = c->specs[i].plan && c->specs[i].sig == sig;
 
 		for (int k = 0; k < n && same; k++)
 			same = tfg_shape_eq(&c->specs[i].feeds[k], &feeds[k]);
@@ -149,8 +219,8 @@ spec_fits(const TfgPlan *g, const TfgPlan *p, int sig, const TfgShape *feeds)
 	return 1;
 }
 
-/* Compiles the specialisation of sig for feeds here; *idx gets its index.
- * Errors go to c->err. */
+/* Compiles the specialisation of sig for feeds here into a free slot;
+ * *idx gets it.  Errors go to c->err. */
 static tfg_status
 spec_add(RtCtx *c, int sig, const TfgShape *feeds, int *idx)
 {
@@ -159,6 +229,7 @@ spec_add(RtCtx *c, int sig, const TfgShape *feeds, int *idx)
 	char what[900];
 	RtSpec s = {0}, *v;
 	TfgError e = {TFG_OK, ""};
+	int slot = 0;
 
 	feeds_str(what, sizeof what, gs, feeds);
 	if (c->opt.specialise == NULL)
@@ -166,12 +237,6 @@ spec_add(RtCtx *c, int sig, const TfgShape *feeds, int *idx)
 				 "%s cannot compile the program for %s: it "
 				 "serves a compiled part, so give the dims "
 				 "left '?' with --shape", c->name, what);
-	if (c->nspec >= RT_MAX_SPECS)
-		return tfg_error(&c->err, TFG_ENOMEM,
-				 "%s: more than %d shapes fed to runs of "
-				 "this program (now %s): each compiles a "
-				 "specialisation; fix the shapes with --shape",
-				 c->name, RT_MAX_SPECS, what);
 	s.sig = sig;
 	s.feeds = malloc(sizeof *s.feeds * ((size_t)gs->nfeed + 1));
 	s.parts = calloc((size_t)g->nsig + 1, sizeof *s.parts);
@@ -193,28 +258,141 @@ spec_add(RtCtx *c, int sig, const TfgShape *feeds, int *idx)
 	s.plan = p;
 	if (!spec_fits(g, p, sig, feeds)) {
 		spec_clear(&s);
+		if (c->opt.release)
+			c->opt.release(c->opt.specialise_cookie, p);
 		return tfg_error(&c->err, TFG_EINVAL,
 				 "%s: the specialisation for %s does not fit "
 				 "the program's plan", c->name, what);
 	}
+	while (slot < c->nspec && c->specs[slot].plan)
+		slot++;
 	s.arenas = calloc((size_t)p->nsig + 1, sizeof *s.arenas);
 	s.edge_bytes = calloc((size_t)p->nedge + 1, sizeof *s.edge_bytes);
-	v = realloc(c->specs, sizeof *v * ((size_t)c->nspec + 1));
-	if (!s.arenas || !s.edge_bytes || !v) {
+	s.held = calloc((size_t)g->ntask, 1);
+	s.has = calloc((size_t)g->ntask, 1);
+	v = slot < c->nspec ? c->specs :
+	    realloc(c->specs, sizeof *v * ((size_t)c->nspec + 1));
+	if (!s.arenas || !s.edge_bytes || !s.held || !s.has || !v) {
 		if (v)
 			c->specs = v;
 		spec_clear(&s);
+		if (c->opt.release)
+			c->opt.release(c->opt.specialise_cookie, p);
 		return tfg_error(&c->err, TFG_ENOMEM, "out of memory");
 	}
 	for (int i = 0; i < p->nedge; i++)
 		s.edge_bytes[i] = rt_edge_nbytes(&p->edges[i]);
 	c->specs = v;
-	c->specs[c->nspec] = s;
-	*idx = c->nspec++;
+	if (slot == c->nspec)
+		c->nspec++;
+	c->specs[slot] = s;
+	*idx = slot;
 	if (c->opt.verbose)
 		fprintf(stderr, "tfg: %s: specialisation %d of signature %d "
-			"for %s (plan %016llx)\n", c->name, *idx, sig, what,
+			"for %s (plan %016llx)\n", c->name, slot, sig, what,
 			(unsigned long long)p->hash);
+	return TFG_OK;
+}
+
+/* RELEASE of specialisation i to every task that compiled it for this
+ * client and is up.  One that is not up gets none (no message goes to a
+ * task that is not up): it keeps the specialisation until it needs the
+ * room for this client (spec_room). */
+static void
+release_send(RtCtx *c, int i)
+{
+	RtSpec *s = &c->specs[i];
+
+	for (int t = 0; t < c->base->ntask; t++) {
+		nng_msg *m;
+		unsigned char *b;
+		TfgError e = {TFG_OK, "not up"};
+
+		if (!s->has[t])
+			continue;
+		s->has[t] = 0;
+		if (rt_net_peer_up(c, t) &&
+		    rt_msg_new(c, &m, &b, RT_MSG_RELEASE, 0, (uint32_t)s->sig,
+			       NULL, 8, &e) == TFG_OK) {
+			rt_put_le(b, s->plan->hash, 8);
+			if (rt_net_send(c, t, m, rt_now() + c->opt.step_timeout,
+					&e) == TFG_OK)
+				continue;
+		}
+		if (c->opt.verbose)
+			fprintf(stderr, "tfg: %s: no RELEASE of plan %016llx "
+				"to %s: %s\n", c->name,
+				(unsigned long long)s->plan->hash,
+				c->base->tasks[t].name, e.msg);
+	}
+}
+
+void
+rt_spec_drop(RtCtx *c, int i, int client)
+{
+	RtSpec *s = &c->specs[i];
+
+	s->held[client] = 0;
+	if (client == c->task) {
+		s->ready = 0;
+		release_send(c, i);
+	}
+	if (!spec_held(c, s) && i != c->cur_spec)
+		spec_release(c, i);
+}
+
+/* Room for one more specialisation held for client: past the cap, its
+ * least recently used one that is not in use goes.  what: the shapes of
+ * the new one, for the error when every one is in use. */
+static tfg_status
+spec_room(RtCtx *c, int client, const char *what)
+{
+	for (;;) {
+		int n = 0, lru = -1;
+
+		for (int i = 0; i < c->nspec; i++) {
+			const RtSpec *s = &c->specs[i];
+
+			if (!s->plan || !s->held[client])
+				continue;
+			n++;
+			if (i != c->cur_spec &&
+			    (lru < 0 || s->used < c->specs[lru].used))
+				lru = i;
+		}
+		if (n < max_specs(c))
+			return TFG_OK;
+		if (lru < 0)
+			return tfg_error(&c->err, TFG_ENOMEM,
+					 "%s: more than %d shapes in use at "
+					 "once (now %s)", c->name,
+					 max_specs(c), what);
+		if (c->opt.verbose)
+			fprintf(stderr, "tfg: %s: evicting specialisation %d "
+				"of %s (plan %016llx): %d kept for it\n",
+				c->name, lru, c->base->tasks[client].name,
+				(unsigned long long)c->specs[lru].plan->hash,
+				max_specs(c));
+		rt_spec_drop(c, lru, client);
+	}
+}
+
+tfg_status
+rt_spec_hold(RtCtx *c, int client, int sig, const TfgShape *feeds, int *spec)
+{
+	char what[900];
+	tfg_status st;
+	int i = spec_find(c, sig, feeds);
+
+	if (i < 0) {
+		feeds_str(what, sizeof what, &c->base->sigs[sig], feeds);
+		if ((st = spec_room(c, client, what)) != TFG_OK ||
+		    (st = spec_add(c, sig, feeds, &i)) != TFG_OK)
+			return st;
+	}
+	c->specs[i].held[client] = 1;
+	c->specs[i].used = ++c->clock;
+	*spec = i;
 	return TFG_OK;
 }
 
@@ -225,12 +403,21 @@ rt_spec_client(RtCtx *c, int sig, const TfgShape *feeds, int *spec)
 	double deadline;
 	size_t n = 0;
 	tfg_status st = TFG_OK, lst;
+	char what[900];
 	int i = spec_find(c, sig, feeds), nsent = 0;
 
 	if (i >= 0 && c->specs[i].ready) {
+		c->specs[i].used = ++c->clock;
 		*spec = i;
 		return TFG_OK;
 	}
+	c->err.code = TFG_OK;
+	c->err.msg[0] = '\0';
+	/* Room first: the RELEASE of the one evicted then reaches each task
+	   before this SPECIALISE does. */
+	feeds_str(what, sizeof what, gs, feeds);
+	if (i < 0 && (st = spec_room(c, c->task, what)) != TFG_OK)
+		return st;
 	for (int k = 0; k < gs->nfeed; k++)
 		n += 8 * (1 + (size_t)feeds[k].rank);
 	/* Every other task that may take part compiles it too, while this
@@ -239,8 +426,6 @@ rt_spec_client(RtCtx *c, int sig, const TfgShape *feeds, int *spec)
 	c->step = ((uint64_t)c->task << 48) | ++c->counter;
 	c->client = c->task;
 	c->sig = -1;
-	c->err.code = TFG_OK;
-	c->err.msg[0] = '\0';
 	deadline = rt_now() + c->opt.step_timeout;
 	for (int t = 0; t < gs->ntask && st == TFG_OK; t++) {
 		nng_msg *m;
@@ -261,7 +446,7 @@ rt_spec_client(RtCtx *c, int sig, const TfgShape *feeds, int *spec)
 			break;
 		nsent++;
 	}
-	if (st == TFG_OK && i < 0 && (lst = spec_add(c, sig, feeds, &i)))
+	if (st == TFG_OK && (lst = rt_spec_hold(c, c->task, sig, feeds, &i)))
 		st = lst;
 	for (int t = 0; t < gs->ntask && st == TFG_OK && nsent > 0; t++) {
 		uint64_t hash = 0;
@@ -282,6 +467,8 @@ rt_spec_client(RtCtx *c, int sig, const TfgShape *feeds, int *spec)
 				c->plan->tasks[task].name,
 				(unsigned long long)hash,
 				(unsigned long long)own);
+		else
+			c->specs[i].has[task] = 1;
 	}
 	rt_step_end(c);
 	if (st != TFG_OK)
@@ -289,6 +476,22 @@ rt_spec_client(RtCtx *c, int sig, const TfgShape *feeds, int *spec)
 	c->specs[i].ready = 1;
 	*spec = i;
 	return TFG_OK;
+}
+
+void
+rt_spec_lost(RtCtx *c, int i, int task)
+{
+	RtSpec *s = &c->specs[i];
+	char what[900];
+
+	s->ready = 0;
+	s->has[task] = 0;
+	feeds_str(what, sizeof what, &c->base->sigs[s->sig], s->feeds);
+	tfg_error(&c->err, TFG_EPEER,
+		  "%s does not have the specialisation for %s (plan %016llx; "
+		  "was it restarted?): the next run announces it again, this "
+		  "one is not retried", c->base->tasks[task].name, what,
+		  (unsigned long long)s->plan->hash);
 }
 
 /* Reads the feed shapes of a SPECIALISE for sig into feeds; 0, or -1
@@ -373,17 +576,48 @@ rt_spec_serve(RtCtx *c, RtMsg *m)
 	if (rt_step_accept(c, m, -1) != 0)
 		return;
 	if ((feeds = calloc((size_t)gs->nfeed + 1, sizeof *feeds)) == NULL) {
-		rt_reply(c, client, 0, "out of memory");
+		rt_reply(c, client, RT_ERROR_FAILED, "out of memory");
 	} else if (decode(gs, m, feeds, why, sizeof why) != 0) {
 		fprintf(stderr, "tfgc: error: %s: bad SPECIALISE from %s: %s\n",
 			c->name, c->plan->tasks[client].name, why);
-		rt_reply(c, client, 0, why);
-	} else if ((i = spec_find(c, sig, feeds)) < 0 &&
-		   spec_add(c, sig, feeds, &i) != TFG_OK) {
-		rt_reply(c, client, 0, c->err.msg);
+		rt_reply(c, client, RT_ERROR_FAILED, why);
+	} else if (rt_spec_hold(c, client, sig, feeds, &i) != TFG_OK) {
+		rt_reply(c, client, RT_ERROR_FAILED, c->err.msg);
 	} else {
 		reply_hash(c, client, sig, i);
 	}
 	free(feeds);
 	rt_step_end(c);
+}
+
+void
+rt_spec_serve_release(RtCtx *c, RtMsg *m)
+{
+	TfgError e;
+	int i;
+
+	if (rt_release_check(c, &m->h, m->body, &i, &e) != TFG_OK) {
+		fprintf(stderr, "tfgc: error: %s: %s (ignored)\n", c->name,
+			e.msg);
+		return;
+	}
+	if (c->opt.verbose)
+		fprintf(stderr, "tfg: %s: %s released specialisation %d\n",
+			c->name, c->base->tasks[m->h.src].name, i);
+	rt_spec_drop(c, i, m->h.src);
+}
+
+/* Called with the START's step accepted (server.c). */
+void
+rt_spec_refuse(RtCtx *c, const RtMsg *m)
+{
+	char text[300];
+
+	snprintf(text, sizeof text, "no specialisation with plan %016llx "
+		 "for signature %u here (restarted, or evicted?)",
+		 (unsigned long long)m->h.prog, m->h.key);
+	if (c->opt.verbose)
+		fprintf(stderr, "tfg: %s: START from %s: %s\n", c->name,
+			c->base->tasks[m->h.src].name, text);
+	rt_reply(c, m->h.src, RT_ERROR_NO_PLAN, text);
 }

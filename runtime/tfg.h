@@ -347,12 +347,18 @@ typedef int (*TfgCompileFn)(void *cookie, const TfgPlan *plan, int task,
  * `plan` for the concrete shapes of its feeds (feeds[i] for
  * plan->sigs[sig].feeds[i]).  *out gets the specialised plan (the same
  * tasks, sessions and signatures, with only `sig` compiled; it lives until
- * the process exits) and parts[0..(*out)->nsig) this task's parts in it.
- * Returns 0, or non-zero with e set (diagnostics also go to stderr). */
+ * it is released, or the process exits) and parts[0..(*out)->nsig) this
+ * task's parts in it.  Returns 0, or non-zero with e set (diagnostics
+ * also go to stderr). */
 typedef int (*TfgSpecialiseFn)(void *cookie, const TfgPlan *plan, int sig,
 			       const TfgShape *feeds, int task,
 			       const TfgPlan **out, RtPart *parts,
 			       TfgError *e);
+
+/* Frees a specialised plan that TfgSpecialiseFn made, and the code of its
+ * parts: the runtime evicted it and uses neither again.  Those still held
+ * when the process exits are the compiler's to free. */
+typedef void (*TfgReleaseFn)(void *cookie, const TfgPlan *plan);
 
 typedef struct TfgOptions {
 	double startup_timeout; /* seconds for every task to come up (30) */
@@ -367,7 +373,11 @@ typedef struct TfgOptions {
 				   and tfg_launch returns that */
 	TfgSpecialiseFn specialise; /* servers of a generic plan; NULL: such
 				       a plan cannot run */
-	void *specialise_cookie;
+	TfgReleaseFn release;   /* frees what specialise made; NULL: kept
+				   until exit */
+	void *specialise_cookie; /* for both */
+	int max_specs;          /* specialisations kept per client task, the
+				   least recently used evicted (64 if 0) */
 } TfgOptions;
 
 /* Serves `task` until a SHUTDOWN message: listens on its address, compiles

@@ -13,7 +13,14 @@
  * that a step costs one message out and one back per remote task; PING,
  * RUN_SESSION and SHUTDOWN the URL to reply to; ERROR and SESSION_END a
  * message; OUTPUT text for stdout; SPECIALISE the feeds' shapes, and the
- * DONE answering it the plan hash (runtime/spec.c).
+ * DONE answering it the plan hash; RELEASE the plan hash of the
+ * specialisation released (runtime/spec.c).
+ *
+ * A START whose prog names no plan here is refused like any message with
+ * a foreign prog, except on a generic plan: there it most likely names a
+ * specialisation this task lost (restarted under the same cluster), and
+ * rt_wire_check_lost lets it in, well-formed otherwise, so that the
+ * client hears at once why its step cannot run.
  */
 #include <stdio.h>
 #include <string.h>
@@ -33,6 +40,7 @@ static const char *const msg_names[RT_MSG__N] = {
 	[RT_MSG_SHUTDOWN] = "SHUTDOWN",
 	[RT_MSG_BYE] = "BYE",
 	[RT_MSG_SPECIALISE] = "SPECIALISE",
+	[RT_MSG_RELEASE] = "RELEASE",
 };
 
 const char *
@@ -222,9 +230,78 @@ check_tensor(const RtHdr *h, const TfgPlan *plan, int self, const char *who,
 	return TFG_OK;
 }
 
+/* Whether task is one of sig's tasks (for a generic plan: one that may
+ * take part). */
+static int
+sig_has_task(const RtSig *sig, int task)
+{
+	for (int i = 0; i < sig->ntask; i++)
+		if (sig->tasks[i] == task)
+			return 1;
+	return 0;
+}
+
+/* START, SPECIALISE and RELEASE: from the signature's client to a task,
+ * each for the kind of plan it belongs to.  lost: a START for a plan not
+ * here (rt_wire_check_lost), whose body only that plan could check. */
+static tfg_status
+check_client_msg(const RtHdr *h, const TfgPlan *plan, int self,
+		 const char *who, int lost, TfgError *e)
+{
+	const RtSig *sig = &plan->sigs[h->key];
+	int generic_only = h->type != RT_MSG_START;
+	size_t want;
+
+	if (sig->client != h->src || self < 0)
+		return tfg_error(e, TFG_EPROTO,
+				 "bad %s from %s: signature %u is driven from "
+				 "%s", rt_msg_name(h->type), who, h->key,
+				 plan->tasks[sig->client].name);
+	if (lost) {
+		if (!sig_has_task(sig, self))
+			return tfg_error(e, TFG_EPROTO,
+					 "bad START from %s: this task takes "
+					 "no part in signature %u", who,
+					 h->key);
+		return TFG_OK;
+	}
+	if (generic_only != (plan->generic != 0))
+		return tfg_error(e, TFG_EPROTO,
+				 "bad %s from %s: the plan is %s",
+				 rt_msg_name(h->type), who,
+				 plan->generic ? "generic (its dims are not "
+				 "known yet)" : "not generic");
+	switch (h->type) {
+	case RT_MSG_SPECIALISE:
+		if (h->nbytes > (uint64_t)sig->nfeed * 8 * (1 + TFG_MAX_RANK))
+			return tfg_error(e, TFG_EPROTO,
+					 "bad SPECIALISE from %s: %llu bytes "
+					 "of shapes for %d feeds", who,
+					 (unsigned long long)h->nbytes,
+					 sig->nfeed);
+		return TFG_OK;
+	case RT_MSG_RELEASE:
+		if (h->nbytes != 8)
+			return tfg_error(e, TFG_EPROTO,
+					 "bad RELEASE from %s: %llu body "
+					 "bytes, expected 8 (a plan hash)", who,
+					 (unsigned long long)h->nbytes);
+		return TFG_OK;
+	default:
+		want = rt_start_bytes(plan, (int)h->key, self);
+		if (h->nbytes != want)
+			return tfg_error(e, TFG_EPROTO,
+					 "bad START from %s: %llu bytes of "
+					 "feeds, signature %u needs %zu", who,
+					 (unsigned long long)h->nbytes, h->key,
+					 want);
+		return TFG_OK;
+	}
+}
+
 static tfg_status
 check_key(const RtHdr *h, const TfgPlan *plan, int self, const char *who,
-	  TfgError *e)
+	  int lost, TfgError *e)
 {
 	uint32_t lim = UINT32_MAX;
 	const char *what = NULL;
@@ -233,7 +310,11 @@ check_key(const RtHdr *h, const TfgPlan *plan, int self, const char *who,
 	case RT_MSG_START:
 	case RT_MSG_DONE:
 	case RT_MSG_SPECIALISE:
+	case RT_MSG_RELEASE:
 		lim = (uint32_t)plan->nsig, what = "signature";
+		break;
+	case RT_MSG_ERROR:
+		lim = RT_ERROR__N, what = "error kind";
 		break;
 	case RT_MSG_RUN_SESSION:
 		lim = (uint32_t)plan->nsession, what = "session";
@@ -248,47 +329,16 @@ check_key(const RtHdr *h, const TfgPlan *plan, int self, const char *who,
 		return tfg_error(e, TFG_EPROTO,
 				 "bad %s from %s: %s %u out of range",
 				 rt_msg_name(h->type), who, what, h->key);
-	if (h->type == RT_MSG_START || h->type == RT_MSG_SPECIALISE) {
-		const RtSig *sig = &plan->sigs[h->key];
-		size_t want;
-
-		if (sig->client != h->src || self < 0)
-			return tfg_error(e, TFG_EPROTO,
-					 "bad %s from %s: signature %u is "
-					 "driven from %s", rt_msg_name(h->type),
-					 who, h->key,
-					 plan->tasks[sig->client].name);
-		if ((h->type == RT_MSG_SPECIALISE) != (plan->generic != 0))
-			return tfg_error(e, TFG_EPROTO,
-					 "bad %s from %s: the plan is %s",
-					 rt_msg_name(h->type), who,
-					 plan->generic ? "generic (its dims "
-					 "are not known yet)" : "not generic");
-		if (h->type == RT_MSG_SPECIALISE) {
-			if (h->nbytes > (uint64_t)sig->nfeed * 8 *
-					(1 + TFG_MAX_RANK))
-				return tfg_error(e, TFG_EPROTO,
-						 "bad SPECIALISE from %s: %llu "
-						 "bytes of shapes for %d feeds",
-						 who,
-						 (unsigned long long)h->nbytes,
-						 sig->nfeed);
-			return TFG_OK;
-		}
-		want = rt_start_bytes(plan, (int)h->key, self);
-		if (h->nbytes != want)
-			return tfg_error(e, TFG_EPROTO,
-					 "bad START from %s: %llu bytes of "
-					 "feeds, signature %u needs %zu", who,
-					 (unsigned long long)h->nbytes, h->key,
-					 want);
-	}
+	if (h->type == RT_MSG_START || h->type == RT_MSG_SPECIALISE ||
+	    h->type == RT_MSG_RELEASE)
+		return check_client_msg(h, plan, self, who, lost, e);
 	return TFG_OK;
 }
 
-tfg_status
-rt_wire_check(RtHdr *h, const TfgPlan *plan, int self, const void *buf,
-	      size_t len, const char *addr, TfgError *e)
+/* rt_wire_check; lost: for rt_wire_check_lost. */
+static tfg_status
+wire_check(RtHdr *h, const TfgPlan *plan, int self, const void *buf,
+	   size_t len, const char *addr, int lost, TfgError *e)
 {
 	char who[160];
 	const char *name;
@@ -325,7 +375,10 @@ rt_wire_check(RtHdr *h, const TfgPlan *plan, int self, const void *buf,
 		return tfg_error(e, TFG_EPROTO,
 				 "bad message from %s: unknown type %u", who,
 				 h->type);
-	if (h->prog != plan->hash)
+	/* lost: a START on a generic plan may name a plan not here */
+	lost = lost && h->type == RT_MSG_START && plan->generic &&
+	       h->prog != plan->hash;
+	if (h->prog != plan->hash && !lost)
 		return tfg_error(e, TFG_EPROTO,
 				 "bad %s from %s: program %016llx, this is "
 				 "%016llx (different source or plan?)",
@@ -372,5 +425,51 @@ rt_wire_check(RtHdr *h, const TfgPlan *plan, int self, const void *buf,
 					 "bad %s from %s: dims set on a "
 					 "message without a tensor",
 					 rt_msg_name(h->type), who);
-	return check_key(h, plan, self, who, e);
+	return check_key(h, plan, self, who, lost, e);
+}
+
+tfg_status
+rt_wire_check(RtHdr *h, const TfgPlan *plan, int self, const void *buf,
+	      size_t len, const char *addr, TfgError *e)
+{
+	return wire_check(h, plan, self, buf, len, addr, 0, e);
+}
+
+tfg_status
+rt_wire_check_lost(RtHdr *h, const TfgPlan *plan, int self, const void *buf,
+		   size_t len, const char *addr, TfgError *e)
+{
+	return wire_check(h, plan, self, buf, len, addr, 1, e);
+}
+
+tfg_status
+rt_release_check(RtCtx *c, const RtHdr *h, const unsigned char *body,
+		 int *spec, TfgError *e)
+{
+	uint64_t hash = rt_get_le(body, 8);
+	const char *who = c->base->tasks[h->src].name;
+
+	*spec = -1;
+	for (int i = 0; i < c->nspec; i++) {
+		const RtSpec *s = &c->specs[i];
+
+		if (s->plan == NULL || s->plan->hash != hash)
+			continue;
+		if (s->sig != (int)h->key)
+			break;
+		if (!s->held[h->src])
+			return tfg_error(e, TFG_EPROTO,
+					 "bad RELEASE from %s: it does not "
+					 "hold the specialisation of plan "
+					 "%016llx (it never announced it, or "
+					 "released it already)", who,
+					 (unsigned long long)hash);
+		*spec = i;
+		return TFG_OK;
+	}
+	return tfg_error(e, TFG_EPROTO,
+			 "bad RELEASE from %s: plan %016llx is no "
+			 "specialisation of signature %u held here (was this "
+			 "task restarted?)", who, (unsigned long long)hash,
+			 h->key);
 }

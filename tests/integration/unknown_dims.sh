@@ -3,7 +3,8 @@
 # fixes an input's `?` dims ahead of time; without it the program is
 # refused; a server serving the part must be started with the same
 # --shape.  `tfgc run` needs no --shape: each task compiles one
-# specialisation per signature and fed shape, and reuses it.
+# specialisation per signature and fed shape, and reuses it, keeping
+# --max-specs of them.
 . tests/integration/common.inc
 CC=${CC:-cc}
 LIBTFG=${LIBTFG:-build/libtfg.a}
@@ -62,6 +63,21 @@ n=$(grep -c 'got SPECIALISE' "$T/err")
 [ "$n" = 4 ] || fail "spec_shapes.tfg sent $n SPECIALISE messages, not 4"
 expect_rc 0 $TFGC run --free-ports "$T/mlp.tfg"
 [ "$(cat "$T/out")" = "[15.]" ] || fail "mlp.tfg printed '$(cat "$T/out")'"
+# --max-specs 2: tests/golden/run/spec_evict.tfg feeds 4 shapes, 2 of
+# them again after their eviction: each task compiles 6 and frees 4,
+# the client on evicting, task 1 on the client's RELEASE, each time
+# before the next one is compiled (1 kept).
+TFG_JIT_TIME=1 expect_rc 0 $TFGC run --free-ports --max-specs 2 \
+	tests/golden/run/spec_evict.tfg
+for t in 0 1; do
+	n=$(grep -c "task:$t: JIT .* ms (specialisation)" "$T/err")
+	[ "$n" = 6 ] || fail "task $t compiled $n specialisations, not 6"
+	n=$(grep -c "task:$t: specialisation released (1 kept)" "$T/err")
+	[ "$n" = 4 ] || fail "task $t freed $n specialisations, not 4"
+done
+[ "$(grep -c 'released' "$T/err")" = 8 ] || fail "more than 8 released"
+expect_rc 2 $TFGC run --max-specs 0 "$T/mlp.tfg"
+expect_in "$T/err" "--max-specs takes a count from 1 to 100000, not '0'"
 # A server of a compiled part cannot specialise: without the part's
 # --shape it is refused at once.
 expect_rc 0 $TFGC compile "$T/mlp.tfg" --shape x=1,3 --shared \

@@ -13,6 +13,7 @@
  *     runtime_test ctl SCENARIO P0 P1 DIR [attach|stop]   the controller
  *     runtime_test server SCENARIO P0 P1 DIR --job J --task T
  *     runtime_test garble PORT          sends malformed nng messages
+ *     runtime_test forge PORT           sends bad RELEASE messages
  * and checks exit codes, stdout and stderr.  Servers write DIR/pid.T.
  * Every test is bounded: children are killed past their deadline and
  * alarm() guards the whole run.
@@ -133,22 +134,45 @@ gpart0(struct RtCtx *c, char *arena)
 }
 
 #define GMAX 80 /* longest x */
-#define NGEN (RT_MAX_SPECS + 4) /* specialisations one process may make */
+#define NGEN (RT_MAX_SPECS + 4) /* specialisations one process may hold */
 static TfgPlan gplans[NGEN];
 static RtEdge gedges[NGEN][3];
 static RtFeed gfeeds[NGEN][1];
 static RtSig gsigs[NGEN][1];
-static int ngen;
+static int64_t glive[NGEN];   /* n of the plan in slot k, 0: free */
+static int gtask[NGEN];       /* the task it was compiled for */
+static int nreleased;         /* release() calls in this process */
+static int fake_log;          /* servers: compile and release to stderr */
+
+/* TfgReleaseFn: frees slot k, which must be live, and poisons it so that
+ * a use after release shows. */
+static void
+release(void *cookie, const TfgPlan *plan)
+{
+	int k = (int)(plan - gplans);
+
+	(void)cookie;
+	TFG_ASSERT(k >= 0 && k < NGEN && glive[k] > 0);
+	if (fake_log)
+		fprintf(stderr, "fake: task %d released n=%lld\n", gtask[k],
+			(long long)glive[k]);
+	glive[k] = 0;
+	nreleased++;
+	memset(&gplans[k], 0xa5, sizeof gplans[k]);
+	memset(gedges[k], 0xa5, sizeof gedges[k]);
+}
 
 static int
 specialise(void *cookie, const TfgPlan *plan, int sig, const TfgShape *feeds,
 	   int task, const TfgPlan **out, RtPart *parts, TfgError *e)
 {
 	int64_t n = feeds[0].dims[0];
-	int k = ngen;
+	int k = 0;
 
 	(void)cookie;
-	if (sig != 0 || feeds[0].rank != 1 || n > GMAX || ngen == NGEN)
+	while (k < NGEN && glive[k])
+		k++;
+	if (sig != 0 || feeds[0].rank != 1 || n < 1 || n > GMAX || k == NGEN)
 		return tfg_error(e, TFG_EINVAL, "cannot do that");
 	if (strcmp(scenario, "generic-fail") == 0 && task == 1 && n == 3)
 		return tfg_error(e, TFG_EINVAL, "no code for length 3");
@@ -174,7 +198,11 @@ specialise(void *cookie, const TfgPlan *plan, int sig, const TfgShape *feeds,
 	parts[0].fn = task == 0 ? gpart0 : gpart1;
 	parts[0].arena_size = GMAX * sizeof(int32_t);
 	*out = &gplans[k];
-	ngen++;
+	glive[k] = n;
+	gtask[k] = task;
+	if (fake_log)
+		fprintf(stderr, "fake: task %d compiled n=%lld\n", task,
+			(long long)n);
 	return 0;
 }
 
@@ -289,11 +317,18 @@ build_session(RtSession *ss, long nbench)
 			       ex(RT_E_CONST, scalar(TFG_F64, 1.5), 0),
 			       ex(RT_E_CONST, scalar(TFG_I32, 2), 0)));
 		}
-	} else if (strcmp(scenario, "generic-many") == 0) {
-		/* print run(y, x=[67] * k) for k = 1 .. RT_MAX_SPECS + 1: a
-		   new shape each time, one more than a process keeps */
+	} else if (strcmp(scenario, "generic-many") == 0 ||
+		   strcmp(scenario, "generic-lru") == 0) {
+		/* print run(y, x=[67] * k): generic-many for k = 1 ..
+		   RT_MAX_SPECS + 1, one more shape than a process keeps, then
+		   1 again; generic-lru (2 kept) for k = 2 3 2 4 2 3 */
+		static const int lru[] = {2, 3, 2, 4, 2, 3};
+		int many = scenario[8] == 'm';
+		int n = many ? RT_MAX_SPECS + 2 : 6;
+
 		rt_tensor_free(two);
-		for (int k = 1; k <= RT_MAX_SPECS + 1; k++) {
+		for (int j = 0; j < n; j++) {
+			int k = !many ? lru[j] : j <= RT_MAX_SPECS ? j + 1 : 1;
 			TfgShape s = {1, {k}};
 			RtTensor *v;
 
@@ -302,6 +337,16 @@ build_session(RtSession *ss, long nbench)
 				((int32_t *)v->data)[i] = 67;
 			stmts[ss->nstmt++] = st(RT_S_PRINT, 1, run_y(v));
 		}
+	} else if (strcmp(scenario, "generic-once") == 0) {
+		/* print run(y, x=[1, 2]) */
+		TfgShape s = {1, {2}};
+		RtTensor *v;
+
+		rt_tensor_free(two);
+		TFG_ASSERT(rt_tensor_new(&v, TFG_I32, &s) == TFG_OK);
+		((int32_t *)v->data)[0] = 1;
+		((int32_t *)v->data)[1] = 2;
+		stmts[ss->nstmt++] = st(RT_S_PRINT, 1, run_y(v));
 	} else if (strncmp(scenario, "generic", 7) == 0) {
 		/* print run(y, x=[1, 2]), then [1, 2, 3], [4, 5], [1, 2, 3] */
 		static const int32_t xs[4][3] = {{1, 2}, {1, 2, 3}, {4, 5},
@@ -396,6 +441,12 @@ role_server(int argc, char **argv)
 		return 0;
 	}
 	opt.specialise = specialise;
+	opt.release = release;
+	fake_log = 1;
+	/* The client keeps 2, task 1 the default 64: what task 1 frees, it
+	   frees because the client's RELEASE said so. */
+	if (strcmp(scenario, "generic-lru") == 0 && task == 0)
+		opt.max_specs = 2;
 	return tfg_server_main(&plan, task, &opt, compile, NULL);
 }
 
@@ -453,6 +504,38 @@ role_garble(int argc, char **argv)
 	return 0;
 }
 
+/* RELEASE messages for a generic plan's task 1 at tcp://127.0.0.1:PORT
+ * as if from its client, task 0: a body too short for a hash, then a
+ * hash of no specialisation there. */
+static int
+role_forge(int argc, char **argv)
+{
+	nng_socket s;
+	char url[64];
+	unsigned char buf[RT_HDR_SIZE + 8];
+	RtHdr h;
+	TfgPlan plan;
+
+	if (argc != 3)
+		return 2;
+	scenario = "generic-once";
+	plan = build_plan(argv[2], argv[2], 0);
+	snprintf(url, sizeof url, "tcp://127.0.0.1:%s", argv[2]);
+	if (nng_push0_open(&s) != 0 || nng_dial(s, url, NULL, 0) != 0)
+		return 1;
+	rt_hdr_init(&h, &plan, RT_MSG_RELEASE, 0, 0, 0, 4);
+	rt_hdr_encode(buf, &h);
+	rt_put_le(buf + RT_HDR_SIZE, 0x12345678, 4);
+	nng_send(s, buf, RT_HDR_SIZE + 4, 0);         /* short */
+	rt_hdr_init(&h, &plan, RT_MSG_RELEASE, 0, 0, 0, 8);
+	rt_hdr_encode(buf, &h);
+	rt_put_le(buf + RT_HDR_SIZE, 0xdeadbeefcafef00dull, 8);
+	nng_send(s, buf, RT_HDR_SIZE + 8, 0);         /* unknown hash */
+	sleep(1);
+	nng_close(s);
+	return 0;
+}
+
 int test_main(int argc, char **argv);
 
 int
@@ -464,6 +547,8 @@ main(int argc, char **argv)
 		return role_ctl(argc, argv);
 	if (argc > 1 && strcmp(argv[1], "garble") == 0)
 		return role_garble(argc, argv);
+	if (argc > 1 && strcmp(argv[1], "forge") == 0)
+		return role_forge(argc, argv);
 	alarm(120);
 	prctl(PR_SET_CHILD_SUBREAPER, 1); /* orphaned servers come to us */
 	return test_main(argc, argv);
@@ -757,21 +842,198 @@ t_generic_fail(void)
 	run_done(&r);
 }
 
-/* Each process keeps RT_MAX_SPECS specialisations: one more shape fails
- * its run with an error that says so, after the others ran. */
+/* How often needle occurs in hay. */
+static int
+count(const char *hay, const char *needle)
+{
+	int n = 0;
+
+	for (const char *p = hay; (p = strstr(p, needle)) != NULL; p++)
+		n++;
+	return n;
+}
+
+/* Each process keeps RT_MAX_SPECS specialisations for a client: one more
+ * shape evicts the least recently used (shape 1) on both tasks, task 1
+ * on the client's RELEASE, and shape 1 fed again is compiled again,
+ * evicting shape 2.  Every run prints. */
 static void
 t_generic_many(void)
 {
 	Run r;
 	char want[RT_MAX_SPECS * 8], *w = want;
 
-	for (int k = 1; k <= RT_MAX_SPECS; k++)
+	for (int k = 1; k <= RT_MAX_SPECS + 1; k++)
 		w += sprintf(w, "%d\n", 302 + k);
+	sprintf(w, "303\n");
 	run_init(&r);
 	ctl(&r, "generic-many", NULL, 60);
 	ASSERT_STREQ(r.out, want);
+	ASSERT_EQ(r.status, 0);
+	ASSERT_EQ(count(r.err, "released"), 4);
+	ASSERT_HAS(r.err, "fake: task 0 released n=1\n");
+	ASSERT_HAS(r.err, "fake: task 1 released n=1\n");
+	ASSERT_HAS(r.err, "fake: task 0 released n=2\n");
+	ASSERT_HAS(r.err, "fake: task 1 released n=2\n");
+	ASSERT_EQ(count(r.err, "fake: task 0 compiled n=1\n"), 2);
+	ASSERT_EQ(count(r.err, "fake: task 1 compiled n=1\n"), 2);
+	ASSERT_EQ(count(r.err, "compiled"), 2 * (RT_MAX_SPECS + 2));
+	run_done(&r);
+}
+
+/* Least recently used, not first in: with 2 kept, shapes 2 3 2 4 evict
+ * 3 (2 was used since), then 2 is still there and 3 comes back, evicting
+ * 4.  Task 1 keeps 64, so it frees 3 and 4 on the client's RELEASE. */
+static void
+t_generic_lru(void)
+{
+	Run r;
+
+	run_init(&r);
+	ctl(&r, "generic-lru", NULL, 20);
+	ASSERT_STREQ(r.out, "304\n305\n304\n306\n304\n305\n");
+	ASSERT_EQ(r.status, 0);
+	for (int t = 0; t < 2; t++) {
+		char buf[64];
+
+		snprintf(buf, sizeof buf, "fake: task %d compiled n=", t);
+		ASSERT_EQ(count(r.err, buf), 4);
+		snprintf(buf, sizeof buf, "fake: task %d compiled n=3\n", t);
+		ASSERT_EQ(count(r.err, buf), 2);
+		snprintf(buf, sizeof buf, "fake: task %d released n=", t);
+		ASSERT_EQ(count(r.err, buf), 2);
+		snprintf(buf, sizeof buf, "fake: task %d released n=3\n", t);
+		ASSERT_HAS(r.err, buf);
+		snprintf(buf, sizeof buf, "fake: task %d released n=4\n", t);
+		ASSERT_HAS(r.err, buf);
+	}
+	run_done(&r);
+}
+
+/* The bookkeeping of spec.c in this process, without sockets.  A
+ * specialisation is freed when no client holds it any more.  The wire
+ * lets only a signature's client announce or release one, so in a
+ * cluster one task holds it at most; driven directly here, two do, and
+ * it stays until both let go.  Each client keeps max_specs: past that
+ * its own least recently used one goes, never another client's. */
+static void
+t_spec_holders(void)
+{
+	static RtTask t3[3] = {
+		{"local", 0, "127.0.0.1:1", "/job:local/task:0"},
+		{"local", 1, "127.0.0.1:2", "/job:local/task:1"},
+		{"local", 2, "127.0.0.1:3", "/job:local/task:2"},
+	};
+	static RtFeed gf[1] = {{"x", TFG_I32, {1, {-1}}, UINT32_MAX}};
+	static RtFetch gx[1] = {{"y", UINT32_MAX}};
+	static int gt[2] = {0, 1}, gd[2] = {0, 0};
+	static RtSig gs[1] = {{0, 1, gf, 1, gx, 2, gt, gd}};
+	TfgPlan g = {0};
+	TfgOptions o = {0};
+	TfgShape f[5];
+	uint64_t h[5];
+	RtCtx c;
+	int i, j, k;
+
+	g.hash = 0x1234abcd5678ef01ull;
+	g.file = "hello.tfg";
+	g.ntask = 3, g.tasks = t3;
+	g.nsig = 1, g.sigs = gs;
+	g.generic = 1;
+	o.specialise = specialise;
+	o.release = release;
+	o.max_specs = 2;
+	for (int n = 0; n < 5; n++)
+		f[n] = (TfgShape){1, {n + 1}};
+	ASSERT_EQ(rt_ctx_init(&c, &g, 1, &o), TFG_OK);
+	nreleased = 0;
+	ASSERT_EQ(rt_spec_hold(&c, 0, 0, &f[2], &i), TFG_OK);
+	ASSERT_EQ(rt_spec_hold(&c, 2, 0, &f[2], &j), TFG_OK);
+	ASSERT_EQ(i, j);
+	h[2] = c.specs[i].plan->hash;
+	rt_spec_drop(&c, i, 0);
+	ASSERT_EQ(nreleased, 0);
+	ASSERT(rt_plan_of(&c, h[2], &k) != NULL && k == i);
+	rt_spec_drop(&c, i, 2);
+	ASSERT_EQ(nreleased, 1);
+	ASSERT(rt_plan_of(&c, h[2], &k) == NULL);
+	/* client 0 holds 1, 3 and 4 in that order, client 2 holds 2; 1 is
+	   used again before 4 comes, so 3 goes */
+	for (int n = 0; n < 4; n++) {
+		int sh = n == 0 ? 0 : n == 1 ? 1 : n == 2 ? 2 : 0;
+
+		ASSERT_EQ(rt_spec_hold(&c, n == 1 ? 2 : 0, 0, &f[sh], &i),
+			  TFG_OK);
+		h[sh] = c.specs[i].plan->hash;
+	}
+	ASSERT_EQ(nreleased, 1);
+	ASSERT_EQ(rt_spec_hold(&c, 0, 0, &f[3], &i), TFG_OK);
+	h[3] = c.specs[i].plan->hash;
+	ASSERT_EQ(nreleased, 2);
+	ASSERT(rt_plan_of(&c, h[2], &k) == NULL);
+	ASSERT(rt_plan_of(&c, h[0], &k) != NULL);
+	ASSERT(rt_plan_of(&c, h[1], &k) != NULL);
+	ASSERT(rt_plan_of(&c, h[3], &k) != NULL);
+	ASSERT(c.nspec <= 3); /* freed slots are reused */
+	rt_ctx_free(&c);
+}
+
+/* A task restarted under attach has lost its specialisations (spec.c):
+ * the client's next START of one is answered at once, that run fails
+ * naming the task and the shapes and is not retried, and the run after
+ * it announces the shapes again and succeeds.  Bad RELEASE messages are
+ * reported and change nothing. */
+static void
+t_generic_lost(void)
+{
+	Run r;
+	pid_t s0, s1, g;
+	char *fargs[] = {"runtime_test", "forge", NULL, NULL};
+	char err0[65536];
+
+	run_init(&r);
+	s0 = server(&r, "generic-once", "0");
+	s1 = server(&r, "generic-once", "1");
+	wait_port(r.p0);
+	wait_port(r.p1);
+	ctl(&r, "generic-once", "attach", 20);
+	ASSERT_STREQ(r.out, "173\n");
+	ASSERT_EQ(r.status, 0);
+	kill(s1, SIGKILL);
+	waitpid(s1, NULL, 0);
+	s1 = server(&r, "generic-once", "1");
+	wait_port(r.p1);
+	msleep(500); /* task 0 dials it again */
+	ctl(&r, "generic-once", "attach", 20);
 	ASSERT(r.status != 0);
-	ASSERT_HAS(r.err, "more than 64 shapes fed to runs of this program");
+	ASSERT_STREQ(r.out, "");
+	ASSERT_HAS(r.err, "hello.tfg:17:11: error: /job:local/task:1 does not "
+			  "have the specialisation for x: i32[2] (plan ");
+	ASSERT_HAS(r.err, "; was it restarted?): the next run announces it "
+			  "again, this one is not retried");
+	ASSERT(r.secs < 5); /* an answer, not the step deadline of 10 s */
+	fargs[2] = r.p1;
+	g = start(&r, "forge", fargs);
+	finish(&r, g, "forge", 10);
+	ASSERT_EQ(r.status, 0);
+	ctl(&r, "generic-once", "attach", 20);
+	ASSERT_STREQ(r.out, "173\n");
+	ASSERT_EQ(r.status, 0);
+	ctl(&r, "generic-once", "stop", 10);
+	ASSERT_EQ(r.status, 0);
+	finish(&r, s0, "server0", 5);
+	ASSERT_EQ(r.status, 0);
+	memcpy(err0, r.err, sizeof err0);
+	finish(&r, s1, "server1", 5);
+	ASSERT_EQ(r.status, 0);
+	/* task 0 compiled x: i32[2] once, the new task 1 once */
+	ASSERT_EQ(count(err0, "fake: task 0 compiled n=2\n"), 1);
+	ASSERT_EQ(count(r.err, "fake: task 1 compiled n=2\n"), 1);
+	ASSERT(strstr(r.err, "bad START") == NULL);
+	ASSERT_HAS(r.err, "bad RELEASE from /job:local/task:0 (127.0.0.1:");
+	ASSERT_HAS(r.err, "4 body bytes, expected 8 (a plan hash) (ignored)");
+	ASSERT_HAS(r.err, "plan deadbeefcafef00d is no specialisation of "
+			  "signature 0 held here");
 	run_done(&r);
 }
 
@@ -1040,7 +1302,10 @@ t_step_latency(void)
 #define main test_main
 TEST_MAIN({"hello", t_hello}, {"loop_print", t_loop_print},
 	  {"bad_feed", t_bad_feed}, {"generic", t_generic},
-	  {"generic_fail", t_generic_fail}, {"generic_many", t_generic_many}, {"startup_deadline", t_startup_deadline},
+	  {"generic_fail", t_generic_fail}, {"generic_many", t_generic_many},
+	  {"generic_lru", t_generic_lru}, {"spec_holders", t_spec_holders},
+	  {"generic_lost", t_generic_lost},
+	  {"startup_deadline", t_startup_deadline},
 	  {"port_in_use", t_port_in_use}, {"port_taken", t_port_taken},
 	  {"step_timeout", t_step_timeout},
 	  {"part_error", t_part_error}, {"task_crash", t_task_crash},

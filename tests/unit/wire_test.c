@@ -61,6 +61,12 @@ check(const RtHdr *h, size_t len)
 			     &err);
 }
 
+#define ASSERT_HAS(hay, needle)                                               \
+	do {                                                                  \
+		if (strstr((hay), (needle)) == NULL)                          \
+			TEST_FAIL_("\"%s\" not in \"%s\"", (needle), (hay));  \
+	} while (0)
+
 #define EXPECT_BAD(h, len, code, needle)                                      \
 	do {                                                                  \
 		ASSERT_EQ(check(&(h), (len)), (code));                        \
@@ -145,6 +151,8 @@ t_valid(void)
 	ASSERT_EQ(rt_start_bytes(&plan, 0, 0), 0);
 	rt_hdr_init(&h, &plan, RT_MSG_SESSION_END, 0, 1, 0, 0);
 	ASSERT_EQ(check(&h, RT_HDR_SIZE), TFG_OK);
+	rt_hdr_init(&h, &plan, RT_MSG_ERROR, 3, RT_ERROR_NO_PLAN, 0, 5);
+	ASSERT_EQ(check(&h, RT_HDR_SIZE + 5), TFG_OK);
 }
 
 static void
@@ -210,6 +218,8 @@ t_bad_key(void)
 	EXPECT_BAD(x, RT_HDR_SIZE, TFG_EPROTO, "session 1 out of range");
 	rt_hdr_init(&x, &plan, RT_MSG_SESSION_END, 0, 2, 0, 0);
 	EXPECT_BAD(x, RT_HDR_SIZE, TFG_EPROTO, "status 2 out of range");
+	rt_hdr_init(&x, &plan, RT_MSG_ERROR, 3, RT_ERROR__N, 0, 0);
+	EXPECT_BAD(x, RT_HDR_SIZE, TFG_EPROTO, "error kind 2 out of range");
 	/* START from a task that does not drive the signature */
 	rt_hdr_init(&x, &plan, RT_MSG_START, 1ull << 48 | 3, 0, 1, 24);
 	EXPECT_BAD(x, RT_HDR_SIZE + 24, TFG_EPROTO, "is driven from");
@@ -334,8 +344,148 @@ t_specialise(void)
 	cur = &plan;
 }
 
+/* RELEASE (spec.c): only for a generic plan, from the signature's client,
+ * and its body is 8 bytes, the plan hash of a specialisation of that
+ * signature that this task holds for the sender; anything else is an
+ * error naming the sender. */
+static void
+t_release(void)
+{
+	TfgPlan g = plan, sp = plan;
+	unsigned char held[2] = {1, 0}, body[8];
+	RtSpec s;
+	RtCtx c;
+	RtHdr x;
+	int i;
+
+	g.generic = 1;
+	rt_hdr_init(&x, &plan, RT_MSG_RELEASE, 0, 0, 0, 8);
+	EXPECT_BAD(x, RT_HDR_SIZE + 8, TFG_EPROTO, "the plan is not generic");
+	cur = &g;
+	rt_hdr_init(&x, &g, RT_MSG_RELEASE, 0, 0, 0, 8);
+	ASSERT_EQ(check(&x, RT_HDR_SIZE + 8), TFG_OK);
+	ASSERT_STREQ(rt_msg_name(RT_MSG_RELEASE), "RELEASE");
+	EXPECT_BAD(x, RT_HDR_SIZE + 4, TFG_EPROTO,
+		   "header says 8 body bytes, message has 4");
+	rt_hdr_init(&x, &g, RT_MSG_RELEASE, 0, 0, 0, 4);
+	EXPECT_BAD(x, RT_HDR_SIZE + 4, TFG_EPROTO,
+		   "bad RELEASE from /job:local/task:0 (127.0.0.1:5555): 4 "
+		   "body bytes, expected 8 (a plan hash)");
+	rt_hdr_init(&x, &g, RT_MSG_RELEASE, 0, 0, 0, 16);
+	EXPECT_BAD(x, RT_HDR_SIZE + 16, TFG_EPROTO, "16 body bytes");
+	rt_hdr_init(&x, &g, RT_MSG_RELEASE, 0, 1, 0, 8);
+	EXPECT_BAD(x, RT_HDR_SIZE + 8, TFG_EPROTO, "signature 1 out of range");
+	rt_hdr_init(&x, &g, RT_MSG_RELEASE, 0, 0, 1, 8);
+	EXPECT_BAD(x, RT_HDR_SIZE + 8, TFG_EPROTO, "is driven from");
+	rt_hdr_init(&x, &g, RT_MSG_RELEASE, 0, 0, RT_SRC_CONTROLLER, 8);
+	EXPECT_BAD(x, RT_HDR_SIZE + 8, TFG_EPROTO, "not a task of the plan");
+	cur = &plan;
+	/* the body, against one specialisation held here for task 0 */
+	sp.hash = 0x5555aaaa5555aaaaull;
+	memset(&s, 0, sizeof s);
+	s.plan = &sp;
+	s.held = held;
+	memset(&c, 0, sizeof c);
+	c.base = &g;
+	c.specs = &s;
+	c.nspec = 1;
+	rt_hdr_init(&x, &g, RT_MSG_RELEASE, 0, 0, 0, 8);
+	rt_put_le(body, sp.hash, 8);
+	ASSERT_EQ(rt_release_check(&c, &x, body, &i, &err), TFG_OK);
+	ASSERT_EQ(i, 0);
+	rt_put_le(body, 0xdeadbeefull, 8);
+	ASSERT_EQ(rt_release_check(&c, &x, body, &i, &err), TFG_EPROTO);
+	ASSERT_EQ(i, -1);
+	ASSERT_HAS(err.msg, "bad RELEASE from /job:local/task:0: plan "
+			    "00000000deadbeef is no specialisation of "
+			    "signature 0 held here");
+	memset(body, 0xff, sizeof body); /* garbled */
+	ASSERT_EQ(rt_release_check(&c, &x, body, &i, &err), TFG_EPROTO);
+	ASSERT_HAS(err.msg, "plan ffffffffffffffff is no specialisation");
+	rt_put_le(body, sp.hash, 8);
+	held[0] = 0; /* released already */
+	ASSERT_EQ(rt_release_check(&c, &x, body, &i, &err), TFG_EPROTO);
+	ASSERT_HAS(err.msg, "it does not hold the specialisation of plan "
+			    "5555aaaa5555aaaa");
+	held[0] = 1;
+	s.sig = 1; /* another signature's */
+	ASSERT_EQ(rt_release_check(&c, &x, body, &i, &err), TFG_EPROTO);
+	ASSERT_HAS(err.msg, "is no specialisation of signature 0");
+	s.sig = 0;
+	s.plan = NULL; /* a free slot */
+	ASSERT_EQ(rt_release_check(&c, &x, body, &i, &err), TFG_EPROTO);
+	ASSERT_HAS(err.msg, "is no specialisation");
+}
+
+/* A START whose prog names no plan here, on a generic plan: let in by
+ * rt_wire_check_lost when all else is right, whatever its body's size
+ * (only the missing plan knows it), so that it can be answered; every
+ * other message, and every other fault, is refused as before. */
+static void
+t_lost_start(void)
+{
+	TfgPlan g = plan, g1;
+	RtSig one = sigs[0];
+	RtHdr x;
+
+#define LOST(h, len) (rt_hdr_encode(buf, &(h)),                               \
+		      rt_wire_check_lost(&got, &g, 1, buf, (len),             \
+					 "127.0.0.1:5555", &err))
+	g.generic = 1;
+	rt_hdr_init(&x, &g, RT_MSG_START, 3, 0, 0, 24);
+	x.prog = 0x0123456789abcdefull;
+	ASSERT_EQ(LOST(x, RT_HDR_SIZE + 24), TFG_OK);
+	ASSERT_EQ(got.type, RT_MSG_START);
+	x.nbytes = 5;
+	ASSERT_EQ(LOST(x, RT_HDR_SIZE + 5), TFG_OK);
+	/* rt_wire_check still refuses it */
+	rt_hdr_encode(buf, &x);
+	ASSERT_EQ(rt_wire_check(&got, &g, 1, buf, RT_HDR_SIZE + 5, NULL,
+				&err), TFG_EPROTO);
+	ASSERT_HAS(err.msg, "different source or plan");
+	/* the generic plan's own prog: START has no place there */
+	x.prog = g.hash;
+	ASSERT_EQ(LOST(x, RT_HDR_SIZE + 5), TFG_EPROTO);
+	ASSERT_HAS(err.msg, "the plan is generic");
+	x.prog = 0x0123456789abcdefull;
+	ASSERT_EQ(LOST(x, RT_HDR_SIZE + 4), TFG_EPROTO);
+	ASSERT_HAS(err.msg, "header says 5 body bytes, message has 4");
+	x.rank = 1;
+	ASSERT_EQ(LOST(x, RT_HDR_SIZE + 5), TFG_EPROTO);
+	ASSERT_HAS(err.msg, "dtype/rank set");
+	x.rank = 0, x.key = 1;
+	ASSERT_EQ(LOST(x, RT_HDR_SIZE + 5), TFG_EPROTO);
+	ASSERT_HAS(err.msg, "signature 1 out of range");
+	x.key = 0, x.src = 1, x.step = 1ull << 48 | 3;
+	ASSERT_EQ(LOST(x, RT_HDR_SIZE + 5), TFG_EPROTO);
+	ASSERT_HAS(err.msg, "is driven from");
+	x.src = 0, x.step = 3, x.type = RT_MSG_DONE;
+	ASSERT_EQ(LOST(x, RT_HDR_SIZE + 5), TFG_EPROTO);
+	ASSERT_HAS(err.msg, "bad DONE from /job:local/task:0 (127.0.0.1:5555): "
+			    "program 0123456789abcdef");
+	x = tensor_hdr(), x.prog = 0x0123456789abcdefull;
+	ASSERT_EQ(LOST(x, RT_HDR_SIZE + 24), TFG_EPROTO);
+	ASSERT_HAS(err.msg, "different source or plan");
+	/* a task the signature does not take */
+	one.ntask = 1;
+	g1 = g;
+	g1.sigs = &one;
+	rt_hdr_init(&x, &g, RT_MSG_START, 3, 0, 0, 0);
+	x.prog = 0x0123456789abcdefull;
+	rt_hdr_encode(buf, &x);
+	ASSERT_EQ(rt_wire_check_lost(&got, &g1, 1, buf, RT_HDR_SIZE, NULL,
+				     &err), TFG_EPROTO);
+	ASSERT_HAS(err.msg, "this task takes no part in signature 0");
+	/* a plan that is not generic has no specialisations to lose */
+	ASSERT_EQ(rt_wire_check_lost(&got, &plan, 1, buf, RT_HDR_SIZE, NULL,
+				     &err), TFG_EPROTO);
+	ASSERT_HAS(err.msg, "different source or plan");
+#undef LOST
+}
+
 TEST_MAIN({"layout", t_layout}, {"round_trip", t_round_trip},
 	  {"valid", t_valid}, {"bad_header", t_bad_header},
 	  {"bad_size", t_bad_size}, {"bad_key", t_bad_key},
 	  {"bad_tensor", t_bad_tensor}, {"string", t_string},
-	  {"specialise", t_specialise})
+	  {"specialise", t_specialise}, {"release", t_release},
+	  {"lost_start", t_lost_start})

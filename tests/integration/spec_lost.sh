@@ -1,0 +1,54 @@
+#!/bin/sh
+# A task restarted under `tfgc run --attach` has lost its specialisations
+# (spec/language.md §4.3, design.md "Unknown dims"): the next run of one
+# fails at once, naming the task and the shapes, and is not repeated;
+# the run after it compiles the specialisation there again.
+. tests/integration/common.inc
+
+cat >"$T/p.tfg" <<'TFG'
+cluster { local = ["localhost:2222", "localhost:2223"] }
+input x: f32[?]
+device "/job:local/task:1" {
+    y = x * 2.0
+}
+s = reduce_sum(y)
+session {
+    print run(s, feed { x: [1, 2] })
+}
+TFG
+p0=$(free_port)
+p1=$(free_port)
+addrs="--addr /job:local/task:0=127.0.0.1:$p0 --addr /job:local/task:1=127.0.0.1:$p1"
+$TFGC server "$T/p.tfg" --job local --task 0 $addrs 2>"$T/s0" &
+s0=$!
+$TFGC server "$T/p.tfg" --job local --task 1 $addrs 2>"$T/s1" &
+s1=$!
+expect_rc 0 $TFGC run --attach --startup-timeout 10 $addrs "$T/p.tfg"
+[ "$(cat "$T/out")" = "6.0" ] || fail "first run printed '$(cat "$T/out")'"
+kill -9 $s1
+wait $s1 2>/dev/null
+$TFGC server "$T/p.tfg" --job local --task 1 $addrs 2>"$T/s1" &
+s1=$!
+# Wait until it listens and task 0 has dialed it again (it redials
+# every 0.2 s at most).
+python3 -c 'import socket, sys, time
+for i in range(200):
+    try:
+        socket.create_connection(("127.0.0.1", int(sys.argv[1])), 1).close()
+        break
+    except OSError:
+        time.sleep(0.05)' "$p1"
+sleep 0.5
+start=$(date +%s)
+expect_rc 1 $TFGC run --attach --startup-timeout 10 $addrs "$T/p.tfg"
+[ $(($(date +%s) - start)) -lt 10 ] || fail "the refusal took the step deadline"
+[ -s "$T/out" ] && fail "the failed run printed '$(cat "$T/out")'"
+expect_in "$T/err" "p.tfg:8:11: error: /job:local/task:1 does not have the specialisation for x: f32[2] (plan "
+expect_in "$T/err" "; was it restarted?): the next run announces it again, this one is not retried"
+expect_rc 0 $TFGC run --attach --startup-timeout 10 $addrs "$T/p.tfg"
+[ "$(cat "$T/out")" = "6.0" ] || fail "the run after printed '$(cat "$T/out")'"
+expect_rc 0 $TFGC stop --startup-timeout 10 $addrs "$T/p.tfg"
+wait $s0 || fail "server 0 exited $?: $(cat "$T/s0")"
+wait $s1 || fail "server 1 exited $?: $(cat "$T/s1")"
+grep -q "ignored" "$T/s1" && fail "task 1 ignored a message: $(cat "$T/s1")"
+echo "spec_lost: ok"
