@@ -7,11 +7,13 @@
  * a tensor, a list of tensors (a run's fetches) or a string.  A run is one
  * step: START to every other task with a part, the feeds (checked against
  * the signature before anything is sent), the own part in-process, then
- * the fetches and DONEs.  Output is buffered and sent to the controller
- * as OUTPUT messages (past 16 KiB, 100 ms after the last, at the end), so
- * a printing loop does not cost a message per line; an empty one goes
- * out when nothing did for a second, so the controller can tell a long
- * session from a hung one.
+ * the fetches and DONEs.  A step that fails once STARTs went out is
+ * cancelled on the tasks that got them (ABORT), which would otherwise
+ * wait for it until their deadline.  Output is buffered and sent to the
+ * controller as OUTPUT messages (past 16 KiB, 100 ms after the last, at
+ * the end), so a printing loop does not cost a message per line; an
+ * empty one goes out when nothing did for a second, so the controller
+ * can tell a long session from a hung one.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -23,6 +25,7 @@
 #define OUT_FLUSH_BYTES (16 * 1024)
 #define OUT_FLUSH_SECS 0.1
 #define HEARTBEAT_SECS 1.0 /* an empty OUTPUT tells the controller we live */
+#define ABORT_SECS 0.2     /* for all the ABORTs of a failed step */
 
 enum { CV_NONE, CV_TENSOR, CV_LIST, CV_STR };
 
@@ -348,21 +351,58 @@ check_feeds(Sess *ss, const RtExpr *x, const RtSig *sig, CVal *args)
 	return TFG_OK;
 }
 
-/* The step itself, once the feeds are known to be right. */
+/* ABORT of the failed current step to sig->tasks[0 .. n-1] but this
+ * one: each of them got its START, and may be waiting for a tensor that
+ * will never come, serving nothing meanwhile (spec/design.md "Step
+ * failures").  Nothing is waited for, and the sends share a short
+ * deadline: one to a task that is down only queues (nng delivers it
+ * behind the START, should the task come back), one that finds the
+ * queue full gives up.  A task that ended the step drops its ABORT as
+ * stale. */
+static void
+step_abort(RtCtx *c, const RtSig *sig, int n)
+{
+	double deadline = rt_now() + ABORT_SECS;
+	size_t len = strlen(c->err.msg);
+	const char *why = len ? c->err.msg : tfg_strerror(c->err.code);
+	unsigned char *body;
+	nng_msg *m;
+	TfgError e;
+
+	if (len == 0)
+		len = strlen(why);
+	if (len > RT_ABORT_MAX)
+		len = RT_ABORT_MAX;
+	for (int i = 0; i < n; i++) {
+		int t = sig->tasks[i];
+
+		if (t == c->task)
+			continue;
+		if (rt_msg_new(c, &m, &body, RT_MSG_ABORT, c->step, 0, NULL,
+			       len, &e) == TFG_OK) {
+			/* one line of text, as the wire wants */
+			for (size_t j = 0; j < len; j++)
+				body[j] = (unsigned char)why[j] < ' ' ||
+					  why[j] == 0x7f ? ' ' : why[j];
+			if (rt_net_send(c, t, m, deadline, &e) == TFG_OK)
+				continue;
+		}
+		if (c->opt.verbose)
+			fprintf(stderr, "tfg: %s: no ABORT to %s: %s\n",
+				c->name, c->plan->tasks[t].name, e.msg);
+	}
+}
+
+/* The step, once the feeds are known to be right; *nstart gets how many
+ * of sig->tasks have been sent START (the own task counted). */
 static tfg_status
-step(RtCtx *c, int sigi, CVal *args, RtTensor **fetch)
+step_run(RtCtx *c, int sigi, CVal *args, RtTensor **fetch, int *nstart)
 {
 	const RtSig *sig = &c->plan->sigs[sigi];
 	double deadline = rt_now() + c->opt.step_timeout;
 	nng_msg *m;
 	tfg_status st;
 
-	c->step = ((uint64_t)c->task << 48) | ++c->counter;
-	c->client = c->task;
-	c->sig = sigi;
-	c->lost = -1;
-	c->err.code = TFG_OK;
-	c->err.msg[0] = '\0';
 	/* One START to each other task, carrying the feeds it consumes. */
 	for (int i = 0; i < sig->ntask; i++) {
 		int t = sig->tasks[i];
@@ -386,6 +426,7 @@ step(RtCtx *c, int sigi, CVal *args, RtTensor **fetch)
 		}
 		if ((st = rt_net_send(c, t, m, deadline, &c->err)))
 			return st;
+		*nstart = i + 1;
 	}
 	/* Feeds for this task itself, or (malformed plans) for a task
 	 * without a part, go the ordinary way. */
@@ -411,6 +452,25 @@ step(RtCtx *c, int sigi, CVal *args, RtTensor **fetch)
 		    (st = rt_wait_done(c, sig->tasks[i], NULL, NULL)))
 			return st;
 	return TFG_OK;
+}
+
+/* One step of signature sigi: it fails as a whole, on every task. */
+static tfg_status
+step(RtCtx *c, int sigi, CVal *args, RtTensor **fetch)
+{
+	tfg_status st;
+	int nstart = 0;
+
+	c->step = ((uint64_t)c->task << 48) | ++c->counter;
+	c->client = c->task;
+	c->sig = sigi;
+	c->lost = -1;
+	c->err.code = TFG_OK;
+	c->err.msg[0] = '\0';
+	st = step_run(c, sigi, args, fetch, &nstart);
+	if (st != TFG_OK)
+		step_abort(c, &c->plan->sigs[sigi], nstart);
+	return st;
 }
 
 static tfg_status

@@ -215,11 +215,15 @@ rt_msg_new(RtCtx *c, nng_msg **out, unsigned char **body, int type,
 }
 
 /* Sends m on s in slices until deadline; gives up early when the pipe
- * state says the peer went away or a stop was requested. */
+ * state says the peer went away, a stop was requested, or the step this
+ * task runs for another task's client was cancelled: between slices
+ * rt_step_poll receives what came meanwhile, its ABORT included, since a
+ * send blocked on a peer that stopped reading must not outlast it. */
 static tfg_status
 send_slices(RtCtx *c, nng_socket s, _Atomic int *state, const char *to,
 	    nng_msg *m, double deadline, TfgError *e)
 {
+	tfg_status st;
 	int rv;
 
 	for (;;) {
@@ -239,6 +243,10 @@ send_slices(RtCtx *c, nng_socket s, _Atomic int *state, const char *to,
 		if (rt_stop_requested) {
 			nng_msg_free(m);
 			return tfg_error(e, TFG_ECANCELED, "interrupted");
+		}
+		if ((st = rt_step_poll(c, e)) != TFG_OK) {
+			nng_msg_free(m);
+			return st;
 		}
 		if (rt_now() >= deadline) {
 			nng_msg_free(m);

@@ -3,8 +3,10 @@
  * spec/design.md: tfg_rt_send and tfg_rt_recv, which generated parts call.
  *
  * The table holds received TENSOR messages by (step, key), plus the DONE
- * and ERROR messages a client collects for its step; every other message
- * that arrives while someone waits (START for a later step, RUN_SESSION,
+ * and ERROR messages a client collects for its step, and the ABORT with
+ * which a client cancels a step it gave up on (the step's waits here then
+ * end at once: spec/design.md "Step failures").  Every other message that
+ * arrives while someone waits (START for a later step, RUN_SESSION,
  * SHUTDOWN) goes to a FIFO queue for the server loop, and PING is answered
  * at once, so nothing is dropped but stale messages of steps that already
  * ended here.  The table is a small array searched linearly: a step has a
@@ -187,7 +189,12 @@ rt_dispatch(RtCtx *c, RtMsg *m)
 	case RT_MSG_TENSOR:
 	case RT_MSG_DONE:
 	case RT_MSG_ERROR:
-		/* Validation made sure client < ntask. */
+	case RT_MSG_ABORT:
+		/* Validation made sure client < ntask.  An ABORT is filed
+		   like a tensor: the step's waits find it there, and
+		   rt_step_end drops it with the step's other leftovers (or
+		   the end of a later step of its client, if its START never
+		   comes). */
 		if (m->h.step <= c->finished[client]) {
 			if (c->opt.verbose)
 				fprintf(stderr, "tfg: %s: stale %s of step "
@@ -253,8 +260,57 @@ gone_task(RtCtx *c, int peer)
 	return -1;
 }
 
+/* Index of the ABORT of the current step, when this task runs a step
+ * that another task drives; else -1. */
+static int
+abort_entry(RtCtx *c)
+{
+	if (c->sig < 0 || c->client == c->task)
+		return -1;
+	return tab_find(c, RT_MSG_ABORT, c->step, -1, -1);
+}
+
+/* The error of a step that its client cancelled: ABORT entry i. */
+static tfg_status
+cancelled(RtCtx *c, int i, TfgError *e)
+{
+	const RtMsg *x = &c->tab[i];
+
+	return tfg_error(e, TFG_ECANCELED, "step %llu cancelled by its client "
+			 "%s: %.*s", STEP_NO(c->step),
+			 c->plan->tasks[c->client].name, (int)x->h.nbytes,
+			 x->body);
+}
+
+int
+rt_step_cancelled(RtCtx *c)
+{
+	return abort_entry(c) >= 0;
+}
+
+tfg_status
+rt_step_poll(RtCtx *c, TfgError *e)
+{
+	RtMsg m;
+	int i;
+
+	/* A PING answered from here sends too: it must not poll again. */
+	if (c->polling || c->sig < 0 || c->client == c->task)
+		return TFG_OK;
+	c->polling = 1;
+	if (rt_net_recv(c, &m, 0.001) == TFG_OK)
+		rt_dispatch(c, &m);
+	c->polling = 0;
+	if ((i = abort_entry(c)) >= 0)
+		return cancelled(c, i, e);
+	return TFG_OK;
+}
+
 /* Waits for the table entry (type, current step, key, src); sets *idx.
- * `what` describes it for messages ("'y2;...' from /job:local/task:1"). */
+ * `what` describes it for messages ("'y2;...' from /job:local/task:1").
+ * On a task the step's client drives, its ABORT ends the wait at once:
+ * the client has given up on the step, so what is waited for may never
+ * come. */
 static tfg_status
 rdv_wait(RtCtx *c, int type, long key, int src, int peer, const char *what,
 	 int *idx)
@@ -265,6 +321,8 @@ rdv_wait(RtCtx *c, int type, long key, int src, int peer, const char *what,
 	int i, g;
 
 	for (;;) {
+		if ((i = abort_entry(c)) >= 0)
+			return cancelled(c, i, &c->err);
 		if ((i = tab_find(c, type, c->step, key, src)) >= 0) {
 			*idx = i;
 			return TFG_OK;
@@ -343,6 +401,7 @@ rdv_send(struct RtCtx *c, uint32_t key, const void *src)
 	unsigned char *body;
 	RtMsg m;
 	tfg_status st;
+	int i;
 
 	if (key >= (uint32_t)c->plan->nedge || c->plan->edges[key].src !=
 	    c->task)
@@ -351,6 +410,9 @@ rdv_send(struct RtCtx *c, uint32_t key, const void *src)
 				 key);
 	edge = &c->plan->edges[key];
 	n = c->edge_bytes[key];
+	/* cancelled since the last wait: nobody waits for it any more */
+	if ((i = abort_entry(c)) >= 0)
+		return cancelled(c, i, &c->err);
 	if ((st = rt_msg_new(c, &m.m, &body, RT_MSG_TENSOR, c->step, key,
 			     edge, n, &c->err)))
 		return st;

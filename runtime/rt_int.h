@@ -53,6 +53,9 @@ enum {
 	RT_MSG_RELEASE,  /* client -> task, generic plans only; key: sig;
 			    body: the plan hash of a specialisation the
 			    client evicted (spec.c); not answered */
+	RT_MSG_ABORT,    /* client -> task; step: a step of the client that
+			    failed; key: 0; body: why (1..RT_ABORT_MAX
+			    bytes of text); not answered */
 	RT_MSG__N
 };
 
@@ -76,6 +79,7 @@ enum {
 #define RT_SRC_CONTROLLER 0xffff
 #define RT_MAX_BODY ((uint64_t)1 << 30) /* largest body: 1 GiB */
 #define RT_URL_MAX 256
+#define RT_ABORT_MAX 1024 /* longest reason an ABORT carries */
 
 /* A decoded header (wire.c packs and unpacks it byte by byte). */
 typedef struct RtHdr {
@@ -230,6 +234,7 @@ typedef struct RtCtx {
 	uint64_t clock;        /* counts uses of specialisations (LRU) */
 	int lost;              /* client: the task that answered the step's
 				  START with RT_ERROR_NO_PLAN, else -1 */
+	int polling;           /* in rt_step_poll: no second one inside */
 	/* client output buffer (client.c) */
 	char *out;
 	size_t nout, capout;
@@ -287,6 +292,13 @@ tfg_status rt_wait_done(RtCtx *c, int task, const char *why,
 /* Ends the current step here: drops its leftovers, marks it finished,
  * and makes the own plan the one in use again. */
 void rt_step_end(RtCtx *c);
+/* Whether the step's client sent ABORT for the current step (filed in
+ * the table, so it counts until rt_step_end). */
+int rt_step_cancelled(RtCtx *c);
+/* net.c, between the slices of a send in a step that this task does not
+ * drive: files what has arrived, and TFG_ECANCELED (in *e) once the step
+ * is cancelled, else TFG_OK. */
+tfg_status rt_step_poll(RtCtx *c, TfgError *e);
 /* Pops the oldest queued message (0) or returns -1. */
 int rt_queue_pop(RtCtx *c, RtMsg *out);
 /* Sends a message with a body copied from buf to a reply URL. */

@@ -10,15 +10,18 @@
  *   START        run the own part of that signature for the step; ERROR
  *                to the step's client when it fails, DONE when the part
  *                sends nothing (sig->needs_done); ERROR at once when the
- *                step's plan is a specialisation not here (spec.c)
+ *                step's plan is a specialisation not here (spec.c);
+ *                nothing when the client cancelled the step (ABORT)
  *   SPECIALISE   compile a specialisation of a generic plan (spec.c)
  *   RELEASE      a client no longer holds a specialisation (spec.c)
  *   RUN_SESSION  run the session as its client (client.c)
  *   SHUTDOWN     BYE, close, return 0
  *
  * Messages that arrive while a part waits are filed by rendezvous.c and
- * the queued ones come back here in order.  A malformed message is
- * reported (naming its sender) and ignored.
+ * the queued ones come back here in order.  ABORT is filed there too, by
+ * step, never queued: a part waiting in its step sees it at once, and
+ * one for a step that ended here is dropped as stale.  A malformed
+ * message is reported (naming its sender) and ignored.
  */
 #include <signal.h>
 #include <stdio.h>
@@ -105,7 +108,9 @@ rt_reply(RtCtx *c, int client, uint32_t key, const char *text)
 				rt_now() + c->opt.step_timeout, &e) == TFG_OK)
 			return;
 	}
-	fprintf(stderr, "tfgc: error: %s: %s\n", c->name, e.msg);
+	/* cancelled while it waited to leave: the client wants none */
+	if (!rt_step_cancelled(c) || c->opt.verbose)
+		fprintf(stderr, "tfgc: error: %s: %s\n", c->name, e.msg);
 }
 
 int
@@ -138,6 +143,17 @@ serve_start(RtCtx *c, RtMsg *m)
 
 	if (rt_step_accept(c, m, sig) != 0)
 		return;
+	/* Its ABORT came first (not in order on one connection, but a
+	   restarted peer's queue may replay anything): nothing to run. */
+	if (rt_step_cancelled(c)) {
+		if (c->opt.verbose)
+			fprintf(stderr, "tfg: %s: step %llu cancelled before "
+				"it started\n", c->name,
+				(unsigned long long)(c->step &
+						     0xffffffffffffull));
+		rt_step_end(c);
+		return;
+	}
 	if (m->spec == RT_SPEC_LOST ||
 	    rt_plan_of(c, m->h.prog, &spec) == NULL) {
 		rt_spec_refuse(c, m);
@@ -150,10 +166,19 @@ serve_start(RtCtx *c, RtMsg *m)
 			(unsigned long long)(c->step & 0xffffffffffffull), sig);
 	rt_start_feeds(c, m);
 	rc = rt_run_part(c, sig);
-	if (rc != 0)
+	/* A cancelled step gets no answer: its client has moved on, and
+	   would drop it as stale anyway.  Nothing went wrong here, so
+	   nothing is reported either. */
+	if (rt_step_cancelled(c)) {
+		if (c->opt.verbose)
+			fprintf(stderr, "tfg: %s: %s\n", c->name,
+				rc ? c->err.msg : "step cancelled after its "
+				"part ended");
+	} else if (rc != 0) {
 		rt_reply(c, client, RT_ERROR_FAILED, c->err.msg);
-	else if (needs_done(&c->plan->sigs[sig], c->task))
+	} else if (needs_done(&c->plan->sigs[sig], c->task)) {
 		rt_reply(c, client, (uint32_t)sig, NULL);
+	}
 	rt_step_end(c);
 }
 

@@ -14,7 +14,7 @@
  * RUN_SESSION and SHUTDOWN the URL to reply to; ERROR and SESSION_END a
  * message; OUTPUT text for stdout; SPECIALISE the feeds' shapes, and the
  * DONE answering it the plan hash; RELEASE the plan hash of the
- * specialisation released (runtime/spec.c).
+ * specialisation released (runtime/spec.c); ABORT why its step failed.
  *
  * A START whose prog names no plan here is refused like any message with
  * a foreign prog, except on a generic plan: there it most likely names a
@@ -41,6 +41,7 @@ static const char *const msg_names[RT_MSG__N] = {
 	[RT_MSG_BYE] = "BYE",
 	[RT_MSG_SPECIALISE] = "SPECIALISE",
 	[RT_MSG_RELEASE] = "RELEASE",
+	[RT_MSG_ABORT] = "ABORT",
 };
 
 const char *
@@ -168,7 +169,7 @@ has_step(int type)
 {
 	return type == RT_MSG_START || type == RT_MSG_TENSOR ||
 	       type == RT_MSG_ERROR || type == RT_MSG_DONE ||
-	       type == RT_MSG_SPECIALISE;
+	       type == RT_MSG_SPECIALISE || type == RT_MSG_ABORT;
 }
 
 static tfg_status
@@ -335,6 +336,43 @@ check_key(const RtHdr *h, const TfgPlan *plan, int self, const char *who,
 	return TFG_OK;
 }
 
+/* ABORT: only the step's client cancels it, only on another task (the
+ * controller runs no steps), and its reason is one line of text, since a
+ * task may print it (--verbose): no control bytes, at most RT_ABORT_MAX.
+ * Whether the step runs here is not the wire's business: an ABORT of a
+ * step that ended (or never came) is dropped as stale or outlives nothing
+ * (rendezvous.c). */
+static tfg_status
+check_abort(const RtHdr *h, int self, const char *who,
+	    const unsigned char *body, TfgError *e)
+{
+	if (h->key != 0)
+		return tfg_error(e, TFG_EPROTO,
+				 "bad ABORT from %s: key %u, expected 0", who,
+				 h->key);
+	if (h->step >> 48 != h->src || (h->step & 0xffffffffffffull) == 0)
+		return tfg_error(e, TFG_EPROTO,
+				 "bad ABORT from %s: step %016llx is not one it "
+				 "drives", who, (unsigned long long)h->step);
+	if (self < 0 || self == h->src)
+		return tfg_error(e, TFG_EPROTO,
+				 "bad ABORT from %s: sent to %s, not to a task "
+				 "of its step", who,
+				 self < 0 ? "the controller" : "itself");
+	if (h->nbytes == 0 || h->nbytes > RT_ABORT_MAX)
+		return tfg_error(e, TFG_EPROTO,
+				 "bad ABORT from %s: a reason of %llu bytes, "
+				 "expected 1 to %d", who,
+				 (unsigned long long)h->nbytes, RT_ABORT_MAX);
+	for (uint64_t i = 0; i < h->nbytes; i++)
+		if (body[i] < ' ' || body[i] == 0x7f)
+			return tfg_error(e, TFG_EPROTO,
+					 "bad ABORT from %s: byte %llu of its "
+					 "reason is 0x%02x, not text", who,
+					 (unsigned long long)i, body[i]);
+	return TFG_OK;
+}
+
 /* rt_wire_check; lost: for rt_wire_check_lost. */
 static tfg_status
 wire_check(RtHdr *h, const TfgPlan *plan, int self, const void *buf,
@@ -425,6 +463,9 @@ wire_check(RtHdr *h, const TfgPlan *plan, int self, const void *buf,
 					 "bad %s from %s: dims set on a "
 					 "message without a tensor",
 					 rt_msg_name(h->type), who);
+	if (h->type == RT_MSG_ABORT)
+		return check_abort(h, self, who,
+				   (const unsigned char *)buf + RT_HDR_SIZE, e);
 	return check_key(h, plan, self, who, lost, e);
 }
 

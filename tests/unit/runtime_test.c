@@ -14,6 +14,7 @@
  *     runtime_test server SCENARIO P0 P1 DIR --job J --task T
  *     runtime_test garble PORT          sends malformed nng messages
  *     runtime_test forge PORT           sends bad RELEASE messages
+ *     runtime_test sendblock P0 P1      a send cancelled by ABORT
  * and checks exit codes, stdout and stderr.  Servers write DIR/pid.T.
  * Every test is bounded: children are killed past their deadline and
  * alarm() guards the whole run.
@@ -42,6 +43,9 @@
 
 static const char *scenario = "hello";
 
+/* The number of the current step (steps of one client count from 1). */
+#define STEP_NO(c) ((c)->step & 0xffffffffffffull)
+
 static int
 part1(struct RtCtx *c, char *arena)
 {
@@ -54,8 +58,14 @@ part1(struct RtCtx *c, char *arena)
 		return rc;
 	if (strcmp(scenario, "timeout") == 0)
 		return 0; /* never sends y2 */
-	if (strcmp(scenario, "fail") == 0)
+	if (strcmp(scenario, "fail") == 0 ||
+	    (strcmp(scenario, "abort") == 0 && STEP_NO(c) == 3))
 		return tfg_error(&c->err, TFG_EINVAL, "bad things happened");
+	/* Step 1 of "abort": as if task 1 needed a tensor of task 0's
+	   part, which fails before it sends one. */
+	if (strcmp(scenario, "abort") == 0 && STEP_NO(c) == 1 &&
+	    (rc = tfg_rt_recv(c, 0, x)) != 0)
+		return rc;
 	if (strcmp(scenario, "crash") == 0)
 		kill(getpid(), SIGKILL);
 	y2 = *x - 66;
@@ -69,6 +79,8 @@ part0(struct RtCtx *c, char *arena)
 	int rc;
 
 	(void)arena;
+	if (strcmp(scenario, "abort") == 0 && STEP_NO(c) == 1)
+		return tfg_error(&c->err, TFG_EINVAL, "task 0 gave up");
 	if ((rc = tfg_rt_recv(c, 1, &y2)) != 0)
 		return rc;
 	y = (2 + 300) + y2;
@@ -536,6 +548,56 @@ role_forge(int argc, char **argv)
 	return 0;
 }
 
+/* sendblock P0 P1: task 1 of hello.tfg alone at P1 (nothing listens at
+ * P0), in step 1 of client task 0, whose ABORT of it is on its way:
+ * sends of y2 to task 0 fill the queue to it, and the send that blocks
+ * then must end with the step's cancellation, not at the step deadline
+ * (10 s).  Prints what happened; exits 0 if it was the cancellation. */
+static int
+role_sendblock(int argc, char **argv)
+{
+	static const char why[] = "gave up";
+	unsigned char buf[RT_HDR_SIZE + sizeof why];
+	char url[64];
+	TfgPlan plan;
+	TfgOptions opt;
+	TfgError e;
+	RtCtx c;
+	RtHdr h;
+	nng_socket s;
+	int32_t y2 = 1;
+	tfg_status st = TFG_OK;
+	double t0;
+	int n;
+
+	if (argc != 4)
+		return 2;
+	plan = build_plan(argv[2], argv[3], 0);
+	opt = options();
+	snprintf(url, sizeof url, "tcp://127.0.0.1:%s", argv[3]);
+	if (rt_ctx_init(&c, &plan, 1, &opt) != TFG_OK ||
+	    rt_net_listen(&c, url, &e) != TFG_OK)
+		return 1;
+	rt_net_dial_peers(&c);
+	if (nng_push0_open(&s) != 0 || nng_dial(s, url, NULL, 0) != 0)
+		return 1;
+	rt_hdr_init(&h, &plan, RT_MSG_ABORT, 1, 0, 0, sizeof why - 1);
+	rt_hdr_encode(buf, &h);
+	memcpy(buf + RT_HDR_SIZE, why, sizeof why - 1);
+	if (nng_send(s, buf, RT_HDR_SIZE + sizeof why - 1, 0) != 0)
+		return 1;
+	c.step = 1, c.client = 0, c.sig = 0;
+	t0 = rt_now();
+	for (n = 0; n < 100000 && st == TFG_OK; n++)
+		st = tfg_rt_send(&c, 1, &y2);
+	printf("%d sends, the last %s after %.1f s: %s\n", n,
+	       tfg_strerror(st), rt_now() - t0, c.err.msg);
+	rt_step_end(&c);
+	nng_close(s);
+	rt_ctx_free(&c);
+	return st == TFG_ECANCELED ? 0 : 1;
+}
+
 int test_main(int argc, char **argv);
 
 int
@@ -549,6 +611,8 @@ main(int argc, char **argv)
 		return role_garble(argc, argv);
 	if (argc > 1 && strcmp(argv[1], "forge") == 0)
 		return role_forge(argc, argv);
+	if (argc > 1 && strcmp(argv[1], "sendblock") == 0)
+		return role_sendblock(argc, argv);
 	alarm(120);
 	prctl(PR_SET_CHILD_SUBREAPER, 1); /* orphaned servers come to us */
 	return test_main(argc, argv);
@@ -1249,6 +1313,166 @@ t_garbled(void)
 	run_done(&r);
 }
 
+/* A step that fails after its STARTs went out is cancelled on the other
+ * tasks (spec/design.md "Step failures"), each run a session of its own
+ * on the same servers.  Step 1: task 1 waits for a second tensor from
+ * task 0, whose part fails before sending it; the client's ABORT ends
+ * that wait, so the run after it (step 2) is served at once, not after
+ * task 1's step deadline of 10 s.  Step 3: task 1's part fails and
+ * answers ERROR; the ABORT that follows finds the step ended there and is
+ * dropped.  Step 4 runs.  Task 1 says nothing of any of it unless
+ * verbose, and answers no cancelled step. */
+static void
+abort_runs(int verbose)
+{
+	Run r;
+	pid_t s0, s1;
+	char err0[65536];
+
+	run_init(&r);
+	if (verbose)
+		setenv("TFG_TEST_VERBOSE", "1", 1);
+	s0 = server(&r, "abort", "0");
+	s1 = server(&r, "abort", "1");
+	unsetenv("TFG_TEST_VERBOSE");
+	wait_port(r.p0);
+	wait_port(r.p1);
+	ctl(&r, "abort", "attach", 20);
+	ASSERT(r.status != 0);
+	ASSERT_HAS(r.err, "hello.tfg:17:11: error: task 0 gave up");
+	ASSERT(r.secs < 5);
+	ctl(&r, "abort", "attach", 20);
+	ASSERT_STREQ(r.out, "238\n");
+	ASSERT_EQ(r.status, 0);
+	ASSERT(r.secs < 3); /* task 1 was free: not its deadline of 10 s */
+	ctl(&r, "abort", "attach", 20);
+	ASSERT(r.status != 0);
+	ASSERT_HAS(r.err, "hello.tfg:17:11: error: /job:local/task:1: bad "
+			  "things happened");
+	ctl(&r, "abort", "attach", 20);
+	ASSERT_STREQ(r.out, "238\n");
+	ASSERT_EQ(r.status, 0);
+	ctl(&r, "abort", "stop", 10);
+	ASSERT_EQ(r.status, 0);
+	ASSERT(r.secs < 3);
+	finish(&r, s0, "server0", 5);
+	ASSERT_EQ(r.status, 0);
+	memcpy(err0, r.err, sizeof err0);
+	finish(&r, s1, "server1", 5);
+	ASSERT_EQ(r.status, 0);
+	if (!verbose) {
+		ASSERT_STREQ(err0, "");
+		ASSERT_STREQ(r.err, "");
+	} else {
+		ASSERT_HAS(r.err, "tfg: /job:local/task:1: step 1 cancelled by "
+				  "its client /job:local/task:0: task 0 gave "
+				  "up\n");
+		ASSERT_HAS(r.err, "stale ABORT of step 3 dropped");
+		ASSERT(strstr(r.err, "error") == NULL);
+		ASSERT(strstr(err0, "error") == NULL);
+		ASSERT(strstr(err0, "stale") == NULL); /* no late ERROR */
+	}
+	run_done(&r);
+}
+
+static void
+t_abort(void)
+{
+	abort_runs(0);
+}
+
+static void
+t_abort_verbose(void)
+{
+	abort_runs(1);
+}
+
+/* A send blocked on a peer that does not read ends with the step's
+ * ABORT: the send loop files what arrives between its slices. */
+static void
+t_abort_send(void)
+{
+	Run r;
+	char *args[] = {"runtime_test", "sendblock", NULL, NULL, NULL};
+	pid_t p;
+
+	run_init(&r);
+	args[2] = r.p0, args[3] = r.p1;
+	p = start(&r, "sendblock", args);
+	finish(&r, p, "sendblock", 20);
+	ASSERT_HAS(r.out, "sends, the last canceled after");
+	ASSERT_HAS(r.out, ": step 1 cancelled by its client "
+			  "/job:local/task:0: gave up\n");
+	ASSERT_EQ(r.status, 0);
+	ASSERT(r.secs < 5);
+	run_done(&r);
+}
+
+/* Files an ABORT of step (client task 0) at task 1's context c. */
+static void
+abort_of(RtCtx *c, uint64_t step)
+{
+	static const char why[] = "gave up";
+	RtMsg m;
+
+	memset(&m, 0, sizeof m);
+	rt_hdr_init(&m.h, c->plan, RT_MSG_ABORT, step, 0, 0, sizeof why - 1);
+	m.body = (const unsigned char *)why;
+	rt_dispatch(c, &m);
+}
+
+/* Accepts a START of step from client task 0 at c, as serve_start does. */
+static int
+start_of(RtCtx *c, uint64_t step)
+{
+	RtMsg m;
+
+	memset(&m, 0, sizeof m);
+	rt_hdr_init(&m.h, c->plan, RT_MSG_START, step, 0, 0, 4);
+	return rt_step_accept(c, &m, 0);
+}
+
+/* The table side of ABORT on task 1, without sockets: one for a step not
+ * started yet waits in the table and cancels that step when its START is
+ * accepted; one for a step that ended is dropped; one for a step that
+ * never starts here goes when a later step of its client ends.  Nothing
+ * is left over (LSan), and later steps are not cancelled. */
+static void
+t_abort_table(void)
+{
+	TfgPlan plan = {0};
+	TfgOptions o = {0};
+	RtCtx c;
+
+	plan.hash = 0x1234abcd5678ef01ull;
+	plan.file = "hello.tfg";
+	plan.ntask = 2, plan.tasks = tasks;
+	plan.nedge = 3, plan.edges = edges;
+	plan.nsig = 1, plan.sigs = sigs;
+	ASSERT_EQ(rt_ctx_init(&c, &plan, 1, &o), TFG_OK);
+	abort_of(&c, 5);
+	ASSERT_EQ(c.ntab, 1);
+	ASSERT_EQ(start_of(&c, 5), 0);
+	ASSERT(rt_step_cancelled(&c));
+	rt_step_end(&c);
+	ASSERT_EQ(c.ntab, 0);
+	ASSERT(!rt_step_cancelled(&c));
+	abort_of(&c, 5); /* ended: stale */
+	ASSERT_EQ(c.ntab, 0);
+	ASSERT_EQ(start_of(&c, 5), -1); /* a duplicate */
+	ASSERT_EQ(start_of(&c, 6), 0);
+	ASSERT(!rt_step_cancelled(&c));
+	rt_step_end(&c);
+	abort_of(&c, 7); /* its START never comes */
+	ASSERT_EQ(start_of(&c, 8), 0);
+	ASSERT(!rt_step_cancelled(&c));
+	rt_step_end(&c);
+	ASSERT_EQ(c.ntab, 0);
+	abort_of(&c, 9);
+	ASSERT_EQ(c.ntab, 1); /* freed with the context */
+	rt_ctx_free(&c);
+}
+
 static void
 t_stop(void)
 {
@@ -1312,4 +1536,6 @@ TEST_MAIN({"hello", t_hello}, {"loop_print", t_loop_print},
 	  {"kill9_controller", t_kill9_controller},
 	  {"sigterm_controller", t_sigterm_controller},
 	  {"garbled", t_garbled}, {"stop", t_stop},
+	  {"abort", t_abort}, {"abort_verbose", t_abort_verbose},
+	  {"abort_send", t_abort_send}, {"abort_table", t_abort_table},
 	  {"step_latency", t_step_latency})

@@ -483,9 +483,91 @@ t_lost_start(void)
 #undef LOST
 }
 
+/* ABORT (design.md "Step failures"): only from the step's client (step
+ * >> 48 is its sender, counter not 0) to another task, key 0, and a
+ * reason of 1 to RT_ABORT_MAX bytes of one-line text; anything else is
+ * refused naming the sender, never read past. */
+static void
+t_abort(void)
+{
+	static unsigned char big[RT_HDR_SIZE + RT_ABORT_MAX + 1];
+	RtHdr x;
+
+	memcpy(buf + RT_HDR_SIZE, "why", 3);
+	rt_hdr_init(&x, &plan, RT_MSG_ABORT, 3, 0, 0, 3);
+	ASSERT_EQ(check(&x, RT_HDR_SIZE + 3), TFG_OK);
+	ASSERT_EQ(got.type, RT_MSG_ABORT);
+	ASSERT_STREQ(rt_msg_name(RT_MSG_ABORT), "ABORT");
+	/* the header */
+	EXPECT_BAD(x, RT_HDR_SIZE + 2, TFG_EPROTO,
+		   "bad ABORT from /job:local/task:0 (127.0.0.1:5555): header "
+		   "says 3 body bytes, message has 2");
+	EXPECT_BAD(x, 100, TFG_EPROTO, "truncated message");
+	x.key = 1;
+	EXPECT_BAD(x, RT_HDR_SIZE + 3, TFG_EPROTO,
+		   "bad ABORT from /job:local/task:0 (127.0.0.1:5555): key 1, "
+		   "expected 0");
+	x.key = 0, x.rank = 1;
+	EXPECT_BAD(x, RT_HDR_SIZE + 3, TFG_EPROTO, "dtype/rank set");
+	x.rank = 0, x.dims[7] = 1;
+	EXPECT_BAD(x, RT_HDR_SIZE + 3, TFG_EPROTO, "dims set");
+	x.dims[7] = 0, x.reserved = 1;
+	EXPECT_BAD(x, RT_HDR_SIZE + 3, TFG_EPROTO, "reserved field not 0");
+	x.reserved = 0;
+	/* who sends it, for which step, to whom */
+	x.step = 1ull << 48 | 3; /* task 1's step, from task 0 */
+	EXPECT_BAD(x, RT_HDR_SIZE + 3, TFG_EPROTO,
+		   "step 0001000000000003 is not one it drives");
+	x.step = 0; /* no step has counter 0 */
+	EXPECT_BAD(x, RT_HDR_SIZE + 3, TFG_EPROTO, "is not one it drives");
+	x.step = 5ull << 48 | 3;
+	EXPECT_BAD(x, RT_HDR_SIZE + 3, TFG_EPROTO, "names no client task");
+	x.step = 3, x.src = RT_SRC_CONTROLLER;
+	EXPECT_BAD(x, RT_HDR_SIZE + 3, TFG_EPROTO, "is not a task of the plan");
+	x.src = 1, x.step = 1ull << 48 | 3; /* task 1's own, to task 1 */
+	EXPECT_BAD(x, RT_HDR_SIZE + 3, TFG_EPROTO,
+		   "bad ABORT from /job:local/task:1 (127.0.0.1:5555): sent to "
+		   "itself, not to a task of its step");
+	x.src = 0, x.step = 3;
+	rt_hdr_encode(buf, &x);
+	ASSERT_EQ(rt_wire_check(&got, &plan, -1, buf, RT_HDR_SIZE + 3, NULL,
+				&err), TFG_EPROTO);
+	ASSERT_HAS(err.msg, "sent to the controller");
+	/* the reason */
+	x.nbytes = 0;
+	EXPECT_BAD(x, RT_HDR_SIZE, TFG_EPROTO,
+		   "a reason of 0 bytes, expected 1 to 1024");
+	memcpy(buf + RT_HDR_SIZE, "w\0y", 3);
+	x.nbytes = 3;
+	EXPECT_BAD(x, RT_HDR_SIZE + 3, TFG_EPROTO,
+		   "byte 1 of its reason is 0x00, not text");
+	memcpy(buf + RT_HDR_SIZE, "wh\n", 3);
+	EXPECT_BAD(x, RT_HDR_SIZE + 3, TFG_EPROTO, "byte 2 of its reason is "
+						   "0x0a");
+	memcpy(buf + RT_HDR_SIZE, "\x7f\xc3\xa9", 3);
+	EXPECT_BAD(x, RT_HDR_SIZE + 3, TFG_EPROTO, "byte 0 of its reason is "
+						   "0x7f");
+	memcpy(buf + RT_HDR_SIZE, "\xc3\xa9!", 3); /* UTF-8 is text */
+	ASSERT_EQ(check(&x, RT_HDR_SIZE + 3), TFG_OK);
+	memset(big, 'a', sizeof big);
+	x.nbytes = RT_ABORT_MAX;
+	rt_hdr_encode(big, &x);
+	ASSERT_EQ(rt_wire_check(&got, &plan, 1, big, RT_HDR_SIZE + RT_ABORT_MAX,
+				NULL, &err), TFG_OK);
+	x.nbytes = RT_ABORT_MAX + 1;
+	rt_hdr_encode(big, &x);
+	ASSERT_EQ(rt_wire_check(&got, &plan, 1, big, sizeof big, NULL, &err),
+		  TFG_EPROTO);
+	ASSERT_HAS(err.msg, "a reason of 1025 bytes, expected 1 to 1024");
+	/* the body limit comes first: no read of a gigabyte that is not
+	   there */
+	x.nbytes = RT_MAX_BODY + 1;
+	EXPECT_BAD(x, RT_HDR_SIZE + 3, TFG_ETOOBIG, "over the limit");
+}
+
 TEST_MAIN({"layout", t_layout}, {"round_trip", t_round_trip},
 	  {"valid", t_valid}, {"bad_header", t_bad_header},
 	  {"bad_size", t_bad_size}, {"bad_key", t_bad_key},
 	  {"bad_tensor", t_bad_tensor}, {"string", t_string},
 	  {"specialise", t_specialise}, {"release", t_release},
-	  {"lost_start", t_lost_start})
+	  {"lost_start", t_lost_start}, {"abort", t_abort})
