@@ -200,7 +200,7 @@ rt_msg_new(RtCtx *c, nng_msg **out, unsigned char **body, int type,
 	rt_hdr_init(&h, type == RT_MSG_START || type == RT_MSG_TENSOR ||
 			type == RT_MSG_DONE || type == RT_MSG_ERROR ||
 			!c->base ? c->plan : c->base,
-		    type, step, key, c->src, nbytes);
+		    type, step, key, c->src, nbytes, c->epoch);
 	if (edge) {
 		h.dtype = (uint8_t)edge->dtype;
 		h.rank = (uint8_t)edge->shape.rank;
@@ -424,6 +424,13 @@ rt_net_recv(RtCtx *c, RtMsg *out, double slice)
 	}
 	out->m = m;
 	out->body = (const unsigned char *)nng_msg_body(m) + RT_HDR_SIZE;
+	/* Only now, once it is known to be well-formed, may the message
+	   speak for its task's incarnation: a garbled one can neither make
+	   a task look restarted nor raise the incarnation recorded for it. */
+	if (rt_epoch_check(c, &out->h) != 0) {
+		rt_msg_free(out);
+		return TFG_EPROTO;
+	}
 	if (c->opt.verbose)
 		fprintf(stderr, "tfg: %s: got %s step %llu key %u from %u "
 			"(%llu bytes)\n", c->name, rt_msg_name(out->h.type),

@@ -12,6 +12,15 @@
  * ended here.  The table is a small array searched linearly: a step has a
  * handful of edges in flight, not thousands.
  *
+ * Steps are numbered per client process, from 1, so a restarted client
+ * numbers its steps again from 1.  Every message carries its sender's
+ * incarnation (RtCtx.epoch), and rt_epoch_check keeps per task the
+ * largest heard: a message from an older one is dropped, and a larger
+ * one means the task restarted, so that what was kept of its earlier
+ * incarnation (finished[], the table's and the queue's entries, the
+ * specialisations it held, the step it drove here) is forgotten before
+ * its first message is filed (spec/design.md "Restarts").
+ *
  * A received tensor stays in its nng message until tfg_rt_recv copies it
  * to the part's buffer: one copy, and none on the sending side beyond the
  * one into the message.  A send to the own task stores into the table.
@@ -22,6 +31,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "runtime/rt_int.h"
 
@@ -31,6 +41,23 @@ volatile int rt_stop_requested;
 
 static int rdv_recv(struct RtCtx *c, uint32_t key, void *dst);
 static int rdv_send(struct RtCtx *c, uint32_t key, const void *src);
+
+/* This process's incarnation: the wall clock in nanoseconds, so that a
+ * task started again gets a larger one than the process before it had,
+ * on this machine or another whose clock agrees to within the time the
+ * restart took.  A clock set back makes the new process look older, and
+ * its messages are dropped with a warning naming it (rt_epoch_check).
+ * Never 0, which stands for "none heard yet": a clock that fails or
+ * reads before 1970 gives 1, as old as it gets. */
+static uint64_t
+incarnation(void)
+{
+	struct timespec ts;
+
+	if (clock_gettime(CLOCK_REALTIME, &ts) != 0 || ts.tv_sec <= 0)
+		return 1;
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
 
 tfg_status
 rt_ctx_init(RtCtx *c, const TfgPlan *plan, int task, const TfgOptions *opt)
@@ -53,6 +80,7 @@ rt_ctx_init(RtCtx *c, const TfgPlan *plan, int task, const TfgOptions *opt)
 	c->lost = -1;
 	c->recv = rdv_recv;
 	c->send = rdv_send;
+	c->epoch = incarnation();
 	c->peers = calloc((size_t)plan->ntask, sizeof *c->peers);
 	c->finished = calloc((size_t)plan->ntask, sizeof *c->finished);
 	c->edge_bytes = calloc((size_t)plan->nedge + 1, sizeof *c->edge_bytes);
@@ -180,6 +208,17 @@ rt_answer_ping(RtCtx *c, RtMsg *m)
 		fprintf(stderr, "tfgc: error: %s: %s\n", c->name, e.msg);
 }
 
+/* A message of a step of this task's own that it never started (the
+ * counter has not got there): meant for an earlier process of this task,
+ * it waited in a peer's queue while the task was down and was delivered
+ * to this one.  Its step id may come round again here, so it is stale. */
+static int
+never_started(const RtCtx *c, uint64_t step)
+{
+	return c->task >= 0 && step >> 48 == (uint64_t)c->task &&
+	       STEP_NO(step) > c->counter;
+}
+
 void
 rt_dispatch(RtCtx *c, RtMsg *m)
 {
@@ -195,7 +234,8 @@ rt_dispatch(RtCtx *c, RtMsg *m)
 		   rt_step_end drops it with the step's other leftovers (or
 		   the end of a later step of its client, if its START never
 		   comes). */
-		if (m->h.step <= c->finished[client]) {
+		if (m->h.step <= c->finished[client] ||
+		    never_started(c, m->h.step)) {
 			if (c->opt.verbose)
 				fprintf(stderr, "tfg: %s: stale %s of step "
 					"%llu dropped\n", c->name,
@@ -270,29 +310,36 @@ abort_entry(RtCtx *c)
 	return tab_find(c, RT_MSG_ABORT, c->step, -1, -1);
 }
 
-/* The error of a step that its client cancelled: ABORT entry i. */
-static tfg_status
-cancelled(RtCtx *c, int i, TfgError *e)
+int
+rt_step_cancelled(RtCtx *c)
 {
-	const RtMsg *x = &c->tab[i];
+	return c->orphan || abort_entry(c) >= 0;
+}
 
+/* The error of a step that its client cancelled (rt_step_cancelled): by
+ * its ABORT, or by restarting, since the new process knows nothing of
+ * the step and waits for nothing of it. */
+static tfg_status
+cancelled(RtCtx *c, TfgError *e)
+{
+	int i = abort_entry(c);
+	const RtMsg *x;
+
+	if (c->orphan || i < 0)
+		return tfg_error(e, TFG_ECANCELED, "step %llu cancelled: its "
+				 "client %s restarted", STEP_NO(c->step),
+				 c->plan->tasks[c->client].name);
+	x = &c->tab[i];
 	return tfg_error(e, TFG_ECANCELED, "step %llu cancelled by its client "
 			 "%s: %.*s", STEP_NO(c->step),
 			 c->plan->tasks[c->client].name, (int)x->h.nbytes,
 			 x->body);
 }
 
-int
-rt_step_cancelled(RtCtx *c)
-{
-	return abort_entry(c) >= 0;
-}
-
 tfg_status
 rt_step_poll(RtCtx *c, TfgError *e)
 {
 	RtMsg m;
-	int i;
 
 	/* A PING answered from here sends too: it must not poll again. */
 	if (c->polling || c->sig < 0 || c->client == c->task)
@@ -301,16 +348,16 @@ rt_step_poll(RtCtx *c, TfgError *e)
 	if (rt_net_recv(c, &m, 0.001) == TFG_OK)
 		rt_dispatch(c, &m);
 	c->polling = 0;
-	if ((i = abort_entry(c)) >= 0)
-		return cancelled(c, i, e);
+	if (rt_step_cancelled(c))
+		return cancelled(c, e);
 	return TFG_OK;
 }
 
 /* Waits for the table entry (type, current step, key, src); sets *idx.
  * `what` describes it for messages ("'y2;...' from /job:local/task:1").
- * On a task the step's client drives, its ABORT ends the wait at once:
- * the client has given up on the step, so what is waited for may never
- * come. */
+ * On a task the step's client drives, its ABORT (or its restart) ends
+ * the wait at once: the client has given up on the step, so what is
+ * waited for may never come. */
 static tfg_status
 rdv_wait(RtCtx *c, int type, long key, int src, int peer, const char *what,
 	 int *idx)
@@ -321,8 +368,8 @@ rdv_wait(RtCtx *c, int type, long key, int src, int peer, const char *what,
 	int i, g;
 
 	for (;;) {
-		if ((i = abort_entry(c)) >= 0)
-			return cancelled(c, i, &c->err);
+		if (rt_step_cancelled(c))
+			return cancelled(c, &c->err);
 		if ((i = tab_find(c, type, c->step, key, src)) >= 0) {
 			*idx = i;
 			return TFG_OK;
@@ -401,7 +448,6 @@ rdv_send(struct RtCtx *c, uint32_t key, const void *src)
 	unsigned char *body;
 	RtMsg m;
 	tfg_status st;
-	int i;
 
 	if (key >= (uint32_t)c->plan->nedge || c->plan->edges[key].src !=
 	    c->task)
@@ -411,8 +457,8 @@ rdv_send(struct RtCtx *c, uint32_t key, const void *src)
 	edge = &c->plan->edges[key];
 	n = c->edge_bytes[key];
 	/* cancelled since the last wait: nobody waits for it any more */
-	if ((i = abort_entry(c)) >= 0)
-		return cancelled(c, i, &c->err);
+	if (rt_step_cancelled(c))
+		return cancelled(c, &c->err);
 	if ((st = rt_msg_new(c, &m.m, &body, RT_MSG_TENSOR, c->step, key,
 			     edge, n, &c->err)))
 		return st;
@@ -446,7 +492,7 @@ rt_start_feeds(RtCtx *c, const RtMsg *start)
 		if (e->dst != c->task || e->src != sig->client)
 			continue;
 		rt_hdr_init(&m.h, c->plan, RT_MSG_TENSOR, start->h.step, key,
-			    start->h.src, c->edge_bytes[key]);
+			    start->h.src, c->edge_bytes[key], start->h.epoch);
 		m.m = NULL; /* the START owns the bytes */
 		m.body = p;
 		m.spec = c->cur_spec;
@@ -480,7 +526,13 @@ rt_step_end(RtCtx *c)
 {
 	int client = (int)(c->step >> 48);
 
-	if (client >= 0 && client < c->plan->ntask) {
+	/* A step whose client restarted while it ran here: finished[] and
+	   the table's entries of that client are the new process's now
+	   (rt_epoch_check dropped the step's own), and its step ids start
+	   again at 1, so this one must not mark anything. */
+	if (c->orphan) {
+		c->orphan = 0;
+	} else if (client >= 0 && client < c->plan->ntask) {
 		if (c->step > c->finished[client])
 			c->finished[client] = c->step;
 		for (int i = c->ntab - 1; i >= 0; i--)
@@ -491,4 +543,99 @@ rt_step_end(RtCtx *c)
 	c->sig = -1;
 	if (c->base)
 		rt_ctx_use(c, -1);
+}
+
+/* "1763800000.123456789": an incarnation as the Unix time it started. */
+static const char *
+epoch_str(char *buf, size_t n, uint64_t epoch)
+{
+	snprintf(buf, n, "%llu.%09llu",
+		 (unsigned long long)(epoch / 1000000000u),
+		 (unsigned long long)(epoch % 1000000000u));
+	return buf;
+}
+
+/* A message from an older incarnation of its task than one heard from
+ * already: from a process that has ended (it was on its way when the
+ * task restarted), or the task's clock went back.  Said once per task
+ * and incarnation, since such a task's every message is dropped; and
+ * per message with --verbose. */
+static void
+stale_incarnation(RtCtx *c, const RtHdr *h)
+{
+	RtPeer *p = &c->peers[h->src];
+	const char *who = c->plan->tasks[h->src].name;
+	char a[32], b[32];
+
+	epoch_str(a, sizeof a, h->epoch);
+	if (p->stale != h->epoch) {
+		p->stale = h->epoch;
+		fprintf(stderr, "tfgc: warning: %s: dropping messages from %s "
+			"started at %s, older than its process started at %s "
+			"heard from before (seconds since 1970: an ended "
+			"process, or a clock set back?)\n", c->name, who, a,
+			epoch_str(b, sizeof b, p->epoch));
+	}
+	if (c->opt.verbose)
+		fprintf(stderr, "tfg: %s: %s of step %llu from %s started at "
+			"%s dropped (an earlier incarnation)\n", c->name,
+			rt_msg_name(h->type), STEP_NO(h->step), who, a);
+}
+
+/* Task t restarted: what this process kept of its earlier incarnation
+ * goes.  The new process numbers its steps from 1 again, so finished[t]
+ * goes back to 0; the table's entries of t's steps (tensors from
+ * anyone, its ABORTs) and what t queued here (START, SPECIALISE,
+ * RELEASE) belong to steps the new one never started; a step of t that
+ * runs here is cancelled (orphan), since nobody will finish it or wait
+ * for it; and t holds none of the specialisations here any more. */
+static void
+restarted(RtCtx *c, int t, uint64_t epoch)
+{
+	char a[32], b[32];
+	int n = 0;
+
+	if (c->opt.verbose)
+		fprintf(stderr, "tfg: %s: %s restarted (started at %s, the "
+			"process before it at %s): its steps and "
+			"specialisations here are forgotten\n", c->name,
+			c->plan->tasks[t].name, epoch_str(a, sizeof a, epoch),
+			epoch_str(b, sizeof b, c->peers[t].epoch));
+	c->finished[t] = 0;
+	for (int i = c->ntab - 1; i >= 0; i--)
+		if (c->tab[i].h.step >> 48 == (uint64_t)t)
+			tab_remove(c, i);
+	for (int i = 0; i < c->nqueue; i++) {
+		if (c->queue[i].h.src == t)
+			rt_msg_free(&c->queue[i]);
+		else
+			c->queue[n++] = c->queue[i];
+	}
+	c->nqueue = n;
+	if (c->sig >= 0 && c->client == t)
+		c->orphan = 1;
+	rt_spec_forget(c, t);
+}
+
+int
+rt_epoch_check(RtCtx *c, const RtHdr *h)
+{
+	RtPeer *p;
+
+	/* Every `tfgc run` is a controller of its own, so the controller's
+	   incarnations mean nothing; and no other process is this task
+	   while this one runs. */
+	if (h->src == RT_SRC_CONTROLLER || h->src == c->task)
+		return 0;
+	p = &c->peers[h->src];
+	if (h->epoch < p->epoch) {
+		stale_incarnation(c, h);
+		return -1;
+	}
+	if (h->epoch > p->epoch) {
+		if (p->epoch != 0)
+			restarted(c, h->src, h->epoch);
+		p->epoch = h->epoch;
+	}
+	return 0;
 }

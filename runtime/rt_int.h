@@ -74,7 +74,7 @@ enum {
 #define RT_SHUTDOWN_QUIET 1
 
 #define RT_WIRE_MAGIC 0x31474654u /* "TFG1" */
-#define RT_WIRE_VERSION 1
+#define RT_WIRE_VERSION 2 /* 2: the last header field is the epoch */
 #define RT_HDR_SIZE 112
 #define RT_SRC_CONTROLLER 0xffff
 #define RT_MAX_BODY ((uint64_t)1 << 30) /* largest body: 1 GiB */
@@ -90,7 +90,9 @@ typedef struct RtHdr {
 	uint16_t src;
 	uint8_t dtype, rank;
 	uint64_t dims[TFG_MAX_RANK];
-	uint64_t nbytes, reserved;
+	uint64_t nbytes;
+	uint64_t epoch;      /* the sender's incarnation (RtCtx.epoch), never
+				0 (spec/design.md "Restarts") */
 } RtHdr;
 
 /* wire.c */
@@ -99,9 +101,10 @@ uint64_t rt_get_le(const unsigned char *p, int n);
 const char *rt_msg_name(int type); /* "TENSOR", "?" if unknown */
 void rt_hdr_encode(unsigned char *out, const RtHdr *h); /* 112 bytes */
 void rt_hdr_decode(RtHdr *h, const unsigned char *in);  /* no checks */
-/* Fills *h for a message from this process: magic, version, prog. */
+/* Fills *h for a message from this process: magic, version, prog, and
+ * epoch, the sending process's incarnation (RtCtx.epoch). */
 void rt_hdr_init(RtHdr *h, const TfgPlan *plan, int type, uint64_t step,
-		 uint32_t key, uint16_t src, uint64_t nbytes);
+		 uint32_t key, uint16_t src, uint64_t nbytes, uint64_t epoch);
 /* Decodes and validates a received message of len bytes for task `self`
  * (-1: the controller).  addr is the transport's peer address (may be
  * NULL); errors (TFG_EPROTO, TFG_ETOOBIG) name the sending task when the
@@ -141,11 +144,14 @@ typedef struct RtMsg {
 	const unsigned char *body; /* h.nbytes bytes */
 } RtMsg;
 
-/* One push socket per task of the plan (never to itself). */
+/* One push socket per task of the plan (never to itself), and what this
+ * process knows of the task's incarnations (rendezvous.c). */
 typedef struct RtPeer {
 	nng_socket sock;
 	int open;
 	_Atomic int state; /* 0 never connected, 1 up, 2 gone (pipe event) */
+	uint64_t epoch;    /* the largest incarnation heard from it; 0: none */
+	uint64_t stale;    /* the older incarnation last reported as dropped */
 } RtPeer;
 
 /* Lazily dialed push socket to a reply address (the controller). */
@@ -212,12 +218,19 @@ typedef struct RtCtx {
 				  FIFO, for the server loop */
 	int nqueue, capqueue;
 	uint64_t *finished;    /* [ntask]: last step of each client that ended
-				  here: later messages for it are stale */
+				  here: later messages for it are stale (of the
+				  client's incarnation now: rt_epoch_check
+				  resets it when the client restarts) */
+	uint64_t epoch;        /* this process's incarnation, for every
+				  message it sends (rt_ctx_init) */
 	size_t *edge_bytes;    /* [nedge] */
 	/* the current step */
 	uint64_t step;
 	int client;            /* the step's client task */
 	int sig;               /* its signature, -1 outside a step */
+	int orphan;            /* its client restarted while it ran here: it
+				  is cancelled, and its end leaves finished[]
+				  and the table to the new incarnation */
 	TfgError err;          /* detail of the step's failure */
 	/* server (server.c) */
 	RtPart *parts;         /* [nsig] own parts; owned */
@@ -265,7 +278,9 @@ tfg_status rt_net_send_url(RtCtx *c, const char *url, nng_msg *m,
 			   double deadline, TfgError *e);
 /* Receives one validated message, waiting at most slice seconds:
  * TFG_ETIMEDOUT when none came.  A message that fails validation is
- * reported on stderr and dropped (TFG_EPROTO returned). */
+ * reported on stderr and dropped (TFG_EPROTO returned), and so is one
+ * from an incarnation of its task older than one heard before
+ * (rt_epoch_check). */
 tfg_status rt_net_recv(RtCtx *c, RtMsg *out, double slice);
 int rt_net_peer_gone(RtCtx *c, int peer);
 /* Whether the push socket to task `peer` is connected now. */
@@ -292,8 +307,16 @@ tfg_status rt_wait_done(RtCtx *c, int task, const char *why,
 /* Ends the current step here: drops its leftovers, marks it finished,
  * and makes the own plan the one in use again. */
 void rt_step_end(RtCtx *c);
+/* After validation, the sender's incarnation against the largest heard
+ * from that task (spec/design.md "Restarts"): 0 to take the message,
+ * -1 if it comes from an older incarnation (reported, the caller drops
+ * it).  A larger one than a recorded one means the task restarted: what
+ * this process kept of its earlier incarnation is forgotten first.
+ * Messages from the controller are not tracked. */
+int rt_epoch_check(RtCtx *c, const RtHdr *h);
 /* Whether the step's client sent ABORT for the current step (filed in
- * the table, so it counts until rt_step_end). */
+ * the table, so it counts until rt_step_end), or restarted while it ran
+ * here (RtCtx.orphan). */
 int rt_step_cancelled(RtCtx *c);
 /* net.c, between the slices of a send in a step that this task does not
  * drive: files what has arrived, and TFG_ECANCELED (in *e) once the step
@@ -344,6 +367,10 @@ void rt_spec_lost(RtCtx *c, int spec, int task);
  * used one past the cap).  Its index goes to *spec; errors to c->err. */
 tfg_status rt_spec_hold(RtCtx *c, int client, int sig, const TfgShape *feeds,
 			int *spec);
+/* Task `task` restarted (rt_epoch_check): it holds none of the
+ * specialisations here any more (each is dropped as its RELEASE would),
+ * and, as a task of this client's, has none of them either. */
+void rt_spec_forget(RtCtx *c, int task);
 /* Client task `client` no longer holds specialisation spec; when no
  * client does it is freed (through TfgOptions.release), or, if in use,
  * when its step ends.  If client is this task, the tasks that have it

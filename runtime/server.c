@@ -11,7 +11,8 @@
  *                to the step's client when it fails, DONE when the part
  *                sends nothing (sig->needs_done); ERROR at once when the
  *                step's plan is a specialisation not here (spec.c);
- *                nothing when the client cancelled the step (ABORT)
+ *                nothing when the client cancelled the step (ABORT, or
+ *                it restarted meanwhile: rendezvous.c)
  *   SPECIALISE   compile a specialisation of a generic plan (spec.c)
  *   RELEASE      a client no longer holds a specialisation (spec.c)
  *   RUN_SESSION  run the session as its client (client.c)

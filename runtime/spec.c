@@ -36,6 +36,12 @@
  * smaller --max-specs) evicts the same way instead of refusing, so a
  * task's cache stays within (clients) x max_specs.
  *
+ * A client that restarted (a new incarnation, rendezvous.c) holds nothing
+ * any more: rt_spec_forget drops it from held[] as its RELEASE would,
+ * and frees what no one holds.  A client that hears a task of its
+ * specialisations restarted marks those not ready, so that their next
+ * run announces them again instead of failing.
+ *
  * A task that gets a START of a plan it does not have (it was restarted
  * under `tfgc run --attach`, or evicted it) answers at once with ERROR of
  * kind RT_ERROR_NO_PLAN instead of leaving the client to its deadline.
@@ -339,6 +345,25 @@ rt_spec_drop(RtCtx *c, int i, int client)
 	}
 	if (!spec_held(c, s) && i != c->cur_spec)
 		spec_release(c, i);
+}
+
+void
+rt_spec_forget(RtCtx *c, int task)
+{
+	for (int i = 0; i < c->nspec; i++) {
+		RtSpec *s = &c->specs[i];
+
+		if (s->plan == NULL)
+			continue;
+		/* as this client's: announce it again before its next step,
+		   rather than fail that step with RT_ERROR_NO_PLAN */
+		if (s->has[task]) {
+			s->has[task] = 0;
+			s->ready = 0;
+		}
+		if (s->held[task])
+			rt_spec_drop(c, i, task);
+	}
 }
 
 /* Room for one more specialisation held for client: past the cap, its

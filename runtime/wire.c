@@ -16,6 +16,12 @@
  * DONE answering it the plan hash; RELEASE the plan hash of the
  * specialisation released (runtime/spec.c); ABORT why its step failed.
  *
+ * The last field, epoch, is the sending process's incarnation: the wall
+ * clock when it started, so that a restarted task is told from the one
+ * before it (rendezvous.c, rt_epoch_check).  Validation only refuses 0;
+ * comparing it with what was heard from the task comes after, so that a
+ * message refused here changes nothing.
+ *
  * A START whose prog names no plan here is refused like any message with
  * a foreign prog, except on a generic plan: there it most likely names a
  * specialisation this task lost (restarted under the same cluster), and
@@ -84,7 +90,7 @@ rt_hdr_encode(unsigned char *out, const RtHdr *h)
 	for (int i = 0; i < TFG_MAX_RANK; i++)
 		rt_put_le(out + 32 + 8 * i, h->dims[i], 8);
 	rt_put_le(out + 96, h->nbytes, 8);
-	rt_put_le(out + 104, h->reserved, 8);
+	rt_put_le(out + 104, h->epoch, 8);
 }
 
 void
@@ -102,12 +108,12 @@ rt_hdr_decode(RtHdr *h, const unsigned char *in)
 	for (int i = 0; i < TFG_MAX_RANK; i++)
 		h->dims[i] = rt_get_le(in + 32 + 8 * i, 8);
 	h->nbytes = rt_get_le(in + 96, 8);
-	h->reserved = rt_get_le(in + 104, 8);
+	h->epoch = rt_get_le(in + 104, 8);
 }
 
 void
 rt_hdr_init(RtHdr *h, const TfgPlan *plan, int type, uint64_t step,
-	    uint32_t key, uint16_t src, uint64_t nbytes)
+	    uint32_t key, uint16_t src, uint64_t nbytes, uint64_t epoch)
 {
 	memset(h, 0, sizeof *h);
 	h->magic = RT_WIRE_MAGIC;
@@ -118,6 +124,7 @@ rt_hdr_init(RtHdr *h, const TfgPlan *plan, int type, uint64_t step,
 	h->key = key;
 	h->src = src;
 	h->nbytes = nbytes;
+	h->epoch = epoch;
 }
 
 size_t
@@ -446,9 +453,10 @@ wire_check(RtHdr *h, const TfgPlan *plan, int self, const void *buf,
 				 "message has %zu", rt_msg_name(h->type), who,
 				 (unsigned long long)h->nbytes,
 				 len - RT_HDR_SIZE);
-	if (h->reserved != 0)
+	/* 0 would read as "no incarnation heard yet" (rendezvous.c) */
+	if (h->epoch == 0)
 		return tfg_error(e, TFG_EPROTO,
-				 "bad %s from %s: reserved field not 0",
+				 "bad %s from %s: incarnation (epoch) 0",
 				 rt_msg_name(h->type), who);
 	if (h->type == RT_MSG_TENSOR)
 		return check_tensor(h, plan, self, who,

@@ -14,6 +14,7 @@
  *     runtime_test server SCENARIO P0 P1 DIR --job J --task T
  *     runtime_test garble PORT          sends malformed nng messages
  *     runtime_test forge PORT           sends bad RELEASE messages
+ *     runtime_test stale PORT           sends messages of a dead task 0
  *     runtime_test sendblock P0 P1      a send cancelled by ABORT
  * and checks exit codes, stdout and stderr.  Servers write DIR/pid.T.
  * Every test is bounded: children are killed past their deadline and
@@ -46,6 +47,11 @@ static const char *scenario = "hello";
 /* The number of the current step (steps of one client count from 1). */
 #define STEP_NO(c) ((c)->step & 0xffffffffffffull)
 
+/* The incarnation of the messages this test forges: the oldest there is
+ * (rt_ctx_init gives real processes the wall clock), so a task that has
+ * heard from the real sender drops them (design.md "Restarts"). */
+#define EPOCH 1
+
 static int
 part1(struct RtCtx *c, char *arena)
 {
@@ -68,6 +74,21 @@ part1(struct RtCtx *c, char *arena)
 		return rc;
 	if (strcmp(scenario, "crash") == 0)
 		kill(getpid(), SIGKILL);
+	/* Step 2 of "orphan": busy with something else than task 0 (a
+	   third task's tensor, say), so that only the step's cancellation
+	   ends it: its client dies meanwhile, and a new process of it runs
+	   its own step 1. */
+	if (strcmp(scenario, "orphan") == 0 && STEP_NO(c) == 2) {
+		double t0 = rt_now();
+
+		while ((rc = rt_step_poll(c, &c->err)) == 0 &&
+		       rt_now() - t0 < 8)
+			;
+		if (rc != 0)
+			return rc;
+		return tfg_error(&c->err, TFG_ETIMEDOUT,
+				 "step 2 was not cancelled");
+	}
 	y2 = *x - 66;
 	return tfg_rt_send(c, 1, &y2);
 }
@@ -81,6 +102,12 @@ part0(struct RtCtx *c, char *arena)
 	(void)arena;
 	if (strcmp(scenario, "abort") == 0 && STEP_NO(c) == 1)
 		return tfg_error(&c->err, TFG_EINVAL, "task 0 gave up");
+	if (strcmp(scenario, "orphan") == 0 && STEP_NO(c) == 2) {
+		struct timespec ts = {0, 300 * 1000000L};
+
+		nanosleep(&ts, NULL); /* the START to task 1 leaves */
+		kill(getpid(), SIGKILL);
+	}
 	if ((rc = tfg_rt_recv(c, 1, &y2)) != 0)
 		return rc;
 	y = (2 + 300) + y2;
@@ -500,12 +527,12 @@ role_garble(int argc, char **argv)
 		return 1;
 	memset(buf, 0xab, sizeof buf);
 	nng_send(s, buf, sizeof buf, 0);              /* bad magic */
-	rt_hdr_init(&h, &plan, RT_MSG_PING, 0, 0, RT_SRC_CONTROLLER, 0);
+	rt_hdr_init(&h, &plan, RT_MSG_PING, 0, 0, RT_SRC_CONTROLLER, 0, EPOCH);
 	h.prog ^= 1;
 	rt_hdr_encode(buf, &h);
 	nng_send(s, buf, RT_HDR_SIZE, 0);             /* other program */
 	nng_send(s, buf, 50, 0);                      /* truncated */
-	rt_hdr_init(&h, &plan, RT_MSG_TENSOR, 1ull << 48 | 5, 1, 1, 8);
+	rt_hdr_init(&h, &plan, RT_MSG_TENSOR, 1ull << 48 | 5, 1, 1, 8, EPOCH);
 	h.dtype = TFG_I32;
 	h.rank = 1;
 	h.dims[0] = 2;
@@ -535,14 +562,49 @@ role_forge(int argc, char **argv)
 	snprintf(url, sizeof url, "tcp://127.0.0.1:%s", argv[2]);
 	if (nng_push0_open(&s) != 0 || nng_dial(s, url, NULL, 0) != 0)
 		return 1;
-	rt_hdr_init(&h, &plan, RT_MSG_RELEASE, 0, 0, 0, 4);
+	rt_hdr_init(&h, &plan, RT_MSG_RELEASE, 0, 0, 0, 4, EPOCH);
 	rt_hdr_encode(buf, &h);
 	rt_put_le(buf + RT_HDR_SIZE, 0x12345678, 4);
 	nng_send(s, buf, RT_HDR_SIZE + 4, 0);         /* short */
-	rt_hdr_init(&h, &plan, RT_MSG_RELEASE, 0, 0, 0, 8);
+	rt_hdr_init(&h, &plan, RT_MSG_RELEASE, 0, 0, 0, 8, EPOCH);
 	rt_hdr_encode(buf, &h);
 	rt_put_le(buf + RT_HDR_SIZE, 0xdeadbeefcafef00dull, 8);
 	nng_send(s, buf, RT_HDR_SIZE + 8, 0);         /* unknown hash */
+	sleep(1);
+	nng_close(s);
+	return 0;
+}
+
+/* ABORTs of step 2 of client task 0 to task 1 of hello.tfg at
+ * tcp://127.0.0.1:PORT: one that fails validation, whose incarnation is
+ * the largest there is, then two valid ones of incarnation 1, older than
+ * any real process's. */
+static int
+role_stale(int argc, char **argv)
+{
+	static const char why[] = "gave up";
+	unsigned char buf[RT_HDR_SIZE + sizeof why];
+	size_t n = RT_HDR_SIZE + sizeof why - 1;
+	char url[64];
+	RtHdr h;
+	TfgPlan plan;
+	nng_socket s;
+
+	if (argc != 3)
+		return 2;
+	plan = build_plan(argv[2], argv[2], 0);
+	snprintf(url, sizeof url, "tcp://127.0.0.1:%s", argv[2]);
+	if (nng_push0_open(&s) != 0 || nng_dial(s, url, NULL, 0) != 0)
+		return 1;
+	memcpy(buf + RT_HDR_SIZE, why, sizeof why - 1);
+	rt_hdr_init(&h, &plan, RT_MSG_ABORT, 2, 1, 0, sizeof why - 1,
+		    UINT64_MAX);
+	rt_hdr_encode(buf, &h);
+	nng_send(s, buf, n, 0);                       /* key 1: refused */
+	rt_hdr_init(&h, &plan, RT_MSG_ABORT, 2, 0, 0, sizeof why - 1, EPOCH);
+	rt_hdr_encode(buf, &h);
+	nng_send(s, buf, n, 0);                       /* stale */
+	nng_send(s, buf, n, 0);                       /* stale again */
 	sleep(1);
 	nng_close(s);
 	return 0;
@@ -581,7 +643,7 @@ role_sendblock(int argc, char **argv)
 	rt_net_dial_peers(&c);
 	if (nng_push0_open(&s) != 0 || nng_dial(s, url, NULL, 0) != 0)
 		return 1;
-	rt_hdr_init(&h, &plan, RT_MSG_ABORT, 1, 0, 0, sizeof why - 1);
+	rt_hdr_init(&h, &plan, RT_MSG_ABORT, 1, 0, 0, sizeof why - 1, EPOCH);
 	rt_hdr_encode(buf, &h);
 	memcpy(buf + RT_HDR_SIZE, why, sizeof why - 1);
 	if (nng_send(s, buf, RT_HDR_SIZE + sizeof why - 1, 0) != 0)
@@ -611,6 +673,8 @@ main(int argc, char **argv)
 		return role_garble(argc, argv);
 	if (argc > 1 && strcmp(argv[1], "forge") == 0)
 		return role_forge(argc, argv);
+	if (argc > 1 && strcmp(argv[1], "stale") == 0)
+		return role_stale(argc, argv);
 	if (argc > 1 && strcmp(argv[1], "sendblock") == 0)
 		return role_sendblock(argc, argv);
 	alarm(120);
@@ -1046,7 +1110,11 @@ t_spec_holders(void)
  * the client's next START of one is answered at once, that run fails
  * naming the task and the shapes and is not retried, and the run after
  * it announces the shapes again and succeeds.  Bad RELEASE messages are
- * reported and change nothing. */
+ * reported and change nothing.  They are forged before the new task 1
+ * hears from the real task 0: then the forger's incarnation (EPOCH) is
+ * the only one of task 0 it knows, and the real one, later, looks like
+ * a restart of it, which finds nothing to forget; afterwards the forged
+ * ones would be dropped as older (t_stale_incarnation). */
 static void
 t_generic_lost(void)
 {
@@ -1067,6 +1135,10 @@ t_generic_lost(void)
 	waitpid(s1, NULL, 0);
 	s1 = server(&r, "generic-once", "1");
 	wait_port(r.p1);
+	fargs[2] = r.p1;
+	g = start(&r, "forge", fargs);
+	finish(&r, g, "forge", 10);
+	ASSERT_EQ(r.status, 0);
 	msleep(500); /* task 0 dials it again */
 	ctl(&r, "generic-once", "attach", 20);
 	ASSERT(r.status != 0);
@@ -1076,10 +1148,6 @@ t_generic_lost(void)
 	ASSERT_HAS(r.err, "; was it restarted?): the next run announces it "
 			  "again, this one is not retried");
 	ASSERT(r.secs < 5); /* an answer, not the step deadline of 10 s */
-	fargs[2] = r.p1;
-	g = start(&r, "forge", fargs);
-	finish(&r, g, "forge", 10);
-	ASSERT_EQ(r.status, 0);
 	ctl(&r, "generic-once", "attach", 20);
 	ASSERT_STREQ(r.out, "173\n");
 	ASSERT_EQ(r.status, 0);
@@ -1416,7 +1484,8 @@ abort_of(RtCtx *c, uint64_t step)
 	RtMsg m;
 
 	memset(&m, 0, sizeof m);
-	rt_hdr_init(&m.h, c->plan, RT_MSG_ABORT, step, 0, 0, sizeof why - 1);
+	rt_hdr_init(&m.h, c->plan, RT_MSG_ABORT, step, 0, 0, sizeof why - 1,
+		    EPOCH);
 	m.body = (const unsigned char *)why;
 	rt_dispatch(c, &m);
 }
@@ -1428,7 +1497,7 @@ start_of(RtCtx *c, uint64_t step)
 	RtMsg m;
 
 	memset(&m, 0, sizeof m);
-	rt_hdr_init(&m.h, c->plan, RT_MSG_START, step, 0, 0, 4);
+	rt_hdr_init(&m.h, c->plan, RT_MSG_START, step, 0, 0, 4, EPOCH);
 	return rt_step_accept(c, &m, 0);
 }
 
@@ -1470,6 +1539,286 @@ t_abort_table(void)
 	ASSERT_EQ(c.ntab, 0);
 	abort_of(&c, 9);
 	ASSERT_EQ(c.ntab, 1); /* freed with the context */
+	rt_ctx_free(&c);
+}
+
+/* spec/design.md "Restarts".  The client task's server is killed and
+ * started again under attach while task 1 runs on: the new process
+ * numbers its steps from 1 again, below the 4 that task 1 saw end, and
+ * its runs work at once (task 1 forgets the steps of the process before
+ * it), with nothing said. */
+static void
+t_restart_client(void)
+{
+	static const char want[] = "0 238\n1 238\n2 238\ny = 238 3 -4 3.0\n";
+	Run r;
+	pid_t s0, s1;
+	char err0[65536];
+
+	run_init(&r);
+	s0 = server(&r, "loop", "0");
+	s1 = server(&r, "loop", "1");
+	wait_port(r.p0);
+	wait_port(r.p1);
+	ctl(&r, "loop", "attach", 20);
+	ASSERT_STREQ(r.out, want);
+	ASSERT_EQ(r.status, 0);
+	kill(s0, SIGKILL);
+	waitpid(s0, NULL, 0);
+	s0 = server(&r, "loop", "0");
+	wait_port(r.p0);
+	ctl(&r, "loop", "attach", 20);
+	ASSERT_STREQ(r.out, want);
+	ASSERT_EQ(r.status, 0);
+	ASSERT(r.secs < 5); /* not task 0's step deadline of 10 s */
+	ctl(&r, "loop", "attach", 20);
+	ASSERT_STREQ(r.out, want);
+	ASSERT_EQ(r.status, 0);
+	ctl(&r, "loop", "stop", 10);
+	ASSERT_EQ(r.status, 0);
+	finish(&r, s0, "server0", 5);
+	ASSERT_EQ(r.status, 0);
+	memcpy(err0, r.err, sizeof err0);
+	finish(&r, s1, "server1", 5);
+	ASSERT_EQ(r.status, 0);
+	ASSERT_STREQ(err0, "");
+	ASSERT_STREQ(r.err, "");
+	run_done(&r);
+}
+
+/* The client dies in the middle of step 2, which keeps task 1 busy until
+ * it is cancelled (part1): the first message of the new process cancels
+ * it, and task 1 serves the new process's step 1 at once, instead of
+ * after its own deadline (8 s), by which time step 2 would have made
+ * step 1 look old again.  Task 1 is verbose: it says why. */
+static void
+t_restart_orphan(void)
+{
+	Run r;
+	pid_t s0, s1;
+	char err0[65536];
+
+	run_init(&r);
+	s0 = server(&r, "orphan", "0");
+	setenv("TFG_TEST_VERBOSE", "1", 1);
+	s1 = server(&r, "orphan", "1");
+	unsetenv("TFG_TEST_VERBOSE");
+	wait_port(r.p0);
+	wait_port(r.p1);
+	ctl(&r, "orphan", "attach", 20);
+	ASSERT_STREQ(r.out, "238\n");
+	ASSERT_EQ(r.status, 0);
+	ctl(&r, "orphan", "attach", 20); /* task 0 dies */
+	ASSERT(r.status != 0);
+	ASSERT(r.secs < 5);
+	waitpid(s0, NULL, 0);
+	s0 = server(&r, "orphan", "0");
+	wait_port(r.p0);
+	ctl(&r, "orphan", "attach", 20);
+	ASSERT_STREQ(r.out, "238\n");
+	ASSERT_EQ(r.status, 0);
+	ASSERT(r.secs < 5);
+	ctl(&r, "orphan", "stop", 10);
+	ASSERT_EQ(r.status, 0);
+	finish(&r, s0, "server0", 5);
+	ASSERT_EQ(r.status, 0);
+	memcpy(err0, r.err, sizeof err0);
+	finish(&r, s1, "server1", 5);
+	ASSERT_EQ(r.status, 0);
+	ASSERT_STREQ(err0, "");
+	ASSERT_HAS(r.err, "tfg: /job:local/task:1: /job:local/task:0 restarted "
+			  "(started at ");
+	ASSERT_HAS(r.err, "tfg: /job:local/task:1: step 2 cancelled: its client "
+			  "/job:local/task:0 restarted\n");
+	ASSERT(strstr(r.err, "error") == NULL);
+	run_done(&r);
+}
+
+/* Messages from an older process of task 0 than the one task 1 heard
+ * from are dropped, said once: here an ABORT of the next step, which
+ * would cancel it.  One that fails validation changes nothing, although
+ * its incarnation is the largest there is. */
+static void
+t_stale_incarnation(void)
+{
+	Run r;
+	pid_t s0, s1, g;
+	char *args[] = {"runtime_test", "stale", NULL, NULL};
+	char err0[65536];
+
+	run_init(&r);
+	s0 = server(&r, "hello", "0");
+	s1 = server(&r, "hello", "1");
+	wait_port(r.p0);
+	wait_port(r.p1);
+	ctl(&r, "hello", "attach", 20);
+	ASSERT_STREQ(r.out, "238\n");
+	ASSERT_EQ(r.status, 0);
+	args[2] = r.p1;
+	g = start(&r, "stale", args);
+	finish(&r, g, "stale", 10);
+	ASSERT_EQ(r.status, 0);
+	ctl(&r, "hello", "attach", 20);
+	ASSERT_STREQ(r.out, "238\n");
+	ASSERT_EQ(r.status, 0);
+	ASSERT(r.secs < 5);
+	ctl(&r, "hello", "stop", 10);
+	ASSERT_EQ(r.status, 0);
+	finish(&r, s0, "server0", 5);
+	ASSERT_EQ(r.status, 0);
+	memcpy(err0, r.err, sizeof err0);
+	finish(&r, s1, "server1", 5);
+	ASSERT_EQ(r.status, 0);
+	ASSERT_STREQ(err0, "");
+	ASSERT_HAS(r.err, "tfgc: error: /job:local/task:1: bad ABORT from "
+			  "/job:local/task:0 (127.0.0.1:");
+	ASSERT_HAS(r.err, "key 1, expected 0 (ignored)\n");
+	ASSERT_HAS(r.err, "tfgc: warning: /job:local/task:1: dropping messages "
+			  "from /job:local/task:0 started at 0.000000001, "
+			  "older than its process started at ");
+	ASSERT_EQ(count(r.err, "dropping"), 1);
+	ASSERT_EQ(count(r.err, "\n"), 2);
+	run_done(&r);
+}
+
+/* A message from task `src` at c, as rt_net_recv and the server loop
+ * take it once validated: 0 when it was let in (and dispatched). */
+static int
+take(RtCtx *c, int type, uint64_t step, int src, uint64_t epoch)
+{
+	static const char why[] = "gave up";
+	RtMsg m;
+
+	memset(&m, 0, sizeof m);
+	rt_hdr_init(&m.h, c->plan, type, step, 0, (uint16_t)src,
+		    type == RT_MSG_ABORT ? sizeof why - 1 : 0, epoch);
+	m.body = (const unsigned char *)why;
+	if (rt_epoch_check(c, &m.h) != 0)
+		return -1;
+	rt_dispatch(c, &m);
+	return 0;
+}
+
+/* The bookkeeping of a restart at task 1, without sockets: an older
+ * incarnation of task 0 is dropped and changes nothing; a newer one
+ * resets finished[0] (its step 1 is no duplicate), drops task 0's queued
+ * START and the table's entries of its steps, but not those of task 1's
+ * own steps; a step of task 0 running here is cancelled and its end
+ * marks nothing.  The controller's incarnations are not tracked.  Task
+ * 1, as a client, drops a reply of a step it never started. */
+static void
+t_restart_table(void)
+{
+	TfgPlan plan = {0};
+	TfgOptions o = {0};
+	RtCtx c;
+
+	plan.hash = 0x1234abcd5678ef01ull;
+	plan.file = "hello.tfg";
+	plan.ntask = 2, plan.tasks = tasks;
+	plan.nedge = 3, plan.edges = edges;
+	plan.nsig = 1, plan.sigs = sigs;
+	ASSERT_EQ(rt_ctx_init(&c, &plan, 1, &o), TFG_OK);
+	ASSERT(c.epoch > 1000000000ull * 1000000000ull); /* after 2001 */
+	ASSERT_EQ(start_of(&c, 5), 0);
+	rt_step_end(&c);
+	ASSERT_EQ(take(&c, RT_MSG_ABORT, 7, 0, 1000), 0);
+	ASSERT_EQ(take(&c, RT_MSG_START, 6, 0, 1000), 0);
+	c.counter = 3; /* as client, task 1 started 3 steps */
+	ASSERT_EQ(take(&c, RT_MSG_DONE, 1ull << 48 | 3, 0, 1000), 0);
+	ASSERT_EQ(take(&c, RT_MSG_DONE, 1ull << 48 | 4, 0, 1000), 0);
+	ASSERT_EQ(c.ntab, 2); /* step 4 never started: stale */
+	ASSERT_EQ(c.nqueue, 1);
+	ASSERT(c.finished[0] == 5 && c.peers[0].epoch == 1000);
+	ASSERT_EQ(take(&c, RT_MSG_ABORT, 8, 0, 999), -1);
+	ASSERT(c.ntab == 2 && c.peers[0].epoch == 1000);
+	ASSERT_EQ(take(&c, RT_MSG_RUN_SESSION, 0, RT_SRC_CONTROLLER, 1), 0);
+	ASSERT_EQ(take(&c, RT_MSG_SHUTDOWN, 0, RT_SRC_CONTROLLER, 5000), 0);
+	ASSERT(c.finished[0] == 5 && c.nqueue == 3);
+	/* task 0 restarted */
+	ASSERT_EQ(take(&c, RT_MSG_START, 1, 0, 2000), 0);
+	ASSERT(c.finished[0] == 0 && c.peers[0].epoch == 2000);
+	ASSERT_EQ(c.ntab, 1); /* the DONE of task 1's step 3 */
+	ASSERT_EQ(c.tab[0].h.step >> 48, 1);
+	ASSERT_EQ(c.nqueue, 3); /* the controller's two, then the new START */
+	ASSERT_EQ(c.queue[0].h.type, RT_MSG_RUN_SESSION);
+	ASSERT_EQ(c.queue[1].h.type, RT_MSG_SHUTDOWN);
+	ASSERT(c.queue[2].h.step == 1 && c.queue[2].h.epoch == 2000);
+	ASSERT_EQ(take(&c, RT_MSG_ABORT, 7, 0, 1000), -1);
+	ASSERT_EQ(start_of(&c, 1), 0);
+	ASSERT(!rt_step_cancelled(&c));
+	/* and again, while its step 1 runs here */
+	ASSERT_EQ(take(&c, RT_MSG_ABORT, 9, 0, 3000), 0);
+	ASSERT(rt_step_cancelled(&c));
+	ASSERT_EQ(c.nqueue, 2); /* that START went too */
+	ASSERT_EQ(c.ntab, 2); /* its ABORT of step 9 waits */
+	rt_step_end(&c);
+	ASSERT(c.finished[0] == 0 && !rt_step_cancelled(&c));
+	ASSERT_EQ(c.ntab, 2);
+	ASSERT_EQ(start_of(&c, 1), 0); /* the newest process's step 1 */
+	ASSERT(!rt_step_cancelled(&c));
+	rt_step_end(&c);
+	ASSERT(c.finished[0] == 1);
+	rt_ctx_free(&c);
+}
+
+/* A restarted client holds none of the specialisations here any more:
+ * each goes as its RELEASE would (freed when no other client holds it);
+ * those of this task as a client that the restarted task had are
+ * announced again (not ready) rather than freed. */
+static void
+t_restart_specs(void)
+{
+	static RtTask t3[3] = {
+		{"local", 0, "127.0.0.1:1", "/job:local/task:0"},
+		{"local", 1, "127.0.0.1:2", "/job:local/task:1"},
+		{"local", 2, "127.0.0.1:3", "/job:local/task:2"},
+	};
+	static RtFeed gf[1] = {{"x", TFG_I32, {1, {-1}}, UINT32_MAX}};
+	static RtFetch gx[1] = {{"y", UINT32_MAX}};
+	static int gt[2] = {0, 1}, gd[2] = {0, 0};
+	static RtSig gs[1] = {{0, 1, gf, 1, gx, 2, gt, gd}};
+	TfgPlan g = {0};
+	TfgOptions o = {0};
+	TfgShape f[3];
+	RtCtx c;
+	int a, b, own, k;
+	uint64_t ha, hb;
+
+	g.hash = 0x1234abcd5678ef01ull;
+	g.file = "hello.tfg";
+	g.ntask = 3, g.tasks = t3;
+	g.nsig = 1, g.sigs = gs;
+	g.generic = 1;
+	o.specialise = specialise;
+	o.release = release;
+	for (int n = 0; n < 3; n++)
+		f[n] = (TfgShape){1, {n + 1}};
+	ASSERT_EQ(rt_ctx_init(&c, &g, 1, &o), TFG_OK);
+	nreleased = 0;
+	ASSERT_EQ(rt_spec_hold(&c, 0, 0, &f[0], &a), TFG_OK);
+	ASSERT_EQ(rt_spec_hold(&c, 0, 0, &f[1], &b), TFG_OK);
+	ASSERT_EQ(rt_spec_hold(&c, 2, 0, &f[1], &k), TFG_OK);
+	ASSERT_EQ(b, k);
+	ASSERT_EQ(rt_spec_hold(&c, 1, 0, &f[2], &own), TFG_OK);
+	c.specs[own].has[0] = 1, c.specs[own].has[2] = 1;
+	c.specs[own].ready = 1;
+	ha = c.specs[a].plan->hash;
+	hb = c.specs[b].plan->hash;
+	c.peers[0].epoch = 1000;
+	c.peers[2].epoch = 1000;
+	ASSERT_EQ(take(&c, RT_MSG_ABORT, 2ull << 48 | 1, 2, 2000), 0);
+	ASSERT_EQ(nreleased, 0); /* task 2 held b, still held by task 0 */
+	ASSERT(c.specs[b].plan && !c.specs[b].held[2] && c.specs[b].held[0]);
+	ASSERT(!c.specs[own].ready && !c.specs[own].has[2]);
+	ASSERT(c.specs[own].has[0] && c.specs[own].plan);
+	ASSERT_EQ(c.ntab, 1); /* the new task 2's ABORT */
+	ASSERT_EQ(take(&c, RT_MSG_ABORT, 1, 0, 2000), 0);
+	ASSERT_EQ(nreleased, 2);
+	ASSERT(rt_plan_of(&c, ha, &k) == NULL);
+	ASSERT(rt_plan_of(&c, hb, &k) == NULL);
+	ASSERT(c.specs[own].plan && !c.specs[own].has[0]);
+	ASSERT(c.specs[own].held[1]);
 	rt_ctx_free(&c);
 }
 
@@ -1538,4 +1887,9 @@ TEST_MAIN({"hello", t_hello}, {"loop_print", t_loop_print},
 	  {"garbled", t_garbled}, {"stop", t_stop},
 	  {"abort", t_abort}, {"abort_verbose", t_abort_verbose},
 	  {"abort_send", t_abort_send}, {"abort_table", t_abort_table},
+	  {"restart_client", t_restart_client},
+	  {"restart_orphan", t_restart_orphan},
+	  {"stale_incarnation", t_stale_incarnation},
+	  {"restart_table", t_restart_table},
+	  {"restart_specs", t_restart_specs},
 	  {"step_latency", t_step_latency})

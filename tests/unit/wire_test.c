@@ -2,7 +2,8 @@
  * tests/unit/wire_test.c: the 112-byte message header (spec/design.md
  * "Wire format"): byte layout, round trip, and every validation failure
  * of rt_wire_check, each of which must name the peer; string edges,
- * whose byte count is their own (RtEdge.nbytes).
+ * whose byte count is their own (RtEdge.nbytes); the sender's
+ * incarnation in the last field (design.md "Restarts").
  */
 #include "tests/unit/test.h"
 
@@ -33,6 +34,8 @@ static const TfgPlan plan = {0xfeedface12345678ull, "t.tfg", 2, tasks, 3,
 
 static const TfgPlan *cur = &plan; /* the plan check() validates with */
 
+#define EPOCH 0x1122334455667788ull /* the senders' incarnation */
+
 static unsigned char buf[RT_HDR_SIZE + 64];
 static TfgError err;
 static RtHdr got;
@@ -43,7 +46,7 @@ tensor_hdr(void)
 {
 	RtHdr h;
 
-	rt_hdr_init(&h, &plan, RT_MSG_TENSOR, 7, 0, 0, 24);
+	rt_hdr_init(&h, &plan, RT_MSG_TENSOR, 7, 0, 0, 24, EPOCH);
 	h.dtype = TFG_F32;
 	h.rank = 2;
 	h.dims[0] = 2;
@@ -84,7 +87,7 @@ t_layout(void)
 	h.key = 0;
 	rt_hdr_encode(buf, &h);
 	ASSERT(memcmp(buf, "TFG1", 4) == 0);
-	ASSERT_EQ(buf[4], 1);
+	ASSERT_EQ(buf[4], 2);     /* version 2: the epoch field */
 	ASSERT_EQ(buf[5], 0);
 	ASSERT_EQ(buf[6], RT_MSG_TENSOR);
 	ASSERT_EQ(buf[8], 0x78);  /* prog, little-endian */
@@ -96,9 +99,12 @@ t_layout(void)
 	ASSERT_EQ(buf[32], 2);    /* dims[0] */
 	ASSERT_EQ(buf[40], 3);    /* dims[1] */
 	ASSERT_EQ(buf[96], 24);   /* nbytes */
+	ASSERT_EQ(buf[104], 0x88); /* epoch, little-endian */
+	ASSERT_EQ(buf[111], 0x11);
 	rt_hdr_decode(&d, buf);
 	ASSERT(d.magic == h.magic && d.step == h.step && d.prog == h.prog);
 	ASSERT(d.dims[1] == 3 && d.nbytes == 24 && d.rank == 2);
+	ASSERT(d.epoch == EPOCH);
 }
 
 static void
@@ -119,7 +125,7 @@ t_round_trip(void)
 	for (int i = 0; i < 8; i++)
 		h.dims[i] = 0x1111111111111111ull * (uint64_t)(i + 1);
 	h.nbytes = 0x8000000000000001ull;
-	h.reserved = 42;
+	h.epoch = 0xf0e1d2c3b4a59687ull;
 	rt_hdr_encode(buf, &h);
 	rt_hdr_decode(&d, buf);
 	ASSERT_EQ(d.magic, h.magic);
@@ -132,7 +138,7 @@ t_round_trip(void)
 	ASSERT_EQ(d.rank, h.rank);
 	for (int i = 0; i < 8; i++)
 		ASSERT(d.dims[i] == h.dims[i]);
-	ASSERT(d.nbytes == h.nbytes && d.reserved == h.reserved);
+	ASSERT(d.nbytes == h.nbytes && d.epoch == h.epoch);
 }
 
 static void
@@ -142,16 +148,16 @@ t_valid(void)
 
 	ASSERT_EQ(check(&h, RT_HDR_SIZE + 24), TFG_OK);
 	ASSERT_EQ(got.type, RT_MSG_TENSOR);
-	rt_hdr_init(&h, &plan, RT_MSG_PING, 0, 0, RT_SRC_CONTROLLER, 20);
+	rt_hdr_init(&h, &plan, RT_MSG_PING, 0, 0, RT_SRC_CONTROLLER, 20, EPOCH);
 	ASSERT_EQ(check(&h, RT_HDR_SIZE + 20), TFG_OK);
 	/* START of sig 0 to task 1 carries x: 24 bytes. */
-	rt_hdr_init(&h, &plan, RT_MSG_START, 3, 0, 0, 24);
+	rt_hdr_init(&h, &plan, RT_MSG_START, 3, 0, 0, 24, EPOCH);
 	ASSERT_EQ(check(&h, RT_HDR_SIZE + 24), TFG_OK);
 	ASSERT_EQ(rt_start_bytes(&plan, 0, 1), 24);
 	ASSERT_EQ(rt_start_bytes(&plan, 0, 0), 0);
-	rt_hdr_init(&h, &plan, RT_MSG_SESSION_END, 0, 1, 0, 0);
+	rt_hdr_init(&h, &plan, RT_MSG_SESSION_END, 0, 1, 0, 0, EPOCH);
 	ASSERT_EQ(check(&h, RT_HDR_SIZE), TFG_OK);
-	rt_hdr_init(&h, &plan, RT_MSG_ERROR, 3, RT_ERROR_NO_PLAN, 0, 5);
+	rt_hdr_init(&h, &plan, RT_MSG_ERROR, 3, RT_ERROR_NO_PLAN, 0, 5, EPOCH);
 	ASSERT_EQ(check(&h, RT_HDR_SIZE + 5), TFG_OK);
 }
 
@@ -163,9 +169,9 @@ t_bad_header(void)
 	EXPECT_BAD(h, 50, TFG_EPROTO, "truncated message from 127.0.0.1:5555");
 	x = h, x.magic = 0x12345678;
 	EXPECT_BAD(x, RT_HDR_SIZE + 24, TFG_EPROTO, "127.0.0.1:5555: magic");
-	x = h, x.version = 2;
+	x = h, x.version = 1; /* whose last field had to be 0 */
 	EXPECT_BAD(x, RT_HDR_SIZE + 24, TFG_EPROTO,
-		   "/job:local/task:0 (127.0.0.1:5555): version 2");
+		   "/job:local/task:0 (127.0.0.1:5555): version 1, expected 2");
 	x = h, x.type = 0;
 	EXPECT_BAD(x, RT_HDR_SIZE + 24, TFG_EPROTO, "unknown type 0");
 	x = h, x.type = RT_MSG__N;
@@ -179,8 +185,10 @@ t_bad_header(void)
 	EXPECT_BAD(x, RT_HDR_SIZE + 24, TFG_EPROTO, "the controller");
 	x = h, x.step = 5ull << 48;
 	EXPECT_BAD(x, RT_HDR_SIZE + 24, TFG_EPROTO, "names no client");
-	x = h, x.reserved = 1;
-	EXPECT_BAD(x, RT_HDR_SIZE + 24, TFG_EPROTO, "reserved");
+	x = h, x.epoch = 0;
+	EXPECT_BAD(x, RT_HDR_SIZE + 24, TFG_EPROTO,
+		   "bad TENSOR from /job:local/task:0 (127.0.0.1:5555): "
+		   "incarnation (epoch) 0");
 }
 
 static void
@@ -197,7 +205,7 @@ t_bad_size(void)
 	x = h, x.nbytes = 16;
 	EXPECT_BAD(x, RT_HDR_SIZE + 16, TFG_EPROTO, "needs 24 bytes");
 	/* a START whose feeds have the wrong size */
-	rt_hdr_init(&x, &plan, RT_MSG_START, 3, 0, 0, 8);
+	rt_hdr_init(&x, &plan, RT_MSG_START, 3, 0, 0, 8, EPOCH);
 	EXPECT_BAD(x, RT_HDR_SIZE + 8, TFG_EPROTO, "signature 0 needs 24");
 }
 
@@ -210,18 +218,19 @@ t_bad_key(void)
 	EXPECT_BAD(x, RT_HDR_SIZE + 24, TFG_EPROTO, "edge key 3 out of range");
 	x = h, x.key = 1; /* edge 1 goes 1 -> 0, not 0 -> 1 */
 	EXPECT_BAD(x, RT_HDR_SIZE + 24, TFG_EPROTO, "does not lead");
-	rt_hdr_init(&x, &plan, RT_MSG_START, 3, 1, 0, 0);
+	rt_hdr_init(&x, &plan, RT_MSG_START, 3, 1, 0, 0, EPOCH);
 	EXPECT_BAD(x, RT_HDR_SIZE, TFG_EPROTO, "signature 1 out of range");
-	rt_hdr_init(&x, &plan, RT_MSG_DONE, 3, 9, 0, 0);
+	rt_hdr_init(&x, &plan, RT_MSG_DONE, 3, 9, 0, 0, EPOCH);
 	EXPECT_BAD(x, RT_HDR_SIZE, TFG_EPROTO, "signature 9 out of range");
-	rt_hdr_init(&x, &plan, RT_MSG_RUN_SESSION, 0, 1, RT_SRC_CONTROLLER, 0);
+	rt_hdr_init(&x, &plan, RT_MSG_RUN_SESSION, 0, 1, RT_SRC_CONTROLLER, 0,
+		    EPOCH);
 	EXPECT_BAD(x, RT_HDR_SIZE, TFG_EPROTO, "session 1 out of range");
-	rt_hdr_init(&x, &plan, RT_MSG_SESSION_END, 0, 2, 0, 0);
+	rt_hdr_init(&x, &plan, RT_MSG_SESSION_END, 0, 2, 0, 0, EPOCH);
 	EXPECT_BAD(x, RT_HDR_SIZE, TFG_EPROTO, "status 2 out of range");
-	rt_hdr_init(&x, &plan, RT_MSG_ERROR, 3, RT_ERROR__N, 0, 0);
+	rt_hdr_init(&x, &plan, RT_MSG_ERROR, 3, RT_ERROR__N, 0, 0, EPOCH);
 	EXPECT_BAD(x, RT_HDR_SIZE, TFG_EPROTO, "error kind 2 out of range");
 	/* START from a task that does not drive the signature */
-	rt_hdr_init(&x, &plan, RT_MSG_START, 1ull << 48 | 3, 0, 1, 24);
+	rt_hdr_init(&x, &plan, RT_MSG_START, 1ull << 48 | 3, 0, 1, 24, EPOCH);
 	EXPECT_BAD(x, RT_HDR_SIZE + 24, TFG_EPROTO, "is driven from");
 }
 
@@ -244,7 +253,7 @@ t_bad_tensor(void)
 	x = h, x.dims[0] = UINT64_MAX;
 	EXPECT_BAD(x, RT_HDR_SIZE + 24, TFG_EPROTO, "has shape");
 	/* a PING with tensor fields set */
-	rt_hdr_init(&x, &plan, RT_MSG_PING, 0, 0, RT_SRC_CONTROLLER, 0);
+	rt_hdr_init(&x, &plan, RT_MSG_PING, 0, 0, RT_SRC_CONTROLLER, 0, EPOCH);
 	x.dims[3] = 1;
 	EXPECT_BAD(x, RT_HDR_SIZE, TFG_EPROTO, "dims set");
 	x.dims[3] = 0, x.dtype = 1;
@@ -283,7 +292,7 @@ t_string(void)
 
 	ASSERT_EQ(rt_edge_nbytes(&edges[2]), 37);
 	ASSERT(rt_edge_valid(&edges[0]) && rt_edge_valid(&edges[2]));
-	rt_hdr_init(&h, &plan, RT_MSG_TENSOR, 7, 2, 0, 37);
+	rt_hdr_init(&h, &plan, RT_MSG_TENSOR, 7, 2, 0, 37, EPOCH);
 	h.dtype = TFG_STRING;
 	h.rank = 1;
 	h.dims[0] = 2;
@@ -325,18 +334,18 @@ t_specialise(void)
 	RtHdr x;
 
 	g.generic = 1;
-	rt_hdr_init(&x, &plan, RT_MSG_SPECIALISE, 3, 0, 0, 8 * 3);
+	rt_hdr_init(&x, &plan, RT_MSG_SPECIALISE, 3, 0, 0, 8 * 3, EPOCH);
 	EXPECT_BAD(x, RT_HDR_SIZE + 24, TFG_EPROTO, "the plan is not generic");
 	cur = &g;
-	rt_hdr_init(&x, &g, RT_MSG_SPECIALISE, 3, 0, 0, 8 * 3);
+	rt_hdr_init(&x, &g, RT_MSG_SPECIALISE, 3, 0, 0, 8 * 3, EPOCH);
 	ASSERT_EQ(check(&x, RT_HDR_SIZE + 24), TFG_OK);
-	rt_hdr_init(&x, &g, RT_MSG_SPECIALISE, 3, 0, 0, 8 * 10);
+	rt_hdr_init(&x, &g, RT_MSG_SPECIALISE, 3, 0, 0, 8 * 10, EPOCH);
 	EXPECT_BAD(x, RT_HDR_SIZE + 80, TFG_EPROTO, "80 bytes of shapes");
-	rt_hdr_init(&x, &g, RT_MSG_SPECIALISE, 3, 1, 0, 8);
+	rt_hdr_init(&x, &g, RT_MSG_SPECIALISE, 3, 1, 0, 8, EPOCH);
 	EXPECT_BAD(x, RT_HDR_SIZE + 8, TFG_EPROTO, "signature 1 out of range");
-	rt_hdr_init(&x, &g, RT_MSG_SPECIALISE, 1ull << 48 | 3, 0, 1, 8);
+	rt_hdr_init(&x, &g, RT_MSG_SPECIALISE, 1ull << 48 | 3, 0, 1, 8, EPOCH);
 	EXPECT_BAD(x, RT_HDR_SIZE + 8, TFG_EPROTO, "is driven from");
-	rt_hdr_init(&x, &g, RT_MSG_START, 3, 0, 0, 0);
+	rt_hdr_init(&x, &g, RT_MSG_START, 3, 0, 0, 0, EPOCH);
 	EXPECT_BAD(x, RT_HDR_SIZE, TFG_EPROTO, "the plan is generic");
 	x = tensor_hdr(), x.prog = g.hash; /* a generic plan has no edges */
 	g.nedge = 0;
@@ -359,25 +368,25 @@ t_release(void)
 	int i;
 
 	g.generic = 1;
-	rt_hdr_init(&x, &plan, RT_MSG_RELEASE, 0, 0, 0, 8);
+	rt_hdr_init(&x, &plan, RT_MSG_RELEASE, 0, 0, 0, 8, EPOCH);
 	EXPECT_BAD(x, RT_HDR_SIZE + 8, TFG_EPROTO, "the plan is not generic");
 	cur = &g;
-	rt_hdr_init(&x, &g, RT_MSG_RELEASE, 0, 0, 0, 8);
+	rt_hdr_init(&x, &g, RT_MSG_RELEASE, 0, 0, 0, 8, EPOCH);
 	ASSERT_EQ(check(&x, RT_HDR_SIZE + 8), TFG_OK);
 	ASSERT_STREQ(rt_msg_name(RT_MSG_RELEASE), "RELEASE");
 	EXPECT_BAD(x, RT_HDR_SIZE + 4, TFG_EPROTO,
 		   "header says 8 body bytes, message has 4");
-	rt_hdr_init(&x, &g, RT_MSG_RELEASE, 0, 0, 0, 4);
+	rt_hdr_init(&x, &g, RT_MSG_RELEASE, 0, 0, 0, 4, EPOCH);
 	EXPECT_BAD(x, RT_HDR_SIZE + 4, TFG_EPROTO,
 		   "bad RELEASE from /job:local/task:0 (127.0.0.1:5555): 4 "
 		   "body bytes, expected 8 (a plan hash)");
-	rt_hdr_init(&x, &g, RT_MSG_RELEASE, 0, 0, 0, 16);
+	rt_hdr_init(&x, &g, RT_MSG_RELEASE, 0, 0, 0, 16, EPOCH);
 	EXPECT_BAD(x, RT_HDR_SIZE + 16, TFG_EPROTO, "16 body bytes");
-	rt_hdr_init(&x, &g, RT_MSG_RELEASE, 0, 1, 0, 8);
+	rt_hdr_init(&x, &g, RT_MSG_RELEASE, 0, 1, 0, 8, EPOCH);
 	EXPECT_BAD(x, RT_HDR_SIZE + 8, TFG_EPROTO, "signature 1 out of range");
-	rt_hdr_init(&x, &g, RT_MSG_RELEASE, 0, 0, 1, 8);
+	rt_hdr_init(&x, &g, RT_MSG_RELEASE, 0, 0, 1, 8, EPOCH);
 	EXPECT_BAD(x, RT_HDR_SIZE + 8, TFG_EPROTO, "is driven from");
-	rt_hdr_init(&x, &g, RT_MSG_RELEASE, 0, 0, RT_SRC_CONTROLLER, 8);
+	rt_hdr_init(&x, &g, RT_MSG_RELEASE, 0, 0, RT_SRC_CONTROLLER, 8, EPOCH);
 	EXPECT_BAD(x, RT_HDR_SIZE + 8, TFG_EPROTO, "not a task of the plan");
 	cur = &plan;
 	/* the body, against one specialisation held here for task 0 */
@@ -389,7 +398,7 @@ t_release(void)
 	c.base = &g;
 	c.specs = &s;
 	c.nspec = 1;
-	rt_hdr_init(&x, &g, RT_MSG_RELEASE, 0, 0, 0, 8);
+	rt_hdr_init(&x, &g, RT_MSG_RELEASE, 0, 0, 0, 8, EPOCH);
 	rt_put_le(body, sp.hash, 8);
 	ASSERT_EQ(rt_release_check(&c, &x, body, &i, &err), TFG_OK);
 	ASSERT_EQ(i, 0);
@@ -432,7 +441,7 @@ t_lost_start(void)
 		      rt_wire_check_lost(&got, &g, 1, buf, (len),             \
 					 "127.0.0.1:5555", &err))
 	g.generic = 1;
-	rt_hdr_init(&x, &g, RT_MSG_START, 3, 0, 0, 24);
+	rt_hdr_init(&x, &g, RT_MSG_START, 3, 0, 0, 24, EPOCH);
 	x.prog = 0x0123456789abcdefull;
 	ASSERT_EQ(LOST(x, RT_HDR_SIZE + 24), TFG_OK);
 	ASSERT_EQ(got.type, RT_MSG_START);
@@ -470,7 +479,7 @@ t_lost_start(void)
 	one.ntask = 1;
 	g1 = g;
 	g1.sigs = &one;
-	rt_hdr_init(&x, &g, RT_MSG_START, 3, 0, 0, 0);
+	rt_hdr_init(&x, &g, RT_MSG_START, 3, 0, 0, 0, EPOCH);
 	x.prog = 0x0123456789abcdefull;
 	rt_hdr_encode(buf, &x);
 	ASSERT_EQ(rt_wire_check_lost(&got, &g1, 1, buf, RT_HDR_SIZE, NULL,
@@ -494,7 +503,7 @@ t_abort(void)
 	RtHdr x;
 
 	memcpy(buf + RT_HDR_SIZE, "why", 3);
-	rt_hdr_init(&x, &plan, RT_MSG_ABORT, 3, 0, 0, 3);
+	rt_hdr_init(&x, &plan, RT_MSG_ABORT, 3, 0, 0, 3, EPOCH);
 	ASSERT_EQ(check(&x, RT_HDR_SIZE + 3), TFG_OK);
 	ASSERT_EQ(got.type, RT_MSG_ABORT);
 	ASSERT_STREQ(rt_msg_name(RT_MSG_ABORT), "ABORT");
@@ -511,9 +520,9 @@ t_abort(void)
 	EXPECT_BAD(x, RT_HDR_SIZE + 3, TFG_EPROTO, "dtype/rank set");
 	x.rank = 0, x.dims[7] = 1;
 	EXPECT_BAD(x, RT_HDR_SIZE + 3, TFG_EPROTO, "dims set");
-	x.dims[7] = 0, x.reserved = 1;
-	EXPECT_BAD(x, RT_HDR_SIZE + 3, TFG_EPROTO, "reserved field not 0");
-	x.reserved = 0;
+	x.dims[7] = 0, x.epoch = 0;
+	EXPECT_BAD(x, RT_HDR_SIZE + 3, TFG_EPROTO, "incarnation (epoch) 0");
+	x.epoch = EPOCH;
 	/* who sends it, for which step, to whom */
 	x.step = 1ull << 48 | 3; /* task 1's step, from task 0 */
 	EXPECT_BAD(x, RT_HDR_SIZE + 3, TFG_EPROTO,
@@ -565,9 +574,36 @@ t_abort(void)
 	EXPECT_BAD(x, RT_HDR_SIZE + 3, TFG_ETOOBIG, "over the limit");
 }
 
+/* The epoch: whatever the sender put there, as long as it is not 0 (which
+ * a receiver's records use for "none heard yet"), from tasks and the
+ * controller alike; the wire compares it with nothing (rendezvous.c
+ * does, after validation). */
+static void
+t_epoch(void)
+{
+	RtHdr x;
+
+	rt_hdr_init(&x, &plan, RT_MSG_PING, 0, 0, RT_SRC_CONTROLLER, 0, 1);
+	ASSERT(x.epoch == 1);
+	ASSERT_EQ(check(&x, RT_HDR_SIZE), TFG_OK);
+	ASSERT(got.epoch == 1);
+	x.epoch = UINT64_MAX;
+	ASSERT_EQ(check(&x, RT_HDR_SIZE), TFG_OK);
+	ASSERT(got.epoch == UINT64_MAX);
+	x.epoch = 0;
+	EXPECT_BAD(x, RT_HDR_SIZE, TFG_EPROTO,
+		   "bad PING from the controller (127.0.0.1:5555): incarnation "
+		   "(epoch) 0");
+	rt_hdr_init(&x, &plan, RT_MSG_START, 3, 0, 0, 24, 0);
+	EXPECT_BAD(x, RT_HDR_SIZE + 24, TFG_EPROTO,
+		   "bad START from /job:local/task:0 (127.0.0.1:5555): "
+		   "incarnation (epoch) 0");
+}
+
 TEST_MAIN({"layout", t_layout}, {"round_trip", t_round_trip},
 	  {"valid", t_valid}, {"bad_header", t_bad_header},
 	  {"bad_size", t_bad_size}, {"bad_key", t_bad_key},
 	  {"bad_tensor", t_bad_tensor}, {"string", t_string},
 	  {"specialise", t_specialise}, {"release", t_release},
-	  {"lost_start", t_lost_start}, {"abort", t_abort})
+	  {"lost_start", t_lost_start}, {"abort", t_abort},
+	  {"epoch", t_epoch})

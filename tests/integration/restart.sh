@@ -1,0 +1,65 @@
+#!/bin/sh
+# The client task's server restarted under `tfgc run --attach` while
+# task 1 runs on (spec/design.md "Restarts").  The new process numbers
+# its steps from 1 again, below those task 1 saw end; task 1 tells it
+# from the process before it by its incarnation in every message, and
+# forgets that one's steps and the specialisation it held.  So the next
+# run works at once (without that, task 1 dropped every message of the
+# new process as a duplicate, and each run waited out its step deadline),
+# and nobody reports anything.
+. tests/integration/common.inc
+
+cat >"$T/p.tfg" <<'TFG'
+cluster { local = ["localhost:2222", "localhost:2223"] }
+input x: f32[?]
+device "/job:local/task:1" {
+    y = x * 2.0
+}
+s = reduce_sum(y)
+session {
+    print run(s, feed { x: [1, 2] })
+}
+TFG
+p0=$(free_port)
+p1=$(free_port)
+addrs="--addr /job:local/task:0=127.0.0.1:$p0 --addr /job:local/task:1=127.0.0.1:$p1"
+opts="--startup-timeout 10 --step-timeout 8 $addrs"
+$TFGC server "$T/p.tfg" --job local --task 0 $opts 2>"$T/s0" &
+s0=$!
+$TFGC server "$T/p.tfg" --job local --task 1 $opts 2>"$T/s1" &
+s1=$!
+# Steps 1 (SPECIALISE) and 2, then 3.
+for i in 1 2; do
+	expect_rc 0 $TFGC run --attach $opts "$T/p.tfg"
+	[ "$(cat "$T/out")" = "6.0" ] || fail "run $i printed '$(cat "$T/out")'"
+done
+kill -9 $s0
+wait $s0 2>/dev/null
+$TFGC server "$T/p.tfg" --job local --task 0 $opts 2>"$T/s0" &
+s0=$!
+python3 -c 'import socket, sys, time
+for i in range(200):
+    try:
+        socket.create_connection(("127.0.0.1", int(sys.argv[1])), 1).close()
+        break
+    except OSError:
+        time.sleep(0.05)' "$p0"
+now() { python3 -c 'import time; print(time.monotonic())'; }
+t0=$(now)
+expect_rc 0 $TFGC run --attach $opts "$T/p.tfg"
+t1=$(now)
+[ "$(cat "$T/out")" = "6.0" ] || fail "the run after the restart printed '$(cat "$T/out")'"
+[ -s "$T/err" ] && fail "the run after the restart said: $(cat "$T/err")"
+expect_rc 0 $TFGC run --attach $opts "$T/p.tfg"
+[ "$(cat "$T/out")" = "6.0" ] || fail "the second run after it printed '$(cat "$T/out")'"
+expect_rc 0 $TFGC stop $opts "$T/p.tfg"
+python3 -c 'import sys
+s = float(sys.argv[2]) - float(sys.argv[1])
+if s > 4:
+    sys.exit("the run after the restart took %.1f s" % s)' "$t0" "$t1" ||
+	fail "too slow"
+for t in 0 1; do
+	eval "wait \$s$t" || fail "server $t exited $?: $(cat "$T/s$t")"
+	[ -s "$T/s$t" ] && fail "task $t wrote to stderr: $(cat "$T/s$t")"
+done
+echo "restart: ok"
