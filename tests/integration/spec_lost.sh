@@ -31,13 +31,7 @@ $TFGC server "$T/p.tfg" --job local --task 1 $addrs 2>"$T/s1" &
 s1=$!
 # Wait until it listens and task 0 has dialed it again (it redials
 # every 0.2 s at most).
-python3 -c 'import socket, sys, time
-for i in range(200):
-    try:
-        socket.create_connection(("127.0.0.1", int(sys.argv[1])), 1).close()
-        break
-    except OSError:
-        time.sleep(0.05)' "$p1"
+wait_listen "$p1"
 sleep 0.5
 start=$(date +%s)
 expect_rc 1 $TFGC run --attach --startup-timeout 10 $addrs "$T/p.tfg"
