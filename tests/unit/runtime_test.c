@@ -508,13 +508,28 @@ role_ctl(int argc, char **argv)
 			  argc > 6 && strcmp(argv[6], "attach") == 0);
 }
 
+/* A push socket dialed to tcp://127.0.0.1:port, as a forger's; 0 or -1. */
+static int
+push_to(nng_socket *s, const char *port)
+{
+	char url[64];
+
+	snprintf(url, sizeof url, "tcp://127.0.0.1:%s", port);
+	if (nng_push0_open(s) != 0)
+		return -1;
+	if (nng_dial(*s, url, NULL, 0) != 0) {
+		nng_close(*s);
+		return -1;
+	}
+	return 0;
+}
+
 /* Malformed nng messages to tcp://127.0.0.1:PORT: bad magic, another
  * program, a truncated header, a TENSOR with a wrong shape. */
 static int
 role_garble(int argc, char **argv)
 {
 	nng_socket s;
-	char url[64];
 	unsigned char buf[RT_HDR_SIZE + 8];
 	RtHdr h;
 	TfgPlan plan;
@@ -522,8 +537,7 @@ role_garble(int argc, char **argv)
 	if (argc != 3)
 		return 2;
 	plan = build_plan(argv[2], argv[2], 0);
-	snprintf(url, sizeof url, "tcp://127.0.0.1:%s", argv[2]);
-	if (nng_push0_open(&s) != 0 || nng_dial(s, url, NULL, 0) != 0)
+	if (push_to(&s, argv[2]) != 0)
 		return 1;
 	memset(buf, 0xab, sizeof buf);
 	nng_send(s, buf, sizeof buf, 0);              /* bad magic */
@@ -550,7 +564,6 @@ static int
 role_forge(int argc, char **argv)
 {
 	nng_socket s;
-	char url[64];
 	unsigned char buf[RT_HDR_SIZE + 8];
 	RtHdr h;
 	TfgPlan plan;
@@ -559,8 +572,7 @@ role_forge(int argc, char **argv)
 		return 2;
 	scenario = "generic-once";
 	plan = build_plan(argv[2], argv[2], 0);
-	snprintf(url, sizeof url, "tcp://127.0.0.1:%s", argv[2]);
-	if (nng_push0_open(&s) != 0 || nng_dial(s, url, NULL, 0) != 0)
+	if (push_to(&s, argv[2]) != 0)
 		return 1;
 	rt_hdr_init(&h, &plan, RT_MSG_RELEASE, 0, 0, 0, 4, EPOCH);
 	rt_hdr_encode(buf, &h);
@@ -585,7 +597,6 @@ role_stale(int argc, char **argv)
 	static const char why[] = "gave up";
 	unsigned char buf[RT_HDR_SIZE + sizeof why];
 	size_t n = RT_HDR_SIZE + sizeof why - 1;
-	char url[64];
 	RtHdr h;
 	TfgPlan plan;
 	nng_socket s;
@@ -593,8 +604,7 @@ role_stale(int argc, char **argv)
 	if (argc != 3)
 		return 2;
 	plan = build_plan(argv[2], argv[2], 0);
-	snprintf(url, sizeof url, "tcp://127.0.0.1:%s", argv[2]);
-	if (nng_push0_open(&s) != 0 || nng_dial(s, url, NULL, 0) != 0)
+	if (push_to(&s, argv[2]) != 0)
 		return 1;
 	memcpy(buf + RT_HDR_SIZE, why, sizeof why - 1);
 	rt_hdr_init(&h, &plan, RT_MSG_ABORT, 2, 1, 0, sizeof why - 1,
@@ -1038,14 +1048,11 @@ t_generic_lru(void)
 	run_done(&r);
 }
 
-/* The bookkeeping of spec.c in this process, without sockets.  A
- * specialisation is freed when no client holds it any more.  The wire
- * lets only a signature's client announce or release one, so in a
- * cluster one task holds it at most; driven directly here, two do, and
- * it stays until both let go.  Each client keeps max_specs: past that
- * its own least recently used one goes, never another client's. */
-static void
-t_spec_holders(void)
+/* A generic plan of three tasks whose one signature, driven from task 0,
+ * feeds x: i32[?] and may take tasks 0 and 1: for driving spec.c in this
+ * process, without sockets. */
+static TfgPlan
+generic3(void)
 {
 	static RtTask t3[3] = {
 		{"local", 0, "127.0.0.1:1", "/job:local/task:0"},
@@ -1057,17 +1064,31 @@ t_spec_holders(void)
 	static int gt[2] = {0, 1}, gd[2] = {0, 0};
 	static RtSig gs[1] = {{0, 1, gf, 1, gx, 2, gt, gd}};
 	TfgPlan g = {0};
-	TfgOptions o = {0};
-	TfgShape f[5];
-	uint64_t h[5];
-	RtCtx c;
-	int i, j, k;
 
 	g.hash = 0x1234abcd5678ef01ull;
 	g.file = "hello.tfg";
 	g.ntask = 3, g.tasks = t3;
 	g.nsig = 1, g.sigs = gs;
 	g.generic = 1;
+	return g;
+}
+
+/* The bookkeeping of spec.c in this process, without sockets.  A
+ * specialisation is freed when no client holds it any more.  The wire
+ * lets only a signature's client announce or release one, so in a
+ * cluster one task holds it at most; driven directly here, two do, and
+ * it stays until both let go.  Each client keeps max_specs: past that
+ * its own least recently used one goes, never another client's. */
+static void
+t_spec_holders(void)
+{
+	TfgPlan g = generic3();
+	TfgOptions o = {0};
+	TfgShape f[5];
+	uint64_t h[5];
+	RtCtx c;
+	int i, j, k;
+
 	o.specialise = specialise;
 	o.release = release;
 	o.max_specs = 2;
@@ -1769,27 +1790,13 @@ t_restart_table(void)
 static void
 t_restart_specs(void)
 {
-	static RtTask t3[3] = {
-		{"local", 0, "127.0.0.1:1", "/job:local/task:0"},
-		{"local", 1, "127.0.0.1:2", "/job:local/task:1"},
-		{"local", 2, "127.0.0.1:3", "/job:local/task:2"},
-	};
-	static RtFeed gf[1] = {{"x", TFG_I32, {1, {-1}}, UINT32_MAX}};
-	static RtFetch gx[1] = {{"y", UINT32_MAX}};
-	static int gt[2] = {0, 1}, gd[2] = {0, 0};
-	static RtSig gs[1] = {{0, 1, gf, 1, gx, 2, gt, gd}};
-	TfgPlan g = {0};
+	TfgPlan g = generic3();
 	TfgOptions o = {0};
 	TfgShape f[3];
 	RtCtx c;
 	int a, b, own, k;
 	uint64_t ha, hb;
 
-	g.hash = 0x1234abcd5678ef01ull;
-	g.file = "hello.tfg";
-	g.ntask = 3, g.tasks = t3;
-	g.nsig = 1, g.sigs = gs;
-	g.generic = 1;
 	o.specialise = specialise;
 	o.release = release;
 	for (int n = 0; n < 3; n++)
