@@ -5,6 +5,7 @@
 #   make bench    benchmarks (not part of test)
 #   make bench-deps   NumPy and PyTorch, the references of make bench
 #   make asan     build/asan/tfgc with AddressSanitizer + UBSan
+#   make static   build/static/tfgc(.xz): needs only libc and libm
 #   make golden-update [AREA=..] [T=..]   rewrite golden files for review
 
 CC          ?= cc
@@ -132,6 +133,31 @@ asan:
 		$(MAKE) BUILD=build/asan SAN=1 OPT=-O1 build/asan/tfgc unit
 	@TFGC=build/asan/tfgc ASAN_OPTIONS=detect_leaks=1 \
 		sh tests/golden/run.sh
+
+# build/static/tfgc: one executable that needs only libc and libm, with
+# LLVM, nng (and its mbedTLS), OpenBLAS, zlib, zstd and libstdc++ linked
+# in, for a machine without Debian's packages such as the lent GPU machine
+# (../shared/TOOLCHAIN.md); tfgc.xz of it is what travels (the binary is
+# over 64 MiB).  -rdynamic as for tfgc: a part.so that `server --part`
+# loads finds libtfg's functions in the executable.  Not part of test.
+LLVM_PARTS  = orcjit native passes core target analysis executionengine \
+              bitwriter ipo
+STATIC_LIBS = -L$(shell $(LLVM_CONFIG) --libdir) -Wl,--start-group \
+              $(shell $(LLVM_CONFIG) --link-static --libs $(LLVM_PARTS)) \
+              -Wl,--end-group -Wl,-Bstatic -lnng -lmbedtls -lmbedx509 \
+              -lmbedcrypto -lopenblas -lz -lzstd -lstdc++ -Wl,-Bdynamic \
+              -lpthread -ldl -lm
+static: $(BUILD)/static/tfgc.xz
+
+$(BUILD)/static/tfgc: $(BUILD)/compiler/main.o $(BUILD)/libtfgc.a \
+                      $(BUILD)/libtfg.a
+	@mkdir -p $(dir $@)
+	$(CC) -rdynamic -static-libgcc -static-libstdc++ -o $@ $^ \
+		$(STATIC_LIBS)
+	strip $@
+
+$(BUILD)/static/tfgc.xz: $(BUILD)/static/tfgc
+	xz -6 -T0 -k -f $<
 
 bench: tfgc $(BUILD)/bench/nng_rtt
 	@sh bench/run.sh
