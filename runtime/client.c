@@ -461,12 +461,12 @@ step(RtCtx *c, int sigi, CVal *args, RtTensor **fetch)
 	tfg_status st;
 	int nstart = 0;
 
-	c->step = ((uint64_t)c->task << 48) | ++c->counter;
-	c->client = c->task;
-	c->sig = sigi;
-	c->lost = -1;
 	c->err.code = TFG_OK;
 	c->err.msg[0] = '\0';
+	if ((st = rt_step_next(c)))
+		return st;
+	c->sig = sigi;
+	c->lost = -1;
 	st = step_run(c, sigi, args, fetch, &nstart);
 	if (st != TFG_OK)
 		step_abort(c, &c->plan->sigs[sigi], nstart);

@@ -434,8 +434,7 @@ rt_net_recv(RtCtx *c, RtMsg *out, double slice)
 	if (c->opt.verbose)
 		fprintf(stderr, "tfg: %s: got %s step %llu key %u from %u "
 			"(%llu bytes)\n", c->name, rt_msg_name(out->h.type),
-			(unsigned long long)(out->h.step & 0xffffffffffffull),
-			out->h.key, out->h.src,
+			RT_STEP_NO(out->h.step), out->h.key, out->h.src,
 			(unsigned long long)out->h.nbytes);
 	return TFG_OK;
 }

@@ -19,7 +19,11 @@
  * one means the task restarted, so that what was kept of its earlier
  * incarnation (finished[], the table's and the queue's entries, the
  * specialisations it held, the step it drove here) is forgotten before
- * its first message is filed (spec/design.md "Restarts").
+ * its first message is filed (spec/design.md "Restarts").  A third task's
+ * TENSOR for a step of the process before may still come after that:
+ * since a step id carries its client's tag (RT_STEP), a hash of the
+ * client's incarnation, it is not that of any step of the new process,
+ * and is dropped as of another incarnation (rt_step_stale).
  *
  * A received tensor stays in its nng message until tfg_rt_recv copies it
  * to the part's buffer: one copy, and none on the sending side beyond the
@@ -36,8 +40,6 @@
 #include "runtime/rt_int.h"
 
 volatile int rt_stop_requested;
-
-#define STEP_NO(s) ((unsigned long long)((s) & 0xffffffffffffull))
 
 static int rdv_recv(struct RtCtx *c, uint32_t key, void *dst);
 static int rdv_send(struct RtCtx *c, uint32_t key, const void *src);
@@ -81,6 +83,7 @@ rt_ctx_init(RtCtx *c, const TfgPlan *plan, int task, const TfgOptions *opt)
 	c->recv = rdv_recv;
 	c->send = rdv_send;
 	c->epoch = incarnation();
+	c->tag = rt_step_tag(c->epoch);
 	c->peers = calloc((size_t)plan->ntask, sizeof *c->peers);
 	c->finished = calloc((size_t)plan->ntask, sizeof *c->finished);
 	c->edge_bytes = calloc((size_t)plan->nedge + 1, sizeof *c->edge_bytes);
@@ -124,6 +127,63 @@ rt_ctx_free(RtCtx *c)
 	free(c->edge_bytes);
 	free(c->out);
 	memset(c, 0, sizeof *c);
+}
+
+uint16_t
+rt_step_tag(uint64_t epoch)
+{
+	/* splitmix64's finaliser: incarnations a few nanoseconds apart get
+	   unrelated tags, so two in a row share one but once in 65536. */
+	uint64_t z = epoch + 0x9e3779b97f4a7c15ull;
+
+	z = (z ^ z >> 30) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ z >> 27) * 0x94d049bb133111ebull;
+	z ^= z >> 31;
+	return (uint16_t)(z ^ z >> 16 ^ z >> 32 ^ z >> 48);
+}
+
+tfg_status
+rt_step_next(RtCtx *c)
+{
+	if (c->counter >= RT_STEP_MAX)
+		return tfg_error(&c->err, TFG_EINVAL, "%s has run out of step "
+				 "ids after %llu steps: restart its server",
+				 c->name, RT_STEP_MAX);
+	c->step = RT_STEP(c->task, c->tag, ++c->counter);
+	c->client = c->task;
+	return TFG_OK;
+}
+
+/* The tag of client t's steps now: this process's own, or that of the
+ * incarnation of t heard from last; -1 before any message of t. */
+static long
+client_tag(const RtCtx *c, int t)
+{
+	if (t == c->task)
+		return c->tag;
+	if (c->peers[t].epoch == 0)
+		return -1;
+	return rt_step_tag(c->peers[t].epoch);
+}
+
+int
+rt_step_stale(const RtCtx *c, uint64_t step)
+{
+	int t = (int)RT_STEP_CLIENT(step);
+	long tag = client_tag(c, t);
+	uint64_t f = c->finished[t];
+
+	/* Of the process before a restart, a third task's tensor that came
+	   after the restart was noticed, say; or one that a peer had
+	   queued for this task's process before this one. */
+	if (tag >= 0 && RT_STEP_TAG(step) != (uint32_t)tag)
+		return 1;
+	/* Of this process, but not started yet: of one before it that had
+	   the same tag (once in 65536), or a forgery. */
+	if (t == c->task && RT_STEP_NO(step) > c->counter)
+		return 1;
+	/* Ids of one incarnation increase: an ended step's or earlier. */
+	return f != 0 && RT_STEP_TAG(f) == RT_STEP_TAG(step) && step <= f;
 }
 
 static int
@@ -208,22 +268,9 @@ rt_answer_ping(RtCtx *c, RtMsg *m)
 		fprintf(stderr, "tfgc: error: %s: %s\n", c->name, e.msg);
 }
 
-/* A message of a step of this task's own that it never started (the
- * counter has not got there): meant for an earlier process of this task,
- * it waited in a peer's queue while the task was down and was delivered
- * to this one.  Its step id may come round again here, so it is stale. */
-static int
-never_started(const RtCtx *c, uint64_t step)
-{
-	return c->task >= 0 && step >> 48 == (uint64_t)c->task &&
-	       STEP_NO(step) > c->counter;
-}
-
 void
 rt_dispatch(RtCtx *c, RtMsg *m)
 {
-	int client = (int)(m->h.step >> 48);
-
 	switch (m->h.type) {
 	case RT_MSG_TENSOR:
 	case RT_MSG_DONE:
@@ -234,13 +281,12 @@ rt_dispatch(RtCtx *c, RtMsg *m)
 		   rt_step_end drops it with the step's other leftovers (or
 		   the end of a later step of its client, if its START never
 		   comes). */
-		if (m->h.step <= c->finished[client] ||
-		    never_started(c, m->h.step)) {
+		if (rt_step_stale(c, m->h.step)) {
 			if (c->opt.verbose)
 				fprintf(stderr, "tfg: %s: stale %s of step "
 					"%llu dropped\n", c->name,
 					rt_msg_name(m->h.type),
-					STEP_NO(m->h.step));
+					RT_STEP_NO(m->h.step));
 			break;
 		}
 		if (msg_push(&c->tab, &c->ntab, &c->captab, m) == 0)
@@ -327,11 +373,11 @@ cancelled(RtCtx *c, TfgError *e)
 
 	if (c->orphan || i < 0)
 		return tfg_error(e, TFG_ECANCELED, "step %llu cancelled: its "
-				 "client %s restarted", STEP_NO(c->step),
+				 "client %s restarted", RT_STEP_NO(c->step),
 				 c->plan->tasks[c->client].name);
 	x = &c->tab[i];
 	return tfg_error(e, TFG_ECANCELED, "step %llu cancelled by its client "
-			 "%s: %.*s", STEP_NO(c->step),
+			 "%s: %.*s", RT_STEP_NO(c->step),
 			 c->plan->tasks[c->client].name, (int)x->h.nbytes,
 			 x->body);
 }
@@ -389,17 +435,18 @@ rdv_wait(RtCtx *c, int type, long key, int src, int peer, const char *what,
 					 "lost connection to %s while waiting "
 					 "for %s (step %llu)",
 					 c->plan->tasks[g].name, what,
-					 STEP_NO(c->step));
+					 RT_STEP_NO(c->step));
 		if (rt_stop_requested)
 			return tfg_error(&c->err, TFG_ECANCELED,
 					 "interrupted while waiting for %s "
-					 "(step %llu)", what, STEP_NO(c->step));
+					 "(step %llu)", what,
+					 RT_STEP_NO(c->step));
 		now = rt_now();
 		if (now >= deadline)
 			return tfg_error(&c->err, TFG_ETIMEDOUT,
 					 "timed out after %g s waiting for %s "
 					 "(step %llu)", c->opt.step_timeout,
-					 what, STEP_NO(c->step));
+					 what, RT_STEP_NO(c->step));
 		if (c->client == c->task && c->reply_url[0])
 			rt_client_flush(c, 0); /* output or heartbeat */
 		st = rt_net_recv(c, &m, deadline - now < 0.05 ?
@@ -430,7 +477,7 @@ rdv_recv(struct RtCtx *c, uint32_t key, void *dst)
 		return tfg_error(&c->err, TFG_EPROTO,
 				 "%s: local edge '%s' received before it was "
 				 "sent (step %llu)", c->name, edge->name,
-				 STEP_NO(c->step));
+				 RT_STEP_NO(c->step));
 	snprintf(what, sizeof what, "'%s' from %s", edge->name,
 		 c->plan->tasks[edge->src].name);
 	if ((st = rdv_wait(c, RT_MSG_TENSOR, key, -1, edge->src, what, &i)))
@@ -524,7 +571,9 @@ rt_wait_done(RtCtx *c, int task, const char *why, uint64_t *word)
 void
 rt_step_end(RtCtx *c)
 {
-	int client = (int)(c->step >> 48);
+	int client = (int)RT_STEP_CLIENT(c->step);
+	uint32_t tag = RT_STEP_TAG(c->step);
+	uint64_t f;
 
 	/* A step whose client restarted while it ran here: finished[] and
 	   the table's entries of that client are the new process's now
@@ -533,12 +582,19 @@ rt_step_end(RtCtx *c)
 	if (c->orphan) {
 		c->orphan = 0;
 	} else if (client >= 0 && client < c->plan->ntask) {
-		if (c->step > c->finished[client])
+		f = c->finished[client];
+		if (f == 0 || RT_STEP_TAG(f) != tag || c->step > f)
 			c->finished[client] = c->step;
-		for (int i = c->ntab - 1; i >= 0; i--)
-			if (c->tab[i].h.step >> 48 == (uint64_t)client &&
-			    c->tab[i].h.step <= c->step)
+		/* This step's leftovers and those of earlier ones; and any
+		   of a step of another incarnation of the client than this
+		   step's, which no step here will take. */
+		for (int i = c->ntab - 1; i >= 0; i--) {
+			uint64_t s = c->tab[i].h.step;
+
+			if (RT_STEP_CLIENT(s) == (uint64_t)client &&
+			    (RT_STEP_TAG(s) != tag || s <= c->step))
 				tab_remove(c, i);
+		}
 	}
 	c->sig = -1;
 	if (c->base)
@@ -579,11 +635,25 @@ stale_incarnation(RtCtx *c, const RtHdr *h)
 	if (c->opt.verbose)
 		fprintf(stderr, "tfg: %s: %s of step %llu from %s started at "
 			"%s dropped (an earlier incarnation)\n", c->name,
-			rt_msg_name(h->type), STEP_NO(h->step), who, a);
+			rt_msg_name(h->type), RT_STEP_NO(h->step), who, a);
+}
+
+/* Drops the table's entries of steps of client t, but those with tag
+ * `keep` (-1: all). */
+static void
+forget_steps(RtCtx *c, int t, long keep)
+{
+	for (int i = c->ntab - 1; i >= 0; i--) {
+		uint64_t s = c->tab[i].h.step;
+
+		if (RT_STEP_CLIENT(s) == (uint64_t)t &&
+		    (keep < 0 || RT_STEP_TAG(s) != (uint32_t)keep))
+			tab_remove(c, i);
+	}
 }
 
 /* Task t restarted: what this process kept of its earlier incarnation
- * goes.  The new process numbers its steps from 1 again, so finished[t]
+ * goes.  The new process's step ids have another tag, so finished[t]
  * goes back to 0; the table's entries of t's steps (tensors from
  * anyone, its ABORTs) and what t queued here (START, SPECIALISE,
  * RELEASE) belong to steps the new one never started; a step of t that
@@ -602,9 +672,7 @@ restarted(RtCtx *c, int t, uint64_t epoch)
 			c->plan->tasks[t].name, epoch_str(a, sizeof a, epoch),
 			epoch_str(b, sizeof b, c->peers[t].epoch));
 	c->finished[t] = 0;
-	for (int i = c->ntab - 1; i >= 0; i--)
-		if (c->tab[i].h.step >> 48 == (uint64_t)t)
-			tab_remove(c, i);
+	forget_steps(c, t, -1);
 	for (int i = 0; i < c->nqueue; i++) {
 		if (c->queue[i].h.src == t)
 			rt_msg_free(&c->queue[i]);
@@ -633,8 +701,14 @@ rt_epoch_check(RtCtx *c, const RtHdr *h)
 		return -1;
 	}
 	if (h->epoch > p->epoch) {
+		/* The first message of the task: tensors of its steps that
+		   came before it are of this incarnation, or of one before
+		   (filed when this process knew none), which no step here
+		   will take. */
 		if (p->epoch != 0)
 			restarted(c, h->src, h->epoch);
+		else
+			forget_steps(c, h->src, rt_step_tag(h->epoch));
 		p->epoch = h->epoch;
 	}
 	return 0;

@@ -74,12 +74,26 @@ enum {
 #define RT_SHUTDOWN_QUIET 1
 
 #define RT_WIRE_MAGIC 0x31474654u /* "TFG1" */
-#define RT_WIRE_VERSION 2 /* 2: the last header field is the epoch */
+#define RT_WIRE_VERSION 3 /* 2: the last header field is the epoch; 3: a
+			     step id carries its client's tag */
 #define RT_HDR_SIZE 112
 #define RT_SRC_CONTROLLER 0xffff
 #define RT_MAX_BODY ((uint64_t)1 << 30) /* largest body: 1 GiB */
 #define RT_URL_MAX 256
 #define RT_ABORT_MAX 1024 /* longest reason an ABORT carries */
+
+/* A step id: client task << 48 | tag << 32 | counter.  The tag tells the
+ * client's incarnations apart (rt_step_tag of its epoch), so that no step
+ * of a restarted client's earlier process has the id of one of the new
+ * process's; the counter counts the process's steps from 1 (design.md
+ * "Restarts").  Users see only the counter: "step 3". */
+#define RT_STEP(client, tag, n)                                          \
+	((uint64_t)(client) << 48 | (uint64_t)(tag) << 32 |              \
+	 ((uint64_t)(n) & RT_STEP_MAX))
+#define RT_STEP_MAX 0xffffffffull /* the last counter a process may use */
+#define RT_STEP_CLIENT(s) ((uint64_t)(s) >> 48)
+#define RT_STEP_TAG(s) ((uint32_t)((uint64_t)(s) >> 32 & 0xffff))
+#define RT_STEP_NO(s) ((unsigned long long)((uint64_t)(s) & RT_STEP_MAX))
 
 /* A decoded header (wire.c packs and unpacks it byte by byte). */
 typedef struct RtHdr {
@@ -223,6 +237,7 @@ typedef struct RtCtx {
 				  resets it when the client restarts) */
 	uint64_t epoch;        /* this process's incarnation, for every
 				  message it sends (rt_ctx_init) */
+	uint16_t tag;          /* rt_step_tag(epoch): in its step ids */
 	size_t *edge_bytes;    /* [nedge] */
 	/* the current step */
 	uint64_t step;
@@ -293,6 +308,17 @@ void rt_msg_free(RtMsg *m);
 tfg_status rt_ctx_init(RtCtx *c, const TfgPlan *plan, int task,
 		       const TfgOptions *opt);
 void rt_ctx_free(RtCtx *c);
+/* The tag in the step ids of the process of incarnation `epoch`: a hash
+ * of it, so that two incarnations of a task differ in it but once in
+ * 65536 (RT_STEP). */
+uint16_t rt_step_tag(uint64_t epoch);
+/* Makes the current step id of the next step this process drives as a
+ * client; TFG_EINVAL (c->err) once its counter is spent (RT_STEP_MAX). */
+tfg_status rt_step_next(RtCtx *c);
+/* Whether a message of `step` is stale here: of a step that ended, of
+ * an incarnation of its client other than the one heard from last, or of
+ * a step of this task's own that this process never started. */
+int rt_step_stale(const RtCtx *c, uint64_t step);
 /* Files a received message: TENSOR/DONE/ERROR into the table, PING
  * answered, the rest queued; stale ones freed.  Takes m. */
 void rt_dispatch(RtCtx *c, RtMsg *m);

@@ -119,13 +119,16 @@ rt_step_accept(RtCtx *c, const RtMsg *m, int sig)
 {
 	int client = m->h.src;
 
-	if (m->h.step >> 48 != (uint64_t)client || client == c->task) {
+	/* A step of its sender's, with the tag of its incarnation. */
+	if (RT_STEP_CLIENT(m->h.step) != (uint64_t)client ||
+	    RT_STEP_TAG(m->h.step) != rt_step_tag(m->h.epoch) ||
+	    client == c->task) {
 		fprintf(stderr, "tfgc: error: %s: %s from %s for a step it "
 			"does not drive (ignored)\n", c->name,
 			rt_msg_name(m->h.type), c->plan->tasks[client].name);
 		return -1;
 	}
-	if (m->h.step <= c->finished[client])
+	if (rt_step_stale(c, m->h.step))
 		return -1; /* a duplicate */
 	c->step = m->h.step;
 	c->client = client;
@@ -149,9 +152,7 @@ serve_start(RtCtx *c, RtMsg *m)
 	if (rt_step_cancelled(c)) {
 		if (c->opt.verbose)
 			fprintf(stderr, "tfg: %s: step %llu cancelled before "
-				"it started\n", c->name,
-				(unsigned long long)(c->step &
-						     0xffffffffffffull));
+				"it started\n", c->name, RT_STEP_NO(c->step));
 		rt_step_end(c);
 		return;
 	}
@@ -164,7 +165,7 @@ serve_start(RtCtx *c, RtMsg *m)
 	rt_ctx_use(c, spec);
 	if (c->opt.verbose)
 		fprintf(stderr, "tfg: %s: step %llu sig %d\n", c->name,
-			(unsigned long long)(c->step & 0xffffffffffffull), sig);
+			RT_STEP_NO(c->step), sig);
 	rt_start_feeds(c, m);
 	rc = rt_run_part(c, sig);
 	/* A cancelled step gets no answer: its client has moved on, and

@@ -448,8 +448,8 @@ rt_spec_client(RtCtx *c, int sig, const TfgShape *feeds, int *spec)
 	/* Every other task that may take part compiles it too, while this
 	   one does (a task that has it answers at once); this round is a
 	   step of its own. */
-	c->step = ((uint64_t)c->task << 48) | ++c->counter;
-	c->client = c->task;
+	if ((st = rt_step_next(c)))
+		return st;
 	c->sig = -1;
 	deadline = rt_now() + c->opt.step_timeout;
 	for (int t = 0; t < gs->ntask && st == TFG_OK; t++) {

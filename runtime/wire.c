@@ -169,8 +169,8 @@ from_controller(int type)
 	       type == RT_MSG_SHUTDOWN;
 }
 
-/* Whether the step field must name a client task (step = client << 48 |
- * counter). */
+/* Whether the step field must name a client task (RT_STEP: client << 48
+ * | tag << 32 | counter). */
 static int
 has_step(int type)
 {
@@ -357,7 +357,7 @@ check_abort(const RtHdr *h, int self, const char *who,
 		return tfg_error(e, TFG_EPROTO,
 				 "bad ABORT from %s: key %u, expected 0", who,
 				 h->key);
-	if (h->step >> 48 != h->src || (h->step & 0xffffffffffffull) == 0)
+	if (RT_STEP_CLIENT(h->step) != h->src || RT_STEP_NO(h->step) == 0)
 		return tfg_error(e, TFG_EPROTO,
 				 "bad ABORT from %s: step %016llx is not one it "
 				 "drives", who, (unsigned long long)h->step);
@@ -436,7 +436,8 @@ wire_check(RtHdr *h, const TfgPlan *plan, int self, const void *buf,
 				 "bad %s from %s: sender %u is not a task of "
 				 "the plan (%d tasks)", rt_msg_name(h->type),
 				 who, h->src, plan->ntask);
-	if (has_step(h->type) && (h->step >> 48) >= (uint64_t)plan->ntask)
+	if (has_step(h->type) &&
+	    RT_STEP_CLIENT(h->step) >= (uint64_t)plan->ntask)
 		return tfg_error(e, TFG_EPROTO,
 				 "bad %s from %s: step %016llx names no client "
 				 "task", rt_msg_name(h->type), who,

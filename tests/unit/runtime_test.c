@@ -45,12 +45,15 @@
 static const char *scenario = "hello";
 
 /* The number of the current step (steps of one client count from 1). */
-#define STEP_NO(c) ((c)->step & 0xffffffffffffull)
+#define STEP_NO(c) RT_STEP_NO((c)->step)
 
 /* The incarnation of the messages this test forges: the oldest there is
  * (rt_ctx_init gives real processes the wall clock), so a task that has
  * heard from the real sender drops them (design.md "Restarts"). */
 #define EPOCH 1
+
+/* Step n of client task t's process of incarnation epoch. */
+#define STEP(t, epoch, n) RT_STEP(t, rt_step_tag(epoch), n)
 
 static int
 part1(struct RtCtx *c, char *arena)
@@ -546,7 +549,8 @@ role_garble(int argc, char **argv)
 	rt_hdr_encode(buf, &h);
 	nng_send(s, buf, RT_HDR_SIZE, 0);             /* other program */
 	nng_send(s, buf, 50, 0);                      /* truncated */
-	rt_hdr_init(&h, &plan, RT_MSG_TENSOR, 1ull << 48 | 5, 1, 1, 8, EPOCH);
+	rt_hdr_init(&h, &plan, RT_MSG_TENSOR, STEP(1, EPOCH, 5), 1, 1, 8,
+		    EPOCH);
 	h.dtype = TFG_I32;
 	h.rank = 1;
 	h.dims[0] = 2;
@@ -607,11 +611,12 @@ role_stale(int argc, char **argv)
 	if (push_to(&s, argv[2]) != 0)
 		return 1;
 	memcpy(buf + RT_HDR_SIZE, why, sizeof why - 1);
-	rt_hdr_init(&h, &plan, RT_MSG_ABORT, 2, 1, 0, sizeof why - 1,
-		    UINT64_MAX);
+	rt_hdr_init(&h, &plan, RT_MSG_ABORT, STEP(0, UINT64_MAX, 2), 1, 0,
+		    sizeof why - 1, UINT64_MAX);
 	rt_hdr_encode(buf, &h);
 	nng_send(s, buf, n, 0);                       /* key 1: refused */
-	rt_hdr_init(&h, &plan, RT_MSG_ABORT, 2, 0, 0, sizeof why - 1, EPOCH);
+	rt_hdr_init(&h, &plan, RT_MSG_ABORT, STEP(0, EPOCH, 2), 0, 0,
+		    sizeof why - 1, EPOCH);
 	rt_hdr_encode(buf, &h);
 	nng_send(s, buf, n, 0);                       /* stale */
 	nng_send(s, buf, n, 0);                       /* stale again */
@@ -653,12 +658,13 @@ role_sendblock(int argc, char **argv)
 	rt_net_dial_peers(&c);
 	if (nng_push0_open(&s) != 0 || nng_dial(s, url, NULL, 0) != 0)
 		return 1;
-	rt_hdr_init(&h, &plan, RT_MSG_ABORT, 1, 0, 0, sizeof why - 1, EPOCH);
+	rt_hdr_init(&h, &plan, RT_MSG_ABORT, STEP(0, EPOCH, 1), 0, 0,
+		    sizeof why - 1, EPOCH);
 	rt_hdr_encode(buf, &h);
 	memcpy(buf + RT_HDR_SIZE, why, sizeof why - 1);
 	if (nng_send(s, buf, RT_HDR_SIZE + sizeof why - 1, 0) != 0)
 		return 1;
-	c.step = 1, c.client = 0, c.sig = 0;
+	c.step = STEP(0, EPOCH, 1), c.client = 0, c.sig = 0;
 	t0 = rt_now();
 	for (n = 0; n < 100000 && st == TFG_OK; n++)
 		st = tfg_rt_send(&c, 1, &y2);
@@ -1497,28 +1503,31 @@ t_abort_send(void)
 	run_done(&r);
 }
 
-/* Files an ABORT of step (client task 0) at task 1's context c. */
+/* Files an ABORT of step n of client task 0 (incarnation EPOCH) at task
+ * 1's context c. */
 static void
-abort_of(RtCtx *c, uint64_t step)
+abort_of(RtCtx *c, uint64_t n)
 {
 	static const char why[] = "gave up";
 	RtMsg m;
 
 	memset(&m, 0, sizeof m);
-	rt_hdr_init(&m.h, c->plan, RT_MSG_ABORT, step, 0, 0, sizeof why - 1,
-		    EPOCH);
+	rt_hdr_init(&m.h, c->plan, RT_MSG_ABORT, STEP(0, EPOCH, n), 0, 0,
+		    sizeof why - 1, EPOCH);
 	m.body = (const unsigned char *)why;
 	rt_dispatch(c, &m);
 }
 
-/* Accepts a START of step from client task 0 at c, as serve_start does. */
+/* Accepts a START of step n from client task 0's process of incarnation
+ * epoch at c, as serve_start does. */
 static int
-start_of(RtCtx *c, uint64_t step)
+start_of(RtCtx *c, uint64_t epoch, uint64_t n)
 {
 	RtMsg m;
 
 	memset(&m, 0, sizeof m);
-	rt_hdr_init(&m.h, c->plan, RT_MSG_START, step, 0, 0, 4, EPOCH);
+	rt_hdr_init(&m.h, c->plan, RT_MSG_START, STEP(0, epoch, n), 0, 0, 4,
+		    epoch);
 	return rt_step_accept(c, &m, 0);
 }
 
@@ -1542,19 +1551,19 @@ t_abort_table(void)
 	ASSERT_EQ(rt_ctx_init(&c, &plan, 1, &o), TFG_OK);
 	abort_of(&c, 5);
 	ASSERT_EQ(c.ntab, 1);
-	ASSERT_EQ(start_of(&c, 5), 0);
+	ASSERT_EQ(start_of(&c, EPOCH, 5), 0);
 	ASSERT(rt_step_cancelled(&c));
 	rt_step_end(&c);
 	ASSERT_EQ(c.ntab, 0);
 	ASSERT(!rt_step_cancelled(&c));
 	abort_of(&c, 5); /* ended: stale */
 	ASSERT_EQ(c.ntab, 0);
-	ASSERT_EQ(start_of(&c, 5), -1); /* a duplicate */
-	ASSERT_EQ(start_of(&c, 6), 0);
+	ASSERT_EQ(start_of(&c, EPOCH, 5), -1); /* a duplicate */
+	ASSERT_EQ(start_of(&c, EPOCH, 6), 0);
 	ASSERT(!rt_step_cancelled(&c));
 	rt_step_end(&c);
 	abort_of(&c, 7); /* its START never comes */
-	ASSERT_EQ(start_of(&c, 8), 0);
+	ASSERT_EQ(start_of(&c, EPOCH, 8), 0);
 	ASSERT(!rt_step_cancelled(&c));
 	rt_step_end(&c);
 	ASSERT_EQ(c.ntab, 0);
@@ -1741,45 +1750,183 @@ t_restart_table(void)
 	plan.nsig = 1, plan.sigs = sigs;
 	ASSERT_EQ(rt_ctx_init(&c, &plan, 1, &o), TFG_OK);
 	ASSERT(c.epoch > 1000000000ull * 1000000000ull); /* after 2001 */
-	ASSERT_EQ(start_of(&c, 5), 0);
+	ASSERT_EQ(c.tag, rt_step_tag(c.epoch));
+	ASSERT_EQ(start_of(&c, 1000, 5), 0);
 	rt_step_end(&c);
-	ASSERT_EQ(take(&c, RT_MSG_ABORT, 7, 0, 1000), 0);
-	ASSERT_EQ(take(&c, RT_MSG_START, 6, 0, 1000), 0);
+	ASSERT_EQ(take(&c, RT_MSG_ABORT, STEP(0, 1000, 7), 0, 1000), 0);
+	ASSERT_EQ(take(&c, RT_MSG_START, STEP(0, 1000, 6), 0, 1000), 0);
 	c.counter = 3; /* as client, task 1 started 3 steps */
-	ASSERT_EQ(take(&c, RT_MSG_DONE, 1ull << 48 | 3, 0, 1000), 0);
-	ASSERT_EQ(take(&c, RT_MSG_DONE, 1ull << 48 | 4, 0, 1000), 0);
+	ASSERT_EQ(take(&c, RT_MSG_DONE, STEP(1, c.epoch, 3), 0, 1000), 0);
+	ASSERT_EQ(take(&c, RT_MSG_DONE, STEP(1, c.epoch, 4), 0, 1000), 0);
 	ASSERT_EQ(c.ntab, 2); /* step 4 never started: stale */
 	ASSERT_EQ(c.nqueue, 1);
-	ASSERT(c.finished[0] == 5 && c.peers[0].epoch == 1000);
-	ASSERT_EQ(take(&c, RT_MSG_ABORT, 8, 0, 999), -1);
+	ASSERT(c.finished[0] == STEP(0, 1000, 5) && c.peers[0].epoch == 1000);
+	ASSERT_EQ(take(&c, RT_MSG_ABORT, STEP(0, 999, 8), 0, 999), -1);
 	ASSERT(c.ntab == 2 && c.peers[0].epoch == 1000);
 	ASSERT_EQ(take(&c, RT_MSG_RUN_SESSION, 0, RT_SRC_CONTROLLER, 1), 0);
 	ASSERT_EQ(take(&c, RT_MSG_SHUTDOWN, 0, RT_SRC_CONTROLLER, 5000), 0);
-	ASSERT(c.finished[0] == 5 && c.nqueue == 3);
+	ASSERT(c.finished[0] == STEP(0, 1000, 5) && c.nqueue == 3);
 	/* task 0 restarted */
-	ASSERT_EQ(take(&c, RT_MSG_START, 1, 0, 2000), 0);
+	ASSERT_EQ(take(&c, RT_MSG_START, STEP(0, 2000, 1), 0, 2000), 0);
 	ASSERT(c.finished[0] == 0 && c.peers[0].epoch == 2000);
 	ASSERT_EQ(c.ntab, 1); /* the DONE of task 1's step 3 */
-	ASSERT_EQ(c.tab[0].h.step >> 48, 1);
+	ASSERT_EQ(RT_STEP_CLIENT(c.tab[0].h.step), 1);
 	ASSERT_EQ(c.nqueue, 3); /* the controller's two, then the new START */
 	ASSERT_EQ(c.queue[0].h.type, RT_MSG_RUN_SESSION);
 	ASSERT_EQ(c.queue[1].h.type, RT_MSG_SHUTDOWN);
-	ASSERT(c.queue[2].h.step == 1 && c.queue[2].h.epoch == 2000);
-	ASSERT_EQ(take(&c, RT_MSG_ABORT, 7, 0, 1000), -1);
-	ASSERT_EQ(start_of(&c, 1), 0);
+	ASSERT(c.queue[2].h.step == STEP(0, 2000, 1) &&
+	       c.queue[2].h.epoch == 2000);
+	ASSERT_EQ(take(&c, RT_MSG_ABORT, STEP(0, 1000, 7), 0, 1000), -1);
+	ASSERT_EQ(start_of(&c, 2000, 1), 0);
 	ASSERT(!rt_step_cancelled(&c));
 	/* and again, while its step 1 runs here */
-	ASSERT_EQ(take(&c, RT_MSG_ABORT, 9, 0, 3000), 0);
+	ASSERT_EQ(take(&c, RT_MSG_ABORT, STEP(0, 3000, 9), 0, 3000), 0);
 	ASSERT(rt_step_cancelled(&c));
 	ASSERT_EQ(c.nqueue, 2); /* that START went too */
 	ASSERT_EQ(c.ntab, 2); /* its ABORT of step 9 waits */
 	rt_step_end(&c);
 	ASSERT(c.finished[0] == 0 && !rt_step_cancelled(&c));
 	ASSERT_EQ(c.ntab, 2);
-	ASSERT_EQ(start_of(&c, 1), 0); /* the newest process's step 1 */
+	ASSERT_EQ(start_of(&c, 3000, 1), 0); /* the newest process's step 1 */
 	ASSERT(!rt_step_cancelled(&c));
 	rt_step_end(&c);
-	ASSERT(c.finished[0] == 1);
+	ASSERT(c.finished[0] == STEP(0, 3000, 1));
+	rt_ctx_free(&c);
+}
+
+/* A TENSOR for task 1 of edge x of step n of client task 0, sent by
+ * task 2 (incarnation 500), carrying v, as rt_net_recv takes it: 0 when
+ * it was let in. */
+static int
+tensor_of(RtCtx *c, uint64_t step, int32_t v)
+{
+	static int32_t body[4];
+	static int k;
+	RtMsg m;
+
+	body[k] = v; /* the table points at it until the entry goes */
+	memset(&m, 0, sizeof m);
+	rt_hdr_init(&m.h, c->plan, RT_MSG_TENSOR, step, 0, 2, 4, 500);
+	m.body = (const unsigned char *)&body[k];
+	k = (k + 1) % 4;
+	if (rt_epoch_check(c, &m.h) != 0)
+		return -1;
+	rt_dispatch(c, &m);
+	return 0;
+}
+
+/* Another incarnation than `epoch`, with another tag. */
+static uint64_t
+other_epoch(uint64_t epoch)
+{
+	uint64_t e = epoch - 1;
+
+	while (rt_step_tag(e) == rt_step_tag(epoch))
+		e--;
+	return e;
+}
+
+/* spec/design.md "Restarts": the race of three tasks.  Task 1 runs step
+ * 1 of client task 0, which dies; its new process starts a step 1 of its
+ * own.  Task 2, which was still in the old step 1, sends task 1 its
+ * tensor of it after task 1 heard of the restart: that tensor must not
+ * be taken for the new step 1's, which has the same edge (it has
+ * another step id, the tag of another incarnation in it), and nothing
+ * of it stays in the table.  Likewise a tensor filed before task 1
+ * heard from task 0 at all goes when its first message shows that it
+ * was of another incarnation; and, as a client, a reply to a step of
+ * an earlier process of task 1 with a number this one got to. */
+static void
+t_restart_tensor(void)
+{
+	static RtTask t3[3] = {
+		{"local", 0, NULL, "/job:local/task:0"},
+		{"local", 1, NULL, "/job:local/task:1"},
+		{"local", 2, NULL, "/job:local/task:2"},
+	};
+	TfgPlan plan = {0};
+	TfgOptions o = {0};
+	RtCtx c;
+	RtMsg start;
+	int32_t v = 0;
+
+	plan.hash = 0x1234abcd5678ef01ull;
+	plan.file = "hello.tfg";
+	plan.ntask = 3, plan.tasks = t3;
+	plan.nedge = 3, plan.edges = edges;
+	plan.nsig = 1, plan.sigs = sigs;
+	ASSERT_EQ(rt_ctx_init(&c, &plan, 1, &o), TFG_OK);
+	ASSERT_EQ(tensor_of(&c, STEP(0, other_epoch(1000), 1), 7), 0);
+	ASSERT_EQ(c.ntab, 1); /* nothing known of task 0 yet */
+	ASSERT_EQ(take(&c, RT_MSG_START, STEP(0, 1000, 1), 0, 1000), 0);
+	ASSERT_EQ(c.ntab, 0); /* another incarnation's */
+	ASSERT_EQ(tensor_of(&c, STEP(0, 1000, 1), 111), 0);
+	ASSERT_EQ(c.ntab, 1);
+	/* task 0 restarted: the old step 1 never ran here */
+	ASSERT_EQ(take(&c, RT_MSG_START, STEP(0, 2000, 1), 0, 2000), 0);
+	ASSERT(c.ntab == 0 && c.nqueue == 1);
+	ASSERT_EQ(tensor_of(&c, STEP(0, 1000, 1), 111), 0); /* late */
+	ASSERT_EQ(c.ntab, 0);
+	ASSERT_EQ(rt_queue_pop(&c, &start), 0);
+	ASSERT_EQ(rt_step_accept(&c, &start, 0), 0);
+	ASSERT_EQ(RT_STEP_NO(c.step), 1);
+	ASSERT_EQ(tensor_of(&c, STEP(0, 1000, 1), 111), 0); /* later */
+	ASSERT_EQ(c.ntab, 0);
+	ASSERT_EQ(tensor_of(&c, STEP(0, 2000, 1), 222), 0);
+	ASSERT_EQ(tfg_rt_recv(&c, 0, &v), TFG_OK);
+	ASSERT_EQ(v, 222);
+	rt_step_end(&c);
+	rt_msg_free(&start);
+	ASSERT(c.ntab == 0 && c.finished[0] == STEP(0, 2000, 1));
+	/* as a client: a DONE of step 2 of the process before this one */
+	c.counter = 3;
+	ASSERT_EQ(take(&c, RT_MSG_DONE, STEP(1, other_epoch(c.epoch), 2), 0,
+		       2000), 0);
+	ASSERT_EQ(c.ntab, 0);
+	ASSERT_EQ(take(&c, RT_MSG_DONE, STEP(1, c.epoch, 2), 0, 2000), 0);
+	ASSERT_EQ(c.ntab, 1); /* freed with the context */
+	rt_ctx_free(&c);
+}
+
+/* The layout of step ids (RT_STEP): client, tag and counter; ids of one
+ * process increase, from 1, and end with an error, not a wrap into the
+ * tag, when the counter is spent.  Incarnations 1 ns apart get other
+ * tags. */
+static void
+t_step_ids(void)
+{
+	TfgPlan plan = {0};
+	TfgOptions o = {0};
+	RtCtx c;
+	uint64_t a, same = 0;
+
+	ASSERT(RT_STEP(2, 0xabcd, 7) == 0x0002abcd00000007ull);
+	ASSERT(RT_STEP(1, 0xffff, RT_STEP_MAX) == 0x0001ffffffffffffull);
+	ASSERT_EQ(RT_STEP_CLIENT(0x0002abcd00000007ull), 2);
+	ASSERT_EQ(RT_STEP_TAG(0x0002abcd00000007ull), 0xabcd);
+	ASSERT_EQ(RT_STEP_NO(0x0002abcd00000007ull), 7);
+	for (uint64_t e = 1763800000000000000ull; e < 1763800000000010000ull;
+	     e++)
+		same += rt_step_tag(e) == rt_step_tag(e + 1);
+	ASSERT(same < 5); /* 1 in 65536 each: about 0.15 */
+	plan.hash = 0x1234abcd5678ef01ull;
+	plan.file = "hello.tfg";
+	plan.ntask = 2, plan.tasks = tasks;
+	plan.nedge = 3, plan.edges = edges;
+	plan.nsig = 1, plan.sigs = sigs;
+	ASSERT_EQ(rt_ctx_init(&c, &plan, 1, &o), TFG_OK);
+	ASSERT_EQ(rt_step_next(&c), TFG_OK);
+	ASSERT(c.step == RT_STEP(1, c.tag, 1) && c.client == 1);
+	a = c.step;
+	ASSERT_EQ(rt_step_next(&c), TFG_OK);
+	ASSERT(c.step == a + 1);
+	c.counter = RT_STEP_MAX - 1;
+	ASSERT_EQ(rt_step_next(&c), TFG_OK);
+	ASSERT(c.step == RT_STEP(1, c.tag, RT_STEP_MAX));
+	ASSERT_EQ(rt_step_next(&c), TFG_EINVAL);
+	ASSERT_HAS(c.err.msg, "/job:local/task:1 has run out of step ids "
+			      "after 4294967295 steps");
+	ASSERT(c.step == RT_STEP(1, c.tag, RT_STEP_MAX));
 	rt_ctx_free(&c);
 }
 
@@ -1814,13 +1961,13 @@ t_restart_specs(void)
 	hb = c.specs[b].plan->hash;
 	c.peers[0].epoch = 1000;
 	c.peers[2].epoch = 1000;
-	ASSERT_EQ(take(&c, RT_MSG_ABORT, 2ull << 48 | 1, 2, 2000), 0);
+	ASSERT_EQ(take(&c, RT_MSG_ABORT, STEP(2, 2000, 1), 2, 2000), 0);
 	ASSERT_EQ(nreleased, 0); /* task 2 held b, still held by task 0 */
 	ASSERT(c.specs[b].plan && !c.specs[b].held[2] && c.specs[b].held[0]);
 	ASSERT(!c.specs[own].ready && !c.specs[own].has[2]);
 	ASSERT(c.specs[own].has[0] && c.specs[own].plan);
 	ASSERT_EQ(c.ntab, 1); /* the new task 2's ABORT */
-	ASSERT_EQ(take(&c, RT_MSG_ABORT, 1, 0, 2000), 0);
+	ASSERT_EQ(take(&c, RT_MSG_ABORT, STEP(0, 2000, 1), 0, 2000), 0);
 	ASSERT_EQ(nreleased, 2);
 	ASSERT(rt_plan_of(&c, ha, &k) == NULL);
 	ASSERT(rt_plan_of(&c, hb, &k) == NULL);
@@ -1898,5 +2045,6 @@ TEST_MAIN({"hello", t_hello}, {"loop_print", t_loop_print},
 	  {"restart_orphan", t_restart_orphan},
 	  {"stale_incarnation", t_stale_incarnation},
 	  {"restart_table", t_restart_table},
+	  {"restart_tensor", t_restart_tensor}, {"step_ids", t_step_ids},
 	  {"restart_specs", t_restart_specs},
 	  {"step_latency", t_step_latency})

@@ -87,7 +87,7 @@ t_layout(void)
 	h.key = 0;
 	rt_hdr_encode(buf, &h);
 	ASSERT(memcmp(buf, "TFG1", 4) == 0);
-	ASSERT_EQ(buf[4], 2);     /* version 2: the epoch field */
+	ASSERT_EQ(buf[4], 3);     /* version 3: tagged step ids */
 	ASSERT_EQ(buf[5], 0);
 	ASSERT_EQ(buf[6], RT_MSG_TENSOR);
 	ASSERT_EQ(buf[8], 0x78);  /* prog, little-endian */
@@ -171,7 +171,7 @@ t_bad_header(void)
 	EXPECT_BAD(x, RT_HDR_SIZE + 24, TFG_EPROTO, "127.0.0.1:5555: magic");
 	x = h, x.version = 1; /* whose last field had to be 0 */
 	EXPECT_BAD(x, RT_HDR_SIZE + 24, TFG_EPROTO,
-		   "/job:local/task:0 (127.0.0.1:5555): version 1, expected 2");
+		   "/job:local/task:0 (127.0.0.1:5555): version 1, expected 3");
 	x = h, x.type = 0;
 	EXPECT_BAD(x, RT_HDR_SIZE + 24, TFG_EPROTO, "unknown type 0");
 	x = h, x.type = RT_MSG__N;
@@ -492,10 +492,10 @@ t_lost_start(void)
 #undef LOST
 }
 
-/* ABORT (design.md "Step failures"): only from the step's client (step
- * >> 48 is its sender, counter not 0) to another task, key 0, and a
- * reason of 1 to RT_ABORT_MAX bytes of one-line text; anything else is
- * refused naming the sender, never read past. */
+/* ABORT (design.md "Step failures"): only from the step's client (its
+ * client bits are its sender, its counter bits not 0) to another task,
+ * key 0, and a reason of 1 to RT_ABORT_MAX bytes of one-line text;
+ * anything else is refused naming the sender, never read past. */
 static void
 t_abort(void)
 {
@@ -529,6 +529,13 @@ t_abort(void)
 		   "step 0001000000000003 is not one it drives");
 	x.step = 0; /* no step has counter 0 */
 	EXPECT_BAD(x, RT_HDR_SIZE + 3, TFG_EPROTO, "is not one it drives");
+	x.step = RT_STEP(0, 0xbeef, 0); /* nor with a tag */
+	EXPECT_BAD(x, RT_HDR_SIZE + 3, TFG_EPROTO,
+		   "step 0000beef00000000 is not one it drives");
+	x.step = RT_STEP(0, 0xbeef, 3);
+	ASSERT_EQ(check(&x, RT_HDR_SIZE + 3), TFG_OK);
+	x.step = RT_STEP(5, 0xbeef, 3);
+	EXPECT_BAD(x, RT_HDR_SIZE + 3, TFG_EPROTO, "names no client task");
 	x.step = 5ull << 48 | 3;
 	EXPECT_BAD(x, RT_HDR_SIZE + 3, TFG_EPROTO, "names no client task");
 	x.step = 3, x.src = RT_SRC_CONTROLLER;
