@@ -163,7 +163,7 @@ client_tag(const RtCtx *c, int t)
 		return c->tag;
 	if (c->peers[t].epoch == 0)
 		return -1;
-	return rt_step_tag(c->peers[t].epoch);
+	return c->peers[t].tag;
 }
 
 int
@@ -705,11 +705,14 @@ rt_epoch_check(RtCtx *c, const RtHdr *h)
 		   came before it are of this incarnation, or of one before
 		   (filed when this process knew none), which no step here
 		   will take. */
+		uint16_t tag = rt_step_tag(h->epoch);
+
 		if (p->epoch != 0)
 			restarted(c, h->src, h->epoch);
 		else
-			forget_steps(c, h->src, rt_step_tag(h->epoch));
+			forget_steps(c, h->src, tag);
 		p->epoch = h->epoch;
+		p->tag = tag;
 	}
 	return 0;
 }

@@ -165,6 +165,7 @@ typedef struct RtPeer {
 	int open;
 	_Atomic int state; /* 0 never connected, 1 up, 2 gone (pipe event) */
 	uint64_t epoch;    /* the largest incarnation heard from it; 0: none */
+	uint16_t tag;      /* rt_step_tag(epoch): its steps' tag, once known */
 	uint64_t stale;    /* the older incarnation last reported as dropped */
 } RtPeer;
 

@@ -22,21 +22,16 @@ session {
     print run(s, feed { x: [1, 2] })
 }
 TFG
-p0=$(free_port)
-p1=$(free_port)
-p2=$(free_port)
-addrs="--addr /job:local/task:0=127.0.0.1:$p0 --addr /job:local/task:1=127.0.0.1:$p1 --addr /job:local/task:2=127.0.0.1:$p2"
+local_ports 3
 opts="--startup-timeout 10 --step-timeout 8 $addrs"
 for t in 0 1 2; do
-	$TFGC server "$T/p.tfg" --job local --task $t $opts 2>"$T/s$t" &
-	eval s$t=$!
+	serve $t $opts
 done
 expect_rc 0 $TFGC run --attach $opts "$T/p.tfg"
 [ "$(cat "$T/out")" = "8.0" ] || fail "first run printed '$(cat "$T/out")'"
 kill -9 $s1
 wait $s1 2>/dev/null
-$TFGC server "$T/p.tfg" --job local --task 1 $opts 2>"$T/s1" &
-s1=$!
+serve 1 $opts
 wait_listen "$p1"
 sleep 0.5 # tasks 0 and 2 dial it again (every 0.2 s at most)
 t0=$(now)

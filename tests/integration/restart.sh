@@ -20,14 +20,10 @@ session {
     print run(s, feed { x: [1, 2] })
 }
 TFG
-p0=$(free_port)
-p1=$(free_port)
-addrs="--addr /job:local/task:0=127.0.0.1:$p0 --addr /job:local/task:1=127.0.0.1:$p1"
+local_ports 2
 opts="--startup-timeout 10 --step-timeout 8 $addrs"
-$TFGC server "$T/p.tfg" --job local --task 0 $opts 2>"$T/s0" &
-s0=$!
-$TFGC server "$T/p.tfg" --job local --task 1 $opts 2>"$T/s1" &
-s1=$!
+serve 0 $opts
+serve 1 $opts
 # Steps 1 (SPECIALISE) and 2, then 3.
 for i in 1 2; do
 	expect_rc 0 $TFGC run --attach $opts "$T/p.tfg"
@@ -35,8 +31,7 @@ for i in 1 2; do
 done
 kill -9 $s0
 wait $s0 2>/dev/null
-$TFGC server "$T/p.tfg" --job local --task 0 $opts 2>"$T/s0" &
-s0=$!
+serve 0 $opts
 wait_listen "$p0"
 t0=$(now)
 expect_rc 0 $TFGC run --attach $opts "$T/p.tfg"

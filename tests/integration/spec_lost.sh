@@ -16,19 +16,14 @@ session {
     print run(s, feed { x: [1, 2] })
 }
 TFG
-p0=$(free_port)
-p1=$(free_port)
-addrs="--addr /job:local/task:0=127.0.0.1:$p0 --addr /job:local/task:1=127.0.0.1:$p1"
-$TFGC server "$T/p.tfg" --job local --task 0 $addrs 2>"$T/s0" &
-s0=$!
-$TFGC server "$T/p.tfg" --job local --task 1 $addrs 2>"$T/s1" &
-s1=$!
+local_ports 2
+serve 0 $addrs
+serve 1 $addrs
 expect_rc 0 $TFGC run --attach --startup-timeout 10 $addrs "$T/p.tfg"
 [ "$(cat "$T/out")" = "6.0" ] || fail "first run printed '$(cat "$T/out")'"
 kill -9 $s1
 wait $s1 2>/dev/null
-$TFGC server "$T/p.tfg" --job local --task 1 $addrs 2>"$T/s1" &
-s1=$!
+serve 1 $addrs
 # Wait until it listens and task 0 has dialed it again (it redials
 # every 0.2 s at most).
 wait_listen "$p1"

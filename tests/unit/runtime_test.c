@@ -1959,8 +1959,8 @@ t_restart_specs(void)
 	c.specs[own].ready = 1;
 	ha = c.specs[a].plan->hash;
 	hb = c.specs[b].plan->hash;
-	c.peers[0].epoch = 1000;
-	c.peers[2].epoch = 1000;
+	c.peers[0].epoch = c.peers[2].epoch = 1000; /* heard from both */
+	c.peers[0].tag = c.peers[2].tag = rt_step_tag(1000);
 	ASSERT_EQ(take(&c, RT_MSG_ABORT, STEP(2, 2000, 1), 2, 2000), 0);
 	ASSERT_EQ(nreleased, 0); /* task 2 held b, still held by task 0 */
 	ASSERT(c.specs[b].plan && !c.specs[b].held[2] && c.specs[b].held[0]);
