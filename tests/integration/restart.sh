@@ -9,17 +9,7 @@
 # and nobody reports anything.
 . tests/integration/common.inc
 
-cat >"$T/p.tfg" <<'TFG'
-cluster { local = ["localhost:2222", "localhost:2223"] }
-input x: f32[?]
-device "/job:local/task:1" {
-    y = x * 2.0
-}
-s = reduce_sum(y)
-session {
-    print run(s, feed { x: [1, 2] })
-}
-TFG
+cp tests/integration/progs/double_sum.tfg "$T/p.tfg"
 local_ports 2
 opts="--startup-timeout 10 --step-timeout 8 $addrs"
 serve 0 $opts

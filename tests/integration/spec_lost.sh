@@ -5,17 +5,7 @@
 # the run after it compiles the specialisation there again.
 . tests/integration/common.inc
 
-cat >"$T/p.tfg" <<'TFG'
-cluster { local = ["localhost:2222", "localhost:2223"] }
-input x: f32[?]
-device "/job:local/task:1" {
-    y = x * 2.0
-}
-s = reduce_sum(y)
-session {
-    print run(s, feed { x: [1, 2] })
-}
-TFG
+cp tests/integration/progs/double_sum.tfg "$T/p.tfg"
 local_ports 2
 serve 0 $addrs
 serve 1 $addrs
@@ -32,7 +22,7 @@ start=$(date +%s)
 expect_rc 1 $TFGC run --attach --startup-timeout 10 $addrs "$T/p.tfg"
 [ $(($(date +%s) - start)) -lt 10 ] || fail "the refusal took the step deadline"
 [ -s "$T/out" ] && fail "the failed run printed '$(cat "$T/out")'"
-expect_in "$T/err" "p.tfg:8:11: error: /job:local/task:1 does not have the specialisation for x: f32[2] (plan "
+expect_in "$T/err" "p.tfg:10:11: error: /job:local/task:1 does not have the specialisation for x: f32[2] (plan "
 expect_in "$T/err" "; was it restarted?): the next run announces it again, this one is not retried"
 expect_rc 0 $TFGC run --attach --startup-timeout 10 $addrs "$T/p.tfg"
 [ "$(cat "$T/out")" = "6.0" ] || fail "the run after printed '$(cat "$T/out")'"
