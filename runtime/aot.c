@@ -18,7 +18,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "runtime/rt_int.h"
+#include "runtime/proto.h"
 
 #define ARENA_ALIGN 64
 /* Arenas of ARENA_HUGE_MIN bytes or more start on a 2 MiB boundary and
@@ -110,16 +110,14 @@ tfg_aot_run(const TfgAotSig *sig, const void *const *feeds,
 	for (int i = 0; i < sig->nfetch; i++)
 		if (fetches[i] == NULL && sig->fetches[i].nbytes)
 			return TFG_EINVAL;
-	/* RtCtx is large (error text, reply sockets): not on the stack of
-	   a caller that may run on a small one. */
+	/* RtCtx is large (its error text): not on the stack of a caller
+	   that may run on a small one. */
 	if ((c = calloc(1, sizeof *c)) == NULL)
 		return TFG_ENOMEM;
 	if ((arena = rt_arena_alloc(sig->arena_size)) == NULL) {
 		free(c);
 		return TFG_ENOMEM;
 	}
-	c->task = -1;
-	c->name = "tfg_aot_run";
 	c->sig = -1;
 	c->client = -1;
 	c->recv = aot_recv;

@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/rt_int.h"
+#include "runtime/role.h"
 
 #define OUT_FLUSH_BYTES (16 * 1024)
 #define OUT_FLUSH_SECS 0.1
@@ -40,11 +40,19 @@ typedef struct CVal {
 			    variables, literals): converts when fed */
 } CVal;
 
+/* A session as it runs: one per RUN_SESSION, on the executor that took
+ * it; several may run in one process at once. */
 typedef struct Sess {
-	RtCtx *c;
+	RtServer *srv;
+	RtProc *p;
 	const RtSession *s;
 	RtTensor **slots;  /* loop variables: i64 scalars, owned */
 	const char *where; /* of the failing expression */
+	TfgError err;      /* why it failed */
+	const char *url;   /* the controller's: OUTPUT and SESSION_END */
+	char *out;         /* output not sent yet */
+	size_t nout, capout;
+	double last_flush;
 } Sess;
 
 static void
@@ -83,17 +91,18 @@ fail(Sess *ss, const char *where, tfg_status code, const char *fmt, ...)
 	va_list ap;
 
 	ss->where = where;
-	ss->c->err.code = code;
+	ss->err.code = code;
 	va_start(ap, fmt);
-	vsnprintf(ss->c->err.msg, sizeof ss->c->err.msg, fmt, ap);
+	vsnprintf(ss->err.msg, sizeof ss->err.msg, fmt, ap);
 	va_end(ap);
 	return code;
 }
 
 /* ------------------------------------------------------------- output */
 
-void
-rt_client_flush(RtCtx *c, int force)
+/* Sends the buffered output if due (force: always). */
+static void
+flush(Sess *c, int force)
 {
 	double now = rt_now();
 	TfgError e;
@@ -103,16 +112,24 @@ rt_client_flush(RtCtx *c, int force)
 
 	if (!due && !(force && c->nout))
 		return;
-	if (rt_send_text(c, c->reply_url, RT_MSG_OUTPUT, 0, 0, c->out,
-			 c->nout, &e) != TFG_OK)
-		fprintf(stderr, "tfgc: error: %s: output lost: %s\n", c->name,
-			e.msg);
+	if (rt_send_text(c->p, c->url, RT_MSG_OUTPUT, 0, 0, c->out, c->nout,
+			 &e) != TFG_OK)
+		fprintf(stderr, "tfgc: error: %s: output lost: %s\n",
+			c->p->name, e.msg);
 	c->nout = 0;
 	c->last_flush = now;
 }
 
+/* RtCtx.tick of the session's steps: output or heartbeat while a step
+ * waits. */
+static void
+tick(RtCtx *c)
+{
+	flush(c->role, 0);
+}
+
 static int
-out_put(RtCtx *c, const char *s, size_t n)
+out_put(Sess *c, const char *s, size_t n)
 {
 	if (c->nout + n > c->capout) {
 		size_t nc = c->capout ? c->capout : 4096;
@@ -351,17 +368,17 @@ check_feeds(Sess *ss, const RtExpr *x, const RtSig *sig, CVal *args)
 	return TFG_OK;
 }
 
-/* ABORT of the failed current step to sig->tasks[0 .. n-1] but this
- * one: each of them got its START, and may be waiting for a tensor that
- * will never come, serving nothing meanwhile (spec/design.md "Step
- * failures").  Nothing is waited for, and the sends share a short
- * deadline: one to a task that is down only queues (nng delivers it
- * behind the START, should the task come back), one that finds the
- * queue full gives up.  A task that ended the step drops its ABORT as
- * stale. */
+/* ABORT of the failed step c to sig->tasks[0 .. n-1] but this one: each
+ * of them got its START, and may be waiting for a tensor that will never
+ * come (spec/design.md "Step failures").  Nothing is waited for, and the
+ * sends share a short deadline: one to a task that is down only queues
+ * (nng delivers it behind the START, should the task come back), one
+ * that finds the queue full gives up.  A task that ended the step drops
+ * its ABORT as stale. */
 static void
 step_abort(RtCtx *c, const RtSig *sig, int n)
 {
+	RtProc *p = c->proc;
 	double deadline = rt_now() + ABORT_SECS;
 	size_t len = strlen(c->err.msg);
 	const char *why = len ? c->err.msg : tfg_strerror(c->err.code);
@@ -376,122 +393,154 @@ step_abort(RtCtx *c, const RtSig *sig, int n)
 	for (int i = 0; i < n; i++) {
 		int t = sig->tasks[i];
 
-		if (t == c->task)
+		if (t == p->task)
 			continue;
-		if (rt_msg_new(c, &m, &body, RT_MSG_ABORT, c->step, 0, NULL,
-			       len, &e) == TFG_OK) {
+		if (rt_msg_new(p, NULL, &m, &body, RT_MSG_ABORT, c->step, 0,
+			       NULL, len, &e) == TFG_OK) {
 			/* one line of text, as the wire wants */
 			for (size_t j = 0; j < len; j++)
 				body[j] = (unsigned char)why[j] < ' ' ||
 					  why[j] == 0x7f ? ' ' : why[j];
-			if (rt_net_send(c, t, m, deadline, &e) == TFG_OK)
+			if (rt_send(p, t, m, deadline, NULL, &e) == TFG_OK)
 				continue;
 		}
-		if (c->opt.verbose)
+		if (p->opt.verbose)
 			fprintf(stderr, "tfg: %s: no ABORT to %s: %s\n",
-				c->name, c->plan->tasks[t].name, e.msg);
+				p->name, p->plan->tasks[t].name, e.msg);
 	}
 }
 
-/* The step, once the feeds are known to be right; *nstart gets how many
- * of sig->tasks have been sent START (the own task counted). */
+/* The STARTs of step c, each carrying the feeds its task consumes; *n
+ * gets how many of sig->tasks have been sent one (the own task
+ * counted). */
 static tfg_status
-step_run(RtCtx *c, int sigi, CVal *args, RtTensor **fetch, int *nstart)
+step_starts(RtCtx *c, int sigi, CVal *args, int *n)
 {
-	const RtSig *sig = &c->plan->sigs[sigi];
-	double deadline = rt_now() + c->opt.step_timeout;
+	RtProc *p = c->proc;
+	const TfgPlan *plan = c->plan;
+	const RtSig *sig = &plan->sigs[sigi];
+	double deadline = rt_now() + p->opt.step_timeout;
 	nng_msg *m;
 	tfg_status st;
 
-	/* One START to each other task, carrying the feeds it consumes. */
 	for (int i = 0; i < sig->ntask; i++) {
 		int t = sig->tasks[i];
 		unsigned char *body;
 
-		if (t == c->task)
+		if (t == p->task)
 			continue;
-		if ((st = rt_msg_new(c, &m, &body, RT_MSG_START, c->step,
+		if ((st = rt_msg_new(p, plan, &m, &body, RT_MSG_START, c->step,
 				     (uint32_t)sigi, NULL,
-				     rt_start_bytes(c->plan, sigi, t),
-				     &c->err)))
+				     rt_start_bytes(plan, sigi, t), &c->err)))
 			return st;
 		for (int j = 0; j < sig->nfeed; j++) {
-			uint32_t key = sig->feeds[j].key;
+			const RtEdge *e = &plan->edges[sig->feeds[j].key];
 
-			if (c->plan->edges[key].dst != t ||
-			    c->plan->edges[key].src != c->task)
+			if (e->dst != t || e->src != p->task)
 				continue;
-			memcpy(body, args[j].t->data, c->edge_bytes[key]);
-			body += c->edge_bytes[key];
+			memcpy(body, args[j].t->data, rt_edge_nbytes(e));
+			body += rt_edge_nbytes(e);
 		}
-		if ((st = rt_net_send(c, t, m, deadline, &c->err)))
+		if ((st = rt_send(p, t, m, deadline, NULL, &c->err)))
 			return st;
-		*nstart = i + 1;
+		*n = i + 1;
 	}
+	return TFG_OK;
+}
+
+/* The rest of step c once its STARTs are out: feeds for this task, the
+ * own part, the fetches and the DONEs. */
+static tfg_status
+step_finish(Sess *ss, RtCtx *c, int sigi, const RtPart *parts,
+	    RtArenas *spare, CVal *args, RtTensor **fetch)
+{
+	RtProc *p = c->proc;
+	const TfgPlan *plan = c->plan;
+	const RtSig *sig = &plan->sigs[sigi];
+	tfg_status st;
+
 	/* Feeds for this task itself, or (malformed plans) for a task
 	 * without a part, go the ordinary way. */
 	for (int i = 0; i < sig->nfeed; i++) {
-		int dst = c->plan->edges[sig->feeds[i].key].dst, with_part = 0;
+		const RtEdge *e = &plan->edges[sig->feeds[i].key];
+		int with_part = 0;
 
 		for (int j = 0; j < sig->ntask; j++)
-			with_part |= sig->tasks[j] == dst && dst != c->task &&
-				     c->plan->edges[sig->feeds[i].key].src ==
-				     c->task;
+			with_part |= sig->tasks[j] == e->dst &&
+				     e->dst != p->task && e->src == p->task;
 		if (!with_part &&
 		    (st = tfg_rt_send(c, sig->feeds[i].key, args[i].t->data)))
 			return st;
 	}
-	if (c->parts && c->parts[sigi].fn && (st = rt_run_part(c, sigi)))
+	if (parts && parts[sigi].fn &&
+	    (st = rt_run_part(ss->srv, c, &parts[sigi], &spare[sigi])))
 		return st;
 	for (int i = 0; i < sig->nfetch; i++)
 		if ((st = tfg_rt_recv(c, sig->fetches[i].key, fetch[i]->data)))
 			return st;
 	for (int i = 0; i < sig->ntask; i++)
 		if (sig->needs_done && sig->needs_done[i] &&
-		    sig->tasks[i] != c->task &&
-		    (st = rt_wait_done(c, sig->tasks[i], NULL, NULL)))
+		    sig->tasks[i] != p->task &&
+		    (st = rt_wait_done(c, sig->tasks[i], NULL, NULL, NULL)))
 			return st;
 	return TFG_OK;
 }
 
-/* One step of signature sigi: it fails as a whole, on every task. */
+/* One step of signature sigi in the plan u (the own one, or a
+ * specialisation's): it fails as a whole, on every task. */
 static tfg_status
-step(RtCtx *c, int sigi, CVal *args, RtTensor **fetch)
+step(Sess *ss, int sigi, const RtUse *u, CVal *args, RtTensor **fetch)
 {
+	RtCtx c;
 	tfg_status st;
 	int nstart = 0;
 
-	c->err.code = TFG_OK;
-	c->err.msg[0] = '\0';
-	if ((st = rt_step_next(c)))
+	rt_ctx_init(&c, ss->p);
+	c.tick = tick;
+	c.role = ss;
+	if ((st = rt_step_begin(&c, u->plan, sigi)) != TFG_OK) {
+		ss->err = c.err;
 		return st;
-	c->sig = sigi;
-	c->lost = -1;
-	st = step_run(c, sigi, args, fetch, &nstart);
-	if (st != TFG_OK)
-		step_abort(c, &c->plan->sigs[sigi], nstart);
+	}
+	st = step_starts(&c, sigi, args, &nstart);
+	rt_step_sent(&c);
+	if (st == TFG_OK)
+		st = step_finish(ss, &c, sigi, u->parts, u->spare, args,
+				 fetch);
+	if (st != TFG_OK) {
+		step_abort(&c, &u->plan->sigs[sigi], nstart);
+		ss->err = c.err;
+		/* A task without the specialisation: the next run
+		   announces it again; this one fails, since a step runs at
+		   most once (one with side effects must not apply them
+		   twice). */
+		if (c.lost >= 0 && u->spec >= 0)
+			rt_spec_lost(ss->srv, u->spec, c.lost, &ss->err);
+	}
+	rt_step_end(&c);
 	return st;
 }
 
 static tfg_status
 eval_run(Sess *ss, const RtExpr *x, CVal *v)
 {
-	RtCtx *c = ss->c;
+	RtProc *p = ss->p;
 	const RtSig *sig;
 	CVal *args;
 	RtTensor **fetch;
 	tfg_status st = TFG_OK;
-	int spec = -1;
+	RtUse u;
 
-	if (x->sig < 0 || x->sig >= c->plan->nsig)
+	rt_spec_use(ss->srv, p->plan->hash, &u);
+	if (x->sig < 0 || x->sig >= p->plan->nsig)
 		return fail(ss, x->where, TFG_EINVAL,
 			    "run of an unknown signature");
-	sig = &c->plan->sigs[x->sig];
-	if (x->nargs < sig->nfeed || sig->client != c->task) {
+	sig = &p->plan->sigs[x->sig];
+	if (x->nargs < sig->nfeed || sig->client != p->task) {
 		return fail(ss, x->where, TFG_EINVAL,
 			    "malformed run: %d feeds for %d, or driven from "
 			    "%s", x->nargs, sig->nfeed,
-			    c->plan->tasks[sig->client].name);
+			    p->plan->tasks[sig->client].name);
 	}
 	args = calloc((size_t)sig->nfeed + 1, sizeof *args);
 	fetch = calloc((size_t)sig->nfetch + 1, sizeof *fetch);
@@ -512,7 +561,7 @@ eval_run(Sess *ss, const RtExpr *x, CVal *v)
 	if (st == TFG_OK)
 		st = check_feeds(ss, x, sig, args);
 	/* A generic plan runs the specialisation for these shapes. */
-	if (st == TFG_OK && c->plan->generic) {
+	if (st == TFG_OK && p->plan->generic) {
 		TfgShape *shapes = calloc((size_t)sig->nfeed + 1,
 					  sizeof *shapes);
 
@@ -521,34 +570,23 @@ eval_run(Sess *ss, const RtExpr *x, CVal *v)
 		} else {
 			for (int i = 0; i < sig->nfeed; i++)
 				shapes[i] = args[i].t->shape;
-			if ((st = rt_spec_client(c, x->sig, shapes, &spec)))
+			if ((st = rt_spec_client(ss->srv, x->sig, shapes,
+						 &u, &ss->err)))
 				ss->where = x->where;
-			else
-				rt_ctx_use(c, spec);
 		}
 		free(shapes);
 	}
 	for (int i = 0; i < sig->nfetch && st == TFG_OK; i++) {
-		uint32_t key = c->plan->sigs[x->sig].fetches[i].key;
-		const RtEdge *e = &c->plan->edges[key];
+		uint32_t key = u.plan->sigs[x->sig].fetches[i].key;
+		const RtEdge *e = &u.plan->edges[key];
 
 		if ((st = rt_tensor_new_nbytes(&fetch[i], e->dtype, &e->shape,
 						e->nbytes)))
 			fail(ss, x->where, st, "out of memory for a fetch");
 	}
-	if (st == TFG_OK) {
-		st = step(c, x->sig, args, fetch);
-		/* A task without the specialisation: the next run announces
-		   it again; this one fails, since a step runs at most once
-		   (one with side effects must not apply them twice). */
-		if (st != TFG_OK && c->lost >= 0 && spec >= 0)
-			rt_spec_lost(c, spec, c->lost);
-		rt_step_end(c); /* also back to the own plan */
-		if (st != TFG_OK)
-			ss->where = x->where;
-	} else {
-		rt_ctx_use(c, -1);
-	}
+	if (st == TFG_OK && (st = step(ss, x->sig, &u, args, fetch)))
+		ss->where = x->where;
+	rt_spec_unuse(ss->srv, &u);
 	for (int i = 0; i < sig->nfeed; i++)
 		cval_free(&args[i]);
 	free(args);
@@ -606,7 +644,7 @@ eval(Sess *ss, const RtExpr *x, CVal *v)
 static tfg_status
 append_value(Sess *ss, const CVal *v, const char *where)
 {
-	RtCtx *c = ss->c;
+	Sess *c = ss;
 	char *s;
 	int bad = 0;
 
@@ -634,7 +672,7 @@ static tfg_status exec_stmts(Sess *ss, RtStmt **stmts, int n);
 static tfg_status
 exec_print(Sess *ss, const RtStmt *st)
 {
-	RtCtx *c = ss->c;
+	Sess *c = ss;
 	CVal *v = calloc((size_t)st->nexpr + 1, sizeof *v);
 	tfg_status rv = TFG_OK;
 	int n = 0;
@@ -656,7 +694,7 @@ exec_print(Sess *ss, const RtStmt *st)
 		return rv;
 	if (out_put(c, "\n", 1))
 		return fail(ss, st->where, TFG_ENOMEM, "out of memory");
-	rt_client_flush(c, 0);
+	flush(c, 0);
 	return TFG_OK;
 }
 
@@ -732,7 +770,7 @@ exec_stmts(Sess *ss, RtStmt **stmts, int n)
 	for (int i = 0; i < n && rv == TFG_OK; i++) {
 		const RtStmt *st = stmts[i];
 
-		rt_client_flush(ss->c, 0); /* output or heartbeat, if due */
+		flush(ss, 0); /* output or heartbeat, if due */
 		switch (st->kind) {
 		case RT_S_PRINT:
 			rv = exec_print(ss, st);
@@ -755,31 +793,33 @@ exec_stmts(Sess *ss, RtStmt **stmts, int n)
 }
 
 tfg_status
-rt_client_session(RtCtx *c, int session)
+rt_client_session(RtServer *srv, int session, const char *url)
 {
-	Sess ss = {c, NULL, NULL, NULL};
+	RtProc *p = &srv->proc;
+	Sess ss;
 	const RtSession *s;
 	TfgShape scalar = {0, {0}};
 	tfg_status rv = TFG_OK;
-	char text[sizeof c->err.msg + 300];
+	char text[sizeof ss.err.msg + 300];
 	int n = 0;
 	TfgError e;
 
-	c->nout = 0;
-	c->last_flush = rt_now();
-	c->err.code = TFG_OK;
-	c->err.msg[0] = '\0';
-	s = ss.s = &c->plan->sessions[session];
-	if (s->task != c->task)
-		rv = tfg_error(&c->err, TFG_EINVAL,
+	memset(&ss, 0, sizeof ss);
+	ss.srv = srv;
+	ss.p = p;
+	ss.url = url;
+	ss.last_flush = rt_now();
+	s = ss.s = &p->plan->sessions[session];
+	if (s->task != p->task)
+		rv = tfg_error(&ss.err, TFG_EINVAL,
 			       "session %d runs on %s, not here", session,
-			       c->plan->tasks[s->task].name);
+			       p->plan->tasks[s->task].name);
 	if (rv == TFG_OK && s->nslot > 0 &&
 	    (ss.slots = calloc((size_t)s->nslot, sizeof *ss.slots)) == NULL)
-		rv = tfg_error(&c->err, TFG_ENOMEM, "out of memory");
+		rv = tfg_error(&ss.err, TFG_ENOMEM, "out of memory");
 	for (int i = 0; rv == TFG_OK && i < s->nslot; i++)
 		if (rt_tensor_new(&ss.slots[i], TFG_I64, &scalar) != TFG_OK)
-			rv = tfg_error(&c->err, TFG_ENOMEM, "out of memory");
+			rv = tfg_error(&ss.err, TFG_ENOMEM, "out of memory");
 		else
 			*(int64_t *)ss.slots[i]->data = 0;
 	if (rv == TFG_OK)
@@ -787,16 +827,17 @@ rt_client_session(RtCtx *c, int session)
 	for (int i = 0; ss.slots && i < s->nslot; i++)
 		rt_tensor_free(ss.slots[i]);
 	free(ss.slots);
-	rt_client_flush(c, 1);
+	flush(&ss, 1);
+	free(ss.out);
 	if (rv != TFG_OK) {
 		n = snprintf(text, sizeof text, "%s%serror: %s",
 			     ss.where ? ss.where : "",
-			     ss.where ? ": " : "", c->err.msg);
+			     ss.where ? ": " : "", ss.err.msg);
 		if (n >= (int)sizeof text)
 			n = (int)sizeof text - 1;
 	}
-	if (rt_send_text(c, c->reply_url, RT_MSG_SESSION_END, 0,
-			 rv != TFG_OK, text, (size_t)n, &e) != TFG_OK)
-		fprintf(stderr, "tfgc: error: %s: %s\n", c->name, e.msg);
+	if (rt_send_text(p, url, RT_MSG_SESSION_END, 0, rv != TFG_OK, text,
+			 (size_t)n, &e) != TFG_OK)
+		fprintf(stderr, "tfgc: error: %s: %s\n", p->name, e.msg);
 	return rv;
 }

@@ -25,7 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "runtime/rt_int.h"
+#include "runtime/role.h"
 
 #define SLICE 0.05
 #define SHUTDOWN_GRACE 3.0 /* seconds for tasks to exit after SHUTDOWN */
@@ -139,25 +139,26 @@ child_exited(const TfgPlan *plan, pid_t *pids, int report, int *taken)
 }
 
 static void
-send_simple(RtCtx *c, int task, int type, uint32_t key)
+send_simple(RtProc *c, int task, int type, uint32_t key)
 {
 	nng_msg *m;
 	unsigned char *body;
-	size_t n = strlen(c->url);
+	size_t n = strlen(c->net.url);
 	TfgError e;
 
-	if (rt_msg_new(c, &m, &body, type, 0, key, NULL, n, &e) != TFG_OK)
+	if (rt_msg_new(c, NULL, &m, &body, type, 0, key, NULL, n, &e) !=
+	    TFG_OK)
 		return;
-	memcpy(body, c->url, n);
+	memcpy(body, c->net.url, n);
 	/* The push sockets queue while a peer is not up: this returns at
 	 * once, and the wait for the answer carries the deadline. */
-	rt_net_send(c, task, m, rt_now() + SLICE, &e);
+	rt_send(c, task, m, rt_now() + SLICE, NULL, &e);
 }
 
 /* Receives for at most one slice (bounded by deadline); returns 0 with a
  * message in *m, or -1. */
 static int
-recv_one(RtCtx *c, RtMsg *m, double deadline)
+recv_one(RtProc *c, RtMsg *m, double deadline)
 {
 	double left = deadline - rt_now();
 
@@ -165,11 +166,11 @@ recv_one(RtCtx *c, RtMsg *m, double deadline)
 		left = SLICE;
 	if (left < 0.001)
 		left = 0.001;
-	return rt_net_recv(c, m, left) == TFG_OK ? 0 : -1;
+	return rt_proc_next(c, m, NULL, left);
 }
 
 static int
-wait_up(RtCtx *c, pid_t *pids)
+wait_up(RtProc *c, pid_t *pids)
 {
 	const TfgPlan *plan = c->plan;
 	double deadline = rt_now() + c->opt.startup_timeout, last = -1e9;
@@ -235,7 +236,7 @@ write_out(const RtMsg *m)
 
 /* Runs session i; 0 when it ended well. */
 static int
-run_session(RtCtx *c, int i, pid_t *pids)
+run_session(RtProc *c, int i, pid_t *pids)
 {
 	const TfgPlan *plan = c->plan;
 	int task = plan->sessions[i].task;
@@ -255,7 +256,7 @@ run_session(RtCtx *c, int i, pid_t *pids)
 		}
 		if (child_exited(plan, pids, 1, NULL))
 			return 1;
-		if (rt_net_peer_gone(c, task)) {
+		if (rt_peer_gone(c, task)) {
 			/* Give waitpid a moment to tell how it ended. */
 			if (gone_at == 0)
 				gone_at = rt_now();
@@ -291,7 +292,7 @@ run_session(RtCtx *c, int i, pid_t *pids)
 /* SHUTDOWN to every task, then BYE (or the child's exit) from each until
  * the deadline.  Returns the number of tasks that did not answer. */
 static int
-shutdown_all(RtCtx *c, pid_t *pids, double timeout, int report)
+shutdown_all(RtProc *c, pid_t *pids, double timeout, int report)
 {
 	const TfgPlan *plan = c->plan;
 	double deadline = rt_now() + timeout;
@@ -339,7 +340,7 @@ shutdown_all(RtCtx *c, pid_t *pids, double timeout, int report)
 
 /* After a failure: children get SIGTERM, then SIGKILL. */
 static void
-stop_all(RtCtx *c, pid_t *pids)
+stop_all(RtProc *c, pid_t *pids)
 {
 	double deadline = rt_now() + 1.0;
 	struct timespec ts = {0, 10 * 1000000L};
@@ -365,22 +366,22 @@ stop_all(RtCtx *c, pid_t *pids)
 }
 
 static int
-ctl_open(RtCtx *c, const TfgPlan *plan, const TfgOptions *opt)
+ctl_open(RtProc *c, const TfgPlan *plan, const TfgOptions *opt)
 {
 	char url[RT_URL_MAX];
 	TfgError e;
 	tfg_status st;
 
-	if ((st = rt_ctx_init(c, plan, -1, opt)) != TFG_OK) {
+	if ((st = rt_proc_init(c, plan, -1, opt)) != TFG_OK) {
 		fprintf(stderr, "tfgc: error: %s\n", st == TFG_ENOMEM
 			? "out of memory" : "malformed plan: an edge's byte "
 			"count disagrees with its dtype and shape");
 		return 1;
 	}
 	rt_url(url, sizeof url, c->opt.controller_addr);
-	if (rt_net_listen(c, url, &e) != TFG_OK) {
+	if (rt_proc_open(c, url, &e) != TFG_OK) {
 		fprintf(stderr, "tfgc: error: %s\n", e.msg);
-		rt_ctx_free(c);
+		rt_proc_free(c);
 		return 1;
 	}
 	return 0;
@@ -390,7 +391,7 @@ TFG_API int
 tfg_launch(const TfgPlan *plan, const TfgOptions *opt, const char *argv0,
 	   char *const *server_args, int attach)
 {
-	RtCtx c;
+	RtProc c;
 	pid_t *pids = NULL;
 	int rc = 0;
 
@@ -400,7 +401,7 @@ tfg_launch(const TfgPlan *plan, const TfgOptions *opt, const char *argv0,
 	if (!attach) {
 		pids = calloc((size_t)plan->ntask, sizeof *pids);
 		if (pids == NULL) {
-			rt_ctx_free(&c);
+			rt_proc_free(&c);
 			return 1;
 		}
 		ctl_pids = pids;
@@ -415,7 +416,6 @@ tfg_launch(const TfgPlan *plan, const TfgOptions *opt, const char *argv0,
 				rc = 1;
 			}
 	}
-	rt_net_dial_peers(&c);
 	if (rc == 0)
 		rc = wait_up(&c, pids);
 	for (int i = 0; i < plan->nsession && rc == 0; i++)
@@ -431,20 +431,19 @@ tfg_launch(const TfgPlan *plan, const TfgOptions *opt, const char *argv0,
 	ctl_npid = 0;
 	ctl_pids = NULL;
 	free(pids);
-	rt_ctx_free(&c);
+	rt_proc_free(&c);
 	return rc;
 }
 
 TFG_API int
 tfg_stop(const TfgPlan *plan, const TfgOptions *opt)
 {
-	RtCtx c;
+	RtProc c;
 	int missing;
 
 	if (ctl_open(&c, plan, opt))
 		return 1;
-	rt_net_dial_peers(&c);
 	missing = shutdown_all(&c, NULL, c.opt.startup_timeout, 1);
-	rt_ctx_free(&c);
+	rt_proc_free(&c);
 	return missing != 0;
 }

@@ -1,17 +1,20 @@
 /*
- * runtime/net.c: the nng side of the runtime (spec/design.md "Transport").
+ * runtime/net.c: the transport layer (runtime/net.h, spec/design.md
+ * "Transport"): nng sockets, dialing, sending in slices, and the one
+ * posted receive whose completion hands each message up.
  *
- * Every process has one pull0 socket it listens on, and one push0 socket
- * per task it talks to, dialed non-blocking at start so that nng redials
- * until the peer is up.  Replies to the controller go through push0
- * sockets made on first use for the URL named in PING/RUN_SESSION/SHUTDOWN.
+ * Receiving is asynchronous (nng_recv_aio with a callback), not a
+ * blocking call of some thread of ours: a message's completion runs on
+ * nng's thread and hands it straight to the protocol, which files it and
+ * wakes the one thread that waits for it.  That costs no more thread
+ * hand-offs than a thread blocked in nng_recvmsg (nng completes that one
+ * on the same kind of thread), and lets any number of threads wait for
+ * their own messages at once.  The callback posts the next receive only
+ * after the completion returned, so completions never overlap and
+ * messages go up in the order they came.
  *
- * Everything runs on the caller's thread: a wait is a loop of short
- * nng_recvmsg/nng_sendmsg calls (RECVTIMEO/SENDTIMEO of one slice), so that
- * between slices it can notice a deadline, a stop request, or a peer that
- * went away.  A peer going away is seen through nng_pipe_notify on the
- * push socket to it: the callback (an nng thread) only stores an atomic
- * state, which the waiting thread reads.
+ * A peer going away is seen through nng_pipe_notify on the push socket to
+ * it: the callback only stores an atomic state, which waiters read.
  */
 #include <ctype.h>
 #include <stdarg.h>
@@ -20,32 +23,14 @@
 #include <string.h>
 #include <time.h>
 
+#include "runtime/net.h"
 #include "runtime/rt_int.h"
 
 #include <nng/protocol/pipeline0/pull.h>
 #include <nng/protocol/pipeline0/push.h>
 
-#define NET_SLICE_MS 50
 #define NET_SENDBUF 128 /* messages queued per push socket */
 #define NET_RECVBUF 128
-
-double
-rt_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-void
-rt_url(char *buf, size_t n, const char *addr)
-{
-	if (strstr(addr, "://"))
-		snprintf(buf, n, "%s", addr);
-	else
-		snprintf(buf, n, "tcp://%s", addr);
-}
 
 static tfg_status
 nng_code(int rv)
@@ -101,27 +86,39 @@ rt_nng_error(TfgError *e, int rv, const char *fmt, ...)
 }
 
 tfg_status
-rt_net_listen(RtCtx *c, const char *url, TfgError *e)
+rt_net_init(RtNet *n, const char *name, int npeer)
+{
+	memset(n, 0, sizeof *n);
+	n->name = name;
+	pthread_mutex_init(&n->mu, NULL);
+	if (npeer > 0 &&
+	    (n->peers = calloc((size_t)npeer, sizeof *n->peers)) == NULL)
+		return TFG_ENOMEM;
+	n->npeer = npeer;
+	return TFG_OK;
+}
+
+tfg_status
+rt_net_listen(RtNet *n, const char *url, size_t maxmsg, TfgError *e)
 {
 	nng_listener l;
 	int rv, port;
 	const char *colon;
 
-	if ((rv = nng_pull0_open(&c->pull)) != 0)
-		return rt_nng_error(e, rv, "%s: cannot open a socket", c->name);
-	c->pull_open = 1;
-	nng_socket_set_size(c->pull, NNG_OPT_RECVMAXSZ,
-			    RT_HDR_SIZE + (size_t)RT_MAX_BODY);
-	nng_socket_set_int(c->pull, NNG_OPT_RECVBUF, NET_RECVBUF);
-	if ((rv = nng_listen(c->pull, url, &l, 0)) != 0)
-		return rt_nng_error(e, rv, "%s: cannot listen on %s", c->name,
+	if ((rv = nng_pull0_open(&n->pull)) != 0)
+		return rt_nng_error(e, rv, "%s: cannot open a socket", n->name);
+	n->pull_open = 1;
+	nng_socket_set_size(n->pull, NNG_OPT_RECVMAXSZ, maxmsg);
+	nng_socket_set_int(n->pull, NNG_OPT_RECVBUF, NET_RECVBUF);
+	if ((rv = nng_listen(n->pull, url, &l, 0)) != 0)
+		return rt_nng_error(e, rv, "%s: cannot listen on %s", n->name,
 				    url);
-	snprintf(c->url, sizeof c->url, "%s", url);
+	snprintf(n->url, sizeof n->url, "%s", url);
 	/* Port 0: name the port the system chose, so replies can find us. */
 	colon = strrchr(url, ':');
 	if (colon && strcmp(colon, ":0") == 0 &&
 	    nng_listener_get_int(l, NNG_OPT_TCP_BOUND_PORT, &port) == 0)
-		snprintf(c->url, sizeof c->url, "%.*s:%d",
+		snprintf(n->url, sizeof n->url, "%.*s:%d",
 			 (int)(colon - url), url, port);
 	return TFG_OK;
 }
@@ -140,227 +137,229 @@ pipe_cb(nng_pipe p, nng_pipe_ev ev, void *arg)
 
 /* A push socket dialed non-blocking at url; nng keeps redialing. */
 static int
-push_open(nng_socket *s, const char *url, _Atomic int *state)
+link_open(RtLink *k, const char *url)
 {
 	int rv;
 
-	if ((rv = nng_push0_open(s)) != 0)
+	snprintf(k->url, sizeof k->url, "%s", url);
+	if ((rv = nng_push0_open(&k->sock)) != 0)
 		return rv;
-	nng_socket_set_int(*s, NNG_OPT_SENDBUF, NET_SENDBUF);
-	nng_socket_set_ms(*s, NNG_OPT_RECONNMINT, 10);
-	nng_socket_set_ms(*s, NNG_OPT_RECONNMAXT, 200);
-	nng_socket_set_ms(*s, NNG_OPT_SENDTIMEO, NET_SLICE_MS);
-	nng_pipe_notify(*s, NNG_PIPE_EV_ADD_POST, pipe_cb, (void *)state);
-	nng_pipe_notify(*s, NNG_PIPE_EV_REM_POST, pipe_cb, (void *)state);
-	if ((rv = nng_dial(*s, url, NULL, NNG_FLAG_NONBLOCK)) != 0) {
-		nng_close(*s);
+	nng_socket_set_int(k->sock, NNG_OPT_SENDBUF, NET_SENDBUF);
+	nng_socket_set_ms(k->sock, NNG_OPT_RECONNMINT, 10);
+	nng_socket_set_ms(k->sock, NNG_OPT_RECONNMAXT, 200);
+	nng_socket_set_ms(k->sock, NNG_OPT_SENDTIMEO,
+			  (int)(RT_NET_SLICE * 1000));
+	nng_pipe_notify(k->sock, NNG_PIPE_EV_ADD_POST, pipe_cb,
+			(void *)&k->state);
+	nng_pipe_notify(k->sock, NNG_PIPE_EV_REM_POST, pipe_cb,
+			(void *)&k->state);
+	if ((rv = nng_dial(k->sock, url, NULL, NNG_FLAG_NONBLOCK)) != 0) {
+		nng_close(k->sock);
 		return rv;
 	}
+	k->open = 1;
 	return 0;
 }
 
-void
-rt_net_dial_peers(RtCtx *c)
-{
-	char url[RT_URL_MAX];
-
-	for (int i = 0; i < c->plan->ntask; i++) {
-		if (i == c->task)
-			continue;
-		rt_url(url, sizeof url, c->plan->tasks[i].addr);
-		if (push_open(&c->peers[i].sock, url, &c->peers[i].state) == 0)
-			c->peers[i].open = 1;
-		else
-			fprintf(stderr,
-				"tfgc: error: %s: cannot dial %s (%s)\n",
-				c->name, c->plan->tasks[i].name, url);
-	}
-}
-
 tfg_status
-rt_msg_new(RtCtx *c, nng_msg **out, unsigned char **body, int type,
-	   uint64_t step, uint32_t key, const RtEdge *edge, size_t nbytes,
-	   TfgError *e)
+rt_net_dial(RtNet *n, int peer, const char *url, const char *name,
+	    TfgError *e)
 {
-	RtHdr h;
-	nng_msg *m;
 	int rv;
 
-	*out = NULL;
-	if ((uint64_t)nbytes > RT_MAX_BODY)
-		return tfg_error(e, TFG_ETOOBIG,
-				 "cannot send %zu bytes in one message (the "
-				 "limit is %llu)", nbytes,
-				 (unsigned long long)RT_MAX_BODY);
-	if ((rv = nng_msg_alloc(&m, RT_HDR_SIZE + nbytes)) != 0)
-		return rt_nng_error(e, rv, "%s: cannot allocate a message",
-				    c->name);
-	/* Messages of a step go out under the plan of the step (a
-	   specialisation's, spec.c); the rest under the process's own. */
-	rt_hdr_init(&h, type == RT_MSG_START || type == RT_MSG_TENSOR ||
-			type == RT_MSG_DONE || type == RT_MSG_ERROR ||
-			!c->base ? c->plan : c->base,
-		    type, step, key, c->src, nbytes, c->epoch);
-	if (edge) {
-		h.dtype = (uint8_t)edge->dtype;
-		h.rank = (uint8_t)edge->shape.rank;
-		for (int i = 0; i < edge->shape.rank; i++)
-			h.dims[i] = (uint64_t)edge->shape.dims[i];
-	}
-	rt_hdr_encode(nng_msg_body(m), &h);
-	*out = m;
-	if (body)
-		*body = (unsigned char *)nng_msg_body(m) + RT_HDR_SIZE;
+	if (peer < 0 || peer >= n->npeer)
+		return tfg_error(e, TFG_EINVAL, "%s: no peer %d", n->name,
+				 peer);
+	n->peers[peer].name = name;
+	if ((rv = link_open(&n->peers[peer], url)) != 0)
+		return rt_nng_error(e, rv, "%s: cannot dial %s (%s)", n->name,
+				    name, url);
 	return TFG_OK;
 }
 
-/* Sends m on s in slices until deadline; gives up early when the pipe
- * state says the peer went away, a stop was requested, or the step this
- * task runs for another task's client was cancelled: between slices
- * rt_step_poll receives what came meanwhile, its ABORT included, since a
- * send blocked on a peer that stopped reading must not outlast it. */
-static tfg_status
-send_slices(RtCtx *c, nng_socket s, _Atomic int *state, const char *to,
-	    nng_msg *m, double deadline, TfgError *e)
+static void
+recv_cb(void *arg)
 {
-	tfg_status st;
+	RtNet *n = arg;
+	int rv = nng_aio_result(n->aio);
+
+	if (rv == 0)
+		n->recv->done(n->recv, nng_aio_get_msg(n->aio));
+	else if (rv == NNG_ECLOSED || rv == NNG_ECANCELED)
+		return;
+	if (!n->closing)
+		nng_recv_aio(n->pull, n->aio);
+}
+
+tfg_status
+rt_net_recv_start(RtNet *n, RtNetRecv *r, TfgError *e)
+{
+	int rv;
+
+	if (!n->pull_open)
+		return tfg_error(e, TFG_EINVAL, "%s: not listening", n->name);
+	if ((rv = nng_aio_alloc(&n->aio, recv_cb, n)) != 0)
+		return rt_nng_error(e, rv, "%s: cannot receive", n->name);
+	n->recv = r;
+	nng_recv_aio(n->pull, n->aio);
+	return TFG_OK;
+}
+
+/* Sends m on link k in slices until deadline; gives up early when the
+ * pipe state says the peer went away, or stop says so. */
+static tfg_status
+send_slices(RtNet *n, RtLink *k, nng_msg *m, double deadline,
+	    RtNetStopFn stop, void *arg, TfgError *e)
+{
 	int rv;
 
 	for (;;) {
-		rv = nng_sendmsg(s, m, 0);
+		rv = nng_sendmsg(k->sock, m, 0);
 		if (rv == 0)
 			return TFG_OK;
 		if (rv != NNG_ETIMEDOUT && rv != NNG_EAGAIN) {
 			nng_msg_free(m);
 			return rt_nng_error(e, rv, "%s: cannot send to %s",
-					    c->name, to);
+					    n->name, k->name);
 		}
-		if (*state == 2) {
+		if (k->state == 2) {
 			nng_msg_free(m);
 			return tfg_error(e, TFG_ECLOSED,
-					 "lost connection to %s", to);
+					 "lost connection to %s", k->name);
 		}
-		if (rt_stop_requested) {
+		if (stop && stop(arg, e)) {
 			nng_msg_free(m);
-			return tfg_error(e, TFG_ECANCELED, "interrupted");
-		}
-		if ((st = rt_step_poll(c, e)) != TFG_OK) {
-			nng_msg_free(m);
-			return st;
+			return e ? e->code : TFG_ECANCELED;
 		}
 		if (rt_now() >= deadline) {
 			nng_msg_free(m);
 			return tfg_error(e, TFG_ETIMEDOUT,
 					 "timed out sending to %s (not up?)",
-					 to);
+					 k->name);
 		}
 	}
 }
 
 tfg_status
-rt_net_send(RtCtx *c, int peer, nng_msg *m, double deadline, TfgError *e)
+rt_net_send(RtNet *n, int peer, nng_msg *m, double deadline,
+	    RtNetStopFn stop, void *arg, TfgError *e)
 {
-	RtPeer *p;
-
-	if (peer < 0 || peer >= c->plan->ntask || !c->peers[peer].open) {
+	if (peer < 0 || peer >= n->npeer || !n->peers[peer].open) {
 		nng_msg_free(m);
 		return tfg_error(e, TFG_EINVAL, "%s: no connection to task %d",
-				 c->name, peer);
+				 n->name, peer);
 	}
-	p = &c->peers[peer];
-	return send_slices(c, p->sock, &p->state, c->plan->tasks[peer].name,
-			   m, deadline, e);
+	return send_slices(n, &n->peers[peer], m, deadline, stop, arg, e);
 }
 
-static RtReply *
-reply_get(RtCtx *c, const char *url, TfgError *e)
+/* The reply link to url, dialed on first use; under n->mu.  Past
+ * RT_NET_REPLIES (many controllers over time: tfgc stop, --attach) the
+ * oldest is closed to make room, and freed by the last send that still
+ * uses it (RtLink.busy). */
+static RtLink *
+reply_get(RtNet *n, const char *url, TfgError *e)
 {
-	RtReply *r;
+	RtLink *k;
 	int rv;
 
-	for (int i = 0; i < c->nreply; i++)
-		if (strcmp(c->replies[i]->url, url) == 0)
-			return c->replies[i];
-	if (c->nreply == (int)(sizeof c->replies / sizeof c->replies[0])) {
-		/* Many controllers over time (tfgc stop, --attach): recycle
-		 * the oldest. */
-		nng_close(c->replies[0]->sock);
-		free(c->replies[0]);
-		memmove(c->replies, c->replies + 1,
-			sizeof c->replies[0] * (size_t)--c->nreply);
-	}
-	if ((r = calloc(1, sizeof *r)) == NULL) {
+	for (int i = 0; i < n->nreply; i++)
+		if (strcmp(n->replies[i]->url, url) == 0)
+			return n->replies[i];
+	if ((k = calloc(1, sizeof *k)) == NULL) {
 		tfg_error(e, TFG_ENOMEM, "out of memory");
 		return NULL;
 	}
-	snprintf(r->url, sizeof r->url, "%s", url);
-	if ((rv = push_open(&r->sock, url, &r->state)) != 0) {
-		rt_nng_error(e, rv, "%s: cannot dial %s", c->name, url);
-		free(r);
+	if ((rv = link_open(k, url)) != 0) {
+		rt_nng_error(e, rv, "%s: cannot dial %s", n->name, url);
+		free(k);
 		return NULL;
 	}
-	c->replies[c->nreply++] = r;
-	return r;
+	k->name = k->url;
+	if (n->nreply == RT_NET_REPLIES) {
+		/* the oldest goes; sends on it fail from now on */
+		nng_close(n->replies[0]->sock);
+		n->replies[0]->open = 0;
+		if (n->replies[0]->busy == 0)
+			free(n->replies[0]);
+		memmove(n->replies, n->replies + 1,
+			sizeof n->replies[0] * (size_t)--n->nreply);
+	}
+	n->replies[n->nreply++] = k;
+	return k;
 }
 
 tfg_status
-rt_net_send_url(RtCtx *c, const char *url, nng_msg *m, double deadline,
-		TfgError *e)
+rt_net_send_url(RtNet *n, const char *url, nng_msg *m, double deadline,
+		RtNetStopFn stop, void *arg, TfgError *e)
 {
-	RtReply *r;
+	RtLink *k;
 
-	if ((r = reply_get(c, url, e)) == NULL) {
+	tfg_status st;
+
+	pthread_mutex_lock(&n->mu);
+	if ((k = reply_get(n, url, e)) != NULL)
+		k->busy++;
+	pthread_mutex_unlock(&n->mu);
+	if (k == NULL) {
 		nng_msg_free(m);
 		return e ? e->code : TFG_ECONN;
 	}
-	return send_slices(c, r->sock, &r->state, url, m, deadline, e);
+	st = send_slices(n, k, m, deadline, stop, arg, e);
+	pthread_mutex_lock(&n->mu);
+	if (--k->busy == 0 && !k->open)
+		free(k); /* recycled meanwhile */
+	pthread_mutex_unlock(&n->mu);
+	return st;
 }
 
 int
-rt_net_url_gone(RtCtx *c, const char *url)
+rt_net_url_gone(RtNet *n, const char *url)
 {
-	for (int i = 0; i < c->nreply; i++)
-		if (strcmp(c->replies[i]->url, url) == 0)
-			return c->replies[i]->state == 2;
-	return 0;
+	int gone = 0;
+
+	pthread_mutex_lock(&n->mu);
+	for (int i = 0; i < n->nreply; i++)
+		if (strcmp(n->replies[i]->url, url) == 0)
+			gone = n->replies[i]->state == 2;
+	pthread_mutex_unlock(&n->mu);
+	return gone;
 }
 
 int
-rt_net_peer_gone(RtCtx *c, int peer)
+rt_net_peer_gone(RtNet *n, int peer)
 {
-	if (peer < 0 || peer >= c->plan->ntask || !c->peers[peer].open)
+	if (peer < 0 || peer >= n->npeer || !n->peers[peer].open)
 		return 0;
-	return c->peers[peer].state == 2;
+	return n->peers[peer].state == 2;
 }
 
 int
-rt_net_peer_up(RtCtx *c, int peer)
+rt_net_peer_up(RtNet *n, int peer)
 {
-	if (peer < 0 || peer >= c->plan->ntask || !c->peers[peer].open)
+	if (peer < 0 || peer >= n->npeer || !n->peers[peer].open)
 		return 0;
-	return c->peers[peer].state == 1;
+	return n->peers[peer].state == 1;
 }
 
-/* "127.0.0.1:40123": the far end of the pipe m came on. */
-static void
-msg_addr(char *buf, size_t n, nng_msg *m)
+void
+rt_net_addr(char *buf, size_t len, nng_msg *m)
 {
 	nng_sockaddr sa;
 	nng_pipe p = nng_msg_get_pipe(m);
 	const unsigned char *a;
 
-	snprintf(buf, n, "an unknown peer");
+	snprintf(buf, len, "an unknown peer");
 	if (nng_pipe_id(p) < 0 ||
 	    nng_pipe_get_addr(p, NNG_OPT_REMADDR, &sa) != 0)
 		return;
 	if (sa.s_family == NNG_AF_INET) {
 		a = (const unsigned char *)&sa.s_in.sa_addr;
-		snprintf(buf, n, "%u.%u.%u.%u:%u", a[0], a[1], a[2], a[3],
+		snprintf(buf, len, "%u.%u.%u.%u:%u", a[0], a[1], a[2], a[3],
 			 (unsigned)((sa.s_in.sa_port & 0xff) << 8 |
 				    sa.s_in.sa_port >> 8));
 	} else if (sa.s_family == NNG_AF_INET6) {
 		a = sa.s_in6.sa_addr;
-		snprintf(buf, n, "[%x:%x:%x:%x:%x:%x:%x:%x]:%u",
+		snprintf(buf, len, "[%x:%x:%x:%x:%x:%x:%x:%x]:%u",
 			 a[0] << 8 | a[1], a[2] << 8 | a[3], a[4] << 8 | a[5],
 			 a[6] << 8 | a[7], a[8] << 8 | a[9], a[10] << 8 | a[11],
 			 a[12] << 8 | a[13], a[14] << 8 | a[15],
@@ -369,99 +368,30 @@ msg_addr(char *buf, size_t n, nng_msg *m)
 	}
 }
 
-tfg_status
-rt_net_recv(RtCtx *c, RtMsg *out, double slice)
-{
-	const TfgPlan *plan;
-	int ms = (int)(slice * 1000 + 0.5), rv, lost = 0;
-	tfg_status (*check)(RtHdr *, const TfgPlan *, int, const void *,
-			    size_t, const char *, TfgError *);
-	nng_msg *m;
-	TfgError e;
-	char addr[80];
-	tfg_status st;
-
-	if (ms < 1)
-		ms = 1;
-	if (ms != c->recv_ms) {
-		nng_socket_set_ms(c->pull, NNG_OPT_RECVTIMEO, ms);
-		c->recv_ms = ms;
-	}
-	if ((rv = nng_recvmsg(c->pull, &m, 0)) != 0) {
-		if (rv == NNG_ETIMEDOUT)
-			return TFG_ETIMEDOUT;
-		return rt_nng_error(&c->err, rv, "%s: receive failed",
-				    c->name);
-	}
-	/* The plan the message belongs to: the own one, or a
-	   specialisation's (spec.c); else the own one, which refuses it,
-	   but for a START of a specialisation this task lost, which gets
-	   in to be answered (rt_wire_check_lost). */
-	plan = NULL;
-	out->spec = -1;
-	if (nng_msg_len(m) >= RT_HDR_SIZE)
-		plan = rt_plan_of(c, rt_get_le((const unsigned char *)
-					       nng_msg_body(m) + 8, 8),
-				  &out->spec);
-	if (plan == NULL) {
-		plan = c->base ? c->base : c->plan;
-		lost = plan->generic;
-	}
-	check = lost ? rt_wire_check_lost : rt_wire_check;
-	st = check(&out->h, plan, c->task, nng_msg_body(m), nng_msg_len(m),
-		   NULL, &e);
-	if (st == TFG_OK && lost)
-		out->spec = RT_SPEC_LOST;
-	if (st != TFG_OK) {
-		/* Again, now naming the transport address as well. */
-		msg_addr(addr, sizeof addr, m);
-		check(&out->h, plan, c->task, nng_msg_body(m), nng_msg_len(m),
-		      addr, &e);
-		fprintf(stderr, "tfgc: error: %s: %s (ignored)\n", c->name,
-			e.msg);
-		nng_msg_free(m);
-		return TFG_EPROTO;
-	}
-	out->m = m;
-	out->body = (const unsigned char *)nng_msg_body(m) + RT_HDR_SIZE;
-	/* Only now, once it is known to be well-formed, may the message
-	   speak for its task's incarnation: a garbled one can neither make
-	   a task look restarted nor raise the incarnation recorded for it. */
-	if (rt_epoch_check(c, &out->h) != 0) {
-		rt_msg_free(out);
-		return TFG_EPROTO;
-	}
-	if (c->opt.verbose)
-		fprintf(stderr, "tfg: %s: got %s step %llu key %u from %u "
-			"(%llu bytes)\n", c->name, rt_msg_name(out->h.type),
-			RT_STEP_NO(out->h.step), out->h.key, out->h.src,
-			(unsigned long long)out->h.nbytes);
-	return TFG_OK;
-}
-
 void
-rt_msg_free(RtMsg *m)
+rt_net_close(RtNet *n)
 {
-	if (m->m)
-		nng_msg_free(m->m);
-	m->m = NULL;
-}
-
-void
-rt_net_close(RtCtx *c)
-{
-	if (c->pull_open)
-		nng_close(c->pull);
-	c->pull_open = 0;
-	if (c->peers)
-		for (int i = 0; i < c->plan->ntask; i++)
-			if (c->peers[i].open) {
-				nng_close(c->peers[i].sock);
-				c->peers[i].open = 0;
-			}
-	for (int i = 0; i < c->nreply; i++) {
-		nng_close(c->replies[i]->sock);
-		free(c->replies[i]);
+	n->closing = 1;
+	if (n->aio) {
+		nng_aio_stop(n->aio); /* waits for a completion that runs */
+		nng_aio_free(n->aio);
+		n->aio = NULL;
 	}
-	c->nreply = 0;
+	if (n->pull_open)
+		nng_close(n->pull);
+	n->pull_open = 0;
+	for (int i = 0; n->peers && i < n->npeer; i++)
+		if (n->peers[i].open) {
+			nng_close(n->peers[i].sock);
+			n->peers[i].open = 0;
+		}
+	for (int i = 0; i < n->nreply; i++) {
+		nng_close(n->replies[i]->sock);
+		free(n->replies[i]);
+	}
+	n->nreply = 0;
+	free(n->peers);
+	n->peers = NULL;
+	n->npeer = 0;
+	pthread_mutex_destroy(&n->mu);
 }

@@ -1,10 +1,14 @@
 /*
- * runtime/server.c: tfg_server_main, the task server (`tfgc server`).
+ * runtime/server.c: tfg_server_main, the task server (`tfgc server`),
+ * and its executors (roles layer, runtime/role.h).
  *
  * Order of start-up (spec/design.md "Processes"): listen first, so a port
  * in use fails at once naming the task and address; dial the peers (nng
  * keeps redialing until they are up); JIT-compile the own parts through
- * the compile callback; then serve messages one at a time on this thread:
+ * the compile callback; then serve.
+ *
+ * Serving is done by executors: threads that each take the next record of
+ * the process's queue (rt_proc_next) and run it to its end:
  *
  *   PING         PONG to the reply URL in its body
  *   START        run the own part of that signature for the step; ERROR
@@ -12,17 +16,22 @@
  *                sends nothing (sig->needs_done); ERROR at once when the
  *                step's plan is a specialisation not here (spec.c);
  *                nothing when the client cancelled the step (ABORT, or
- *                it restarted meanwhile: rendezvous.c)
+ *                it restarted meanwhile)
  *   SPECIALISE   compile a specialisation of a generic plan (spec.c)
  *   RELEASE      a client no longer holds a specialisation (spec.c)
  *   RUN_SESSION  run the session as its client (client.c)
- *   SHUTDOWN     BYE, close, return 0
+ *   RESTARTED    a task restarted: forget what it held (spec.c)
+ *   SHUTDOWN     BYE, then every executor stops
  *
- * Messages that arrive while a part waits are filed by rendezvous.c and
- * the queued ones come back here in order.  ABORT is filed there too, by
- * step, never queued: a part waiting in its step sees it at once, and
- * one for a step that ended here is dropped as stale.  A malformed
- * message is reported (naming its sender) and ignored.
+ * The main thread is the first executor.  Whenever one takes a record
+ * and finds no other executor left waiting, it starts another (up to
+ * MAX_EXECUTORS), so that there is always one free to take the next
+ * record: a task runs steps of other clients while one of its own
+ * sessions waits, and two sessions that each need the other's task go
+ * on.  A step's thread is where its part runs and waits: generated code
+ * calls tfg_rt_recv in the middle of its loops, so a step keeps its
+ * stack until it ends (spec/design.md "Runtime layers" says why threads
+ * and not an event loop).
  */
 #include <signal.h>
 #include <stdio.h>
@@ -30,7 +39,10 @@
 #include <string.h>
 #include <time.h>
 
-#include "runtime/rt_int.h"
+#include "runtime/role.h"
+
+#define MAX_EXECUTORS 256
+#define NEXT_WAIT 0.05 /* seconds an executor waits before it looks up */
 
 static void
 on_signal(int sig)
@@ -53,30 +65,64 @@ install_signals(void)
 	sigaction(SIGPIPE, &sa, NULL);
 }
 
-int
-rt_run_part(RtCtx *c, int sig)
+/* ------------------------------------------------------------- arenas */
+
+static char *
+arena_take(RtServer *s, RtArenas *a, size_t size)
 {
-	const RtPart *p = &c->parts[sig];
+	char *p = NULL;
+
+	pthread_mutex_lock(&s->mu);
+	if (a->n > 0)
+		p = a->v[--a->n];
+	pthread_mutex_unlock(&s->mu);
+	return p ? p : rt_arena_alloc(size);
+}
+
+static void
+arena_give(RtServer *s, RtArenas *a, char *p)
+{
+	pthread_mutex_lock(&s->mu);
+	if (a->n == a->cap) {
+		int nc = a->cap ? 2 * a->cap : 2;
+		char **v = realloc(a->v, sizeof *v * (size_t)nc);
+
+		if (v == NULL) {
+			pthread_mutex_unlock(&s->mu);
+			free(p);
+			return;
+		}
+		a->v = v, a->cap = nc;
+	}
+	a->v[a->n++] = p;
+	pthread_mutex_unlock(&s->mu);
+}
+
+int
+rt_run_part(RtServer *s, RtCtx *c, const RtPart *p, RtArenas *spare)
+{
+	char *arena;
 	int rc;
 
 	c->err.code = TFG_OK;
 	c->err.msg[0] = '\0';
 	if (p->fn == NULL)
 		return tfg_error(&c->err, TFG_EINVAL,
-				 "%s has no part in signature %d", c->name,
-				 sig);
-	if (c->arenas[sig] == NULL) {
-		if ((c->arenas[sig] = rt_arena_alloc(p->arena_size)) == NULL)
-			return tfg_error(&c->err, TFG_ENOMEM,
-					 "%s: out of memory for an arena of "
-					 "%zu bytes", c->name, p->arena_size);
-	}
-	rc = p->fn(c, c->arenas[sig]);
+				 "%s has no part in signature %d",
+				 s->proc.name, c->sig);
+	if ((arena = arena_take(s, spare, p->arena_size)) == NULL)
+		return tfg_error(&c->err, TFG_ENOMEM,
+				 "%s: out of memory for an arena of %zu bytes",
+				 s->proc.name, p->arena_size);
+	rc = p->fn(c, arena);
+	arena_give(s, spare, arena);
 	if (rc != 0 && c->err.msg[0] == '\0')
 		tfg_error(&c->err, (tfg_status)rc, "part of %s failed: %s",
-			  c->name, tfg_strerror((tfg_status)rc));
+			  s->proc.name, tfg_strerror((tfg_status)rc));
 	return rc;
 }
+
+/* ------------------------------------------------------------ records */
 
 static int
 needs_done(const RtSig *sig, int task)
@@ -87,120 +133,71 @@ needs_done(const RtSig *sig, int task)
 	return 0;
 }
 
-void
-rt_reply(RtCtx *c, int client, uint32_t key, const char *text)
-{
-	char buf[sizeof c->err.msg + 100];
-	nng_msg *reply;
-	unsigned char *body;
-	TfgError e;
-	size_t n = 0;
-
-	if (text) {
-		n = (size_t)snprintf(buf, sizeof buf, "%s: %s", c->name, text);
-		if (n >= sizeof buf)
-			n = sizeof buf - 1;
-	}
-	if (rt_msg_new(c, &reply, &body, text ? RT_MSG_ERROR : RT_MSG_DONE,
-		       c->step, key, NULL, n, &e) == TFG_OK) {
-		if (n)
-			memcpy(body, buf, n);
-		if (rt_net_send(c, client, reply,
-				rt_now() + c->opt.step_timeout, &e) == TFG_OK)
-			return;
-	}
-	/* cancelled while it waited to leave: the client wants none */
-	if (!rt_step_cancelled(c) || c->opt.verbose)
-		fprintf(stderr, "tfgc: error: %s: %s\n", c->name, e.msg);
-}
-
-int
-rt_step_accept(RtCtx *c, const RtMsg *m, int sig)
-{
-	int client = m->h.src;
-
-	/* A step of its sender's, with the tag of its incarnation. */
-	if (RT_STEP_CLIENT(m->h.step) != (uint64_t)client ||
-	    RT_STEP_TAG(m->h.step) != rt_step_tag(m->h.epoch) ||
-	    client == c->task) {
-		fprintf(stderr, "tfgc: error: %s: %s from %s for a step it "
-			"does not drive (ignored)\n", c->name,
-			rt_msg_name(m->h.type), c->plan->tasks[client].name);
-		return -1;
-	}
-	if (rt_step_stale(c, m->h.step))
-		return -1; /* a duplicate */
-	c->step = m->h.step;
-	c->client = client;
-	c->sig = sig;
-	return 0;
-}
-
 /* START(step, sig) from a client: run the own part for that step, in the
  * plan the message names (the own one or a specialisation's).  The plan
- * is looked up again by its hash: the specialisation the message was
- * filed with may have been evicted since. */
+ * is looked up by its hash now: a specialisation it was filed with may
+ * have been evicted since. */
 static void
-serve_start(RtCtx *c, RtMsg *m)
+serve_start(RtServer *s, RtCtx *c, const RtMsg *m)
 {
-	int client = m->h.src, sig = (int)m->h.key, spec = -1, rc;
+	RtProc *p = &s->proc;
+	int sig = (int)m->h.key, rc;
+	RtUse u;
 
-	if (rt_step_accept(c, m, sig) != 0)
-		return;
-	/* Its ABORT came first (not in order on one connection, but a
-	   restarted peer's queue may replay anything): nothing to run. */
 	if (rt_step_cancelled(c)) {
-		if (c->opt.verbose)
+		if (p->opt.verbose)
 			fprintf(stderr, "tfg: %s: step %llu cancelled before "
-				"it started\n", c->name, RT_STEP_NO(c->step));
+				"it started\n", p->name, RT_STEP_NO(c->step));
 		rt_step_end(c);
 		return;
 	}
-	if (m->spec == RT_SPEC_LOST ||
-	    rt_plan_of(c, m->h.prog, &spec) == NULL) {
+	if (m->lost || rt_spec_use(s, m->h.prog, &u) != 0) {
 		rt_spec_refuse(c, m);
 		rt_step_end(c);
 		return;
 	}
-	rt_ctx_use(c, spec);
-	if (c->opt.verbose)
-		fprintf(stderr, "tfg: %s: step %llu sig %d\n", c->name,
+	c->plan = u.plan;
+	if (p->opt.verbose)
+		fprintf(stderr, "tfg: %s: step %llu sig %d\n", p->name,
 			RT_STEP_NO(c->step), sig);
 	rt_start_feeds(c, m);
-	rc = rt_run_part(c, sig);
+	rc = rt_run_part(s, c, &u.parts[sig], &u.spare[sig]);
 	/* A cancelled step gets no answer: its client has moved on, and
 	   would drop it as stale anyway.  Nothing went wrong here, so
 	   nothing is reported either. */
 	if (rt_step_cancelled(c)) {
-		if (c->opt.verbose)
-			fprintf(stderr, "tfg: %s: %s\n", c->name,
+		if (p->opt.verbose)
+			fprintf(stderr, "tfg: %s: %s\n", p->name,
 				rc ? c->err.msg : "step cancelled after its "
 				"part ended");
 	} else if (rc != 0) {
-		rt_reply(c, client, RT_ERROR_FAILED, c->err.msg);
-	} else if (needs_done(&c->plan->sigs[sig], c->task)) {
-		rt_reply(c, client, (uint32_t)sig, NULL);
+		rt_reply(c, RT_ERROR_FAILED, c->err.msg);
+	} else if (needs_done(&u.plan->sigs[sig], p->task)) {
+		rt_reply(c, (uint32_t)sig, NULL);
 	}
 	rt_step_end(c);
+	rt_spec_unuse(s, &u);
 }
 
 static void
-serve_session(RtCtx *c, RtMsg *m)
+serve_session(RtServer *s, const RtMsg *m)
 {
-	rt_body_url(c->reply_url, m);
-	if (c->reply_url[0] == '\0') {
+	char url[RT_URL_MAX];
+
+	rt_body_url(url, m);
+	if (url[0] == '\0') {
 		fprintf(stderr, "tfgc: error: %s: RUN_SESSION without a reply "
-			"address (ignored)\n", c->name);
+			"address (ignored)\n", s->proc.name);
 		return;
 	}
-	if (c->opt.verbose)
-		fprintf(stderr, "tfg: %s: session %u for %s\n", c->name,
-			m->h.key, c->reply_url);
-	rt_client_session(c, (int)m->h.key);
+	if (s->proc.opt.verbose)
+		fprintf(stderr, "tfg: %s: session %u for %s\n", s->proc.name,
+			m->h.key, url);
+	rt_client_session(s, (int)m->h.key, url);
 }
 
 static void
-serve_shutdown(RtCtx *c, RtMsg *m)
+serve_shutdown(RtServer *s, const RtMsg *m)
 {
 	char url[RT_URL_MAX];
 	TfgError e;
@@ -211,106 +208,223 @@ serve_shutdown(RtCtx *c, RtMsg *m)
 	   instead of a BYE, so there is nothing to send and linger for */
 	if (url[0] == '\0' || m->h.key == RT_SHUTDOWN_QUIET)
 		return;
-	if (rt_send_text(c, url, RT_MSG_BYE, 0, 0, NULL, 0, &e) == TFG_OK)
+	if (rt_send_text(&s->proc, url, RT_MSG_BYE, 0, 0, NULL, 0, &e) ==
+	    TFG_OK)
 		/* nng drops what is still queued when a socket closes: give
 		 * the BYE time to leave. */
 		nanosleep(&ts, NULL);
 }
 
-static int
-serve(RtCtx *c)
+void
+rt_server_handle(RtServer *s, RtCtx *ctx, RtMsg *m)
 {
+	switch (m->h.type) {
+	case RT_MSG_PING:
+		rt_answer_ping(&s->proc, m);
+		break;
+	case RT_MSG_START:
+		serve_start(s, ctx, m);
+		break;
+	case RT_MSG_SPECIALISE:
+		rt_spec_serve(s, ctx, m);
+		break;
+	case RT_MSG_RELEASE:
+		rt_spec_serve_release(s, m);
+		break;
+	case RT_MSG_RUN_SESSION:
+		serve_session(s, m);
+		break;
+	case RT_EV_RESTARTED:
+		rt_spec_forget(s, m->h.src, m->h.epoch);
+		break;
+	case RT_MSG_SHUTDOWN:
+		serve_shutdown(s, m);
+		pthread_mutex_lock(&s->mu);
+		s->stopping = 1;
+		pthread_mutex_unlock(&s->mu);
+		/* steps and sessions still running end now */
+		rt_stop_requested = 1;
+		break;
+	default:
+		break;
+	}
+	rt_msg_free(m);
+}
+
+/* ---------------------------------------------------------- executors */
+
+static void *executor(void *arg);
+
+/* Another executor, under s->mu, so that a record that comes while this
+ * one runs has a taker. */
+static void
+spawn_locked(RtServer *s)
+{
+	static int warned;
+	pthread_t t;
+
+	if (s->nthread + 1 >= MAX_EXECUTORS)
+		return;
+	if (s->nthread == s->capthread) {
+		int nc = s->capthread ? 2 * s->capthread : 8;
+		pthread_t *v = realloc(s->threads, sizeof *v * (size_t)nc);
+
+		if (v == NULL)
+			return;
+		s->threads = v, s->capthread = nc;
+	}
+	if (pthread_create(&t, NULL, executor, s) != 0) {
+		if (!warned++)
+			fprintf(stderr, "tfgc: warning: %s: cannot start a "
+				"thread: records wait for a free one\n",
+				s->proc.name);
+		return;
+	}
+	s->threads[s->nthread++] = t;
+}
+
+/* Whether a record may keep its executor busy for long. */
+static int
+lasting(int type)
+{
+	return type == RT_MSG_START || type == RT_MSG_SPECIALISE ||
+	       type == RT_MSG_RUN_SESSION;
+}
+
+static void
+serve(RtServer *s)
+{
+	RtCtx ctx;
 	RtMsg m;
-	tfg_status st;
+	int got;
 
 	for (;;) {
-		if (rt_stop_requested)
-			return 0;
-		if (rt_queue_pop(c, &m) != 0) {
-			st = rt_net_recv(c, &m, 0.05);
-			if (st == TFG_ETIMEDOUT || st == TFG_EPROTO)
-				continue;
-			if (st != TFG_OK) {
-				fprintf(stderr, "tfgc: error: %s\n",
-					c->err.msg);
-				return 1;
-			}
+		pthread_mutex_lock(&s->mu);
+		if (s->stopping || rt_stop_requested) {
+			s->stopping = 1;
+			pthread_mutex_unlock(&s->mu);
+			return;
 		}
-		switch (m.h.type) {
-		case RT_MSG_START:
-			serve_start(c, &m);
-			break;
-		case RT_MSG_SPECIALISE:
-			rt_spec_serve(c, &m);
-			break;
-		case RT_MSG_RELEASE:
-			rt_spec_serve_release(c, &m);
-			break;
-		case RT_MSG_RUN_SESSION:
-			serve_session(c, &m);
-			break;
-		case RT_MSG_SHUTDOWN:
-			serve_shutdown(c, &m);
-			rt_msg_free(&m);
-			return 0;
-		default:
-			rt_dispatch(c, &m); /* takes m */
-			continue;
-		}
-		rt_msg_free(&m);
+		s->nidle++;
+		pthread_mutex_unlock(&s->mu);
+		rt_ctx_init(&ctx, &s->proc);
+		got = rt_proc_next(&s->proc, &m, &ctx, NEXT_WAIT) == 0;
+		pthread_mutex_lock(&s->mu);
+		s->nidle--;
+		if (got && s->nidle == 0 && lasting(m.h.type) && !s->stopping)
+			spawn_locked(s);
+		pthread_mutex_unlock(&s->mu);
+		if (got)
+			rt_server_handle(s, &ctx, &m);
 	}
+}
+
+static void *
+executor(void *arg)
+{
+	serve(arg);
+	return NULL;
+}
+
+/* ------------------------------------------------------------- server */
+
+tfg_status
+rt_server_init(RtServer *s, const TfgPlan *plan, int task,
+	       const TfgOptions *opt)
+{
+	tfg_status st;
+
+	memset(s, 0, sizeof *s);
+	pthread_mutex_init(&s->mu, NULL);
+	if ((st = rt_proc_init(&s->proc, plan, task, opt)) != TFG_OK)
+		return st;
+	s->parts = calloc((size_t)plan->nsig + 1, sizeof *s->parts);
+	s->spare = calloc((size_t)plan->nsig + 1, sizeof *s->spare);
+	if (!s->parts || !s->spare) {
+		rt_server_free(s);
+		return TFG_ENOMEM;
+	}
+	return TFG_OK;
+}
+
+static void
+arenas_free(RtArenas *a, int n)
+{
+	for (int i = 0; a && i < n; i++) {
+		for (int k = 0; k < a[i].n; k++)
+			free(a[i].v[k]);
+		free(a[i].v);
+	}
+	free(a);
+}
+
+void
+rt_server_free(RtServer *s)
+{
+	int nsig = s->proc.plan ? s->proc.plan->nsig : 0;
+
+	/* the protocol first: no completion runs after this */
+	if (s->proc.plan)
+		rt_proc_free(&s->proc);
+	rt_spec_free(s);
+	arenas_free(s->spare, nsig);
+	free(s->parts);
+	free(s->threads);
+	free(s->pending);
+	pthread_mutex_destroy(&s->mu);
+	memset(s, 0, sizeof *s);
 }
 
 TFG_API int
 tfg_server_main(const TfgPlan *plan, int task, const TfgOptions *opt,
 		TfgCompileFn compile, void *cookie)
 {
-	RtCtx c;
+	RtServer *s;
 	TfgError e;
 	char url[RT_URL_MAX];
 	tfg_status st;
-	int rc;
 
 	if (task < 0 || task >= plan->ntask) {
 		fprintf(stderr, "tfgc: error: no task %d in the cluster "
 			"(it has %d)\n", task, plan->ntask);
 		return 1;
 	}
-	if ((st = rt_ctx_init(&c, plan, task, opt)) != TFG_OK) {
-		fprintf(stderr, "tfgc: error: %s\n", st == TFG_ENOMEM
-			? "out of memory" : "malformed plan: an edge's byte "
-			"count disagrees with its dtype and shape");
+	if ((s = malloc(sizeof *s)) == NULL ||
+	    (st = rt_server_init(s, plan, task, opt)) != TFG_OK) {
+		fprintf(stderr, "tfgc: error: %s\n", s == NULL ||
+			st == TFG_ENOMEM ? "out of memory" : "malformed plan: "
+			"an edge's byte count disagrees with its dtype and "
+			"shape");
+		free(s);
 		return 1;
 	}
 	install_signals();
 	rt_url(url, sizeof url, plan->tasks[task].addr);
-	if (rt_net_listen(&c, url, &e) != TFG_OK) {
+	if (rt_proc_open(&s->proc, url, &e) != TFG_OK) {
 		int taken = e.code == TFG_EADDRINUSE && opt->picked_ports;
 
 		if (!taken)
 			fprintf(stderr, "tfgc: error: %s\n", e.msg);
-		rt_ctx_free(&c);
+		rt_server_free(s);
+		free(s);
 		return taken ? TFG_EXIT_PORT_TAKEN : 1;
 	}
-	rt_net_dial_peers(&c);
-	c.parts = calloc((size_t)plan->nsig + 1, sizeof *c.parts);
-	c.arenas = calloc((size_t)plan->nsig + 1, sizeof *c.arenas);
-	if (!c.parts || !c.arenas) {
-		fprintf(stderr, "tfgc: error: out of memory\n");
-		rt_ctx_free(&c);
-		return 1;
-	}
-	c.base_parts = c.parts;
-	c.base_arenas = c.arenas;
 	/* A generic plan has nothing to compile before its first run. */
 	if (compile && !plan->generic &&
-	    compile(cookie, plan, task, c.parts) != 0) {
-		rt_ctx_free(&c);
+	    compile(cookie, plan, task, s->parts) != 0) {
+		rt_server_free(s);
+		free(s);
 		return 1;
 	}
-	if (c.opt.verbose)
-		fprintf(stderr, "tfg: %s: serving on %s\n", c.name, c.url);
-	rc = serve(&c);
-	rt_ctx_free(&c);
-	return rc;
+	if (s->proc.opt.verbose)
+		fprintf(stderr, "tfg: %s: serving on %s\n", s->proc.name,
+			s->proc.net.url);
+	serve(s);
+	/* the others stop within a slice, or when their step ends (every
+	   wait ends at once once a stop is requested) */
+	for (int i = 0; i < s->nthread; i++)
+		pthread_join(s->threads[i], NULL);
+	rt_server_free(s);
+	free(s);
+	return 0;
 }

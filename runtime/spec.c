@@ -13,7 +13,8 @@
  * compiled it too: each answers DONE with its plan's hash, which must be
  * the client's.  Only then does the step start, so every message of it
  * reaches a task that knows its plan: the header's prog is the
- * specialisation's hash, which rt_plan_of finds.  Later runs with the
+ * specialisation's hash, which the protocol finds among the plans
+ * registered with it (rt_proc_plan_add).  Later runs with the
  * same shapes go straight to the step.  The round of SPECIALISE messages
  * is a step of its own (an id from the client's counter), so its
  * answers, the deadline and a dead peer are handled like those of any
@@ -21,10 +22,10 @@
  *
  * The cache is bounded, not capped: a process keeps at most
  * TfgOptions.max_specs (64) specialisations per client task, and a new
- * one past that evicts that client's least recently used one (never the
- * one whose step runs).  Each specialisation records the clients that
- * announced it (held[]) and, in the client, the tasks that compiled it
- * (has[]).  A client that evicts one sends RELEASE (body: the plan hash)
+ * one past that evicts that client's least recently used one (never one
+ * that a step runs: RtSpec.inuse).  Each specialisation records the
+ * clients that announced it (held[], the incarnation of each) and, in
+ * the client, the tasks that compiled it (has[], likewise).  A client that evicts one sends RELEASE (body: the plan hash)
  * to those tasks that are up; a task drops the client from held[] and
  * frees the specialisation when no client holds it, through
  * TfgOptions.release, which frees the plan and its code in the compiler.
@@ -36,11 +37,18 @@
  * smaller --max-specs) evicts the same way instead of refusing, so a
  * task's cache stays within (clients) x max_specs.
  *
- * A client that restarted (a new incarnation, rendezvous.c) holds nothing
- * any more: rt_spec_forget drops it from held[] as its RELEASE would,
- * and frees what no one holds.  A client that hears a task of its
- * specialisations restarted marks those not ready, so that their next
- * run announces them again instead of failing.
+ * A client that restarted (a new incarnation: the protocol queues an
+ * RT_EV_RESTARTED record) holds nothing any more: rt_spec_forget drops
+ * its earlier incarnations from held[] as their RELEASE would, and frees
+ * what no one holds.  A client that hears a task of its specialisations
+ * restarted marks those not ready, so that their next run announces them
+ * again instead of failing.  Since the record may be taken after the new
+ * process's first SPECIALISE (executors run records side by side), only
+ * holds of incarnations older than the one it names go.
+ *
+ * Threads: the cache is under RtServer.mu, and so is the compiler
+ * (compiles go one at a time, and the driver's own cache needs no lock);
+ * a RELEASE decided under it goes out after (release_flush).
  *
  * A task that gets a START of a plan it does not have (it was restarted
  * under `tfgc run --attach`, or evicted it) answers at once with ERROR of
@@ -59,121 +67,182 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/rt_int.h"
+#include "runtime/role.h"
 
 /* The largest dim a SPECIALISE may name, as for an input (spec §4.2). */
 #define MAX_DIM ((int64_t)1 << 40)
 
-static void spec_release(RtCtx *c, int i);
+static void spec_release(RtServer *s, int i);
 
 static int
-max_specs(const RtCtx *c)
+max_specs(const RtServer *s)
 {
-	return c->opt.max_specs > 0 ? c->opt.max_specs : RT_MAX_SPECS;
+	return s->proc.opt.max_specs > 0 ? s->proc.opt.max_specs
+					 : RT_MAX_SPECS;
 }
 
-/* Whether some client still holds s. */
 static int
-spec_held(const RtCtx *c, const RtSpec *s)
+ntask(const RtServer *s)
 {
-	for (int k = 0; k < c->base->ntask; k++)
-		if (s->held[k])
+	return s->proc.plan->ntask;
+}
+
+/* Whether some client still holds x. */
+static int
+spec_held(const RtServer *s, const RtSpec *x)
+{
+	for (int k = 0; k < ntask(s); k++)
+		if (x->held[k])
 			return 1;
 	return 0;
 }
 
-const TfgPlan *
-rt_plan_of(RtCtx *c, uint64_t prog, int *spec)
+/* Specialisation i into *u, in use from now on; under s->mu. */
+static void
+use_locked(RtServer *s, int i, RtUse *u)
 {
-	const TfgPlan *own = c->base ? c->base : c->plan;
+	RtSpec *x = &s->specs[i];
 
-	*spec = -1;
-	if (own && prog == own->hash)
-		return own;
-	for (int i = 0; i < c->nspec; i++)
-		if (c->specs[i].plan && c->specs[i].plan->hash == prog) {
-			*spec = i;
-			return c->specs[i].plan;
+	x->inuse++;
+	x->used = ++s->clock;
+	u->spec = i;
+	u->plan = x->plan;
+	u->parts = x->parts;
+	u->spare = x->spare;
+}
+
+int
+rt_spec_use(RtServer *s, uint64_t prog, RtUse *u)
+{
+	int found = -1;
+
+	if (prog == s->proc.plan->hash) {
+		u->spec = -1;
+		u->plan = s->proc.plan;
+		u->parts = s->parts;
+		u->spare = s->spare;
+		return 0;
+	}
+	pthread_mutex_lock(&s->mu);
+	for (int i = 0; i < s->nspec && found < 0; i++)
+		if (s->specs[i].plan && s->specs[i].plan->hash == prog) {
+			use_locked(s, i, u);
+			found = 0;
 		}
-	return NULL;
+	pthread_mutex_unlock(&s->mu);
+	return found;
+}
+
+/* Sends the RELEASEs decided under s->mu; not under it. */
+static void
+release_flush(RtServer *s)
+{
+	RtProc *p = &s->proc;
+
+	for (;;) {
+		RtRelease r;
+		nng_msg *m;
+		unsigned char *b;
+		TfgError e = {TFG_OK, "not up"};
+
+		pthread_mutex_lock(&s->mu);
+		if (s->npending == 0) {
+			pthread_mutex_unlock(&s->mu);
+			return;
+		}
+		r = s->pending[--s->npending];
+		pthread_mutex_unlock(&s->mu);
+		if (rt_peer_up(p, r.task) &&
+		    rt_msg_new(p, NULL, &m, &b, RT_MSG_RELEASE, 0,
+			       (uint32_t)r.sig, NULL, 8, &e) == TFG_OK) {
+			rt_put_le(b, r.hash, 8);
+			if (rt_send(p, r.task, m, rt_now() + p->opt.step_timeout,
+				    NULL, &e) == TFG_OK)
+				continue;
+		}
+		if (p->opt.verbose)
+			fprintf(stderr, "tfg: %s: no RELEASE of plan %016llx "
+				"to %s: %s\n", p->name,
+				(unsigned long long)r.hash,
+				p->plan->tasks[r.task].name, e.msg);
+	}
 }
 
 void
-rt_ctx_use(RtCtx *c, int spec)
+rt_spec_unuse(RtServer *s, const RtUse *u)
 {
-	int prev = c->cur_spec;
+	int i = u->spec;
 
-	if (spec < 0) {
-		c->plan = c->base;
-		c->parts = c->base_parts;
-		c->arenas = c->base_arenas;
-		c->edge_bytes = c->base_edge_bytes;
-	} else {
-		RtSpec *s = &c->specs[spec];
+	if (i < 0)
+		return;
+	pthread_mutex_lock(&s->mu);
+	/* One dropped while its steps ran goes now. */
+	if (--s->specs[i].inuse == 0 && !spec_held(s, &s->specs[i]))
+		spec_release(s, i);
+	pthread_mutex_unlock(&s->mu);
+}
 
-		c->plan = s->plan;
-		c->parts = s->parts;
-		c->arenas = s->arenas;
-		c->edge_bytes = s->edge_bytes;
-		s->used = ++c->clock;
+static void
+arenas_clear(RtArenas *a, int n)
+{
+	for (int i = 0; a && i < n; i++) {
+		for (int k = 0; k < a[i].n; k++)
+			free(a[i].v[k]);
+		free(a[i].v);
 	}
-	c->cur_spec = spec;
-	/* One dropped while its step ran goes now. */
-	if (prev >= 0 && prev != spec && c->specs[prev].plan &&
-	    !spec_held(c, &c->specs[prev]))
-		spec_release(c, prev);
+	free(a);
 }
 
 static void
-spec_clear(RtSpec *s)
+spec_clear(RtSpec *x)
 {
-	for (int i = 0; s->arenas && i < s->plan->nsig; i++)
-		free(s->arenas[i]);
-	free(s->arenas);
-	free(s->parts);
-	free(s->edge_bytes);
-	free(s->feeds);
-	free(s->held);
-	free(s->has);
-	memset(s, 0, sizeof *s);
+	arenas_clear(x->spare, x->plan ? x->plan->nsig : 0);
+	free(x->parts);
+	free(x->feeds);
+	free(x->held);
+	free(x->has);
+	memset(x, 0, sizeof *x);
 }
 
-/* Frees specialisation i here and in the compiler; its slot is free. */
+/* Frees specialisation i here and in the compiler; its slot is free.
+ * Under s->mu. */
 static void
-spec_release(RtCtx *c, int i)
+spec_release(RtServer *s, int i)
 {
-	const TfgPlan *p = c->specs[i].plan;
+	const TfgPlan *p = s->specs[i].plan;
 
-	if (c->opt.verbose)
+	if (s->proc.opt.verbose)
 		fprintf(stderr, "tfg: %s: specialisation %d freed (plan "
-			"%016llx)\n", c->name, i, (unsigned long long)p->hash);
-	spec_clear(&c->specs[i]);
-	if (c->opt.release)
-		c->opt.release(c->opt.specialise_cookie, p);
+			"%016llx)\n", s->proc.name, i,
+			(unsigned long long)p->hash);
+	rt_proc_plan_remove(&s->proc, p);
+	spec_clear(&s->specs[i]);
+	if (s->proc.opt.release)
+		s->proc.opt.release(s->proc.opt.specialise_cookie, p);
 }
 
 /* What is left at exit is the compiler's to free (TfgReleaseFn). */
 void
-rt_spec_free(RtCtx *c)
+rt_spec_free(RtServer *s)
 {
-	for (int i = 0; i < c->nspec; i++)
-		if (c->specs[i].plan)
-			spec_clear(&c->specs[i]);
-	free(c->specs);
-	c->specs = NULL;
-	c->nspec = 0;
+	for (int i = 0; i < s->nspec; i++)
+		if (s->specs[i].plan)
+			spec_clear(&s->specs[i]);
+	free(s->specs);
+	s->specs = NULL;
+	s->nspec = 0;
 }
 
 static int
-spec_find(RtCtx *c, int sig, const TfgShape *feeds)
+spec_find(RtServer *s, int sig, const TfgShape *feeds)
 {
-	int n = c->base->sigs[sig].nfeed;
+	int n = s->proc.plan->sigs[sig].nfeed;
 
-	for (int i = 0; i < c->nspec; i++) {
-		int same = c->specs[i].plan && c->specs[i].sig == sig;
+	for (int i = 0; i < s->nspec; i++) {
+		int same = s->specs[i].plan && s->specs[i].sig == sig;
 
 		for (int k = 0; k < n && same; k++)
-			same = tfg_shape_eq(&c->specs[i].feeds[k], &feeds[k]);
+			same = tfg_shape_eq(&s->specs[i].feeds[k], &feeds[k]);
 		if (same)
 			return i;
 	}
@@ -225,241 +294,245 @@ spec_fits(const TfgPlan *g, const TfgPlan *p, int sig, const TfgShape *feeds)
 	return 1;
 }
 
-/* Compiles the specialisation of sig for feeds here into a free slot;
- * *idx gets it.  Errors go to c->err. */
-static tfg_status
-spec_add(RtCtx *c, int sig, const TfgShape *feeds, int *idx)
+/* Drops p, made by the compiler but not taken. */
+static void
+compiled_drop(RtServer *s, const TfgPlan *p)
 {
-	const TfgPlan *g = c->base, *p = NULL;
+	if (s->proc.opt.release)
+		s->proc.opt.release(s->proc.opt.specialise_cookie, p);
+}
+
+/* Compiles the specialisation of sig for feeds here into a free slot;
+ * *idx gets it.  Under s->mu (compiles go one at a time). */
+static tfg_status
+spec_add(RtServer *s, int sig, const TfgShape *feeds, int *idx, TfgError *e)
+{
+	const TfgPlan *g = s->proc.plan, *p = NULL;
 	const RtSig *gs = &g->sigs[sig];
+	const TfgOptions *o = &s->proc.opt;
 	char what[900];
-	RtSpec s = {0}, *v;
-	TfgError e = {TFG_OK, ""};
+	RtSpec x = {0}, *v;
+	TfgError ce = {TFG_OK, ""};
 	int slot = 0;
 
 	feeds_str(what, sizeof what, gs, feeds);
-	if (c->opt.specialise == NULL)
-		return tfg_error(&c->err, TFG_EINVAL,
+	if (o->specialise == NULL)
+		return tfg_error(e, TFG_EINVAL,
 				 "%s cannot compile the program for %s: it "
 				 "serves a compiled part, so give the dims "
-				 "left '?' with --shape", c->name, what);
-	s.sig = sig;
-	s.feeds = malloc(sizeof *s.feeds * ((size_t)gs->nfeed + 1));
-	s.parts = calloc((size_t)g->nsig + 1, sizeof *s.parts);
-	if (!s.feeds || !s.parts) {
-		free(s.feeds);
-		free(s.parts);
-		return tfg_error(&c->err, TFG_ENOMEM, "out of memory");
+				 "left '?' with --shape", s->proc.name, what);
+	x.sig = sig;
+	x.feeds = malloc(sizeof *x.feeds * ((size_t)gs->nfeed + 1));
+	x.parts = calloc((size_t)g->nsig + 1, sizeof *x.parts);
+	if (!x.feeds || !x.parts) {
+		spec_clear(&x);
+		return tfg_error(e, TFG_ENOMEM, "out of memory");
 	}
-	memcpy(s.feeds, feeds, sizeof *s.feeds * (size_t)gs->nfeed);
-	if (c->opt.specialise(c->opt.specialise_cookie, g, sig, feeds, c->task,
-			      &p, s.parts, &e) != 0 || p == NULL) {
-		free(s.feeds);
-		free(s.parts);
-		return tfg_error(&c->err, e.code ? e.code : TFG_EINVAL,
+	memcpy(x.feeds, feeds, sizeof *x.feeds * (size_t)gs->nfeed);
+	if (o->specialise(o->specialise_cookie, g, sig, feeds, s->proc.task,
+			  &p, x.parts, &ce) != 0 || p == NULL) {
+		spec_clear(&x);
+		return tfg_error(e, ce.code ? ce.code : TFG_EINVAL,
 				 "cannot compile the program for feeds %s:%s%s",
-				 what, e.msg[0] == '\n' ? "" : " ",
-				 e.msg[0] ? e.msg : "the compiler failed");
+				 what, ce.msg[0] == '\n' ? "" : " ",
+				 ce.msg[0] ? ce.msg : "the compiler failed");
 	}
-	s.plan = p;
 	if (!spec_fits(g, p, sig, feeds)) {
-		spec_clear(&s);
-		if (c->opt.release)
-			c->opt.release(c->opt.specialise_cookie, p);
-		return tfg_error(&c->err, TFG_EINVAL,
+		spec_clear(&x);
+		compiled_drop(s, p);
+		return tfg_error(e, TFG_EINVAL,
 				 "%s: the specialisation for %s does not fit "
-				 "the program's plan", c->name, what);
+				 "the program's plan", s->proc.name, what);
 	}
-	while (slot < c->nspec && c->specs[slot].plan)
+	x.plan = p;
+	while (slot < s->nspec && s->specs[slot].plan)
 		slot++;
-	s.arenas = calloc((size_t)p->nsig + 1, sizeof *s.arenas);
-	s.edge_bytes = calloc((size_t)p->nedge + 1, sizeof *s.edge_bytes);
-	s.held = calloc((size_t)g->ntask, 1);
-	s.has = calloc((size_t)g->ntask, 1);
-	v = slot < c->nspec ? c->specs :
-	    realloc(c->specs, sizeof *v * ((size_t)c->nspec + 1));
-	if (!s.arenas || !s.edge_bytes || !s.held || !s.has || !v) {
-		if (v)
-			c->specs = v;
-		spec_clear(&s);
-		if (c->opt.release)
-			c->opt.release(c->opt.specialise_cookie, p);
-		return tfg_error(&c->err, TFG_ENOMEM, "out of memory");
+	x.spare = calloc((size_t)p->nsig + 1, sizeof *x.spare);
+	x.held = calloc((size_t)g->ntask, sizeof *x.held);
+	x.has = calloc((size_t)g->ntask, sizeof *x.has);
+	v = slot < s->nspec ? s->specs :
+	    realloc(s->specs, sizeof *v * ((size_t)s->nspec + 1));
+	if (v)
+		s->specs = v;
+	if (!x.spare || !x.held || !x.has || !v ||
+	    rt_proc_plan_add(&s->proc, p) != TFG_OK) {
+		spec_clear(&x);
+		compiled_drop(s, p);
+		return tfg_error(e, TFG_ENOMEM, "out of memory");
 	}
-	for (int i = 0; i < p->nedge; i++)
-		s.edge_bytes[i] = rt_edge_nbytes(&p->edges[i]);
-	c->specs = v;
-	if (slot == c->nspec)
-		c->nspec++;
-	c->specs[slot] = s;
+	if (slot == s->nspec)
+		s->nspec++;
+	s->specs[slot] = x;
 	*idx = slot;
-	if (c->opt.verbose)
+	if (o->verbose)
 		fprintf(stderr, "tfg: %s: specialisation %d of signature %d "
-			"for %s (plan %016llx)\n", c->name, slot, sig, what,
-			(unsigned long long)p->hash);
+			"for %s (plan %016llx)\n", s->proc.name, slot, sig,
+			what, (unsigned long long)p->hash);
 	return TFG_OK;
 }
 
-/* RELEASE of specialisation i to every task that compiled it for this
- * client and is up.  One that is not up gets none (no message goes to a
- * task that is not up): it keeps the specialisation until it needs the
- * room for this client (spec_room). */
+/* Client task `client` no longer holds specialisation i; when no client
+ * does and no step runs it, it is freed (through TfgOptions.release).
+ * If client is this task, the tasks that have it hear a RELEASE (one
+ * that is not up gets none: it keeps the specialisation until it needs
+ * the room for this client, spec_room).  Under s->mu. */
 static void
-release_send(RtCtx *c, int i)
+spec_drop(RtServer *s, int i, int client)
 {
-	RtSpec *s = &c->specs[i];
+	RtSpec *x = &s->specs[i];
 
-	for (int t = 0; t < c->base->ntask; t++) {
-		nng_msg *m;
-		unsigned char *b;
-		TfgError e = {TFG_OK, "not up"};
+	x->held[client] = 0;
+	if (client == s->proc.task) {
+		x->ready = 0;
+		for (int t = 0; t < ntask(s); t++) {
+			RtRelease r = {t, x->sig, x->plan->hash};
 
-		if (!s->has[t])
-			continue;
-		s->has[t] = 0;
-		if (rt_net_peer_up(c, t) &&
-		    rt_msg_new(c, &m, &b, RT_MSG_RELEASE, 0, (uint32_t)s->sig,
-			       NULL, 8, &e) == TFG_OK) {
-			rt_put_le(b, s->plan->hash, 8);
-			if (rt_net_send(c, t, m, rt_now() + c->opt.step_timeout,
-					&e) == TFG_OK)
+			if (!x->has[t])
 				continue;
+			x->has[t] = 0;
+			if (s->npending == s->cappending) {
+				int nc = s->cappending ? 2 * s->cappending : 8;
+				RtRelease *v = realloc(s->pending,
+						       sizeof *v * (size_t)nc);
+
+				if (v == NULL)
+					continue; /* it keeps it: spec_room */
+				s->pending = v, s->cappending = nc;
+			}
+			s->pending[s->npending++] = r;
 		}
-		if (c->opt.verbose)
-			fprintf(stderr, "tfg: %s: no RELEASE of plan %016llx "
-				"to %s: %s\n", c->name,
-				(unsigned long long)s->plan->hash,
-				c->base->tasks[t].name, e.msg);
 	}
+	if (!spec_held(s, x) && x->inuse == 0)
+		spec_release(s, i);
 }
 
 void
-rt_spec_drop(RtCtx *c, int i, int client)
+rt_spec_drop(RtServer *s, int i, int client)
 {
-	RtSpec *s = &c->specs[i];
-
-	s->held[client] = 0;
-	if (client == c->task) {
-		s->ready = 0;
-		release_send(c, i);
-	}
-	if (!spec_held(c, s) && i != c->cur_spec)
-		spec_release(c, i);
+	pthread_mutex_lock(&s->mu);
+	spec_drop(s, i, client);
+	pthread_mutex_unlock(&s->mu);
+	release_flush(s);
 }
 
 void
-rt_spec_forget(RtCtx *c, int task)
+rt_spec_forget(RtServer *s, int task, uint64_t epoch)
 {
-	for (int i = 0; i < c->nspec; i++) {
-		RtSpec *s = &c->specs[i];
+	pthread_mutex_lock(&s->mu);
+	for (int i = 0; i < s->nspec; i++) {
+		RtSpec *x = &s->specs[i];
 
-		if (s->plan == NULL)
+		if (x->plan == NULL)
 			continue;
 		/* as this client's: announce it again before its next step,
 		   rather than fail that step with RT_ERROR_NO_PLAN */
-		if (s->has[task]) {
-			s->has[task] = 0;
-			s->ready = 0;
+		if (x->has[task] && x->has[task] < epoch) {
+			x->has[task] = 0;
+			x->ready = 0;
 		}
-		if (s->held[task])
-			rt_spec_drop(c, i, task);
+		if (x->held[task] && x->held[task] < epoch)
+			spec_drop(s, i, task);
 	}
+	pthread_mutex_unlock(&s->mu);
+	release_flush(s);
 }
 
 /* Room for one more specialisation held for client: past the cap, its
- * least recently used one that is not in use goes.  what: the shapes of
- * the new one, for the error when every one is in use. */
+ * least recently used one that no step runs goes.  what: the shapes of
+ * the new one, for the error when every one is in use.  Under s->mu. */
 static tfg_status
-spec_room(RtCtx *c, int client, const char *what)
+spec_room(RtServer *s, int client, const char *what, TfgError *e)
 {
 	for (;;) {
 		int n = 0, lru = -1;
 
-		for (int i = 0; i < c->nspec; i++) {
-			const RtSpec *s = &c->specs[i];
+		for (int i = 0; i < s->nspec; i++) {
+			const RtSpec *x = &s->specs[i];
 
-			if (!s->plan || !s->held[client])
+			if (!x->plan || !x->held[client])
 				continue;
 			n++;
-			if (i != c->cur_spec &&
-			    (lru < 0 || s->used < c->specs[lru].used))
+			if (x->inuse == 0 &&
+			    (lru < 0 || x->used < s->specs[lru].used))
 				lru = i;
 		}
-		if (n < max_specs(c))
+		if (n < max_specs(s))
 			return TFG_OK;
 		if (lru < 0)
-			return tfg_error(&c->err, TFG_ENOMEM,
+			return tfg_error(e, TFG_ENOMEM,
 					 "%s: more than %d shapes in use at "
-					 "once (now %s)", c->name,
-					 max_specs(c), what);
-		if (c->opt.verbose)
+					 "once (now %s)", s->proc.name,
+					 max_specs(s), what);
+		if (s->proc.opt.verbose)
 			fprintf(stderr, "tfg: %s: evicting specialisation %d "
 				"of %s (plan %016llx): %d kept for it\n",
-				c->name, lru, c->base->tasks[client].name,
-				(unsigned long long)c->specs[lru].plan->hash,
-				max_specs(c));
-		rt_spec_drop(c, lru, client);
+				s->proc.name, lru, s->proc.plan->tasks[client].name,
+				(unsigned long long)s->specs[lru].plan->hash,
+				max_specs(s));
+		spec_drop(s, lru, client);
 	}
 }
 
-tfg_status
-rt_spec_hold(RtCtx *c, int client, int sig, const TfgShape *feeds, int *spec)
+/* rt_spec_hold under s->mu. */
+static tfg_status
+hold_locked(RtServer *s, int client, uint64_t epoch, int sig,
+	    const TfgShape *feeds, int *spec, TfgError *e)
 {
 	char what[900];
 	tfg_status st;
-	int i = spec_find(c, sig, feeds);
+	int i = spec_find(s, sig, feeds);
 
 	if (i < 0) {
-		feeds_str(what, sizeof what, &c->base->sigs[sig], feeds);
-		if ((st = spec_room(c, client, what)) != TFG_OK ||
-		    (st = spec_add(c, sig, feeds, &i)) != TFG_OK)
+		feeds_str(what, sizeof what, &s->proc.plan->sigs[sig], feeds);
+		if ((st = spec_room(s, client, what, e)) != TFG_OK ||
+		    (st = spec_add(s, sig, feeds, &i, e)) != TFG_OK)
 			return st;
 	}
-	c->specs[i].held[client] = 1;
-	c->specs[i].used = ++c->clock;
+	s->specs[i].held[client] = epoch;
+	s->specs[i].used = ++s->clock;
 	*spec = i;
 	return TFG_OK;
 }
 
 tfg_status
-rt_spec_client(RtCtx *c, int sig, const TfgShape *feeds, int *spec)
+rt_spec_hold(RtServer *s, int client, uint64_t epoch, int sig,
+	     const TfgShape *feeds, int *spec, TfgError *e)
 {
-	const RtSig *gs = &c->base->sigs[sig];
-	double deadline;
-	size_t n = 0;
-	tfg_status st = TFG_OK, lst;
-	char what[900];
-	int i = spec_find(c, sig, feeds), nsent = 0;
+	tfg_status st;
 
-	if (i >= 0 && c->specs[i].ready) {
-		c->specs[i].used = ++c->clock;
-		*spec = i;
-		return TFG_OK;
-	}
-	c->err.code = TFG_OK;
-	c->err.msg[0] = '\0';
-	/* Room first: the RELEASE of the one evicted then reaches each task
-	   before this SPECIALISE does. */
-	feeds_str(what, sizeof what, gs, feeds);
-	if (i < 0 && (st = spec_room(c, c->task, what)) != TFG_OK)
-		return st;
+	pthread_mutex_lock(&s->mu);
+	st = hold_locked(s, client, epoch, sig, feeds, spec, e);
+	pthread_mutex_unlock(&s->mu);
+	release_flush(s);
+	return st;
+}
+
+/* The SPECIALISE round of sig for feeds, as step c: the message to
+ * every other task that may take part, the own compile meanwhile (into
+ * *spec, held), then their answers. */
+static tfg_status
+spec_round(RtServer *s, RtCtx *c, int sig, const TfgShape *feeds, int *spec)
+{
+	RtProc *p = &s->proc;
+	const RtSig *gs = &p->plan->sigs[sig];
+	double deadline = rt_now() + p->opt.step_timeout;
+	size_t n = 0;
+	tfg_status st = TFG_OK;
+	int nsent = 0, i = -1;
+
 	for (int k = 0; k < gs->nfeed; k++)
 		n += 8 * (1 + (size_t)feeds[k].rank);
-	/* Every other task that may take part compiles it too, while this
-	   one does (a task that has it answers at once); this round is a
-	   step of its own. */
-	if ((st = rt_step_next(c)))
+	if ((st = rt_step_begin(c, NULL, -1)))
 		return st;
-	c->sig = -1;
-	deadline = rt_now() + c->opt.step_timeout;
 	for (int t = 0; t < gs->ntask && st == TFG_OK; t++) {
 		nng_msg *m;
 		unsigned char *b;
 
-		if (gs->tasks[t] == c->task)
+		if (gs->tasks[t] == p->task)
 			continue;
-		if ((st = rt_msg_new(c, &m, &b, RT_MSG_SPECIALISE, c->step,
-				     (uint32_t)sig, NULL, n, &c->err)))
+		if ((st = rt_msg_new(p, NULL, &m, &b, RT_MSG_SPECIALISE,
+				     c->step, (uint32_t)sig, NULL, n,
+				     &c->err)))
 			break;
 		for (int k = 0; k < gs->nfeed; k++) {
 			rt_put_le(b, (uint64_t)feeds[k].rank, 8);
@@ -467,56 +540,108 @@ rt_spec_client(RtCtx *c, int sig, const TfgShape *feeds, int *spec)
 			for (int d = 0; d < feeds[k].rank; d++, b += 8)
 				rt_put_le(b, (uint64_t)feeds[k].dims[d], 8);
 		}
-		if ((st = rt_net_send(c, gs->tasks[t], m, deadline, &c->err)))
+		if ((st = rt_send(p, gs->tasks[t], m, deadline, NULL,
+				  &c->err)))
 			break;
 		nsent++;
 	}
-	if (st == TFG_OK && (lst = rt_spec_hold(c, c->task, sig, feeds, &i)))
-		st = lst;
+	rt_step_sent(c);
+	if (st == TFG_OK)
+		st = rt_spec_hold(s, p->task, p->epoch, sig, feeds, &i,
+				  &c->err);
 	for (int t = 0; t < gs->ntask && st == TFG_OK && nsent > 0; t++) {
-		uint64_t hash = 0;
+		uint64_t hash = 0, own, epoch = 0;
 		int task = gs->tasks[t];
 
-		if (task == c->task)
+		if (task == p->task)
 			continue;
 		nsent--;
 		if ((st = rt_wait_done(c, task, "compile the specialisation",
-				       &hash)))
+				       &hash, &epoch)))
 			break;
-		uint64_t own = c->specs[i].plan->hash;
+		pthread_mutex_lock(&s->mu);
+		own = s->specs[i].plan->hash;
+		if (hash == own)
+			s->specs[i].has[task] = epoch;
+		pthread_mutex_unlock(&s->mu);
 		if (hash != own)
 			st = tfg_error(&c->err, TFG_EPEER,
 				"%s compiled another specialisation (plan "
 				"%016llx, this one's is %016llx): do all tasks "
 				"run the same tfgc with the same options?",
-				c->plan->tasks[task].name,
+				p->plan->tasks[task].name,
 				(unsigned long long)hash,
 				(unsigned long long)own);
-		else
-			c->specs[i].has[task] = 1;
 	}
 	rt_step_end(c);
+	*spec = i;
+	return st;
+}
+
+tfg_status
+rt_spec_client(RtServer *s, int sig, const TfgShape *feeds, RtUse *u,
+	       TfgError *e)
+{
+	RtProc *p = &s->proc;
+	RtCtx c;
+	char what[900];
+	tfg_status st = TFG_OK;
+	int i;
+
+	pthread_mutex_lock(&s->mu);
+	i = spec_find(s, sig, feeds);
+	if (i >= 0 && s->specs[i].ready) {
+		use_locked(s, i, u);
+		pthread_mutex_unlock(&s->mu);
+		return TFG_OK;
+	}
+	/* Room first: the RELEASE of the one evicted then reaches each task
+	   before this SPECIALISE does. */
+	feeds_str(what, sizeof what, &p->plan->sigs[sig], feeds);
+	if (i < 0)
+		st = spec_room(s, p->task, what, e);
+	pthread_mutex_unlock(&s->mu);
+	release_flush(s);
 	if (st != TFG_OK)
 		return st;
-	c->specs[i].ready = 1;
-	*spec = i;
-	return TFG_OK;
+	/* Every other task that may take part compiles it too, while this
+	   one does (a task that has it answers at once); this round is a
+	   step of its own. */
+	rt_ctx_init(&c, p);
+	if ((st = spec_round(s, &c, sig, feeds, &i)) != TFG_OK) {
+		*e = c.err;
+		return st;
+	}
+	pthread_mutex_lock(&s->mu);
+	if (s->specs[i].plan && s->specs[i].held[p->task]) {
+		s->specs[i].ready = 1;
+		use_locked(s, i, u);
+	} else {
+		st = tfg_error(e, TFG_EINVAL, "%s: the specialisation for %s "
+			       "was dropped while it was announced",
+			       p->name, what);
+	}
+	pthread_mutex_unlock(&s->mu);
+	return st;
 }
 
 void
-rt_spec_lost(RtCtx *c, int i, int task)
+rt_spec_lost(RtServer *s, int i, int task, TfgError *e)
 {
-	RtSpec *s = &c->specs[i];
+	RtSpec *x;
 	char what[900];
 
-	s->ready = 0;
-	s->has[task] = 0;
-	feeds_str(what, sizeof what, &c->base->sigs[s->sig], s->feeds);
-	tfg_error(&c->err, TFG_EPEER,
+	pthread_mutex_lock(&s->mu);
+	x = &s->specs[i];
+	x->ready = 0;
+	x->has[task] = 0;
+	feeds_str(what, sizeof what, &s->proc.plan->sigs[x->sig], x->feeds);
+	tfg_error(e, TFG_EPEER,
 		  "%s does not have the specialisation for %s (plan %016llx; "
 		  "was it restarted?): the next run announces it again, this "
-		  "one is not retried", c->base->tasks[task].name, what,
-		  (unsigned long long)s->plan->hash);
+		  "one is not retried", s->proc.plan->tasks[task].name, what,
+		  (unsigned long long)x->plan->hash);
+	pthread_mutex_unlock(&s->mu);
 }
 
 /* Reads the feed shapes of a SPECIALISE for sig into feeds; 0, or -1
@@ -569,67 +694,110 @@ decode(const RtSig *sig, const RtMsg *m, TfgShape *feeds, char *why,
 	return 0;
 }
 
-/* DONE for the current step to client, with the plan hash of
- * specialisation i as its body. */
+/* DONE for step c to its client, with plan hash `hash` as its body. */
 static void
-reply_hash(RtCtx *c, int client, int sig, int i)
+reply_hash(RtCtx *c, int sig, uint64_t hash)
 {
+	RtProc *p = c->proc;
 	nng_msg *m;
 	unsigned char *b;
 	TfgError e;
 
-	if (rt_msg_new(c, &m, &b, RT_MSG_DONE, c->step, (uint32_t)sig, NULL,
-		       8, &e) == TFG_OK) {
-		rt_put_le(b, c->specs[i].plan->hash, 8);
-		if (rt_net_send(c, client, m, rt_now() + c->opt.step_timeout,
-				&e) == TFG_OK)
+	if (rt_msg_new(p, NULL, &m, &b, RT_MSG_DONE, c->step, (uint32_t)sig,
+		       NULL, 8, &e) == TFG_OK) {
+		rt_put_le(b, hash, 8);
+		if (rt_send(p, c->client, m, rt_now() + p->opt.step_timeout,
+			    c, &e) == TFG_OK)
 			return;
 	}
-	fprintf(stderr, "tfgc: error: %s: %s\n", c->name, e.msg);
+	fprintf(stderr, "tfgc: error: %s: %s\n", p->name, e.msg);
 }
 
 void
-rt_spec_serve(RtCtx *c, RtMsg *m)
+rt_spec_serve(RtServer *s, RtCtx *c, const RtMsg *m)
 {
 	int client = m->h.src, sig = (int)m->h.key, i;
-	const RtSig *gs = &c->base->sigs[sig];
+	const RtSig *gs = &s->proc.plan->sigs[sig];
 	TfgShape *feeds;
+	TfgError e;
+	uint64_t hash = 0;
 	char why[600];
 
 	/* Validation made sure sig is driven from client, and the plan is
 	   generic; the round is a step with no signature to run. */
-	if (rt_step_accept(c, m, -1) != 0)
-		return;
 	if ((feeds = calloc((size_t)gs->nfeed + 1, sizeof *feeds)) == NULL) {
-		rt_reply(c, client, RT_ERROR_FAILED, "out of memory");
+		rt_reply(c, RT_ERROR_FAILED, "out of memory");
 	} else if (decode(gs, m, feeds, why, sizeof why) != 0) {
 		fprintf(stderr, "tfgc: error: %s: bad SPECIALISE from %s: %s\n",
-			c->name, c->plan->tasks[client].name, why);
-		rt_reply(c, client, RT_ERROR_FAILED, why);
-	} else if (rt_spec_hold(c, client, sig, feeds, &i) != TFG_OK) {
-		rt_reply(c, client, RT_ERROR_FAILED, c->err.msg);
+			s->proc.name, s->proc.plan->tasks[client].name, why);
+		rt_reply(c, RT_ERROR_FAILED, why);
 	} else {
-		reply_hash(c, client, sig, i);
+		pthread_mutex_lock(&s->mu);
+		if (hold_locked(s, client, m->h.epoch, sig, feeds, &i, &e) ==
+		    TFG_OK)
+			hash = s->specs[i].plan->hash;
+		pthread_mutex_unlock(&s->mu);
+		release_flush(s);
+		if (hash)
+			reply_hash(c, sig, hash);
+		else
+			rt_reply(c, RT_ERROR_FAILED, e.msg);
 	}
 	free(feeds);
 	rt_step_end(c);
 }
 
+tfg_status
+rt_release_check(RtServer *s, const RtHdr *h, const unsigned char *body,
+		 int *spec, TfgError *e)
+{
+	uint64_t hash = rt_get_le(body, 8);
+	const char *who = s->proc.plan->tasks[h->src].name;
+
+	*spec = -1;
+	for (int i = 0; i < s->nspec; i++) {
+		const RtSpec *x = &s->specs[i];
+
+		if (x->plan == NULL || x->plan->hash != hash)
+			continue;
+		if (x->sig != (int)h->key)
+			break;
+		if (!x->held[h->src])
+			return tfg_error(e, TFG_EPROTO,
+					 "bad RELEASE from %s: it does not "
+					 "hold the specialisation of plan "
+					 "%016llx (it never announced it, or "
+					 "released it already)", who,
+					 (unsigned long long)hash);
+		*spec = i;
+		return TFG_OK;
+	}
+	return tfg_error(e, TFG_EPROTO,
+			 "bad RELEASE from %s: plan %016llx is no "
+			 "specialisation of signature %u held here (was this "
+			 "task restarted?)", who, (unsigned long long)hash,
+			 h->key);
+}
+
 void
-rt_spec_serve_release(RtCtx *c, RtMsg *m)
+rt_spec_serve_release(RtServer *s, const RtMsg *m)
 {
 	TfgError e;
 	int i;
 
-	if (rt_release_check(c, &m->h, m->body, &i, &e) != TFG_OK) {
-		fprintf(stderr, "tfgc: error: %s: %s (ignored)\n", c->name,
-			e.msg);
+	pthread_mutex_lock(&s->mu);
+	if (rt_release_check(s, &m->h, m->body, &i, &e) != TFG_OK) {
+		pthread_mutex_unlock(&s->mu);
+		fprintf(stderr, "tfgc: error: %s: %s (ignored)\n",
+			s->proc.name, e.msg);
 		return;
 	}
-	if (c->opt.verbose)
+	if (s->proc.opt.verbose)
 		fprintf(stderr, "tfg: %s: %s released specialisation %d\n",
-			c->name, c->base->tasks[m->h.src].name, i);
-	rt_spec_drop(c, i, m->h.src);
+			s->proc.name, s->proc.plan->tasks[m->h.src].name, i);
+	spec_drop(s, i, m->h.src);
+	pthread_mutex_unlock(&s->mu);
+	release_flush(s);
 }
 
 /* Called with the START's step accepted (server.c). */
@@ -641,8 +809,8 @@ rt_spec_refuse(RtCtx *c, const RtMsg *m)
 	snprintf(text, sizeof text, "no specialisation with plan %016llx "
 		 "for signature %u here (restarted, or evicted?)",
 		 (unsigned long long)m->h.prog, m->h.key);
-	if (c->opt.verbose)
-		fprintf(stderr, "tfg: %s: START from %s: %s\n", c->name,
-			c->base->tasks[m->h.src].name, text);
-	rt_reply(c, m->h.src, RT_ERROR_NO_PLAN, text);
+	if (c->proc->opt.verbose)
+		fprintf(stderr, "tfg: %s: START from %s: %s\n", c->proc->name,
+			c->proc->plan->tasks[m->h.src].name, text);
+	rt_reply(c, RT_ERROR_NO_PLAN, text);
 }

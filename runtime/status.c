@@ -2,13 +2,17 @@
  * runtime/status.c: status codes and error details.
  *
  * The messages come from runtime/errors.def through the X-macro, so the
- * table can never fall out of step with the tfg_status enum.
+ * table can never fall out of step with the tfg_status enum.  Also the
+ * clock and address helpers every layer of the runtime uses.
  */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "runtime/tfg.h"
+#include <string.h>
+#include <time.h>
+
+#include "runtime/rt_int.h"
 
 static const char *const status_msg[TFG__NSTATUS] = {
 	[TFG_OK] = "ok",
@@ -44,4 +48,22 @@ tfg_assert_fail(const char *what, const char *file, int line)
 	fflush(stdout);
 	fprintf(stderr, "%s:%d: assertion failed: %s\n", file, line, what);
 	abort();
+}
+
+double
+rt_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+void
+rt_url(char *buf, size_t n, const char *addr)
+{
+	if (strstr(addr, "://"))
+		snprintf(buf, n, "%s", addr);
+	else
+		snprintf(buf, n, "tcp://%s", addr);
 }

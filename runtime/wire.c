@@ -4,8 +4,8 @@
  *
  * Fields are packed byte by byte in little-endian order (no struct
  * punning), so the layout does not depend on the compiler or the host.
- * rt_wire_check is the only door through which a received message gets
- * in: it checks every field against the plan before anything uses it, and
+ * Part of the protocol layer (runtime/proto.h).  rt_wire_check is the
+ * only door through which a received message gets in: it checks every field against the plan before anything uses it, and
  * names the sender in its message.
  *
  * Bodies: TENSOR carries the edge's bytes; START the step's feeds for the
@@ -18,7 +18,7 @@
  *
  * The last field, epoch, is the sending process's incarnation: the wall
  * clock when it started, so that a restarted task is told from the one
- * before it (rendezvous.c, rt_epoch_check).  Validation only refuses 0;
+ * before it (proto.c, rt_epoch_check).  Validation only refuses 0;
  * comparing it with what was heard from the task comes after, so that a
  * message refused here changes nothing.
  *
@@ -31,7 +31,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "runtime/rt_int.h"
+#include "runtime/proto.h"
 
 static const char *const msg_names[RT_MSG__N] = {
 	[RT_MSG_PING] = "PING",
@@ -454,7 +454,7 @@ wire_check(RtHdr *h, const TfgPlan *plan, int self, const void *buf,
 				 "message has %zu", rt_msg_name(h->type), who,
 				 (unsigned long long)h->nbytes,
 				 len - RT_HDR_SIZE);
-	/* 0 would read as "no incarnation heard yet" (rendezvous.c) */
+	/* 0 would read as "no incarnation heard yet" (proto.c) */
 	if (h->epoch == 0)
 		return tfg_error(e, TFG_EPROTO,
 				 "bad %s from %s: incarnation (epoch) 0",
@@ -490,36 +490,4 @@ rt_wire_check_lost(RtHdr *h, const TfgPlan *plan, int self, const void *buf,
 		   size_t len, const char *addr, TfgError *e)
 {
 	return wire_check(h, plan, self, buf, len, addr, 1, e);
-}
-
-tfg_status
-rt_release_check(RtCtx *c, const RtHdr *h, const unsigned char *body,
-		 int *spec, TfgError *e)
-{
-	uint64_t hash = rt_get_le(body, 8);
-	const char *who = c->base->tasks[h->src].name;
-
-	*spec = -1;
-	for (int i = 0; i < c->nspec; i++) {
-		const RtSpec *s = &c->specs[i];
-
-		if (s->plan == NULL || s->plan->hash != hash)
-			continue;
-		if (s->sig != (int)h->key)
-			break;
-		if (!s->held[h->src])
-			return tfg_error(e, TFG_EPROTO,
-					 "bad RELEASE from %s: it does not "
-					 "hold the specialisation of plan "
-					 "%016llx (it never announced it, or "
-					 "released it already)", who,
-					 (unsigned long long)hash);
-		*spec = i;
-		return TFG_OK;
-	}
-	return tfg_error(e, TFG_EPROTO,
-			 "bad RELEASE from %s: plan %016llx is no "
-			 "specialisation of signature %u held here (was this "
-			 "task restarted?)", who, (unsigned long long)hash,
-			 h->key);
 }

@@ -80,6 +80,42 @@ for f in $sources; do
 	done <"$out"
 done
 
+# (d) the runtime's layers (spec/design.md "Runtime layers"): transport
+#     (net.c net.h) -> protocol (wire.c proto.c rendezvous.c proto.h
+#     proto_int.h) -> roles (server.c client.c spec.c launch.c role.h).
+#     A file includes no header of a layer above its own; the roles see
+#     the transport only through the protocol's header (no net.h, no call
+#     of rt_net_*), and the protocol's own header proto_int.h stays in it.
+layer() {
+	case $1 in
+	runtime/net.c|runtime/net.h) echo 1 ;;
+	runtime/wire.c|runtime/proto.c|runtime/rendezvous.c|runtime/proto.h|\
+	runtime/proto_int.h) echo 2 ;;
+	runtime/server.c|runtime/client.c|runtime/spec.c|runtime/launch.c|\
+	runtime/role.h) echo 3 ;;
+	*) echo 0 ;;
+	esac
+}
+for f in $sources; do
+	case $f in runtime/*) ;; *) continue ;; esac
+	l=$(layer "$f")
+	for inc in $(sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"\(runtime\/[a-z_]*\.h\)".*/\1/p' "$f"); do
+		li=$(layer "$inc")
+		[ "$li" = 0 ] && continue
+		if [ "$l" = 0 ] && [ "$li" = 3 ]; then
+			problem "$f: #include \"$inc\": only the roles include runtime/role.h"
+		elif [ "$l" != 0 ] && [ "$li" -gt "$l" ]; then
+			problem "$f: #include \"$inc\": a layer above its own"
+		elif [ "$l" = 3 ] && [ "$li" != 3 ] && [ "$inc" != runtime/proto.h ]; then
+			problem "$f: #include \"$inc\": the roles use runtime/proto.h"
+		fi
+	done
+	if [ "$l" = 3 ] && grep -n 'rt_net_[a-z_]*(' "$f" >"$out"; then
+		problem "$f calls the transport (roles go through the protocol):"
+		sed 's/^/    /' "$out"
+	fi
+done
+
 # (b) headers on their own
 for h in $sources; do
 	case $h in *.h) ;; *) continue ;; esac

@@ -36,7 +36,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "runtime/rt_int.h"
+#include "runtime/role.h"
+
+#include <pthread.h>
 
 #include <nng/protocol/pipeline0/push.h>
 
@@ -48,7 +50,7 @@ static const char *scenario = "hello";
 #define STEP_NO(c) RT_STEP_NO((c)->step)
 
 /* The incarnation of the messages this test forges: the oldest there is
- * (rt_ctx_init gives real processes the wall clock), so a task that has
+ * (rt_proc_init gives real processes the wall clock), so a task that has
  * heard from the real sender drops them (design.md "Restarts"). */
 #define EPOCH 1
 
@@ -103,8 +105,13 @@ part0(struct RtCtx *c, char *arena)
 	int rc;
 
 	(void)arena;
-	if (strcmp(scenario, "abort") == 0 && STEP_NO(c) == 1)
+	if (strcmp(scenario, "abort") == 0 && STEP_NO(c) == 1) {
+		/* task 1 is waiting by then: its wait is what is cancelled */
+		struct timespec ts = {0, 200 * 1000000L};
+
+		nanosleep(&ts, NULL);
 		return tfg_error(&c->err, TFG_EINVAL, "task 0 gave up");
+	}
 	if (strcmp(scenario, "orphan") == 0 && STEP_NO(c) == 2) {
 		struct timespec ts = {0, 300 * 1000000L};
 
@@ -624,24 +631,44 @@ role_stale(int argc, char **argv)
 	nng_close(s);
 	return 0;
 }
+static const char *sendblock_port;
 
-/* sendblock P0 P1: task 1 of hello.tfg alone at P1 (nothing listens at
- * P0), in step 1 of client task 0, whose ABORT of it is on its way:
- * sends of y2 to task 0 fill the queue to it, and the send that blocks
- * then must end with the step's cancellation, not at the step deadline
- * (10 s).  Prints what happened; exits 0 if it was the cancellation. */
-static int
-role_sendblock(int argc, char **argv)
+/* The ABORT of step 1 of client task 0 to task 1 at sendblock_port,
+ * once task 1's sends have filled the queue and one blocks. */
+static void *
+send_abort(void *arg)
 {
 	static const char why[] = "gave up";
 	unsigned char buf[RT_HDR_SIZE + sizeof why];
+	const TfgPlan *plan = arg;
+	struct timespec ts = {0, 300 * 1000000L};
+	nng_socket s;
+	RtHdr h;
+
+	nanosleep(&ts, NULL);
+	if (push_to(&s, sendblock_port) != 0)
+		return NULL;
+	rt_hdr_init(&h, plan, RT_MSG_ABORT, STEP(0, EPOCH, 1), 0, 0,
+		    sizeof why - 1, EPOCH);
+	rt_hdr_encode(buf, &h);
+	memcpy(buf + RT_HDR_SIZE, why, sizeof why - 1);
+	nng_send(s, buf, RT_HDR_SIZE + sizeof why - 1, 0);
+	sleep(1);
+	nng_close(s);
+	return NULL;
+}
+
+static int
+role_sendblock(int argc, char **argv)
+{
 	char url[64];
 	TfgPlan plan;
 	TfgOptions opt;
 	TfgError e;
+	RtProc p;
 	RtCtx c;
-	RtHdr h;
-	nng_socket s;
+	RtMsg start;
+	pthread_t t;
 	int32_t y2 = 1;
 	tfg_status st = TFG_OK;
 	double t0;
@@ -651,29 +678,29 @@ role_sendblock(int argc, char **argv)
 		return 2;
 	plan = build_plan(argv[2], argv[3], 0);
 	opt = options();
+	sendblock_port = argv[3];
 	snprintf(url, sizeof url, "tcp://127.0.0.1:%s", argv[3]);
-	if (rt_ctx_init(&c, &plan, 1, &opt) != TFG_OK ||
-	    rt_net_listen(&c, url, &e) != TFG_OK)
+	if (rt_proc_init(&p, &plan, 1, &opt) != TFG_OK ||
+	    rt_proc_open(&p, url, &e) != TFG_OK)
 		return 1;
-	rt_net_dial_peers(&c);
-	if (nng_push0_open(&s) != 0 || nng_dial(s, url, NULL, 0) != 0)
+	/* in step 1 of client task 0, as if its START had come */
+	memset(&start, 0, sizeof start);
+	rt_hdr_init(&start.h, &plan, RT_MSG_START, STEP(0, EPOCH, 1), 0, 0, 4,
+		    EPOCH);
+	rt_ctx_init(&c, &p);
+	if (rt_step_accept(&p, &c, &start, 0) != 0)
 		return 1;
-	rt_hdr_init(&h, &plan, RT_MSG_ABORT, STEP(0, EPOCH, 1), 0, 0,
-		    sizeof why - 1, EPOCH);
-	rt_hdr_encode(buf, &h);
-	memcpy(buf + RT_HDR_SIZE, why, sizeof why - 1);
-	if (nng_send(s, buf, RT_HDR_SIZE + sizeof why - 1, 0) != 0)
+	if (pthread_create(&t, NULL, send_abort, &plan) != 0)
 		return 1;
-	c.step = STEP(0, EPOCH, 1), c.client = 0, c.sig = 0;
 	t0 = rt_now();
 	for (n = 0; n < 100000 && st == TFG_OK; n++)
 		st = tfg_rt_send(&c, 1, &y2);
 	printf("%d sends, the last %s after %.1f s: %s\n", n,
 	       tfg_strerror(st), rt_now() - t0, c.err.msg);
+	pthread_join(t, NULL);
 	rt_step_end(&c);
-	nng_close(s);
-	rt_ctx_free(&c);
-	return st == TFG_ECANCELED ? 0 : 1;
+	rt_proc_free(&p);
+	return st == TFG_ECANCELED && n > 1 ? 0 : 1;
 }
 
 int test_main(int argc, char **argv);
@@ -1079,12 +1106,31 @@ generic3(void)
 	return g;
 }
 
-/* The bookkeeping of spec.c in this process, without sockets.  A
- * specialisation is freed when no client holds it any more.  The wire
- * lets only a signature's client announce or release one, so in a
- * cluster one task holds it at most; driven directly here, two do, and
- * it stays until both let go.  Each client keeps max_specs: past that
- * its own least recently used one goes, never another client's. */
+/* Whether a specialisation with plan `hash` is kept in s; *k its slot. */
+static int
+spec_of(RtServer *s, uint64_t hash, int *k)
+{
+	for (int i = 0; i < s->nspec; i++)
+		if (s->specs[i].plan && s->specs[i].plan->hash == hash) {
+			*k = i;
+			return 1;
+		}
+	return 0;
+}
+
+/* Runs the records queued at s, as its executors would. */
+static void
+handle_queued(RtServer *s)
+{
+	RtCtx c;
+	RtMsg m;
+
+	rt_ctx_init(&c, &s->proc);
+	while (rt_proc_next(&s->proc, &m, &c, 0) == 0) {
+		TFG_ASSERT(m.h.type == RT_EV_RESTARTED);
+		rt_server_handle(s, &c, &m);
+	}
+}
 static void
 t_spec_holders(void)
 {
@@ -1092,7 +1138,8 @@ t_spec_holders(void)
 	TfgOptions o = {0};
 	TfgShape f[5];
 	uint64_t h[5];
-	RtCtx c;
+	RtServer s;
+	TfgError e;
 	int i, j, k;
 
 	o.specialise = specialise;
@@ -1100,37 +1147,37 @@ t_spec_holders(void)
 	o.max_specs = 2;
 	for (int n = 0; n < 5; n++)
 		f[n] = (TfgShape){1, {n + 1}};
-	ASSERT_EQ(rt_ctx_init(&c, &g, 1, &o), TFG_OK);
+	ASSERT_EQ(rt_server_init(&s, &g, 1, &o), TFG_OK);
 	nreleased = 0;
-	ASSERT_EQ(rt_spec_hold(&c, 0, 0, &f[2], &i), TFG_OK);
-	ASSERT_EQ(rt_spec_hold(&c, 2, 0, &f[2], &j), TFG_OK);
+	ASSERT_EQ(rt_spec_hold(&s, 0, 1, 0, &f[2], &i, &e), TFG_OK);
+	ASSERT_EQ(rt_spec_hold(&s, 2, 1, 0, &f[2], &j, &e), TFG_OK);
 	ASSERT_EQ(i, j);
-	h[2] = c.specs[i].plan->hash;
-	rt_spec_drop(&c, i, 0);
+	h[2] = s.specs[i].plan->hash;
+	rt_spec_drop(&s, i, 0);
 	ASSERT_EQ(nreleased, 0);
-	ASSERT(rt_plan_of(&c, h[2], &k) != NULL && k == i);
-	rt_spec_drop(&c, i, 2);
+	ASSERT(spec_of(&s, h[2], &k) && k == i);
+	rt_spec_drop(&s, i, 2);
 	ASSERT_EQ(nreleased, 1);
-	ASSERT(rt_plan_of(&c, h[2], &k) == NULL);
+	ASSERT(!spec_of(&s, h[2], &k));
 	/* client 0 holds 1, 3 and 4 in that order, client 2 holds 2; 1 is
 	   used again before 4 comes, so 3 goes */
 	for (int n = 0; n < 4; n++) {
 		int sh = n == 0 ? 0 : n == 1 ? 1 : n == 2 ? 2 : 0;
 
-		ASSERT_EQ(rt_spec_hold(&c, n == 1 ? 2 : 0, 0, &f[sh], &i),
-			  TFG_OK);
-		h[sh] = c.specs[i].plan->hash;
+		ASSERT_EQ(rt_spec_hold(&s, n == 1 ? 2 : 0, 1, 0, &f[sh], &i,
+				       &e), TFG_OK);
+		h[sh] = s.specs[i].plan->hash;
 	}
 	ASSERT_EQ(nreleased, 1);
-	ASSERT_EQ(rt_spec_hold(&c, 0, 0, &f[3], &i), TFG_OK);
-	h[3] = c.specs[i].plan->hash;
+	ASSERT_EQ(rt_spec_hold(&s, 0, 1, 0, &f[3], &i, &e), TFG_OK);
+	h[3] = s.specs[i].plan->hash;
 	ASSERT_EQ(nreleased, 2);
-	ASSERT(rt_plan_of(&c, h[2], &k) == NULL);
-	ASSERT(rt_plan_of(&c, h[0], &k) != NULL);
-	ASSERT(rt_plan_of(&c, h[1], &k) != NULL);
-	ASSERT(rt_plan_of(&c, h[3], &k) != NULL);
-	ASSERT(c.nspec <= 3); /* freed slots are reused */
-	rt_ctx_free(&c);
+	ASSERT(!spec_of(&s, h[2], &k));
+	ASSERT(spec_of(&s, h[0], &k));
+	ASSERT(spec_of(&s, h[1], &k));
+	ASSERT(spec_of(&s, h[3], &k));
+	ASSERT(s.nspec <= 3); /* freed slots are reused */
+	rt_server_free(&s);
 }
 
 /* A task restarted under attach has lost its specialisations (spec.c):
@@ -1462,7 +1509,8 @@ abort_runs(int verbose)
 		ASSERT_HAS(r.err, "tfg: /job:local/task:1: step 1 cancelled by "
 				  "its client /job:local/task:0: task 0 gave "
 				  "up\n");
-		ASSERT_HAS(r.err, "stale ABORT of step 3 dropped");
+		/* filed while step 3 ended, or dropped as stale after */
+		ASSERT_HAS(r.err, "got ABORT step 3 key 0 from 0");
 		ASSERT(strstr(r.err, "error") == NULL);
 		ASSERT(strstr(err0, "error") == NULL);
 		ASSERT(strstr(err0, "stale") == NULL); /* no late ERROR */
@@ -1502,45 +1550,39 @@ t_abort_send(void)
 	ASSERT(r.secs < 5);
 	run_done(&r);
 }
-
 /* Files an ABORT of step n of client task 0 (incarnation EPOCH) at task
- * 1's context c. */
+ * 1's process p. */
 static void
-abort_of(RtCtx *c, uint64_t n)
+abort_of(RtProc *p, uint64_t n)
 {
 	static const char why[] = "gave up";
 	RtMsg m;
 
 	memset(&m, 0, sizeof m);
-	rt_hdr_init(&m.h, c->plan, RT_MSG_ABORT, STEP(0, EPOCH, n), 0, 0,
+	rt_hdr_init(&m.h, p->plan, RT_MSG_ABORT, STEP(0, EPOCH, n), 0, 0,
 		    sizeof why - 1, EPOCH);
 	m.body = (const unsigned char *)why;
-	rt_dispatch(c, &m);
+	rt_dispatch(p, &m);
 }
-
 /* Accepts a START of step n from client task 0's process of incarnation
- * epoch at c, as serve_start does. */
+ * epoch at p as step c, as rt_proc_next does. */
 static int
-start_of(RtCtx *c, uint64_t epoch, uint64_t n)
+start_of(RtProc *p, RtCtx *c, uint64_t epoch, uint64_t n)
 {
 	RtMsg m;
 
 	memset(&m, 0, sizeof m);
-	rt_hdr_init(&m.h, c->plan, RT_MSG_START, STEP(0, epoch, n), 0, 0, 4,
+	rt_hdr_init(&m.h, p->plan, RT_MSG_START, STEP(0, epoch, n), 0, 0, 4,
 		    epoch);
-	return rt_step_accept(c, &m, 0);
+	rt_ctx_init(c, p);
+	return rt_step_accept(p, c, &m, 0);
 }
-
-/* The table side of ABORT on task 1, without sockets: one for a step not
- * started yet waits in the table and cancels that step when its START is
- * accepted; one for a step that ended is dropped; one for a step that
- * never starts here goes when a later step of its client ends.  Nothing
- * is left over (LSan), and later steps are not cancelled. */
 static void
 t_abort_table(void)
 {
 	TfgPlan plan = {0};
 	TfgOptions o = {0};
+	RtProc p;
 	RtCtx c;
 
 	plan.hash = 0x1234abcd5678ef01ull;
@@ -1548,28 +1590,27 @@ t_abort_table(void)
 	plan.ntask = 2, plan.tasks = tasks;
 	plan.nedge = 3, plan.edges = edges;
 	plan.nsig = 1, plan.sigs = sigs;
-	ASSERT_EQ(rt_ctx_init(&c, &plan, 1, &o), TFG_OK);
-	abort_of(&c, 5);
-	ASSERT_EQ(c.ntab, 1);
-	ASSERT_EQ(start_of(&c, EPOCH, 5), 0);
+	ASSERT_EQ(rt_proc_init(&p, &plan, 1, &o), TFG_OK);
+	abort_of(&p, 5);
+	ASSERT_EQ(p.ntab, 1);
+	ASSERT_EQ(start_of(&p, &c, EPOCH, 5), 0);
 	ASSERT(rt_step_cancelled(&c));
 	rt_step_end(&c);
-	ASSERT_EQ(c.ntab, 0);
-	ASSERT(!rt_step_cancelled(&c));
-	abort_of(&c, 5); /* ended: stale */
-	ASSERT_EQ(c.ntab, 0);
-	ASSERT_EQ(start_of(&c, EPOCH, 5), -1); /* a duplicate */
-	ASSERT_EQ(start_of(&c, EPOCH, 6), 0);
-	ASSERT(!rt_step_cancelled(&c));
-	rt_step_end(&c);
-	abort_of(&c, 7); /* its START never comes */
-	ASSERT_EQ(start_of(&c, EPOCH, 8), 0);
+	ASSERT_EQ(p.ntab, 0);
+	abort_of(&p, 5); /* ended: stale */
+	ASSERT_EQ(p.ntab, 0);
+	ASSERT_EQ(start_of(&p, &c, EPOCH, 5), -1); /* a duplicate */
+	ASSERT_EQ(start_of(&p, &c, EPOCH, 6), 0);
 	ASSERT(!rt_step_cancelled(&c));
 	rt_step_end(&c);
-	ASSERT_EQ(c.ntab, 0);
-	abort_of(&c, 9);
-	ASSERT_EQ(c.ntab, 1); /* freed with the context */
-	rt_ctx_free(&c);
+	abort_of(&p, 7); /* its START never comes */
+	ASSERT_EQ(start_of(&p, &c, EPOCH, 8), 0);
+	ASSERT(!rt_step_cancelled(&c));
+	rt_step_end(&c);
+	ASSERT_EQ(p.ntab, 0);
+	abort_of(&p, 9);
+	ASSERT_EQ(p.ntab, 1); /* freed with the process */
+	rt_proc_free(&p);
 }
 
 /* spec/design.md "Restarts".  The client task's server is killed and
@@ -1710,95 +1751,124 @@ t_stale_incarnation(void)
 	ASSERT_EQ(count(r.err, "\n"), 2);
 	run_done(&r);
 }
-
-/* A message from task `src` at c, as rt_net_recv and the server loop
- * take it once validated: 0 when it was let in (and dispatched). */
+/* A message from task `src` at p, as rt_proc_take takes it once
+ * validated: 0 when it was let in (and dispatched). */
 static int
-take(RtCtx *c, int type, uint64_t step, int src, uint64_t epoch)
+take(RtProc *p, int type, uint64_t step, int src, uint64_t epoch)
 {
 	static const char why[] = "gave up";
 	RtMsg m;
 
 	memset(&m, 0, sizeof m);
-	rt_hdr_init(&m.h, c->plan, type, step, 0, (uint16_t)src,
+	rt_hdr_init(&m.h, p->plan, type, step, 0, (uint16_t)src,
 		    type == RT_MSG_ABORT ? sizeof why - 1 : 0, epoch);
 	m.body = (const unsigned char *)why;
-	if (rt_epoch_check(c, &m.h) != 0)
+	if (rt_epoch_check(p, &m.h) != 0)
 		return -1;
-	rt_dispatch(c, &m);
+	rt_dispatch(p, &m);
 	return 0;
 }
 
-/* The bookkeeping of a restart at task 1, without sockets: an older
- * incarnation of task 0 is dropped and changes nothing; a newer one
- * resets finished[0] (its step 1 is no duplicate), drops task 0's queued
- * START and the table's entries of its steps, but not those of task 1's
- * own steps; a step of task 0 running here is cancelled and its end
- * marks nothing.  The controller's incarnations are not tracked.  Task
- * 1, as a client, drops a reply of a step it never started. */
+/* Types of p's queue, in order, as a string: "SR" for a START then a
+ * RESTARTED record (first letter of the name, R for the record). */
+static const char *
+queued(const RtProc *p)
+{
+	static char buf[64];
+	int n = 0;
+
+	for (int i = 0; i < p->nqueue && n < 63; i++)
+		buf[n++] = p->queue[i].h.type == RT_EV_RESTARTED ? 'R' :
+			   rt_msg_name(p->queue[i].h.type)[0];
+	buf[n] = '\0';
+	return buf;
+}
+
+/* Drops the queue's records (they are not the test's). */
+static void
+drop_queued(RtProc *p, int type)
+{
+	int n = 0;
+
+	for (int i = 0; i < p->nqueue; i++)
+		if (p->queue[i].h.type == type)
+			rt_msg_free(&p->queue[i]);
+		else
+			p->queue[n++] = p->queue[i];
+	p->nqueue = n;
+}
 static void
 t_restart_table(void)
 {
 	TfgPlan plan = {0};
 	TfgOptions o = {0};
-	RtCtx c;
+	RtProc p;
+	RtCtx c, own;
 
 	plan.hash = 0x1234abcd5678ef01ull;
 	plan.file = "hello.tfg";
 	plan.ntask = 2, plan.tasks = tasks;
 	plan.nedge = 3, plan.edges = edges;
 	plan.nsig = 1, plan.sigs = sigs;
-	ASSERT_EQ(rt_ctx_init(&c, &plan, 1, &o), TFG_OK);
-	ASSERT(c.epoch > 1000000000ull * 1000000000ull); /* after 2001 */
-	ASSERT_EQ(c.tag, rt_step_tag(c.epoch));
-	ASSERT_EQ(start_of(&c, 1000, 5), 0);
+	ASSERT_EQ(rt_proc_init(&p, &plan, 1, &o), TFG_OK);
+	ASSERT(p.epoch > 1000000000ull * 1000000000ull); /* after 2001 */
+	ASSERT_EQ(p.tag, rt_step_tag(p.epoch));
+	ASSERT_EQ(start_of(&p, &c, 1000, 5), 0);
 	rt_step_end(&c);
-	ASSERT_EQ(take(&c, RT_MSG_ABORT, STEP(0, 1000, 7), 0, 1000), 0);
-	ASSERT_EQ(take(&c, RT_MSG_START, STEP(0, 1000, 6), 0, 1000), 0);
-	c.counter = 3; /* as client, task 1 started 3 steps */
-	ASSERT_EQ(take(&c, RT_MSG_DONE, STEP(1, c.epoch, 3), 0, 1000), 0);
-	ASSERT_EQ(take(&c, RT_MSG_DONE, STEP(1, c.epoch, 4), 0, 1000), 0);
-	ASSERT_EQ(c.ntab, 2); /* step 4 never started: stale */
-	ASSERT_EQ(c.nqueue, 1);
-	ASSERT(c.finished[0] == STEP(0, 1000, 5) && c.peers[0].epoch == 1000);
-	ASSERT_EQ(take(&c, RT_MSG_ABORT, STEP(0, 999, 8), 0, 999), -1);
-	ASSERT(c.ntab == 2 && c.peers[0].epoch == 1000);
-	ASSERT_EQ(take(&c, RT_MSG_RUN_SESSION, 0, RT_SRC_CONTROLLER, 1), 0);
-	ASSERT_EQ(take(&c, RT_MSG_SHUTDOWN, 0, RT_SRC_CONTROLLER, 5000), 0);
-	ASSERT(c.finished[0] == STEP(0, 1000, 5) && c.nqueue == 3);
+	ASSERT_EQ(take(&p, RT_MSG_ABORT, STEP(0, 1000, 7), 0, 1000), 0);
+	ASSERT_EQ(take(&p, RT_MSG_START, STEP(0, 1000, 6), 0, 1000), 0);
+	/* as client, task 1 runs its step 3 */
+	rt_ctx_init(&own, &p);
+	p.counter = 2;
+	ASSERT_EQ(rt_step_begin(&own, NULL, 0), TFG_OK);
+	rt_step_sent(&own);
+	ASSERT_EQ(take(&p, RT_MSG_DONE, STEP(1, p.epoch, 3), 0, 1000), 0);
+	ASSERT_EQ(take(&p, RT_MSG_DONE, STEP(1, p.epoch, 4), 0, 1000), 0);
+	ASSERT_EQ(p.ntab, 2); /* step 4 never started: stale */
+	ASSERT_STREQ(queued(&p), "S");
+	ASSERT(p.peers[0].started == STEP(0, 1000, 5) &&
+	       p.peers[0].epoch == 1000);
+	ASSERT_EQ(take(&p, RT_MSG_ABORT, STEP(0, 999, 8), 0, 999), -1);
+	ASSERT(p.ntab == 2 && p.peers[0].epoch == 1000);
+	ASSERT_EQ(take(&p, RT_MSG_RUN_SESSION, 0, RT_SRC_CONTROLLER, 1), 0);
+	ASSERT_EQ(take(&p, RT_MSG_SHUTDOWN, 0, RT_SRC_CONTROLLER, 5000), 0);
+	ASSERT(p.peers[0].started == STEP(0, 1000, 5));
+	ASSERT_STREQ(queued(&p), "SRS");
 	/* task 0 restarted */
-	ASSERT_EQ(take(&c, RT_MSG_START, STEP(0, 2000, 1), 0, 2000), 0);
-	ASSERT(c.finished[0] == 0 && c.peers[0].epoch == 2000);
-	ASSERT_EQ(c.ntab, 1); /* the DONE of task 1's step 3 */
-	ASSERT_EQ(RT_STEP_CLIENT(c.tab[0].h.step), 1);
-	ASSERT_EQ(c.nqueue, 3); /* the controller's two, then the new START */
-	ASSERT_EQ(c.queue[0].h.type, RT_MSG_RUN_SESSION);
-	ASSERT_EQ(c.queue[1].h.type, RT_MSG_SHUTDOWN);
-	ASSERT(c.queue[2].h.step == STEP(0, 2000, 1) &&
-	       c.queue[2].h.epoch == 2000);
-	ASSERT_EQ(take(&c, RT_MSG_ABORT, STEP(0, 1000, 7), 0, 1000), -1);
-	ASSERT_EQ(start_of(&c, 2000, 1), 0);
+	ASSERT_EQ(take(&p, RT_MSG_START, STEP(0, 2000, 1), 0, 2000), 0);
+	ASSERT(p.peers[0].started == 0 && p.peers[0].epoch == 2000);
+	ASSERT_EQ(p.ntab, 1); /* the DONE of task 1's step 3 */
+	ASSERT_EQ(RT_STEP_CLIENT(p.tab[0].h.step), 1);
+	/* the controller's two, the news, then the new START */
+	ASSERT_STREQ(queued(&p), "RSRS");
+	ASSERT(p.queue[2].h.src == 0 && p.queue[2].h.epoch == 2000);
+	ASSERT(p.queue[3].h.step == STEP(0, 2000, 1) &&
+	       p.queue[3].h.epoch == 2000);
+	drop_queued(&p, RT_EV_RESTARTED);
+	ASSERT_EQ(take(&p, RT_MSG_ABORT, STEP(0, 1000, 7), 0, 1000), -1);
+	ASSERT_EQ(start_of(&p, &c, 2000, 1), 0);
 	ASSERT(!rt_step_cancelled(&c));
 	/* and again, while its step 1 runs here */
-	ASSERT_EQ(take(&c, RT_MSG_ABORT, STEP(0, 3000, 9), 0, 3000), 0);
+	ASSERT_EQ(take(&p, RT_MSG_ABORT, STEP(0, 3000, 9), 0, 3000), 0);
 	ASSERT(rt_step_cancelled(&c));
-	ASSERT_EQ(c.nqueue, 2); /* that START went too */
-	ASSERT_EQ(c.ntab, 2); /* its ABORT of step 9 waits */
+	ASSERT_STREQ(queued(&p), "RSR"); /* that START went too */
+	ASSERT_EQ(p.ntab, 2); /* its ABORT of step 9 waits */
 	rt_step_end(&c);
-	ASSERT(c.finished[0] == 0 && !rt_step_cancelled(&c));
-	ASSERT_EQ(c.ntab, 2);
-	ASSERT_EQ(start_of(&c, 3000, 1), 0); /* the newest process's step 1 */
+	ASSERT(p.peers[0].started == 0);
+	ASSERT_EQ(p.ntab, 2);
+	ASSERT_EQ(start_of(&p, &c, 3000, 1), 0); /* the newest's step 1 */
 	ASSERT(!rt_step_cancelled(&c));
 	rt_step_end(&c);
-	ASSERT(c.finished[0] == STEP(0, 3000, 1));
-	rt_ctx_free(&c);
+	ASSERT(p.peers[0].started == STEP(0, 3000, 1));
+	rt_step_end(&own);
+	ASSERT_EQ(p.ntab, 1); /* the ABORT of step 9 */
+	rt_proc_free(&p);
 }
-
 /* A TENSOR for task 1 of edge x of step n of client task 0, sent by
- * task 2 (incarnation 500), carrying v, as rt_net_recv takes it: 0 when
- * it was let in. */
+ * task 2 (incarnation 500), carrying v, as rt_proc_take takes it: 0
+ * when it was let in. */
 static int
-tensor_of(RtCtx *c, uint64_t step, int32_t v)
+tensor_of(RtProc *p, uint64_t step, int32_t v)
 {
 	static int32_t body[4];
 	static int k;
@@ -1806,12 +1876,12 @@ tensor_of(RtCtx *c, uint64_t step, int32_t v)
 
 	body[k] = v; /* the table points at it until the entry goes */
 	memset(&m, 0, sizeof m);
-	rt_hdr_init(&m.h, c->plan, RT_MSG_TENSOR, step, 0, 2, 4, 500);
+	rt_hdr_init(&m.h, p->plan, RT_MSG_TENSOR, step, 0, 2, 4, 500);
 	m.body = (const unsigned char *)&body[k];
 	k = (k + 1) % 4;
-	if (rt_epoch_check(c, &m.h) != 0)
+	if (rt_epoch_check(p, &m.h) != 0)
 		return -1;
-	rt_dispatch(c, &m);
+	rt_dispatch(p, &m);
 	return 0;
 }
 
@@ -1825,17 +1895,6 @@ other_epoch(uint64_t epoch)
 		e--;
 	return e;
 }
-
-/* spec/design.md "Restarts": the race of three tasks.  Task 1 runs step
- * 1 of client task 0, which dies; its new process starts a step 1 of its
- * own.  Task 2, which was still in the old step 1, sends task 1 its
- * tensor of it after task 1 heard of the restart: that tensor must not
- * be taken for the new step 1's, which has the same edge (it has
- * another step id, the tag of another incarnation in it), and nothing
- * of it stays in the table.  Likewise a tensor filed before task 1
- * heard from task 0 at all goes when its first message shows that it
- * was of another incarnation; and, as a client, a reply to a step of
- * an earlier process of task 1 with a number this one got to. */
 static void
 t_restart_tensor(void)
 {
@@ -1846,7 +1905,8 @@ t_restart_tensor(void)
 	};
 	TfgPlan plan = {0};
 	TfgOptions o = {0};
-	RtCtx c;
+	RtProc p;
+	RtCtx c, own;
 	RtMsg start;
 	int32_t v = 0;
 
@@ -1855,48 +1915,56 @@ t_restart_tensor(void)
 	plan.ntask = 3, plan.tasks = t3;
 	plan.nedge = 3, plan.edges = edges;
 	plan.nsig = 1, plan.sigs = sigs;
-	ASSERT_EQ(rt_ctx_init(&c, &plan, 1, &o), TFG_OK);
-	ASSERT_EQ(tensor_of(&c, STEP(0, other_epoch(1000), 1), 7), 0);
-	ASSERT_EQ(c.ntab, 1); /* nothing known of task 0 yet */
-	ASSERT_EQ(take(&c, RT_MSG_START, STEP(0, 1000, 1), 0, 1000), 0);
-	ASSERT_EQ(c.ntab, 0); /* another incarnation's */
-	ASSERT_EQ(tensor_of(&c, STEP(0, 1000, 1), 111), 0);
-	ASSERT_EQ(c.ntab, 1);
+	ASSERT_EQ(rt_proc_init(&p, &plan, 1, &o), TFG_OK);
+	ASSERT_EQ(tensor_of(&p, STEP(0, other_epoch(1000), 1), 7), 0);
+	ASSERT_EQ(p.ntab, 1); /* nothing known of task 0 yet */
+	ASSERT_EQ(take(&p, RT_MSG_START, STEP(0, 1000, 1), 0, 1000), 0);
+	ASSERT_EQ(p.ntab, 0); /* another incarnation's */
+	ASSERT_EQ(tensor_of(&p, STEP(0, 1000, 1), 111), 0);
+	ASSERT_EQ(p.ntab, 1);
 	/* task 0 restarted: the old step 1 never ran here */
-	ASSERT_EQ(take(&c, RT_MSG_START, STEP(0, 2000, 1), 0, 2000), 0);
-	ASSERT(c.ntab == 0 && c.nqueue == 1);
-	ASSERT_EQ(tensor_of(&c, STEP(0, 1000, 1), 111), 0); /* late */
-	ASSERT_EQ(c.ntab, 0);
-	ASSERT_EQ(rt_queue_pop(&c, &start), 0);
-	ASSERT_EQ(rt_step_accept(&c, &start, 0), 0);
+	ASSERT_EQ(take(&p, RT_MSG_START, STEP(0, 2000, 1), 0, 2000), 0);
+	ASSERT(p.ntab == 0 && p.nqueue == 2);
+	ASSERT_STREQ(queued(&p), "RS");
+	ASSERT_EQ(tensor_of(&p, STEP(0, 1000, 1), 111), 0); /* late */
+	ASSERT_EQ(p.ntab, 0);
+	rt_ctx_init(&c, &p);
+	ASSERT_EQ(rt_proc_next(&p, &start, &c, 0), 0);
+	ASSERT_EQ(start.h.type, RT_EV_RESTARTED);
+	ASSERT_EQ(rt_proc_next(&p, &start, &c, 0), 0);
+	ASSERT_EQ(start.h.type, RT_MSG_START); /* accepted as step c */
 	ASSERT_EQ(RT_STEP_NO(c.step), 1);
-	ASSERT_EQ(tensor_of(&c, STEP(0, 1000, 1), 111), 0); /* later */
-	ASSERT_EQ(c.ntab, 0);
-	ASSERT_EQ(tensor_of(&c, STEP(0, 2000, 1), 222), 0);
+	ASSERT_EQ(tensor_of(&p, STEP(0, 1000, 1), 111), 0); /* later */
+	ASSERT_EQ(p.ntab, 0);
+	ASSERT_EQ(tensor_of(&p, STEP(0, 2000, 1), 222), 0);
 	ASSERT_EQ(tfg_rt_recv(&c, 0, &v), TFG_OK);
 	ASSERT_EQ(v, 222);
 	rt_step_end(&c);
 	rt_msg_free(&start);
-	ASSERT(c.ntab == 0 && c.finished[0] == STEP(0, 2000, 1));
-	/* as a client: a DONE of step 2 of the process before this one */
-	c.counter = 3;
-	ASSERT_EQ(take(&c, RT_MSG_DONE, STEP(1, other_epoch(c.epoch), 2), 0,
+	ASSERT(p.ntab == 0 && p.peers[0].started == STEP(0, 2000, 1));
+	/* as a client, in its step 3: a DONE of step 2 of the process
+	   before this one, and one of its own step 2, which ended */
+	rt_ctx_init(&own, &p);
+	p.counter = 2;
+	ASSERT_EQ(rt_step_begin(&own, NULL, 0), TFG_OK);
+	rt_step_sent(&own);
+	ASSERT_EQ(take(&p, RT_MSG_DONE, STEP(1, other_epoch(p.epoch), 3), 0,
 		       2000), 0);
-	ASSERT_EQ(c.ntab, 0);
-	ASSERT_EQ(take(&c, RT_MSG_DONE, STEP(1, c.epoch, 2), 0, 2000), 0);
-	ASSERT_EQ(c.ntab, 1); /* freed with the context */
-	rt_ctx_free(&c);
+	ASSERT_EQ(p.ntab, 0);
+	ASSERT_EQ(take(&p, RT_MSG_DONE, STEP(1, p.epoch, 2), 0, 2000), 0);
+	ASSERT_EQ(p.ntab, 0);
+	ASSERT_EQ(take(&p, RT_MSG_DONE, STEP(1, p.epoch, 3), 0, 2000), 0);
+	ASSERT_EQ(p.ntab, 1); /* freed with the process */
+	rt_step_end(&own);
+	ASSERT_EQ(p.ntab, 0);
+	rt_proc_free(&p);
 }
-
-/* The layout of step ids (RT_STEP): client, tag and counter; ids of one
- * process increase, from 1, and end with an error, not a wrap into the
- * tag, when the counter is spent.  Incarnations 1 ns apart get other
- * tags. */
 static void
 t_step_ids(void)
 {
 	TfgPlan plan = {0};
 	TfgOptions o = {0};
+	RtProc p;
 	RtCtx c;
 	uint64_t a, same = 0;
 
@@ -1914,33 +1982,36 @@ t_step_ids(void)
 	plan.ntask = 2, plan.tasks = tasks;
 	plan.nedge = 3, plan.edges = edges;
 	plan.nsig = 1, plan.sigs = sigs;
-	ASSERT_EQ(rt_ctx_init(&c, &plan, 1, &o), TFG_OK);
-	ASSERT_EQ(rt_step_next(&c), TFG_OK);
-	ASSERT(c.step == RT_STEP(1, c.tag, 1) && c.client == 1);
+	ASSERT_EQ(rt_proc_init(&p, &plan, 1, &o), TFG_OK);
+	rt_ctx_init(&c, &p);
+	ASSERT_EQ(rt_step_begin(&c, NULL, 0), TFG_OK);
+	rt_step_sent(&c);
+	ASSERT(c.step == RT_STEP(1, p.tag, 1) && c.client == 1);
 	a = c.step;
-	ASSERT_EQ(rt_step_next(&c), TFG_OK);
+	rt_step_end(&c);
+	ASSERT_EQ(rt_step_begin(&c, NULL, 0), TFG_OK);
+	rt_step_sent(&c);
 	ASSERT(c.step == a + 1);
-	c.counter = RT_STEP_MAX - 1;
-	ASSERT_EQ(rt_step_next(&c), TFG_OK);
-	ASSERT(c.step == RT_STEP(1, c.tag, RT_STEP_MAX));
-	ASSERT_EQ(rt_step_next(&c), TFG_EINVAL);
+	rt_step_end(&c);
+	p.counter = RT_STEP_MAX - 1;
+	ASSERT_EQ(rt_step_begin(&c, NULL, 0), TFG_OK);
+	rt_step_sent(&c);
+	ASSERT(c.step == RT_STEP(1, p.tag, RT_STEP_MAX));
+	rt_step_end(&c);
+	ASSERT_EQ(rt_step_begin(&c, NULL, 0), TFG_EINVAL);
 	ASSERT_HAS(c.err.msg, "/job:local/task:1 has run out of step ids "
 			      "after 4294967295 steps");
-	ASSERT(c.step == RT_STEP(1, c.tag, RT_STEP_MAX));
-	rt_ctx_free(&c);
+	ASSERT(!c.active && p.steps == NULL);
+	rt_proc_free(&p);
 }
-
-/* A restarted client holds none of the specialisations here any more:
- * each goes as its RELEASE would (freed when no other client holds it);
- * those of this task as a client that the restarted task had are
- * announced again (not ready) rather than freed. */
 static void
 t_restart_specs(void)
 {
 	TfgPlan g = generic3();
 	TfgOptions o = {0};
 	TfgShape f[3];
-	RtCtx c;
+	RtServer s;
+	TfgError e;
 	int a, b, own, k;
 	uint64_t ha, hb;
 
@@ -1948,32 +2019,40 @@ t_restart_specs(void)
 	o.release = release;
 	for (int n = 0; n < 3; n++)
 		f[n] = (TfgShape){1, {n + 1}};
-	ASSERT_EQ(rt_ctx_init(&c, &g, 1, &o), TFG_OK);
+	ASSERT_EQ(rt_server_init(&s, &g, 1, &o), TFG_OK);
 	nreleased = 0;
-	ASSERT_EQ(rt_spec_hold(&c, 0, 0, &f[0], &a), TFG_OK);
-	ASSERT_EQ(rt_spec_hold(&c, 0, 0, &f[1], &b), TFG_OK);
-	ASSERT_EQ(rt_spec_hold(&c, 2, 0, &f[1], &k), TFG_OK);
+	ASSERT_EQ(rt_spec_hold(&s, 0, 1000, 0, &f[0], &a, &e), TFG_OK);
+	ASSERT_EQ(rt_spec_hold(&s, 0, 1000, 0, &f[1], &b, &e), TFG_OK);
+	ASSERT_EQ(rt_spec_hold(&s, 2, 1000, 0, &f[1], &k, &e), TFG_OK);
 	ASSERT_EQ(b, k);
-	ASSERT_EQ(rt_spec_hold(&c, 1, 0, &f[2], &own), TFG_OK);
-	c.specs[own].has[0] = 1, c.specs[own].has[2] = 1;
-	c.specs[own].ready = 1;
-	ha = c.specs[a].plan->hash;
-	hb = c.specs[b].plan->hash;
-	c.peers[0].epoch = c.peers[2].epoch = 1000; /* heard from both */
-	c.peers[0].tag = c.peers[2].tag = rt_step_tag(1000);
-	ASSERT_EQ(take(&c, RT_MSG_ABORT, STEP(2, 2000, 1), 2, 2000), 0);
+	ASSERT_EQ(rt_spec_hold(&s, 1, s.proc.epoch, 0, &f[2], &own, &e),
+		  TFG_OK);
+	s.specs[own].has[0] = 1000, s.specs[own].has[2] = 1000;
+	s.specs[own].ready = 1;
+	ha = s.specs[a].plan->hash;
+	hb = s.specs[b].plan->hash;
+	/* heard from both */
+	s.proc.peers[0].epoch = s.proc.peers[2].epoch = 1000;
+	s.proc.peers[0].tag = s.proc.peers[2].tag = rt_step_tag(1000);
+	ASSERT_EQ(take(&s.proc, RT_MSG_ABORT, STEP(2, 2000, 1), 2, 2000), 0);
+	handle_queued(&s);
 	ASSERT_EQ(nreleased, 0); /* task 2 held b, still held by task 0 */
-	ASSERT(c.specs[b].plan && !c.specs[b].held[2] && c.specs[b].held[0]);
-	ASSERT(!c.specs[own].ready && !c.specs[own].has[2]);
-	ASSERT(c.specs[own].has[0] && c.specs[own].plan);
-	ASSERT_EQ(c.ntab, 1); /* the new task 2's ABORT */
-	ASSERT_EQ(take(&c, RT_MSG_ABORT, STEP(0, 2000, 1), 0, 2000), 0);
-	ASSERT_EQ(nreleased, 2);
-	ASSERT(rt_plan_of(&c, ha, &k) == NULL);
-	ASSERT(rt_plan_of(&c, hb, &k) == NULL);
-	ASSERT(c.specs[own].plan && !c.specs[own].has[0]);
-	ASSERT(c.specs[own].held[1]);
-	rt_ctx_free(&c);
+	ASSERT(s.specs[b].plan && !s.specs[b].held[2] && s.specs[b].held[0]);
+	ASSERT(!s.specs[own].ready && !s.specs[own].has[2]);
+	ASSERT(s.specs[own].has[0] && s.specs[own].plan);
+	ASSERT_EQ(s.proc.ntab, 1); /* the new task 2's ABORT */
+	/* task 0's new process announced one before the news is taken: it
+	   keeps it */
+	ASSERT_EQ(take(&s.proc, RT_MSG_ABORT, STEP(0, 2000, 1), 0, 2000), 0);
+	ASSERT_EQ(rt_spec_hold(&s, 0, 2000, 0, &f[0], &k, &e), TFG_OK);
+	ASSERT_EQ(k, a);
+	handle_queued(&s);
+	ASSERT_EQ(nreleased, 1);
+	ASSERT(!spec_of(&s, hb, &k));
+	ASSERT(spec_of(&s, ha, &k) && k == a && s.specs[a].held[0] == 2000);
+	ASSERT(s.specs[own].plan && !s.specs[own].has[0]);
+	ASSERT(s.specs[own].held[1]);
+	rt_server_free(&s);
 }
 
 static void

@@ -9,7 +9,7 @@
 
 #include <stdlib.h>
 
-#include "runtime/rt_int.h"
+#include "runtime/role.h"
 
 static RtTask tasks[2] = {
 	{"local", 0, "127.0.0.1:1", "/job:local/task:0"},
@@ -361,9 +361,10 @@ static void
 t_release(void)
 {
 	TfgPlan g = plan, sp = plan;
-	unsigned char held[2] = {1, 0}, body[8];
+	uint64_t held[2] = {1, 0};
+	unsigned char body[8];
 	RtSpec s;
-	RtCtx c;
+	RtServer c;
 	RtHdr x;
 	int i;
 
@@ -395,7 +396,7 @@ t_release(void)
 	s.plan = &sp;
 	s.held = held;
 	memset(&c, 0, sizeof c);
-	c.base = &g;
+	c.proc.plan = &g;
 	c.specs = &s;
 	c.nspec = 1;
 	rt_hdr_init(&x, &g, RT_MSG_RELEASE, 0, 0, 0, 8, EPOCH);

@@ -1,0 +1,594 @@
+/*
+ * runtime/proto.c: the process side of the protocol layer (runtime/
+ * proto.h): the process's context (RtProc), what becomes of a message
+ * the transport received, the senders' incarnations, the queue of
+ * records for the roles, and building and sending messages.
+ *
+ * A received message is taken on the transport's completion thread
+ * (rt_proc_take), all under RtProc.mu: the plan its header names is
+ * looked up (the own one, or a specialisation the roles registered with
+ * rt_proc_plan_add, which cannot go meanwhile), it is validated against
+ * that plan (wire.c), its sender's incarnation is checked
+ * (rt_epoch_check), and it is filed (rendezvous.c: the table, waking the
+ * step it is for) or queued as a record for the roles, whose threads
+ * wait on RtProc.qcv in rt_proc_next.  Nothing here calls the roles: a
+ * restart they must hear of is an RT_EV_RESTARTED record.
+ *
+ * Every message carries its sender's incarnation (RtProc.epoch), and
+ * rt_epoch_check keeps per task the largest heard: a message from an
+ * older one is dropped, and a larger one means the task restarted, so
+ * that what was kept of its earlier incarnation (the steps it drove here,
+ * the table's and the queue's entries) is forgotten before its first
+ * message is filed (spec/design.md "Restarts").
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "runtime/proto.h"
+#include "runtime/proto_int.h"
+
+volatile int rt_stop_requested;
+
+/* This process's incarnation: the wall clock in nanoseconds, so that a
+ * task started again gets a larger one than the process before it had,
+ * on this machine or another whose clock agrees to within the time the
+ * restart took.  A clock set back makes the new process look older, and
+ * its messages are dropped with a warning naming it (rt_epoch_check).
+ * Never 0, which stands for "none heard yet": a clock that fails or
+ * reads before 1970 gives 1, as old as it gets. */
+static uint64_t
+incarnation(void)
+{
+	struct timespec ts;
+
+	if (clock_gettime(CLOCK_REALTIME, &ts) != 0 || ts.tv_sec <= 0)
+		return 1;
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+void
+rt_cond_wait(pthread_cond_t *cv, pthread_mutex_t *mu, double until)
+{
+	double left = until - rt_now();
+	struct timespec ts;
+
+	if (left <= 0)
+		return;
+	if (left > RT_NET_SLICE)
+		left = RT_NET_SLICE;
+	/* The default clock is the wall clock: a slice is short, so a
+	   clock set meanwhile costs at most one slice too many. */
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += (time_t)left;
+	ts.tv_nsec += (long)((left - (double)(time_t)left) * 1e9);
+	if (ts.tv_nsec >= 1000000000L) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000L;
+	}
+	pthread_cond_timedwait(cv, mu, &ts);
+}
+
+static void
+on_recv(RtNetRecv *r, nng_msg *m)
+{
+	RtProc *p = (RtProc *)((char *)r - offsetof(RtProc, recv));
+
+	rt_proc_take(p, m);
+}
+
+tfg_status
+rt_proc_init(RtProc *p, const TfgPlan *plan, int task, const TfgOptions *opt)
+{
+	memset(p, 0, sizeof *p);
+	p->plan = plan;
+	p->task = task;
+	p->src = task < 0 ? RT_SRC_CONTROLLER : (uint16_t)task;
+	p->name = task < 0 ? "controller" : plan->tasks[task].name;
+	if (opt)
+		p->opt = *opt;
+	if (!(p->opt.startup_timeout > 0))
+		p->opt.startup_timeout = 30;
+	if (!(p->opt.step_timeout > 0))
+		p->opt.step_timeout = 60;
+	if (p->opt.controller_addr == NULL)
+		p->opt.controller_addr = "127.0.0.1:0";
+	p->epoch = incarnation();
+	p->tag = rt_step_tag(p->epoch);
+	p->recv.done = on_recv;
+	pthread_mutex_init(&p->mu, NULL);
+	pthread_mutex_init(&p->order, NULL);
+	pthread_cond_init(&p->qcv, NULL);
+	if (rt_net_init(&p->net, p->name, plan->ntask) != TFG_OK ||
+	    (p->peers = calloc((size_t)plan->ntask, sizeof *p->peers)) ==
+	    NULL) {
+		rt_proc_free(p);
+		return TFG_ENOMEM;
+	}
+	for (int i = 0; i < plan->nedge; i++)
+		if (!rt_edge_valid(&plan->edges[i])) {
+			rt_proc_free(p);
+			return TFG_EINVAL;
+		}
+	return TFG_OK;
+}
+
+void
+rt_proc_free(RtProc *p)
+{
+	/* First no more completions: then nothing else touches p. */
+	if (p->net.name)
+		rt_net_close(&p->net);
+	for (int i = 0; i < p->ntab; i++)
+		rt_msg_free(&p->tab[i]);
+	for (int i = 0; i < p->nqueue; i++)
+		rt_msg_free(&p->queue[i]);
+	free(p->tab);
+	free(p->queue);
+	free(p->peers);
+	free(p->plans);
+	pthread_cond_destroy(&p->qcv);
+	pthread_mutex_destroy(&p->order);
+	pthread_mutex_destroy(&p->mu);
+	memset(p, 0, sizeof *p);
+}
+
+tfg_status
+rt_proc_open(RtProc *p, const char *url, TfgError *e)
+{
+	char peer[RT_URL_MAX];
+	TfgError de;
+	tfg_status st;
+
+	if ((st = rt_net_listen(&p->net, url, RT_HDR_SIZE +
+				(size_t)RT_MAX_BODY, e)) != TFG_OK)
+		return st;
+	for (int i = 0; i < p->plan->ntask; i++) {
+		if (i == p->task)
+			continue;
+		rt_url(peer, sizeof peer, p->plan->tasks[i].addr);
+		if (rt_net_dial(&p->net, i, peer, p->plan->tasks[i].name,
+				&de) != TFG_OK)
+			fprintf(stderr, "tfgc: error: %s\n", de.msg);
+	}
+	return rt_net_recv_start(&p->net, &p->recv, e);
+}
+
+/* ------------------------------------------------------------ plans */
+
+/* The plan whose hash is prog: the own one or a registered one. */
+static const TfgPlan *
+plan_of_locked(RtProc *p, uint64_t prog)
+{
+	if (prog == p->plan->hash)
+		return p->plan;
+	for (int i = 0; i < p->nplan; i++)
+		if (p->plans[i]->hash == prog)
+			return p->plans[i];
+	return NULL;
+}
+
+tfg_status
+rt_proc_plan_add(RtProc *p, const TfgPlan *plan)
+{
+	tfg_status st = TFG_OK;
+
+	pthread_mutex_lock(&p->mu);
+	if (p->nplan == p->capplan) {
+		int nc = p->capplan ? 2 * p->capplan : 8;
+		const TfgPlan **v = realloc(p->plans, sizeof *v * (size_t)nc);
+
+		if (v == NULL)
+			st = TFG_ENOMEM;
+		else
+			p->plans = v, p->capplan = nc;
+	}
+	if (st == TFG_OK)
+		p->plans[p->nplan++] = plan;
+	pthread_mutex_unlock(&p->mu);
+	return st;
+}
+
+void
+rt_proc_plan_remove(RtProc *p, const TfgPlan *plan)
+{
+	pthread_mutex_lock(&p->mu);
+	for (int i = 0; i < p->nplan; i++)
+		if (p->plans[i] == plan) {
+			p->plans[i] = p->plans[--p->nplan];
+			break;
+		}
+	pthread_mutex_unlock(&p->mu);
+}
+
+/* ----------------------------------------------------------- receive */
+
+void
+rt_proc_take(RtProc *p, nng_msg *m)
+{
+	const TfgPlan *plan = NULL;
+	tfg_status (*check)(RtHdr *, const TfgPlan *, int, const void *,
+			    size_t, const char *, TfgError *);
+	int lost = 0;
+	char addr[80];
+	TfgError e;
+	RtMsg out;
+
+	memset(&out, 0, sizeof out);
+	pthread_mutex_lock(&p->mu);
+	/* The plan the message belongs to: the own one, or a
+	   specialisation's; else the own one, which refuses it, but for a
+	   START of a specialisation this task lost, which gets in to be
+	   answered (rt_wire_check_lost). */
+	if (nng_msg_len(m) >= RT_HDR_SIZE)
+		plan = plan_of_locked(p, rt_get_le((const unsigned char *)
+						   nng_msg_body(m) + 8, 8));
+	if (plan == NULL) {
+		plan = p->plan;
+		lost = plan->generic;
+	}
+	check = lost ? rt_wire_check_lost : rt_wire_check;
+	if (check(&out.h, plan, p->task, nng_msg_body(m), nng_msg_len(m),
+		  NULL, &e) != TFG_OK) {
+		/* Again, now naming the transport address as well. */
+		rt_net_addr(addr, sizeof addr, m);
+		check(&out.h, plan, p->task, nng_msg_body(m), nng_msg_len(m),
+		      addr, &e);
+		pthread_mutex_unlock(&p->mu);
+		fprintf(stderr, "tfgc: error: %s: %s (ignored)\n", p->name,
+			e.msg);
+		nng_msg_free(m);
+		return;
+	}
+	out.lost = lost && out.h.prog != plan->hash;
+	out.m = m;
+	out.body = (const unsigned char *)nng_msg_body(m) + RT_HDR_SIZE;
+	/* Only now, once it is known to be well-formed, may the message
+	   speak for its task's incarnation: a garbled one can neither make
+	   a task look restarted nor raise the incarnation recorded for it. */
+	if (rt_epoch_check_locked(p, &out.h) != 0) {
+		pthread_mutex_unlock(&p->mu);
+		rt_msg_free(&out);
+		return;
+	}
+	if (p->opt.verbose)
+		fprintf(stderr, "tfg: %s: got %s step %llu key %u from %u "
+			"(%llu bytes)\n", p->name, rt_msg_name(out.h.type),
+			RT_STEP_NO(out.h.step), out.h.key, out.h.src,
+			(unsigned long long)out.h.nbytes);
+	rt_dispatch_locked(p, &out);
+	pthread_mutex_unlock(&p->mu);
+}
+
+void
+rt_dispatch(RtProc *p, RtMsg *m)
+{
+	pthread_mutex_lock(&p->mu);
+	rt_dispatch_locked(p, m);
+	pthread_mutex_unlock(&p->mu);
+}
+
+static int
+msg_push(RtMsg **v, int *n, int *cap, const RtMsg *m)
+{
+	if (*n == *cap) {
+		int nc = *cap ? 2 * *cap : 16;
+		RtMsg *nv = realloc(*v, sizeof *nv * (size_t)nc);
+
+		if (nv == NULL)
+			return -1;
+		*v = nv, *cap = nc;
+	}
+	(*v)[(*n)++] = *m;
+	return 0;
+}
+
+int
+rt_tab_push_locked(RtProc *p, const RtMsg *m)
+{
+	return msg_push(&p->tab, &p->ntab, &p->captab, m);
+}
+
+int
+rt_queue_push_locked(RtProc *p, const RtMsg *m)
+{
+	if (msg_push(&p->queue, &p->nqueue, &p->capqueue, m) != 0)
+		return -1;
+	pthread_cond_signal(&p->qcv);
+	return 0;
+}
+
+int
+rt_proc_next(RtProc *p, RtMsg *out, RtCtx *ctx, double wait)
+{
+	double until = rt_now() + wait;
+	RtMsg m;
+
+	pthread_mutex_lock(&p->mu);
+	for (;;) {
+		while (p->nqueue > 0) {
+			m = p->queue[0];
+			memmove(p->queue, p->queue + 1,
+				sizeof *p->queue * (size_t)--p->nqueue);
+			/* Accepted in the order they came, under the lock:
+			   a client's steps are accepted here in the order
+			   of their ids (rt_step_stale). */
+			if (p->task >= 0 && (m.h.type == RT_MSG_START ||
+					     m.h.type == RT_MSG_SPECIALISE) &&
+			    rt_step_accept_locked(p, ctx, &m,
+						  m.h.type == RT_MSG_START ?
+						  (int)m.h.key : -1) != 0) {
+				rt_msg_free(&m);
+				continue;
+			}
+			pthread_mutex_unlock(&p->mu);
+			*out = m;
+			return 0;
+		}
+		if (rt_now() >= until || rt_stop_requested)
+			break;
+		rt_cond_wait(&p->qcv, &p->mu, until);
+	}
+	pthread_mutex_unlock(&p->mu);
+	return -1;
+}
+
+/* ------------------------------------------------------ incarnations */
+
+uint16_t
+rt_step_tag(uint64_t epoch)
+{
+	/* splitmix64's finaliser: incarnations a few nanoseconds apart get
+	   unrelated tags, so two in a row share one but once in 65536. */
+	uint64_t z = epoch + 0x9e3779b97f4a7c15ull;
+
+	z = (z ^ z >> 30) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ z >> 27) * 0x94d049bb133111ebull;
+	z ^= z >> 31;
+	return (uint16_t)(z ^ z >> 16 ^ z >> 32 ^ z >> 48);
+}
+
+/* "1763800000.123456789": an incarnation as the Unix time it started. */
+static const char *
+epoch_str(char *buf, size_t n, uint64_t epoch)
+{
+	snprintf(buf, n, "%llu.%09llu",
+		 (unsigned long long)(epoch / 1000000000u),
+		 (unsigned long long)(epoch % 1000000000u));
+	return buf;
+}
+
+/* A message from an older incarnation of its task than one heard from
+ * already: from a process that has ended (it was on its way when the
+ * task restarted), or the task's clock went back.  Said once per task
+ * and incarnation, since such a task's every message is dropped; and
+ * per message with --verbose. */
+static void
+stale_incarnation(RtProc *p, const RtHdr *h)
+{
+	RtPeer *t = &p->peers[h->src];
+	const char *who = p->plan->tasks[h->src].name;
+	char a[32], b[32];
+
+	epoch_str(a, sizeof a, h->epoch);
+	if (t->stale != h->epoch) {
+		t->stale = h->epoch;
+		fprintf(stderr, "tfgc: warning: %s: dropping messages from %s "
+			"started at %s, older than its process started at %s "
+			"heard from before (seconds since 1970: an ended "
+			"process, or a clock set back?)\n", p->name, who, a,
+			epoch_str(b, sizeof b, t->epoch));
+	}
+	if (p->opt.verbose)
+		fprintf(stderr, "tfg: %s: %s of step %llu from %s started at "
+			"%s dropped (an earlier incarnation)\n", p->name,
+			rt_msg_name(h->type), RT_STEP_NO(h->step), who, a);
+}
+
+/* Task t restarted: what this process kept of its earlier incarnation
+ * goes.  The new process's step ids have another tag, so started[t]
+ * goes back to 0; the table's entries of t's steps (tensors from
+ * anyone, its ABORTs) and what t queued here (START, SPECIALISE,
+ * RELEASE) belong to steps the new one never started; its steps that
+ * run here are cancelled (orphans), since nobody will finish them or
+ * wait for them; and the roles hear of it (RT_EV_RESTARTED): t holds
+ * none of the specialisations here any more, say. */
+static void
+restarted(RtProc *p, int t, uint64_t epoch)
+{
+	char a[32], b[32];
+	RtMsg ev;
+	int n = 0;
+
+	if (p->opt.verbose)
+		fprintf(stderr, "tfg: %s: %s restarted (started at %s, the "
+			"process before it at %s): its steps and "
+			"specialisations here are forgotten\n", p->name,
+			p->plan->tasks[t].name, epoch_str(a, sizeof a, epoch),
+			epoch_str(b, sizeof b, p->peers[t].epoch));
+	p->peers[t].started = 0;
+	rt_tab_forget_locked(p, t, -1);
+	for (int i = 0; i < p->nqueue; i++) {
+		if (p->queue[i].h.src == t &&
+		    p->queue[i].h.type != RT_EV_RESTARTED)
+			rt_msg_free(&p->queue[i]);
+		else
+			p->queue[n++] = p->queue[i];
+	}
+	p->nqueue = n;
+	rt_steps_orphan_locked(p, t);
+	memset(&ev, 0, sizeof ev);
+	ev.h.type = RT_EV_RESTARTED;
+	ev.h.src = (uint16_t)t;
+	ev.h.epoch = epoch;
+	if (rt_queue_push_locked(p, &ev) != 0)
+		fprintf(stderr, "tfgc: error: %s: out of memory\n", p->name);
+}
+
+int
+rt_epoch_check_locked(RtProc *p, const RtHdr *h)
+{
+	RtPeer *t;
+
+	/* Every `tfgc run` is a controller of its own, so the controller's
+	   incarnations mean nothing; and no other process is this task
+	   while this one runs. */
+	if (h->src == RT_SRC_CONTROLLER || h->src == p->task)
+		return 0;
+	t = &p->peers[h->src];
+	if (h->epoch < t->epoch) {
+		stale_incarnation(p, h);
+		return -1;
+	}
+	if (h->epoch > t->epoch) {
+		/* The first message of the task: tensors of its steps that
+		   came before it are of this incarnation, or of one before
+		   (filed when this process knew none), which no step here
+		   will take. */
+		uint16_t tag = rt_step_tag(h->epoch);
+
+		if (t->epoch != 0)
+			restarted(p, h->src, h->epoch);
+		else
+			rt_tab_forget_locked(p, h->src, tag);
+		t->epoch = h->epoch;
+		t->tag = tag;
+	}
+	return 0;
+}
+
+int
+rt_epoch_check(RtProc *p, const RtHdr *h)
+{
+	int rv;
+
+	pthread_mutex_lock(&p->mu);
+	rv = rt_epoch_check_locked(p, h);
+	pthread_mutex_unlock(&p->mu);
+	return rv;
+}
+
+/* ------------------------------------------------------------- send */
+
+tfg_status
+rt_msg_new(RtProc *p, const TfgPlan *plan, nng_msg **out,
+	   unsigned char **body, int type, uint64_t step, uint32_t key,
+	   const RtEdge *edge, size_t nbytes, TfgError *e)
+{
+	RtHdr h;
+	nng_msg *m;
+	int rv;
+
+	*out = NULL;
+	if ((uint64_t)nbytes > RT_MAX_BODY)
+		return tfg_error(e, TFG_ETOOBIG,
+				 "cannot send %zu bytes in one message (the "
+				 "limit is %llu)", nbytes,
+				 (unsigned long long)RT_MAX_BODY);
+	if ((rv = nng_msg_alloc(&m, RT_HDR_SIZE + nbytes)) != 0)
+		return rt_nng_error(e, rv, "%s: cannot allocate a message",
+				    p->name);
+	rt_hdr_init(&h, plan ? plan : p->plan, type, step, key, p->src,
+		    nbytes, p->epoch);
+	if (edge) {
+		h.dtype = (uint8_t)edge->dtype;
+		h.rank = (uint8_t)edge->shape.rank;
+		for (int i = 0; i < edge->shape.rank; i++)
+			h.dims[i] = (uint64_t)edge->shape.dims[i];
+	}
+	rt_hdr_encode(nng_msg_body(m), &h);
+	*out = m;
+	if (body)
+		*body = (unsigned char *)nng_msg_body(m) + RT_HDR_SIZE;
+	return TFG_OK;
+}
+
+/* Between the slices of a blocked send: a stop request ends it; and so
+ * does the cancellation of the step this task runs for another task's
+ * client, since a send blocked on a peer that stopped reading must not
+ * outlast it. */
+static int
+send_stop(void *arg, TfgError *e)
+{
+	RtCtx *c = arg;
+
+	if (rt_stop_requested) {
+		tfg_error(e, TFG_ECANCELED, "interrupted");
+		return 1;
+	}
+	return c && rt_step_poll(c, e) != TFG_OK;
+}
+
+tfg_status
+rt_send(RtProc *p, int peer, nng_msg *m, double deadline, RtCtx *step,
+	TfgError *e)
+{
+	return rt_net_send(&p->net, peer, m, deadline, send_stop, step, e);
+}
+
+tfg_status
+rt_send_text(RtProc *p, const char *url, int type, uint64_t step,
+	     uint32_t key, const char *buf, size_t n, TfgError *e)
+{
+	nng_msg *m;
+	unsigned char *body;
+	tfg_status st;
+
+	if ((st = rt_msg_new(p, NULL, &m, &body, type, step, key, NULL, n,
+			     e)))
+		return st;
+	if (n)
+		memcpy(body, buf, n);
+	return rt_net_send_url(&p->net, url, m, rt_now() + p->opt.step_timeout,
+			       send_stop, NULL, e);
+}
+
+void
+rt_body_url(char *buf, const RtMsg *m)
+{
+	size_t n = (size_t)m->h.nbytes;
+
+	buf[0] = '\0';
+	if (n == 0 || n >= RT_URL_MAX)
+		return;
+	for (size_t i = 0; i < n; i++)
+		if (m->body[i] <= ' ' || m->body[i] > '~')
+			return;
+	memcpy(buf, m->body, n);
+	buf[n] = '\0';
+}
+
+void
+rt_answer_ping(RtProc *p, const RtMsg *m)
+{
+	char url[RT_URL_MAX];
+	TfgError e;
+
+	rt_body_url(url, m);
+	if (url[0] == '\0')
+		fprintf(stderr, "tfgc: error: %s: PING without a reply "
+			"address (ignored)\n", p->name);
+	else if (rt_send_text(p, url, RT_MSG_PONG, 0, 0, NULL, 0, &e))
+		fprintf(stderr, "tfgc: error: %s: %s\n", p->name, e.msg);
+}
+
+void
+rt_msg_free(RtMsg *m)
+{
+	if (m->m)
+		nng_msg_free(m->m);
+	m->m = NULL;
+}
+
+int
+rt_peer_up(RtProc *p, int task)
+{
+	return rt_net_peer_up(&p->net, task);
+}
+
+int
+rt_peer_gone(RtProc *p, int task)
+{
+	return rt_net_peer_gone(&p->net, task);
+}

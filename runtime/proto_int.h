@@ -1,0 +1,29 @@
+/*
+ * runtime/proto_int.h: what the protocol layer's own files (proto.c,
+ * rendezvous.c) share; the roles see only runtime/proto.h.  Functions
+ * named *_locked expect RtProc.mu held.
+ */
+#ifndef TFG_RUNTIME_PROTO_INT_H
+#define TFG_RUNTIME_PROTO_INT_H
+
+#include "runtime/proto.h"
+
+/* Waits on cv (with mu held) until signalled, until `until` (rt_now()
+ * scale), or for one RT_NET_SLICE at most, whichever comes first. */
+void rt_cond_wait(pthread_cond_t *cv, pthread_mutex_t *mu, double until);
+
+/* proto.c */
+int rt_tab_push_locked(RtProc *p, const RtMsg *m);   /* 0, -1: no memory */
+int rt_queue_push_locked(RtProc *p, const RtMsg *m); /* wakes a waiter */
+int rt_epoch_check_locked(RtProc *p, const RtHdr *h);
+
+/* rendezvous.c */
+void rt_dispatch_locked(RtProc *p, RtMsg *m);
+int rt_step_accept_locked(RtProc *p, RtCtx *c, const RtMsg *m, int sig);
+/* Drops the table's entries of steps of client t, but those with tag
+ * `keep` (-1: all). */
+void rt_tab_forget_locked(RtProc *p, int t, long keep);
+/* Cancels the steps of client t running here (t restarted). */
+void rt_steps_orphan_locked(RtProc *p, int t);
+
+#endif /* TFG_RUNTIME_PROTO_INT_H */

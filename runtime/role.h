@@ -1,0 +1,161 @@
+/*
+ * runtime/role.h: the roles of the runtime (spec/design.md "Runtime
+ * layers"), above the protocol (runtime/proto.h):
+ *
+ *   server.c   the task server: its executor threads take the records
+ *              of the process's queue and run them (a step's part, a
+ *              session, a SPECIALISE, ...)
+ *   client.c   sessions: a session's statements, and the steps it
+ *              drives as their client
+ *   spec.c     specialisations of a generic plan
+ *   launch.c   the controller (tfgc run, tfgc stop)
+ *
+ * The roles call the protocol, never the transport.  Their shared state
+ * in a task process is the RtServer; RtServer.mu guards what is not the
+ * protocol's.  It may be held while the compiler runs (a specialisation
+ * is compiled under it, so that compiles are one at a time), but never
+ * across a wait for another process: a role that sends while it holds it
+ * queues the message (RtServer.pending) and sends it once it lets go.
+ */
+#ifndef TFG_RUNTIME_ROLE_H
+#define TFG_RUNTIME_ROLE_H
+
+#include <pthread.h>
+
+#include "runtime/proto.h"
+
+/* Arenas of one part not in use: a step takes one (or a new one) and
+ * gives it back, so that steps of one signature may run at once. */
+typedef struct RtArenas {
+	char **v;
+	int n, cap;
+} RtArenas;
+
+/* A specialisation of a generic plan (spec/design.md "Unknown dims"):
+ * signature `sig` compiled for the feed shapes `feeds`, with this
+ * process's parts in it.  A slot whose plan is NULL is free: slots never
+ * move, so an index stays valid as long as the specialisation lives. */
+typedef struct RtSpec {
+	const TfgPlan *plan; /* made by TfgOptions.specialise, freed by its
+				release; NULL: a free slot */
+	int sig;
+	TfgShape *feeds;     /* [nfeed of sig]: the key; owned */
+	RtPart *parts;       /* [plan->nsig]; owned */
+	RtArenas *spare;     /* [plan->nsig]; owned */
+	uint64_t *held;      /* [ntask]: the incarnation of client task k
+				that announced it and has not released it, 0
+				none; freed when none holds it; owned */
+	uint64_t *has;       /* [ntask], as client: the incarnation of task
+				k that answered its SPECIALISE with its hash
+				(RELEASE goes to those), 0 none; owned */
+	uint64_t used;       /* RtServer.clock at its last use (LRU) */
+	int inuse;           /* steps running it now: it stays until 0 */
+	int ready;           /* as client: every task of it has it */
+} RtSpec;
+
+/* Specialisations kept per client task when TfgOptions.max_specs is 0:
+ * a run fed a new shape every step would otherwise compile without end,
+ * so past it the least recently used goes. */
+#define RT_MAX_SPECS 64
+
+/* A RELEASE decided under RtServer.mu, sent after. */
+typedef struct RtRelease {
+	int task, sig;
+	uint64_t hash;
+} RtRelease;
+
+/* A task process's roles. */
+typedef struct RtServer {
+	RtProc proc;
+	RtPart *parts;         /* [nsig] the own plan's parts; owned */
+	RtArenas *spare;       /* [nsig] their spare arenas; owned */
+	pthread_mutex_t mu;    /* everything below */
+	/* specialisations (spec.c) */
+	RtSpec *specs;         /* [nspec] slots, some free */
+	int nspec;
+	uint64_t clock;        /* counts uses of specialisations (LRU) */
+	RtRelease *pending;    /* RELEASEs to send once mu is let go */
+	int npending, cappending;
+	/* executors (server.c) */
+	pthread_t *threads;    /* started besides the main thread */
+	int nthread, capthread;
+	int nidle;             /* executors waiting for a record */
+	int stopping;          /* SHUTDOWN or a signal: no more records */
+} RtServer;
+
+/* ---------------------------------------------------------- server.c */
+
+/* The roles of task `task` of plan, around an RtProc; no sockets yet. */
+tfg_status rt_server_init(RtServer *s, const TfgPlan *plan, int task,
+			  const TfgOptions *opt);
+void rt_server_free(RtServer *s);
+/* Runs one record of the queue (START, SPECIALISE, RELEASE,
+ * RUN_SESSION, PING, RT_EV_RESTARTED; SHUTDOWN sets stopping), with ctx
+ * the step rt_proc_next accepted for a START or SPECIALISE.  Frees m. */
+void rt_server_handle(RtServer *s, RtCtx *ctx, RtMsg *m);
+/* Runs part fn of signature sig for step c with an arena from spare;
+ * 0, or the failure in c->err. */
+int rt_run_part(RtServer *s, RtCtx *c, const RtPart *part,
+		RtArenas *spare);
+
+/* ---------------------------------------------------------- client.c */
+
+/* Runs session `session` as its client; its output and its end go to
+ * reply_url.  Returns TFG_OK when it ended well. */
+tfg_status rt_client_session(RtServer *s, int session,
+			     const char *reply_url);
+
+/* ------------------------------------------------------------ spec.c */
+
+/* A plan a step runs, with this task's parts in it. */
+typedef struct RtUse {
+	const TfgPlan *plan;
+	const RtPart *parts; /* [plan->nsig] */
+	RtArenas *spare;     /* [plan->nsig] */
+	int spec;            /* its slot in RtServer.specs; -1: the own */
+} RtUse;
+
+/* The plan whose hash is prog into *u: the own one or a
+ * specialisation's, which is in use (RtSpec.inuse) until rt_spec_unuse.
+ * -1 if none. */
+int rt_spec_use(RtServer *s, uint64_t prog, RtUse *u);
+void rt_spec_unuse(RtServer *s, const RtUse *u);
+/* Client of a generic plan: the specialisation of sig for these feed
+ * shapes, compiled here and on every other task of it on first use, in
+ * use as rt_spec_use leaves it.  Errors go to *e. */
+tfg_status rt_spec_client(RtServer *s, int sig, const TfgShape *feeds,
+			  RtUse *u, TfgError *e);
+/* Client: the step of specialisation spec failed because task `task`
+ * does not have it: it is no longer ready (the next run announces it
+ * again), and *e says so. */
+void rt_spec_lost(RtServer *s, int spec, int task, TfgError *e);
+/* The specialisation of sig for feeds, held for client task `client` of
+ * incarnation `epoch` from now on: found, or compiled here (evicting
+ * client's least recently used one past the cap).  Its index goes to
+ * *spec; errors to *e. */
+tfg_status rt_spec_hold(RtServer *s, int client, uint64_t epoch, int sig,
+			const TfgShape *feeds, int *spec, TfgError *e);
+/* Client task `client` no longer holds specialisation spec, as its
+ * RELEASE says; freed when no client holds it and no step runs it. */
+void rt_spec_drop(RtServer *s, int spec, int client);
+/* Server: a SPECIALISE (step ctx accepted), a RELEASE. */
+void rt_spec_serve(RtServer *s, RtCtx *ctx, const RtMsg *m);
+void rt_spec_serve_release(RtServer *s, const RtMsg *m);
+/* The body of a RELEASE (8 bytes): the plan hash of a specialisation of
+ * signature h->key held here for its sender.  TFG_OK with its slot in
+ * *spec, else TFG_EPROTO naming the sender.  Under RtServer.mu. */
+tfg_status rt_release_check(RtServer *s, const RtHdr *h,
+			    const unsigned char *body, int *spec,
+			    TfgError *e);
+/* Server: answers START m (step ctx) whose plan is not here with
+ * RT_ERROR_NO_PLAN. */
+void rt_spec_refuse(RtCtx *ctx, const RtMsg *m);
+/* Task `task` restarted, and is of incarnation `epoch` now
+ * (RT_EV_RESTARTED): its earlier processes hold none of the
+ * specialisations here any more (each is dropped as its RELEASE would),
+ * and, as a task of this client's, have none of them either. */
+void rt_spec_forget(RtServer *s, int task, uint64_t epoch);
+/* Frees every specialisation (at exit: the compiler's to free). */
+void rt_spec_free(RtServer *s);
+
+#endif /* TFG_RUNTIME_ROLE_H */
