@@ -142,12 +142,22 @@ cg_aot_object(const Program *p, int task, const CgOptions *o, const CgAot *a)
 
 /* ------------------------------------------------------------- header */
 
+/* Whether signature s is driven from task, needs no other task, and
+ * keeps no state (variables live in a task server, not in the caller of
+ * tfg_aot_run). */
 int
 cg_aot_standalone(const Program *p, int task, int s)
 {
 	const RtSig *g = &p->plan->sigs[s];
+	const IrPart *part;
 
-	return g->client == task && g->ntask == 1 && g->tasks[0] == task;
+	if (g->client != task || g->ntask != 1 || g->tasks[0] != task)
+		return 0;
+	part = p->sigs[s].parts ? &p->sigs[s].parts[task] : NULL;
+	for (int i = 0; part && i < part->n; i++)
+		if (op_info[part->nodes[i]->op].flags & OPF_STATEFUL)
+			return 0;
+	return 1;
 }
 
 static const char *

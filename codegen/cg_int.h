@@ -28,6 +28,8 @@ typedef struct CgCtx {
 	LLVMTypeRef i1, i8, i32, i64, f32, f64, ptr, void_;
 	LLVMTypeRef rt_ty;     /* i32 (ptr, i32, ptr): tfg_rt_recv/send */
 	LLVMValueRef rt_recv, rt_send;
+	LLVMTypeRef rt_var_ty; /* i32 (ptr, i32, i32, ptr, ptr): tfg_rt_var */
+	LLVMValueRef rt_var;   /* declared on first use (cpu_state.c) */
 	LLVMValueRef fn;       /* the part function being built */
 	LLVMValueRef ctx_arg, arena_arg;
 	const IrPart *part;    /* the part being built */

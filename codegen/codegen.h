@@ -6,7 +6,7 @@
  * The module defines, for each signature s where the task has a part,
  *     int tfg_part_<s>(RtCtx *ctx, char *arena)
  * (see RtPartFn in runtime/tfg.h).  It calls only tfg_rt_recv,
- * tfg_rt_send and tfg_rt_parallel from the runtime (and
+ * tfg_rt_send, tfg_rt_var and tfg_rt_parallel from the runtime (and
  * cblas_sgemm/cblas_dgemm from OpenBLAS for large matmuls).  Loop nests
  * are internal functions tfg_k<N>, shared by nests that emit the same
  * code (codegen/cpu_nest.c).  Constants become private globals;

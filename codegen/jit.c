@@ -226,7 +226,7 @@ define_symbols(CgJit *j, const CgOptions *o)
 							 : tfg_rt_recv);
 	uintptr_t send = (uintptr_t)(o && o->rt_send ? o->rt_send
 							 : tfg_rt_send);
-	LLVMOrcCSymbolMapPair syms[5] = {
+	LLVMOrcCSymbolMapPair syms[6] = {
 		{LLVMOrcLLJITMangleAndIntern(j->jit, "tfg_rt_recv"),
 		 {recv, fl}},
 		{LLVMOrcLLJITMangleAndIntern(j->jit, "tfg_rt_send"),
@@ -237,9 +237,11 @@ define_symbols(CgJit *j, const CgOptions *o)
 		 {(uintptr_t)cblas_dgemm, fl}},
 		{LLVMOrcLLJITMangleAndIntern(j->jit, "tfg_rt_parallel"),
 		 {(uintptr_t)tfg_rt_parallel, fl}},
+		{LLVMOrcLLJITMangleAndIntern(j->jit, "tfg_rt_var"),
+		 {(uintptr_t)tfg_rt_var, fl}},
 	};
 	LLVMErrorRef err = LLVMOrcJITDylibDefine(jd,
-						 LLVMOrcAbsoluteSymbols(syms, 5));
+						 LLVMOrcAbsoluteSymbols(syms, 6));
 	if (err)
 		return llvm_fail("defining the runtime symbols", err);
 	LLVMOrcDefinitionGeneratorRef gen;

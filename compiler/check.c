@@ -43,7 +43,8 @@ prescan(Checker *c, AstNode *n)
 		AstNode *s = n->list[i];
 		if (s->kind == AST_DEVICE) {
 			prescan(c, s);
-		} else if ((s->kind == AST_ASSIGN || s->kind == AST_INPUT) &&
+		} else if ((s->kind == AST_ASSIGN || s->kind == AST_INPUT ||
+			    s->kind == AST_VAR) &&
 			   !check_find(&c->defs, s->name)) {
 			Sym *d = arena_alloc(c->a, sizeof *d);
 			d->name = s->name;
@@ -76,8 +77,8 @@ check_lookup(Checker *c, AstNode *e)
 	return NULL;
 }
 
-static int
-define(Checker *c, const char *name, SrcLoc loc, IrNode *node)
+Sym *
+check_define(Checker *c, const char *name, SrcLoc loc, IrNode *node)
 {
 	Sym *old = check_find(&c->syms, name), *s;
 
@@ -85,14 +86,14 @@ define(Checker *c, const char *name, SrcLoc loc, IrNode *node)
 		diag_error(c->d, loc, "redefinition of '%s'", name);
 		diag_note(c->d, old->loc, "previous definition of '%s' is here",
 			  name);
-		return -1;
+		return NULL;
 	}
 	s = arena_alloc(c->a, sizeof *s);
 	s->name = name;
 	s->loc = loc;
 	s->node = node;
 	vec_push(c->a, &c->syms, s);
-	return 0;
+	return s;
 }
 
 /* -------------------------------------------------------------- cluster */
@@ -1200,7 +1201,7 @@ check_input(Checker *c, AstNode *s)
 		diag_error(c->d, s->a->loc, "input '%s' cannot be a string: "
 			   "strings are constants (write them as literals or "
 			   "with constant())", s->name);
-		define(c, s->name, s->tok.loc, NULL); /* uses not reported */
+		check_define(c, s->name, s->tok.loc, NULL); /* uses not reported */
 		return;
 	}
 	if (s->n > TFG_MAX_RANK) {
@@ -1222,13 +1223,13 @@ check_input(Checker *c, AstNode *s)
 		n->shape.dims[i] = s->list[i]->ival < 0 ? IR_DIM_UNKNOWN
 							: s->list[i]->ival;
 	if (apply_shape(c, s, n) < 0) {
-		define(c, s->name, s->tok.loc, NULL); /* uses not reported */
+		check_define(c, s->name, s->tok.loc, NULL); /* uses not reported */
 		return;
 	}
 	c->p->nunknown += !shape_known(&n->shape);
 	n->name = s->name;
 	n->user_named = 1;
-	define(c, s->name, s->tok.loc, n);
+	check_define(c, s->name, s->tok.loc, n);
 }
 
 static void
@@ -1238,8 +1239,9 @@ check_assign(Checker *c, AstNode *s)
 
 	if (check_is_list(c, s->a)) { /* a list value (spec §6.22) */
 		PtrVec *l = check_list(c, s->a, "a list");
-		if (define(c, s->name, s->tok.loc, NULL) == 0)
-			check_find(&c->syms, s->name)->list = l;
+		Sym *sym = check_define(c, s->name, s->tok.loc, NULL);
+		if (sym)
+			sym->list = l;
 		return;
 	}
 	n = check_expr(c, s->a);
@@ -1249,7 +1251,7 @@ check_assign(Checker *c, AstNode *s)
 	}
 	/* A failed definition is still defined (with no node), so that its
 	   uses are not reported again. */
-	define(c, s->name, s->tok.loc, n);
+	check_define(c, s->name, s->tok.loc, n);
 }
 
 static void check_stmts(Checker *c, AstNode *block, int top);
@@ -1285,13 +1287,21 @@ check_stmts(Checker *c, AstNode *block, int top)
 		case AST_INPUT:
 			check_input(c, s);
 			break;
+		case AST_VAR:
+			check_var(c, s);
+			break;
 		case AST_SESSION:
+		case AST_PARALLEL:
 			if (!top) {
-				diag_error(c->d, s->loc, "a session block must "
-					   "be at the top level");
+				diag_error(c->d, s->loc, "a %s block must be at "
+					   "the top level", s->kind == AST_SESSION
+					   ? "session" : "parallel");
 				break;
 			}
-			check_session(c, s);
+			if (s->kind == AST_SESSION)
+				check_session(c, s);
+			else
+				check_parallel(c, s);
 			break;
 		default:
 			diag_error(c->d, s->loc, "this statement belongs in a "

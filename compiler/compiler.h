@@ -114,6 +114,22 @@ typedef struct IrFuse {
 #define IR_DIM_UNKNOWN (-1)
 
 typedef struct IrNode IrNode;
+
+/* A variable (spec §4.4): state on one task that outlives steps.  Its
+ * nodes (read, updates, initializer, query) all carry it and are placed
+ * where it is. */
+typedef struct IrVar {
+	int index;        /* in Program.vars: the plan's and the runtime's */
+	const char *name;
+	SrcLoc loc;
+	TfgDtype dtype;
+	TfgShape shape;   /* every dim known */
+	Device req;       /* complete: where it lives */
+	IrNode *read;     /* OP_variable: its value in a step */
+	IrNode *init;     /* OP_assign of its initial value */
+	IrNode *inited;   /* OP_var_initialized: a bool scalar */
+} IrVar;
+
 struct IrNode {
 	int id;           /* index in IrGraph.nodes (clones keep their origin's) */
 	OpKind op;
@@ -150,6 +166,7 @@ struct IrNode {
 	int peer;         /* task at the other end */
 	IrNode *origin;   /* partition clones: the graph node they stand for */
 	const IrMake *make; /* makers (zeros ... random_normal): arguments */
+	IrVar *var;       /* variable ops (OPF_STATEFUL): the variable */
 	const IrFuse *fuse; /* OP_fused, fused reductions: the expression */
 };
 
@@ -168,11 +185,14 @@ typedef struct IrPart {
 	int sends;  /* how many OP_send */
 } IrPart;
 
-/* A session's run(...) with its fetches and feeds, from one client task. */
+/* A session's run(...) with its fetches and feeds, from one client task;
+ * its targets are run for their effect only (initialize()). */
 typedef struct IrSig {
 	int client;
 	int nfetch;
 	IrNode **fetch;
+	int ntarget;
+	IrNode **target;
 	int nfeed;
 	IrNode **feed; /* OP_input nodes, sorted by id */
 	SrcLoc loc;    /* the first run(...) with this signature */
@@ -213,6 +233,7 @@ typedef struct Program {
 	int nsession;
 	RtSession *sessions; /* sigs referenced by index */
 	PtrVec edges;        /* RtEdge *, index == key */
+	PtrVec vars;         /* IrVar *, index == IrVar.index */
 	PtrVec placement_log; /* char *: one line per node, as placed, before
 				 the passes change the graph */
 	TfgPlan *plan;

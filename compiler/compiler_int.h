@@ -36,6 +36,8 @@ typedef struct Sym {
 	IrNode *node; /* graph value */
 	int slot;     /* session loop variable (node == NULL) */
 	PtrVec *list; /* a list value (split): IrNode * elements; node NULL */
+	IrVar *var;   /* a variable: node is its read */
+	int loop;     /* a loop variable (locals: the others are lets) */
 } Sym;
 
 typedef struct Checker {
@@ -51,6 +53,11 @@ typedef struct Checker {
 	PtrVec sigs;   /* IrSig * */
 	PtrVec sessions;
 	const AstNode *cluster;
+	/* the session being checked: `session each ... as w` */
+	const char *each;  /* w, or NULL */
+	int each_index, each_count;
+	int group;         /* RtSession.group of sessions checked now */
+	int ngroup;        /* groups made so far */
 } Checker;
 
 /* A literal's value: AST_INT, AST_FLOAT, AST_BOOL, or - of one. */
@@ -61,6 +68,9 @@ typedef struct Lit {
 } Lit;
 
 Sym *check_find(PtrVec *v, const char *name);
+/* Defines name as node (NULL: a failed definition, whose uses are not
+ * reported again); NULL if it was defined already (reported). */
+Sym *check_define(Checker *c, const char *name, SrcLoc loc, IrNode *node);
 IrNode *check_lookup(Checker *c, AstNode *e);
 int check_device_of(Checker *c, AstNode *s, Device outer, Device *out);
 Lit check_lit_of(const AstNode *e);
@@ -70,6 +80,11 @@ void *check_tensor_data(Checker *c, AstNode *e, int t, TfgDtype *dt,
 int check_is_compare(int tk);
 const char *check_op_spelling(int tk);
 void check_session(Checker *c, AstNode *s);
+void check_parallel(Checker *c, AstNode *s);
+
+/* vars.c (spec §4.4): `var` statements; the nodes of a variable. */
+void check_var(Checker *c, AstNode *s);
+IrNode *check_var_node(Checker *c, IrVar *v, OpKind op, int nin, SrcLoc loc);
 void check_cli_session(Checker *c, const CompileOptions *o);
 
 /* check.c: what the checkers of op families (compiler/ops_*.c) share. */

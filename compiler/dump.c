@@ -63,6 +63,10 @@ static_args(FILE *out, const IrNode *n)
 			fputs(" keepdims", out);
 		return;
 	}
+	if (n->var) { /* variable ops: which one */
+		fprintf(out, " var=%s", n->var->name);
+		return;
+	}
 	switch (n->op) {
 	case OP_transpose:
 		fputs(" perm=[", out);

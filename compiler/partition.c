@@ -1,7 +1,7 @@
 /*
  * compiler/partition.c: per run signature, what each task computes.
  *
- * Only what the fetches need is kept (spec §6).  Walking the graph in
+ * Only what the fetches and targets need is kept (spec §6).  Walking the graph in
  * definition order (a topological order), each needed node is cloned into
  * its task's part with its inputs rewired inside that part: a value from
  * another task comes through an OP_recv, made where its first consumer
@@ -184,6 +184,8 @@ cut_sig(Program *p, int sig, PtrVec *users)
 
 	for (int i = 0; i < g->nfetch; i++)
 		vec_push(p->arena, &stack, g->fetch[i]);
+	for (int i = 0; i < g->ntarget; i++)
+		vec_push(p->arena, &stack, g->target[i]);
 	while (stack.n > 0) {
 		IrNode *x = stack.v[--stack.n];
 		if (needed[x->id])

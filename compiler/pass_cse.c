@@ -103,7 +103,10 @@ cse_program(Program *p)
 		repl[i] = x;
 		for (int k = 0; k < x->nin; k++)
 			x->in[k] = repl[x->in[k]->id];
-		if (x->op == OP_input)
+		/* inputs are fed one by one; state is read and changed
+		   where it is, once per node */
+		if (x->op == OP_input ||
+		    (op_info[x->op].flags & (OPF_STATEFUL | OPF_EFFECT)))
 			continue;
 		h = (size_t)node_hash(x) & (size_t)(cap - 1);
 		for (; tab[h]; h = (h + 1) & (size_t)(cap - 1))

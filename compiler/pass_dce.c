@@ -2,7 +2,8 @@
  * compiler/pass_dce.c: dead-code elimination on the graph (spec/design.md
  * "Passes").
  *
- * A node stays when a fetch of some run signature needs it, or when it is
+ * A node stays when a fetch or a target (initialize()'s initializers) of
+ * some run signature needs it, or when it is
  * an input (sessions and --feed may feed any input, and an unfed input is
  * an error that must still be reported where it is run).  Everything else
  * goes: nodes no session fetches, and what folding (pass_fold.c) and CSE
@@ -51,9 +52,12 @@ dce_program(Program *p)
 	char *live = arena_alloc(p->arena, n + 1);
 	PtrVec stack = {0};
 
-	for (int s = 0; s < p->nsig; s++)
+	for (int s = 0; s < p->nsig; s++) {
 		for (int i = 0; i < p->sigs[s].nfetch; i++)
 			vec_push(p->arena, &stack, p->sigs[s].fetch[i]);
+		for (int i = 0; i < p->sigs[s].ntarget; i++)
+			vec_push(p->arena, &stack, p->sigs[s].target[i]);
+	}
 	for (int i = 0; i < n; i++) {
 		IrNode *x = p->g.nodes.v[i];
 		if (x->op == OP_input)
@@ -84,10 +88,13 @@ prune_to_sig(Program *p, int sig)
 		if (s == sig)
 			continue;
 		p->sigs[s].nfetch = 0;
+		p->sigs[s].ntarget = 0;
 		p->sigs[s].nfeed = 0;
 	}
 	for (int i = 0; i < p->sigs[sig].nfetch; i++)
 		vec_push(p->arena, &stack, p->sigs[sig].fetch[i]);
+	for (int i = 0; i < p->sigs[sig].ntarget; i++)
+		vec_push(p->arena, &stack, p->sigs[sig].target[i]);
 	mark(p, &stack, live);
 	sweep(p, live);
 	for (int i = 0; i < p->g.nodes.n; i++) {

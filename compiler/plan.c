@@ -32,6 +32,8 @@ plan_hash(const Program *p, const TfgPlan *pl)
 			h = fnv_i64(h, e->shape.dims[k]);
 		h = fnv_i64(h, e->shape.rank);
 	}
+	for (int i = 0; i < pl->nvar; i++)
+		h = fnv_i64(h, pl->vars[i].task);
 	for (int s = 0; s < pl->nsig; s++) {
 		const RtSig *r = &pl->sigs[s];
 		h = fnv_i64(fnv_i64(fnv_i64(h, r->client), r->nfeed), r->ntask);
@@ -42,6 +44,18 @@ plan_hash(const Program *p, const TfgPlan *pl)
 		}
 	}
 	return h;
+}
+
+/* Whether a part changes state (OPF_EFFECT): its task then reports DONE
+ * at its end even if it sends something, so that run() returns after
+ * every change the step makes. */
+static int
+has_effect(const IrPart *part)
+{
+	for (int i = 0; i < part->n; i++)
+		if (op_info[part->nodes[i]->op].flags & OPF_EFFECT)
+			return 1;
+	return 0;
 }
 
 static TfgPlan *
@@ -87,12 +101,27 @@ plan_new(Program *p)
 			if (g->parts[t].n == 0)
 				continue;
 			r->needs_done[r->ntask] =
-			    t != g->client && g->parts[t].sends == 0;
+			    t != g->client && (g->parts[t].sends == 0 ||
+					       has_effect(&g->parts[t]));
 			r->tasks[r->ntask++] = t;
 		}
 	}
 	pl->nsession = p->nsession;
 	pl->sessions = p->sessions;
+	pl->nvar = p->vars.n;
+	pl->vars = arena_alloc(a, (p->vars.n + 1) * sizeof *pl->vars);
+	for (int i = 0; i < p->vars.n; i++) {
+		const IrVar *v = p->vars.v[i];
+		RtVar *r = &pl->vars[i];
+
+		r->name = v->name;
+		r->task = dev_task_index(p, v->req);
+		r->dtype = v->dtype;
+		r->shape = v->shape;
+		r->nbytes = (size_t)tfg_shape_numel(&v->shape) *
+			    tfg_dtype_size(v->dtype);
+		r->where = diag_where(a, v->loc);
+	}
 	return pl;
 }
 
@@ -125,6 +154,8 @@ candidates(Program *p, const IrSig *g, RtSig *r)
 	on[g->client] = 1;
 	for (int i = 0; i < g->nfetch; i++)
 		vec_push(p->arena, &stack, g->fetch[i]);
+	for (int i = 0; i < g->ntarget; i++)
+		vec_push(p->arena, &stack, g->target[i]);
 	while (stack.n > 0) {
 		IrNode *x = stack.v[--stack.n];
 		if (seen[x->id])

@@ -18,6 +18,7 @@
 /* ------------------------------------------------------------- sessions */
 
 static RtExpr *sexpr(Checker *c, AstNode *e);
+static int scalar_operand(Checker *c, AstNode *e, RtExpr *x);
 
 static RtExpr *
 new_expr(Checker *c, RtExprKind k, SrcLoc loc, int nargs)
@@ -128,32 +129,36 @@ feed_value(Checker *c, AstNode *v, IrNode *in)
 }
 
 static int
-same_sig(const IrSig *g, int client, PtrVec *fetch, PtrVec *inputs)
+same_nodes(IrNode **a, int n, const PtrVec *b)
 {
-	if (g->client != client || g->nfetch != fetch->n ||
-	    g->nfeed != inputs->n)
+	if (n != b->n)
 		return 0;
-	for (int i = 0; i < fetch->n; i++)
-		if (g->fetch[i] != fetch->v[i])
-			return 0;
-	for (int i = 0; i < inputs->n; i++)
-		if (g->feed[i] != inputs->v[i])
+	for (int i = 0; i < n; i++)
+		if (a[i] != b->v[i])
 			return 0;
 	return 1;
 }
 
 static int
-sig_index(Checker *c, SrcLoc loc, PtrVec *fetch, PtrVec *inputs)
+sig_index(Checker *c, SrcLoc loc, PtrVec *fetch, PtrVec *targets,
+	  PtrVec *inputs)
 {
 	IrSig *g;
 
-	for (int i = 0; i < c->sigs.n; i++)
-		if (same_sig(c->sigs.v[i], c->client, fetch, inputs))
+	for (int i = 0; i < c->sigs.n; i++) {
+		g = c->sigs.v[i];
+		if (g->client == c->client &&
+		    same_nodes(g->fetch, g->nfetch, fetch) &&
+		    same_nodes(g->target, g->ntarget, targets) &&
+		    same_nodes(g->feed, g->nfeed, inputs))
 			return i;
+	}
 	g = arena_alloc(c->a, sizeof *g);
 	g->client = c->client;
 	g->nfetch = fetch->n;
 	g->fetch = (IrNode **)fetch->v;
+	g->ntarget = targets->n;
+	g->target = (IrNode **)targets->v;
 	g->nfeed = inputs->n;
 	g->feed = (IrNode **)inputs->v;
 	g->loc = loc;
@@ -209,7 +214,7 @@ check_feed_items(Checker *c, AstNode *feed)
 static RtExpr *
 run_expr(Checker *c, AstNode *e)
 {
-	PtrVec fetch = {0}, inputs = {0}, extra = {0};
+	PtrVec fetch = {0}, inputs = {0}, extra = {0}, none = {0};
 	int before = c->d->nerr;
 	RtExpr *x;
 
@@ -280,8 +285,102 @@ run_expr(Checker *c, AstNode *e)
 		x->args = args;
 		x->nargs += extra.n;
 	}
-	x->sig = sig_index(c, e->loc, &fetch, &inputs);
+	x->sig = sig_index(c, e->loc, &fetch, &none, &inputs);
 	return x;
+}
+
+/* The variables named by call e's arguments, or every variable when it
+ * has none; -1 if reported. */
+static int
+var_args(Checker *c, AstNode *e, PtrVec *vars)
+{
+	int before = c->d->nerr;
+
+	if (e->b)
+		diag_error(c->d, e->b->loc, "%s() takes no feed", e->name);
+	if (e->n == 0) {
+		for (int i = 0; i < c->p->vars.n; i++)
+			vec_push(c->a, vars, c->p->vars.v[i]);
+		return c->d->nerr > before ? -1 : 0;
+	}
+	for (int i = 0; i < e->n; i++) {
+		AstNode *a = e->list[i];
+		Sym *s;
+
+		if (a->kind != AST_NAME) {
+			diag_error(c->d, a->kind == AST_KWARG ? a->tok.loc
+							      : ast_extent(a),
+				   "%s() takes the names of variables",
+				   e->name);
+			continue;
+		}
+		if (!(s = check_find(&c->syms, a->name))) {
+			check_lookup(c, a);
+			continue;
+		}
+		if (!s->var) {
+			diag_error(c->d, a->loc, "'%s' is not a variable",
+				   a->name);
+			continue;
+		}
+		for (int j = 0; j < vars->n; j++)
+			if (vars->v[j] == s->var)
+				diag_error(c->d, a->loc, "'%s' is named twice",
+					   a->name);
+		vec_push(c->a, vars, s->var);
+	}
+	return c->d->nerr > before ? -1 : 0;
+}
+
+/* initialize(v, ...): a run of the variables' initializers, for their
+ * effect (spec §8.6). */
+static RtExpr *
+init_expr(Checker *c, AstNode *e)
+{
+	PtrVec vars = {0}, targets = {0}, none = {0};
+	RtExpr *x;
+
+	if (var_args(c, e, &vars) < 0)
+		return NULL;
+	for (int i = 0; i < vars.n; i++)
+		vec_push(c->a, &targets, ((IrVar *)vars.v[i])->init);
+	x = new_expr(c, RT_E_RUN, e->loc, 0);
+	x->sig = sig_index(c, e->loc, &none, &targets, &none);
+	return x;
+}
+
+/* uninitialized(v, ...): a run fetching whether each is initialized,
+ * and the names that go with the answers. */
+static RtExpr *
+uninit_expr(Checker *c, AstNode *e)
+{
+	PtrVec vars = {0}, fetch = {0}, none = {0};
+	const char **names;
+	RtExpr *run, *x;
+
+	if (var_args(c, e, &vars) < 0)
+		return NULL;
+	names = arena_alloc(c->a, (vars.n + 1) * sizeof *names);
+	for (int i = 0; i < vars.n; i++) {
+		IrVar *v = vars.v[i];
+		vec_push(c->a, &fetch, v->inited);
+		names[i] = v->name;
+	}
+	run = new_expr(c, RT_E_RUN, e->loc, 0);
+	run->sig = sig_index(c, e->loc, &fetch, &none, &none);
+	x = new_expr(c, RT_E_UNINIT, e->loc, 1);
+	x->args[0] = run;
+	x->names = names;
+	return x;
+}
+
+/* The session's statements that are calls (spec §8.6). */
+static int
+statement_call(const char *name)
+{
+	return strcmp(name, "initialize") == 0 ||
+	       strcmp(name, "wait_initialized") == 0 ||
+	       strcmp(name, "sleep") == 0;
 }
 
 static RtExpr *
@@ -291,6 +390,23 @@ call_session(Checker *c, AstNode *e)
 
 	if (strcmp(e->name, "run") == 0)
 		return run_expr(c, e);
+	if (strcmp(e->name, "uninitialized") == 0)
+		return uninit_expr(c, e);
+	if (strcmp(e->name, "len") == 0) {
+		if (e->n != 1 || e->b || e->list[0]->kind == AST_KWARG) {
+			diag_error(c->d, e->loc, "len() takes one value");
+			return NULL;
+		}
+		if (!(x = new_expr(c, RT_E_LEN, e->loc, 1)) ||
+		    !(x->args[0] = sexpr(c, e->list[0])))
+			return NULL;
+		return x;
+	}
+	if (statement_call(e->name)) {
+		diag_error(c->d, e->a->loc, "%s() is a statement, not a value",
+			   e->name);
+		return NULL;
+	}
 	if (strcmp(e->name, "load") == 0) {
 		if (e->n != 1 || e->list[0]->kind != AST_STRING || e->b) {
 			diag_error(c->d, e->loc, "load() takes one string: "
@@ -308,7 +424,8 @@ call_session(Checker *c, AstNode *e)
 		return NULL;
 	}
 	diag_error(c->d, e->a->loc, "unknown function '%s' (a session can "
-		   "call run and load)", e->name);
+		   "call run, load, len, uninitialized, initialize, "
+		   "wait_initialized and sleep)", e->name);
 	return NULL;
 }
 
@@ -368,6 +485,59 @@ scalar_operand(Checker *c, AstNode *e, RtExpr *x)
 	}
 }
 
+/* a == b ... a >= b in a session (spec §8.5): scalars, or strings for
+ * == and !=; a bool. */
+static RtExpr *
+compare(Checker *c, AstNode *e)
+{
+	static const RtExprKind ops[] = {[TK_EQ] = RT_E_EQ, [TK_NE] = RT_E_NE,
+					 [TK_LT] = RT_E_LT, [TK_LE] = RT_E_LE,
+					 [TK_GT] = RT_E_GT, [TK_GE] = RT_E_GE};
+	RtExpr *a = sexpr(c, e->a), *b = sexpr(c, e->b), *x;
+	int strs;
+
+	if (!a || !b)
+		return NULL;
+	strs = a->kind == RT_E_STR || b->kind == RT_E_STR;
+	if (strs && (a->kind != b->kind ||
+		     (e->op != TK_EQ && e->op != TK_NE))) {
+		diag_error(c->d, e->loc, "strings compare only with strings, "
+			   "and only with == and !=");
+		return NULL;
+	}
+	if (!strs && (scalar_operand(c, e->a, a) < 0 ||
+		      scalar_operand(c, e->b, b) < 0))
+		return NULL;
+	x = new_expr(c, ops[e->op], e->loc, 2);
+	x->args[0] = a;
+	x->args[1] = b;
+	return x;
+}
+
+/* w.index, w.count of `session each ... as w`: constants of each
+ * session. */
+static RtExpr *
+field(Checker *c, AstNode *e)
+{
+	TfgShape s = {0, {0}};
+	int64_t *v;
+
+	if (e->a->kind != AST_NAME || !c->each ||
+	    strcmp(e->a->name, c->each) != 0) {
+		diag_error(c->d, e->loc, "'.%s' of something that is not the "
+			   "name of a 'session each ... as NAME'", e->name);
+		return NULL;
+	}
+	if (strcmp(e->name, "index") != 0 && strcmp(e->name, "count") != 0) {
+		diag_error(c->d, e->loc, "'%s' has 'index' and 'count', not "
+			   "'%s'", c->each, e->name);
+		return NULL;
+	}
+	v = arena_alloc(c->a, sizeof *v);
+	*v = e->name[0] == 'i' ? c->each_index : c->each_count;
+	return const_expr(c, e->loc, TFG_I64, &s, v, 0);
+}
+
 static RtExpr *
 sexpr(Checker *c, AstNode *e)
 {
@@ -419,14 +589,12 @@ sexpr(Checker *c, AstNode *e)
 		x->args[0] = a;
 		return x;
 	case AST_BINARY:
-		if (e->op == TK_PERCENT || e->op == TK_AT ||
-		    check_is_compare(e->op)) {
+		if (check_is_compare(e->op))
+			return compare(c, e);
+		if (e->op == TK_PERCENT || e->op == TK_AT) {
 			diag_error(c->d, e->loc, "operator '%s' is not "
-				   "available in session expressions%s",
-				   check_op_spelling(e->op),
-				   !check_is_compare(e->op) ? ""
-				   : ": compare in the graph and fetch the "
-				     "result with run()");
+				   "available in session expressions",
+				   check_op_spelling(e->op));
 			return NULL;
 		}
 		a = sexpr(c, e->a);
@@ -440,6 +608,8 @@ sexpr(Checker *c, AstNode *e)
 		return x;
 	case AST_CALL:
 		return call_session(c, e);
+	case AST_FIELD:
+		return field(c, e);
 	default:
 		diag_error(c->d, e->loc, "this expression is not available "
 			   "in a session block");
@@ -448,6 +618,95 @@ sexpr(Checker *c, AstNode *e)
 }
 
 static void sblock(Checker *c, AstNode *block, int *n, RtStmt ***out);
+
+/* initialize(...), wait_initialized(...), sleep(ms) (spec §8.6). */
+static RtStmt *
+call_stmt(Checker *c, AstNode *e, RtStmt *st)
+{
+	AstNode *t;
+
+	st->exprs = arena_alloc(c->a, 2 * sizeof *st->exprs);
+	st->nexpr = 1;
+	if (strcmp(e->name, "initialize") == 0) {
+		st->kind = RT_S_EXPR;
+		return (st->exprs[0] = init_expr(c, e)) ? st : NULL;
+	}
+	if (strcmp(e->name, "sleep") == 0) {
+		st->kind = RT_S_SLEEP;
+		if (e->n != 1 || e->b || e->list[0]->kind == AST_KWARG) {
+			diag_error(c->d, e->loc, "sleep() takes the "
+				   "milliseconds to sleep");
+			return NULL;
+		}
+		if (!(st->exprs[0] = sexpr(c, e->list[0])) ||
+		    scalar_operand(c, e->list[0], st->exprs[0]) < 0)
+			return NULL;
+		return st;
+	}
+	/* wait_initialized(v, ..., timeout=S) */
+	st->kind = RT_S_WAIT;
+	t = check_kwarg(e, "timeout");
+	for (int i = 0; i < e->n; i++)
+		if (e->list[i]->kind == AST_KWARG && e->list[i]->a != t) {
+			diag_error(c->d, e->list[i]->tok.loc, "%s() has no "
+				   "argument '%s'", e->name,
+				   e->list[i]->name);
+			return NULL;
+		}
+	if (t) {
+		AstNode k = *e;
+		int n = 0;
+
+		k.list = arena_alloc(c->a, (e->n + 1) * sizeof *k.list);
+		for (int i = 0; i < e->n; i++)
+			if (e->list[i]->kind != AST_KWARG)
+				k.list[n++] = e->list[i];
+		k.n = n;
+		st->nexpr = 2;
+		if (!(st->exprs[1] = sexpr(c, t)) ||
+		    scalar_operand(c, t, st->exprs[1]) < 0)
+			return NULL;
+		return (st->exprs[0] = uninit_expr(c, &k)) ? st : NULL;
+	}
+	return (st->exprs[0] = uninit_expr(c, e)) ? st : NULL;
+}
+
+/* let NAME = value: a new local of the block, or a new value for one
+ * already in scope (not a loop variable). */
+static RtStmt *
+let_stmt(Checker *c, AstNode *s, RtStmt *st)
+{
+	Sym *v;
+
+	st->kind = RT_S_LET;
+	st->nexpr = 1;
+	st->exprs = arena_alloc(c->a, sizeof *st->exprs);
+	if (!(st->exprs[0] = sexpr(c, s->a)))
+		return NULL;
+	if ((v = check_find(&c->locals, s->name)) != NULL) {
+		if (v->loop) {
+			diag_error(c->d, s->tok.loc, "'%s' is a loop variable: "
+				   "it cannot be given another value",
+				   s->name);
+			diag_note(c->d, v->loc, "the loop is here");
+			return NULL;
+		}
+		st->slot = v->slot;
+		return st;
+	}
+	if ((v = check_find(&c->syms, s->name)) != NULL) {
+		diag_error(c->d, s->tok.loc, "'%s' would hide the graph value "
+			   "'%s'", s->name, s->name);
+		diag_note(c->d, v->loc, "'%s' is defined here", s->name);
+		return NULL;
+	}
+	v = arena_alloc(c->a, sizeof *v);
+	v->name = s->name;
+	v->loc = s->tok.loc;
+	v->slot = st->slot = c->nslot++;
+	vec_push(c->a, &c->locals, v);
+	return st;
+}
 
 static RtStmt *
 sstmt(Checker *c, AstNode *s)
@@ -465,6 +724,8 @@ sstmt(Checker *c, AstNode *s)
 			st->exprs[i] = sexpr(c, s->list[i]);
 		return st;
 	case AST_EXPRSTMT:
+		if (s->a->kind == AST_CALL && statement_call(s->a->name))
+			return call_stmt(c, s->a, st);
 		if (s->a->kind != AST_CALL || strcmp(s->a->name, "run") != 0) {
 			diag_error(c->d, s->a->loc, "this expression has no "
 				   "effect: print it, or call run()");
@@ -474,6 +735,21 @@ sstmt(Checker *c, AstNode *s)
 		st->nexpr = 1;
 		st->exprs = arena_alloc(c->a, sizeof *st->exprs);
 		st->exprs[0] = sexpr(c, s->a);
+		return st;
+	case AST_LET:
+		return let_stmt(c, s, st);
+	case AST_IF:
+		st->kind = RT_S_IF;
+		st->nexpr = 1;
+		st->exprs = arena_alloc(c->a, sizeof *st->exprs);
+		if ((st->exprs[0] = sexpr(c, s->a)) &&
+		    st->exprs[0]->kind == RT_E_CONST &&
+		    st->exprs[0]->value->dtype != TFG_BOOL)
+			diag_error(c->d, ast_extent(s->a), "a condition is a "
+				   "comparison or a bool");
+		sblock(c, s, &st->nbody, &st->body);
+		if (s->b)
+			sblock(c, s->b, &st->nelse, &st->else_);
 		return st;
 	case AST_FOR:
 		st->kind = RT_S_FOR;
@@ -496,6 +772,7 @@ sstmt(Checker *c, AstNode *s)
 		v = arena_alloc(c->a, sizeof *v);
 		v->name = s->name;
 		v->loc = s->tok.loc;
+		v->loop = 1;
 		v->slot = st->slot = c->nslot++;
 		vec_push(c->a, &c->locals, v);
 		sblock(c, s, &st->nbody, &st->body);
@@ -514,9 +791,12 @@ sstmt(Checker *c, AstNode *s)
 	}
 }
 
+/* A block's lets are its own: they go at its end. */
 static void
 sblock(Checker *c, AstNode *block, int *n, RtStmt ***out)
 {
+	int nlocal = c->locals.n;
+
 	*out = arena_alloc(c->a, (block->n + 1) * sizeof **out);
 	*n = 0;
 	for (int i = 0; i < block->n; i++) {
@@ -524,24 +804,91 @@ sblock(Checker *c, AstNode *block, int *n, RtStmt ***out)
 		if (st)
 			(*out)[(*n)++] = st;
 	}
+	c->locals.n = nlocal;
 }
 
-void
-check_session(Checker *c, AstNode *s)
+/* One session on task `task`, of group c->group. */
+static void
+session_on(Checker *c, AstNode *s, int task)
 {
 	RtSession *rs = arena_alloc(c->a, sizeof *rs);
-	Device d = DEVICE_UNSET;
 
-	if (s->a && check_device_of(c, s->a, DEVICE_UNSET, &d) < 0)
-		return;
-	rs->task = dev_task_index(c->p, dev_complete(c->p, d));
-	TFG_ASSERT(rs->task >= 0);
+	rs->task = task;
+	rs->group = c->group;
+	rs->label = c->group ? c->p->tasks[task].name : NULL;
 	c->client = rs->task;
 	c->nslot = 0;
 	c->locals.n = 0;
 	sblock(c, s, &rs->nstmt, &rs->stmts);
 	rs->nslot = c->nslot;
 	vec_push(c->a, &c->sessions, rs);
+}
+
+/* session each "/job:J" [as w] { ... }: one session per task of J, all
+ * at once (spec §8.1). */
+static void
+each_session(Checker *c, AstNode *s)
+{
+	Device d = DEVICE_UNSET;
+	const CJob *job = NULL;
+	int outer = c->group, before = c->d->nerr;
+
+	if (check_device_of(c, s->a, DEVICE_UNSET, &d) < 0)
+		return;
+	if (!d.job || d.task >= 0) {
+		diag_error(c->d, s->a->loc, "session each runs a session on "
+			   "every task of a job: name the job alone "
+			   "(\"/job:worker\")");
+		return;
+	}
+	for (int j = 0; j < c->p->njob; j++)
+		if (strcmp(c->p->jobs[j].name, d.job) == 0)
+			job = &c->p->jobs[j];
+	TFG_ASSERT(job != NULL); /* check_device_of knows the jobs */
+	if (!outer)
+		c->group = ++c->ngroup;
+	c->each = s->name;
+	c->each_count = job->ntask;
+	/* the body is checked once per task; its errors once */
+	for (int k = 0; k < job->ntask && c->d->nerr == before; k++) {
+		c->each_index = k;
+		session_on(c, s, job->first + k);
+	}
+	c->each = NULL;
+	c->group = outer;
+}
+
+void
+check_session(Checker *c, AstNode *s)
+{
+	Device d = DEVICE_UNSET;
+	int task;
+
+	if (s->ival) {
+		each_session(c, s);
+		return;
+	}
+	if (s->a && check_device_of(c, s->a, DEVICE_UNSET, &d) < 0)
+		return;
+	task = dev_task_index(c->p, dev_complete(c->p, d));
+	TFG_ASSERT(task >= 0);
+	session_on(c, s, task);
+}
+
+/* parallel { session ... session each ... }: sessions that run at once
+ * (spec §8.1). */
+void
+check_parallel(Checker *c, AstNode *s)
+{
+	c->group = ++c->ngroup;
+	for (int i = 0; i < s->n; i++) {
+		if (s->list[i]->kind == AST_SESSION)
+			check_session(c, s->list[i]);
+		else
+			diag_error(c->d, s->list[i]->loc, "a parallel block "
+				   "holds sessions only");
+	}
+	c->group = 0;
 }
 
 /* --------------------------------------------------- tfgc run --fetch */

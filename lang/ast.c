@@ -84,6 +84,9 @@ ast_kind_name(AstKind k)
 		[AST_CALL] = "call",         [AST_KWARG] = "kwarg",
 		[AST_FEED] = "feed",         [AST_FEEDITEM] = "feeditem",
 		[AST_INDEX] = "index",       [AST_SLICE] = "slice",
+		[AST_VAR] = "var",           [AST_PARALLEL] = "parallel",
+		[AST_LET] = "let",           [AST_IF] = "if",
+		[AST_FIELD] = "field",
 	};
 	_Static_assert(sizeof names / sizeof names[0] == AST__COUNT,
 		       "ast_kind_name: a kind has no name");
@@ -155,18 +158,35 @@ dump_head(FILE *out, const AstNode *n)
 	fputs(ast_kind_name(n->kind), out);
 	switch (n->kind) {
 	case AST_JOB: case AST_ASSIGN: case AST_FOR: case AST_NAME:
-	case AST_CALL: case AST_KWARG: case AST_FEEDITEM:
+	case AST_CALL: case AST_KWARG: case AST_FEEDITEM: case AST_LET:
+	case AST_FIELD:
 		fprintf(out, " %s", n->name);
+		break;
+	case AST_VAR:
+		fprintf(out, " %s", n->name);
+		if (n->b)
+			fprintf(out, ": %s", n->b->name);
+		if (n->has_dims) {
+			fputc('[', out);
+			for (int i = 0; i < n->n; i++)
+				fprintf(out, "%s%" PRId64, i ? ", " : "",
+					n->list[i]->ival);
+			fputc(']', out);
+		}
 		break;
 	case AST_DEVICE: case AST_STRING:
 		fputc(' ', out);
 		put_quoted(out, n->str ? n->str : "");
 		break;
 	case AST_SESSION:
+		if (n->ival)
+			fputs(" each", out);
 		if (n->a) {
 			fputc(' ', out);
 			put_quoted(out, n->a->str);
 		}
+		if (n->name)
+			fprintf(out, " as %s", n->name);
 		break;
 	case AST_INPUT:
 		fprintf(out, " %s: %s", n->name, n->a->name);
@@ -214,6 +234,15 @@ dump(FILE *out, const AstNode *n, int depth)
 	case AST_DEVICE: case AST_SESSION: case AST_INPUT: case AST_CALL:
 		/* a is shown in the head line */
 		break;
+	case AST_VAR:
+		dump(out, n->a, depth + 1);
+		return; /* b and the dims are in the head line */
+	case AST_IF: /* the condition, then, else */
+		dump(out, n->a, depth + 1);
+		for (int i = 0; i < n->n; i++)
+			dump(out, n->list[i], depth + 1);
+		dump(out, n->b, depth + 1);
+		return;
 	case AST_FEEDITEM:
 		break; /* a is the name again */
 	default:

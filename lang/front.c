@@ -73,6 +73,9 @@ static const TokName tok_names[] = {
 	[TK_GE] = {"GE", "'>='"},
 	[TK_AT] = {"AT", "'@'"},
 	[TK_QUESTION] = {"QUESTION", "'?'"},
+	[TK_IF] = {"IF", "'if'"},
+	[TK_ELSE] = {"ELSE", "'else'"},
+	[TK_DOT] = {"DOT", "'.'"},
 };
 
 enum { NTOKNAMES = sizeof tok_names / sizeof tok_names[0] };
@@ -322,6 +325,32 @@ expected_names(const int *exp, int n, const char **names, int drop_ops)
 	return k;
 }
 
+/* After a statement's first identifier the parser takes whatever the
+ * contextual keywords var, let and parallel (lang/parse.y) may be
+ * followed by; what it could take for this identifier is what to say. */
+static int
+contextual(const Token *first, const int *exp, int n, int *out)
+{
+	static const struct {
+		const char *word;
+		int keep;
+	} kw[] = {{"var", TK_IDENT}, {"let", TK_IDENT}, {"parallel", TK_LBRACE}};
+	int k = 0, keep = 0;
+
+	for (size_t i = 0; i < sizeof kw / sizeof kw[0]; i++)
+		if (first->len == strlen(kw[i].word) &&
+		    memcmp(first->p, kw[i].word, first->len) == 0)
+			keep = kw[i].keep;
+	for (int i = 0; i < n; i++)
+		if (keep ? exp[i] == keep
+			 : exp[i] != TK_IDENT && exp[i] != TK_LBRACE)
+			out[k++] = exp[i];
+	if (k == 0) /* none of those: leave it as it was */
+		for (; k < n; k++)
+			out[k] = exp[k];
+	return k;
+}
+
 void
 parse_report(Parser *ps, const Token *tok, const int *expected, int n)
 {
@@ -346,6 +375,9 @@ parse_report(Parser *ps, const Token *tok, const int *expected, int n)
 			diag_error(ps->d, tok->loc, "unexpected %s", found);
 		return;
 	}
+	int narrow[64];
+	if (n < 60 && ps->second && ps->first.kind == TK_IDENT)
+		n = contextual(&ps->first, expected, n, narrow), expected = narrow;
 	const char *names[64];
 	int k = n < 60 ? expected_names(expected, n, names, 1) : 0;
 	if (k == 0 && n < 60)
@@ -432,8 +464,14 @@ lang_parse(Arena *a, const SrcFile *f, Diag *d)
 			continue;
 		if (skipping || t.kind == 0)
 			lang_parser_rearm(p);
+		ps.second = 0;
+		if (ps.stmt_start) { /* of the token before */
+			ps.second = 1;
+		}
 		ps.stmt_start = prev == -1 || prev == TK_SEMI ||
 				(prev == TK_LBRACE && top == '{');
+		if (ps.stmt_start)
+			ps.first = t;
 		/* A statement with a lexical error probably has syntax
 		 * errors because of it: do not report those too. */
 		ps.quiet = t.kind != 0 && s.lx.nerr > lexerr_sync;

@@ -109,11 +109,19 @@ typedef enum {
 	AST_ASSIGN,   /* name; a: value */
 	AST_INPUT,    /* name; a: AST_NAME dtype; list: dims (AST_INT;
 			 ival -1 for `?`); has_dims: brackets were written */
-	AST_SESSION,  /* a: AST_STRING target or NULL; list: statements */
+	AST_SESSION,  /* a: AST_STRING target or NULL; list: statements;
+			 ival 1: `session each`, name: its `as` name or
+			 NULL */
+	AST_VAR,      /* name; a: initial value; b: AST_NAME dtype or NULL;
+			 list: dims (AST_INT); has_dims: brackets written */
+	AST_PARALLEL, /* list: AST_SESSION that run at once */
 	/* session statements */
 	AST_PRINT,    /* list: expressions */
 	AST_FOR,      /* name: loop variable; a: lo, b: hi; list: body */
 	AST_EXPRSTMT, /* a: expression */
+	AST_LET,      /* name; a: value */
+	AST_IF,       /* a: condition; list: statements; b: else block (its
+			 list: statements, or one AST_IF) or NULL */
 	/* expressions */
 	AST_INT,      /* ival; tok: literal text */
 	AST_FLOAT,    /* fval */
@@ -132,6 +140,7 @@ typedef enum {
 	AST_FEEDITEM, /* name (a: AST_NAME); b: value */
 	AST_INDEX,    /* a: the indexed value; list: AST_SLICE or expressions */
 	AST_SLICE,    /* a: lo or NULL, b: hi or NULL  (lo:hi) */
+	AST_FIELD,    /* a.name: a session's `w.index`, `w.count` */
 	AST__COUNT
 } AstKind;
 
@@ -155,6 +164,10 @@ struct AstNode {
  * were reported (d->nerr > 0); the parser recovers at statement boundaries
  * so several syntax errors come out of one run. */
 AstNode *lang_parse(Arena *a, const SrcFile *f, Diag *d);
+
+/* The whole source range of an expression (a binary's loc is only its
+ * operator). */
+SrcLoc ast_extent(const AstNode *n);
 
 /* --emit=ast: an indented tree, one node per line with its line:col. */
 void ast_dump(FILE *out, const AstNode *n);

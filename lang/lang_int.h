@@ -50,6 +50,8 @@ typedef struct Parser {
 	int quiet;        /* count syntax errors but do not print them */
 	Token cur;        /* the token being pushed, for %stack_overflow */
 	int stmt_start;   /* cur is the first token of a statement */
+	Token first;      /* the current statement's first token */
+	int second;       /* cur is that statement's second token */
 	int has_open;     /* a bracket is open before cur */
 	Token open;       /* ... the innermost one, for "to match this" */
 } Parser;
@@ -74,8 +76,5 @@ void ast_append(Arena *a, AstNode *list, AstNode *item);
 void ast_take_list(AstNode *to, const AstNode *from);
 /* From the start of first to the end of last (same file). */
 SrcLoc loc_span(SrcLoc first, SrcLoc last);
-/* The whole source range of an expression (a binary's loc is only its
- * operator). */
-SrcLoc ast_extent(const AstNode *n);
 
 #endif /* TFG_LANG_LANG_INT_H */

@@ -179,6 +179,10 @@ lex_bad_number(Lexer *lx, Cursor p, Cursor end)
 	if (end[-1] == '.')
 		lex_error(lx, p, end, "expected a digit after '.' in '%.*s'",
 			  (int)(end - p), (const char *)p);
+	else if (*p == '.')
+		lex_error(lx, p, end, "expected a digit before '.' in '%.*s' "
+			  "(write 0%.*s)", (int)(end - p), (const char *)p,
+			  (int)(end - p), (const char *)p);
 	else
 		lex_error(lx, p, end, "invalid number '%.*s'", (int)(end - p),
 			  (const char *)p);
@@ -328,6 +332,8 @@ lex_next(Lexer *lx)
 		"feed" { return lex_tok(lx, TK_FEED, tok, YYCURSOR); }
 		"true" { return lex_tok(lx, TK_TRUE, tok, YYCURSOR); }
 		"false" { return lex_tok(lx, TK_FALSE, tok, YYCURSOR); }
+		"if" { return lex_tok(lx, TK_IF, tok, YYCURSOR); }
+		"else" { return lex_tok(lx, TK_ELSE, tok, YYCURSOR); }
 		ident { return lex_tok(lx, TK_IDENT, tok, YYCURSOR); }
 
 		hex { return lex_int(lx, tok, YYCURSOR); }
@@ -342,6 +348,10 @@ lex_next(Lexer *lx)
 			return lex_bad_number(lx, tok, YYCURSOR);
 		}
 		dec "." / [^.a-zA-Z0-9_] {
+			return lex_bad_number(lx, tok, YYCURSOR);
+		}
+		/* `.5': a number needs a digit before its point */
+		"." [0-9] [a-zA-Z0-9_.]* {
 			return lex_bad_number(lx, tok, YYCURSOR);
 		}
 
@@ -365,6 +375,7 @@ lex_next(Lexer *lx)
 		"@" { return lex_tok(lx, TK_AT, tok, YYCURSOR); }
 		"?" { return lex_tok(lx, TK_QUESTION, tok, YYCURSOR); }
 		".." { return lex_tok(lx, TK_DOTDOT, tok, YYCURSOR); }
+		"." { return lex_tok(lx, TK_DOT, tok, YYCURSOR); }
 		"==" { return lex_tok(lx, TK_EQ, tok, YYCURSOR); }
 		"!=" { return lex_tok(lx, TK_NE, tok, YYCURSOR); }
 		"<" { return lex_tok(lx, TK_LT, tok, YYCURSOR); }

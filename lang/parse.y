@@ -74,6 +74,40 @@ add(Parser *ps, AstNode *list, AstNode *item)
 	return list;
 }
 
+/* Whether identifier t is the contextual keyword kw: `var`, `let`,
+ * `parallel`, `each` and `as` are keywords only where they start their
+ * construct, so programs may still name values `var` (spec §3.1).  Else
+ * the construct is reported as not understood. */
+static int
+word(Parser *ps, const Token *t, const char *kw, const char *what)
+{
+	if (t->len == strlen(kw) && memcmp(t->p, kw, t->len) == 0)
+		return 1;
+	diag_error(ps->d, t->loc, "unexpected identifier '%.*s'%s%s",
+		   (int)t->len, t->p, what ? ": " : "", what ? what : "");
+	return 0;
+}
+
+/* var N[: T[dims]] = E */
+static AstNode *
+var_stmt(Parser *ps, const Token *k, const Token *n, AstNode *t,
+	 AstNode *dims, int has_dims, AstNode *e)
+{
+	AstNode *a;
+
+	if (!word(ps, k, "var", "a variable is declared with 'var NAME = "
+		  "value'"))
+		return NULL;
+	a = ast_new(ps->arena, AST_VAR, loc_span(k->loc, ast_extent(e)), n);
+	a->name = tok_name(ps, n);
+	a->a = e;
+	a->b = t;
+	a->has_dims = has_dims;
+	if (dims)
+		ast_take_list(a, dims);
+	return a;
+}
+
 static AstNode *
 slice(Parser *ps, const Token *c, AstNode *lo, AstNode *hi)
 {
@@ -144,6 +178,7 @@ lang_parser_rearm(void *p)
 %token PLUS MINUS STAR SLASH PERCENT.
 %token EQ NE LT LE GT GE.
 %token AT QUESTION.
+%token IF ELSE DOT.
 
 /* ------------------------------------------------------------ statements */
 
@@ -189,6 +224,49 @@ stmt(A) ::= INPUT(K) IDENT(N) COLON name(T) LBRACKET dims(D) RBRACKET(R). {
 	A->a = T;
 	A->has_dims = 1;
 	ast_take_list(A, D);
+}
+stmt(A) ::= IDENT(K) IDENT(N) ASSIGN expr(E). {
+	A = var_stmt(ps, &K, &N, NULL, NULL, 0, E);
+}
+stmt(A) ::= IDENT(K) IDENT(N) COLON name(T) ASSIGN expr(E). {
+	A = var_stmt(ps, &K, &N, T, NULL, 0, E);
+}
+stmt(A) ::= IDENT(K) IDENT(N) COLON name(T) LBRACKET dims(D) RBRACKET
+	    ASSIGN expr(E). {
+	A = var_stmt(ps, &K, &N, T, D, 1, E);
+}
+stmt(A) ::= IDENT(K) LBRACE body(B) RBRACE(R). {
+	A = NULL;
+	if (word(ps, &K, "parallel", "a block of sessions that run at once "
+		 "is 'parallel { ... }'")) {
+		A = ast_new(ps->arena, AST_PARALLEL, loc_span(K.loc, R.loc),
+			    &K);
+		ast_take_list(A, B);
+	}
+}
+/* session each "/job:worker" [as w] { ... } */
+stmt(A) ::= SESSION(K) IDENT(E) string(S) LBRACE sbody(B) RBRACE(R). {
+	A = NULL;
+	if (word(ps, &E, "each", "expected a device string or 'each'")) {
+		A = ast_new(ps->arena, AST_SESSION, loc_span(K.loc, R.loc),
+			    &K);
+		A->a = S;
+		A->ival = 1;
+		ast_take_list(A, B);
+	}
+}
+stmt(A) ::= SESSION(K) IDENT(E) string(S) IDENT(X) IDENT(W) LBRACE sbody(B)
+	    RBRACE(R). {
+	A = NULL;
+	if (word(ps, &E, "each", "expected a device string or 'each'") &&
+	    word(ps, &X, "as", "expected 'as NAME' or '{'")) {
+		A = ast_new(ps->arena, AST_SESSION, loc_span(K.loc, R.loc),
+			    &W);
+		A->a = S;
+		A->ival = 1;
+		A->name = tok_name(ps, &W);
+		ast_take_list(A, B);
+	}
 }
 stmt(A) ::= SESSION(K) LBRACE sbody(B) RBRACE(R). {
 	A = ast_new(ps->arena, AST_SESSION, loc_span(K.loc, R.loc), &K);
@@ -256,6 +334,38 @@ sitem(A) ::= expr(E). {
 	A = ast_new(ps->arena, AST_EXPRSTMT, ast_extent(E), &E->tok);
 	A->a = E;
 }
+sitem(A) ::= IDENT(K) IDENT(N) ASSIGN expr(E). {
+	A = NULL;
+	if (word(ps, &K, "let", "a session names a value with 'let NAME = "
+		 "value'")) {
+		A = ast_new(ps->arena, AST_LET, loc_span(K.loc, ast_extent(E)),
+			    &N);
+		A->name = tok_name(ps, &N);
+		A->a = E;
+	}
+}
+sitem(A) ::= ifstmt(I). { A = I; }
+
+/* if C { ... } [else { ... } | else if ...]: `else` on the line of the
+   closing brace, as in Go */
+ifstmt(A) ::= IF(K) expr(C) LBRACE sbody(B) RBRACE(R). {
+	A = ast_new(ps->arena, AST_IF, loc_span(K.loc, R.loc), &K);
+	A->a = C;
+	ast_take_list(A, B);
+}
+ifstmt(A) ::= IF(K) expr(C) LBRACE sbody(B) RBRACE ELSE LBRACE sbody(E)
+	      RBRACE(R). {
+	A = ast_new(ps->arena, AST_IF, loc_span(K.loc, R.loc), &K);
+	A->a = C;
+	ast_take_list(A, B);
+	A->b = E;
+}
+ifstmt(A) ::= IF(K) expr(C) LBRACE sbody(B) RBRACE ELSE ifstmt(I). {
+	A = ast_new(ps->arena, AST_IF, loc_span(K.loc, I->loc), &K);
+	A->a = C;
+	ast_take_list(A, B);
+	A->b = add(ps, scratch(ps), I);
+}
 
 exprlist(A) ::= expr(E). { A = add(ps, scratch(ps), E); }
 exprlist(A) ::= exprlist(L) COMMA expr(E). { A = add(ps, L, E); }
@@ -306,6 +416,11 @@ postfix(A) ::= IDENT(N) LPAREN args(G) RPAREN(R). {
 	A->a = name_node(ps, &N);
 	A->b = G->b;
 	ast_take_list(A, G);
+}
+postfix(A) ::= postfix(P) DOT IDENT(N). {
+	A = ast_new(ps->arena, AST_FIELD, loc_span(ast_extent(P), N.loc), &N);
+	A->a = P;
+	A->name = tok_name(ps, &N);
 }
 postfix(A) ::= postfix(P) LBRACKET(L) indices(I) RBRACKET(R). {
 	A = ast_new(ps->arena, AST_INDEX, loc_span(ast_extent(P), R.loc),

@@ -42,6 +42,16 @@ tfg_rt_send(struct RtCtx *c, uint32_t key, const void *src)
 	return c->send(c, key, src);
 }
 
+TFG_API int
+tfg_rt_var(struct RtCtx *c, uint32_t var, uint32_t op, const void *src,
+	   void *dst)
+{
+	if (c->var == NULL)
+		return tfg_error(&c->err, TFG_EINVAL, "variables live in a "
+				 "task server: this part runs without one");
+	return c->var(c, var, op, src, dst);
+}
+
 char *
 rt_arena_alloc(size_t size)
 {

@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "runtime/role.h"
 
@@ -32,8 +33,8 @@ enum { CV_NONE, CV_TENSOR, CV_LIST, CV_STR };
 typedef struct CVal {
 	int kind;
 	RtTensor *t;     /* CV_TENSOR */
-	int own;         /* t is owned */
-	int n;           /* CV_LIST: owned tensors */
+	int own;         /* t, or the list and its tensors, are owned */
+	int n;           /* CV_LIST: tensors */
 	RtTensor **list;
 	const char *str; /* CV_STR */
 	int weak;        /* a scalar of the session's own arithmetic (loop
@@ -46,10 +47,11 @@ typedef struct Sess {
 	RtServer *srv;
 	RtProc *p;
 	const RtSession *s;
-	RtTensor **slots;  /* loop variables: i64 scalars, owned */
+	CVal *vals;        /* [nslot] loop variables and lets, owned */
 	const char *where; /* of the failing expression */
 	TfgError err;      /* why it failed */
 	const char *url;   /* the controller's: OUTPUT and SESSION_END */
+	int index;         /* in plan->sessions: their key */
 	char *out;         /* output not sent yet */
 	size_t nout, capout;
 	double last_flush;
@@ -60,12 +62,67 @@ cval_free(CVal *v)
 {
 	if (v->kind == CV_TENSOR && v->own)
 		rt_tensor_free(v->t);
-	if (v->kind == CV_LIST) {
+	if (v->kind == CV_LIST && v->own) {
 		for (int i = 0; i < v->n; i++)
 			rt_tensor_free(v->list[i]);
 		free(v->list);
 	}
 	memset(v, 0, sizeof *v);
+}
+
+/* A borrowed view of v (not to be kept past v). */
+static CVal
+cval_borrow(const CVal *v)
+{
+	CVal b = *v;
+
+	b.own = 0;
+	return b;
+}
+
+static RtTensor *
+tensor_copy(const RtTensor *t)
+{
+	RtTensor *c;
+
+	if (rt_tensor_new_nbytes(&c, t->dtype, &t->shape, t->nbytes) !=
+	    TFG_OK)
+		return NULL;
+	if (t->nbytes)
+		memcpy(c->data, t->data, t->nbytes);
+	return c;
+}
+
+/* v, owned: a borrowed value is copied.  0, or -1 out of memory (v is
+ * then freed). */
+static int
+cval_own(CVal *v)
+{
+	CVal c = *v;
+
+	if (v->own || v->kind == CV_STR || v->kind == CV_NONE)
+		return 0;
+	c.own = 1;
+	if (v->kind == CV_TENSOR && !(c.t = tensor_copy(v->t))) {
+		memset(v, 0, sizeof *v);
+		return -1;
+	}
+	if (v->kind == CV_LIST) {
+		c.list = calloc((size_t)v->n + 1, sizeof *c.list);
+		for (int i = 0; c.list && i < v->n; i++)
+			if (!(c.list[i] = tensor_copy(v->list[i]))) {
+				c.n = i;
+				cval_free(&c);
+				memset(v, 0, sizeof *v);
+				return -1;
+			}
+		if (!c.list) {
+			memset(v, 0, sizeof *v);
+			return -1;
+		}
+	}
+	*v = c;
+	return 0;
 }
 
 static tfg_status
@@ -78,8 +135,9 @@ one_fetch(CVal *v)
 {
 	if (v->kind == CV_LIST && v->n == 1) {
 		RtTensor *t = v->list[0];
-		free(v->list);
-		v->kind = CV_TENSOR, v->t = t, v->own = 1;
+		if (v->own)
+			free(v->list);
+		v->kind = CV_TENSOR, v->t = t;
 		v->list = NULL, v->n = 0;
 	}
 }
@@ -112,8 +170,8 @@ flush(Sess *c, int force)
 
 	if (!due && !(force && c->nout))
 		return;
-	if (rt_send_text(c->p, c->url, RT_MSG_OUTPUT, 0, 0, c->out, c->nout,
-			 &e) != TFG_OK)
+	if (rt_send_text(c->p, c->url, RT_MSG_OUTPUT, 0, (uint32_t)c->index,
+			 c->out, c->nout, &e) != TFG_OK)
 		fprintf(stderr, "tfgc: error: %s: output lost: %s\n",
 			c->p->name, e.msg);
 	c->nout = 0;
@@ -294,6 +352,152 @@ eval_arith(Sess *ss, const RtExpr *x, CVal *v)
 	}
 	cval_free(&a[0]);
 	cval_free(&a[1]);
+	return st;
+}
+
+/* a OP b of session scalars, or of strings (EQ, NE): a bool scalar. */
+static tfg_status
+eval_compare(Sess *ss, const RtExpr *x, CVal *v)
+{
+	static const char *const names[] = {
+		[RT_E_EQ] = "==", [RT_E_NE] = "!=", [RT_E_LT] = "<",
+		[RT_E_LE] = "<=", [RT_E_GT] = ">", [RT_E_GE] = ">=",
+	};
+	CVal a[2] = {{0}, {0}};
+	tfg_status st = TFG_OK;
+	int r = 0, strs;
+	char buf[160];
+
+	for (int i = 0; i < 2 && st == TFG_OK; i++)
+		if ((st = eval(ss, x->args[i], &a[i])) == TFG_OK)
+			one_fetch(&a[i]);
+	strs = a[0].kind == CV_STR || a[1].kind == CV_STR;
+	for (int i = 0; i < 2 && st == TFG_OK && !strs; i++)
+		if (a[i].kind != CV_TENSOR || a[i].t->shape.rank != 0 ||
+		    a[i].t->dtype == TFG_STRING)
+			st = fail(ss, x->where, TFG_ESHAPE,
+				  "'%s' needs scalars, got %s",
+				  names[x->kind], a[i].kind != CV_TENSOR
+				  ? "a list" : type_str(buf, sizeof buf,
+							a[i].t->dtype,
+							&a[i].t->shape));
+	if (st == TFG_OK && strs) {
+		if (a[0].kind != CV_STR || a[1].kind != CV_STR)
+			st = fail(ss, x->where, TFG_EDTYPE, "'%s' of a string "
+				  "and something else", names[x->kind]);
+		else
+			r = (strcmp(a[0].str, a[1].str) == 0) ==
+			    (x->kind == RT_E_EQ);
+	} else if (st == TFG_OK) {
+		int fl = is_float(a[0].t->dtype) || is_float(a[1].t->dtype);
+		double p = get_f(a[0].t), q = get_f(a[1].t);
+		int64_t i = get_i(a[0].t), j = get_i(a[1].t);
+		int c = fl ? (p < q ? -1 : p > q ? 1 : p == q ? 0 : 2)
+			   : (i < j ? -1 : i > j ? 1 : 0);
+
+		switch (x->kind) {
+		case RT_E_EQ: r = c == 0; break;
+		case RT_E_NE: r = c != 0; break;
+		case RT_E_LT: r = c == -1; break;
+		case RT_E_LE: r = c == -1 || c == 0; break;
+		case RT_E_GT: r = c == 1; break;
+		default: r = c == 1 || c == 0; break;
+		}
+	}
+	cval_free(&a[0]);
+	cval_free(&a[1]);
+	if (st != TFG_OK)
+		return st;
+	if ((st = scalar_new(&v->t, TFG_BOOL, r, r)) != TFG_OK)
+		return fail(ss, x->where, st, "out of memory");
+	v->kind = CV_TENSOR, v->own = 1;
+	return TFG_OK;
+}
+
+/* len(x): a list's length, a tensor's first dim. */
+static tfg_status
+eval_len(Sess *ss, const RtExpr *x, CVal *v)
+{
+	CVal a;
+	tfg_status st;
+	int64_t n = 0;
+
+	if ((st = eval(ss, x->args[0], &a)) != TFG_OK)
+		return st;
+	one_fetch(&a);
+	if (a.kind == CV_LIST)
+		n = a.n;
+	else if (a.kind == CV_TENSOR && a.t->shape.rank > 0)
+		n = a.t->shape.dims[0];
+	else if (a.kind == CV_STR)
+		n = (int64_t)strlen(a.str);
+	else
+		st = fail(ss, x->where, TFG_ESHAPE, "len() of a scalar");
+	cval_free(&a);
+	if (st != TFG_OK)
+		return st;
+	if ((st = scalar_new(&v->t, TFG_I64, n, 0)) != TFG_OK)
+		return fail(ss, x->where, st, "out of memory");
+	v->kind = CV_TENSOR, v->own = 1, v->weak = 1;
+	return TFG_OK;
+}
+
+/* uninitialized(): the run of x->args[0] says per variable whether it
+ * has a value; the names of those that do not, as a 1-D string tensor
+ * (spec §8.6). */
+static tfg_status
+eval_uninit(Sess *ss, const RtExpr *x, CVal *v)
+{
+	const char **names;
+	size_t *len, nbytes;
+	int64_t n = 0;
+	CVal r;
+	tfg_status st;
+	TfgShape s = {1, {0}};
+
+	if ((st = eval(ss, x->args[0], &r)) != TFG_OK)
+		return st;
+	names = calloc((size_t)r.n + 1, sizeof *names);
+	len = calloc((size_t)r.n + 1, sizeof *len);
+	if (!names || !len) {
+		st = fail(ss, x->where, TFG_ENOMEM, "out of memory");
+		goto out;
+	}
+	nbytes = (size_t)r.n * TFG_STRING_RECORD;
+	for (int i = 0; i < r.n; i++)
+		if (r.list[i]->dtype == TFG_BOOL &&
+		    *(const uint8_t *)r.list[i]->data == 0) {
+			names[n] = x->names[i];
+			len[n] = strlen(x->names[i]);
+			nbytes += len[n++];
+		}
+	s.dims[0] = n;
+	if ((st = rt_tensor_new_nbytes(&v->t, TFG_STRING, &s,
+				       n * TFG_STRING_RECORD +
+				       (nbytes - (size_t)r.n *
+					TFG_STRING_RECORD))) != TFG_OK) {
+		st = fail(ss, x->where, st, "out of memory");
+		goto out;
+	}
+	{
+		unsigned char *b = v->t->data;
+		size_t off = (size_t)n * TFG_STRING_RECORD;
+
+		for (int64_t i = 0; i < n; i++) {
+			for (int k = 0; k < 8; k++) {
+				b[16 * i + k] = (unsigned char)(off >> 8 * k);
+				b[16 * i + 8 + k] =
+				    (unsigned char)(len[i] >> 8 * k);
+			}
+			memcpy(b + off, names[i], len[i]);
+			off += len[i];
+		}
+	}
+	v->kind = CV_TENSOR, v->own = 1;
+out:
+	free(names);
+	free(len);
+	cval_free(&r);
 	return st;
 }
 
@@ -496,6 +700,7 @@ step(Sess *ss, int sigi, const RtUse *u, CVal *args, RtTensor **fetch)
 	int nstart = 0;
 
 	rt_ctx_init(&c, ss->p);
+	rt_vars_attach(ss->srv, &c);
 	c.tick = tick;
 	c.role = ss;
 	if ((st = rt_step_begin(&c, u->plan, sigi)) != TFG_OK) {
@@ -597,10 +802,15 @@ eval_run(Sess *ss, const RtExpr *x, CVal *v)
 		return st;
 	}
 	v->kind = CV_LIST;
+	v->own = 1;
 	v->n = sig->nfetch;
 	v->list = fetch;
 	return TFG_OK;
 }
+
+static tfg_status eval_compare(Sess *ss, const RtExpr *x, CVal *v);
+static tfg_status eval_len(Sess *ss, const RtExpr *x, CVal *v);
+static tfg_status eval_uninit(Sess *ss, const RtExpr *x, CVal *v);
 
 static tfg_status
 eval(Sess *ss, const RtExpr *x, CVal *v)
@@ -617,10 +827,11 @@ eval(Sess *ss, const RtExpr *x, CVal *v)
 		v->kind = CV_STR, v->str = x->str;
 		return TFG_OK;
 	case RT_E_VAR:
-		if (x->slot < 0 || x->slot >= ss->s->nslot)
+		if (x->slot < 0 || x->slot >= ss->s->nslot ||
+		    ss->vals[x->slot].kind == CV_NONE)
 			return fail(ss, x->where, TFG_EINVAL,
-				    "bad loop variable");
-		v->kind = CV_TENSOR, v->t = ss->slots[x->slot], v->weak = 1;
+				    "a local without a value");
+		*v = cval_borrow(&ss->vals[x->slot]);
 		return TFG_OK;
 	case RT_E_LOAD:
 		if (rt_npy_load(&v->t, x->str, &e) != TFG_OK)
@@ -635,6 +846,17 @@ eval(Sess *ss, const RtExpr *x, CVal *v)
 	case RT_E_MUL:
 	case RT_E_DIV:
 		return eval_arith(ss, x, v);
+	case RT_E_EQ:
+	case RT_E_NE:
+	case RT_E_LT:
+	case RT_E_LE:
+	case RT_E_GT:
+	case RT_E_GE:
+		return eval_compare(ss, x, v);
+	case RT_E_LEN:
+		return eval_len(ss, x, v);
+	case RT_E_UNINIT:
+		return eval_uninit(ss, x, v);
 	}
 	return fail(ss, x->where, TFG_EINVAL, "bad expression");
 }
@@ -735,7 +957,7 @@ exec_for(Sess *ss, const RtStmt *st)
 		if (rt_stop_requested)
 			return fail(ss, st->where, TFG_ECANCELED,
 				    "interrupted");
-		*(int64_t *)ss->slots[st->slot]->data = i;
+		*(int64_t *)ss->vals[st->slot].t->data = i;
 		if ((rv = exec_stmts(ss, st->body, st->nbody)) != TFG_OK)
 			return rv;
 	}
@@ -761,10 +983,136 @@ exec_save(Sess *ss, const RtStmt *st)
 	return rv;
 }
 
+/* let NAME = value: the local owns its value (a copy of a borrowed
+ * one). */
+static tfg_status
+exec_let(Sess *ss, const RtStmt *st)
+{
+	CVal v;
+	tfg_status rv;
+
+	if (st->slot < 0 || st->slot >= ss->s->nslot || st->nexpr != 1)
+		return fail(ss, st->where, TFG_EINVAL, "malformed let");
+	if ((rv = eval(ss, st->exprs[0], &v)) != TFG_OK)
+		return rv;
+	one_fetch(&v);
+	if (cval_own(&v) != 0)
+		return fail(ss, st->where, TFG_ENOMEM, "out of memory");
+	cval_free(&ss->vals[st->slot]);
+	ss->vals[st->slot] = v;
+	return TFG_OK;
+}
+
+static tfg_status
+exec_if(Sess *ss, const RtStmt *st)
+{
+	CVal v;
+	tfg_status rv;
+	int yes;
+
+	if ((rv = eval(ss, st->exprs[0], &v)) != TFG_OK)
+		return rv;
+	one_fetch(&v);
+	if (v.kind != CV_TENSOR || v.t->shape.rank != 0 ||
+	    v.t->dtype != TFG_BOOL) {
+		cval_free(&v);
+		return fail(ss, st->exprs[0]->where, TFG_EDTYPE,
+			    "a condition must be a bool scalar (a "
+			    "comparison)");
+	}
+	yes = *(const uint8_t *)v.t->data != 0;
+	cval_free(&v);
+	return yes ? exec_stmts(ss, st->body, st->nbody)
+		   : exec_stmts(ss, st->else_, st->nelse);
+}
+
+/* A number of seconds or milliseconds (scale) from a session scalar. */
+static tfg_status
+seconds(Sess *ss, const RtExpr *x, double scale, double *out)
+{
+	CVal v;
+	tfg_status st;
+
+	if ((st = eval(ss, x, &v)) != TFG_OK)
+		return st;
+	one_fetch(&v);
+	if (v.kind != CV_TENSOR || v.t->shape.rank != 0 ||
+	    v.t->dtype == TFG_BOOL || v.t->dtype == TFG_STRING ||
+	    !(get_f(v.t) >= 0) || get_f(v.t) * scale > 86400) {
+		cval_free(&v);
+		return fail(ss, x->where, TFG_EINVAL, "a time must be a "
+			    "number from 0 to a day");
+	}
+	*out = get_f(v.t) * scale;
+	cval_free(&v);
+	return TFG_OK;
+}
+
+/* Sleeps for secs, sending output and heartbeats meanwhile; ends early
+ * when a stop is requested. */
+static tfg_status
+nap(Sess *ss, const char *where, double secs)
+{
+	double end = rt_now() + secs;
+
+	for (;;) {
+		double left = end - rt_now();
+		struct timespec ts;
+
+		flush(ss, 0);
+		if (rt_stop_requested)
+			return fail(ss, where, TFG_ECANCELED, "interrupted");
+		if (left <= 0)
+			return TFG_OK;
+		if (left > 0.05)
+			left = 0.05;
+		ts.tv_sec = 0;
+		ts.tv_nsec = (long)(left * 1e9);
+		nanosleep(&ts, NULL);
+	}
+}
+
+/* wait_initialized(...): asks until no variable is missing, or fails at
+ * the deadline naming those still missing. */
+static tfg_status
+exec_wait(Sess *ss, const RtStmt *st)
+{
+	double limit = ss->p->opt.step_timeout, deadline, pause = 0.01;
+	tfg_status rv;
+	CVal v;
+
+	if (st->nexpr > 1 && (rv = seconds(ss, st->exprs[1], 1, &limit)))
+		return rv;
+	deadline = rt_now() + limit;
+	for (;;) {
+		if ((rv = eval(ss, st->exprs[0], &v)) != TFG_OK)
+			return rv;
+		if (v.t->shape.dims[0] == 0) {
+			cval_free(&v);
+			return TFG_OK;
+		}
+		if (rt_now() >= deadline) {
+			char *s = rt_format_str(v.t);
+
+			rv = fail(ss, st->where, TFG_ETIMEDOUT, "variables "
+				  "still not initialized after %g s: %s",
+				  limit, s ? s : "?");
+			free(s);
+			cval_free(&v);
+			return rv;
+		}
+		cval_free(&v);
+		if ((rv = nap(ss, st->where, pause)) != TFG_OK)
+			return rv;
+		pause = pause * 2 < 0.1 ? pause * 2 : 0.1;
+	}
+}
+
 static tfg_status
 exec_stmts(Sess *ss, RtStmt **stmts, int n)
 {
 	tfg_status rv = TFG_OK;
+	double secs;
 	CVal v;
 
 	for (int i = 0; i < n && rv == TFG_OK; i++) {
@@ -787,7 +1135,47 @@ exec_stmts(Sess *ss, RtStmt **stmts, int n)
 		case RT_S_SAVE:
 			rv = exec_save(ss, st);
 			break;
+		case RT_S_LET:
+			rv = exec_let(ss, st);
+			break;
+		case RT_S_IF:
+			rv = exec_if(ss, st);
+			break;
+		case RT_S_SLEEP:
+			if ((rv = seconds(ss, st->exprs[0], 1e-3, &secs)) ==
+			    TFG_OK)
+				rv = nap(ss, st->where, secs);
+			break;
+		case RT_S_WAIT:
+			rv = exec_wait(ss, st);
+			break;
 		}
+	}
+	return rv;
+}
+
+/* The slots of the loop variables in stmts get their i64 scalar. */
+static tfg_status
+loop_slots(Sess *ss, RtStmt **stmts, int n, const TfgShape *scalar)
+{
+	tfg_status rv = TFG_OK;
+
+	for (int i = 0; i < n && rv == TFG_OK; i++) {
+		const RtStmt *st = stmts[i];
+		CVal *v;
+
+		if (st->kind == RT_S_FOR && st->slot >= 0 &&
+		    st->slot < ss->s->nslot &&
+		    (v = &ss->vals[st->slot])->kind == CV_NONE) {
+			if (rt_tensor_new(&v->t, TFG_I64, scalar) != TFG_OK)
+				return tfg_error(&ss->err, TFG_ENOMEM,
+						 "out of memory");
+			*(int64_t *)v->t->data = 0;
+			v->kind = CV_TENSOR, v->own = 1, v->weak = 1;
+		}
+		rv = loop_slots(ss, st->body, st->nbody, scalar);
+		if (rv == TFG_OK)
+			rv = loop_slots(ss, st->else_, st->nelse, scalar);
 	}
 	return rv;
 }
@@ -808,6 +1196,7 @@ rt_client_session(RtServer *srv, int session, const char *url)
 	ss.srv = srv;
 	ss.p = p;
 	ss.url = url;
+	ss.index = session;
 	ss.last_flush = rt_now();
 	s = ss.s = &p->plan->sessions[session];
 	if (s->task != p->task)
@@ -815,18 +1204,16 @@ rt_client_session(RtServer *srv, int session, const char *url)
 			       "session %d runs on %s, not here", session,
 			       p->plan->tasks[s->task].name);
 	if (rv == TFG_OK && s->nslot > 0 &&
-	    (ss.slots = calloc((size_t)s->nslot, sizeof *ss.slots)) == NULL)
+	    (ss.vals = calloc((size_t)s->nslot, sizeof *ss.vals)) == NULL)
 		rv = tfg_error(&ss.err, TFG_ENOMEM, "out of memory");
-	for (int i = 0; rv == TFG_OK && i < s->nslot; i++)
-		if (rt_tensor_new(&ss.slots[i], TFG_I64, &scalar) != TFG_OK)
-			rv = tfg_error(&ss.err, TFG_ENOMEM, "out of memory");
-		else
-			*(int64_t *)ss.slots[i]->data = 0;
+	/* loop variables: i64 scalars, weak in arithmetic */
+	if (rv == TFG_OK)
+		rv = loop_slots(&ss, s->stmts, s->nstmt, &scalar);
 	if (rv == TFG_OK)
 		rv = exec_stmts(&ss, s->stmts, s->nstmt);
-	for (int i = 0; ss.slots && i < s->nslot; i++)
-		rt_tensor_free(ss.slots[i]);
-	free(ss.slots);
+	for (int i = 0; ss.vals && i < s->nslot; i++)
+		cval_free(&ss.vals[i]);
+	free(ss.vals);
 	flush(&ss, 1);
 	free(ss.out);
 	if (rv != TFG_OK) {
@@ -836,8 +1223,8 @@ rt_client_session(RtServer *srv, int session, const char *url)
 		if (n >= (int)sizeof text)
 			n = (int)sizeof text - 1;
 	}
-	if (rt_send_text(p, url, RT_MSG_SESSION_END, 0, rv != TFG_OK, text,
-			 (size_t)n, &e) != TFG_OK)
+	if (rt_send_text(p, url, RT_MSG_SESSION_END, 0, (uint32_t)session,
+			 text, (size_t)n, &e) != TFG_OK)
 		fprintf(stderr, "tfgc: error: %s: %s\n", p->name, e.msg);
 	return rv;
 }

@@ -5,7 +5,8 @@
  * PR_SET_PDEATHSIG before exec so that none outlives a killed controller,
  * and execs before touching anything, since nng is not fork-safe), pings
  * every task until it answers, runs the sessions in order through
- * RUN_SESSION, copies their OUTPUT to stdout, then shuts everything down.
+ * RUN_SESSION (those of a group, parallel or session each, at once),
+ * copies their OUTPUT to stdout, then shuts everything down.
  *
  * The controller has its own pull socket (opt->controller_addr, port 0 by
  * default) and names its URL in the body of every message it sends.  All
@@ -30,6 +31,10 @@
 #define SLICE 0.05
 #define SHUTDOWN_GRACE 3.0 /* seconds for tasks to exit after SHUTDOWN */
 #define REPING_SECS 1.0
+
+/* child_exited's report: REPORT_BAD says only how those exited that
+ * did not exit 0 (after SHUTDOWN), and returns 2 for them. */
+#define REPORT_BAD 2
 
 /* Children, for the signal handler: 0 once reaped. */
 static volatile pid_t *ctl_pids;
@@ -111,7 +116,7 @@ spawn(const char *argv0, char *const *server_args, const RtTask *t)
 static int
 child_exited(const TfgPlan *plan, pid_t *pids, int report, int *taken)
 {
-	int status, any = 0;
+	int status, any = 0, bad;
 
 	if (pids == NULL)
 		return 0;
@@ -120,12 +125,16 @@ child_exited(const TfgPlan *plan, pid_t *pids, int report, int *taken)
 		    pids[i])
 			continue;
 		pids[i] = 0;
-		any = 1;
+		if (!any)
+			any = 1;
+		bad = !WIFEXITED(status) || WEXITSTATUS(status) != 0;
 		if (taken && WIFEXITED(status) &&
 		    WEXITSTATUS(status) == TFG_EXIT_PORT_TAKEN)
 			*taken = 1;
-		else if (!report)
+		else if (!report || (report == REPORT_BAD && !bad))
 			continue;
+		else if (report == REPORT_BAD)
+			any = 2; /* one that should have exited 0 did not */
 		else if (WIFSIGNALED(status))
 			fprintf(stderr, "tfgc: error: task %s was killed by "
 				"signal %d\n", plan->tasks[i].name,
@@ -225,74 +234,155 @@ wait_up(RtProc *c, pid_t *pids)
 	return rc;
 }
 
+/* A session of the group being run. */
+typedef struct Running {
+	int index;      /* in plan->sessions */
+	int task;
+	int done, bad;
+	double heard;   /* when it was last heard from */
+	double gone_at; /* when its task was first seen gone */
+	int midline;    /* its output so far ends inside a line */
+} Running;
+
+/* Output of session r: with its label before each line when it runs in a
+ * group, so that lines of sessions that run at once never mix and each
+ * says whose it is. */
 static void
-write_out(const RtMsg *m)
+write_out(const TfgPlan *plan, Running *r, const RtMsg *m)
 {
-	if (m->h.nbytes) {
-		fwrite(m->body, 1, (size_t)m->h.nbytes, stdout);
-		fflush(stdout);
+	const char *label = plan->sessions[r->index].label;
+	const char *p = (const char *)m->body, *end = p + m->h.nbytes;
+
+	if (!label) {
+		fwrite(p, 1, (size_t)(end - p), stdout);
+	} else {
+		while (p < end) {
+			const char *nl = memchr(p, '\n', (size_t)(end - p));
+			const char *stop = nl ? nl + 1 : end;
+
+			if (!r->midline)
+				fprintf(stdout, "[%s] ", label);
+			fwrite(p, 1, (size_t)(stop - p), stdout);
+			r->midline = nl == NULL;
+			p = stop;
+		}
 	}
+	fflush(stdout);
 }
 
-/* Runs session i; 0 when it ended well. */
+/* Session r ended, bad or not; why (when not NULL) to stderr, with its
+ * label when it runs in a group. */
+static void
+end_session(const TfgPlan *plan, Running *r, int bad, const char *why,
+	    int n)
+{
+	const char *label = plan->sessions[r->index].label;
+
+	if (r->midline)
+		fputs("\n", stdout);
+	r->midline = 0;
+	if (why)
+		fprintf(stderr, "%s%s%s%.*s\n", label ? "[" : "",
+			label ? label : "", label ? "] " : "", n, why);
+	r->done = 1;
+	r->bad = bad;
+}
+
+/* Runs sessions [first, last), one group (or one session alone), at
+ * once; 0 when all ended well.  One whose task dies or goes silent fails
+ * and the others go on; a session alone fails the run at once. */
 static int
-run_session(RtProc *c, int i, pid_t *pids)
+run_group(RtProc *c, int first, int last, pid_t *pids)
 {
 	const TfgPlan *plan = c->plan;
-	int task = plan->sessions[i].task;
-	double gone_at = 0, heard = rt_now();
+	int n = last - first, left = n, bad = 0;
 	/* The client sends at least an empty OUTPUT every second between
 	 * statements and while it waits; this much silence is a hang. */
 	double quiet = 2 * c->opt.step_timeout + c->opt.startup_timeout;
+	Running *run = calloc((size_t)n, sizeof *run);
 	RtMsg m;
 
-	send_simple(c, task, RT_MSG_RUN_SESSION, (uint32_t)i);
-	for (;;) {
-		if (rt_now() - heard > quiet) {
-			fprintf(stderr, "tfgc: error: no word from %s for %g s "
-				"during its session\n", plan->tasks[task].name,
-				quiet);
-			return 1;
-		}
-		if (child_exited(plan, pids, 1, NULL))
-			return 1;
-		if (rt_peer_gone(c, task)) {
-			/* Give waitpid a moment to tell how it ended. */
-			if (gone_at == 0)
-				gone_at = rt_now();
-			else if (pids == NULL || rt_now() - gone_at > 1.0) {
-				fprintf(stderr, "tfgc: error: lost connection "
-					"to %s during its session\n",
-					plan->tasks[task].name);
-				return 1;
+	if (run == NULL)
+		return 1;
+	for (int k = 0; k < n; k++) {
+		run[k].index = first + k;
+		run[k].task = plan->sessions[first + k].task;
+		run[k].heard = rt_now();
+		send_simple(c, run[k].task, RT_MSG_RUN_SESSION,
+			    (uint32_t)(first + k));
+	}
+	while (left > 0) {
+		int died = child_exited(plan, pids, 1, NULL);
+
+		for (int k = 0; k < n; k++) {
+			Running *r = &run[k];
+			const char *name = plan->tasks[r->task].name;
+			char why[300];
+
+			if (r->done)
+				continue;
+			if (rt_now() - r->heard > quiet) {
+				snprintf(why, sizeof why, "tfgc: error: no word "
+					 "from %s for %g s during its session",
+					 name, quiet);
+				end_session(plan, r, 1, why, (int)strlen(why));
+			} else if ((died && n == 1) ||
+				   (pids && pids[r->task] == 0)) {
+				/* its task died: child_exited said how */
+				end_session(plan, r, 1, NULL, 0);
+			} else if (rt_peer_gone(c, r->task)) {
+				/* Give waitpid a moment to tell how it ended. */
+				if (r->gone_at == 0)
+					r->gone_at = rt_now();
+				else if (pids == NULL ||
+					 rt_now() - r->gone_at > 1.0) {
+					snprintf(why, sizeof why, "tfgc: error: "
+						 "lost connection to %s during "
+						 "its session", name);
+					end_session(plan, r, 1, why,
+						    (int)strlen(why));
+				}
+			}
+			if (r->done) {
+				left--;
+				bad |= r->bad;
 			}
 		}
+		if (left == 0 || (bad && n == 1))
+			break;
 		if (recv_one(c, &m, rt_now() + SLICE) != 0)
 			continue;
-		if (m.h.src != task) {
-			rt_msg_free(&m);
-			continue; /* a late PONG */
-		}
-		heard = rt_now();
-		if (m.h.type == RT_MSG_OUTPUT) {
-			write_out(&m);
-		} else if (m.h.type == RT_MSG_SESSION_END) {
-			int bad = m.h.key != 0;
+		for (int k = 0; k < n; k++) {
+			Running *r = &run[k];
 
-			if (bad)
-				fprintf(stderr, "%.*s\n", (int)m.h.nbytes,
-					(const char *)m.body);
-			rt_msg_free(&m);
-			return bad;
+			/* late PONGs and such are no session's */
+			if (r->done || m.h.src != r->task ||
+			    m.h.key != (uint32_t)r->index)
+				continue;
+			r->heard = rt_now();
+			if (m.h.type == RT_MSG_OUTPUT) {
+				write_out(plan, r, &m);
+			} else if (m.h.type == RT_MSG_SESSION_END) {
+				end_session(plan, r, m.h.nbytes > 0,
+					    m.h.nbytes ? (const char *)m.body
+						       : NULL,
+					    (int)m.h.nbytes);
+				left--;
+				bad |= r->bad;
+			}
 		}
 		rt_msg_free(&m);
 	}
+	free(run);
+	return bad;
 }
 
 /* SHUTDOWN to every task, then BYE (or the child's exit) from each until
- * the deadline.  Returns the number of tasks that did not answer. */
+ * the deadline.  Returns the number of tasks that did not answer; *bad
+ * (if not NULL) whether a child exited other than with status 0 (ASan
+ * finding a leak at exit, say), reported. */
 static int
-shutdown_all(RtProc *c, pid_t *pids, double timeout, int report)
+shutdown_all(RtProc *c, pid_t *pids, double timeout, int report, int *bad)
 {
 	const TfgPlan *plan = c->plan;
 	double deadline = rt_now() + timeout;
@@ -303,7 +393,8 @@ shutdown_all(RtProc *c, pid_t *pids, double timeout, int report)
 		send_simple(c, i, RT_MSG_SHUTDOWN,
 			    pids && pids[i] > 0 ? RT_SHUTDOWN_QUIET : 0);
 	for (;;) {
-		child_exited(plan, pids, 0, NULL);
+		if (child_exited(plan, pids, REPORT_BAD, NULL) == 2 && bad)
+			*bad = 1;
 		left = 0;
 		for (int i = 0; i < plan->ntask; i++)
 			if (pids ? pids[i] > 0 : bye && !bye[i])
@@ -418,14 +509,20 @@ tfg_launch(const TfgPlan *plan, const TfgOptions *opt, const char *argv0,
 	}
 	if (rc == 0)
 		rc = wait_up(&c, pids);
-	for (int i = 0; i < plan->nsession && rc == 0; i++)
-		rc = run_session(&c, i, pids);
+	/* sessions alone, in file order, and each group's at once */
+	for (int i = 0, j; i < plan->nsession && rc == 0; i = j) {
+		for (j = i + 1; plan->sessions[i].group &&
+		     j < plan->nsession &&
+		     plan->sessions[j].group == plan->sessions[i].group; j++)
+			;
+		rc = run_group(&c, i, j, pids);
+	}
 	/* Servers we attached to keep serving, whatever happened: `tfgc
 	   stop` ends them. */
 	if (attach)
 		;
 	else if (rc == 0)
-		shutdown_all(&c, pids, SHUTDOWN_GRACE, 0);
+		shutdown_all(&c, pids, SHUTDOWN_GRACE, 0, &rc);
 	else
 		stop_all(&c, pids);
 	ctl_npid = 0;
@@ -443,7 +540,7 @@ tfg_stop(const TfgPlan *plan, const TfgOptions *opt)
 
 	if (ctl_open(&c, plan, opt))
 		return 1;
-	missing = shutdown_all(&c, NULL, c.opt.startup_timeout, 1);
+	missing = shutdown_all(&c, NULL, c.opt.startup_timeout, 1, NULL);
 	rt_proc_free(&c);
 	return missing != 0;
 }

@@ -88,6 +88,11 @@ tfg_plan_digest(const TfgPlan *plan)
 		for (int i = 0; i < g->ntask; i++)
 			h = fnv_int(h, g->tasks[i]);
 	}
+	h = fnv_int(h, plan->nvar); /* parts name variables by index */
+	for (int i = 0; i < plan->nvar; i++) {
+		h = fnv_str(fnv_int(h, plan->vars[i].task), plan->vars[i].name);
+		h = fnv_shape(h, plan->vars[i].dtype, &plan->vars[i].shape);
+	}
 	return h;
 }
 

@@ -44,8 +44,10 @@ enum {
 	RT_MSG_ERROR,    /* task -> client; key: RT_ERROR_*; body: message */
 	RT_MSG_DONE,     /* task -> client; key: sig */
 	RT_MSG_RUN_SESSION, /* controller -> task; key: session; body: URL */
-	RT_MSG_OUTPUT,   /* client -> controller; body: text for stdout */
-	RT_MSG_SESSION_END, /* key: status 0/1; body: error text */
+	RT_MSG_OUTPUT,   /* client -> controller; key: session; body: text
+			    for stdout */
+	RT_MSG_SESSION_END, /* key: session; body: error text, none if it
+			       ended well */
 	RT_MSG_SHUTDOWN, /* controller -> task; body: reply URL; key:
 			    RT_SHUTDOWN_QUIET = no BYE wanted */
 	RT_MSG_BYE,      /* task -> controller */
@@ -80,8 +82,9 @@ enum {
 #define RT_SHUTDOWN_QUIET 1
 
 #define RT_WIRE_MAGIC 0x31474654u /* "TFG1" */
-#define RT_WIRE_VERSION 3 /* 2: the last header field is the epoch; 3: a
-			     step id carries its client's tag */
+#define RT_WIRE_VERSION 4 /* 2: the last header field is the epoch; 3: a
+			     step id carries its client's tag; 4: OUTPUT and
+			     SESSION_END name their session */
 #define RT_HDR_SIZE 112
 #define RT_SRC_CONTROLLER 0xffff
 #define RT_MAX_BODY ((uint64_t)1 << 30) /* largest body: 1 GiB */
@@ -298,6 +301,10 @@ struct RtCtx {
 	void (*tick)(struct RtCtx *c); /* between the slices of a wait
 					  (the client's heartbeat) */
 	void *role;            /* the role's (client: its session) */
+	/* what tfg_rt_var (aot.c) calls: the roles' variable storage */
+	int (*var)(struct RtCtx *c, uint32_t var, uint32_t op,
+		   const void *src, void *dst);
+	void *store;           /* its state */
 	RtCtx *next;           /* in RtProc.steps */
 };
 

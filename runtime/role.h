@@ -64,9 +64,19 @@ typedef struct RtRelease {
 	uint64_t hash;
 } RtRelease;
 
+/* A variable of this task (var.c): its value outlives steps, sessions
+ * and runs of `tfgc run --attach`, until the process ends. */
+typedef struct RtVarSlot {
+	pthread_mutex_t mu;    /* one update at a time */
+	unsigned char *data;   /* RtVar.nbytes, 64-byte aligned; NULL until
+				  the first assign */
+	int init;              /* it has a value */
+} RtVarSlot;
+
 /* A task process's roles. */
 typedef struct RtServer {
 	RtProc proc;
+	RtVarSlot *vars;       /* [plan->nvar]; those of other tasks unused */
 	RtPart *parts;         /* [nsig] the own plan's parts; owned */
 	RtArenas *spare;       /* [nsig] their spare arenas; owned */
 	pthread_mutex_t mu;    /* everything below */
@@ -97,6 +107,13 @@ void rt_server_handle(RtServer *s, RtCtx *ctx, RtMsg *m);
  * 0, or the failure in c->err. */
 int rt_run_part(RtServer *s, RtCtx *c, const RtPart *part,
 		RtArenas *spare);
+
+/* ------------------------------------------------------------- var.c */
+
+tfg_status rt_vars_init(RtServer *s);
+void rt_vars_free(RtServer *s);
+/* Makes c a step that may use s's variables (RtCtx.var). */
+void rt_vars_attach(RtServer *s, RtCtx *c);
 
 /* ---------------------------------------------------------- client.c */
 

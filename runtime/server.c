@@ -308,6 +308,7 @@ serve(RtServer *s)
 		s->nidle++;
 		pthread_mutex_unlock(&s->mu);
 		rt_ctx_init(&ctx, &s->proc);
+		rt_vars_attach(s, &ctx);
 		got = rt_proc_next(&s->proc, &m, &ctx, NEXT_WAIT) == 0;
 		pthread_mutex_lock(&s->mu);
 		s->nidle--;
@@ -340,7 +341,7 @@ rt_server_init(RtServer *s, const TfgPlan *plan, int task,
 		return st;
 	s->parts = calloc((size_t)plan->nsig + 1, sizeof *s->parts);
 	s->spare = calloc((size_t)plan->nsig + 1, sizeof *s->spare);
-	if (!s->parts || !s->spare) {
+	if (!s->parts || !s->spare || rt_vars_init(s) != TFG_OK) {
 		rt_server_free(s);
 		return TFG_ENOMEM;
 	}
@@ -363,7 +364,11 @@ rt_server_free(RtServer *s)
 {
 	int nsig = s->proc.plan ? s->proc.plan->nsig : 0;
 
-	/* the protocol first: no completion runs after this */
+	/* every thread has ended; variables are no business of the
+	   protocol's completions */
+	if (s->proc.plan)
+		rt_vars_free(s);
+	/* the protocol next: no completion runs after this */
 	if (s->proc.plan)
 		rt_proc_free(&s->proc);
 	rt_spec_free(s);

@@ -180,7 +180,14 @@ typedef enum {
 		       its value is the list of fetches */
 	RT_E_LOAD,  /* load(.str): a .npy file, relative to the cwd */
 	RT_E_NEG,   /* -args[0], on scalars */
-	RT_E_ADD, RT_E_SUB, RT_E_MUL, RT_E_DIV /* args[0] op args[1], scalars */
+	RT_E_ADD, RT_E_SUB, RT_E_MUL, RT_E_DIV, /* args[0] op args[1], scalars */
+	RT_E_EQ, RT_E_NE, RT_E_LT, RT_E_LE, RT_E_GT, RT_E_GE,
+		    /* args[0] op args[1]: number scalars, or strings (EQ, NE);
+		       a bool scalar */
+	RT_E_LEN,   /* len(args[0]): a list's length, a tensor's first dim */
+	RT_E_UNINIT /* args[0] is a run fetching, per variable .names[i],
+		       whether it is initialized (bool scalars): the names
+		       of those that are not, a 1-D string tensor */
 } RtExprKind;
 
 typedef struct RtExpr {
@@ -192,13 +199,20 @@ typedef struct RtExpr {
 	int sig;           /* RT_E_RUN */
 	int nargs;
 	struct RtExpr **args;
+	const char *const *names; /* RT_E_UNINIT: one per fetch of args[0] */
 } RtExpr;
 
 typedef enum {
 	RT_S_PRINT,
 	RT_S_FOR,
 	RT_S_EXPR,
-	RT_S_SAVE /* exprs[0], a run(), each fetch i into .npy file paths[i] */
+	RT_S_SAVE,  /* exprs[0], a run(), each fetch i into .npy file paths[i] */
+	RT_S_LET,   /* local .slot = exprs[0] */
+	RT_S_IF,    /* exprs[0], a bool scalar: body if true, else_ if not */
+	RT_S_SLEEP, /* exprs[0] milliseconds */
+	RT_S_WAIT   /* until exprs[0] (RT_E_UNINIT) is empty, asking again and
+		       again, for exprs[1] seconds at most (nexpr 1: the step
+		       deadline) */
 } RtStmtKind;
 
 typedef struct RtStmt {
@@ -206,18 +220,34 @@ typedef struct RtStmt {
 	const char *where;
 	int nexpr; /* PRINT: the values; EXPR: one; FOR: lo, hi */
 	RtExpr **exprs;
-	int slot; /* FOR: the loop variable */
+	int slot; /* FOR: the loop variable; LET: the local */
 	int nbody;
-	struct RtStmt **body; /* FOR */
+	struct RtStmt **body; /* FOR, IF */
+	int nelse;
+	struct RtStmt **else_; /* IF */
 	const char **paths;   /* SAVE: one per fetch, relative to the cwd */
 } RtStmt;
 
 typedef struct RtSession {
 	int task; /* where it runs */
-	int nslot; /* loop variables */
+	int group; /* > 0: runs at once with the others of its group
+		      (parallel, session each); 0: alone, in file order */
+	const char *label; /* a group's: put before each line it prints */
+	int nslot; /* loop variables and lets */
 	int nstmt;
 	RtStmt **stmts;
 } RtSession;
+
+/* A variable (spec §4.4): state on task `task` that outlives steps,
+ * updated by the parts that run there (tfg_rt_var). */
+typedef struct RtVar {
+	const char *name;
+	int task;
+	TfgDtype dtype;
+	TfgShape shape;
+	size_t nbytes;     /* numel * dtype size */
+	const char *where; /* "file:line:col" of its declaration */
+} RtVar;
 
 /* Runs one task's part of one signature for the current step.  Generated
  * code: it calls tfg_rt_recv/tfg_rt_send and returns 0 or the first
@@ -250,11 +280,23 @@ typedef struct TfgPlan {
 	   run compiles a specialisation for the shapes it is fed
 	   (TfgOptions.specialise, spec/design.md "Unknown dims"). */
 	int generic;
+	int nvar;
+	RtVar *vars;
 } TfgPlan;
 
 /* Called by generated code. Return 0 or a tfg_status. */
 TFG_API int tfg_rt_recv(struct RtCtx *ctx, uint32_t key, void *dst);
 TFG_API int tfg_rt_send(struct RtCtx *ctx, uint32_t key, const void *src);
+/* Variable `var` of the plan (on this task): READ copies its value to
+ * dst; ASSIGN, ADD, SUB change it by src (with SCALAR: a scalar src for
+ * every element), atomically, and copy the new value to dst; INITED
+ * writes whether it has a value to dst (one bool byte). */
+enum {
+	TFG_VAR_READ, TFG_VAR_ASSIGN, TFG_VAR_ADD, TFG_VAR_SUB, TFG_VAR_INITED,
+	TFG_VAR_SCALAR = 0x100
+};
+TFG_API int tfg_rt_var(struct RtCtx *ctx, uint32_t var, uint32_t op,
+		       const void *src, void *dst);
 
 /* Multi-core loops (runtime/pool.c, spec/design.md "Kernels").  A
  * kernel runs iterations [b, e) of a loop nest's outermost loop on the

@@ -327,8 +327,15 @@ check_key(const RtHdr *h, const TfgPlan *plan, int self, const char *who,
 	case RT_MSG_RUN_SESSION:
 		lim = (uint32_t)plan->nsession, what = "session";
 		break;
+	case RT_MSG_OUTPUT:
 	case RT_MSG_SESSION_END:
-		lim = 2, what = "status";
+		lim = (uint32_t)plan->nsession, what = "session";
+		if (h->key < lim && plan->sessions[h->key].task != h->src)
+			return tfg_error(e, TFG_EPROTO,
+					 "bad %s from %s: session %u runs on %s",
+					 rt_msg_name(h->type), who, h->key,
+					 plan->tasks[plan->sessions[h->key]
+						     .task].name);
 		break;
 	default:
 		return TFG_OK;

@@ -1,7 +1,8 @@
 #!/bin/sh
 # The programs of record across two real task processes (spec §8):
 # hello prints 238; mean prints the mean of x100.npy, as NumPy computes it;
-# batches scores batches of two sizes with one program.
+# batches scores batches of two sizes with one program; ps_counter shares
+# a variable between two workers and a ps.
 . tests/integration/common.inc
 
 expect_rc 0 $TFGC run --free-ports examples/hello.tfg
@@ -33,6 +34,31 @@ expect_rc 0 $TFGC run --free-ports examples/batches.tfg
 printf "['setosa' 'versicolor' 'virginica']\n[0 1 2 0 2] [2. 1. 2.]\n[2 0] [1. 0. 1.]\n" \
 	>"$T/want"
 cmp -s "$T/out" "$T/want" || fail "batches printed '$(cat "$T/out")'"
+
+# ps_counter: the workers' increments are atomic, so the ten values they
+# see are 1 to 10, each once, rising for each worker; the ps sees the
+# counter only grow; the last session finds exactly 10.
+expect_rc 0 $TFGC run --free-ports examples/ps_counter.tfg
+python3 - "$T/out" <<'PY' || fail "ps_counter printed '$(cat "$T/out")'"
+import re, sys
+lines = open(sys.argv[1]).read().splitlines()
+assert lines[-1] == "10.0", lines
+seen, ps, last = [], [], {}
+for l in lines[:-1]:
+    m = re.fullmatch(r"\[/job:worker/task:(\d)\] worker (\d) made it (\d+)\.0", l)
+    if m:
+        assert m.group(1) == m.group(2), l
+        v = int(m.group(3))
+        assert v > last.get(m.group(1), 0), l
+        last[m.group(1)] = v
+        seen.append(v)
+        continue
+    m = re.fullmatch(r"\[/job:ps/task:0\] ps sees (\d+)\.0", l)
+    assert m, l
+    ps.append(int(m.group(1)))
+assert sorted(seen) == list(range(1, 11)), seen
+assert len(ps) == 5 and ps == sorted(ps) and 0 <= ps[0] and ps[-1] <= 10, ps
+PY
 
 # The placement log names every node's device (unfolded: hello folds to 238).
 expect_rc 0 $TFGC run --free-ports --log-device-placement examples/hello.tfg

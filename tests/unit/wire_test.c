@@ -28,9 +28,9 @@ static RtFeed feeds[1] = {{"x", TFG_F32, {2, {2, 3}}, 0}};
 static RtFetch fetches[1] = {{"y", 1}};
 static int sig_tasks[2] = {0, 1}, sig_done[2] = {0, 0};
 static RtSig sigs[1] = {{0, 1, feeds, 1, fetches, 2, sig_tasks, sig_done}};
-static RtSession sessions[1] = {{0, 0, 0, NULL}};
+static RtSession sessions[1] = {{.task = 0}};
 static const TfgPlan plan = {0xfeedface12345678ull, "t.tfg", 2, tasks, 3,
-			     edges, 1, sigs, 1, sessions, 0};
+			     edges, 1, sigs, 1, sessions, 0, 0, NULL};
 
 static const TfgPlan *cur = &plan; /* the plan check() validates with */
 
@@ -87,7 +87,7 @@ t_layout(void)
 	h.key = 0;
 	rt_hdr_encode(buf, &h);
 	ASSERT(memcmp(buf, "TFG1", 4) == 0);
-	ASSERT_EQ(buf[4], 3);     /* version 3: tagged step ids */
+	ASSERT_EQ(buf[4], 4);     /* version 4: sessions in OUTPUT */
 	ASSERT_EQ(buf[5], 0);
 	ASSERT_EQ(buf[6], RT_MSG_TENSOR);
 	ASSERT_EQ(buf[8], 0x78);  /* prog, little-endian */
@@ -155,7 +155,7 @@ t_valid(void)
 	ASSERT_EQ(check(&h, RT_HDR_SIZE + 24), TFG_OK);
 	ASSERT_EQ(rt_start_bytes(&plan, 0, 1), 24);
 	ASSERT_EQ(rt_start_bytes(&plan, 0, 0), 0);
-	rt_hdr_init(&h, &plan, RT_MSG_SESSION_END, 0, 1, 0, 0, EPOCH);
+	rt_hdr_init(&h, &plan, RT_MSG_SESSION_END, 0, 0, 0, 0, EPOCH);
 	ASSERT_EQ(check(&h, RT_HDR_SIZE), TFG_OK);
 	rt_hdr_init(&h, &plan, RT_MSG_ERROR, 3, RT_ERROR_NO_PLAN, 0, 5, EPOCH);
 	ASSERT_EQ(check(&h, RT_HDR_SIZE + 5), TFG_OK);
@@ -171,7 +171,7 @@ t_bad_header(void)
 	EXPECT_BAD(x, RT_HDR_SIZE + 24, TFG_EPROTO, "127.0.0.1:5555: magic");
 	x = h, x.version = 1; /* whose last field had to be 0 */
 	EXPECT_BAD(x, RT_HDR_SIZE + 24, TFG_EPROTO,
-		   "/job:local/task:0 (127.0.0.1:5555): version 1, expected 3");
+		   "/job:local/task:0 (127.0.0.1:5555): version 1, expected 4");
 	x = h, x.type = 0;
 	EXPECT_BAD(x, RT_HDR_SIZE + 24, TFG_EPROTO, "unknown type 0");
 	x = h, x.type = RT_MSG__N;
@@ -225,8 +225,12 @@ t_bad_key(void)
 	rt_hdr_init(&x, &plan, RT_MSG_RUN_SESSION, 0, 1, RT_SRC_CONTROLLER, 0,
 		    EPOCH);
 	EXPECT_BAD(x, RT_HDR_SIZE, TFG_EPROTO, "session 1 out of range");
-	rt_hdr_init(&x, &plan, RT_MSG_SESSION_END, 0, 2, 0, 0, EPOCH);
-	EXPECT_BAD(x, RT_HDR_SIZE, TFG_EPROTO, "status 2 out of range");
+	rt_hdr_init(&x, &plan, RT_MSG_SESSION_END, 0, 1, 0, 0, EPOCH);
+	EXPECT_BAD(x, RT_HDR_SIZE, TFG_EPROTO, "session 1 out of range");
+	rt_hdr_init(&x, &plan, RT_MSG_OUTPUT, 0, 0, 1, 0, EPOCH);
+	EXPECT_BAD(x, RT_HDR_SIZE, TFG_EPROTO, "bad OUTPUT from "
+		   "/job:local/task:1 (127.0.0.1:5555): session 0 runs on "
+		   "/job:local/task:0");
 	rt_hdr_init(&x, &plan, RT_MSG_ERROR, 3, RT_ERROR__N, 0, 0, EPOCH);
 	EXPECT_BAD(x, RT_HDR_SIZE, TFG_EPROTO, "error kind 2 out of range");
 	/* START from a task that does not drive the signature */

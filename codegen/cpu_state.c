@@ -1,0 +1,80 @@
+/*
+ * codegen/cpu_state.c: the emitters of variable ops (spec §4.4).  Each
+ * is one call of the runtime,
+ *
+ *     i32 tfg_rt_var(ptr ctx, i32 var, i32 op, ptr src, ptr dst)
+ *
+ * which reads or changes the variable under its lock where it lives
+ * (runtime/var.c), so that no generated code touches state that other
+ * steps may change at the same time: a read copies the value into the
+ * node's slot, an update applies its input and copies the new value
+ * there too (the node's value is the variable's new value).
+ */
+#include "codegen/cg_int.h"
+
+/* tfg_rt_var(ctx, n->var->index, op, src, n's slot), returning its rc if
+ * not 0. */
+static int
+var_call(CgCtx *C, IrNode *n, uint32_t op, LLVMValueRef src)
+{
+	LLVMValueRef args[5];
+
+	if (!n->var)
+		return cg_fail(C, n, "a variable op without its variable");
+	if (!C->rt_var) {
+		LLVMTypeRef p[5] = {C->ptr, C->i32, C->i32, C->ptr, C->ptr};
+
+		C->rt_var_ty = LLVMFunctionType(C->i32, p, 5, 0);
+		C->rt_var = LLVMAddFunction(C->m, "tfg_rt_var", C->rt_var_ty);
+	}
+	args[0] = C->ctx_arg;
+	args[1] = LLVMConstInt(C->i32, (unsigned long long)n->var->index, 0);
+	args[2] = LLVMConstInt(C->i32, op, 0);
+	args[3] = src ? src : LLVMConstNull(C->ptr);
+	args[4] = cg_buf(C, n);
+	cg_check_rc(C, LLVMBuildCall2(C->b, C->rt_var_ty, C->rt_var, args, 5,
+				      "rc"));
+	return 0;
+}
+
+/* An update of n->var by its input; a scalar input (a literal) stands
+ * for every element. */
+static int
+update(CgCtx *C, IrNode *n, uint32_t op)
+{
+	if (n->nin != 1)
+		return cg_fail(C, n, "an update needs one input");
+	if (n->in[0]->shape.rank == 0 && n->shape.rank != 0)
+		op |= TFG_VAR_SCALAR;
+	return var_call(C, n, op, cg_buf(C, n->in[0]));
+}
+
+int
+cpu_emit_variable(CgCtx *C, IrNode *n)
+{
+	return var_call(C, n, TFG_VAR_READ, NULL);
+}
+
+int
+cpu_emit_assign(CgCtx *C, IrNode *n)
+{
+	return update(C, n, TFG_VAR_ASSIGN);
+}
+
+int
+cpu_emit_assign_add(CgCtx *C, IrNode *n)
+{
+	return update(C, n, TFG_VAR_ADD);
+}
+
+int
+cpu_emit_assign_sub(CgCtx *C, IrNode *n)
+{
+	return update(C, n, TFG_VAR_SUB);
+}
+
+int
+cpu_emit_var_initialized(CgCtx *C, IrNode *n)
+{
+	return var_call(C, n, TFG_VAR_INITED, NULL);
+}

@@ -1,0 +1,262 @@
+/*
+ * compiler/vars.c: variables (spec §4.4), part of the check phase.
+ *
+ * `var v = init` (optionally `var v: f32[2, 3] = init`) makes an IrVar
+ * and three nodes, all placed on the variable's task whatever device
+ * block they are used in:
+ *
+ *   v               OP_variable: the value v has when a step reads it
+ *   v/init          OP_assign of the initial value: initialize() runs it
+ *   v/initialized   OP_var_initialized: whether v has a value, for
+ *                   uninitialized() and wait_initialized()
+ *
+ * and assign(v, x), assign_add(v, x), assign_sub(v, x) make one more node
+ * each (check_varop).  The read comes before every update in the graph,
+ * hence in every part, so that a step reads a variable before it updates
+ * it (spec §4.4).  A variable lives on the task of the device blocks
+ * around its declaration; outside every block, on the first job's task 0
+ * (variables do not follow their consumers: their place must not move
+ * when the program grows).  Its initial value is computed there too, as
+ * TF colocates initializers, and may not depend on an input: initialize()
+ * has nothing to feed it with.
+ */
+#include <string.h>
+
+#include "compiler/compiler_int.h"
+
+IrNode *
+check_var_node(Checker *c, IrVar *v, OpKind op, int nin, SrcLoc loc)
+{
+	IrNode *n = check_node(c, op, nin, loc);
+
+	n->req = v->req;
+	n->var = v;
+	n->dtype = v->dtype;
+	n->shape = v->shape;
+	return n;
+}
+
+/* The input x depends on, or NULL. */
+static IrNode *
+input_of(Checker *c, IrNode *x)
+{
+	char *seen = arena_alloc(c->a, c->p->g.nodes.n + 1);
+	PtrVec stack = {0};
+
+	vec_push(c->a, &stack, x);
+	while (stack.n > 0) {
+		IrNode *n = stack.v[--stack.n];
+		if (seen[n->id])
+			continue;
+		seen[n->id] = 1;
+		if (n->op == OP_input)
+			return n;
+		for (int i = 0; i < n->nin; i++)
+			vec_push(c->a, &stack, n->in[i]);
+	}
+	return NULL;
+}
+
+/* The declared type `: T[dims]` of s into *t, *sh; -1 if reported. */
+static int
+declared_type(Checker *c, AstNode *s, TfgDtype *t, TfgShape *sh)
+{
+	if (check_dtype_named(s->b->name, t) < 0 || *t == TFG_STRING) {
+		diag_error(c->d, s->b->loc, "%s dtype '%s' for a variable "
+			   "(expected bool, i32, i64, f32 or f64)",
+			   *t == TFG_STRING ? "no string" : "unknown",
+			   s->b->name);
+		return -1;
+	}
+	if (s->n > TFG_MAX_RANK) {
+		diag_error(c->d, s->loc, "variable '%s' has %d dimensions; at "
+			   "most %d are allowed", s->name, s->n, TFG_MAX_RANK);
+		return -1;
+	}
+	sh->rank = s->n;
+	for (int i = 0; i < s->n; i++) {
+		if (s->list[i]->ival < 0) {
+			diag_error(c->d, s->list[i]->loc, "a variable's dims "
+				   "must be known: '?' is for inputs");
+			return -1;
+		}
+		sh->dims[i] = s->list[i]->ival;
+	}
+	return 0;
+}
+
+/* The initial value of s as the declared type: a literal (a tensor
+ * literal too) takes its dtype, a scalar literal fills the shape (fill),
+ * anything else must already be of that type. */
+static IrNode *
+as_declared(Checker *c, AstNode *s, IrNode *x, TfgDtype t,
+	    const TfgShape *sh)
+{
+	Lit l = check_lit_of(s->a);
+	IrNode *n;
+
+	if (l.kind && !(x = check_lit_node(c, s->a, l, t)))
+		return NULL;
+	if (s->a->kind == AST_TENSOR) { /* a literal: of dtype t */
+		x = check_node(c, OP_const, 0, s->a->loc);
+		x->data = check_tensor_data(c, s->a, t, &x->dtype, &x->shape,
+					    &x->strbytes);
+		if (!x->data)
+			return NULL;
+	}
+	if (x->dtype != t) {
+		diag_error(c->d, ast_extent(s->a), "variable '%s' is %s, but "
+			   "its initial value is %s: cast it (cast(x, %s))",
+			   s->name, ir_type_str(c->a, t, sh),
+			   ir_type_str(c->a, x->dtype, &x->shape),
+			   tfg_dtype_name(t));
+		return NULL;
+	}
+	if (tfg_shape_eq(&x->shape, sh))
+		return x;
+	if (!(l.kind && x->shape.rank == 0)) {
+		diag_error(c->d, ast_extent(s->a), "variable '%s' is %s, but "
+			   "its initial value is %s", s->name,
+			   ir_type_str(c->a, t, sh),
+			   ir_type_str(c->a, x->dtype, &x->shape));
+		return NULL;
+	}
+	n = check_node(c, OP_fill, 1, ast_extent(s->a));
+	n->make = arena_alloc(c->a, sizeof *n->make);
+	n->in[0] = x;
+	n->dtype = t;
+	n->shape = *sh;
+	return n;
+}
+
+void
+check_var(Checker *c, AstNode *s)
+{
+	Device saved = c->dev;
+	IrNode *x, *in;
+	IrVar *v = arena_alloc(c->a, sizeof *v);
+	Sym *sym;
+
+	v->name = s->name;
+	v->loc = s->tok.loc;
+	v->req = dev_complete(c->p, c->dev);
+	c->dev = v->req;
+	x = check_expr(c, s->a);
+	if (x && x->dtype == TFG_STRING) {
+		diag_error(c->d, ast_extent(s->a), "a variable cannot hold "
+			   "strings: they are constants");
+		x = NULL;
+	}
+	if (x && s->b) {
+		TfgDtype t;
+		TfgShape sh = {0, {0}};
+
+		x = declared_type(c, s, &t, &sh) < 0 ? NULL
+						     : as_declared(c, s, x, t, &sh);
+	}
+	c->dev = saved;
+	if (x && !shape_known(&x->shape)) {
+		diag_error(c->d, ast_extent(s->a), "the initial value of '%s' "
+			   "is %s: a variable's dims must be known", s->name,
+			   ir_type_str(c->a, x->dtype, &x->shape));
+		x = NULL;
+	}
+	if (x && (in = input_of(c, x)) != NULL) {
+		diag_error(c->d, ast_extent(s->a), "the initial value of '%s' "
+			   "depends on input '%s': initialize() has no feed",
+			   s->name, in->name);
+		diag_note(c->d, in->loc, "'%s' is declared here", in->name);
+		x = NULL;
+	}
+	if (!x) {
+		check_define(c, s->name, s->tok.loc, NULL);
+		return;
+	}
+	v->dtype = x->dtype;
+	v->shape = x->shape;
+	v->index = c->p->vars.n;
+	v->read = check_var_node(c, v, OP_variable, 0, s->tok.loc);
+	v->read->name = s->name;
+	v->read->user_named = 1;
+	v->init = check_var_node(c, v, OP_assign, 1, s->loc);
+	v->init->in[0] = x;
+	v->init->name = arena_printf(c->a, "%s/init", s->name);
+	v->inited = check_var_node(c, v, OP_var_initialized, 0, s->tok.loc);
+	v->inited->dtype = TFG_BOOL;
+	v->inited->shape.rank = 0;
+	v->inited->name = arena_printf(c->a, "%s/initialized", s->name);
+	vec_push(c->a, &c->p->vars, v);
+	if ((sym = check_define(c, s->name, s->tok.loc, v->read)) != NULL)
+		sym->var = v;
+}
+
+/* assign(v, x), assign_add(v, x), assign_sub(v, x): v's new value.  x
+ * has v's dtype and shape; a literal (a tensor literal too) takes v's
+ * dtype, and a scalar literal stands for every element. */
+IrNode *
+check_varop(Checker *c, AstNode *e, OpKind op)
+{
+	AstNode *target, *val;
+	IrNode *x, *n;
+	Sym *s;
+	IrVar *v;
+	Lit l;
+
+	if (check_args(c, e, 2, NULL) < 0)
+		return NULL;
+	target = e->list[0];
+	val = e->list[1];
+	if (target->kind != AST_NAME) {
+		diag_error(c->d, ast_extent(target), "the first argument of "
+			   "%s() must be a variable", e->name);
+		return NULL;
+	}
+	if (!(s = check_find(&c->syms, target->name))) {
+		check_lookup(c, target);
+		return NULL;
+	}
+	if (!s->var) {
+		if (s->node || s->list) {
+			diag_error(c->d, target->loc, "'%s' is not a variable: "
+				   "%s() updates one declared with 'var'",
+				   target->name, e->name);
+			diag_note(c->d, s->loc, "'%s' is defined here",
+				  target->name);
+		}
+		return NULL;
+	}
+	v = s->var;
+	if (op != OP_assign && v->dtype == TFG_BOOL) {
+		diag_error(c->d, target->loc, "%s() needs a number, but '%s' "
+			   "is %s", e->name, v->name,
+			   ir_type_str(c->a, v->dtype, &v->shape));
+		return NULL;
+	}
+	l = check_lit_of(val);
+	if (l.kind) {
+		x = check_lit_node(c, val, l, v->dtype);
+	} else if (val->kind == AST_TENSOR) { /* a literal: v's dtype */
+		x = check_node(c, OP_const, 0, val->loc);
+		x->data = check_tensor_data(c, val, v->dtype, &x->dtype,
+					    &x->shape, &x->strbytes);
+		x = x->data ? x : NULL;
+	} else {
+		x = check_expr(c, val);
+	}
+	if (!x)
+		return NULL;
+	if (x->dtype != v->dtype ||
+	    (!tfg_shape_eq(&x->shape, &v->shape) &&
+	     !(l.kind && x->shape.rank == 0))) {
+		diag_error(c->d, ast_extent(val), "%s(%s, ...) needs %s, the "
+			   "variable's type, got %s%s", e->name, v->name,
+			   ir_type_str(c->a, v->dtype, &v->shape),
+			   ir_type_str(c->a, x->dtype, &x->shape),
+			   x->dtype != v->dtype ? ": cast it" : "");
+		diag_note(c->d, v->loc, "'%s' is declared here", v->name);
+		return NULL;
+	}
+	n = check_var_node(c, v, op, 1, e->loc);
+	n->in[0] = x;
+	return n;
+}

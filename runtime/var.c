@@ -1,0 +1,138 @@
+/*
+ * runtime/var.c: variables (spec §4.4, spec/design.md "Variables"): the
+ * storage of the variables that live on this task, and tfg_rt_var's
+ * work, which generated parts call for their variable ops (roles layer,
+ * runtime/role.h).
+ *
+ * A variable's value is not in any step's arena: it lives in the
+ * RtServer, from its first assign until the process ends, and every
+ * session and every `tfgc run --attach` of the program sees it.  Steps
+ * of several clients run at once on their own threads, so each variable
+ * has a lock, held while a read copies the value out or an update
+ * changes it and copies the new value out: two workers adding 1 a
+ * thousand times each end at exactly 2000.  Arithmetic is done here, in
+ * plain loops the C compiler vectorises: integers wrap, as the graph's
+ * do, and floats round as IEEE says.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/role.h"
+
+tfg_status
+rt_vars_init(RtServer *s)
+{
+	const TfgPlan *plan = s->proc.plan;
+
+	if (plan->nvar == 0)
+		return TFG_OK;
+	if ((s->vars = calloc((size_t)plan->nvar, sizeof *s->vars)) == NULL)
+		return TFG_ENOMEM;
+	for (int i = 0; i < plan->nvar; i++)
+		pthread_mutex_init(&s->vars[i].mu, NULL);
+	return TFG_OK;
+}
+
+void
+rt_vars_free(RtServer *s)
+{
+	for (int i = 0; s->vars && i < s->proc.plan->nvar; i++) {
+		free(s->vars[i].data);
+		pthread_mutex_destroy(&s->vars[i].mu);
+	}
+	free(s->vars);
+	s->vars = NULL;
+}
+
+/* dst = dst op src over n elements of dtype t; a scalar src (n_src 1)
+ * for each.  Integers wrap (unsigned arithmetic). */
+#define UPDATE(T, U)                                                     \
+	do {                                                             \
+		T *d = (T *)dst;                                         \
+		const T *x = (const T *)src;                             \
+		for (int64_t i = 0; i < n; i++) {                        \
+			T v = x[scalar ? 0 : i];                         \
+			d[i] = sub ? (T)((U)d[i] - (U)v)                 \
+				   : (T)((U)d[i] + (U)v);                \
+		}                                                        \
+	} while (0)
+
+static void
+update(TfgDtype t, void *dst, const void *src, int64_t n, int sub,
+       int scalar)
+{
+	switch (t) {
+	case TFG_I32: UPDATE(int32_t, uint32_t); break;
+	case TFG_I64: UPDATE(int64_t, uint64_t); break;
+	case TFG_F32: UPDATE(float, float); break;
+	case TFG_F64: UPDATE(double, double); break;
+	default: break; /* bool: refused by the checker */
+	}
+}
+
+static void
+fill(void *dst, const void *src, size_t size, int64_t n)
+{
+	for (int64_t i = 0; i < n; i++)
+		memcpy((unsigned char *)dst + (size_t)i * size, src, size);
+}
+
+static int
+var_op(RtCtx *c, uint32_t var, uint32_t op, const void *src, void *dst)
+{
+	RtServer *s = c->store;
+	const TfgPlan *plan = s->proc.plan;
+	const RtVar *v;
+	RtVarSlot *slot;
+	uint32_t kind = op & ~(uint32_t)TFG_VAR_SCALAR;
+	int scalar = (op & TFG_VAR_SCALAR) != 0, rc = TFG_OK;
+	int64_t n;
+	size_t size;
+
+	if (var >= (uint32_t)plan->nvar || plan->vars[var].task !=
+	    s->proc.task || kind > TFG_VAR_INITED || s->vars == NULL)
+		return tfg_error(&c->err, TFG_EINVAL, "%s: no variable %u (op "
+				 "%u) here", s->proc.name, var, op);
+	v = &plan->vars[var];
+	slot = &s->vars[var];
+	n = tfg_shape_numel(&v->shape);
+	size = tfg_dtype_size(v->dtype);
+	pthread_mutex_lock(&slot->mu);
+	if (kind == TFG_VAR_INITED) {
+		*(uint8_t *)dst = (uint8_t)slot->init;
+	} else if (kind != TFG_VAR_ASSIGN && !slot->init) {
+		/* a task's errors reach the client behind its name */
+		int local = c->client == s->proc.task;
+
+		rc = tfg_error(&c->err, TFG_EINVAL, "%s%svariable '%s' is not "
+			       "initialized (declared at %s): run initialize() "
+			       "first", local ? s->proc.name : "",
+			       local ? ": " : "", v->name, v->where);
+	} else if (kind == TFG_VAR_ASSIGN && slot->data == NULL &&
+		   (slot->data = (unsigned char *)rt_arena_alloc(v->nbytes)) ==
+		   NULL) {
+		rc = tfg_error(&c->err, TFG_ENOMEM, "%s: out of memory for "
+			       "variable '%s' (%zu bytes)", s->proc.name,
+			       v->name, v->nbytes);
+	} else {
+		if (kind == TFG_VAR_ASSIGN && scalar)
+			fill(slot->data, src, size, n);
+		else if (kind == TFG_VAR_ASSIGN && v->nbytes)
+			memcpy(slot->data, src, v->nbytes);
+		else if (kind == TFG_VAR_ADD || kind == TFG_VAR_SUB)
+			update(v->dtype, slot->data, src, n,
+			       kind == TFG_VAR_SUB, scalar);
+		slot->init = 1;
+		if (v->nbytes)
+			memcpy(dst, slot->data, v->nbytes);
+	}
+	pthread_mutex_unlock(&slot->mu);
+	return rc;
+}
+
+void
+rt_vars_attach(RtServer *s, RtCtx *c)
+{
+	c->var = var_op;
+	c->store = s;
+}
