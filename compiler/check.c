@@ -66,7 +66,7 @@ check_lookup(Checker *c, AstNode *e)
 		return NULL;
 	}
 	if (s)
-		return s->node;
+		return check_copy_of(c, s);
 	if ((later = check_find(&c->defs, e->name)) != NULL) {
 		diag_error(c->d, e->loc, "'%s' is used before it is defined",
 			   e->name);
@@ -419,7 +419,7 @@ check_node(Checker *c, OpKind op, int nin, SrcLoc loc)
 {
 	IrNode *n = ir_node_new(c->p, op, nin, loc);
 
-	n->req = c->dev;
+	n->req = check_node_device(c); /* replicas.c */
 	return n;
 }
 
@@ -1183,8 +1183,9 @@ check_shape_opts(Checker *c)
 	}
 }
 
-static void
-check_input(Checker *c, AstNode *s)
+/* The node of input s, or NULL (reported); the caller defines it. */
+static IrNode *
+make_input(Checker *c, AstNode *s)
 {
 	IrNode *n;
 	TfgDtype t;
@@ -1195,26 +1196,25 @@ check_input(Checker *c, AstNode *s)
 			   "unknown dtype '%s' (expected bool, i32, i64, f32 "
 			   "or f64)",
 			   s->a->name);
-		return;
+		return NULL;
 	}
 	if (t == TFG_STRING) { /* its size would not be static (§5.7) */
 		diag_error(c->d, s->a->loc, "input '%s' cannot be a string: "
 			   "strings are constants (write them as literals or "
 			   "with constant())", s->name);
-		check_define(c, s->name, s->tok.loc, NULL); /* uses not reported */
-		return;
+		return NULL;
 	}
 	if (s->n > TFG_MAX_RANK) {
 		diag_error(c->d, s->loc, "input '%s' has %d dimensions; at "
 			   "most %d are allowed", s->name, s->n, TFG_MAX_RANK);
-		return;
+		return NULL;
 	}
 	for (int i = 0; i < s->n; i++)
 		numel *= s->list[i]->ival < 0 ? 1 : (double)s->list[i]->ival;
 	if (numel * tfg_dtype_size(t) > (double)(1ull << 40)) {
 		diag_error(c->d, s->loc, "input '%s' is too large (%.3g "
 			   "bytes)", s->name, numel * tfg_dtype_size(t));
-		return;
+		return NULL;
 	}
 	n = check_node(c, OP_input, 0, s->tok.loc);
 	n->dtype = t;
@@ -1222,14 +1222,33 @@ check_input(Checker *c, AstNode *s)
 	for (int i = 0; i < s->n; i++)
 		n->shape.dims[i] = s->list[i]->ival < 0 ? IR_DIM_UNKNOWN
 							: s->list[i]->ival;
-	if (apply_shape(c, s, n) < 0) {
-		check_define(c, s->name, s->tok.loc, NULL); /* uses not reported */
-		return;
-	}
+	if (apply_shape(c, s, n) < 0)
+		return NULL;
 	c->p->nunknown += !shape_known(&n->shape);
-	n->name = s->name;
-	n->user_named = 1;
+	return n;
+}
+
+static void
+check_input(Checker *c, AstNode *s)
+{
+	IrNode *n;
+
+	if (check_replicated(c, s, make_input)) /* one per worker */
+		return;
+	if ((n = make_input(c, s)) != NULL) {
+		n->name = s->name;
+		n->user_named = 1;
+	}
+	/* A failed definition is still defined (with no node), so that its
+	   uses are not reported again. */
 	check_define(c, s->name, s->tok.loc, n);
+}
+
+/* The value of assignment s (the caller names and defines it). */
+static IrNode *
+assign_value(Checker *c, AstNode *s)
+{
+	return check_expr(c, s->a);
 }
 
 static void
@@ -1237,6 +1256,8 @@ check_assign(Checker *c, AstNode *s)
 {
 	IrNode *n;
 
+	if (check_replicated(c, s, assign_value)) /* one per worker */
+		return;
 	if (check_is_list(c, s->a)) { /* a list value (spec §6.22) */
 		PtrVec *l = check_list(c, s->a, "a list");
 		Sym *sym = check_define(c, s->name, s->tok.loc, NULL);
@@ -1257,12 +1278,55 @@ check_assign(Checker *c, AstNode *s)
 static void check_stmts(Checker *c, AstNode *block, int top);
 
 static void
+replicas_body(Checker *c, AstNode *s)
+{
+	check_stmts(c, s, 0);
+}
+
+/* Inside a replicas block a device merges over the worker job, and for
+ * variables over the ps job: both must still name a task there is. */
+static int
+replicas_fit(Checker *c, AstNode *s, Device d)
+{
+	Device base[2] = {c->rep->worker, c->rep->ps};
+
+	for (int i = 0; i < 2; i++) {
+		Device m = dev_complete(c->p, dev_merge(base[i], d));
+
+		if (dev_task_index(c->p, m) < 0) {
+			diag_error(c->d, s->loc, "device '%s' inside replicas "
+				   "would name task %d of job '%s', which the "
+				   "cluster does not have", s->str, m.task,
+				   m.job);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+static void
 check_device(Checker *c, AstNode *s)
 {
 	Device saved = c->dev, d;
 
-	if (check_device_of(c, s->a, c->dev, &d) == 0)
-		c->dev = d;
+	if (s->a->kind == AST_CALL) { /* device replicas(...) */
+		check_replicas(c, s, replicas_body);
+		return;
+	}
+	if (!c->rep) {
+		if (check_device_of(c, s->a, c->dev, &d) == 0)
+			c->dev = d;
+	} else if (check_device_of(c, s->a, dev_merge(c->rep->worker,
+						      c->dev), &d) == 0 &&
+		   replicas_fit(c, s->a, d) == 0) {
+		/* what the string sets, over the enclosing blocks': the
+		   replicas' jobs come in when a node is made */
+		const char *err;
+		int off;
+
+		dev_parse(c->a, &d, s->a->str, &err, &off);
+		c->dev = dev_merge(c->dev, d);
+	}
 	check_stmts(c, s, 0);
 	c->dev = saved;
 }
@@ -1322,6 +1386,8 @@ check_program(Program *p)
 	c.d = p->diag;
 	c.a = p->arena;
 	c.dev = DEVICE_UNSET;
+	c.copy = -1;
+	c.session_task = -1;
 	for (int i = 0; i < prog->n; i++) {
 		AstNode *s = prog->list[i];
 		if (s->kind != AST_CLUSTER)

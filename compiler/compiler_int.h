@@ -38,7 +38,18 @@ typedef struct Sym {
 	PtrVec *list; /* a list value (split): IrNode * elements; node NULL */
 	IrVar *var;   /* a variable: node is its read */
 	int loop;     /* a loop variable (locals: the others are lets) */
+	/* a replicated value (spec §7.6): copy k of node; node is copy 0 */
+	int ncopy;
+	IrNode **copies;
+	const CJob *rep_job; /* the worker job of the copies */
 } Sym;
+
+/* A `device replicas(...)` block being checked (replicas.c). */
+typedef struct Replicas {
+	Device ps, worker;   /* jobs only */
+	const CJob *psjob, *wjob;
+	int rr;              /* variables placed so far (round-robin) */
+} Replicas;
 
 typedef struct Checker {
 	Program *p;
@@ -58,6 +69,12 @@ typedef struct Checker {
 	int each_index, each_count;
 	int group;         /* RtSession.group of sessions checked now */
 	int ngroup;        /* groups made so far */
+	Replicas *rep;     /* the replicas block around, or NULL */
+	int copy;          /* >= 0: the copy of a replicated value being
+			      built; names resolve to their copy */
+	const CJob *copy_job; /* its worker job */
+	int session_task;  /* the session being checked (-1: none): run()
+			      picks its copy of replicated values */
 } Checker;
 
 /* A literal's value: AST_INT, AST_FLOAT, AST_BOOL, or - of one. */
@@ -84,6 +101,21 @@ void check_parallel(Checker *c, AstNode *s);
 
 /* vars.c (spec §4.4): `var` statements; the nodes of a variable. */
 void check_var(Checker *c, AstNode *s);
+
+/* replicas.c (spec §7.6): `device replicas(...)` and between-graph
+ * replication.  check_replicas checks such a block; check_node_device is
+ * the device a node made now requests; check_var_device that of a
+ * variable declared now (round-robin over the ps job); check_replicated
+ * checks the value of a statement (assignment or input) once, or once
+ * per copy when it is replicated, defining name; check_copy_of is the
+ * node a name stands for here (the copy of a replicated value that the
+ * statement or session being checked uses). */
+void check_replicas(Checker *c, AstNode *s, void (*body)(Checker *, AstNode *));
+Device check_node_device(Checker *c);
+Device check_var_device(Checker *c);
+int check_replicated(Checker *c, AstNode *s, IrNode *(*make)(Checker *,
+							      AstNode *));
+IrNode *check_copy_of(Checker *c, const Sym *s);
 IrNode *check_var_node(Checker *c, IrVar *v, OpKind op, int nin, SrcLoc loc);
 void check_cli_session(Checker *c, const CompileOptions *o);
 

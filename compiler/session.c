@@ -172,7 +172,7 @@ feed_item(AstNode *feed, IrNode *in, Checker *c)
 {
 	for (int i = 0; feed && i < feed->n; i++) {
 		Sym *s = check_find(&c->syms, feed->list[i]->name);
-		if (s && s->node == in)
+		if (s && check_copy_of(c, s) == in)
 			return feed->list[i];
 	}
 	return NULL;
@@ -269,8 +269,9 @@ run_expr(Checker *c, AstNode *e)
 		RtExpr *v;
 		int used = 0;
 		for (int j = 0; j < inputs.n; j++)
-			used |= s->node == inputs.v[j];
-		if (used || !s->node || !(v = feed_value(c, it->b, s->node)))
+			used |= check_copy_of(c, s) == inputs.v[j];
+		if (used || !s->node ||
+		    !(v = feed_value(c, it->b, check_copy_of(c, s))))
 			continue;
 		if (v->kind != RT_E_CONST)
 			vec_push(c->a, &extra, v);
@@ -817,9 +818,11 @@ session_on(Checker *c, AstNode *s, int task)
 	rs->group = c->group;
 	rs->label = c->group ? c->p->tasks[task].name : NULL;
 	c->client = rs->task;
+	c->session_task = task; /* its copies of replicated values */
 	c->nslot = 0;
 	c->locals.n = 0;
 	sblock(c, s, &rs->nstmt, &rs->stmts);
+	c->session_task = -1;
 	rs->nslot = c->nslot;
 	vec_push(c->a, &c->sessions, rs);
 }

@@ -14,7 +14,8 @@
  * each (check_varop).  The read comes before every update in the graph,
  * hence in every part, so that a step reads a variable before it updates
  * it (spec §4.4).  A variable lives on the task of the device blocks
- * around its declaration; outside every block, on the first job's task 0
+ * around its declaration (in a replicas block: a ps task, round-robin,
+ * compiler/replicas.c); outside every block, on the first job's task 0
  * (variables do not follow their consumers: their place must not move
  * when the program grows).  Its initial value is computed there too, as
  * TF colocates initializers, and may not depend on an input: initialize()
@@ -137,9 +138,11 @@ check_var(Checker *c, AstNode *s)
 	IrVar *v = arena_alloc(c->a, sizeof *v);
 	Sym *sym;
 
+	if (check_replicated(c, s, NULL)) /* its value may not be */
+		return;
 	v->name = s->name;
 	v->loc = s->tok.loc;
-	v->req = dev_complete(c->p, c->dev);
+	v->req = dev_complete(c->p, check_var_device(c)); /* replicas.c */
 	c->dev = v->req;
 	x = check_expr(c, s->a);
 	if (x && x->dtype == TFG_STRING) {

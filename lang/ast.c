@@ -174,7 +174,13 @@ dump_head(FILE *out, const AstNode *n)
 			fputc(']', out);
 		}
 		break;
-	case AST_DEVICE: case AST_STRING:
+	case AST_DEVICE:
+		if (n->a && n->a->kind == AST_CALL) {
+			fprintf(out, " %s(...)", n->a->name);
+			break;
+		}
+		/* fall through */
+	case AST_STRING:
 		fputc(' ', out);
 		put_quoted(out, n->str ? n->str : "");
 		break;
@@ -231,7 +237,12 @@ dump(FILE *out, const AstNode *n, int depth)
 	fprintf(out, "%*s", depth * 2, "");
 	dump_head(out, n);
 	switch (n->kind) {
-	case AST_DEVICE: case AST_SESSION: case AST_INPUT: case AST_CALL:
+	case AST_DEVICE:
+		if (n->a && n->a->kind == AST_CALL) /* replicas(...)'s args */
+			for (int i = 0; i < n->a->n; i++)
+				dump(out, n->a->list[i], depth + 1);
+		break;
+	case AST_SESSION: case AST_INPUT: case AST_CALL:
 		/* a is shown in the head line */
 		break;
 	case AST_VAR:

@@ -105,7 +105,8 @@ typedef enum {
 	AST_CLUSTER,  /* list: AST_JOB */
 	AST_JOB,      /* name; list: AST_STRING addresses */
 	AST_DEVICE,   /* str: device string (loc of the string in a->loc);
-			 a: AST_STRING; list: statements */
+			 a: AST_STRING, or AST_CALL for `device
+			 replicas(...)`; list: statements */
 	AST_ASSIGN,   /* name; a: value */
 	AST_INPUT,    /* name; a: AST_NAME dtype; list: dims (AST_INT;
 			 ival -1 for `?`); has_dims: brackets were written */

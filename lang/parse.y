@@ -207,6 +207,20 @@ stmt(A) ::= DEVICE(K) string(S) LBRACE body(B) RBRACE(R). {
 	A->a = S;
 	ast_take_list(A, B);
 }
+/* device replicas(ps = "/job:ps", worker = "/job:worker") { ... } */
+stmt(A) ::= DEVICE(K) IDENT(F) LPAREN(L) args(G) RPAREN(P) LBRACE body(B)
+	    RBRACE(R). {
+	AstNode *call = ast_new(ps->arena, AST_CALL, loc_span(F.loc, P.loc),
+				&F);
+	(void)L;
+	call->name = tok_name(ps, &F);
+	call->a = name_node(ps, &F);
+	call->b = G->b;
+	ast_take_list(call, G);
+	A = ast_new(ps->arena, AST_DEVICE, loc_span(K.loc, R.loc), &K);
+	A->a = call;
+	ast_take_list(A, B);
+}
 stmt(A) ::= IDENT(N) ASSIGN expr(E). {
 	A = ast_new(ps->arena, AST_ASSIGN, loc_span(N.loc, ast_extent(E)),
 		    &N);

@@ -2,7 +2,8 @@
 # The programs of record across two real task processes (spec §8):
 # hello prints 238; mean prints the mean of x100.npy, as NumPy computes it;
 # batches scores batches of two sizes with one program; ps_counter shares
-# a variable between two workers and a ps.
+# a variable between two workers and a ps; replicas, ingraph and between
+# replicate a graph over workers as TF1's tutorials do.
 . tests/integration/common.inc
 
 expect_rc 0 $TFGC run --free-ports examples/hello.tfg
@@ -58,6 +59,29 @@ for l in lines[:-1]:
     ps.append(int(m.group(1)))
 assert sorted(seen) == list(range(1, 11)), seen
 assert len(ps) == 5 and ps == sorted(ps) and 0 <= ps[0] and ps[-1] <= 10, ps
+PY
+
+# replicas: each worker prints its own copy's values; both agree.
+expect_rc 0 $TFGC run --free-ports examples/replicas.tfg
+sort "$T/out" >"$T/sorted"
+printf '[/job:worker/task:0] 3.0 6.0 9.0 15.0\n[/job:worker/task:1] 3.0 6.0 9.0 15.0\n' \
+	>"$T/want"
+cmp -s "$T/sorted" "$T/want" || fail "replicas printed '$(cat "$T/out")'"
+
+# ingraph: x @ w computed by halves on the two workers, put back together.
+expect_rc 0 $TFGC run --free-ports examples/ingraph.tfg
+printf '[[ 7.]\n [16.]\n [25.]\n [34.]]\n' >"$T/want"
+cmp -s "$T/out" "$T/want" || fail "ingraph printed '$(cat "$T/out")'"
+
+# between: 2 workers x 50 asynchronous steps of w -= 0.1 (w - 10) on the
+# shared variables: exactly 100 steps counted, and w near 10 (the order
+# of the workers' updates varies, so its last digits do too).
+expect_rc 0 $TFGC run --free-ports examples/between.tfg
+python3 - "$T/out" <<'PY' || fail "between printed '$(cat "$T/out")'"
+import sys
+lines = open(sys.argv[1]).read().splitlines()
+assert lines[0] == "steps: 100", lines
+assert lines[1].startswith("w: ") and abs(float(lines[1][3:]) - 10) < 0.01, lines
 PY
 
 # The placement log names every node's device (unfolded: hello folds to 238).
