@@ -154,7 +154,7 @@ cg_aot_standalone(const Program *p, int task, int s)
 	if (g->client != task || g->ntask != 1 || g->tasks[0] != task)
 		return 0;
 	part = p->sigs[s].parts ? &p->sigs[s].parts[task] : NULL;
-	for (int i = 0; part && i < part->n; i++)
+	for (int i = 0; part && i < part->n; i++) /* random draws: 0 */
 		if (op_info[part->nodes[i]->op].flags & OPF_STATEFUL)
 			return 0;
 	return 1;

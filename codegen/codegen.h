@@ -21,10 +21,12 @@
 typedef struct CgOptions {
 	const char *cpu;      /* NULL: the host CPU; else e.g. "x86-64-v3" */
 	int opt_level;        /* 0..3; 2 by default */
-	/* Tests only: what tfg_rt_recv/tfg_rt_send bind to in the JIT;
-	   NULL: the runtime's own. */
+	/* Tests only: what tfg_rt_recv/tfg_rt_send/tfg_rt_var bind to in
+	   the JIT; NULL: the runtime's own. */
 	int (*rt_recv)(struct RtCtx *ctx, uint32_t key, void *dst);
 	int (*rt_send)(struct RtCtx *ctx, uint32_t key, const void *src);
+	int (*rt_var)(struct RtCtx *ctx, uint32_t var, uint32_t op,
+		      const void *src, void *dst);
 } CgOptions;
 
 /* --emit=llvm: the optimised module of `task`. Returns 0 or non-zero after

@@ -503,8 +503,10 @@ cg_emit_elem(CgCtx *C, IrNode *n, int nin, NestBody body)
 	L.flags = CG_NEST_SHARE | CG_NEST_ELEM;
 	/* a body with inputs stores its result at off[0] and reads off[0]
 	   for nothing else; makers (no inputs, codegen/cpu_make.c) compute
-	   their value from it, the element's index */
-	if (nin > 0)
+	   their value from it, the element's index, and so do the random
+	   makers, whose one input is their draw number */
+	if (nin > 0 && n->op != OP_random_uniform &&
+	    n->op != OP_random_normal)
 		L.flags |= CG_NEST_STREAM;
 	L.base[0] = cg_buf(C, n);
 	cg_nest_broadcast(&L, 0, &n->shape);

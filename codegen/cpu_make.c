@@ -12,10 +12,12 @@
  *
  * The random makers are Philox-4x32-10 (Salmon et al., "Parallel random
  * numbers: as easy as 1, 2, 3", SC'11), inlined as integer IR: element i
- * is the block of counter (i mod 2^32, i >> 32, stream, 0) under key
- * (seed mod 2^32, seed >> 32).  No state, no runtime call: any task, any
- * run, any loop order computes the same numbers, and the loop vectorises
- * (the normal's log and cos are libm calls, as exp is in codegen/cpu.c).
+ * is the block of counter (i mod 2^32, i >> 32, stream, draw mod 2^32)
+ * under key (seed mod 2^32, seed >> 32), where draw, the maker's input
+ * (OP_random_draw, an i64 scalar), is how many times it ran before on its
+ * task (spec §6.17).  Given the draw, no state: any task and any loop
+ * order computes the same numbers, and the loop vectorises (the normal's
+ * log and cos are libm calls, as exp is in codegen/cpu.c).
  */
 #include <string.h>
 
@@ -226,7 +228,9 @@ body_random(CgCtx *C, const Nest *L, LLVMValueRef *off, LLVMValueRef acc)
 	w[1] = LLVMBuildTrunc(B, LLVMBuildLShr(B, off[0], cg_i64c(C, 32), ""),
 			      C->i32, "");
 	w[2] = c32(C, m->stream);
-	w[3] = c32(C, 0);
+	w[3] = n->nin == 1 ? LLVMBuildTrunc(B, cg_load_at(C, TFG_I64, L->base[1],
+							   off[1]), C->i32, "")
+			   : c32(C, 0);
 	philox(C, w, (uint32_t)m->seed, (uint32_t)(m->seed >> 32));
 	if (n->op == OP_random_normal) {
 		/* Box-Muller in f64: u1 in (0, 1] so log(u1) is finite */
@@ -269,7 +273,7 @@ emit_random(CgCtx *C, IrNode *n)
 {
 	if (!n->make)
 		return cg_fail(C, n, "maker without its arguments");
-	return cg_emit_elem(C, n, 0, body_random);
+	return cg_emit_elem(C, n, n->nin, body_random);
 }
 
 CG_EMIT_AS(random_uniform, emit_random)

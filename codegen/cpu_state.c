@@ -78,3 +78,10 @@ cpu_emit_var_initialized(CgCtx *C, IrNode *n)
 {
 	return var_call(C, n, TFG_VAR_INITED, NULL);
 }
+
+/* A random maker's draw number (codegen/cpu_make.c reads it). */
+int
+cpu_emit_random_draw(CgCtx *C, IrNode *n)
+{
+	return var_call(C, n, TFG_VAR_DRAW, NULL);
+}

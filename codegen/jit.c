@@ -238,7 +238,7 @@ define_symbols(CgJit *j, const CgOptions *o)
 		{LLVMOrcLLJITMangleAndIntern(j->jit, "tfg_rt_parallel"),
 		 {(uintptr_t)tfg_rt_parallel, fl}},
 		{LLVMOrcLLJITMangleAndIntern(j->jit, "tfg_rt_var"),
-		 {(uintptr_t)tfg_rt_var, fl}},
+		 {(uintptr_t)(o && o->rt_var ? o->rt_var : tfg_rt_var), fl}},
 	};
 	LLVMErrorRef err = LLVMOrcJITDylibDefine(jd,
 						 LLVMOrcAbsoluteSymbols(syms, 6));

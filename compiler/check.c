@@ -1258,14 +1258,17 @@ check_assign(Checker *c, AstNode *s)
 
 	if (check_replicated(c, s, assign_value)) /* one per worker */
 		return;
+	c->stmt = s->name;
 	if (check_is_list(c, s->a)) { /* a list value (spec §6.22) */
 		PtrVec *l = check_list(c, s->a, "a list");
 		Sym *sym = check_define(c, s->name, s->tok.loc, NULL);
 		if (sym)
 			sym->list = l;
+		c->stmt = NULL;
 		return;
 	}
 	n = check_expr(c, s->a);
+	c->stmt = NULL;
 	if (n && !n->name) {
 		n->name = s->name;
 		n->user_named = 1;

@@ -128,6 +128,9 @@ typedef struct IrVar {
 	IrNode *read;     /* OP_variable: its value in a step */
 	IrNode *init;     /* OP_assign of its initial value */
 	IrNode *inited;   /* OP_var_initialized: a bool scalar */
+	IrNode *draw;     /* not NULL: a hidden variable, the count of the
+			     OP_random_draw node (an i64 scalar from 0) of a
+			     random maker, on that node's task */
 } IrVar;
 
 struct IrNode {

@@ -73,6 +73,9 @@ typedef struct Checker {
 	int copy;          /* >= 0: the copy of a replicated value being
 			      built; names resolve to their copy */
 	const CJob *copy_job; /* its worker job */
+	const char *stmt;  /* the name the graph statement being checked
+			      defines (random makers' counts are named
+			      after it) */
 	int session_task;  /* the session being checked (-1: none): run()
 			      picks its copy of replicated values */
 } Checker;
@@ -117,6 +120,8 @@ int check_replicated(Checker *c, AstNode *s, IrNode *(*make)(Checker *,
 							      AstNode *));
 IrNode *check_copy_of(Checker *c, const Sym *s);
 IrNode *check_var_node(Checker *c, IrVar *v, OpKind op, int nin, SrcLoc loc);
+/* The hidden variable counting the draws of OP_random_draw node d. */
+IrVar *check_rng_var(Checker *c, IrNode *d);
 void check_cli_session(Checker *c, const CompileOptions *o);
 
 /* check.c: what the checkers of op families (compiler/ops_*.c) share. */

@@ -460,6 +460,7 @@ make_random(Checker *c, AstNode *e, OpKind op)
 	TfgDtype t = TFG_F32;
 	TfgShape s;
 	int64_t seed = 0;
+	IrNode *d, *r;
 
 	if (check_args(c, e, 1, uni ? kw_uniform : kw_normal) < 0 ||
 	    shape_arg(c, e, e->list[0], &s) < 0 || dtype_kw(c, e, &t) < 0)
@@ -492,7 +493,15 @@ make_random(Checker *c, AstNode *e, OpKind op)
 		return NULL;
 	m->seed = (uint64_t)seed;
 	m->stream = es ? 0 : next_stream(c);
-	return node(c, e, op, 0, t, &s, m);
+	/* which draw of its sequence: counted where it runs (§6.17) */
+	d = check_node(c, OP_random_draw, 0, e->loc);
+	d->dtype = TFG_I64;
+	d->shape.rank = 0;
+	d->var = check_rng_var(c, d);
+	if (!(r = node(c, e, op, 1, t, &s, m)))
+		return NULL;
+	r->in[0] = d;
+	return r;
 }
 
 /* ------------------------------------------------------------ dispatch */

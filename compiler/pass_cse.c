@@ -105,8 +105,8 @@ cse_program(Program *p)
 			x->in[k] = repl[x->in[k]->id];
 		/* inputs are fed one by one; state is read and changed
 		   where it is, once per node */
-		if (x->op == OP_input ||
-		    (op_info[x->op].flags & (OPF_STATEFUL | OPF_EFFECT)))
+		if (x->op == OP_input || (op_info[x->op].flags &
+					  (OPF_STATEFUL | OPF_EFFECT | OPF_RANDOM)))
 			continue;
 		h = (size_t)node_hash(x) & (size_t)(cap - 1);
 		for (; tab[h]; h = (h + 1) & (size_t)(cap - 1))

@@ -115,7 +115,8 @@ plan_new(Program *p)
 		RtVar *r = &pl->vars[i];
 
 		r->name = v->name;
-		r->task = dev_task_index(p, v->req);
+		r->task = v->draw ? v->draw->task : dev_task_index(p, v->req);
+		r->hidden = v->draw != NULL;
 		r->dtype = v->dtype;
 		r->shape = v->shape;
 		r->nbytes = (size_t)tfg_shape_numel(&v->shape) *

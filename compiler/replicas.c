@@ -201,7 +201,9 @@ check_replicated(Checker *c, AstNode *s, IrNode *(*make)(Checker *,
 
 		c->copy = k;
 		c->copy_job = job;
+		c->stmt = arena_printf(c->a, "%s@%d", s->name, k);
 		n = make(c, s);
+		c->stmt = NULL;
 		c->copy = -1;
 		if (!n)
 			break;

@@ -299,9 +299,10 @@ var_args(Checker *c, AstNode *e, PtrVec *vars)
 
 	if (e->b)
 		diag_error(c->d, e->b->loc, "%s() takes no feed", e->name);
-	if (e->n == 0) {
+	if (e->n == 0) { /* the random makers' counts are not the user's */
 		for (int i = 0; i < c->p->vars.n; i++)
-			vec_push(c->a, vars, c->p->vars.v[i]);
+			if (!((IrVar *)c->p->vars.v[i])->draw)
+				vec_push(c->a, vars, c->p->vars.v[i]);
 		return c->d->nerr > before ? -1 : 0;
 	}
 	for (int i = 0; i < e->n; i++) {

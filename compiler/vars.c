@@ -140,6 +140,7 @@ check_var(Checker *c, AstNode *s)
 
 	if (check_replicated(c, s, NULL)) /* its value may not be */
 		return;
+	c->stmt = s->name;
 	v->name = s->name;
 	v->loc = s->tok.loc;
 	v->req = dev_complete(c->p, check_var_device(c)); /* replicas.c */
@@ -158,6 +159,7 @@ check_var(Checker *c, AstNode *s)
 						     : as_declared(c, s, x, t, &sh);
 	}
 	c->dev = saved;
+	c->stmt = NULL;
 	if (x && !shape_known(&x->shape)) {
 		diag_error(c->d, ast_extent(s->a), "the initial value of '%s' "
 			   "is %s: a variable's dims must be known", s->name,
@@ -191,6 +193,31 @@ check_var(Checker *c, AstNode *s)
 	vec_push(c->a, &c->p->vars, v);
 	if ((sym = check_define(c, s->name, s->tok.loc, v->read)) != NULL)
 		sym->var = v;
+}
+
+IrVar *
+check_rng_var(Checker *c, IrNode *d)
+{
+	IrVar *v = arena_alloc(c->a, sizeof *v);
+	const char *base = c->stmt ? c->stmt : "_";
+	int k = 0;
+
+	for (int i = 0; i < c->p->vars.n; i++) {
+		const IrVar *o = c->p->vars.v[i];
+		size_t n = strlen(base);
+
+		k += o->draw && strncmp(o->name, base, n) == 0 &&
+		     strncmp(o->name + n, "/random", 7) == 0;
+	}
+	v->index = c->p->vars.n;
+	v->name = k ? arena_printf(c->a, "%s/random_%d", base, k)
+		    : arena_printf(c->a, "%s/random", base);
+	v->loc = d->loc;
+	v->dtype = TFG_I64;
+	v->req = d->req;
+	v->draw = d;
+	vec_push(c->a, &c->p->vars, v);
+	return v;
 }
 
 /* assign(v, x), assign_add(v, x), assign_sub(v, x): v's new value.  x

@@ -247,6 +247,9 @@ typedef struct RtVar {
 	TfgShape shape;
 	size_t nbytes;     /* numel * dtype size */
 	const char *where; /* "file:line:col" of its declaration */
+	int hidden;        /* the count of a random maker's draws (an i64
+			      scalar, 0 when the process starts): TFG_VAR_DRAW
+			      only, never initialize()d */
 } RtVar;
 
 /* Runs one task's part of one signature for the current step.  Generated
@@ -293,6 +296,8 @@ TFG_API int tfg_rt_send(struct RtCtx *ctx, uint32_t key, const void *src);
  * writes whether it has a value to dst (one bool byte). */
 enum {
 	TFG_VAR_READ, TFG_VAR_ASSIGN, TFG_VAR_ADD, TFG_VAR_SUB, TFG_VAR_INITED,
+	TFG_VAR_DRAW, /* dst (i64) = the count, then count + 1; without a
+			 task server (tfg_aot_run) always 0 */
 	TFG_VAR_SCALAR = 0x100
 };
 TFG_API int tfg_rt_var(struct RtCtx *ctx, uint32_t var, uint32_t op,

@@ -28,8 +28,17 @@ rt_vars_init(RtServer *s)
 		return TFG_OK;
 	if ((s->vars = calloc((size_t)plan->nvar, sizeof *s->vars)) == NULL)
 		return TFG_ENOMEM;
-	for (int i = 0; i < plan->nvar; i++)
+	for (int i = 0; i < plan->nvar; i++) {
 		pthread_mutex_init(&s->vars[i].mu, NULL);
+		/* a random maker's count of draws starts at 0 */
+		if (plan->vars[i].hidden && plan->vars[i].task ==
+		    s->proc.task) {
+			if ((s->vars[i].data = calloc(1, sizeof(int64_t))) ==
+			    NULL)
+				return TFG_ENOMEM;
+			s->vars[i].init = 1;
+		}
+	}
 	return TFG_OK;
 }
 
@@ -90,7 +99,8 @@ var_op(RtCtx *c, uint32_t var, uint32_t op, const void *src, void *dst)
 	size_t size;
 
 	if (var >= (uint32_t)plan->nvar || plan->vars[var].task !=
-	    s->proc.task || kind > TFG_VAR_INITED || s->vars == NULL)
+	    s->proc.task || kind > TFG_VAR_DRAW || s->vars == NULL ||
+	    (kind == TFG_VAR_DRAW) != plan->vars[var].hidden)
 		return tfg_error(&c->err, TFG_EINVAL, "%s: no variable %u (op "
 				 "%u) here", s->proc.name, var, op);
 	v = &plan->vars[var];
@@ -100,6 +110,9 @@ var_op(RtCtx *c, uint32_t var, uint32_t op, const void *src, void *dst)
 	pthread_mutex_lock(&slot->mu);
 	if (kind == TFG_VAR_INITED) {
 		*(uint8_t *)dst = (uint8_t)slot->init;
+	} else if (kind == TFG_VAR_DRAW) {
+		memcpy(dst, slot->data, sizeof(int64_t));
+		*(int64_t *)slot->data += 1;
 	} else if (kind != TFG_VAR_ASSIGN && !slot->init) {
 		/* a task's errors reach the client behind its name */
 		int local = c->client == s->proc.task;

@@ -88,6 +88,19 @@ jh_send(struct RtCtx *ctx, uint32_t key, const void *src)
 	return 0;
 }
 
+/* tfg_rt_var: a random maker's draw is always its first (0), as in
+ * tfg_aot_run; there are no variables. */
+static inline int
+jh_var(struct RtCtx *ctx, uint32_t var, uint32_t op, const void *src,
+       void *dst)
+{
+	(void)var, (void)src;
+	if (ctx != JH_CTX || op != TFG_VAR_DRAW)
+		return 99;
+	memset(dst, 0, sizeof(int64_t));
+	return 0;
+}
+
 /* What the next recv of key delivers (data is borrowed). */
 static inline void
 jh_feed(uint32_t key, const void *data, size_t nbytes)
@@ -313,13 +326,14 @@ typedef struct JhRun {
 static inline int
 jh_jit(JhRun *r, const Program *p, int task, const CgOptions *o)
 {
-	CgOptions co = o ? *o : (CgOptions){NULL, 2, NULL, NULL};
+	CgOptions co = o ? *o : (CgOptions){NULL, 2, NULL, NULL, NULL};
 	memset(r, 0, sizeof *r);
 	r->p = p;
 	r->task = task;
 	jh_reset();
 	co.rt_recv = jh_recv;
 	co.rt_send = jh_send;
+	co.rt_var = jh_var;
 	if (p->nsig > JH_MAXSIG)
 		return -1;
 	return cg_jit(&r->j, p, task, &co, r->parts, &r->ms) != 0 ? -1 : 0;
@@ -381,7 +395,7 @@ jh_run_done(JhRun *r)
 static inline char *
 jh_emit(const Program *p, const char *cpu)
 {
-	CgOptions o = {cpu, 2, NULL, NULL};
+	CgOptions o = {cpu, 2, NULL, NULL, NULL};
 	char *s = NULL;
 	size_t n = 0;
 	FILE *f = open_memstream(&s, &n);

@@ -84,7 +84,7 @@ static int
 jit(JhRun *r, int d, const char *cpu)
 {
 	Program *p = program(d);
-	CgOptions o = {cpu, 2, NULL, NULL};
+	CgOptions o = {cpu, 2, NULL, NULL, NULL};
 	return p ? jh_jit(r, p, 0, &o) : -1;
 }
 
