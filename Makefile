@@ -15,7 +15,7 @@ SAN         ?=
 
 # Debian 12 packages the build and the tests need.
 PKGS = gcc make libc6-dev re2c lemon llvm-19-dev libopenblas-dev libnng-dev \
-       libzstd-dev python3 procps
+       libzstd-dev zlib1g-dev python3 procps
 
 OPT     ?= -O2
 WARN     = -Wall -Wextra -Wpedantic
@@ -30,7 +30,7 @@ SANFLAGS = -fsanitize=address,undefined -fno-omit-frame-pointer \
 endif
 LLVM_INC = -I$(shell $(LLVM_CONFIG) --includedir)
 LLVM_LIB = -L$(shell $(LLVM_CONFIG) --libdir) -lLLVM-19
-LDLIBS   = $(LLVM_LIB) -lnng -lopenblas -lpthread -ldl -lm
+LDLIBS   = $(LLVM_LIB) -lnng -lopenblas -lz -lpthread -ldl -lm
 
 LANG_SRC     = $(wildcard lang/*.c)
 COMPILER_SRC = $(filter-out compiler/main.c,$(wildcard compiler/*.c))

@@ -131,6 +131,8 @@ typedef struct IrVar {
 	IrNode *draw;     /* not NULL: a hidden variable, the count of the
 			     OP_random_draw node (an i64 scalar from 0) of a
 			     random maker, on that node's task */
+	IrNode *saved;    /* restore(): the OP_input its value is fed to */
+	IrNode *restore;  /* and the OP_assign of it */
 } IrVar;
 
 struct IrNode {

@@ -54,6 +54,20 @@ place_program(Program *p)
 				agree[j] = 2;
 		}
 	}
+	/* A random maker's hidden variable lives where its draw runs:
+	   the nodes checkpoints made for it go there, and so does the
+	   input a restore feeds it through. */
+	for (int i = 0; i < n; i++) {
+		IrNode *x = nodes[i];
+		if (!x->var || !x->var->draw || x == x->var->draw)
+			continue;
+		x->dev = x->var->draw->dev;
+		x->task = x->var->draw->task;
+		if (x->nin == 1 && x->in[0]->op == OP_input) {
+			x->in[0]->dev = x->dev;
+			x->in[0]->task = x->task;
+		}
+	}
 	for (int i = 0; i < n; i++)
 		vec_push(p->arena, &p->placement_log,
 			 arena_printf(p->arena, "%s: (%s) %s",

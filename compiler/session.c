@@ -382,7 +382,8 @@ statement_call(const char *name)
 {
 	return strcmp(name, "initialize") == 0 ||
 	       strcmp(name, "wait_initialized") == 0 ||
-	       strcmp(name, "sleep") == 0;
+	       strcmp(name, "sleep") == 0 || strcmp(name, "save") == 0 ||
+	       strcmp(name, "restore") == 0;
 }
 
 static RtExpr *
@@ -427,7 +428,7 @@ call_session(Checker *c, AstNode *e)
 	}
 	diag_error(c->d, e->a->loc, "unknown function '%s' (a session can "
 		   "call run, load, len, uninitialized, initialize, "
-		   "wait_initialized and sleep)", e->name);
+		   "wait_initialized, sleep, save and restore)", e->name);
 	return NULL;
 }
 
@@ -621,7 +622,64 @@ sexpr(Checker *c, AstNode *e)
 
 static void sblock(Checker *c, AstNode *block, int *n, RtStmt ***out);
 
-/* initialize(...), wait_initialized(...), sleep(ms) (spec §8.6). */
+/* save("DIR"): a step fetching every variable, hidden ones included,
+ * in their order; restore("DIR"): a step feeding and assigning every
+ * one (spec §8.11). */
+static RtStmt *
+checkpoint_stmt(Checker *c, AstNode *e, RtStmt *st, int save)
+{
+	PtrVec fetch = {0}, targets = {0}, inputs = {0};
+	RtExpr *run;
+
+	if (e->n != 1 || e->b || e->list[0]->kind != AST_STRING ||
+	    e->list[0]->str[0] == '\0') {
+		diag_error(c->d, e->loc, "%s() takes one string: the "
+			   "checkpoint's directory", e->name);
+		return NULL;
+	}
+	for (int i = 0; i < c->p->vars.n; i++) {
+		IrVar *v = c->p->vars.v[i];
+
+		if (save && !v->read) { /* a hidden variable's, made now */
+			v->read = check_var_node(c, v, OP_variable, 0,
+						 v->loc);
+			v->read->name = v->name;
+		}
+		if (!save && !v->saved) {
+			IrNode *in = check_node(c, OP_input, 0, v->loc);
+
+			in->req = v->req;
+			in->dtype = v->dtype;
+			in->shape = v->shape;
+			in->name = arena_printf(c->a, "%s/saved", v->name);
+			v->saved = in;
+			v->restore = check_var_node(c, v, OP_assign, 1,
+						    v->loc);
+			v->restore->in[0] = in;
+			v->restore->name = arena_printf(c->a, "%s/restore",
+							v->name);
+		}
+		vec_push(c->a, &fetch, v->read);
+		vec_push(c->a, &targets, v->restore);
+		vec_push(c->a, &inputs, v->saved);
+	}
+	st->kind = save ? RT_S_CHECKPOINT : RT_S_RESTORE;
+	st->paths = arena_alloc(c->a, sizeof *st->paths);
+	st->paths[0] = e->list[0]->str;
+	run = new_expr(c, RT_E_RUN, e->loc, save ? 0 : c->p->vars.n);
+	if (save) {
+		PtrVec none = {0};
+		run->sig = sig_index(c, e->loc, &fetch, &none, &none);
+	} else {
+		PtrVec none = {0};
+		run->sig = sig_index(c, e->loc, &none, &targets, &inputs);
+	}
+	st->exprs[0] = run;
+	return st;
+}
+
+/* initialize(...), wait_initialized(...), sleep(ms) (spec §8.6), save
+ * and restore (§8.11). */
 static RtStmt *
 call_stmt(Checker *c, AstNode *e, RtStmt *st)
 {
@@ -629,6 +687,8 @@ call_stmt(Checker *c, AstNode *e, RtStmt *st)
 
 	st->exprs = arena_alloc(c->a, 2 * sizeof *st->exprs);
 	st->nexpr = 1;
+	if (strcmp(e->name, "save") == 0 || strcmp(e->name, "restore") == 0)
+		return checkpoint_stmt(c, e, st, e->name[0] == 's');
 	if (strcmp(e->name, "initialize") == 0) {
 		st->kind = RT_S_EXPR;
 		return (st->exprs[0] = init_expr(c, e)) ? st : NULL;

@@ -545,7 +545,8 @@ check_feeds(Sess *ss, const RtExpr *x, const RtSig *sig, CVal *args)
 
 	for (int i = 0; i < sig->nfeed; i++) {
 		const RtFeed *f = &sig->feeds[i];
-		const char *where = x->args[i]->where;
+		const char *where = x->args[i] ? x->args[i]->where
+					       : x->where;
 
 		one_fetch(&args[i]);
 		if (args[i].kind != CV_TENSOR)
@@ -726,8 +727,10 @@ step(Sess *ss, int sigi, const RtUse *u, CVal *args, RtTensor **fetch)
 	return st;
 }
 
+/* run(...) x, with given[] (when not NULL) as the values of its feeds
+ * rather than its arguments' (restore: read from files), taken. */
 static tfg_status
-eval_run(Sess *ss, const RtExpr *x, CVal *v)
+run_with(Sess *ss, const RtExpr *x, CVal *given, CVal *v)
 {
 	RtProc *p = ss->p;
 	const RtSig *sig;
@@ -755,10 +758,13 @@ eval_run(Sess *ss, const RtExpr *x, CVal *v)
 		return fail(ss, x->where, TFG_ENOMEM, "out of memory");
 	}
 	for (int i = 0; i < sig->nfeed && st == TFG_OK; i++)
-		st = eval(ss, x->args[i], &args[i]);
+		if (given)
+			args[i] = given[i], memset(&given[i], 0, sizeof *given);
+		else
+			st = eval(ss, x->args[i], &args[i]);
 	/* Values fed to inputs the fetches do not need are computed all the
 	   same, so that their errors show (spec §8.3), then dropped. */
-	for (int i = sig->nfeed; i < x->nargs && st == TFG_OK; i++) {
+	for (int i = sig->nfeed; !given && i < x->nargs && st == TFG_OK; i++) {
 		CVal extra;
 		st = eval(ss, x->args[i], &extra);
 		cval_free(&extra);
@@ -806,6 +812,12 @@ eval_run(Sess *ss, const RtExpr *x, CVal *v)
 	v->n = sig->nfetch;
 	v->list = fetch;
 	return TFG_OK;
+}
+
+static tfg_status
+eval_run(Sess *ss, const RtExpr *x, CVal *v)
+{
+	return run_with(ss, x, NULL, v);
 }
 
 static tfg_status eval_compare(Sess *ss, const RtExpr *x, CVal *v);
@@ -1108,6 +1120,59 @@ exec_wait(Sess *ss, const RtStmt *st)
 	}
 }
 
+/* save("DIR"): every variable, fetched in one step, to files. */
+static tfg_status
+exec_checkpoint(Sess *ss, const RtStmt *st)
+{
+	const TfgPlan *plan = ss->p->plan;
+	tfg_status rv;
+	TfgError e;
+	CVal v;
+
+	if ((rv = eval(ss, st->exprs[0], &v)) != TFG_OK)
+		return rv;
+	if (v.kind != CV_LIST || v.n != plan->nvar)
+		rv = fail(ss, st->where, TFG_EINVAL, "malformed save");
+	else if ((rv = rt_ckpt_save(plan, st->paths[0], v.list, &e)))
+		rv = fail(ss, st->where, rv, "%s", e.msg);
+	cval_free(&v);
+	return rv;
+}
+
+/* restore("DIR"): every file read and checked, then one step assigns
+ * every variable; a bad checkpoint changes nothing. */
+static tfg_status
+exec_restore(Sess *ss, const RtStmt *st)
+{
+	const TfgPlan *plan = ss->p->plan;
+	RtTensor **val = calloc((size_t)plan->nvar + 1, sizeof *val);
+	CVal *given = calloc((size_t)plan->nvar + 1, sizeof *given), v;
+	tfg_status rv;
+	TfgError e;
+
+	if (!val || !given) {
+		free(val);
+		free(given);
+		return fail(ss, st->where, TFG_ENOMEM, "out of memory");
+	}
+	if ((rv = rt_ckpt_load(plan, st->paths[0], val, &e)) != TFG_OK) {
+		rv = fail(ss, st->where, rv, "%s", e.msg);
+	} else {
+		for (int i = 0; i < plan->nvar; i++) {
+			given[i].kind = CV_TENSOR;
+			given[i].t = val[i];
+			given[i].own = 1;
+		}
+		if ((rv = run_with(ss, st->exprs[0], given, &v)) == TFG_OK)
+			cval_free(&v);
+	}
+	for (int i = 0; i < plan->nvar; i++)
+		cval_free(&given[i]); /* what run_with did not take */
+	free(given);
+	free(val);
+	return rv;
+}
+
 static tfg_status
 exec_stmts(Sess *ss, RtStmt **stmts, int n)
 {
@@ -1148,6 +1213,12 @@ exec_stmts(Sess *ss, RtStmt **stmts, int n)
 			break;
 		case RT_S_WAIT:
 			rv = exec_wait(ss, st);
+			break;
+		case RT_S_CHECKPOINT:
+			rv = exec_checkpoint(ss, st);
+			break;
+		case RT_S_RESTORE:
+			rv = exec_restore(ss, st);
 			break;
 		}
 	}

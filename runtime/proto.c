@@ -299,18 +299,51 @@ rt_queue_push_locked(RtProc *p, const RtMsg *m)
 	return 0;
 }
 
+/* Whether record m must wait for the one of its sender's before it. */
+static int
+ordered(const RtMsg *m)
+{
+	return m->h.type == RT_MSG_SPECIALISE || m->h.type == RT_MSG_RELEASE;
+}
+
+/* The index of the first record that may come out now, or -1. */
+static int
+next_record(const RtProc *p)
+{
+	for (int i = 0; i < p->nqueue; i++) {
+		const RtMsg *m = &p->queue[i];
+
+		if (!ordered(m) || m->h.src >= p->plan->ntask ||
+		    !p->peers[m->h.src].ordered)
+			return i;
+	}
+	return -1;
+}
+
+void
+rt_proc_done(RtProc *p, const RtMsg *m)
+{
+	if (!ordered(m) || m->h.src >= p->plan->ntask)
+		return;
+	pthread_mutex_lock(&p->mu);
+	p->peers[m->h.src].ordered = 0;
+	pthread_cond_broadcast(&p->qcv);
+	pthread_mutex_unlock(&p->mu);
+}
+
 int
 rt_proc_next(RtProc *p, RtMsg *out, RtCtx *ctx, double wait)
 {
 	double until = rt_now() + wait;
 	RtMsg m;
+	int i;
 
 	pthread_mutex_lock(&p->mu);
 	for (;;) {
-		while (p->nqueue > 0) {
-			m = p->queue[0];
-			memmove(p->queue, p->queue + 1,
-				sizeof *p->queue * (size_t)--p->nqueue);
+		while ((i = next_record(p)) >= 0) {
+			m = p->queue[i];
+			memmove(p->queue + i, p->queue + i + 1,
+				sizeof *p->queue * (size_t)(--p->nqueue - i));
 			/* Accepted in the order they came, under the lock:
 			   a client's steps are accepted here in the order
 			   of their ids (rt_step_stale). */
@@ -322,6 +355,8 @@ rt_proc_next(RtProc *p, RtMsg *out, RtCtx *ctx, double wait)
 				rt_msg_free(&m);
 				continue;
 			}
+			if (ordered(&m) && m.h.src < p->plan->ntask)
+				p->peers[m.h.src].ordered = 1;
 			pthread_mutex_unlock(&p->mu);
 			*out = m;
 			return 0;

@@ -173,6 +173,8 @@ typedef struct RtPeer {
 			      SPECIALISE), of its incarnation now: later
 			      messages for an earlier step that is not
 			      running here are stale (rt_step_stale) */
+	int ordered;       /* one of its SPECIALISE or RELEASE records is
+			      being run: the next waits (rt_proc_done) */
 } RtPeer;
 
 typedef struct RtCtx RtCtx;
@@ -221,8 +223,13 @@ tfg_status rt_proc_open(RtProc *p, const char *url, TfgError *e);
 /* The next record (0), waiting at most `wait` seconds: -1 when none came.
  * A START or SPECIALISE comes out accepted, with ctx (not NULL) as its
  * step (rt_step_accept); one that is not for a step of its sender's, or
- * is stale, is dropped here instead. */
+ * is stale, is dropped here instead.  A sender's SPECIALISE and RELEASE
+ * records come out one at a time, in the order they came, each after
+ * rt_proc_done of the one before: a client evicts a specialisation and
+ * announces the next one back to back. */
 int rt_proc_next(RtProc *p, RtMsg *out, RtCtx *ctx, double wait);
+/* Record m (from rt_proc_next) has been run. */
+void rt_proc_done(RtProc *p, const RtMsg *m);
 /* A received message as the completion takes it: validation, the
  * sender's incarnation, then filing or queueing.  Takes m.  (Tests call
  * rt_dispatch with a hand-made one.) */

@@ -115,6 +115,17 @@ void rt_vars_free(RtServer *s);
 /* Makes c a step that may use s's variables (RtCtx.var). */
 void rt_vars_attach(RtServer *s, RtCtx *c);
 
+/* ------------------------------------------------------------ ckpt.c */
+
+/* Checkpoints (spec §8.11).  rt_ckpt_save writes val[i], the value of
+ * plan->vars[i], into directory dir, all or nothing; rt_ckpt_load reads
+ * every variable of plan from dir into val[] (owned), or changes nothing
+ * and says which file and variable is wrong. */
+tfg_status rt_ckpt_save(const TfgPlan *plan, const char *dir,
+			RtTensor *const *val, TfgError *e);
+tfg_status rt_ckpt_load(const TfgPlan *plan, const char *dir, RtTensor **val,
+			TfgError *e);
+
 /* ---------------------------------------------------------- client.c */
 
 /* Runs session `session` as its client; its output and its end go to

@@ -215,8 +215,18 @@ serve_shutdown(RtServer *s, const RtMsg *m)
 		nanosleep(&ts, NULL);
 }
 
+static void handle(RtServer *s, RtCtx *ctx, RtMsg *m);
+
 void
 rt_server_handle(RtServer *s, RtCtx *ctx, RtMsg *m)
+{
+	handle(s, ctx, m);
+	rt_proc_done(&s->proc, m);
+	rt_msg_free(m);
+}
+
+static void
+handle(RtServer *s, RtCtx *ctx, RtMsg *m)
 {
 	switch (m->h.type) {
 	case RT_MSG_PING:
@@ -248,7 +258,6 @@ rt_server_handle(RtServer *s, RtCtx *ctx, RtMsg *m)
 	default:
 		break;
 	}
-	rt_msg_free(m);
 }
 
 /* ---------------------------------------------------------- executors */

@@ -210,9 +210,14 @@ typedef enum {
 	RT_S_LET,   /* local .slot = exprs[0] */
 	RT_S_IF,    /* exprs[0], a bool scalar: body if true, else_ if not */
 	RT_S_SLEEP, /* exprs[0] milliseconds */
-	RT_S_WAIT   /* until exprs[0] (RT_E_UNINIT) is empty, asking again and
+	RT_S_WAIT,  /* until exprs[0] (RT_E_UNINIT) is empty, asking again and
 		       again, for exprs[1] seconds at most (nexpr 1: the step
 		       deadline) */
+	RT_S_CHECKPOINT, /* save(paths[0]): exprs[0] runs a step fetching
+			    every variable, in the plan's order */
+	RT_S_RESTORE /* restore(paths[0]): exprs[0] is the run of a step
+			assigning every variable the value fed for it (its
+			feeds, in the plan's order, come from the files) */
 } RtStmtKind;
 
 typedef struct RtStmt {
@@ -225,7 +230,8 @@ typedef struct RtStmt {
 	struct RtStmt **body; /* FOR, IF */
 	int nelse;
 	struct RtStmt **else_; /* IF */
-	const char **paths;   /* SAVE: one per fetch, relative to the cwd */
+	const char **paths;   /* SAVE: one per fetch, relative to the cwd;
+				 CHECKPOINT, RESTORE: the directory */
 } RtStmt;
 
 typedef struct RtSession {

@@ -100,7 +100,7 @@ var_op(RtCtx *c, uint32_t var, uint32_t op, const void *src, void *dst)
 
 	if (var >= (uint32_t)plan->nvar || plan->vars[var].task !=
 	    s->proc.task || kind > TFG_VAR_DRAW || s->vars == NULL ||
-	    (kind == TFG_VAR_DRAW) != plan->vars[var].hidden)
+	    (kind == TFG_VAR_DRAW && !plan->vars[var].hidden))
 		return tfg_error(&c->err, TFG_EINVAL, "%s: no variable %u (op "
 				 "%u) here", s->proc.name, var, op);
 	v = &plan->vars[var];

@@ -1,0 +1,445 @@
+/*
+ * runtime/ckpt.c: checkpoints of the variables (spec §8.11), written and
+ * read by a session's client (roles layer, runtime/role.h).
+ *
+ * A checkpoint is a directory: one .npy file per variable (so NumPy
+ * reads it), named after the variable ('/' as '.': "w.random.npy"), and
+ * MANIFEST, a text file:
+ *
+ *     tfg checkpoint 1
+ *     variables 2
+ *     v<TAB>v.npy<TAB>/job:ps/task:0<TAB>f32<TAB>[784,100]<TAB>crc32=...<TAB>bytes=...
+ *
+ * one line per variable in the plan's order: its name, file, the task it
+ * lived on, dtype, shape, and the CRC-32 (zlib's) and size of the whole
+ * file.  Saving writes everything into a fresh directory beside DIR,
+ * flushed to disk, and only then puts it in DIR's place in one step
+ * (renameat2 RENAME_EXCHANGE, or a rename when DIR is new): a crash
+ * leaves either the old checkpoint or the new one, never half of one.
+ * Restoring reads and checks every file before it returns anything, so
+ * that a damaged, truncated or mismatched checkpoint changes nothing.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <zlib.h>
+
+#include "runtime/role.h"
+
+#define MANIFEST "MANIFEST"
+#define MAGIC "tfg checkpoint 1"
+#define MAX_MANIFEST ((long)16 << 20)
+#define MAX_LINE 4096
+
+/* The file name of variable v in a checkpoint. */
+static void
+file_of(char *buf, size_t n, const RtVar *v)
+{
+	size_t k = 0;
+
+	for (const char *p = v->name; *p && k + 5 < n; p++)
+		buf[k++] = *p == '/' ? '.' : *p;
+	snprintf(buf + k, n - k, ".npy");
+}
+
+static void
+shape_of(char *buf, size_t n, const TfgShape *s)
+{
+	size_t k = (size_t)snprintf(buf, n, "[");
+
+	for (int i = 0; i < s->rank && k < n; i++)
+		k += (size_t)snprintf(buf + k, n - k, "%s%lld", i ? "," : "",
+				      (long long)s->dims[i]);
+	if (k < n)
+		snprintf(buf + k, n - k, "]");
+}
+
+/* CRC-32 and size of the file at path; -1 with errno when unreadable. */
+static int
+file_crc(const char *path, uint32_t *crc, long long *size)
+{
+	unsigned char buf[1 << 16];
+	uLong c = crc32(0L, Z_NULL, 0);
+	FILE *f = fopen(path, "rb");
+	size_t n;
+
+	*size = 0;
+	if (f == NULL)
+		return -1;
+	while ((n = fread(buf, 1, sizeof buf, f)) > 0) {
+		c = crc32(c, buf, (uInt)n);
+		*size += (long long)n;
+	}
+	n = (size_t)ferror(f);
+	fclose(f);
+	if (n) {
+		errno = EIO;
+		return -1;
+	}
+	*crc = (uint32_t)c;
+	return 0;
+}
+
+/* fsync of a file or directory; 0 or -1 with errno. */
+static int
+sync_path(const char *path, int dir)
+{
+	int fd = open(path, (dir ? O_RDONLY | O_DIRECTORY : O_RDONLY) |
+			    O_CLOEXEC);
+	int rv;
+
+	if (fd < 0)
+		return -1;
+	rv = fsync(fd);
+	close(fd);
+	return rv;
+}
+
+/* Removes directory tmp and the files in it (no subdirectories). */
+static void
+remove_dir(const char *tmp, const TfgPlan *plan)
+{
+	char path[2 * PATH_MAX], file[512];
+
+	for (int i = 0; i < plan->nvar; i++) {
+		file_of(file, sizeof file, &plan->vars[i]);
+		snprintf(path, sizeof path, "%s/%s", tmp, file);
+		unlink(path);
+	}
+	snprintf(path, sizeof path, "%s/%s", tmp, MANIFEST);
+	unlink(path);
+	rmdir(tmp);
+}
+
+/* Writes the files of the checkpoint into directory tmp. */
+static tfg_status
+write_files(const char *tmp, const TfgPlan *plan, RtTensor *const *val,
+	    TfgError *e)
+{
+	char path[2 * PATH_MAX], file[512], sh[256];
+	FILE *m;
+	tfg_status st;
+
+	snprintf(path, sizeof path, "%s/%s", tmp, MANIFEST);
+	if ((m = fopen(path, "w")) == NULL)
+		return tfg_error(e, TFG_EIO, "%s: cannot create: %s", path,
+				 strerror(errno));
+	fprintf(m, "%s\nvariables %d\n", MAGIC, plan->nvar);
+	for (int i = 0; i < plan->nvar; i++) {
+		const RtVar *v = &plan->vars[i];
+		uint32_t crc;
+		long long size;
+
+		file_of(file, sizeof file, v);
+		snprintf(path, sizeof path, "%s/%s", tmp, file);
+		if ((st = rt_npy_save(path, val[i], e)) != TFG_OK) {
+			fclose(m);
+			return st;
+		}
+		if (sync_path(path, 0) != 0 || file_crc(path, &crc, &size)) {
+			fclose(m);
+			return tfg_error(e, TFG_EIO, "%s: %s", path,
+					 strerror(errno));
+		}
+		shape_of(sh, sizeof sh, &v->shape);
+		fprintf(m, "%s\t%s\t%s\t%s\t%s\tcrc32=%08x\tbytes=%lld\n",
+			v->name, file, plan->tasks[v->task].name,
+			tfg_dtype_name(v->dtype), sh, crc, size);
+	}
+	if (fflush(m) != 0 || fsync(fileno(m)) != 0) {
+		int err = errno;
+
+		fclose(m);
+		return tfg_error(e, TFG_EIO, "%s/%s: write failed: %s", tmp,
+				 MANIFEST, strerror(err));
+	}
+	if (fclose(m) != 0)
+		return tfg_error(e, TFG_EIO, "%s/%s: write failed: %s", tmp,
+				 MANIFEST, strerror(errno));
+	return TFG_OK;
+}
+
+/* The new checkpoint at tmp becomes dir: swapped in one step, the old
+ * one then at tmp.  Where the file system cannot swap, the old one is
+ * first renamed away (a crash right then leaves both whole, neither at
+ * dir).  0, or -1 with errno. */
+static int
+put_in_place(char *tmp, const char *dir, int exists)
+{
+	char old[PATH_MAX];
+
+	if (!exists)
+		return rename(tmp, dir);
+	if (renameat2(AT_FDCWD, tmp, AT_FDCWD, dir, RENAME_EXCHANGE) == 0)
+		return 0;
+	if (errno != EINVAL && errno != ENOSYS)
+		return -1;
+	snprintf(old, sizeof old, "%s.old-XXXXXX", dir);
+	if (mkdtemp(old) == NULL || rmdir(old) != 0 || rename(dir, old) != 0)
+		return -1;
+	if (rename(tmp, dir) != 0) {
+		int err = errno;
+
+		rename(old, dir);
+		errno = err;
+		return -1;
+	}
+	snprintf(tmp, PATH_MAX, "%s", old);
+	return 0;
+}
+
+tfg_status
+rt_ckpt_save(const TfgPlan *plan, const char *dir, RtTensor *const *val,
+	     TfgError *e)
+{
+	char tmp[PATH_MAX], parent[PATH_MAX], *slash;
+	struct stat sb;
+	tfg_status st;
+	int exists;
+
+	if (strlen(dir) == 0 || strlen(dir) > PATH_MAX - 64)
+		return tfg_error(e, TFG_EINVAL, "'%s' is no directory name",
+				 dir);
+	for (int i = 0; i < plan->nvar; i++)
+		if (val[i] == NULL || val[i]->dtype != plan->vars[i].dtype ||
+		    !tfg_shape_eq(&val[i]->shape, &plan->vars[i].shape))
+			return tfg_error(e, TFG_EINVAL, "saving %s: variable "
+					 "'%s' has no value of its type",
+					 dir, plan->vars[i].name);
+	exists = stat(dir, &sb) == 0;
+	if (exists && !S_ISDIR(sb.st_mode))
+		return tfg_error(e, TFG_EINVAL, "cannot save a checkpoint to "
+				 "%s: it is not a directory", dir);
+	/* a fresh directory beside dir, so that the rename stays on one
+	   file system */
+	snprintf(tmp, sizeof tmp, "%s.tmp-XXXXXX", dir);
+	while ((slash = strrchr(tmp, '/')) && slash[1] == '\0')
+		*slash = '\0';
+	if (mkdtemp(tmp) == NULL)
+		return tfg_error(e, TFG_EIO, "cannot save a checkpoint to "
+				 "%s: %s", dir, strerror(errno));
+	if ((st = write_files(tmp, plan, val, e)) != TFG_OK) {
+		remove_dir(tmp, plan);
+		return st;
+	}
+	if (sync_path(tmp, 1) != 0 || put_in_place(tmp, dir, exists) != 0) {
+		int err = errno;
+
+		remove_dir(tmp, plan);
+		return tfg_error(e, TFG_EIO, "cannot save a checkpoint to "
+				 "%s: %s", dir, strerror(err));
+	}
+	/* the old checkpoint, now at tmp, goes; the parent learns of the
+	   new one */
+	if (exists)
+		remove_dir(tmp, plan);
+	snprintf(parent, sizeof parent, "%s", dir);
+	slash = strrchr(parent, '/');
+	if (slash)
+		*slash = '\0';
+	sync_path(slash ? (parent[0] ? parent : "/") : ".", 1);
+	return TFG_OK;
+}
+
+/* --------------------------------------------------------------- restore */
+
+/* One line of MANIFEST, split at its tabs. */
+typedef struct Entry {
+	char name[256], file[512], task[256], dtype[16], shape[256];
+	uint32_t crc;
+	long long bytes;
+	int used;
+} Entry;
+
+static int
+parse_line(char *line, Entry *x)
+{
+	char *f[7];
+	int n = 0;
+	unsigned long crc;
+	char *end;
+
+	for (char *p = line; n < 7; n++) {
+		f[n] = p;
+		if ((p = strchr(p, '\t')) == NULL) {
+			n++;
+			break;
+		}
+		*p++ = '\0';
+	}
+	if (n != 7 || strncmp(f[5], "crc32=", 6) != 0 ||
+	    strncmp(f[6], "bytes=", 6) != 0 || strlen(f[0]) >= sizeof x->name ||
+	    strlen(f[1]) >= sizeof x->file || strlen(f[2]) >= sizeof x->task ||
+	    strlen(f[3]) >= sizeof x->dtype || strlen(f[4]) >= sizeof x->shape ||
+	    strchr(f[1], '/') || f[1][0] == '.' || f[1][0] == '\0')
+		return -1;
+	errno = 0;
+	crc = strtoul(f[5] + 6, &end, 16);
+	if (errno || *end || end == f[5] + 6 || crc > 0xffffffffUL)
+		return -1;
+	x->crc = (uint32_t)crc;
+	x->bytes = strtoll(f[6] + 6, &end, 10);
+	if (errno || *end || end == f[6] + 6 || x->bytes < 0)
+		return -1;
+	strcpy(x->name, f[0]);
+	strcpy(x->file, f[1]);
+	strcpy(x->task, f[2]);
+	strcpy(x->dtype, f[3]);
+	strcpy(x->shape, f[4]);
+	return 0;
+}
+
+/* The entries of dir's MANIFEST into *out (malloc'd), *n of them. */
+static tfg_status
+read_manifest(const char *dir, Entry **out, int *n, TfgError *e)
+{
+	char path[2 * PATH_MAX], line[MAX_LINE];
+	int nvar = -1, k = 0, lineno = 0;
+	Entry *v = NULL;
+	FILE *f;
+	tfg_status st = TFG_OK;
+
+	*out = NULL;
+	*n = 0;
+	snprintf(path, sizeof path, "%s/%s", dir, MANIFEST);
+	if ((f = fopen(path, "r")) == NULL)
+		return tfg_error(e, errno == ENOENT ? TFG_ENOENT : TFG_EIO,
+				 "no checkpoint in %s: %s: %s", dir, path,
+				 strerror(errno));
+	while (st == TFG_OK && fgets(line, sizeof line, f)) {
+		size_t len = strlen(line);
+
+		lineno++;
+		if (len == 0 || line[len - 1] != '\n') {
+			st = tfg_error(e, TFG_EFORMAT, "%s:%d: a line is cut "
+				       "short or too long", path, lineno);
+			break;
+		}
+		line[len - 1] = '\0';
+		if (lineno == 1) {
+			if (strcmp(line, MAGIC) != 0)
+				st = tfg_error(e, TFG_EFORMAT, "%s: not a tfg "
+					       "checkpoint manifest (expected "
+					       "'%s')", path, MAGIC);
+		} else if (lineno == 2) {
+			char *end;
+
+			if (strncmp(line, "variables ", 10) != 0 ||
+			    (nvar = (int)strtol(line + 10, &end, 10)) < 0 ||
+			    *end || nvar > 1000000 ||
+			    !(v = calloc((size_t)nvar + 1, sizeof *v)))
+				st = tfg_error(e, TFG_EFORMAT, "%s:2: expected "
+					       "'variables N'", path);
+		} else if (k >= nvar || parse_line(line, &v[k++]) != 0) {
+			st = tfg_error(e, TFG_EFORMAT, "%s:%d: malformed "
+				       "variable line", path, lineno);
+		}
+	}
+	if (st == TFG_OK && ferror(f))
+		st = tfg_error(e, TFG_EIO, "%s: read error", path);
+	if (st == TFG_OK && (nvar < 0 || k != nvar))
+		st = tfg_error(e, TFG_EFORMAT, "%s: truncated: %d of %d "
+			       "variables listed", path, k, nvar < 0 ? 0 : nvar);
+	fclose(f);
+	if (st != TFG_OK) {
+		free(v);
+		return st;
+	}
+	*out = v;
+	*n = nvar;
+	return TFG_OK;
+}
+
+/* Checks entry x against variable var and loads its file into *t. */
+static tfg_status
+load_entry(const char *dir, const RtVar *var, const Entry *x, RtTensor **t,
+	   TfgError *e)
+{
+	char path[2 * PATH_MAX], sh[256];
+	uint32_t crc;
+	long long size;
+	tfg_status st;
+
+	shape_of(sh, sizeof sh, &var->shape);
+	if (strcmp(x->dtype, tfg_dtype_name(var->dtype)) != 0 ||
+	    strcmp(x->shape, sh) != 0)
+		return tfg_error(e, TFG_ESHAPE, "%s: variable '%s' is %s%s "
+				 "in the checkpoint, %s%s in the program", dir,
+				 var->name, x->dtype, x->shape,
+				 tfg_dtype_name(var->dtype), sh);
+	snprintf(path, sizeof path, "%s/%s", dir, x->file);
+	if (file_crc(path, &crc, &size) != 0)
+		return tfg_error(e, TFG_EIO, "%s: variable '%s': %s", path,
+				 var->name, strerror(errno));
+	if (size != x->bytes)
+		return tfg_error(e, TFG_EFORMAT, "%s: variable '%s': %lld "
+				 "bytes, the manifest says %lld (truncated?)",
+				 path, var->name, size, x->bytes);
+	if (crc != x->crc)
+		return tfg_error(e, TFG_EFORMAT, "%s: variable '%s': CRC-32 "
+				 "%08x, the manifest says %08x (damaged)", path,
+				 var->name, crc, x->crc);
+	if ((st = rt_npy_load(t, path, e)) != TFG_OK) {
+		char why[sizeof e->msg];
+
+		snprintf(why, sizeof why, "%s", e->msg);
+		return tfg_error(e, st, "variable '%s': %s", var->name, why);
+	}
+	if ((*t)->dtype != var->dtype || !tfg_shape_eq(&(*t)->shape,
+						       &var->shape)) {
+		rt_tensor_free(*t);
+		*t = NULL;
+		return tfg_error(e, TFG_ESHAPE, "%s: variable '%s': the file "
+				 "holds another dtype or shape than %s%s",
+				 path, var->name, tfg_dtype_name(var->dtype),
+				 sh);
+	}
+	return TFG_OK;
+}
+
+tfg_status
+rt_ckpt_load(const TfgPlan *plan, const char *dir, RtTensor **val,
+	     TfgError *e)
+{
+	Entry *x;
+	int n;
+	tfg_status st;
+
+	for (int i = 0; i < plan->nvar; i++)
+		val[i] = NULL;
+	if ((st = read_manifest(dir, &x, &n, e)) != TFG_OK)
+		return st;
+	for (int i = 0; i < plan->nvar && st == TFG_OK; i++) {
+		const RtVar *v = &plan->vars[i];
+		int k = 0;
+
+		while (k < n && strcmp(x[k].name, v->name) != 0)
+			k++;
+		if (k == n)
+			st = tfg_error(e, TFG_ENOENT, "%s: variable '%s' is not "
+				       "in the checkpoint", dir, v->name);
+		else if (x[k].used++)
+			st = tfg_error(e, TFG_EFORMAT, "%s: variable '%s' is "
+				       "in the checkpoint twice", dir, v->name);
+		else
+			st = load_entry(dir, v, &x[k], &val[i], e);
+	}
+	for (int k = 0; k < n && st == TFG_OK; k++)
+		if (!x[k].used)
+			st = tfg_error(e, TFG_EFORMAT, "%s: variable '%s' of the "
+				       "checkpoint is not in the program", dir,
+				       x[k].name);
+	free(x);
+	if (st != TFG_OK)
+		for (int i = 0; i < plan->nvar; i++) {
+			rt_tensor_free(val[i]);
+			val[i] = NULL;
+		}
+	return st;
+}
