@@ -2,8 +2,11 @@
  * bench/nng_rtt.c: the round trip of a bare nng req0/rep0 pair over
  * tcp://127.0.0.1 with 64-byte messages: the reference a tfg step that
  * crosses tasks is compared against (one START out, one tensor back).
+ * With --size B the messages are of B bytes both ways: two bare
+ * transfers of B bytes, the reference of a step that reads a variable
+ * from another task and writes it back.
  *
- *     nng_rtt [N] [--thread]
+ *     nng_rtt [N] [--thread] [--size B]
  *
  * By default the replier is a separate process (fork + exec of this
  * binary with --rep URL, as tfg's tasks are); --thread puts it on a thread
@@ -26,7 +29,7 @@
 #include <nng/protocol/reqrep0/rep.h>
 #include <nng/protocol/reqrep0/req.h>
 
-#define MSG_SIZE 64
+static size_t msg_size = 64;
 
 static double
 now_us(void)
@@ -54,6 +57,7 @@ rep_serve(const char *url)
 
 	if ((rv = nng_rep0_open(&s)) != 0)
 		die("rep0_open", rv);
+	nng_socket_set_size(s, NNG_OPT_RECVMAXSZ, (size_t)1 << 30);
 	if ((rv = nng_listen(s, url, NULL, 0)) != 0)
 		die("listen", rv);
 	while (nng_recvmsg(s, &m, 0) == 0)
@@ -113,8 +117,12 @@ main(int argc, char **argv)
 	for (int i = 1; i < argc; i++)
 		if (strcmp(argv[i], "--thread") == 0)
 			use_thread = 1;
+		else if (strcmp(argv[i], "--size") == 0 && i + 1 < argc)
+			msg_size = (size_t)atol(argv[++i]);
 		else
 			n = atoi(argv[i]);
+	if (msg_size < 1 || msg_size > ((size_t)1 << 30))
+		msg_size = 64;
 	if (n < 1)
 		n = 1;
 	snprintf(url, sizeof url, "tcp://127.0.0.1:%d", free_port());
@@ -127,13 +135,14 @@ main(int argc, char **argv)
 	}
 	if ((rv = nng_req0_open(&s)) != 0)
 		die("req0_open", rv);
+	nng_socket_set_size(s, NNG_OPT_RECVMAXSZ, (size_t)1 << 30);
 	nng_socket_set_ms(s, NNG_OPT_RECONNMINT, 10);
 	if ((rv = nng_dial(s, url, NULL, NNG_FLAG_NONBLOCK)) != 0)
 		die("dial", rv);
 	if ((t = malloc(sizeof *t * (size_t)n)) == NULL ||
-	    (rv = nng_msg_alloc(&m, MSG_SIZE)) != 0)
+	    (rv = nng_msg_alloc(&m, msg_size)) != 0)
 		die("alloc", NNG_ENOMEM);
-	memset(nng_msg_body(m), 0x5a, MSG_SIZE);
+	memset(nng_msg_body(m), 0x5a, msg_size);
 	for (int i = -warm; i < n; i++) {
 		double t0 = now_us();
 
@@ -147,8 +156,8 @@ main(int argc, char **argv)
 	for (int i = 0; i < n; i++)
 		sum += t[i];
 	qsort(t, (size_t)n, sizeof *t, cmp);
-	printf("nng req/rep round trip over tcp, %d-byte messages, %s: "
-	       "median %.1f us, mean %.1f us (%d iterations)\n", MSG_SIZE,
+	printf("nng req/rep round trip over tcp, %zu-byte messages, %s: "
+	       "median %.1f us, mean %.1f us (%d iterations)\n", msg_size,
 	       use_thread ? "replier thread" : "replier process", t[n / 2],
 	       sum / n, n);
 	nng_msg_free(m);

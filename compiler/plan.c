@@ -46,16 +46,25 @@ plan_hash(const Program *p, const TfgPlan *pl)
 	return h;
 }
 
-/* Whether a part changes state (OPF_EFFECT): its task then reports DONE
- * at its end even if it sends something, so that run() returns after
- * every change the step makes. */
+/* Whether the client could get its last message from task t's part
+ * before every change of state (OPF_EFFECT) that the part makes: then t
+ * reports DONE at its end, so that run() returns after every change the
+ * step makes.  A part whose last send to the client comes after its
+ * last change needs none: parts run their nodes in order. */
 static int
-has_effect(const IrPart *part)
+effect_after(const IrPart *part, int client)
 {
-	for (int i = 0; i < part->n; i++)
-		if (op_info[part->nodes[i]->op].flags & OPF_EFFECT)
-			return 1;
-	return 0;
+	int last_send = -1, last_effect = -1;
+
+	for (int i = 0; i < part->n; i++) {
+		const IrNode *n = part->nodes[i];
+
+		if (n->op == OP_send && n->peer == client)
+			last_send = i;
+		if (op_info[n->op].flags & OPF_EFFECT)
+			last_effect = i;
+	}
+	return last_effect > last_send;
 }
 
 static TfgPlan *
@@ -102,7 +111,8 @@ plan_new(Program *p)
 				continue;
 			r->needs_done[r->ntask] =
 			    t != g->client && (g->parts[t].sends == 0 ||
-					       has_effect(&g->parts[t]));
+					       effect_after(&g->parts[t],
+							    g->client));
 			r->tasks[r->ntask++] = t;
 		}
 	}
