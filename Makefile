@@ -13,7 +13,8 @@ LLVM_CONFIG ?= llvm-config-19
 BUILD       ?= build
 SAN         ?=
 
-# Debian 12 packages the build and the tests need.
+# Debian 12 packages the build and the tests need (libnng-dev only for
+# bench/nng_rtt, the reference round trip the benchmarks compare with).
 PKGS = gcc make libc6-dev re2c lemon llvm-19-dev libopenblas-dev libnng-dev \
        libzstd-dev zlib1g-dev python3 procps
 
@@ -30,7 +31,7 @@ SANFLAGS = -fsanitize=address,undefined -fno-omit-frame-pointer \
 endif
 LLVM_INC = -I$(shell $(LLVM_CONFIG) --includedir)
 LLVM_LIB = -L$(shell $(LLVM_CONFIG) --libdir) -lLLVM-19
-LDLIBS   = $(LLVM_LIB) -lnng -lopenblas -lz -lpthread -ldl -lm
+LDLIBS   = $(LLVM_LIB) -lopenblas -lz -lpthread -ldl -lm
 
 LANG_SRC     = $(wildcard lang/*.c)
 COMPILER_SRC = $(filter-out compiler/main.c,$(wildcard compiler/*.c))
@@ -135,7 +136,7 @@ asan:
 		sh tests/golden/run.sh
 
 # build/static/tfgc: one executable that needs only libc and libm, with
-# LLVM, nng (and its mbedTLS), OpenBLAS, zlib, zstd and libstdc++ linked
+# LLVM, OpenBLAS, zlib, zstd and libstdc++ linked
 # in, for a machine without Debian's packages such as the lent GPU machine
 # (../shared/TOOLCHAIN.md); tfgc.xz of it is what travels (the binary is
 # over 64 MiB).  -rdynamic as for tfgc: a part.so that `server --part`
@@ -144,8 +145,7 @@ LLVM_PARTS  = orcjit native passes core target analysis executionengine \
               bitwriter ipo
 STATIC_LIBS = -L$(shell $(LLVM_CONFIG) --libdir) -Wl,--start-group \
               $(shell $(LLVM_CONFIG) --link-static --libs $(LLVM_PARTS)) \
-              -Wl,--end-group -Wl,-Bstatic -lnng -lmbedtls -lmbedx509 \
-              -lmbedcrypto -lopenblas -lz -lzstd -lstdc++ -Wl,-Bdynamic \
+              -Wl,--end-group -Wl,-Bstatic -lopenblas -lz -lzstd -lstdc++ -Wl,-Bdynamic \
               -lpthread -ldl -lm
 static: $(BUILD)/static/tfgc.xz
 
@@ -162,11 +162,16 @@ $(BUILD)/static/tfgc.xz: $(BUILD)/static/tfgc
 bench: tfgc $(BUILD)/bench/nng_rtt
 	@sh bench/run.sh
 
-# The references bench/ref_sigmoid.py times, for Debian's /usr/bin/python3
-# (not needed by make test).
-BENCH_PKGS = python3-numpy python3-torch
+# The references bench/ref_sigmoid.py times, for Debian's /usr/bin/python3,
+# and TF 2.21 (tf.compat.v1) from PyPI in build/venv for the TF1 peers
+# (bench/tf1_*.py); none of it is needed by make test.
+BENCH_PKGS = python3-numpy python3-torch python3-venv
+TF_PIP     = tensorflow-cpu==2.21.*
 bench-deps:
 	@$(MAKE) --no-print-directory deps PKGS="$(BENCH_PKGS)"
+	@test -x build/venv/bin/python3 || /usr/bin/python3 -m venv build/venv
+	@build/venv/bin/python3 -c 'import tensorflow' 2>/dev/null || \
+		build/venv/bin/pip install --quiet '$(TF_PIP)'
 
 $(BUILD)/bench/nng_rtt: bench/nng_rtt.c
 	@mkdir -p $(dir $@)

@@ -6,7 +6,11 @@
  * transfers of B bytes, the reference of a step that reads a variable
  * from another task and writes it back.
  *
- *     nng_rtt [N] [--thread] [--size B]
+ *     nng_rtt [N] [--thread] [--size B] [--tcp]
+ *
+ * --tcp does the same over a plain TCP socket with blocking reads and
+ * writes (TCP_NODELAY, no framing: both ends know the size), which is
+ * the machine's own limit for a round trip.
  *
  * By default the replier is a separate process (fork + exec of this
  * binary with --rep URL, as tfg's tasks are); --thread puts it on a thread
@@ -22,6 +26,8 @@
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <arpa/inet.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -30,6 +36,7 @@
 #include <nng/protocol/reqrep0/req.h>
 
 static size_t msg_size = 64;
+static int raw_tcp;
 
 static double
 now_us(void)
@@ -44,6 +51,83 @@ static void
 die(const char *what, int rv)
 {
 	fprintf(stderr, "nng_rtt: %s: %s\n", what, nng_strerror(rv));
+	exit(1);
+}
+
+static int
+full_io(int fd, unsigned char *buf, size_t n, int wr)
+{
+	while (n > 0) {
+		ssize_t k = wr ? write(fd, buf, n) : read(fd, buf, n);
+
+		if (k <= 0)
+			return -1;
+		buf += k, n -= (size_t)k;
+	}
+	return 0;
+}
+
+static void
+tcp_nodelay(int fd)
+{
+	int one = 1;
+
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+}
+
+/* --tcp: the port of url ("tcp://127.0.0.1:P"). */
+static struct sockaddr_in
+tcp_addr(const char *url)
+{
+	struct sockaddr_in a;
+
+	memset(&a, 0, sizeof a);
+	a.sin_family = AF_INET;
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	a.sin_port = htons((uint16_t)atoi(strrchr(url, ':') + 1));
+	return a;
+}
+
+/* --tcp: echoes msg_size bytes at a time until the peer closes. */
+static int
+tcp_serve(const char *url)
+{
+	struct sockaddr_in a = tcp_addr(url);
+	int one = 1, l = socket(AF_INET, SOCK_STREAM, 0), fd;
+	unsigned char *buf = malloc(msg_size);
+
+	setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+	if (buf == NULL || bind(l, (struct sockaddr *)&a, sizeof a) != 0 ||
+	    listen(l, 1) != 0 || (fd = accept(l, NULL, NULL)) < 0) {
+		perror("nng_rtt: tcp");
+		return 1;
+	}
+	tcp_nodelay(fd);
+	while (full_io(fd, buf, msg_size, 0) == 0 &&
+	       full_io(fd, buf, msg_size, 1) == 0)
+		;
+	free(buf);
+	return 0;
+}
+
+/* --tcp: a connection to url, tried until the replier listens. */
+static int
+tcp_dial(const char *url)
+{
+	struct sockaddr_in a = tcp_addr(url);
+
+	for (int i = 0; i < 500; i++) {
+		int fd = socket(AF_INET, SOCK_STREAM, 0);
+		struct timespec ts = {0, 10 * 1000000L};
+
+		if (connect(fd, (struct sockaddr *)&a, sizeof a) == 0) {
+			tcp_nodelay(fd);
+			return fd;
+		}
+		close(fd);
+		nanosleep(&ts, NULL);
+	}
+	fprintf(stderr, "nng_rtt: cannot connect to %s\n", url);
 	exit(1);
 }
 
@@ -69,7 +153,10 @@ rep_serve(const char *url)
 static void *
 rep_thread(void *arg)
 {
-	rep_serve(arg);
+	if (raw_tcp)
+		tcp_serve(arg);
+	else
+		rep_serve(arg);
 	return NULL;
 }
 
@@ -101,6 +188,54 @@ free_port(void)
 	return port;
 }
 
+static void
+report(const char *what, double *t, int n, int use_thread)
+{
+	double sum = 0;
+
+	for (int i = 0; i < n; i++)
+		sum += t[i];
+	qsort(t, (size_t)n, sizeof *t, cmp);
+	printf("%s round trip over tcp, %zu-byte messages, %s: "
+	       "median %.1f us, mean %.1f us (%d iterations)\n", what, msg_size,
+	       use_thread ? "replier thread" : "replier process", t[n / 2],
+	       sum / n, n);
+}
+
+/* --tcp: the round trips over a plain socket. */
+static int
+tcp_main(int n, int use_thread, const char *url, pid_t pid)
+{
+	int fd = tcp_dial(url), warm = 200;
+	unsigned char *buf = malloc(msg_size);
+	double *t = malloc(sizeof *t * (size_t)n);
+
+	if (buf == NULL || t == NULL)
+		exit(1);
+	memset(buf, 0x5a, msg_size);
+	for (int i = -warm; i < n; i++) {
+		double t0 = now_us();
+
+		if (full_io(fd, buf, msg_size, 1) != 0 ||
+		    full_io(fd, buf, msg_size, 0) != 0) {
+			fprintf(stderr, "nng_rtt: tcp: the replier went "
+				"away\n");
+			exit(1);
+		}
+		if (i >= 0)
+			t[i] = now_us() - t0;
+	}
+	report("raw TCP", t, n, use_thread);
+	close(fd);
+	if (pid > 0) {
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+	}
+	free(buf);
+	free(t);
+	return 0;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -108,21 +243,28 @@ main(int argc, char **argv)
 	char url[64];
 	nng_socket s;
 	nng_msg *m;
-	double *t, sum = 0;
+	double *t;
 	pid_t pid = 0;
 	pthread_t th;
 
-	if (argc == 3 && strcmp(argv[1], "--rep") == 0)
-		return rep_serve(argv[2]);
+	for (int i = 1; i < argc; i++)
+		if (strcmp(argv[i], "--tcp") == 0)
+			raw_tcp = 1;
+		else if (strcmp(argv[i], "--size") == 0 && i + 1 < argc)
+			msg_size = (size_t)atol(argv[++i]);
+	if (msg_size < 1 || msg_size > ((size_t)1 << 30))
+		msg_size = 64;
+	if (argc >= 3 && strcmp(argv[1], "--rep") == 0)
+		return raw_tcp ? tcp_serve(argv[2]) : rep_serve(argv[2]);
 	for (int i = 1; i < argc; i++)
 		if (strcmp(argv[i], "--thread") == 0)
 			use_thread = 1;
+		else if (strcmp(argv[i], "--tcp") == 0)
+			;
 		else if (strcmp(argv[i], "--size") == 0 && i + 1 < argc)
 			msg_size = (size_t)atol(argv[++i]);
 		else
 			n = atoi(argv[i]);
-	if (msg_size < 1 || msg_size > ((size_t)1 << 30))
-		msg_size = 64;
 	if (n < 1)
 		n = 1;
 	snprintf(url, sizeof url, "tcp://127.0.0.1:%d", free_port());
@@ -130,9 +272,15 @@ main(int argc, char **argv)
 		pthread_create(&th, NULL, rep_thread, url);
 	} else if ((pid = fork()) == 0) {
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		execl("/proc/self/exe", argv[0], "--rep", url, (char *)NULL);
+		char size[32];
+
+		snprintf(size, sizeof size, "%zu", msg_size);
+		execl("/proc/self/exe", argv[0], "--rep", url, "--size", size,
+		      raw_tcp ? "--tcp" : (char *)NULL, (char *)NULL);
 		_exit(127);
 	}
+	if (raw_tcp)
+		return tcp_main(n, use_thread, url, pid);
 	if ((rv = nng_req0_open(&s)) != 0)
 		die("req0_open", rv);
 	nng_socket_set_size(s, NNG_OPT_RECVMAXSZ, (size_t)1 << 30);
@@ -153,13 +301,7 @@ main(int argc, char **argv)
 		if (i >= 0)
 			t[i] = now_us() - t0;
 	}
-	for (int i = 0; i < n; i++)
-		sum += t[i];
-	qsort(t, (size_t)n, sizeof *t, cmp);
-	printf("nng req/rep round trip over tcp, %zu-byte messages, %s: "
-	       "median %.1f us, mean %.1f us (%d iterations)\n", msg_size,
-	       use_thread ? "replier thread" : "replier process", t[n / 2],
-	       sum / n, n);
+	report("nng req/rep", t, n, use_thread);
 	nng_msg_free(m);
 	nng_close(s);
 	if (pid > 0) {

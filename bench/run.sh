@@ -21,22 +21,53 @@ for i in $(seq 1 15); do
 	awk "BEGIN {print $e - $s}"
 done | median | awk '{printf "whole run, median of 15: %.1f ms\n", $1}'
 
-echo "== one step crossing tasks vs a bare nng req/rep round trip =="
-n=10000
-for steps in 1 $n; do
-	sed "s/STEPS/$steps/" bench/step.tfg >"$T/step$steps.tfg"
-done
-for i in 1 2 3; do
-	s=$(now_ms); $TFGC run --free-ports "$T/step1.tfg" >/dev/null; e=$(now_ms)
-	s2=$(now_ms); $TFGC run --free-ports "$T/step$n.tfg" >/dev/null; e2=$(now_ms)
-	awk "BEGIN {print ($e2 - $s2 - ($e - $s)) * 1000 / ($n - 1)}"
-done | median | awk '{printf "tfg step (median of 3 x 10000 steps): %.1f us\n", $1}' \
-	| tee "$T/step"
+# Microseconds per step of bench/$1.tfg: the time of a run of $2 steps
+# less that of a run of 1, over $2 - 1; the median of 3.
+per_step() {
+	for steps in 1 $2; do
+		sed "s/STEPS/$steps/" "bench/$1.tfg" >"$T/$1.$steps.tfg"
+	done
+	for i in 1 2 3; do
+		s=$(now_ms); $TFGC run --free-ports "$T/$1.1.tfg" >/dev/null || exit 1
+		e=$(now_ms)
+		s2=$(now_ms); $TFGC run --free-ports "$T/$1.$2.tfg" >"$T/$1.out" || exit 1
+		e2=$(now_ms)
+		awk "BEGIN {print ($e2 - $s2 - ($e - $s)) * 1000 / ($2 - 1)}"
+	done | median
+}
+# The median in microseconds of an nng_rtt line on stdin.
+rtt_median() { sed -n 's/.*median \([0-9.]*\) us.*/\1/p'; }
+
+echo "== one step crossing tasks vs bare round trips (nng, raw TCP) =="
+step=$(per_step step 10000)
+echo "tfg step (bench/step.tfg, median of 3 x 10000 steps): $step us"
 $B/nng_rtt 10000 | tee "$T/rtt"
-step=$(awk '{print $(NF-1)}' "$T/step")
-med=$(sed -n 's/.*median \([0-9.]*\) us.*/\1/p' "$T/rtt")
-mean=$(sed -n 's/.*mean \([0-9.]*\) us.*/\1/p' "$T/rtt")
-awk "BEGIN {printf \"ratio step / bare nng round trip: %.2f of its median, %.2f of its mean\\n\", $step / $med, $step / $mean}"
+$B/nng_rtt 10000 --tcp | tee "$T/tcp"
+awk "BEGIN {printf \"ratio step / bare nng round trip: %.2f; / raw TCP round trip: %.2f\\n\", $step / $(rtt_median <"$T/rtt"), $step / $(rtt_median <"$T/tcp")}"
+
+echo "== shared state (issue 8) =="
+n=5000
+counter=$(per_step counter $n)
+final=$(cat "$T/counter.out")
+rate=$(awk "BEGIN {printf \"%.0f\", 2e6 / $counter}")
+echo "tfg counter (bench/counter.tfg, 2 workers x $n): $rate updates/s, final v = $final (want $((2 * n)))"
+PY=build/venv/bin/python3
+if [ -x $PY ] && $PY -c 'import tensorflow' 2>/dev/null; then
+	$PY bench/tf1_counter.py 2000 2>/dev/null | tee "$T/tf1"
+	awk -v a="$rate" -v b="$(awk '{print $3}' "$T/tf1")" \
+	    'BEGIN {if (b > 0) printf "ratio tfg / TF1 counter updates: %.1fx\n", a / b}'
+else
+	echo "TF1 counter: skipped (make bench-deps installs TF into build/venv)"
+fi
+rw=$(per_step var_rw 5000)
+echo "tfg step reading and updating a 784x100 f32 variable (bench/var_rw.tfg, 5000 steps): $rw us"
+$B/nng_rtt 5000 --size 313600 | tee "$T/rtt"
+$B/nng_rtt 5000 --size 313600 --tcp | tee "$T/tcp"
+awk "BEGIN {printf \"ratio step / two bare transfers of 313,600 bytes: nng %.2f, raw TCP %.2f\\n\", $rw / $(rtt_median <"$T/rtt"), $rw / $(rtt_median <"$T/tcp")}"
+sc=$(per_step var_scalar 10000)
+echo "tfg scalar step A->B->A reading a variable (bench/var_scalar.tfg, 10000 steps): $sc us"
+$B/nng_rtt 10000 | tee "$T/rtt"
+awk "BEGIN {printf \"ratio scalar step / bare nng round trip: %.2f\\n\", $sc / $(rtt_median <"$T/rtt")}"
 
 echo "== LLVM JIT time per task =="
 for f in examples/hello.tfg examples/mean.tfg; do

@@ -6,7 +6,7 @@
  * The entry points only forward through the context (RtCtx.recv/send):
  * to the rendezvous in servers and clients, to the caller's buffers in
  * tfg_aot_run.  So a program that links a part object and libtfg.a
- * pulls in this file, status.c and nothing with sockets: no nng.
+ * pulls in this file, status.c and nothing with sockets.
  *
  * tfg_aot_run's context is an RtCtx with only the AOT fields set; the
  * signature lists each feed and fetch key with its size, and a search of

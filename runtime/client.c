@@ -577,7 +577,7 @@ check_feeds(Sess *ss, const RtExpr *x, const RtSig *sig, CVal *args)
  * of them got its START, and may be waiting for a tensor that will never
  * come (spec/design.md "Step failures").  Nothing is waited for, and the
  * sends share a short deadline: one to a task that is down only queues
- * (nng delivers it behind the START, should the task come back), one
+ * (the transport delivers it behind the START, should the task come back), one
  * that finds the queue full gives up.  A task that ended the step drops
  * its ABORT as stale. */
 static void
@@ -588,7 +588,7 @@ step_abort(RtCtx *c, const RtSig *sig, int n)
 	size_t len = strlen(c->err.msg);
 	const char *why = len ? c->err.msg : tfg_strerror(c->err.code);
 	unsigned char *body;
-	nng_msg *m;
+	RtBuf *m;
 	TfgError e;
 
 	if (len == 0)
@@ -625,7 +625,7 @@ step_starts(RtCtx *c, int sigi, CVal *args, int *n)
 	const TfgPlan *plan = c->plan;
 	const RtSig *sig = &plan->sigs[sigi];
 	double deadline = rt_now() + p->opt.step_timeout;
-	nng_msg *m;
+	RtBuf *m;
 	tfg_status st;
 
 	for (int i = 0; i < sig->ntask; i++) {

@@ -3,12 +3,13 @@
  *
  * tfg_launch fork+execs one `tfgc server` per task (the child sets
  * PR_SET_PDEATHSIG before exec so that none outlives a killed controller,
- * and execs before touching anything, since nng is not fork-safe), pings
+ * and execs before touching anything, so that no thread of the parent
+ * is needed in the child), pings
  * every task until it answers, runs the sessions in order through
  * RUN_SESSION (those of a group, parallel or session each, at once),
  * copies their OUTPUT to stdout, then shuts everything down.
  *
- * The controller has its own pull socket (opt->controller_addr, port 0 by
+ * The controller has its own listening socket (opt->controller_addr, port 0 by
  * default) and names its URL in the body of every message it sends.  All
  * waits are loops of short receives, between which children are polled
  * with waitpid(WNOHANG): a task that dies is reported with its exit status
@@ -150,7 +151,7 @@ child_exited(const TfgPlan *plan, pid_t *pids, int report, int *taken)
 static void
 send_simple(RtProc *c, int task, int type, uint32_t key)
 {
-	nng_msg *m;
+	RtBuf *m;
 	unsigned char *body;
 	size_t n = strlen(c->net.url);
 	TfgError e;
@@ -159,7 +160,7 @@ send_simple(RtProc *c, int task, int type, uint32_t key)
 	    TFG_OK)
 		return;
 	memcpy(body, c->net.url, n);
-	/* The push sockets queue while a peer is not up: this returns at
+	/* The links queue while a peer is not up: this returns at
 	 * once, and the wait for the answer carries the deadline. */
 	rt_send(c, task, m, rt_now() + SLICE, NULL, &e);
 }

@@ -2,21 +2,21 @@
  * runtime/net.h: the transport layer of the runtime (spec/design.md
  * "Runtime layers", "Transport").
  *
- * Moves whole messages (bytes) between processes over nng and knows
+ * Moves whole messages (bytes) between processes over TCP and knows
  * nothing of what they say: no header, no plan, no step.  Each process
- * listens on one pull0 socket and sends through one push0 socket per
- * peer it talks to (a task of the cluster, or a reply address such as
- * the controller's), dialed non-blocking so that nng redials until the
- * peer is up.  Above it is the protocol (runtime/proto.h); it calls
- * nothing above it.  News for the layer above comes back only as
+ * listens on one port, and sends through one connection per peer it
+ * talks to (a task of the cluster, or a reply address such as the
+ * controller's), dialed in the background and dialed again whenever it
+ * breaks; a message sent while the peer is not up waits in a short queue
+ * for it.  Above it is the protocol (runtime/proto.h); it calls nothing
+ * above it.  News for the layer above comes back only as
  *
- *   - the completion of the receive the protocol posted (RtNetRecv): on a
- *     transport thread, once per message, with no lock of this layer
- *     held, in the order messages arrived (one completion at a time);
- *     this is nng's aio discipline, and the completion must not call
- *     rt_net_close;
+ *   - the completion of the receive the protocol posted (RtNetRecv): on
+ *     the transport's own I/O thread, once per message, with no lock of
+ *     this layer held, in the order the messages of one connection came;
+ *     the completion must not send, nor call rt_net_close;
  *   - states the caller reads: a peer up or gone (rt_net_peer_up,
- *     rt_net_peer_gone), set by nng's pipe events.
+ *     rt_net_peer_gone).
  *
  * A send waits in slices of RT_NET_SLICE seconds, and between slices asks
  * the caller's RtNetStopFn whether to go on (a step that was cancelled, a
@@ -29,81 +29,107 @@
 #include <stdatomic.h>
 #include <stddef.h>
 
-#include <nng/nng.h>
-
 #include "runtime/tfg.h"
 
 #define RT_URL_MAX 256
 #define RT_NET_SLICE 0.05 /* seconds: how often a blocked send looks up */
-#define RT_NET_REPLIES 8  /* reply sockets kept, the oldest recycled */
+#define RT_NET_REPLIES 8  /* reply links kept, the oldest recycled */
+#define RT_NET_QUEUE 128  /* messages a link keeps while its peer is down */
 
-/* A push socket to one peer. */
+/* A message: len bytes at data.  Received ones name the address of the
+ * connection they came on. */
+typedef struct RtBuf {
+	size_t len;
+	unsigned char *data;   /* len bytes (the allocation follows the
+				  struct) */
+	char from[64];         /* received: "127.0.0.1:40123" */
+} RtBuf;
+
+/* A connection to one peer: the way this process sends to it. */
 typedef struct RtLink {
-	nng_socket sock;
-	int open;
-	_Atomic int state;     /* 0 never connected, 1 up, 2 gone (pipe
-				  events, on an nng thread) */
+	int kind;              /* what epoll's data points at (net.c) */
+	pthread_mutex_t mu;    /* one sender (or the I/O thread) at a time */
+	int fd;                /* -1: not connected */
+	int connecting;        /* fd is a connect in progress */
+	_Atomic int state;     /* 0 never connected, 1 up, 2 gone */
+	int open;              /* dialed (a peer of the cluster or a reply) */
 	char url[RT_URL_MAX];
-	const char *name;      /* for messages: "/job:local/task:1", or
-				  the URL (borrowed) */
-	int busy;              /* reply links: sends in progress (RtNet.mu) */
+	char host[RT_URL_MAX], port[16];
+	const char *name;      /* for messages: "/job:local/task:1", or the
+				  URL (borrowed) */
+	double next_dial;      /* rt_now() when to try connecting again */
+	double backoff;        /* the pause after a failed dial: grows */
+	RtBuf *queue[RT_NET_QUEUE]; /* waiting for the connection, FIFO */
+	int nq;
+	size_t qoff;           /* bytes of queue[0]'s frame already written */
+	int busy;              /* reply links: sends in progress */
 } RtLink;
 
 /* The receive the layer above posts: done() is called for each message
- * received, taking it (nng_msg_free is the callee's). */
+ * received, taking it (rt_buf_free is the callee's). */
 typedef struct RtNetRecv {
-	void (*done)(struct RtNetRecv *r, nng_msg *m);
+	void (*done)(struct RtNetRecv *r, RtBuf *b);
 } RtNetRecv;
+
+struct RtConn;
 
 typedef struct RtNet {
 	const char *name;      /* this process, for messages (borrowed) */
-	nng_socket pull;       /* the one pull0 socket */
-	int pull_open;
-	nng_aio *aio;          /* the posted receive */
-	RtNetRecv *recv;
-	_Atomic int closing;
+	int lfd;               /* the listening socket; -1 none */
 	char url[RT_URL_MAX];  /* where it listens: "tcp://host:port" */
+	size_t maxmsg;         /* larger messages close their connection */
+	int ep;                /* epoll of the I/O thread */
+	int wake;              /* eventfd that wakes it */
+	pthread_t io;
+	int io_started;
+	_Atomic int closing;
+	RtNetRecv *recv;
+	struct RtConn *conns;  /* accepted connections (I/O thread only) */
 	int npeer;
 	RtLink *peers;         /* [npeer]; open only where dialed */
-	pthread_mutex_t mu;    /* replies: sends from several threads */
+	pthread_mutex_t mu;    /* replies */
 	RtLink *replies[RT_NET_REPLIES];
 	int nreply;
+	RtLink **retired;      /* recycled reply links still in epoll or
+				  in use, freed at close */
+	int nretired, capretired;
 } RtNet;
 
 /* Asked between the slices of a blocked send: non-zero (with *e set) to
  * give up. */
 typedef int (*RtNetStopFn)(void *arg, TfgError *e);
 
-/* "<context>: <nng's text>" into e, with the matching tfg_status. */
-tfg_status rt_nng_error(TfgError *e, int rv, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+/* A message of len bytes (uninitialised), or NULL. */
+RtBuf *rt_buf_new(size_t len);
+void rt_buf_free(RtBuf *b); /* accepts NULL */
 
-/* npeer peers, none dialed yet. */
+/* npeer peers, none dialed yet; starts the I/O thread. */
 tfg_status rt_net_init(RtNet *n, const char *name, int npeer);
-/* Listens on url, taking messages of up to maxmsg bytes (larger ones are
- * dropped by nng).  Port 0 picks one: n->url names it. */
+/* Listens on url ("tcp://host:port" or "host:port"), taking messages of
+ * up to maxmsg bytes.  Port 0 picks one: n->url names it. */
 tfg_status rt_net_listen(RtNet *n, const char *url, size_t maxmsg,
 			 TfgError *e);
-/* Dials peer i at url (non-blocking: nng redials until it is up). */
+/* Dials peer i at url, in the background, and again whenever the
+ * connection breaks. */
 tfg_status rt_net_dial(RtNet *n, int peer, const char *url,
 		       const char *name, TfgError *e);
 /* Starts receiving: r->done gets every message from now on. */
 tfg_status rt_net_recv_start(RtNet *n, RtNetRecv *r, TfgError *e);
-/* Sends m to peer i, or to a reply URL (dialed on first use), waiting at
+/* Sends b to peer i, or to a reply URL (dialed on first use), waiting at
  * most until deadline (rt_now() scale); stop (may be NULL) is asked
- * between slices.  Takes m in every case. */
-tfg_status rt_net_send(RtNet *n, int peer, nng_msg *m, double deadline,
+ * between slices.  While the peer is not up b waits in the link's queue
+ * (the send returns at once), unless the queue is full.  Takes b in every
+ * case. */
+tfg_status rt_net_send(RtNet *n, int peer, RtBuf *b, double deadline,
 		       RtNetStopFn stop, void *arg, TfgError *e);
-tfg_status rt_net_send_url(RtNet *n, const char *url, nng_msg *m,
+tfg_status rt_net_send_url(RtNet *n, const char *url, RtBuf *b,
 			   double deadline, RtNetStopFn stop, void *arg,
 			   TfgError *e);
 int rt_net_peer_up(RtNet *n, int peer);   /* connected now */
 int rt_net_peer_gone(RtNet *n, int peer); /* was up, went away */
 int rt_net_url_gone(RtNet *n, const char *url);
-/* "127.0.0.1:40123": the far end of the pipe m came on. */
-void rt_net_addr(char *buf, size_t len, nng_msg *m);
-/* Stops receiving (waits for a completion in progress) and closes every
- * socket; what is queued to send is dropped. */
+/* Stops the I/O thread and closes every socket; what is queued to send
+ * is dropped. */
 void rt_net_close(RtNet *n);
 
 #endif /* TFG_RUNTIME_NET_H */

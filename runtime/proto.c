@@ -71,7 +71,7 @@ rt_cond_wait(pthread_cond_t *cv, pthread_mutex_t *mu, double until)
 }
 
 static void
-on_recv(RtNetRecv *r, nng_msg *m)
+on_recv(RtNetRecv *r, RtBuf *m)
 {
 	RtProc *p = (RtProc *)((char *)r - offsetof(RtProc, recv));
 
@@ -205,13 +205,12 @@ rt_proc_plan_remove(RtProc *p, const TfgPlan *plan)
 /* ----------------------------------------------------------- receive */
 
 void
-rt_proc_take(RtProc *p, nng_msg *m)
+rt_proc_take(RtProc *p, RtBuf *m)
 {
 	const TfgPlan *plan = NULL;
 	tfg_status (*check)(RtHdr *, const TfgPlan *, int, const void *,
 			    size_t, const char *, TfgError *);
 	int lost = 0;
-	char addr[80];
 	TfgError e;
 	RtMsg out;
 
@@ -221,29 +220,26 @@ rt_proc_take(RtProc *p, nng_msg *m)
 	   specialisation's; else the own one, which refuses it, but for a
 	   START of a specialisation this task lost, which gets in to be
 	   answered (rt_wire_check_lost). */
-	if (nng_msg_len(m) >= RT_HDR_SIZE)
-		plan = plan_of_locked(p, rt_get_le((const unsigned char *)
-						   nng_msg_body(m) + 8, 8));
+	if (m->len >= RT_HDR_SIZE)
+		plan = plan_of_locked(p, rt_get_le(m->data + 8, 8));
 	if (plan == NULL) {
 		plan = p->plan;
 		lost = plan->generic;
 	}
 	check = lost ? rt_wire_check_lost : rt_wire_check;
-	if (check(&out.h, plan, p->task, nng_msg_body(m), nng_msg_len(m),
-		  NULL, &e) != TFG_OK) {
+	if (check(&out.h, plan, p->task, m->data, m->len, NULL, &e) !=
+	    TFG_OK) {
 		/* Again, now naming the transport address as well. */
-		rt_net_addr(addr, sizeof addr, m);
-		check(&out.h, plan, p->task, nng_msg_body(m), nng_msg_len(m),
-		      addr, &e);
+		check(&out.h, plan, p->task, m->data, m->len, m->from, &e);
 		pthread_mutex_unlock(&p->mu);
 		fprintf(stderr, "tfgc: error: %s: %s (ignored)\n", p->name,
 			e.msg);
-		nng_msg_free(m);
+		rt_buf_free(m);
 		return;
 	}
 	out.lost = lost && out.h.prog != plan->hash;
 	out.m = m;
-	out.body = (const unsigned char *)nng_msg_body(m) + RT_HDR_SIZE;
+	out.body = m->data + RT_HDR_SIZE;
 	/* Only now, once it is known to be well-formed, may the message
 	   speak for its task's incarnation: a garbled one can neither make
 	   a task look restarted nor raise the incarnation recorded for it. */
@@ -507,13 +503,12 @@ rt_epoch_check(RtProc *p, const RtHdr *h)
 /* ------------------------------------------------------------- send */
 
 tfg_status
-rt_msg_new(RtProc *p, const TfgPlan *plan, nng_msg **out,
+rt_msg_new(RtProc *p, const TfgPlan *plan, RtBuf **out,
 	   unsigned char **body, int type, uint64_t step, uint32_t key,
 	   const RtEdge *edge, size_t nbytes, TfgError *e)
 {
 	RtHdr h;
-	nng_msg *m;
-	int rv;
+	RtBuf *m;
 
 	*out = NULL;
 	if ((uint64_t)nbytes > RT_MAX_BODY)
@@ -521,9 +516,9 @@ rt_msg_new(RtProc *p, const TfgPlan *plan, nng_msg **out,
 				 "cannot send %zu bytes in one message (the "
 				 "limit is %llu)", nbytes,
 				 (unsigned long long)RT_MAX_BODY);
-	if ((rv = nng_msg_alloc(&m, RT_HDR_SIZE + nbytes)) != 0)
-		return rt_nng_error(e, rv, "%s: cannot allocate a message",
-				    p->name);
+	if ((m = rt_buf_new(RT_HDR_SIZE + nbytes)) == NULL)
+		return tfg_error(e, TFG_ENOMEM, "%s: out of memory for a "
+				 "message of %zu bytes", p->name, nbytes);
 	rt_hdr_init(&h, plan ? plan : p->plan, type, step, key, p->src,
 		    nbytes, p->epoch);
 	if (edge) {
@@ -532,10 +527,10 @@ rt_msg_new(RtProc *p, const TfgPlan *plan, nng_msg **out,
 		for (int i = 0; i < edge->shape.rank; i++)
 			h.dims[i] = (uint64_t)edge->shape.dims[i];
 	}
-	rt_hdr_encode(nng_msg_body(m), &h);
+	rt_hdr_encode(m->data, &h);
 	*out = m;
 	if (body)
-		*body = (unsigned char *)nng_msg_body(m) + RT_HDR_SIZE;
+		*body = m->data + RT_HDR_SIZE;
 	return TFG_OK;
 }
 
@@ -556,7 +551,7 @@ send_stop(void *arg, TfgError *e)
 }
 
 tfg_status
-rt_send(RtProc *p, int peer, nng_msg *m, double deadline, RtCtx *step,
+rt_send(RtProc *p, int peer, RtBuf *m, double deadline, RtCtx *step,
 	TfgError *e)
 {
 	return rt_net_send(&p->net, peer, m, deadline, send_stop, step, e);
@@ -566,7 +561,7 @@ tfg_status
 rt_send_text(RtProc *p, const char *url, int type, uint64_t step,
 	     uint32_t key, const char *buf, size_t n, TfgError *e)
 {
-	nng_msg *m;
+	RtBuf *m;
 	unsigned char *body;
 	tfg_status st;
 
@@ -612,7 +607,7 @@ void
 rt_msg_free(RtMsg *m)
 {
 	if (m->m)
-		nng_msg_free(m->m);
+		rt_buf_free(m->m);
 	m->m = NULL;
 }
 

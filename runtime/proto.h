@@ -160,7 +160,7 @@ typedef struct RtMsg {
 	RtHdr h;
 	int lost;            /* a START whose plan is not here
 				(rt_wire_check_lost let it in) */
-	nng_msg *m;          /* owned; NULL for a local or a record */
+	RtBuf *m;            /* owned; NULL for a local or a record */
 	const unsigned char *body; /* h.nbytes bytes */
 } RtMsg;
 
@@ -233,7 +233,7 @@ void rt_proc_done(RtProc *p, const RtMsg *m);
 /* A received message as the completion takes it: validation, the
  * sender's incarnation, then filing or queueing.  Takes m.  (Tests call
  * rt_dispatch with a hand-made one.) */
-void rt_proc_take(RtProc *p, nng_msg *m);
+void rt_proc_take(RtProc *p, RtBuf *m);
 /* Files a validated message: TENSOR/DONE/ERROR/ABORT into the table
  * (stale ones freed), the rest queued.  Takes m.  Under no lock. */
 void rt_dispatch(RtProc *p, RtMsg *m);
@@ -257,14 +257,14 @@ void rt_proc_plan_remove(RtProc *p, const TfgPlan *plan);
 /* New message of `plan` (NULL: the process's own): header filled in
  * (dtype and dims from edge, if not NULL), body of nbytes at *body to
  * fill. */
-tfg_status rt_msg_new(RtProc *p, const TfgPlan *plan, nng_msg **out,
+tfg_status rt_msg_new(RtProc *p, const TfgPlan *plan, RtBuf **out,
 		      unsigned char **body, int type, uint64_t step,
 		      uint32_t key, const RtEdge *edge, size_t nbytes,
 		      TfgError *e);
 /* Sends to task `peer`, waiting at most until deadline; gives up early
  * when step (may be NULL) is cancelled, or a stop was requested.  Takes
  * m in every case. */
-tfg_status rt_send(RtProc *p, int peer, nng_msg *m, double deadline,
+tfg_status rt_send(RtProc *p, int peer, RtBuf *m, double deadline,
 		   RtCtx *step, TfgError *e);
 /* A message with a body copied from buf, to a reply URL. */
 tfg_status rt_send_text(RtProc *p, const char *url, int type, uint64_t step,

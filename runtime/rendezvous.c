@@ -24,7 +24,7 @@
  * a step that ended here (or of one this task has no part in, which
  * sends it nothing).
  *
- * A received tensor stays in its nng message until tfg_rt_recv copies it
+ * A received tensor stays in its message until tfg_rt_recv copies it
  * to the part's buffer, outside the lock: one copy, and none on the
  * sending side beyond the one into the message.  A send to the own task
  * files the message itself.
@@ -556,7 +556,7 @@ rdv_send(struct RtCtx *c, uint32_t key, const void *src)
 		return rt_send(p, edge->dst, m.m,
 			       rt_now() + p->opt.step_timeout, c, &c->err);
 	/* Local hand-off: the same message, filed without the network. */
-	rt_hdr_decode(&m.h, nng_msg_body(m.m));
+	rt_hdr_decode(&m.h, m.m->data);
 	m.body = body;
 	m.lost = 0;
 	pthread_mutex_lock(&p->mu);
@@ -622,7 +622,7 @@ rt_reply(RtCtx *c, uint32_t key, const char *text)
 {
 	RtProc *p = c->proc;
 	char buf[sizeof c->err.msg + 100];
-	nng_msg *reply;
+	RtBuf *reply;
 	unsigned char *body;
 	TfgError e;
 	size_t n = 0;

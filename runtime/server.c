@@ -3,8 +3,8 @@
  * and its executors (roles layer, runtime/role.h).
  *
  * Order of start-up (spec/design.md "Processes"): listen first, so a port
- * in use fails at once naming the task and address; dial the peers (nng
- * keeps redialing until they are up); JIT-compile the own parts through
+ * in use fails at once naming the task and address; dial the peers (the
+ * transport keeps redialing until they are up); JIT-compile the own parts through
  * the compile callback; then serve.
  *
  * Serving is done by executors: threads that each take the next record of
@@ -210,8 +210,8 @@ serve_shutdown(RtServer *s, const RtMsg *m)
 		return;
 	if (rt_send_text(&s->proc, url, RT_MSG_BYE, 0, 0, NULL, 0, &e) ==
 	    TFG_OK)
-		/* nng drops what is still queued when a socket closes: give
-		 * the BYE time to leave. */
+		/* the reply link is new: the BYE waits in its queue until
+		 * it connects, and what is queued is dropped at close */
 		nanosleep(&ts, NULL);
 }
 

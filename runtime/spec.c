@@ -141,7 +141,7 @@ release_flush(RtServer *s)
 
 	for (;;) {
 		RtRelease r;
-		nng_msg *m;
+		RtBuf *m;
 		unsigned char *b;
 		TfgError e = {TFG_OK, "not up"};
 
@@ -525,7 +525,7 @@ spec_round(RtServer *s, RtCtx *c, int sig, const TfgShape *feeds, int *spec)
 	if ((st = rt_step_begin(c, NULL, -1)))
 		return st;
 	for (int t = 0; t < gs->ntask && st == TFG_OK; t++) {
-		nng_msg *m;
+		RtBuf *m;
 		unsigned char *b;
 
 		if (gs->tasks[t] == p->task)
@@ -699,7 +699,7 @@ static void
 reply_hash(RtCtx *c, int sig, uint64_t hash)
 {
 	RtProc *p = c->proc;
-	nng_msg *m;
+	RtBuf *m;
 	unsigned char *b;
 	TfgError e;
 
