@@ -127,13 +127,16 @@ golden-update: tfgc
 integration: tfgc
 	@sh tests/integration/run.sh
 
-# The unit tests and every golden case (the error cases among them, and
-# runs across task processes) again under ASan + UBSan, leaks included.
+# The unit tests, every golden case (the error cases among them, and runs
+# across task processes) and the integration tests (variables, restarts,
+# checkpoints, killed tasks) again under ASan + UBSan, leaks included.
 asan:
 	ASAN_OPTIONS=detect_leaks=1 \
 		$(MAKE) BUILD=build/asan SAN=1 OPT=-O1 build/asan/tfgc unit
 	@TFGC=build/asan/tfgc ASAN_OPTIONS=detect_leaks=1 \
 		sh tests/golden/run.sh
+	@TFGC=build/asan/tfgc ASAN_OPTIONS=detect_leaks=1 \
+		sh tests/integration/run.sh
 
 # build/static/tfgc: one executable that needs only libc and libm, with
 # LLVM, OpenBLAS, zlib, zstd and libstdc++ linked
