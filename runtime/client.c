@@ -1061,12 +1061,15 @@ seconds(Sess *ss, const RtExpr *x, double scale, double *out)
 }
 
 /* Sleeps for secs, sending output and heartbeats meanwhile; ends early
- * when a stop is requested. */
+ * when a stop is requested.  What was printed before goes out first, so
+ * that lines of sessions that pause between prints come out in the order
+ * they were printed. */
 static tfg_status
 nap(Sess *ss, const char *where, double secs)
 {
 	double end = rt_now() + secs;
 
+	flush(ss, 1);
 	for (;;) {
 		double left = end - rt_now();
 		struct timespec ts;

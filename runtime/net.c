@@ -85,6 +85,8 @@ rt_buf_new(size_t len)
 		return NULL;
 	b->len = len;
 	b->data = (unsigned char *)(b + 1);
+	b->tail = NULL;
+	b->ntail = 0;
 	b->from[0] = '\0';
 	return b;
 }
@@ -479,6 +481,8 @@ conn_room(RtConn *c)
 	if (!c->cur)
 		snprintf(b->from, sizeof b->from, "%s", c->addr);
 	b->data = (unsigned char *)(b + 1);
+	b->tail = NULL;
+	b->ntail = 0;
 	c->cur = b;
 	c->cap = cap;
 	return 0;
@@ -692,32 +696,38 @@ rt_net_recv_start(RtNet *n, RtNetRecv *r, TfgError *e)
 	return TFG_OK;
 }
 
-/* Writes frame b on k's connection, waiting in slices for room until
- * deadline; k up, under k->mu.  A frame left half written (a deadline, a
- * stop) breaks the connection, which is dialed again. */
+/* Writes frame b (its tail included) on k's connection, waiting in
+ * slices for room until deadline; k up, under k->mu.  A frame left half
+ * written (a deadline, a stop) breaks the connection, which is dialed
+ * again. */
 static tfg_status
 write_frame(RtNet *n, RtLink *k, RtBuf *b, double deadline,
 	    RtNetStopFn stop, void *arg, TfgError *e)
 {
 	unsigned char hdr[FRAME_HDR];
-	size_t total = FRAME_HDR + b->len, off = 0;
+	size_t len = b->len + b->ntail, total = FRAME_HDR + len, off = 0;
 
 	for (int i = 0; i < FRAME_HDR; i++)
-		hdr[i] = (unsigned char)((uint64_t)b->len >> 8 * i);
+		hdr[i] = (unsigned char)((uint64_t)len >> 8 * i);
 	while (off < total) {
-		struct iovec iov[2];
+		struct iovec part[3] = {
+			{hdr, FRAME_HDR}, {b->data, b->len},
+			{(void *)b->tail, b->ntail}};
+		struct iovec iov[3];
+		size_t skip = off;
 		int niov = 0;
 		ssize_t w;
 		struct pollfd pfd;
 
-		if (off < FRAME_HDR) {
-			iov[niov].iov_base = hdr + off;
-			iov[niov++].iov_len = FRAME_HDR - off;
+		for (int i = 0; i < 3; i++) {
+			if (skip >= part[i].iov_len) {
+				skip -= part[i].iov_len;
+				continue;
+			}
+			iov[niov].iov_base = (char *)part[i].iov_base + skip;
+			iov[niov++].iov_len = part[i].iov_len - skip;
+			skip = 0;
 		}
-		iov[niov].iov_base = b->data + (off > FRAME_HDR ?
-						 off - FRAME_HDR : 0);
-		iov[niov++].iov_len = b->len - (off > FRAME_HDR ?
-						 off - FRAME_HDR : 0);
 		w = send_iov(k->fd, iov, niov);
 		if (w > 0) {
 			off += (size_t)w;
@@ -746,6 +756,21 @@ write_frame(RtNet *n, RtLink *k, RtBuf *b, double deadline,
 	return TFG_OK;
 }
 
+/* b with its tail copied in, to outlive the send (b is taken); NULL out
+ * of memory. */
+static RtBuf *
+untail(RtBuf *b)
+{
+	RtBuf *c = rt_buf_new(b->len + b->ntail);
+
+	if (c) {
+		memcpy(c->data, b->data, b->len);
+		memcpy(c->data + b->len, b->tail, b->ntail);
+	}
+	rt_buf_free(b);
+	return c;
+}
+
 /* Sends b on link k: queued while k is not up (room permitting), else
  * written after what waited in the queue. */
 static tfg_status
@@ -770,6 +795,11 @@ link_send(RtNet *n, RtLink *k, RtBuf *b, double deadline, RtNetStopFn stop,
 		if (rv < 0)
 			continue; /* broke: queue it for the next one */
 		if ((k->fd < 0 || k->connecting) && k->nq < RT_NET_QUEUE) {
+			if (b->ntail && (b = untail(b)) == NULL) {
+				pthread_mutex_unlock(&k->mu);
+				return tfg_error(e, TFG_ENOMEM, "out of memory "
+						 "for a message to %s", k->name);
+			}
 			k->queue[k->nq++] = b;
 			if (k->fd < 0)
 				k->next_dial = 0; /* dial now */

@@ -36,12 +36,17 @@
 #define RT_NET_REPLIES 8  /* reply links kept, the oldest recycled */
 #define RT_NET_QUEUE 128  /* messages a link keeps while its peer is down */
 
-/* A message: len bytes at data.  Received ones name the address of the
- * connection they came on. */
+/* A message: len bytes at data, then ntail bytes at tail.  Received
+ * ones name the address of the connection they came on. */
 typedef struct RtBuf {
 	size_t len;
 	unsigned char *data;   /* len bytes (the allocation follows the
 				  struct) */
+	const void *tail;      /* sent: borrowed bytes that follow data,
+				  read only during rt_net_send (a tensor
+				  sent from where its part left it, with no
+				  copy); NULL for none */
+	size_t ntail;
 	char from[64];         /* received: "127.0.0.1:40123" */
 } RtBuf;
 
@@ -118,8 +123,8 @@ tfg_status rt_net_recv_start(RtNet *n, RtNetRecv *r, TfgError *e);
 /* Sends b to peer i, or to a reply URL (dialed on first use), waiting at
  * most until deadline (rt_now() scale); stop (may be NULL) is asked
  * between slices.  While the peer is not up b waits in the link's queue
- * (the send returns at once), unless the queue is full.  Takes b in every
- * case. */
+ * (the send returns at once, b's tail copied), unless the queue is full.
+ * Takes b in every case. */
 tfg_status rt_net_send(RtNet *n, int peer, RtBuf *b, double deadline,
 		       RtNetStopFn stop, void *arg, TfgError *e);
 tfg_status rt_net_send_url(RtNet *n, const char *url, RtBuf *b,

@@ -516,7 +516,7 @@ rt_msg_new(RtProc *p, const TfgPlan *plan, RtBuf **out,
 				 "cannot send %zu bytes in one message (the "
 				 "limit is %llu)", nbytes,
 				 (unsigned long long)RT_MAX_BODY);
-	if ((m = rt_buf_new(RT_HDR_SIZE + nbytes)) == NULL)
+	if ((m = rt_buf_new(RT_HDR_SIZE + (body ? nbytes : 0))) == NULL)
 		return tfg_error(e, TFG_ENOMEM, "%s: out of memory for a "
 				 "message of %zu bytes", p->name, nbytes);
 	rt_hdr_init(&h, plan ? plan : p->plan, type, step, key, p->src,

@@ -256,7 +256,9 @@ void rt_proc_plan_remove(RtProc *p, const TfgPlan *plan);
 
 /* New message of `plan` (NULL: the process's own): header filled in
  * (dtype and dims from edge, if not NULL), body of nbytes at *body to
- * fill. */
+ * fill; or, body NULL, the header alone, the nbytes of the body to be
+ * named by the caller as the message's tail (RtBuf.tail), sent from
+ * where they are. */
 tfg_status rt_msg_new(RtProc *p, const TfgPlan *plan, RtBuf **out,
 		      unsigned char **body, int type, uint64_t step,
 		      uint32_t key, const RtEdge *edge, size_t nbytes,

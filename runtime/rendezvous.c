@@ -26,8 +26,10 @@
  *
  * A received tensor stays in its message until tfg_rt_recv copies it
  * to the part's buffer, outside the lock: one copy, and none on the
- * sending side beyond the one into the message.  A send to the own task
- * files the message itself.
+ * sending side, which writes the header and then the tensor from the
+ * part's buffer to the socket (RtBuf.tail; copied only if the peer is
+ * not up and the message must wait).  A send to the own task files a
+ * copy itself.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -547,14 +549,21 @@ rdv_send(struct RtCtx *c, uint32_t key, const void *src)
 	/* cancelled since the last wait: nobody waits for it any more */
 	if ((st = rt_step_poll(c, &c->err)) != TFG_OK)
 		return st;
+	if (edge->dst != p->task) {
+		/* the tensor leaves from the part's buffer, no copy */
+		if ((st = rt_msg_new(p, c->plan, &m.m, NULL, RT_MSG_TENSOR,
+				     c->step, key, edge, n, &c->err)))
+			return st;
+		m.m->tail = src;
+		m.m->ntail = n;
+		return rt_send(p, edge->dst, m.m,
+			       rt_now() + p->opt.step_timeout, c, &c->err);
+	}
 	if ((st = rt_msg_new(p, c->plan, &m.m, &body, RT_MSG_TENSOR, c->step,
 			     key, edge, n, &c->err)))
 		return st;
 	if (n)
 		memcpy(body, src, n);
-	if (edge->dst != p->task)
-		return rt_send(p, edge->dst, m.m,
-			       rt_now() + p->opt.step_timeout, c, &c->err);
 	/* Local hand-off: the same message, filed without the network. */
 	rt_hdr_decode(&m.h, m.m->data);
 	m.body = body;

@@ -53,16 +53,36 @@ rt_vars_free(RtServer *s)
 	s->vars = NULL;
 }
 
-/* dst = dst op src over n elements of dtype t; a scalar src (n_src 1)
- * for each.  Integers wrap (unsigned arithmetic). */
-#define UPDATE(T, U)                                                     \
+/* dst = dst op src over n elements of dtype t, where U is the type the
+ * arithmetic is done in (unsigned for integers, so that they wrap); a
+ * scalar src (one element) for each.  16 bytes at a time as GCC vectors,
+ * since -O2 does not vectorise a loop of unknown count (a 784x100 f32
+ * update took 70 us as a plain loop), then one at a time. */
+#define UPDATE(U)                                                        \
 	do {                                                             \
-		T *d = (T *)dst;                                         \
-		const T *x = (const T *)src;                             \
-		for (int64_t i = 0; i < n; i++) {                        \
-			T v = x[scalar ? 0 : i];                         \
-			d[i] = sub ? (T)((U)d[i] - (U)v)                 \
-				   : (T)((U)d[i] + (U)v);                \
+		typedef U V __attribute__((vector_size(16)));            \
+		enum { K = 16 / sizeof(U) };                             \
+		unsigned char *d = dst;                                  \
+		const unsigned char *x = src;                            \
+		U s0, a1, b1;                                            \
+		V a, b;                                                  \
+		int64_t i = 0;                                           \
+		memcpy(&s0, x, sizeof s0);                               \
+		b = (V){0} + s0;                                         \
+		for (; i + K <= n; i += K) {                             \
+			memcpy(&a, d + i * sizeof(U), sizeof a);         \
+			if (!scalar)                                     \
+				memcpy(&b, x + i * sizeof(U), sizeof b); \
+			a = sub ? a - b : a + b;                         \
+			memcpy(d + i * sizeof(U), &a, sizeof a);         \
+		}                                                        \
+		for (b1 = s0; i < n; i++) {                              \
+			memcpy(&a1, d + i * sizeof(U), sizeof a1);       \
+			if (!scalar)                                     \
+				memcpy(&b1, x + i * sizeof(U),           \
+				       sizeof b1);                       \
+			a1 = sub ? a1 - b1 : a1 + b1;                    \
+			memcpy(d + i * sizeof(U), &a1, sizeof a1);       \
 		}                                                        \
 	} while (0)
 
@@ -71,10 +91,10 @@ update(TfgDtype t, void *dst, const void *src, int64_t n, int sub,
        int scalar)
 {
 	switch (t) {
-	case TFG_I32: UPDATE(int32_t, uint32_t); break;
-	case TFG_I64: UPDATE(int64_t, uint64_t); break;
-	case TFG_F32: UPDATE(float, float); break;
-	case TFG_F64: UPDATE(double, double); break;
+	case TFG_I32: UPDATE(uint32_t); break;
+	case TFG_I64: UPDATE(uint64_t); break;
+	case TFG_F32: UPDATE(float); break;
+	case TFG_F64: UPDATE(double); break;
 	default: break; /* bool: refused by the checker */
 	}
 }
