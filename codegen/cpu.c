@@ -61,10 +61,7 @@ cg_is_float(TfgDtype t)
 int64_t
 cg_numel(const TfgShape *s)
 {
-	int64_t n = 1;
-	for (int i = 0; i < s->rank; i++)
-		n *= s->dims[i];
-	return n;
+	return tfg_shape_numel(s);
 }
 
 LLVMTypeRef

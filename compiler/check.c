@@ -1025,8 +1025,41 @@ index_graph(Checker *c, AstNode *e)
 	return n;
 }
 
+static IrNode *expr_node(Checker *c, AstNode *e);
+
+/* Value e, whose shape must be one a tensor can have (tfg_shape_size;
+ * unknown dims count as 1 here, and are checked again when a
+ * specialisation knows them). */
 IrNode *
 check_expr(Checker *c, AstNode *e)
+{
+	IrNode *n = expr_node(c, e);
+	TfgShape s;
+	char buf[220];
+	int zero = 0;
+
+	if (n == NULL)
+		return NULL;
+
+	s = n->shape;
+	for (int i = 0; i < s.rank; i++) {
+		if (s.dims[i] == IR_DIM_UNKNOWN)
+			s.dims[i] = 1;
+		zero |= s.dims[i] == 0;
+	}
+	if (tfg_shape_size(&s, n->dtype, NULL, NULL) != 0) {
+		diag_error(c->d, e->loc, "this value would be %s%s, too "
+			   "large for a tensor (at most 2^40 bytes%s)",
+			   tfg_dtype_name(n->dtype),
+			   tfg_shape_str(buf, sizeof buf, &n->shape),
+			   zero ? ", each 0 dimension counted as 1" : "");
+		return NULL;
+	}
+	return n;
+}
+
+static IrNode *
+expr_node(Checker *c, AstNode *e)
 {
 	Lit l;
 	IrNode *n;
@@ -1190,6 +1223,7 @@ make_input(Checker *c, AstNode *s)
 	IrNode *n;
 	TfgDtype t;
 	double numel = 1;
+	int zero = 0;
 
 	if (check_dtype_named(s->a->name, &t) < 0) {
 		diag_error(c->d, s->a->loc,
@@ -1209,11 +1243,14 @@ make_input(Checker *c, AstNode *s)
 			   "most %d are allowed", s->name, s->n, TFG_MAX_RANK);
 		return NULL;
 	}
-	for (int i = 0; i < s->n; i++)
-		numel *= s->list[i]->ival < 0 ? 1 : (double)s->list[i]->ival;
-	if (numel * tfg_dtype_size(t) > (double)(1ull << 40)) {
+	for (int i = 0; i < s->n; i++) {
+		numel *= s->list[i]->ival <= 0 ? 1 : (double)s->list[i]->ival;
+		zero |= s->list[i]->ival == 0;
+	}
+	if (numel * tfg_dtype_size(t) > (double)TFG_MAX_BYTES) {
 		diag_error(c->d, s->loc, "input '%s' is too large (%.3g "
-			   "bytes)", s->name, numel * tfg_dtype_size(t));
+			   "bytes%s)", s->name, numel * tfg_dtype_size(t),
+			   zero ? ", each 0 dimension counted as 1" : "");
 		return NULL;
 	}
 	n = check_node(c, OP_input, 0, s->tok.loc);

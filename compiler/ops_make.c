@@ -23,7 +23,7 @@
 
 #include "compiler/compiler_int.h"
 
-#define MAX_BYTES ((double)(1ull << 40)) /* as an input's limit */
+#define MAX_BYTES ((double)TFG_MAX_BYTES) /* as an input's limit */
 
 static const char *const kw_dtype[] = {"dtype", NULL};
 static const char *const kw_range[] = {"dtype", NULL};
@@ -77,14 +77,19 @@ static int
 size_ok(Checker *c, AstNode *call, TfgDtype t, const TfgShape *s)
 {
 	double numel = 1;
+	int zero = 0;
 
-	for (int i = 0; i < s->rank; i++)
-		if (s->dims[i] != IR_DIM_UNKNOWN) /* known in the specialisation */
+	for (int i = 0; i < s->rank; i++) {
+		if (s->dims[i] > 0) /* 0 counts as 1 (spec §5.1); unknown
+				       ones are known in the specialisation */
 			numel *= (double)s->dims[i];
+		zero |= s->dims[i] == 0;
+	}
 	if (numel * tfg_dtype_size(t) > MAX_BYTES) {
 		diag_error(c->d, call->loc, "'%s' would make a tensor of %.3g "
-			   "bytes; at most 2^40 are allowed", call->name,
-			   numel * tfg_dtype_size(t));
+			   "bytes%s; at most 2^40 are allowed", call->name,
+			   numel * tfg_dtype_size(t),
+			   zero ? " (each 0 dimension counted as 1)" : "");
 		return -1;
 	}
 	return 0;

@@ -261,15 +261,6 @@ check_transpose(Checker *c, AstNode *e, OpKind op)
 
 /* ------------------------------------------------------------ reshape */
 
-static int64_t
-numel(const TfgShape *s)
-{
-	int64_t m = 1;
-	for (int i = 0; i < s->rank; i++)
-		m *= s->dims[i];
-	return m;
-}
-
 /* reshape(x, dims), one dim may be -1 (spec §6.20). */
 IrNode *
 check_reshape(Checker *c, AstNode *e, OpKind op)
@@ -284,7 +275,7 @@ check_reshape(Checker *c, AstNode *e, OpKind op)
 		return NULL;
 	if ((k = int_list(c, arg[1], "reshape", "shape", d, TFG_MAX_RANK)) < 0)
 		return NULL;
-	total = shape_known(&x->shape) ? numel(&x->shape) : -1;
+	total = shape_known(&x->shape) ? tfg_shape_numel(&x->shape) : -1;
 	for (int i = 0; i < k; i++) {
 		if (d[i] == -1 && hole < 0) {
 			hole = i;
@@ -807,7 +798,7 @@ check_meta(Checker *c, AstNode *e, OpKind op)
 		n->dtype = TFG_I64;
 		/* -1 with unknown dims: never compiled, the specialisation
 		   has the value */
-		*(int64_t *)n->data = shape_known(&x->shape) ? numel(&x->shape)
+		*(int64_t *)n->data = shape_known(&x->shape) ? tfg_shape_numel(&x->shape)
 							     : -1;
 	} else {
 		n->dtype = TFG_I64;

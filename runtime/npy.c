@@ -395,9 +395,10 @@ rt_npy_load(RtTensor **out, const char *path, TfgError *e)
 	if ((rv = npy_header(f, size, path, &h, &off, e)) != TFG_OK)
 		goto done;
 	if (rt_shape_nbytes(&nbytes, h.dtype, &h.shape) != TFG_OK) {
-		rv = tfg_error(e, TFG_EFORMAT, "%s: shape %s is too large",
-			       path, tfg_shape_str(sbuf, sizeof sbuf,
-						   &h.shape));
+		rv = tfg_error(e, TFG_EFORMAT, "%s: shape %s is too large "
+			       "(a tensor has at most 2^40 bytes, each 0 "
+			       "dimension counted as 1)", path,
+			       tfg_shape_str(sbuf, sizeof sbuf, &h.shape));
 		goto done;
 	}
 	if ((unsigned long long)(size - off) < nbytes) {

@@ -12,10 +12,8 @@
 
 /* ------------------------------------------------- tensors (tensor.c) */
 
-/* Checks a shape (rank 0..TFG_MAX_RANK, no negative dims) and computes
- * numel * dtype size into *nbytes (for strings: the records only);
- * TFG_EINVAL when invalid or when the size does not fit in size_t /
- * int64_t. */
+/* tfg_shape_size's bytes as a status: TFG_EINVAL for a shape it
+ * refuses. */
 tfg_status rt_shape_nbytes(size_t *nbytes, TfgDtype t, const TfgShape *s);
 /* tfg_shape_str, with unknown dims (< 0, a generic plan's) as "?". */
 char *rt_shape_str(char *buf, size_t n, const TfgShape *s);

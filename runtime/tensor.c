@@ -51,10 +51,48 @@ TFG_API int64_t
 tfg_shape_numel(const TfgShape *s)
 {
 	int64_t n = 1;
+	int over = 0;
 
-	for (int i = 0; i < s->rank; i++)
-		n *= s->dims[i];
-	return n;
+	for (int i = 0; i < s->rank; i++) {
+		if (s->dims[i] == 0)
+			return 0;
+		if (!over && __builtin_mul_overflow(n, s->dims[i], &n))
+			over = 1;
+	}
+	return over ? INT64_MAX : n;
+}
+
+TFG_API int
+tfg_shape_size(const TfgShape *s, TfgDtype t, int64_t *numel,
+	       size_t *nbytes)
+{
+	uint64_t n = 1, size;
+	int zero = 0;
+
+	if ((int)t < 0 || t >= TFG__NDTYPE || s->rank < 0 ||
+	    s->rank > TFG_MAX_RANK)
+		return -1;
+	size = dtype_sizes[t];
+	/* the product of the dims, 0 counted as 1, times the size stays
+	   within TFG_MAX_BYTES at every step: no multiply can wrap */
+	for (int i = 0; i < s->rank; i++) {
+		uint64_t d = (uint64_t)s->dims[i];
+
+		if (s->dims[i] < 0)
+			return -1;
+		if (d == 0) {
+			zero = 1;
+			continue;
+		}
+		if (d > TFG_MAX_BYTES || n * d > TFG_MAX_BYTES / size)
+			return -1;
+		n *= d;
+	}
+	if (numel)
+		*numel = zero ? 0 : (int64_t)n;
+	if (nbytes)
+		*nbytes = zero ? 0 : (size_t)(n * size);
+	return 0;
 }
 
 TFG_API int
@@ -106,36 +144,7 @@ rt_shape_str(char *buf, size_t n, const TfgShape *s)
 tfg_status
 rt_shape_nbytes(size_t *nbytes, TfgDtype t, const TfgShape *s)
 {
-	uint64_t n = 1;
-	int zero = 0;
-
-	if ((int)t < 0 || t >= TFG__NDTYPE || s->rank < 0 ||
-	    s->rank > TFG_MAX_RANK)
-		return TFG_EINVAL;
-	for (int i = 0; i < s->rank; i++) {
-		if (s->dims[i] < 0)
-			return TFG_EINVAL;
-		if (s->dims[i] == 0)
-			zero = 1;
-	}
-	if (zero) {
-		*nbytes = 0;
-		return TFG_OK;
-	}
-	/* Every product must stay below INT64_MAX (numel is an int64_t)
-	 * and below SIZE_MAX less the alignment slack. */
-	for (int i = 0; i < s->rank; i++) {
-		uint64_t d = (uint64_t)s->dims[i];
-
-		if (n > (uint64_t)INT64_MAX / d)
-			return TFG_EINVAL;
-		n *= d;
-	}
-	if (n > ((uint64_t)INT64_MAX - RT_ALIGN) / dtype_sizes[t] ||
-	    n * dtype_sizes[t] > (uint64_t)(SIZE_MAX - RT_ALIGN))
-		return TFG_EINVAL;
-	*nbytes = (size_t)(n * dtype_sizes[t]);
-	return TFG_OK;
+	return tfg_shape_size(s, t, NULL, nbytes) == 0 ? TFG_OK : TFG_EINVAL;
 }
 
 static uint64_t

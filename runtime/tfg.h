@@ -89,6 +89,21 @@ typedef struct TfgShape {
 	int64_t dims[TFG_MAX_RANK];
 } TfgShape;
 
+/* The most bytes one tensor may have: 2^40 (1 TiB). */
+#define TFG_MAX_BYTES ((uint64_t)1 << 40)
+
+/* The size of a tensor of dtype t and shape s, every product checked:
+ * 0 with its element count in *numel and its bytes in *nbytes (either
+ * may be NULL; for strings, the records only), or -1 when the rank or a
+ * dim is out of range (negative), or when the shape is too large: when
+ * it would describe more than TFG_MAX_BYTES with each 0 dim counted as
+ * 1, so that neither the order of the dims nor a 0 among them lets the
+ * others be huge (spec/language.md §5.1). */
+TFG_API int tfg_shape_size(const TfgShape *s, TfgDtype t, int64_t *numel,
+			   size_t *nbytes);
+/* The element count of s: 0 when a dim is 0, whatever the others; for a
+ * shape tfg_shape_size refuses, INT64_MAX rather than a wrapped
+ * product. */
 TFG_API int64_t tfg_shape_numel(const TfgShape *s);
 TFG_API int tfg_shape_eq(const TfgShape *a, const TfgShape *b);
 /* Writes "[2, 3]" (or "[]" for a scalar) into buf; returns buf. */

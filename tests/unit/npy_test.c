@@ -399,6 +399,11 @@ t_bad_header(void)
 		 "'shape': (4611686018427387904, 4), }",
 		 TFG_EFORMAT, "shape [4611686018427387904, 4] is too large"},
 		{"{'descr': '<f4', 'fortran_order': False, "
+		 "'shape': (4611686018427387904, 4, 0), }",
+		 TFG_EFORMAT, "shape [4611686018427387904, 4, 0] is too large "
+		 "(a tensor has at most 2^40 bytes, each 0 dimension counted "
+		 "as 1)"},
+		{"{'descr': '<f4', 'fortran_order': False, "
 		 "'shape': (1,1,1,1,1,1,1,1,1), }",
 		 TFG_EFORMAT, "arrays of rank above 8 are not supported"},
 		{"{'descr': '<f4', 'fortran_order': False, 'shape': (3), }",

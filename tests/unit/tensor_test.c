@@ -101,8 +101,10 @@ t_new_invalid(void)
 	ASSERT_EQ(rt_tensor_new(&t, TFG_F64, &s), TFG_EINVAL);
 	s = shape(2, 3, 4, 0);
 	ASSERT_EQ(rt_tensor_new(&t, (TfgDtype)99, &s), TFG_EINVAL);
-	/* a zero dim makes any other size fine */
+	/* a zero dim does not make any other size fine (spec §5.1) */
 	s = shape(3, INT64_MAX, 0, INT64_MAX);
+	ASSERT_EQ(rt_shape_nbytes(&n, TFG_F64, &s), TFG_EINVAL);
+	s = shape(3, 1000, 0, 1000);
 	ASSERT_EQ(rt_shape_nbytes(&n, TFG_F64, &s), TFG_OK);
 	ASSERT_EQ(n, 0);
 }
@@ -172,6 +174,63 @@ t_string(void)
 	rt_tensor_free(t);
 }
 
-TEST_MAIN({"dtype", t_dtype}, {"shape", t_shape}, {"new", t_new},
+/* tfg_shape_size: every multiply checked, whatever the order of the dims
+ * and wherever a 0 is; a 0 does not let the others be huge (spec §5.1);
+ * tfg_shape_numel never wraps. */
+static void
+t_shape_size(void)
+{
+	static const int64_t big[][3] = {
+		{INT64_C(4611686018427387904), 4, 0},
+		{0, INT64_MAX, INT64_MAX},
+		{INT64_MAX, INT64_MAX, 0},
+		{INT64_MAX, 0, INT64_MAX},
+		{INT64_C(1) << 40, 1, 1},       /* 2^40 elements of 4 bytes */
+		{INT64_C(1) << 20, INT64_C(1) << 19, 3},
+	};
+	TfgShape s;
+	int64_t n = -1;
+	size_t b = 1;
+
+	for (size_t i = 0; i < sizeof big / sizeof big[0]; i++) {
+		s = shape(3, big[i][0], big[i][1], big[i][2]);
+		ASSERT_EQ(tfg_shape_size(&s, TFG_F32, &n, &b), -1);
+	}
+	ASSERT_EQ(n, -1); /* untouched when refused */
+	ASSERT_EQ(b, 1);
+	s = shape(3, INT64_C(4611686018427387904), 4, 0);
+	ASSERT_EQ(tfg_shape_numel(&s), 0);
+	s = shape(3, INT64_MAX, INT64_MAX, 0);
+	ASSERT_EQ(tfg_shape_numel(&s), 0);
+	s = shape(2, INT64_MAX, INT64_MAX, 0);
+	ASSERT_EQ(tfg_shape_numel(&s), INT64_MAX);
+	s = shape(3, 3, INT64_MAX / 2, 5);
+	ASSERT_EQ(tfg_shape_numel(&s), INT64_MAX);
+	/* at the limit (2^40 bytes), with and without a 0, and one over */
+	s = shape(2, INT64_C(1) << 36, 4, 0);
+	ASSERT_EQ(tfg_shape_size(&s, TFG_F32, &n, &b), 0);
+	ASSERT_EQ(n, INT64_C(1) << 38);
+	ASSERT_EQ((uint64_t)b, TFG_MAX_BYTES);
+	s = shape(3, 4, 0, INT64_C(1) << 36);
+	ASSERT_EQ(tfg_shape_size(&s, TFG_F32, &n, &b), 0);
+	ASSERT_EQ(n, 0);
+	ASSERT_EQ(b, 0);
+	s = shape(3, 8, 0, INT64_C(1) << 36);
+	ASSERT_EQ(tfg_shape_size(&s, TFG_F32, &n, &b), -1);
+	s = shape(2, 2, INT64_C(1) << 36, 0);
+	ASSERT_EQ(tfg_shape_size(&s, TFG_F64, NULL, &b), 0);
+	ASSERT_EQ((uint64_t)b, TFG_MAX_BYTES);
+	s = shape(2, 4, INT64_C(1) << 36, 0);
+	ASSERT_EQ(tfg_shape_size(&s, TFG_F64, NULL, &b), -1);
+	s = shape(1, -1, 0, 0);
+	ASSERT_EQ(tfg_shape_size(&s, TFG_F32, NULL, NULL), -1);
+	s = shape(0, 0, 0, 0);
+	ASSERT_EQ(tfg_shape_size(&s, TFG_I64, &n, &b), 0);
+	ASSERT_EQ(n, 1);
+	ASSERT_EQ(b, 8);
+}
+
+TEST_MAIN({"dtype", t_dtype}, {"shape", t_shape},
+	  {"shape_size", t_shape_size}, {"new", t_new},
 	  {"new_invalid", t_new_invalid}, {"status", t_status},
 	  {"string", t_string})
