@@ -180,7 +180,7 @@ teardown(void)
 	arena_free(A);
 }
 
-TEST_MAIN({"setup", setup}, {"parse", t_parse},
-	  {"parse_errors", t_parse_errors}, {"merge", t_merge},
-	  {"complete", t_complete}, {"promote", t_promote},
-	  {"broadcast", t_broadcast}, {"teardown", teardown})
+TEST_MAIN_FIXTURE(setup, teardown, {"parse", t_parse},
+		  {"parse_errors", t_parse_errors}, {"merge", t_merge},
+		  {"complete", t_complete}, {"promote", t_promote},
+		  {"broadcast", t_broadcast})

@@ -244,11 +244,12 @@ t_streams(void)
 }
 
 static void
-t_cleanup(void)
+cleanup(void)
 {
 	jh_cleanup();
 }
 
-TEST_MAIN({"kat", t_kat}, {"uniform_float", t_uniform_float},
-	  {"uniform_int", t_uniform_int}, {"normal_ref", t_normal_ref},
-	  {"stats", t_stats}, {"streams", t_streams}, {"cleanup", t_cleanup})
+TEST_MAIN_FIXTURE(NULL, cleanup, {"kat", t_kat},
+		  {"uniform_float", t_uniform_float},
+		  {"uniform_int", t_uniform_int}, {"normal_ref", t_normal_ref},
+		  {"stats", t_stats}, {"streams", t_streams})

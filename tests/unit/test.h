@@ -56,12 +56,26 @@ typedef struct TestCase {
 	void (*fn)(void);
 } TestCase;
 
-#define TEST_MAIN(...)                                                        \
+/* TEST_MAIN_FIXTURE(setup, teardown, cases...): setup runs once before
+ * the tests (those named on the command line, or all) and teardown once
+ * after them, to make and free what they share; either may be NULL.
+ * Neither is a test, but an ASSERT in either fails the run. */
+#define TEST_MAIN(...) TEST_MAIN_FIXTURE(NULL, NULL, __VA_ARGS__)
+#define TEST_MAIN_FIXTURE(setup, teardown, ...)                               \
 	int main(int argc, char **argv)                                       \
 	{                                                                     \
 		static const TestCase cases[] = {__VA_ARGS__};                \
+		void (*volatile up)(void) = setup;                            \
+		void (*volatile down)(void) = teardown;                       \
 		int n = sizeof cases / sizeof cases[0];                       \
 		volatile int pass = 0, fail = 0;                              \
+		test_failed = 0;                                              \
+		if (up && setjmp(test_jmp) == 0)                              \
+			up();                                                 \
+		if (test_failed) {                                            \
+			fprintf(stderr, "FAIL (setup)\n");                    \
+			return 1;                                             \
+		}                                                             \
 		for (volatile int i = 0; i < n; i++) {                        \
 			if (argc > 1 && strcmp(argv[1], cases[i].name) != 0)  \
 				continue;                                     \
@@ -73,6 +87,13 @@ typedef struct TestCase {
 				fprintf(stderr, "FAIL %s\n", cases[i].name);  \
 			} else                                                \
 				pass++;                                       \
+		}                                                             \
+		test_failed = 0;                                              \
+		if (down && setjmp(test_jmp) == 0)                            \
+			down();                                               \
+		if (test_failed) {                                            \
+			fail++;                                               \
+			fprintf(stderr, "FAIL (teardown)\n");                 \
 		}                                                             \
 		printf("%s: %d passed, %d failed\n", argv[0], pass, fail);    \
 		return fail != 0;                                             \

@@ -65,7 +65,7 @@ program(int d)
 	TfgDtype t = d == F32 ? TFG_F32 : TFG_F64;
 	JhPart p = {0};
 	IrNode *in;
-	if (!buf32 || !buf64) { /* once, freed by t_free */
+	if (!buf32 || !buf64) { /* once, freed by cleanup */
 		buf32 = aligned_alloc(64, CHUNK * sizeof(float));
 		buf64 = aligned_alloc(64, CHUNK * sizeof(double));
 		if (!buf32 || !buf64)
@@ -404,7 +404,7 @@ t_vector(void)
 
 /* Last: frees what jit() set up (ASan checks for leaks). */
 static void
-t_free(void)
+cleanup(void)
 {
 	free(buf32);
 	free(buf64);
@@ -413,5 +413,5 @@ t_free(void)
 	jh_cleanup();
 }
 
-TEST_MAIN({"special", t_special}, {"vector", t_vector}, {"host", t_host},
-	  {"nofma", t_nofma}, {"free", t_free})
+TEST_MAIN_FIXTURE(NULL, cleanup, {"special", t_special},
+		  {"vector", t_vector}, {"host", t_host}, {"nofma", t_nofma})
