@@ -111,10 +111,6 @@ int cg_plan_part(const IrPart *part, CgSlot **slots, size_t *peak,
 size_t cg_plan_offsets(CgSlot *s, int n);
 /* Whether two slots would need memory at the same time. */
 int cg_slots_overlap(const CgSlot *a, const CgSlot *b);
-/* Bytes per element of a dtype (the runtime's table, duplicated so the
- * codegen needs no runtime object). */
-size_t cg_dtype_size(TfgDtype t);
-
 
 /* ---- cpu.c: what the emitters of op families (codegen/cpu_*.c) share */
 
@@ -180,7 +176,6 @@ typedef struct Loop {
 } Loop;
 
 int cg_is_float(TfgDtype t);
-int64_t cg_numel(const TfgShape *s);
 LLVMTypeRef cg_elty(CgCtx *C, TfgDtype t);        /* element type */
 LLVMValueRef cg_i64c(CgCtx *C, int64_t v);        /* i64 constant */
 int cg_fail(CgCtx *C, const IrNode *n, const char *msg);

@@ -39,29 +39,10 @@
 static void enum_attr(CgCtx *C, LLVMValueRef f, unsigned idx, const char *k,
 		      uint64_t v);
 
-size_t
-cg_dtype_size(TfgDtype t)
-{
-	switch (t) {
-	case TFG_BOOL: return 1;
-	case TFG_I32: return 4;
-	case TFG_I64: return 8;
-	case TFG_F32: return 4;
-	case TFG_F64: return 8;
-	default: return 0;
-	}
-}
-
 int
 cg_is_float(TfgDtype t)
 {
 	return t == TFG_F32 || t == TFG_F64;
-}
-
-int64_t
-cg_numel(const TfgShape *s)
-{
-	return tfg_shape_numel(s);
 }
 
 LLVMTypeRef
@@ -169,7 +150,10 @@ cg_check_rc(CgCtx *C, LLVMValueRef rc)
 /* --------------------------------------------------- integer arithmetic */
 
 /* Floor division and floor modulo that never trap: x/0 = x%0 = 0,
- * MIN/-1 = MIN, MIN%-1 = 0.  want_mod selects which result. */
+ * MIN/-1 = MIN, MIN%-1 = 0.  want_mod selects which result.  The IR of
+ * runtime/tensor.c's tfg_int_div and tfg_int_mod, step for step (the
+ * folder and the session evaluator call those; codegen_test holds the
+ * three to one table). */
 LLVMValueRef
 cg_int_divmod(CgCtx *C, LLVMValueRef a, LLVMValueRef b, int want_mod)
 {
@@ -682,7 +666,7 @@ cpu_emit_slice(CgCtx *C, IrNode *n)
 		o0 += b * ist[k];
 		m *= s;
 	}
-	if (m != cg_numel(&n->shape))
+	if (m != tfg_shape_numel(&n->shape))
 		return cg_fail(C, n, "slice output shape does not match sizes");
 	L.rank = in->shape.rank;
 	L.nop = 2;

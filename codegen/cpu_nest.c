@@ -434,7 +434,7 @@ static int
 nest_nt(CgCtx *C, const Nest *L)
 {
 	int64_t min = C->nt_min ? C->nt_min : CG_NT_MIN;
-	int64_t sz = (int64_t)cg_dtype_size(L->n->dtype);
+	int64_t sz = (int64_t)tfg_dtype_size(L->n->dtype);
 	if (min < 0 || !(L->flags & CG_NEST_STREAM) || L->rank != 1 ||
 	    L->nacc || L->row > 1 || L->stride[0][0] != 1)
 		return 0;
@@ -614,7 +614,7 @@ static void
 kernel_body_nt(CgCtx *C, Nest *K, LLVMValueRef begin, LLVMValueRef end)
 {
 	LLVMBuilderRef B = C->b;
-	int64_t sz = (int64_t)cg_dtype_size(K->n->dtype);
+	int64_t sz = (int64_t)tfg_dtype_size(K->n->dtype);
 	int64_t per = CG_NT_TILE / sz;
 	LLVMTypeRef vty = LLVMVectorType(C->i32, 16);
 	LLVMValueRef tmp, lo, hi, nblk;

@@ -179,7 +179,7 @@ red_mask(const IrNode *n)
 	const TfgShape *in = red_shape(n);
 	uint32_t all = (1u << in->rank) - 1, m = n->axes & all;
 	if (m == 0 && (n->shape.rank != in->rank ||
-		       cg_numel(&n->shape) != cg_numel(in)))
+		       tfg_shape_numel(&n->shape) != tfg_shape_numel(in)))
 		m = all;
 	return m;
 }
@@ -198,7 +198,7 @@ red_layout(CgCtx *C, const IrNode *n, uint32_t mask, int64_t *ost)
 		m *= red ? 1 : in->dims[k];
 		count *= red ? in->dims[k] : 1;
 	}
-	if (m != cg_numel(&n->shape)) {
+	if (m != tfg_shape_numel(&n->shape)) {
 		cg_fail(C, n, "reduction output shape does not match its axes");
 		return -1;
 	}
@@ -478,7 +478,7 @@ emit_out_pass(CgCtx *C, IrNode *n, NestBody body, int64_t count)
 {
 	Nest L = {0};
 	L.rank = 1;
-	L.dim[0] = cg_numel(&n->shape);
+	L.dim[0] = tfg_shape_numel(&n->shape);
 	L.stride[0][0] = 1;
 	L.nop = 1;
 	L.n = n;
@@ -704,9 +704,9 @@ emit_softmax(CgCtx *C, IrNode *n)
 		return cg_fail(C, n, "softmax needs one float input of rank "
 			       ">= 1");
 	K = n->shape.dims[n->shape.rank - 1];
-	if (cg_numel(&n->shape) == 0)
+	if (tfg_shape_numel(&n->shape) == 0)
 		return 0;
-	R = cg_numel(&n->shape) / K;
+	R = tfg_shape_numel(&n->shape) / K;
 	Nest L;
 	memset(&L, 0, sizeof L);
 	L.rank = 1;
@@ -723,7 +723,7 @@ emit_softmax(CgCtx *C, IrNode *n)
 	/* non-temporal stores when large, unless the exps would not fit a
 	   stack row (16 KiB) */
 	if (L.body == body_softmax_vec &&
-	    cg_nt_wanted(C, cg_numel(&n->shape) * 4) &&
+	    cg_nt_wanted(C, tfg_shape_numel(&n->shape) * 4) &&
 	    (n->op == OP_log_softmax || K <= 4096))
 		L.flags |= CG_NEST_NT;
 	cg_nest_emit(C, &L);

@@ -291,7 +291,7 @@ epi_plan(const CgCtx *C, const IrNode *n, int flat, Epi *E)
 	E->rows = 1;
 	if (E->blas) {
 		E->rows = (C->epi_block > 0 ? C->epi_block : EPI_BLOCK_BYTES) /
-			  (E->nn * (int64_t)cg_dtype_size(E->t));
+			  (E->nn * (int64_t)tfg_dtype_size(E->t));
 		E->rows = E->rows < 1 ? 1 : E->rows > E->m ? E->m : E->rows;
 	}
 	return 0;
@@ -399,12 +399,12 @@ emit_epilogue(CgCtx *C, IrNode *n)
 	for (int e = 2; e < n->nin; e++)
 		if (n->in[e]->shape.rank > n->shape.rank)
 			return cg_fail(C, n, "input rank above output rank");
-	if (cg_numel(&n->shape) == 0)
+	if (tfg_shape_numel(&n->shape) == 0)
 		return 0;
 	memcpy(ba.dims, sa->dims, sizeof ba.dims[0] * ba.rank);
 	memcpy(bb.dims, sb->dims, sizeof bb.dims[0] * bb.rank);
 	memcpy(bo.dims, n->shape.dims, sizeof bo.dims[0] * nb);
-	nbat = cg_numel(&bo);
+	nbat = tfg_shape_numel(&bo);
 	base[0] = cg_buf(C, n);
 	for (int e = 0; e < n->nin; e++)
 		base[1 + e] = cg_buf(C, n->in[e]);
@@ -474,7 +474,7 @@ cg_emit_matmul_to(CgCtx *C, const IrNode *n, LLVMValueRef out)
 	memcpy(bo.dims, n->shape.dims, sizeof bo.dims[0] * nb);
 
 	/* the batch as rows: b unbatched, a with every batch axis */
-	int64_t nbat = cg_numel(&bo);
+	int64_t nbat = tfg_shape_numel(&bo);
 	if (ra >= 2 && bb.rank == 0 && ba.rank == nb && nbat > 0 &&
 	    use_blas(n->dtype, nbat * m, k, nn)) {
 		blas_call(C, n->dtype, cg_buf(C, n->in[0]), cg_buf(C, n->in[1]),
@@ -499,7 +499,7 @@ cg_emit_matmul_to(CgCtx *C, const IrNode *n, LLVMValueRef out)
 	}
 
 	Z.rank = 1;
-	Z.dim[0] = cg_numel(&n->shape);
+	Z.dim[0] = tfg_shape_numel(&n->shape);
 	Z.stride[0][0] = 1;
 	Z.nop = 1;
 	Z.n = n;
@@ -545,14 +545,14 @@ int
 cpu_emit_reshape(CgCtx *C, IrNode *n)
 {
 	Nest L = {0};
-	if (n->nin != 1 || cg_numel(&n->in[0]->shape) != cg_numel(&n->shape))
+	if (n->nin != 1 || tfg_shape_numel(&n->in[0]->shape) != tfg_shape_numel(&n->shape))
 		return cg_fail(C, n, "reshape changes the element count");
 	if (C->val[C->cur] == NULL) { /* a view (codegen/memplan.c) */
 		C->val[C->cur] = cg_buf(C, n->in[0]);
 		return 0;
 	}
 	L.rank = 1;
-	L.dim[0] = cg_numel(&n->shape);
+	L.dim[0] = tfg_shape_numel(&n->shape);
 	L.stride[0][0] = L.stride[1][0] = 1;
 	L.nop = 2;
 	L.n = n;

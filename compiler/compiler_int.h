@@ -9,6 +9,12 @@
 /* ir.c */
 IrNode *ir_node_new(Program *p, OpKind op, int nin, SrcLoc loc);
 IrNode *ir_clone(Arena *a, const IrNode *n);
+/* What the na nodes a[] and the nb nodes b[] (either list may be empty)
+ * depend on, themselves included: a flag per node id of p's graph
+ * (p->g.nodes.n + 1 bytes in p's arena).  The one reachability walk:
+ * partitioning, plans and sessions use it. */
+char *ir_reach(Program *p, IrNode *const *a, int na, IrNode *const *b,
+	       int nb);
 const char *ir_node_label(const IrNode *n); /* name or "_<id>" */
 /* Writes a const node's scalar or small tensor value, NumPy style, into
  * the arena ("2", "[1. 2.]"); long tensors are abbreviated. */

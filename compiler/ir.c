@@ -59,6 +59,28 @@ ir_clone(Arena *a, const IrNode *n)
 	return c;
 }
 
+char *
+ir_reach(Program *p, IrNode *const *a, int na, IrNode *const *b, int nb)
+{
+	char *seen = arena_alloc(p->arena, p->g.nodes.n + 1);
+	PtrVec stack = {0};
+
+	for (int i = 0; i < na; i++)
+		vec_push(p->arena, &stack, a[i]);
+	for (int i = 0; i < nb; i++)
+		vec_push(p->arena, &stack, b[i]);
+	while (stack.n > 0) {
+		IrNode *x = stack.v[--stack.n];
+
+		if (seen[x->id])
+			continue;
+		seen[x->id] = 1;
+		for (int k = 0; k < x->nin; k++)
+			vec_push(p->arena, &stack, x->in[k]);
+	}
+	return seen;
+}
+
 size_t
 ir_nbytes(const IrNode *n)
 {

@@ -178,22 +178,10 @@ cut_sig(Program *p, int sig, PtrVec *users)
 	IrSig *g = &p->sigs[sig];
 	int n = p->g.nodes.n;
 	IrNode **nodes = (IrNode **)p->g.nodes.v;
-	char *needed = arena_alloc(p->arena, n + 1);
-	PtrVec stack = {0};
+	char *needed = ir_reach(p, g->fetch, g->nfetch, g->target,
+				g->ntarget);
 	Cut c = {p, g, sig, NULL, NULL, NULL};
 
-	for (int i = 0; i < g->nfetch; i++)
-		vec_push(p->arena, &stack, g->fetch[i]);
-	for (int i = 0; i < g->ntarget; i++)
-		vec_push(p->arena, &stack, g->target[i]);
-	while (stack.n > 0) {
-		IrNode *x = stack.v[--stack.n];
-		if (needed[x->id])
-			continue;
-		needed[x->id] = 1;
-		for (int i = 0; i < x->nin; i++)
-			vec_push(p->arena, &stack, x->in[i]);
-	}
 	c.parts = arena_alloc(p->arena, p->ntask * sizeof *c.parts);
 	c.local = arena_alloc(p->arena, p->ntask * sizeof *c.local);
 	c.sends = arena_alloc(p->arena, p->ntask * sizeof *c.sends);

@@ -105,20 +105,6 @@ cvt(Val v, TfgDtype from, TfgDtype to)
 	return r;
 }
 
-/* Floor / and % that never trap (cg_int_divmod). */
-static int64_t
-divmod(TfgDtype t, int64_t a, int64_t b, int want_mod)
-{
-	int64_t min = t == TFG_I32 ? INT32_MIN : INT64_MIN;
-	int bz = b == 0, ovf = a == min && b == -1;
-	int64_t d = bz || ovf ? 1 : b, q = a / d, r = a - q * d;
-	int adj = r != 0 && (r ^ b) < 0;
-
-	if (want_mod)
-		return adj ? r + b : r;
-	return bz ? 0 : adj ? q - 1 : q;
-}
-
 /* Integer ** by square-and-multiply, wrapping (int_pow). */
 static int64_t
 ipow(TfgDtype t, int64_t a, int64_t b)
@@ -230,8 +216,12 @@ eval(OpKind op, TfgDtype t, const TfgDtype *it, Val *v)
 	case OP_add: r.i = wrap(t, x + y); break;
 	case OP_sub: r.i = wrap(t, x - y); break;
 	case OP_mul: r.i = wrap(t, x * y); break;
-	case OP_div: r.i = divmod(t, a.i, b.i, 0); break;
-	case OP_mod: r.i = divmod(t, a.i, b.i, 1); break;
+	case OP_div:
+		r.i = tfg_int_div(a.i, b.i, t == TFG_I32 ? 32 : 64);
+		break;
+	case OP_mod:
+		r.i = tfg_int_mod(a.i, b.i, t == TFG_I32 ? 32 : 64);
+		break;
 	case OP_pow: r.i = ipow(t, a.i, b.i); break;
 	case OP_maximum: r.i = a.i > b.i ? a.i : b.i; break;
 	case OP_minimum: r.i = a.i < b.i ? a.i : b.i; break;

@@ -158,24 +158,13 @@ plan_program(Program *p)
 static void
 candidates(Program *p, const IrSig *g, RtSig *r)
 {
-	char *seen = arena_alloc(p->arena, p->g.nodes.n + 1);
+	char *seen = ir_reach(p, g->fetch, g->nfetch, g->target, g->ntarget);
 	char *on = arena_alloc(p->arena, p->ntask + 1);
-	PtrVec stack = {0};
 
 	on[g->client] = 1;
-	for (int i = 0; i < g->nfetch; i++)
-		vec_push(p->arena, &stack, g->fetch[i]);
-	for (int i = 0; i < g->ntarget; i++)
-		vec_push(p->arena, &stack, g->target[i]);
-	while (stack.n > 0) {
-		IrNode *x = stack.v[--stack.n];
-		if (seen[x->id])
-			continue;
-		seen[x->id] = 1;
-		on[x->task] = 1;
-		for (int k = 0; k < x->nin; k++)
-			vec_push(p->arena, &stack, x->in[k]);
-	}
+	for (int i = 0; i < p->g.nodes.n; i++)
+		if (seen[i])
+			on[((IrNode *)p->g.nodes.v[i])->task] = 1;
 	r->ntask = 0;
 	for (int t = 0; t < p->ntask; t++)
 		if (on[t])

@@ -54,19 +54,8 @@ const_expr(Checker *c, SrcLoc loc, TfgDtype t, const TfgShape *s,
 static void
 needed_inputs(Checker *c, PtrVec *from, PtrVec *inputs)
 {
-	char *seen = arena_alloc(c->a, c->p->g.nodes.n + 1);
-	PtrVec stack = {0};
-
-	for (int i = 0; i < from->n; i++)
-		vec_push(c->a, &stack, from->v[i]);
-	while (stack.n > 0) {
-		IrNode *n = stack.v[--stack.n];
-		if (seen[n->id])
-			continue;
-		seen[n->id] = 1;
-		for (int i = 0; i < n->nin; i++)
-			vec_push(c->a, &stack, n->in[i]);
-	}
+	char *seen = ir_reach(c->p, (IrNode *const *)from->v, from->n, NULL,
+			      0);
 	for (int i = 0; i < c->p->g.nodes.n; i++) {
 		IrNode *n = c->p->g.nodes.v[i];
 		if (seen[i] && n->op == OP_input)

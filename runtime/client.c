@@ -256,22 +256,6 @@ scalar_new(RtTensor **out, TfgDtype t, int64_t i, double f)
 	return TFG_OK;
 }
 
-/* Floor division with x / 0 = 0 and wrapping INT_MIN / -1. */
-static int64_t
-floor_div(int64_t a, int64_t b)
-{
-	int64_t q;
-
-	if (b == 0)
-		return 0;
-	if (b == -1)
-		return (int64_t)(0 - (uint64_t)a);
-	q = a / b;
-	if ((a % b != 0) && ((a < 0) != (b < 0)))
-		q--;
-	return q;
-}
-
 /* "f32[100]" */
 static const char *
 type_str(char *buf, size_t n, TfgDtype t, const TfgShape *s)
@@ -340,7 +324,8 @@ eval_arith(Sess *ss, const RtExpr *x, CVal *v)
 				    x->kind == RT_E_ADD ? (int64_t)(up + uq) :
 				    x->kind == RT_E_SUB ? (int64_t)(up - uq) :
 				    x->kind == RT_E_MUL ? (int64_t)(up * uq) :
-				    floor_div(p, q);
+				    tfg_int_div(p, q, rt == TFG_I32 ? 32
+							    : 64);
 
 			st = scalar_new(&v->t, rt, r, 0);
 		}

@@ -47,6 +47,42 @@ tfg_dtype_size(TfgDtype t)
 	return dtype_sizes[t];
 }
 
+/* q and r of a / b rounded toward -inf, with the divisor 1 where b is 0
+ * or the quotient would overflow (MIN / -1). */
+static void
+int_divmod(int64_t a, int64_t b, int bits, int64_t *q, int64_t *r)
+{
+	int64_t min = bits == 32 ? INT32_MIN : INT64_MIN;
+	int64_t d = b == 0 || (a == min && b == -1) ? 1 : b;
+
+	*q = a / d;
+	*r = a - *q * d;
+	if (*r != 0 && (*r ^ b) < 0) { /* sign(r) != sign(b): one down */
+		*q -= 1;
+		*r += b;
+	}
+}
+
+TFG_API int64_t
+tfg_int_div(int64_t a, int64_t b, int bits)
+{
+	int64_t q, r;
+
+	if (b == 0)
+		return 0;
+	int_divmod(a, b, bits, &q, &r);
+	return q;
+}
+
+TFG_API int64_t
+tfg_int_mod(int64_t a, int64_t b, int bits)
+{
+	int64_t q, r;
+
+	int_divmod(a, b, bits, &q, &r);
+	return r;
+}
+
 TFG_API int64_t
 tfg_shape_numel(const TfgShape *s)
 {

@@ -89,6 +89,16 @@ typedef struct TfgShape {
 	int64_t dims[TFG_MAX_RANK];
 } TfgShape;
 
+/* The language's integer / and % (spec/design.md "Language decisions"):
+ * floor division and the remainder that goes with it, for integers of
+ * `bits` bits (32 or 64) held in an int64_t, never trapping: x / 0 =
+ * x % 0 = 0, MIN / -1 = MIN (it wraps), MIN % -1 = 0.  The folder and
+ * the session evaluator call these; the CPU emitter builds the same in
+ * LLVM IR (cg_int_divmod), and tests/unit/codegen_test.c holds the two
+ * to each other. */
+TFG_API int64_t tfg_int_div(int64_t a, int64_t b, int bits);
+TFG_API int64_t tfg_int_mod(int64_t a, int64_t b, int bits);
+
 /* The most bytes one tensor may have: 2^40 (1 TiB). */
 #define TFG_MAX_BYTES ((uint64_t)1 << 40)
 
