@@ -243,6 +243,9 @@ typedef struct Program {
 				 the passes change the graph */
 	TfgPlan *plan;
 	int nunknown;        /* inputs with dims left `?` after --shape */
+	const char *path;    /* as given to compile_file */
+	int done;            /* a pass made the program whole early (a
+				generic plan): the pipeline stops */
 } Program;
 
 /* The phases.  Each returns 0, or the number of errors it reported. */
@@ -281,10 +284,18 @@ TfgDtype dtype_promote(TfgDtype a, int aweak, TfgDtype b, int bweak);
 /* Whether every dim of s is known (no IR_DIM_UNKNOWN). */
 int shape_known(const TfgShape *s);
 
+/* The passes of compile_file, in order (compiler/passes.def). */
+enum {
+#define PASS(id, run, name, emit, skip) PASS_##id,
+#include "compiler/passes.def"
+#undef PASS
+	PASS__N
+};
+
 /* The whole front and middle end: read, parse, check, place, partition,
- * plan.  Stops after the first phase with errors.  `until` names the last
- * phase to run: "parse", "check", "fold", "cse", "dce", "place",
- * "partition", "fuse", "plan". */
+ * plan: the passes of compiler/passes.def in order.  Stops after the
+ * first pass with errors.  `until` names the last pass to run (its NAME
+ * column; NULL: all). */
 typedef struct CompileOptions {
 	const char *until;
 	int naddr;            /* --addr overrides: "/job:J/task:T=host:port" */
@@ -294,8 +305,9 @@ typedef struct CompileOptions {
 	   fetches, or writes fetch i to out[i] when outs are given */
 	int nfetch, nfeed, nout;
 	const char **fetch, **feed, **out;
-	/* -fno-fold, -fno-cse, -fno-dce, -fno-fuse: skip a pass */
-	int no_fold, no_cse, no_dce, no_fuse;
+	/* -fno-NAME: 1u << PASS_<ID> for each pass to skip (only those
+	   passes.def marks skippable are) */
+	unsigned skip;
 	/* --shape x=100,784: the dims of input x, fixing its `?` dims (a
 	   specialisation, spec §4.3) */
 	int nshape;

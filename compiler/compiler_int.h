@@ -6,6 +6,28 @@
 
 #include "compiler/compiler.h"
 
+/* ports.c: --free-ports; -1 (reported) when none can be had */
+int free_ports(Program *p);
+
+/* jit.c: the compile callbacks of `tfgc server` (cookie: the Program;
+ * for part_load, the --part path), and what they keep, freed at exit */
+int jit_compile(void *cookie, const TfgPlan *plan, int task, RtPart *parts);
+int jit_specialise(void *cookie, const TfgPlan *plan, int sig,
+		   const TfgShape *feeds, int task, const TfgPlan **out,
+		   RtPart *parts, TfgError *e);
+void jit_release(void *cookie, const TfgPlan *plan);
+int part_load(void *cookie, const TfgPlan *plan, int task, RtPart *parts);
+void jit_free_all(void);
+
+/* pipeline.c: the pass table (compiler/passes.def) */
+int pass_lookup(const char *name);  /* PASS_<ID> of a NAME, or -1 */
+const char *pass_name(int pass);
+int pass_skippable(int pass);       /* -fno-NAME allowed */
+int pass_of_emit(const char *mode); /* the pass --emit=MODE stops after */
+/* An error for each input with `?` dims left, naming --shape after
+ * `what` ("give its shape with"); the number reported. */
+int unknown_dims(Program *p, Diag *d, const char *what);
+
 /* ir.c */
 IrNode *ir_node_new(Program *p, OpKind op, int nin, SrcLoc loc);
 IrNode *ir_clone(Arena *a, const IrNode *n);

@@ -1,6 +1,8 @@
 /*
- * compiler/driver.c: tfgc's command line, and the one function that runs
- * the phases in order (compile_file).
+ * compiler/driver.c: tfgc's command line: its arguments and commands.
+ * The passes run in compiler/pipeline.c, the server's compile callbacks
+ * (JIT, specialisations, --part) live in compiler/jit.c, and
+ * --free-ports in compiler/ports.c.
  *
  *   tfgc check FILE
  *   tfgc emit --emit=tokens|ast|folded|cse|dce|placed|partition|fused|llvm
@@ -18,12 +20,9 @@
  * Exit status: 0 success, 1 errors in the program or at run time, 2 a bad
  * command line.
  */
-#include <arpa/inet.h>
 #include <errno.h>
-#include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include "codegen/codegen.h"
@@ -38,7 +37,7 @@ typedef struct Args {
 	int opt_level;
 	int log_placement, free_ports, attach, verbose;
 	int picked_ports; /* server: --picked-ports, from tfgc run */
-	int no_fold, no_cse, no_dce, no_fuse; /* -fno-fold ... */
+	unsigned skip;     /* -fno-NAME: CompileOptions.skip */
 	double startup_timeout, step_timeout;
 	int max_specs;     /* --max-specs; 0: the runtime's default */
 	PtrVec addr; /* --addr values */
@@ -72,133 +71,6 @@ bad_usage(const char *fmt, const char *arg)
 	fprintf(stderr, fmt, arg);
 	fprintf(stderr, "\n%s", usage);
 	return 2;
-}
-
-/* --------------------------------------------------------------- phases */
-
-static int
-apply_addr(Program *p, const char *spec, Diag *d)
-{
-	const char *eq = strchr(spec, '='), *err;
-	Device dv;
-	int off, t;
-
-	if (!eq || !eq[1]) {
-		diag_error(d, (SrcLoc){0}, "--addr '%s': expected "
-			   "/job:J/task:T=HOST:PORT", spec);
-		return -1;
-	}
-	if (dev_parse(p->arena, &dv, arena_strndup(p->arena, spec, eq - spec),
-		      &err, &off) < 0 || !dv.job) {
-		diag_error(d, (SrcLoc){0}, "--addr '%s': expected "
-			   "/job:J/task:T=HOST:PORT", spec);
-		return -1;
-	}
-	if ((t = dev_task_index(p, dev_complete(p, dv))) < 0) {
-		diag_error(d, (SrcLoc){0}, "--addr '%s': the cluster has no "
-			   "such task", spec);
-		return -1;
-	}
-	p->tasks[t].addr = eq + 1;
-	return 0;
-}
-
-/* A program with `?` dims left is checked, never compiled to code
- * (spec §4.3): each such input is an error naming --shape. */
-static int
-unknown_dims(Program *p, Diag *d, const char *what)
-{
-	for (int i = 0; i < p->g.nodes.n; i++) {
-		IrNode *n = p->g.nodes.v[i];
-		char eg[128];
-		size_t k = 0;
-		if (n->op != OP_input || shape_known(&n->shape))
-			continue;
-		eg[0] = '\0';
-		for (int j = 0; j < n->shape.rank && k < sizeof eg; j++)
-			k += n->shape.dims[j] == IR_DIM_UNKNOWN
-			     ? snprintf(eg + k, sizeof eg - k, "%sN",
-					j ? "," : "")
-			     : snprintf(eg + k, sizeof eg - k, "%s%lld",
-					j ? "," : "",
-					(long long)n->shape.dims[j]);
-		diag_error(d, n->loc, "input '%s' has unknown dims (%s): %s "
-			   "--shape %s=%s", n->name,
-			   ir_type_str(p->arena, n->dtype, &n->shape), what,
-			   n->name, eg);
-	}
-	return d->nerr;
-}
-
-int
-compile_file(Program *p, const char *path, const CompileOptions *o,
-	     Diag *d)
-{
-	const char *until = o && o->until ? o->until : "plan";
-	int err = 0;
-
-	memset(p, 0, sizeof *p);
-	p->arena = arena_new();
-	p->opt = o;
-	p->diag = d;
-	if (o && o->source)
-		p->src = o->source;
-	else if (!(p->src = src_read(p->arena, path, &err))) {
-		diag_error(d, (SrcLoc){0}, "cannot read '%s': %s", path,
-			   strerror(err));
-		return 1;
-	}
-	p->ast = lang_parse(p->arena, p->src, d);
-	if (!p->ast || d->nerr)
-		return d->nerr ? d->nerr : 1;
-	if (strcmp(until, "parse") == 0)
-		return 0;
-	if (check_program(p))
-		return d->nerr;
-	for (int i = 0; o && i < o->naddr; i++)
-		if (apply_addr(p, o->addr[i], d) < 0)
-			return d->nerr;
-	if (strcmp(until, "check") == 0 || (p->nunknown && o->unknown_ok))
-		return 0;
-	if (p->nunknown && !(o && (o->generic_ok || o->spec_sig)) &&
-	    unknown_dims(p, d, "give its shape with"))
-		return d->nerr;
-	/* Placement sees the graph as written (it is what
-	   --log-device-placement shows); the passes then keep each value
-	   on its device, so they never move work between tasks. */
-	if (place_program(p))
-		return d->nerr;
-	if (strcmp(until, "place") == 0)
-		return 0;
-	/* `?` dims left: a generic plan (run, server), or a specialisation
-	   that keeps only its signature, whose dims are all known. */
-	if (o && o->spec_sig) {
-		if (prune_to_sig(p, o->spec_sig - 1))
-			return d->nerr;
-	} else if (p->nunknown) {
-		return plan_generic(p) ? d->nerr : 0;
-	}
-	if ((!o || !o->no_fold) && fold_program(p))
-		return d->nerr;
-	if (strcmp(until, "fold") == 0)
-		return 0;
-	if ((!o || !o->no_cse) && cse_program(p))
-		return d->nerr;
-	if (strcmp(until, "cse") == 0)
-		return 0;
-	if ((!o || !o->no_dce) && dce_program(p))
-		return d->nerr;
-	if (strcmp(until, "dce") == 0)
-		return 0;
-	if (partition_program(p))
-		return d->nerr;
-	if (strcmp(until, "partition") == 0)
-		return 0;
-	if ((!o || !o->no_fuse) && fuse_program(p))
-		return d->nerr;
-	if (strcmp(until, "fuse") == 0)
-		return 0;
-	return plan_program(p) ? d->nerr : 0;
 }
 
 /* ---------------------------------------------------------- the commands */
@@ -240,14 +112,9 @@ parse_args(Args *a, int argc, char **argv, Arena *ar)
 			a->picked_ports = 1; /* tfgc run to its servers */
 		} else if (FLAG("--shared")) {
 			a->shared = 1;
-		} else if (FLAG("-fno-fold")) {
-			a->no_fold = 1;
-		} else if (FLAG("-fno-cse")) {
-			a->no_cse = 1;
-		} else if (FLAG("-fno-dce")) {
-			a->no_dce = 1;
-		} else if (FLAG("-fno-fuse")) {
-			a->no_fuse = 1;
+		} else if (strncmp(name, "-fno-", 5) == 0 && !val &&
+			   pass_skippable(pass_lookup(name + 5))) {
+			a->skip |= 1u << pass_lookup(name + 5);
 		} else if (FLAG("--verbose") || FLAG("-v")) {
 			a->verbose = 1;
 		} else if (FLAG("--emit") || FLAG("--job") || FLAG("--task") ||
@@ -331,225 +198,6 @@ parse_args(Args *a, int argc, char **argv, Arena *ar)
 	return 0;
 }
 
-static int
-host_is_local(const char *addr)
-{
-	static const char *local[] = {"localhost:", "127.0.0.1:", "[::1]:",
-				      "0.0.0.0:"};
-	for (size_t i = 0; i < sizeof local / sizeof *local; i++)
-		if (strncmp(addr, local[i], strlen(local[i])) == 0)
-			return 1;
-	return 0;
-}
-
-/* --free-ports: each local address becomes 127.0.0.1:<a free port>.
- * The sockets stay bound until all ports are picked, so they differ. */
-static int
-free_ports(Program *p)
-{
-	int *fds = arena_alloc(p->arena, (p->ntask + 1) * sizeof *fds);
-	int rc = 0;
-
-	for (int t = 0; t < p->ntask; t++) {
-		struct sockaddr_in sa = {0};
-		socklen_t len = sizeof sa;
-		fds[t] = -1;
-		if (!host_is_local(p->tasks[t].addr))
-			continue;
-		sa.sin_family = AF_INET;
-		sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-		if ((fds[t] = socket(AF_INET, SOCK_STREAM, 0)) < 0 ||
-		    bind(fds[t], (struct sockaddr *)&sa, sizeof sa) < 0 ||
-		    getsockname(fds[t], (struct sockaddr *)&sa, &len) < 0) {
-			fprintf(stderr, "tfgc: error: cannot find a free port: "
-				"%s\n", strerror(errno));
-			rc = -1;
-			break;
-		}
-		p->tasks[t].addr = p->plan->tasks[t].addr = arena_printf(
-		    p->arena, "127.0.0.1:%d", ntohs(sa.sin_port));
-	}
-	for (int t = 0; t < p->ntask; t++)
-		if (fds[t] >= 0)
-			close(fds[t]);
-	return rc;
-}
-
-static CgJit *the_jit;
-static TfgPartLib *the_part; /* server --part */
-
-static int
-jit_compile(void *cookie, const TfgPlan *plan, int task, RtPart *parts)
-{
-	Program *p = cookie;
-	CgOptions o = {0};
-	double ms = 0;
-
-	(void)plan;
-	o.opt_level = 2;
-	if (cg_jit(&the_jit, p, task, &o, parts, &ms) != 0)
-		return 1;
-	if (getenv("TFG_JIT_TIME"))
-		fprintf(stderr, "tfgc: %s: JIT %.2f ms\n", p->tasks[task].name,
-			ms);
-	return 0;
-}
-
-/* The specialisations this process compiled (spec/design.md "Unknown
- * dims"): each a whole Program with its options and JIT, kept while the
- * runtime runs their code and reads their plans: until it evicts one
- * (jit_release) or the process exits (specs_free). */
-typedef struct Spec {
-	CompileOptions co;
-	Arena *ar;       /* the --shape strings */
-	Program p;
-	CgJit *jit;
-	int task;        /* the task it was compiled for */
-} Spec;
-static Spec **the_specs;
-static int the_nspec;
-
-/* Frees one: its JIT (the code of its parts), its program and plan. */
-static void
-spec_dispose(Spec *sp)
-{
-	cg_jit_free(sp->jit);
-	arena_free(sp->p.arena);
-	arena_free(sp->ar);
-	free(sp);
-}
-
-static void
-specs_free(void)
-{
-	for (int i = 0; i < the_nspec; i++)
-		spec_dispose(the_specs[i]);
-	free(the_specs);
-	the_specs = NULL;
-	the_nspec = 0;
-}
-
-/* TfgReleaseFn: the runtime evicted the specialisation whose plan this
- * is, and runs its code no more. */
-static void
-jit_release(void *cookie, const TfgPlan *plan)
-{
-	(void)cookie;
-	for (int i = 0; i < the_nspec; i++) {
-		Spec *sp = the_specs[i];
-
-		if (sp->p.plan != plan)
-			continue;
-		the_specs[i] = the_specs[--the_nspec];
-		if (getenv("TFG_JIT_TIME"))
-			fprintf(stderr, "tfgc: %s: specialisation released "
-				"(%d kept)\n", sp->p.tasks[sp->task].name,
-				the_nspec);
-		spec_dispose(sp);
-		return;
-	}
-}
-
-/* "x=100,784" for a feed shape. */
-static const char *
-shape_opt_str(Arena *ar, const char *name, const TfgShape *s)
-{
-	char buf[8 * 24];
-	size_t k = 0;
-
-	buf[0] = '\0';
-	for (int i = 0; i < s->rank; i++)
-		k += (size_t)snprintf(buf + k, sizeof buf - k, "%s%lld",
-				      i ? "," : "", (long long)s->dims[i]);
-	return arena_printf(ar, "%s=%s", name, buf);
-}
-
-/* TfgSpecialiseFn: the program compiled again with the dims of sig's feeds
- * as --shape, pruned to sig, and JIT-compiled for task.  Diagnostics go
- * into e->msg, whole (source line and caret too). */
-static int
-jit_specialise(void *cookie, const TfgPlan *plan, int sig,
-	       const TfgShape *feeds, int task, const TfgPlan **out,
-	       RtPart *parts, TfgError *e)
-{
-	Program *base = cookie;
-	const RtSig *gs = &plan->sigs[sig];
-	Spec *sp = calloc(1, sizeof *sp), **v;
-	const char **shape;
-	char *text = NULL;
-	size_t ntext = 0;
-	FILE *mem;
-	CgOptions o = {0};
-	Diag d;
-	double ms = 0;
-	int rc, n = 0;
-
-	v = realloc(the_specs, sizeof *v * ((size_t)the_nspec + 1));
-	if (v)
-		the_specs = v;
-	if (!sp || !v || !(sp->ar = arena_new())) {
-		free(sp);
-		return tfg_error(e, TFG_ENOMEM, "out of memory");
-	}
-	the_specs[the_nspec++] = sp;
-	sp->task = task;
-	sp->co = *base->opt;
-	shape = arena_alloc(sp->ar, sizeof *shape *
-			    (size_t)(sp->co.nshape + gs->nfeed + 1));
-	for (int i = 0; i < sp->co.nshape; i++)
-		shape[n++] = sp->co.shape[i];
-	for (int i = 0; i < gs->nfeed; i++)
-		if (!shape_known(&gs->feeds[i].shape))
-			shape[n++] = shape_opt_str(sp->ar, gs->feeds[i].name,
-						   &feeds[i]);
-	sp->co.shape = shape;
-	sp->co.nshape = n;
-	sp->co.spec_sig = sig + 1;
-	sp->co.generic_ok = 0;
-	sp->co.until = "plan";
-	sp->co.source = base->src;
-	mem = open_memstream(&text, &ntext);
-	diag_init(&d, mem ? mem : stderr);
-	rc = compile_file(&sp->p, base->src->path, &sp->co, &d);
-	if (mem)
-		fclose(mem);
-	if (rc != 0) {
-		while (ntext > 0 && text[ntext - 1] == '\n')
-			text[--ntext] = '\0';
-		tfg_error(e, TFG_EINVAL, "\n%s", text ? text : "");
-		free(text);
-		the_nspec--; /* the last one: nothing of it is in use */
-		spec_dispose(sp);
-		return 1;
-	}
-	free(text);
-	o.opt_level = 2;
-	if (cg_jit(&sp->jit, &sp->p, task, &o, parts, &ms) != 0) {
-		the_nspec--;
-		spec_dispose(sp);
-		return tfg_error(e, TFG_EINVAL, "code generation failed");
-	}
-	if (getenv("TFG_JIT_TIME"))
-		fprintf(stderr, "tfgc: %s: JIT %.2f ms (specialisation)\n",
-			sp->p.tasks[task].name, ms);
-	*out = sp->p.plan;
-	return 0;
-}
-
-/* server --part: the parts come from a shared object, no LLVM. */
-static int
-part_load(void *cookie, const TfgPlan *plan, int task, RtPart *parts)
-{
-	const char *path = cookie;
-	TfgError e;
-
-	if (tfg_part_load(&the_part, path, plan, task, parts, &e) != TFG_OK) {
-		fprintf(stderr, "tfgc: error: %s\n", e.msg);
-		return 1;
-	}
-	return 0;
-}
-
 static TfgOptions
 runtime_options(const Args *a)
 {
@@ -577,11 +225,7 @@ task_matches(const char *spec, const CTask *t)
 static int
 cmd_emit(Args *a, Program *p, CompileOptions *co, Diag *d)
 {
-	static const char *const until[][2] = {
-	    {"ast", "parse"}, {"folded", "fold"}, {"cse", "cse"},
-	    {"dce", "dce"}, {"placed", "place"}, {"partition", "partition"},
-	    {"fused", "fuse"}, {"llvm", "plan"}, {"memory", "plan"}};
-	const char *u = NULL;
+	int u;
 
 	if (!a->emit)
 		return bad_usage("emit needs --emit=MODE%s", "");
@@ -600,22 +244,18 @@ cmd_emit(Args *a, Program *p, CompileOptions *co, Diag *d)
 		arena_free(ar);
 		return rc;
 	}
-	for (size_t i = 0; i < sizeof until / sizeof *until; i++)
-		if (strcmp(a->emit, until[i][0]) == 0)
-			u = until[i][1];
-	if (!u)
+	if ((u = pass_of_emit(a->emit)) < 0)
 		return bad_usage("unknown emit mode '%s' (expected tokens, "
 				 "ast, folded, cse, dce, placed, partition, "
 				 "fused, llvm or memory)", a->emit);
-	co->until = u;
+	co->until = pass_name(u);
 	if (compile_file(p, a->file, co, d))
 		return 1;
 	if (strcmp(a->emit, "ast") == 0)
 		ast_dump(stdout, p->ast);
 	else if (strcmp(a->emit, "placed") == 0)
 		dump_placed(stdout, p);
-	else if (strcmp(u, "fold") == 0 || strcmp(u, "cse") == 0 ||
-		 strcmp(u, "dce") == 0)
+	else if (u == PASS_FOLD || u == PASS_CSE || u == PASS_DCE)
 		dump_graph(stdout, p);
 	else if (strcmp(a->emit, "partition") == 0 ||
 		 strcmp(a->emit, "fused") == 0)
@@ -811,14 +451,10 @@ server_args(const Args *a, Program *p, int picked)
 	}
 	if (a->verbose)
 		vec_push(p->arena, &sargs, "--verbose");
-	if (a->no_fold)
-		vec_push(p->arena, &sargs, "-fno-fold");
-	if (a->no_cse)
-		vec_push(p->arena, &sargs, "-fno-cse");
-	if (a->no_dce)
-		vec_push(p->arena, &sargs, "-fno-dce");
-	if (a->no_fuse)
-		vec_push(p->arena, &sargs, "-fno-fuse");
+	for (int i = 0; i < PASS__N; i++)
+		if (a->skip >> i & 1)
+			vec_push(p->arena, &sargs, arena_printf(p->arena,
+				 "-fno-%s", pass_name(i)));
 	for (int i = 0; i < a->fetch.n; i++) {
 		vec_push(p->arena, &sargs, "--fetch");
 		vec_push(p->arena, &sargs, a->fetch.v[i]);
@@ -882,10 +518,7 @@ tfgc_main(int argc, char **argv)
 		return rc;
 	}
 	co.naddr = a.addr.n;
-	co.no_fold = a.no_fold;
-	co.no_cse = a.no_cse;
-	co.no_dce = a.no_dce;
-	co.no_fuse = a.no_fuse;
+	co.skip = a.skip;
 	co.addr = (const char **)a.addr.v;
 	co.nshape = a.shape.n;
 	co.shape = (const char **)a.shape.v;
@@ -919,9 +552,7 @@ tfgc_main(int argc, char **argv)
 	} else {
 		rc = bad_usage("unknown command '%s'", a.cmd);
 	}
-	specs_free();
-	cg_jit_free(the_jit);
-	tfg_part_close(the_part);
+	jit_free_all();
 	arena_free(p.arena);
 	arena_free(ar);
 	return rc;

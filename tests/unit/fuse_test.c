@@ -53,7 +53,8 @@ run_src(const char *src, int passes, size_t *len, int seed)
 	char *out;
 	IrSig *g;
 
-	co.no_fold = co.no_cse = co.no_dce = co.no_fuse = !passes;
+	co.skip = passes ? 0 : 1u << PASS_FOLD | 1u << PASS_CSE |
+				 1u << PASS_DCE | 1u << PASS_FUSE;
 	if (jh_compile_src(&p, src, &co) != 0)
 		return NULL;
 	g = &p.sigs[0];

@@ -78,7 +78,7 @@ emit_src(const char *src)
 	CompileOptions co = {0};
 	Program p;
 	char *ir;
-	co.no_fuse = 1;
+	co.skip = 1u << PASS_FUSE;
 	if (jh_compile_src(&p, src, &co) != 0)
 		return NULL;
 	ir = jh_emit(&p, NULL);
