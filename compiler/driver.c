@@ -104,7 +104,7 @@ apply_addr(Program *p, const char *spec, Diag *d)
 }
 
 /* A program with `?` dims left is checked, never compiled to code
- * (spec §4.3): each such input is an error naming --shape. */
+ * (spec §4.3 "Inputs"): each such input is an error naming --shape. */
 static int
 unknown_dims(Program *p, Diag *d, const char *what)
 {
@@ -712,7 +712,7 @@ header_path(Arena *ar, const char *out)
 	return arena_printf(ar, "%.*s.h", (int)n, out);
 }
 
-/* tfgc compile: spec/language.md §10.3. */
+/* tfgc compile: spec/language.md §10.3 "Ahead-of-time compilation". */
 static int
 cmd_compile(Args *a, Program *p)
 {
