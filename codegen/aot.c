@@ -1,7 +1,7 @@
 /*
- * codegen/aot.c: `tfgc compile` (spec/language.md §10.3): a task's parts
- * as an object file, its C header, and the shared object for
- * `tfgc server --part`.
+ * codegen/aot.c: `tfgc compile`
+ * (spec/language.md §10.3 "Ahead-of-time compilation"): a task's parts as an
+ * object file, its C header, and the shared object for `tfgc server --part`.
  *
  *   object   the module of codegen/jit.c's cg_compile_module, built the
  *            same way (passes, CPU) but position-independent (Debian

@@ -87,10 +87,11 @@ int cg_compile_module(LLVMContextRef c, const Program *p, int task,
 	{                                                                      \
 		return fn(C, n);                                               \
 	}
-/* cpu_shape.c: the product of n's two inputs (matmul, spec §6.18) into
- * out, a buffer of n's shape and dtype, then returns: BLAS for large
- * f32/f64 products, else a loop nest.  (A matmul with an epilogue is
- * cpu_emit_matmul's own: blocks of rows, the program after each.) */
+/* cpu_shape.c: the product of n's two inputs (matmul,
+ * spec §6.18 "matmul and `@`") into out, a buffer of n's shape and dtype, then
+ * returns: BLAS for large f32/f64 products, else a loop nest.  (A matmul with
+ * an epilogue is cpu_emit_matmul's own: blocks of rows, the program after
+ * each.) */
 int cg_emit_matmul_to(CgCtx *C, const IrNode *n, LLVMValueRef out);
 /* memplan.c: buffer planning.  A slot of the arena: node (index in the
  * part) is live from its position `first` to its last reader's `last`
@@ -250,7 +251,7 @@ LLVMValueRef cg_fuse_eval(CgCtx *C, const IrNode *n, const Nest *L,
 
 /* vmath.c: exp, log, tanh and sigmoid of f32 (scalar or vector) as
  * inline IR without calls, so loops of them vectorise; errors as stated
- * in spec/language.md §6.8. */
+ * in spec/language.md §6.8 "Unary elementwise functions". */
 LLVMValueRef cg_vexp(CgCtx *C, LLVMValueRef x);
 LLVMValueRef cg_vlog(CgCtx *C, LLVMValueRef x);
 LLVMValueRef cg_vtanh(CgCtx *C, LLVMValueRef x);

@@ -46,12 +46,12 @@ int cg_jit(CgJit **out, const Program *p, int task, const CgOptions *o,
 	   RtPart *parts, double *ms);
 void cg_jit_free(CgJit *j); /* accepts NULL */
 
-/* tfgc compile (codegen/aot.c, spec/language.md §10.3).  The object
- * holds the module of `task` built as for the JIT but position-
- * independent, with tfg_part_<s> renamed PREFIX_part_<s>, and exports
- * const size_t PREFIX_arena_<s> and const uint64_t PREFIX_hash (the
- * plan's), plus, with table, the TfgPartTable `tfg_parts` that
- * `tfgc server --part` looks up. */
+/* tfgc compile (codegen/aot.c,
+ * spec/language.md §10.3 "Ahead-of-time compilation").  The object holds the
+ * module of `task` built as for the JIT but position-independent, with
+ * tfg_part_<s> renamed PREFIX_part_<s>, and exports const size_t
+ * PREFIX_arena_<s> and const uint64_t PREFIX_hash (the plan's), plus, with
+ * table, the TfgPartTable `tfg_parts` that `tfgc server --part` looks up. */
 typedef struct CgAot {
 	const char *obj;    /* the object file to write */
 	const char *prefix; /* a C identifier */

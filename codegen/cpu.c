@@ -22,12 +22,13 @@
  * square-and-multiply loop inside the element loop, and never traps
  * either.
  *
- * Elementwise functions (spec §6.8-§6.12) use LLVM intrinsics where they
- * are exact (sqrt, fabs, maximum, minimum).  exp, log, tanh and sigmoid
- * of f32 and f64 are inline IR that vectorises (codegen/vmath.c); pow
- * (and log_softmax's log per row, random_normal's log and cos) call libm,
- * declared here without memory effects since errno is never read;
- * codegen/jit.c lets exactly these resolve from the process.
+ * Elementwise functions (spec §6.8 "Unary elementwise functions" to
+ * §6.12 "cast") use LLVM intrinsics where they are exact (sqrt, fabs, maximum,
+ * minimum).  exp, log, tanh and sigmoid of f32 and f64 are inline IR that
+ * vectorises (codegen/vmath.c); pow (and log_softmax's log per row,
+ * random_normal's log and cos) call libm, declared here without memory effects
+ * since errno is never read; codegen/jit.c lets exactly these resolve from the
+ * process.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -280,8 +281,8 @@ cg_unary(CgCtx *C, OpKind op, TfgDtype t, LLVMValueRef a)
 }
 
 /* a ** b on integers by square-and-multiply, wrapping; b < 0 gives 0
- * except 1 ** b = 1 and (-1) ** b = +-1 (spec §6.9).  The loop runs at
- * most as many times as b has bits. */
+ * except 1 ** b = 1 and (-1) ** b = +-1 (spec §6.9 "pow, maximum, minimum").
+ * The loop runs at most as many times as b has bits. */
 static LLVMValueRef
 int_pow(CgCtx *C, LLVMValueRef a, LLVMValueRef b)
 {
@@ -466,7 +467,7 @@ cg_body_copy(CgCtx *C, const Nest *L, LLVMValueRef *off, LLVMValueRef acc)
 }
 
 /* One loop nest over n's shape; each of the nin inputs is broadcast to
- * it (spec §6.1) and body computes one element. */
+ * it (spec §6.1 "Broadcasting") and body computes one element. */
 int
 cg_emit_elem(CgCtx *C, IrNode *n, int nin, NestBody body)
 {

@@ -1,9 +1,10 @@
 /*
- * codegen/cpu_make.c: the emitters of the makers (spec §6.13-§6.17):
+ * codegen/cpu_make.c: the emitters of the makers
+ * (spec §6.13 "zeros, ones, fill" to §6.17 "random_uniform, random_normal"):
  * zeros ones fill zeros_like ones_like range one_hot random_uniform
  * random_normal.  Their static arguments come in IrNode.make
- * (compiler/ops_make.c); each is one loop nest over the output
- * (cg_emit_elem), whose element offset is also the element's index.
+ * (compiler/ops_make.c); each is one loop nest over the output (cg_emit_elem),
+ * whose element offset is also the element's index.
  *
  * one_hot walks the output with a third, load-free operand whose offset
  * is the position along the depth axis (stride 1 there, 0 elsewhere), so
@@ -15,9 +16,10 @@
  * is the block of counter (i mod 2^32, i >> 32, stream, draw mod 2^32)
  * under key (seed mod 2^32, seed >> 32), where draw, the maker's input
  * (OP_random_draw, an i64 scalar), is how many times it ran before on its
- * task (spec §6.17).  Given the draw, no state: any task and any loop
- * order computes the same numbers, and the loop vectorises (the normal's
- * log and cos are libm calls, as exp is in codegen/cpu.c).
+ * task (spec §6.17 "random_uniform, random_normal").  Given the draw, no
+ * state: any task and any loop order computes the same numbers, and the loop
+ * vectorises (the normal's log and cos are libm calls, as exp is in
+ * codegen/cpu.c).
  */
 #include <string.h>
 
@@ -213,7 +215,8 @@ unit(CgCtx *C, LLVMTypeRef ty, LLVMValueRef hi, LLVMValueRef lo, int plus1)
 			     LLVMConstReal(ty, f32 ? 0x1p-24 : 0x1p-53), "");
 }
 
-/* Element i's value: see the spec's formulas (§6.17). */
+/* Element i's value: see the spec's formulas
+ * (§6.17 "random_uniform, random_normal"). */
 static LLVMValueRef
 body_random(CgCtx *C, const Nest *L, LLVMValueRef *off, LLVMValueRef acc)
 {

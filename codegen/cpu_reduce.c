@@ -1,7 +1,7 @@
 /*
- * codegen/cpu_reduce.c: the emitters of the reductions (spec §6.5):
- * reduce_sum reduce_mean reduce_prod reduce_max reduce_min, argmax
- * argmin, and softmax log_softmax.
+ * codegen/cpu_reduce.c: the emitters of the reductions
+ * (spec §6.5 "Reductions"): reduce_sum reduce_mean reduce_prod reduce_max
+ * reduce_min, argmax argmin, and softmax log_softmax.
  *
  * A reduction's node carries its reduced axes as a bit mask over the
  * input's axes (IrNode.axes); keepdims does not change the row-major
@@ -21,10 +21,10 @@
  *               where the other order would stride through the input.
  *
  * Float sums and products are marked reassoc so the vectoriser may split
- * them into lanes (the order of a float sum is unspecified, spec §6.5).
- * max and min of floats use llvm.maximum/minimum: NaN propagates and
- * -0.0 < 0.0.  Empty max/min/argmax axes never reach here (the checker
- * refuses them), so the identities (-inf, MIN, ...) never show.
+ * them into lanes (the order of a float sum is unspecified,
+ * spec §6.5 "Reductions").  max and min of floats use llvm.maximum/minimum:
+ * NaN propagates and -0.0 < 0.0.  Empty max/min/argmax axes never reach here
+ * (the checker refuses them), so the identities (-inf, MIN, ...) never show.
  *
  * argmax/argmin carry {best value, its index} as one struct phi; the
  * index comes from a third Nest operand with stride 1 along the reduced
@@ -109,7 +109,8 @@ red_step(CgCtx *C, OpKind op, TfgDtype t, LLVMValueRef acc, LLVMValueRef v)
 }
 
 /* A mean's final division of acc (dtype t) by count: IEEE for floats
- * (0 / 0 is NaN), floor division for integers (x / 0 is 0, spec §6.3). */
+ * (0 / 0 is NaN), floor division for integers (x / 0 is 0,
+ * spec §6.3 "Division and remainder"). */
 static LLVMValueRef
 red_divide(CgCtx *C, TfgDtype t, LLVMValueRef acc, int64_t count)
 {
@@ -327,7 +328,7 @@ emit_accumulate(CgCtx *C, IrNode *n, uint32_t mask, int64_t *ost,
  * partials combined in order on one thread.  The chunks depend on the
  * element count alone, so the result is the same for any number of
  * threads (and run to run); float sums and products add in another order
- * than one loop's (spec §6.5 leaves it unspecified). */
+ * than one loop's (spec §6.5 "Reductions" leaves it unspecified). */
 #define RED_CHUNK ((int64_t)1 << 15)
 #define RED_MAXPART 4096
 

@@ -1,6 +1,7 @@
 /*
  * codegen/cpu_shape.c: the emitters of the shape and matrix ops (spec
- * §6.18-§6.23), as loop nests (cg_int.h Nest).
+ * §6.18 "matmul and `@`" to §6.23 "size, shape, rank"), as loop nests
+ * (cg_int.h Nest).
  *
  * transpose, reshape, concat and stack are strided copies: one nest over
  * the source's index space with the destination's strides permuted
@@ -12,15 +13,15 @@
  * broadcast batch axes), then i, k, j written out in body_matmul: the
  * output is zeroed, then out[i, j] += a[i, k] * b[k, j] with j innermost,
  * contiguous in out and b, so LLVM vectorises it.  Float products and
- * sums may fuse (spec §6.2).
+ * sums may fuse (spec §6.2 "Addition, subtraction, multiplication").
  *
  * Large f32/f64 products call cblas_sgemm/cblas_dgemm instead (OpenBLAS;
- * spec §6.18): row-major, no transpose, lda = k, ldb = ldc = n, beta = 0,
- * one call per batch element at the batch offsets of the same Nest, or
- * one call for the whole batch when b has no batch axes and a all of them
- * (then the batch is just more rows).  The rule, measured with
- * bench/matmul.sh on the 2-core machine (OpenBLAS 0.3.21, loaded):
- * m * n * k >= 32^3 and m >= 8.  BLAS wins from about 12^3 on square
+ * spec §6.18 "matmul and `@`"): row-major, no transpose, lda = k,
+ * ldb = ldc = n, beta = 0, one call per batch element at the batch offsets
+ * of the same Nest, or one call for the whole batch when b has no batch
+ * axes and a all of them (then the batch is just more rows).  The rule,
+ * measured with bench/matmul.sh on the 2-core machine (OpenBLAS 0.3.21,
+ * loaded): m * n * k >= 32^3 and m >= 8.  BLAS wins from about 12^3 on square
  * products (2-3x from 32^3 on), and by 10x when n = 1, where the loop
  * does not vectorise; with fewer than 8 rows the loop streams b at
  * memory speed and OpenBLAS's packing and threads lose (3-5x at

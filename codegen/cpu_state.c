@@ -1,6 +1,6 @@
 /*
- * codegen/cpu_state.c: the emitters of variable ops (spec §4.4).  Each
- * is one call of the runtime,
+ * codegen/cpu_state.c: the emitters of variable ops (spec §4.4 "Variables").
+ * Each is one call of the runtime,
  *
  *     i32 tfg_rt_var(ptr ctx, i32 var, i32 op, ptr src, ptr dst)
  *

@@ -41,8 +41,8 @@
  *         gained under 10% in cache.
  *
  * Measured errors (tests/unit/vmath_test.c; exhaustive sweep over all
- * 2^32 inputs recorded in spec/language.md §6.8) against the double
- * libm result rounded to f32.
+ * 2^32 inputs recorded in spec/language.md §6.8 "Unary elementwise functions")
+ * against the double libm result rounded to f32.
  *
  * f64 (cg_v*64) works the same way with the constants and polynomials of
  * double precision, as described at each function below; its bounds are

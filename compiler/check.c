@@ -10,8 +10,8 @@
  *
  * Names resolve in order.  A pre-scan records every definition so that a
  * use before its definition can point at both places.  Literals written
- * directly as operands are weak (spec §3.2): they are materialised only
- * once the other operand's dtype is known.
+ * directly as operands are weak (spec §5.3 "Weak operands"): they are
+ * materialised only once the other operand's dtype is known.
  */
 #include <inttypes.h>
 #include <math.h>
@@ -178,7 +178,7 @@ check_cluster(Checker *c, AstNode *n)
 	}
 }
 
-/* Without a cluster block a program has one task (spec §5.1). */
+/* Without a cluster block a program has one task (spec §7.1 "The cluster"). */
 static void
 default_cluster(Checker *c)
 {
@@ -262,8 +262,8 @@ check_is_compare(int tk)
 	return tk >= TK_EQ && tk <= TK_GE;
 }
 
-/* Arithmetic on two numeric literals is a literal (spec §5.3), computed
- * as Python computes on its scalars but with the language's integer
+/* Arithmetic on two numeric literals is a literal (spec §5.3 "Weak operands"),
+ * computed as Python computes on its scalars but with the language's integer
  * rules: 64-bit wrapping, floor division and modulo, x / 0 = 0. */
 static Lit
 lit_fold(int op, Lit a, Lit b)
@@ -622,10 +622,11 @@ check_cast(Checker *c, IrNode *x, TfgDtype t)
 }
 
 /* Two operands of an elementwise op (an operator when op_tk is not 0,
- * else the function `name`), promoted together by spec §5.4 with literals
- * weak, converted to the result dtype *t and broadcast (§6.1) to *s.
+ * else the function `name`), promoted together by
+ * spec §5.4 "The result dtype of a binary operation" with literals weak,
+ * converted to the result dtype *t and broadcast (§6.1 "Broadcasting") to *s.
  * bools: 0 refuses bool operands, 1 allows two bools (never a bool with a
- * number), 3 two bools or two strings (== and !=, §5.7); strings are
+ * number), 3 two bools or two strings (== and !=, §5.7 "Strings"); strings are
  * refused otherwise.  Returns 0, or -1 after reporting at e. */
 int
 check_operands(Checker *c, AstNode *e, int op_tk, const char *name, AstNode *ea,
@@ -698,7 +699,9 @@ check_elem(Checker *c, OpKind op, SrcLoc loc, IrNode **in, int nin,
 	return n;
 }
 
-/* a op b: arithmetic (spec §5.4, §6.2, §6.3) or a comparison (§6.10). */
+/* a op b: arithmetic (spec §5.4 "The result dtype of a binary operation",
+ * §6.2 "Addition, subtraction, multiplication", §6.3 "Division and remainder")
+ * or a comparison (§6.10 "Comparisons"). */
 static IrNode *
 binary(Checker *c, AstNode *e)
 {
@@ -714,7 +717,7 @@ binary(Checker *c, AstNode *e)
 	TfgDtype t;
 	TfgShape s;
 
-	if (e->op == TK_AT) /* matmul (spec §6.18) */
+	if (e->op == TK_AT) /* matmul (spec §6.18 "matmul and `@`") */
 		return check_matmul(c, e, OP_matmul);
 	if (check_operands(c, e, e->op, NULL, e->a, e->b,
 		     e->op == TK_EQ || e->op == TK_NE ? 3 : 0, in, &t, &s) < 0)
@@ -723,7 +726,7 @@ binary(Checker *c, AstNode *e)
 }
 
 
-/* cast(x, DTYPE) (spec §6.12): DTYPE is a dtype name, not a value. */
+/* cast(x, DTYPE) (spec §6.12 "cast"): DTYPE is a dtype name, not a value. */
 static IrNode *
 call_cast(Checker *c, AstNode *e)
 {
@@ -758,7 +761,8 @@ call_cast(Checker *c, AstNode *e)
 	return n;
 }
 
-/* exp log sqrt tanh sigmoid take floats; relu abs numbers (spec §6.8). */
+/* exp log sqrt tanh sigmoid take floats; relu abs numbers
+ * (spec §6.8 "Unary elementwise functions"). */
 static IrNode *
 call_unary(Checker *c, AstNode *e, OpKind op)
 {
@@ -786,7 +790,7 @@ call_unary(Checker *c, AstNode *e, OpKind op)
 	return check_elem(c, op, e->loc, &x, 1, x->dtype, &x->shape);
 }
 
-/* where(cond, a, b) (spec §6.11): a and b promoted together, all three
+/* where(cond, a, b) (spec §6.11 "where"): a and b promoted together, all three
  * broadcast together. */
 static IrNode *
 call_where(Checker *c, AstNode *e)
@@ -873,7 +877,8 @@ check_kwarg(AstNode *e, const char *name)
 }
 
 /* The shape column of stdlib/ops.def names the function that checks a
- * call of the op and infers its dtype and shape: check_<shape>() (spec §6). */
+ * call of the op and infers its dtype and shape: check_<shape>()
+ * (spec §6 "Operations"). */
 IrNode *
 check_none(Checker *c, AstNode *e, OpKind op)
 {
@@ -903,7 +908,8 @@ check_broadcast(Checker *c, AstNode *e, OpKind op)
 		return NULL;
 	if (op == OP_where)
 		return call_where(c, e);
-	/* pow maximum minimum: as the arithmetic operators (spec §6.9) */
+	/* pow maximum minimum: as the arithmetic operators
+	   (spec §6.9 "pow, maximum, minimum") */
 	if (check_operands(c, e, 0, e->name, e->list[0], e->list[1], 0, in, &t,
 		     &s) < 0)
 		return NULL;
@@ -958,7 +964,8 @@ index_graph(Checker *c, AstNode *e)
 	IrNode *x, *n;
 	int k = 0;
 
-	if (check_is_list(c, e->a)) /* list[i] (spec §6.22) */
+	/* list[i] (spec §6.22 "split and lists") */
+	if (check_is_list(c, e->a))
 		return check_list_index(c, e);
 	if (!(x = check_expr(c, e->a)))
 		return NULL;
@@ -1104,7 +1111,7 @@ expr_node(Checker *c, AstNode *e)
 		return call_graph(c, e);
 	case AST_INDEX:
 		return index_graph(c, e);
-	case AST_STRING: /* a string scalar (spec §5.7) */
+	case AST_STRING: /* a string scalar (spec §5.7 "Strings") */
 		return check_string_lit(c, e);
 	default:
 		diag_error(c->d, e->loc, "this is not a value");
@@ -1126,7 +1133,8 @@ check_dtype_named(const char *s, TfgDtype *t)
 	return -1;
 }
 
-/* The --shape option for input `name` (spec §4.3): its index, or -1. */
+/* The --shape option for input `name` (spec §4.3 "Inputs"): its index,
+ * or -1. */
 static int
 shape_opt(const CompileOptions *o, const char *name)
 {
@@ -1232,7 +1240,8 @@ make_input(Checker *c, AstNode *s)
 			   s->a->name);
 		return NULL;
 	}
-	if (t == TFG_STRING) { /* its size would not be static (§5.7) */
+	/* its size would not be static (§5.7 "Strings") */
+	if (t == TFG_STRING) {
 		diag_error(c->d, s->a->loc, "input '%s' cannot be a string: "
 			   "strings are constants (write them as literals or "
 			   "with constant())", s->name);
@@ -1296,7 +1305,8 @@ check_assign(Checker *c, AstNode *s)
 	if (check_replicated(c, s, assign_value)) /* one per worker */
 		return;
 	c->stmt = s->name;
-	if (check_is_list(c, s->a)) { /* a list value (spec §6.22) */
+	/* a list value (spec §6.22 "split and lists") */
+	if (check_is_list(c, s->a)) {
 		PtrVec *l = check_list(c, s->a, "a list");
 		Sym *sym = check_define(c, s->name, s->tok.loc, NULL);
 		if (sym)

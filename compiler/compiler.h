@@ -66,8 +66,9 @@ char *dev_str(Arena *a, Device d);
 
 /* ---------------------------------------------------------------------- IR */
 
-/* A maker's static arguments (compiler/ops_make.c, spec §6.13-§6.17),
- * as the node's dtype: f[] for float dtypes, i[] for the others. */
+/* A maker's static arguments (compiler/ops_make.c,
+ * spec §6.13 "zeros, ones, fill" to §6.17 "random_uniform, random_normal"), as
+ * the node's dtype: f[] for float dtypes, i[] for the others. */
 typedef struct IrMake {
 	double f[2];     /* fill: value; range: start, delta; one_hot: on,
 			    off; random: min, max or mean, stddev */
@@ -108,15 +109,15 @@ typedef struct IrFuse {
 	TfgShape shape;   /* the index space it is evaluated over */
 } IrFuse;
 
-/* A dim left `?` in an input (spec §4.3) and every dim that depends on
- * it: such a program is checked (rules on unknown dims are deferred to
+/* A dim left `?` in an input (spec §4.3 "Inputs") and every dim that depends
+ * on it: such a program is checked (rules on unknown dims are deferred to
  * the specialisation, see shape_broadcast) but not compiled to code. */
 #define IR_DIM_UNKNOWN (-1)
 
 typedef struct IrNode IrNode;
 
-/* A variable (spec §4.4): state on one task that outlives steps.  Its
- * nodes (read, updates, initializer, query) all carry it and are placed
+/* A variable (spec §4.4 "Variables"): state on one task that outlives steps.
+ * Its nodes (read, updates, initializer, query) all carry it and are placed
  * where it is. */
 typedef struct IrVar {
 	int index;        /* in Program.vars: the plan's and the runtime's */
@@ -153,7 +154,7 @@ struct IrNode {
 	void *data;       /* ir_nbytes(n) bytes */
 	/* TFG_STRING (every node): the value's bytes, its records and text
 	   (runtime/tfg.h); static, since every string is a constant that
-	   the checker computes (compiler/ops_string.c, spec §5.7) */
+	   the checker computes (compiler/ops_string.c, spec §5.7 "Strings") */
 	size_t strbytes;
 	/* OP_slice: per axis of the input; squeeze bit i: axis i indexed by an
 	   integer and dropped from the output */
@@ -309,7 +310,7 @@ typedef struct CompileOptions {
 	   passes.def marks skippable are) */
 	unsigned skip;
 	/* --shape x=100,784: the dims of input x, fixing its `?` dims (a
-	   specialisation, spec §4.3) */
+	   specialisation, spec §4.3 "Inputs") */
 	int nshape;
 	const char **shape;
 	/* tfgc check: a program with `?` dims left stops after check

@@ -66,7 +66,8 @@ typedef struct Sym {
 	PtrVec *list; /* a list value (split): IrNode * elements; node NULL */
 	IrVar *var;   /* a variable: node is its read */
 	int loop;     /* a loop variable (locals: the others are lets) */
-	/* a replicated value (spec §7.6): copy k of node; node is copy 0 */
+	/* a replicated value (spec §7.6 "Replicas"): copy k of node; node is
+	   copy 0 */
 	int ncopy;
 	IrNode **copies;
 	const CJob *rep_job; /* the worker job of the copies */
@@ -130,10 +131,11 @@ const char *check_op_spelling(int tk);
 void check_session(Checker *c, AstNode *s);
 void check_parallel(Checker *c, AstNode *s);
 
-/* vars.c (spec §4.4): `var` statements; the nodes of a variable. */
+/* vars.c (spec §4.4 "Variables"): `var` statements; the nodes of a
+ * variable. */
 void check_var(Checker *c, AstNode *s);
 
-/* replicas.c (spec §7.6): `device replicas(...)` and between-graph
+/* replicas.c (spec §7.6 "Replicas"): `device replicas(...)` and between-graph
  * replication.  check_replicas checks such a block; check_node_device is
  * the device a node made now requests; check_var_device that of a
  * variable declared now (round-robin over the ps job); check_replicated
@@ -171,9 +173,9 @@ IrNode *check_lit_node(Checker *c, AstNode *e, Lit l, TfgDtype t);
 int check_args(Checker *c, AstNode *e, int nin, const char *const *kw);
 AstNode *check_kwarg(AstNode *e, const char *name);
 
-/* ops_shape.c: list values (spec §6.22).  check_list_sym: the list name
- * e is bound to, or NULL.  check_is_list: e is a list expression (a split
- * call or a list name).  check_list: the elements of e as a list (a
+/* ops_shape.c: list values (spec §6.22 "split and lists").  check_list_sym:
+ * the list name e is bound to, or NULL.  check_is_list: e is a list expression
+ * (a split call or a list name).  check_list: the elements of e as a list (a
  * bracketed list of graph expressions or a list expression); NULL:
  * reported.  check_list_index: list[i] of AST_INDEX e whose base is a
  * list expression. */
@@ -182,7 +184,7 @@ int check_is_list(Checker *c, AstNode *e);
 PtrVec *check_list(Checker *c, AstNode *e, const char *what);
 IrNode *check_list_index(Checker *c, AstNode *e);
 
-/* ops_string.c (spec §5.7).  check_str_pack: a string value of n
+/* ops_string.c (spec §5.7 "Strings").  check_str_pack: a string value of n
  * elements, laid out as runtime/tfg.h says, in the arena; its size in
  * *nbytes.  check_string_lit: a string literal as a string scalar.
  * check_strings: after the graph is checked, every op on strings becomes

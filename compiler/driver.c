@@ -352,7 +352,7 @@ header_path(Arena *ar, const char *out)
 	return arena_printf(ar, "%.*s.h", (int)n, out);
 }
 
-/* tfgc compile: spec/language.md §10.3. */
+/* tfgc compile: spec/language.md §10.3 "Ahead-of-time compilation". */
 static int
 cmd_compile(Args *a, Program *p)
 {

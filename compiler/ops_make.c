@@ -1,5 +1,6 @@
 /*
- * compiler/ops_make.c: the checker of the makers (spec §6.13-§6.17):
+ * compiler/ops_make.c: the checker of the makers
+ * (spec §6.13 "zeros, ones, fill" to §6.17 "random_uniform, random_normal"):
  * zeros ones fill zeros_like ones_like range one_hot random_uniform
  * random_normal, reached through check_make() from the shape column of
  * stdlib/ops.def.
@@ -80,8 +81,9 @@ size_ok(Checker *c, AstNode *call, TfgDtype t, const TfgShape *s)
 	int zero = 0;
 
 	for (int i = 0; i < s->rank; i++) {
-		if (s->dims[i] > 0) /* 0 counts as 1 (spec §5.1); unknown
-				       ones are known in the specialisation */
+		if (s->dims[i] > 0) /* 0 counts as 1
+				       (spec §5.1 "Dtypes"); unknown ones are
+				       known in the specialisation */
 			numel *= (double)s->dims[i];
 		zero |= s->dims[i] == 0;
 	}
@@ -189,7 +191,8 @@ node(Checker *c, AstNode *call, OpKind op, int nin, TfgDtype t,
 
 /* ------------------------------------------------------ fill and friends */
 
-/* zeros(shape, dtype=f32), ones(shape, dtype=f32) (spec §6.13). */
+/* zeros(shape, dtype=f32), ones(shape, dtype=f32)
+ * (spec §6.13 "zeros, ones, fill"). */
 static IrNode *
 make_const(Checker *c, AstNode *e, OpKind op)
 {
@@ -224,8 +227,9 @@ make_like(Checker *c, AstNode *e, OpKind op)
 	return node(c, e, op, 0, t, &x->shape, m);
 }
 
-/* fill(shape, value): a literal value gives its own dtype (spec §5.2); a
- * scalar tensor is broadcast. */
+/* fill(shape, value): a literal value gives its own dtype
+ * (spec §5.2 "Literals and their default dtypes"); a scalar tensor is
+ * broadcast. */
 static IrNode *
 make_fill(Checker *c, AstNode *e)
 {
@@ -354,8 +358,9 @@ make_range(Checker *c, AstNode *e)
 /* ------------------------------------------------------------- one_hot */
 
 /* one_hot(indices, depth, on_value=1, off_value=0, axis=-1, dtype=):
- * the dtype is dtype=, else the on/off literals' (spec §5.4 on the two),
- * else f32. */
+ * the dtype is dtype=, else the on/off literals'
+ * (spec §5.4 "The result dtype of a binary operation" on the two), else
+ * f32. */
 static IrNode *
 make_one_hot(Checker *c, AstNode *e)
 {
@@ -498,7 +503,8 @@ make_random(Checker *c, AstNode *e, OpKind op)
 		return NULL;
 	m->seed = (uint64_t)seed;
 	m->stream = es ? 0 : next_stream(c);
-	/* which draw of its sequence: counted where it runs (§6.17) */
+	/* which draw of its sequence: counted where it runs
+	   (§6.17 "random_uniform, random_normal") */
 	d = check_node(c, OP_random_draw, 0, e->loc);
 	d->dtype = TFG_I64;
 	d->shape.rank = 0;

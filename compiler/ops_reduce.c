@@ -1,6 +1,7 @@
 /*
- * compiler/ops_reduce.c: the checkers of the reductions (spec §6.5) and
- * of softmax / log_softmax (spec §6.5.5), named by the shape column of
+ * compiler/ops_reduce.c: the checkers of the reductions
+ * (spec §6.5 "Reductions") and of softmax / log_softmax
+ * (spec §6.5.5 "softmax, log_softmax"), named by the shape column of
  * stdlib/ops.def:
  *
  *   check_reduce     reduce_sum reduce_mean reduce_max reduce_min
@@ -143,7 +144,7 @@ check_nonempty(Checker *c, AstNode *e, const IrNode *x, uint32_t mask)
 }
 
 /* reduce_sum reduce_mean reduce_max reduce_min reduce_prod (x, axis=,
- * keepdims=) (spec §6.5): the input's dtype, bool refused. */
+ * keepdims=) (spec §6.5 "Reductions"): the input's dtype, bool refused. */
 IrNode *
 check_reduce(Checker *c, AstNode *e, OpKind op)
 {
@@ -172,8 +173,8 @@ check_reduce(Checker *c, AstNode *e, OpKind op)
 	return reduce_node(c, e, op, x, mask, keep, x->dtype);
 }
 
-/* argmax argmin (x, axis=0) (spec §6.5.4): one axis, TF1's default 0,
- * i64 positions. */
+/* argmax argmin (x, axis=0) (spec §6.5.4 "argmax, argmin"): one axis, TF1's
+ * default 0, i64 positions. */
 IrNode *
 check_argreduce(Checker *c, AstNode *e, OpKind op)
 {
@@ -199,8 +200,8 @@ check_argreduce(Checker *c, AstNode *e, OpKind op)
 	return reduce_node(c, e, op, x, mask, 0, TFG_I64);
 }
 
-/* softmax log_softmax (x) (spec §6.5.5): floats of rank >= 1, over the
- * last axis; same dtype and shape. */
+/* softmax log_softmax (x) (spec §6.5.5 "softmax, log_softmax"): floats of
+ * rank >= 1, over the last axis; same dtype and shape. */
 IrNode *
 check_softmax(Checker *c, AstNode *e, OpKind op)
 {

@@ -1,18 +1,21 @@
 /*
  * compiler/ops_shape.c: the checkers of the shape and matrix ops (spec
- * §6.18-§6.23): matmul and `@`, transpose, reshape, slice, concat, stack,
- * split, and size, shape and rank; and list values.
+ * §6.18 "matmul and `@`" to §6.23 "size, shape, rank"): matmul and `@`,
+ * transpose, reshape, slice, concat, stack, split, and size, shape and rank;
+ * and list values.
  *
  * Every rule is static: shapes are known at compile time, so every
  * mismatch is a compile-time error at the call (or at the `@`) that names
  * both shapes.  size, shape and rank fold to constants here; slice and
- * split become OP_slice nodes (the strided copy that indexing uses, §6.6).
+ * split become OP_slice nodes (the strided copy that indexing uses,
+ * §6.6 "Indexing and slicing").
  *
  * A list is not a graph value: it exists only in the checker, as the
  * elements of a Sym (Sym.list) or of an argument.  `parts = split(x, 2)`
  * binds a list; `parts[0]` is an element; `[a, b]` in the list argument
  * of concat or stack is a list of graph expressions (anywhere else it is
- * a tensor literal, §5.6).  A list where a tensor is needed is an error.
+ * a tensor literal, §5.6 "Tensor literals").  A list where a tensor is needed
+ * is an error.
  */
 #include <inttypes.h>
 #include <string.h>
@@ -140,10 +143,10 @@ unary_node(Checker *c, AstNode *e, OpKind op, IrNode *x)
 
 /* ------------------------------------------------------------- matmul */
 
-/* matmul(a, b) and a @ b (spec §6.18): NumPy's matmul.  The last two
- * axes are matrices, the axes before them broadcast (§6.1); a rank-1
- * operand is a row (left) or a column (right) whose axis is dropped from
- * the result. */
+/* matmul(a, b) and a @ b (spec §6.18 "matmul and `@`"): NumPy's matmul.  The
+ * last two axes are matrices, the axes before them broadcast
+ * (§6.1 "Broadcasting"); a rank-1 operand is a row (left) or a column (right)
+ * whose axis is dropped from the result. */
 IrNode *
 check_matmul(Checker *c, AstNode *e, OpKind op)
 {
@@ -215,7 +218,7 @@ check_matmul(Checker *c, AstNode *e, OpKind op)
 /* ---------------------------------------------------------- transpose */
 
 /* transpose(x) reverses the axes; transpose(x, perm) puts input axis
- * perm[i] at output axis i (spec §6.19). */
+ * perm[i] at output axis i (spec §6.19 "transpose"). */
 IrNode *
 check_transpose(Checker *c, AstNode *e, OpKind op)
 {
@@ -261,7 +264,7 @@ check_transpose(Checker *c, AstNode *e, OpKind op)
 
 /* ------------------------------------------------------------ reshape */
 
-/* reshape(x, dims), one dim may be -1 (spec §6.20). */
+/* reshape(x, dims), one dim may be -1 (spec §6.20 "reshape and slice"). */
 IrNode *
 check_reshape(Checker *c, AstNode *e, OpKind op)
 {
@@ -322,8 +325,8 @@ check_reshape(Checker *c, AstNode *e, OpKind op)
 
 /* -------------------------------------------------------------- slice */
 
-/* slice(x, begin, size) as TF's (spec §6.20): one entry per axis, size -1
- * for "to the end"; nothing is clamped. */
+/* slice(x, begin, size) as TF's (spec §6.20 "reshape and slice"): one entry
+ * per axis, size -1 for "to the end"; nothing is clamped. */
 IrNode *
 check_slice(Checker *c, AstNode *e, OpKind op)
 {
@@ -388,7 +391,7 @@ is_split_call(const AstNode *e)
 	return e->kind == AST_CALL && strcmp(e->name, "split") == 0 && !e->b;
 }
 
-/* list[a:b]: one slice of a list expression (spec §6.22). */
+/* list[a:b]: one slice of a list expression (spec §6.22 "split and lists"). */
 static int
 is_list_slice(Checker *c, AstNode *e)
 {
@@ -499,9 +502,9 @@ check_list_index(Checker *c, AstNode *e)
 	return v->v[i < 0 ? i + v->n : i];
 }
 
-/* The elements of list argument e, promoted together (spec §5.4, no
- * weak operands) and converted; all of rank >= min_rank.  NULL:
- * reported. */
+/* The elements of list argument e, promoted together
+ * (spec §5.4 "The result dtype of a binary operation", no weak operands) and
+ * converted; all of rank >= min_rank.  NULL: reported. */
 static PtrVec *
 list_arg(Checker *c, AstNode *call, AstNode *e, int min_rank)
 {
@@ -552,7 +555,8 @@ list_node(Checker *c, AstNode *e, OpKind op, PtrVec *v)
 	return n;
 }
 
-/* concat(values, axis) (spec §6.21): same rank, same dims off the axis. */
+/* concat(values, axis) (spec §6.21 "concat and stack"): same rank, same dims
+ * off the axis. */
 IrNode *
 check_concat(Checker *c, AstNode *e, OpKind op)
 {
@@ -597,7 +601,8 @@ check_concat(Checker *c, AstNode *e, OpKind op)
 	return n;
 }
 
-/* stack(values, axis=0) (spec §6.21): same shapes, a new axis. */
+/* stack(values, axis=0) (spec §6.21 "concat and stack"): same shapes, a new
+ * axis. */
 IrNode *
 check_stack(Checker *c, AstNode *e, OpKind op)
 {
@@ -685,7 +690,8 @@ split_unknown(Checker *c, AstNode *e, IrNode *x, int axis, AstNode *how)
 	return v;
 }
 
-/* split(x, n or [sizes], axis=0) (spec §6.22): a list of OP_slice. */
+/* split(x, n or [sizes], axis=0) (spec §6.22 "split and lists"): a list of
+ * OP_slice. */
 static PtrVec *
 split_list(Checker *c, AstNode *e)
 {
@@ -781,7 +787,8 @@ check_split(Checker *c, AstNode *e, OpKind op)
 
 /* ---------------------------------------------------- size shape rank */
 
-/* size(x) i64, shape(x) i64[rank], rank(x) i32 (spec §6.23): constants. */
+/* size(x) i64, shape(x) i64[rank], rank(x) i32
+ * (spec §6.23 "size, shape, rank"): constants. */
 IrNode *
 check_meta(Checker *c, AstNode *e, OpKind op)
 {

@@ -1,7 +1,7 @@
 /*
- * compiler/ops_string.c: strings (spec §5.7, §6.24): the checker of
- * constant(), string values, and the compile-time evaluation of the ops
- * that take strings.
+ * compiler/ops_string.c: strings (spec §5.7 "Strings", §6.24 "constant"): the
+ * checker of constant(), string values, and the compile-time evaluation of the
+ * ops that take strings.
  *
  * Every string is a constant: a string literal, a tensor literal of
  * them, or constant(...).  There are no string inputs, and the only ops
@@ -58,7 +58,7 @@ check_str_pack(Arena *a, int64_t n, const char *const *s, const size_t *len,
 	return buf;
 }
 
-/* A string literal in the graph: a string scalar (spec §5.7). */
+/* A string literal in the graph: a string scalar (spec §5.7 "Strings"). */
 IrNode *
 check_string_lit(Checker *c, AstNode *e)
 {
@@ -71,9 +71,9 @@ check_string_lit(Checker *c, AstNode *e)
 	return n;
 }
 
-/* constant(value, dtype=) (spec §6.24): value is a literal, as a tensor
- * literal's elements are (§5.6), or a tensor literal; dtype= converts it
- * by §5.5. */
+/* constant(value, dtype=) (spec §6.24 "constant"): value is a literal, as a
+ * tensor literal's elements are (§5.6 "Tensor literals"), or a tensor literal;
+ * dtype= converts it by §5.5 "Conversions". */
 IrNode *
 check_constant(Checker *c, AstNode *e, OpKind op)
 {
@@ -206,7 +206,7 @@ step(int64_t *o, const TfgShape *s)
 	}
 }
 
-/* a == b or a != b of strings, broadcast (spec §6.10): bools. */
+/* a == b or a != b of strings, broadcast (spec §6.10 "Comparisons"): bools. */
 static int
 eval_compare(Checker *c, IrNode *n)
 {

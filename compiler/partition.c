@@ -1,15 +1,16 @@
 /*
  * compiler/partition.c: per run signature, what each task computes.
  *
- * Only what the fetches and targets need is kept (spec §6).  Walking the graph in
- * definition order (a topological order), each needed node is cloned into
- * its task's part with its inputs rewired inside that part: a value from
- * another task comes through an OP_recv, made where its first consumer
- * needs it, and the producing part gets one OP_send per consuming task
- * right after the producer, so that remote work can start as early as
- * possible.  Feeds are OP_input nodes that receive from the client; each
- * fetch is an OP_send to the client.  Small constants (<= 4 KiB) are
- * copied into every part that uses them instead of being sent.
+ * Only what the fetches and targets need is kept
+ * (spec §8.3 "run: fetches, feeds and steps").  Walking the graph in
+ * definition order (a topological order), each needed node is cloned into its
+ * task's part with its inputs rewired inside that part: a value from another
+ * task comes through an OP_recv, made where its first consumer needs it, and
+ * the producing part gets one OP_send per consuming task right after the
+ * producer, so that remote work can start as early as possible.  Feeds are
+ * OP_input nodes that receive from the client; each fetch is an OP_send to the
+ * client.  Small constants (<= 4 KiB) are copied into every part that uses
+ * them instead of being sent.
  *
  * Rendezvous keys are global: one per (value, source task, destination
  * task), so that signatures sharing an edge share its key; the step id on

@@ -8,7 +8,10 @@
  *
  *   integers and bool  + - * / % ** maximum minimum neg abs relu, the
  *                      comparisons, where, cast: the wrapping and
- *                      never-trapping rules of spec §6.3 and
+ *                      never-trapping rules of spec
+ *                      §6.2 "Addition, subtraction, multiplication",
+ *                      §6.3 "Division and remainder",
+ *                      §6.9 "pow, maximum, minimum" and
  *                      codegen/cpu.c's cg_int_divmod and int_pow
  *   floats             + - * / neg abs relu, the comparisons, where,
  *                      cast (saturating to integers, like llvm.fptosi.sat):

@@ -44,7 +44,7 @@ apply_addr(Program *p, const char *spec, Diag *d)
 }
 
 /* A program with `?` dims left is checked, never compiled to code
- * (spec §4.3): each such input is an error naming --shape. */
+ * (spec §4.3 "Inputs"): each such input is an error naming --shape. */
 int
 unknown_dims(Program *p, Diag *d, const char *what)
 {

@@ -1,5 +1,5 @@
 /*
- * compiler/place.c: every node gets a complete device (spec §5.3).
+ * compiler/place.c: every node gets a complete device (spec §7.4 "Placement").
  *
  * A node inside device blocks takes their merged device, completed with
  * the first job, task 0 and cpu:0.  A node outside every block follows its

@@ -1,6 +1,6 @@
 /*
  * compiler/session.c: session blocks, lowered to the runtime's RtStmt and
- * RtExpr (spec §8).  Part of the check phase: check_stmts() calls
+ * RtExpr (spec §8 "Sessions").  Part of the check phase: check_stmts() calls
  * check_session() for each session block, in source order, so names
  * resolve against what is defined above the session.
  *
@@ -251,7 +251,8 @@ run_expr(Checker *c, AstNode *e)
 		x->args[i] = feed_value(c, it->b, in);
 	}
 	/* Values for inputs that are not needed are still checked, and
-	   computed when the run runs (spec §8.3). */
+	   computed when the run runs
+	   (spec §8.3 "run: fetches, feeds and steps"). */
 	for (int i = 0; e->b && i < e->b->n; i++) {
 		AstNode *it = e->b->list[i];
 		Sym *s = check_find(&c->syms, it->name);
@@ -324,7 +325,7 @@ var_args(Checker *c, AstNode *e, PtrVec *vars)
 }
 
 /* initialize(v, ...): a run of the variables' initializers, for their
- * effect (spec §8.6). */
+ * effect (spec §8.9 "Variables in a session"). */
 static RtExpr *
 init_expr(Checker *c, AstNode *e)
 {
@@ -365,7 +366,8 @@ uninit_expr(Checker *c, AstNode *e)
 	return x;
 }
 
-/* The session's statements that are calls (spec §8.6). */
+/* The session's statements that are calls (spec §8.9 "Variables in a session"
+ * to §8.11 "save and restore"). */
 static int
 statement_call(const char *name)
 {
@@ -421,8 +423,8 @@ call_session(Checker *c, AstNode *e)
 	return NULL;
 }
 
-/* Session arithmetic works on scalars (spec §8.5): what is known not to
- * be one is refused here; load() is checked when it runs. */
+/* Session arithmetic works on scalars (spec §8.5 "Session expressions"): what
+ * is known not to be one is refused here; load() is checked when it runs. */
 static int
 scalar_operand(Checker *c, AstNode *e, RtExpr *x)
 {
@@ -477,8 +479,8 @@ scalar_operand(Checker *c, AstNode *e, RtExpr *x)
 	}
 }
 
-/* a == b ... a >= b in a session (spec §8.5): scalars, or strings for
- * == and !=; a bool. */
+/* a == b ... a >= b in a session (spec §8.5 "Session expressions"): scalars,
+ * or strings for == and !=; a bool. */
 static RtExpr *
 compare(Checker *c, AstNode *e)
 {
@@ -613,7 +615,7 @@ static void sblock(Checker *c, AstNode *block, int *n, RtStmt ***out);
 
 /* save("DIR"): a step fetching every variable, hidden ones included,
  * in their order; restore("DIR"): a step feeding and assigning every
- * one (spec §8.11). */
+ * one (spec §8.11 "save and restore"). */
 static RtStmt *
 checkpoint_stmt(Checker *c, AstNode *e, RtStmt *st, int save)
 {
@@ -667,8 +669,9 @@ checkpoint_stmt(Checker *c, AstNode *e, RtStmt *st, int save)
 	return st;
 }
 
-/* initialize(...), wait_initialized(...), sleep(ms) (spec §8.6), save
- * and restore (§8.11). */
+/* initialize(...), wait_initialized(...), sleep(ms)
+ * (spec §8.9 "Variables in a session", §8.10 "sleep"), save and restore
+ * (§8.11 "save and restore"). */
 static RtStmt *
 call_stmt(Checker *c, AstNode *e, RtStmt *st)
 {
@@ -878,7 +881,7 @@ session_on(Checker *c, AstNode *s, int task)
 }
 
 /* session each "/job:J" [as w] { ... }: one session per task of J, all
- * at once (spec §8.1). */
+ * at once (spec §8.1 "Session blocks"). */
 static void
 each_session(Checker *c, AstNode *s)
 {
@@ -929,7 +932,7 @@ check_session(Checker *c, AstNode *s)
 }
 
 /* parallel { session ... session each ... }: sessions that run at once
- * (spec §8.1). */
+ * (spec §8.1 "Session blocks"). */
 void
 check_parallel(Checker *c, AstNode *s)
 {
@@ -964,7 +967,8 @@ cli_list(Checker *c, AstNode *n, int len)
 }
 
 /* The session of `tfgc run FILE --feed x=a.npy --fetch y [--out y.npy]`
- * (spec §10.2): one run on the first job's task 0, as if written
+ * (spec §10.2 "Feeds and fetches from the command line"): one run on the first
+ * job's task 0, as if written
  *     session { print run(y, feed { x: load("a.npy") }) }
  * or, with --out, each fetch saved to its file instead of printed.
  * Messages about it have no source location: they name the flag. */

@@ -1,5 +1,6 @@
 /*
- * compiler/shape.c: dtype promotion and broadcasting (spec §3, §4).
+ * compiler/shape.c: dtype promotion and broadcasting
+ * (spec §5.4 "The result dtype of a binary operation", §6.1 "Broadcasting").
  *
  * Promotion follows NumPy 2 (NEP 50) on our dtypes, with TF's literal
  * defaults: a literal written as an operand is weak and takes the other

@@ -1,5 +1,5 @@
 /*
- * compiler/vars.c: variables (spec §4.4), part of the check phase.
+ * compiler/vars.c: variables (spec §4.4 "Variables"), part of the check phase.
  *
  * `var v = init` (optionally `var v: f32[2, 3] = init`) makes an IrVar
  * and three nodes, all placed on the variable's task whatever device
@@ -13,8 +13,8 @@
  * and assign(v, x), assign_add(v, x), assign_sub(v, x) make one more node
  * each (check_varop).  The read comes before every update in the graph,
  * hence in every part, so that a step reads a variable before it updates
- * it (spec §4.4).  A variable lives on the task of the device blocks
- * around its declaration (in a replicas block: a ps task, round-robin,
+ * it (spec §4.4 "Variables").  A variable lives on the task of the device
+ * blocks around its declaration (in a replicas block: a ps task, round-robin,
  * compiler/replicas.c); outside every block, on the first job's task 0
  * (variables do not follow their consumers: their place must not move
  * when the program grows).  Its initial value is computed there too, as

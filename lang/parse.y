@@ -76,8 +76,9 @@ add(Parser *ps, AstNode *list, AstNode *item)
 
 /* Whether identifier t is the contextual keyword kw: `var`, `let`,
  * `parallel`, `each` and `as` are keywords only where they start their
- * construct, so programs may still name values `var` (spec §3.1).  Else
- * the construct is reported as not understood. */
+ * construct, so programs may still name values `var`
+ * (spec §2.4 "Identifiers and keywords").  Else the construct is reported as
+ * not understood. */
 static int
 word(Parser *ps, const Token *t, const char *kw, const char *what)
 {
@@ -316,8 +317,8 @@ dims(A) ::= dimlist(L). { A = L; }
 dimlist(A) ::= dim(I). { A = add(ps, scratch(ps), I); }
 dimlist(A) ::= dimlist(L) COMMA dim(I). { A = add(ps, L, I); }
 dim(A) ::= int(I). { A = I; }
-/* An unknown dim (spec §4.3): an AST_INT with ival -1, fixed by --shape
-   or by the feed. */
+/* An unknown dim (spec §4.3 "Inputs"): an AST_INT with ival -1, fixed by
+   --shape or by the feed. */
 dim(A) ::= QUESTION(T). {
 	A = ast_new(ps->arena, AST_INT, T.loc, &T);
 	A->ival = -1;
@@ -386,8 +387,8 @@ exprlist(A) ::= exprlist(L) COMMA expr(E). { A = add(ps, L, E); }
 
 /* ---------------------------------------------------------- expressions */
 
-/* Comparisons bind loosest and do not chain (spec §3.2): `a < b < c`
- * parses, as (a < b) < c, only to be reported. */
+/* Comparisons bind loosest and do not chain (spec §3.2 "Expressions"):
+ * `a < b < c` parses, as (a < b) < c, only to be reported. */
 expr(A) ::= sum(S). { A = S; }
 expr(A) ::= cmp(C). { A = C; }
 

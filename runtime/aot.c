@@ -1,7 +1,8 @@
 /*
  * runtime/aot.c: the entry points generated parts call (tfg_rt_recv and
  * tfg_rt_send), and tfg_aot_run, which runs an ahead-of-time compiled
- * part (spec/language.md §10.3) in the caller's thread.
+ * part (spec/language.md §10.3 "Ahead-of-time compilation") in the caller's
+ * thread.
  *
  * The entry points only forward through the context (RtCtx.recv/send):
  * to the rendezvous in servers and clients, to the caller's buffers in

@@ -1,6 +1,7 @@
 /*
- * runtime/ckpt.c: checkpoints of the variables (spec §8.11), written and
- * read by a session's client (roles layer, runtime/role.h).
+ * runtime/ckpt.c: checkpoints of the variables
+ * (spec §8.11 "save and restore"), written and read by a session's client
+ * (roles layer, runtime/role.h).
  *
  * A checkpoint is a directory: one .npy file per variable (so NumPy
  * reads it), named after the variable ('/' as '.': "w.random.npy"), and

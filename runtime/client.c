@@ -129,7 +129,8 @@ static tfg_status
 fail(Sess *ss, const char *where, tfg_status code, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
-/* run() of one fetch stands for that tensor (spec §8.3). */
+/* run() of one fetch stands for that tensor
+ * (spec §8.3 "run: fetches, feeds and steps"). */
 static void
 one_fetch(CVal *v)
 {
@@ -429,7 +430,7 @@ eval_len(Sess *ss, const RtExpr *x, CVal *v)
 
 /* uninitialized(): the run of x->args[0] says per variable whether it
  * has a value; the names of those that do not, as a 1-D string tensor
- * (spec §8.6). */
+ * (spec §8.9 "Variables in a session"). */
 static tfg_status
 eval_uninit(Sess *ss, const RtExpr *x, CVal *v)
 {
@@ -488,7 +489,7 @@ out:
 
 /* A weak scalar fed to a scalar input takes the input's dtype: ints
  * convert to any numeric dtype (i32 only when the value fits), floats to
- * float dtypes (spec §8.3). */
+ * float dtypes (spec §8.3 "run: fetches, feeds and steps"). */
 static tfg_status
 convert_weak(Sess *ss, const char *where, const RtFeed *f, CVal *v)
 {
@@ -748,7 +749,8 @@ run_with(Sess *ss, const RtExpr *x, CVal *given, CVal *v)
 		else
 			st = eval(ss, x->args[i], &args[i]);
 	/* Values fed to inputs the fetches do not need are computed all the
-	   same, so that their errors show (spec §8.3), then dropped. */
+	   same, so that their errors show
+	   (spec §8.3 "run: fetches, feeds and steps"), then dropped. */
 	for (int i = sig->nfeed; !given && i < x->nargs && st == TFG_OK; i++) {
 		CVal extra;
 		st = eval(ss, x->args[i], &extra);

@@ -106,7 +106,7 @@ utf8_decode(const unsigned char *s, size_t n, uint32_t *cp)
 /* Python's str.isprintable for the characters it most often matters
  * for: the C1 controls, the Latin-1 and general-punctuation spaces and
  * format characters, separators, private use; the rest of Unicode counts
- * as printable (spec §8.7). */
+ * as printable (spec §8.7 "print"). */
 static int
 cp_printable(uint32_t c)
 {

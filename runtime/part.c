@@ -1,7 +1,8 @@
 /*
  * runtime/part.c: parts compiled ahead of time into a shared object
  * (`tfgc compile --shared`), loaded by `tfgc server --part` instead of
- * JIT-compiling at start-up (spec/language.md §10.3).
+ * JIT-compiling at start-up
+ * (spec/language.md §10.3 "Ahead-of-time compilation").
  *
  * The object exports one table, `tfg_parts` (TfgPartTable in tfg.h),
  * whatever its symbol prefix, so the server needs no name from the user.

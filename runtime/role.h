@@ -117,9 +117,9 @@ void rt_vars_attach(RtServer *s, RtCtx *c);
 
 /* ------------------------------------------------------------ ckpt.c */
 
-/* Checkpoints (spec §8.11).  rt_ckpt_save writes val[i], the value of
- * plan->vars[i], into directory dir, all or nothing; rt_ckpt_load reads
- * every variable of plan from dir into val[] (owned), or changes nothing
+/* Checkpoints (spec §8.11 "save and restore").  rt_ckpt_save writes val[i],
+ * the value of plan->vars[i], into directory dir, all or nothing; rt_ckpt_load
+ * reads every variable of plan from dir into val[] (owned), or changes nothing
  * and says which file and variable is wrong. */
 tfg_status rt_ckpt_save(const TfgPlan *plan, const char *dir,
 			RtTensor *const *val, TfgError *e);

@@ -1,6 +1,6 @@
 /*
  * runtime/spec.c: specialisations of a generic plan (spec/design.md
- * "Unknown dims", spec/language.md §4.3).
+ * "Unknown dims", spec/language.md §4.3 "Inputs").
  *
  * A program whose inputs have dims left `?` runs from a generic plan: its
  * run signatures know their feeds and fetches, but not what flows between
@@ -69,7 +69,8 @@
 
 #include "runtime/role.h"
 
-/* The largest dim a SPECIALISE may name, as for an input (spec §4.2). */
+/* The largest dim a SPECIALISE may name, as for an input
+ * (spec §4.3 "Inputs"). */
 #define MAX_DIM ((int64_t)1 << 40)
 
 static void spec_release(RtServer *s, int i);

@@ -108,7 +108,7 @@ TFG_API int64_t tfg_int_mod(int64_t a, int64_t b, int bits);
  * dim is out of range (negative), or when the shape is too large: when
  * it would describe more than TFG_MAX_BYTES with each 0 dim counted as
  * 1, so that neither the order of the dims nor a 0 among them lets the
- * others be huge (spec/language.md §5.1). */
+ * others be huge (spec/language.md §5.1 "Dtypes"). */
 TFG_API int tfg_shape_size(const TfgShape *s, TfgDtype t, int64_t *numel,
 			   size_t *nbytes);
 /* The element count of s: 0 when a dim is 0, whatever the others; for a
@@ -269,8 +269,8 @@ typedef struct RtSession {
 	RtStmt **stmts;
 } RtSession;
 
-/* A variable (spec §4.4): state on task `task` that outlives steps,
- * updated by the parts that run there (tfg_rt_var). */
+/* A variable (spec §4.4 "Variables"): state on task `task` that outlives
+ * steps, updated by the parts that run there (tfg_rt_var). */
 typedef struct RtVar {
 	const char *name;
 	int task;
@@ -308,7 +308,7 @@ typedef struct TfgPlan {
 	RtSig *sigs;
 	int nsession;
 	RtSession *sessions;
-	/* Inputs with dims left `?` (spec §4.3): a generic plan.  Its
+	/* Inputs with dims left `?` (spec §4.3 "Inputs"): a generic plan.  Its
 	   signatures have feeds (with -1 for unknown dims) and fetches but no
 	   keys or edges, and their tasks are those that may take part; each
 	   run compiles a specialisation for the shapes it is fed
@@ -350,7 +350,7 @@ TFG_API void tfg_rt_parallel(TfgKernelFn k, void *const *bases, int64_t n);
  * later it is capped at the pool's size.  Returns the number in use. */
 TFG_API int tfg_set_threads(int n);
 
-/* ------------------------------------------ ahead-of-time parts (§10.3) */
+/* ---------------- ahead-of-time parts (§10.3 "Ahead-of-time compilation") */
 
 /* `tfgc compile` writes an object with a task's part functions and a C
  * header (OUT.h) whose wrappers run a part with the caller's buffers

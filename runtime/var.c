@@ -1,8 +1,8 @@
 /*
- * runtime/var.c: variables (spec §4.4, spec/design.md "Variables"): the
- * storage of the variables that live on this task, and tfg_rt_var's
- * work, which generated parts call for their variable ops (roles layer,
- * runtime/role.h).
+ * runtime/var.c: variables (spec §4.4 "Variables", spec/design.md
+ * "Variables"): the storage of the variables that live on this task, and
+ * tfg_rt_var's work, which generated parts call for their variable ops (roles
+ * layer, runtime/role.h).
  *
  * A variable's value is not in any step's arena: it lives in the
  * RtServer, from its first assign until the process ends, and every

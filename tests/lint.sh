@@ -20,6 +20,10 @@
 #  (b) every header compiles on its own.
 #  (c) no generated files are committed (build/, the binary, lexer/parser
 #      output).
+#  (d) the runtime's layers (below).
+#  (e) every section of spec/language.md cited as §N.M names its title as
+#      the heading has it now (tests/spec_refs.py), so a renumbered
+#      section cannot leave a citation pointing at another one.
 # Needs the generated parser header (build/lang/parse.h) for (b): run after
 # a build.  Prints "lint: ok", or the problems and exits 1.
 cd "$(dirname "$0")/.." || exit 1
@@ -141,6 +145,12 @@ if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
 	done
 else
 	echo "lint: not a git checkout; skipping the committed-files check"
+fi
+
+# (e) citations of spec/language.md
+if ! python3 tests/spec_refs.py >"$out" 2>&1; then
+	problem "citations of spec/language.md that do not match it:"
+	sed 's/^/    /' "$out"
 fi
 
 [ "$bad" -eq 0 ] && echo "lint: ok"

@@ -1,7 +1,8 @@
 #!/bin/sh
-# Ahead-of-time compilation (spec/language.md §10.3): `tfgc compile` to an
-# object and header that a C program links with libtfg.a alone (no nng,
-# no LLVM); `tfgc compile --shared` parts served by `tfgc server --part`
+# Ahead-of-time compilation
+# (spec/language.md §10.3 "Ahead-of-time compilation"): `tfgc compile` to an
+# object and header that a C program links with libtfg.a alone (no nng, no
+# LLVM); `tfgc compile --shared` parts served by `tfgc server --part`
 # without the JIT; and the parts and commands that must be refused.
 . tests/integration/common.inc
 CC=${CC:-cc}
@@ -138,8 +139,8 @@ expect_in "$T/err" "use --shared"
 expect_rc 2 $TFGC compile examples/hello.tfg --task local:0
 expect_rc 2 $TFGC compile examples/hello.tfg -o "$T/x.o"
 expect_rc 2 $TFGC compile "$T/model.tfg" -o "$T/x.o" --name 9lives
-# (d) A large matmul calls cblas_sgemm (spec §6.18): the object links
-# with -lopenblas, and --shared links the part with it.
+# (d) A large matmul calls cblas_sgemm (spec §6.18 "matmul and `@`"): the
+# object links with -lopenblas, and --shared links the part with it.
 cat >"$T/mm.tfg" <<'TFG'
 cluster { local = ["localhost:2222"] }
 input a: f32[64, 48]

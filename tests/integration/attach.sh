@@ -1,6 +1,6 @@
 #!/bin/sh
 # Servers started alone, a session attached to them, then stopped
-# (spec §8): `tfgc server`, `tfgc run --attach`, `tfgc stop`.
+# (spec §10 "Processes"): `tfgc server`, `tfgc run --attach`, `tfgc stop`.
 . tests/integration/common.inc
 
 p0=$(free_port)

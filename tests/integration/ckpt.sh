@@ -1,9 +1,10 @@
 #!/bin/sh
-# Checkpoints (spec §8.11): save writes every variable (random makers'
-# draws included) as .npy files with a manifest, all or nothing; restore
-# puts them back, and refuses a missing, truncated, bit-flipped or
-# mismatched checkpoint with an error naming the file and the variable,
-# changing nothing; save into a place it cannot write fails clearly.
+# Checkpoints (spec §8.11 "save and restore"): save writes every variable
+# (random makers' draws included) as .npy files with a manifest, all or
+# nothing; restore puts them back, and refuses a missing, truncated,
+# bit-flipped or mismatched checkpoint with an error naming the file and the
+# variable, changing nothing; save into a place it cannot write fails
+# clearly.
 . tests/integration/common.inc
 cd "$T" || fail "no $T"
 TFGC=$OLDPWD/$TFGC

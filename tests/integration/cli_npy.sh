@@ -1,6 +1,8 @@
 #!/bin/sh
-# tfgc run --feed/--fetch/--out (spec §10.2): .npy in, .npy out, and the
-# file written reads back as the same values, through NumPy's format.
+# tfgc run --feed/--fetch/--out
+# (spec §10.2 "Feeds and fetches from the command line"): .npy in, .npy out,
+# and the file written reads back as the same values, through NumPy's
+# format.
 . tests/integration/common.inc
 
 cat >"$T/p.tfg" <<'TFG'

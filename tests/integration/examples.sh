@@ -1,5 +1,5 @@
 #!/bin/sh
-# The programs of record across two real task processes (spec §8):
+# The programs of record across two real task processes (spec §10 "Processes"):
 # hello prints 238; mean prints the mean of x100.npy, as NumPy computes it;
 # batches scores batches of two sizes with one program; ps_counter shares
 # a variable between two workers and a ps; replicas, ingraph and between

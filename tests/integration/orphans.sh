@@ -1,5 +1,5 @@
 #!/bin/sh
-# Killing `tfgc run` leaves no task process behind (spec §8).
+# Killing `tfgc run` leaves no task process behind (spec §10 "Processes").
 . tests/integration/common.inc
 
 cp tests/integration/progs/forever.tfg "$T/forever.tfg"

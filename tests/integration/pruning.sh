@@ -1,5 +1,6 @@
 #!/bin/sh
-# Only what the fetches need runs (spec §6): `unused` needs input u, which
+# Only what the fetches need runs
+# (spec §8.3 "run: fetches, feeds and steps"): `unused` needs input u, which
 # is never fed; had it run, its feed would never come and the step would
 # fail at the step deadline.  The run must succeed quickly instead, and the
 # partition must not contain it.

@@ -1,7 +1,7 @@
 #!/bin/sh
 # A task restarted under `tfgc run --attach` has lost its specialisations
-# (spec/language.md §4.3, design.md "Unknown dims"): the next run of one
-# fails at once, naming the task and the shapes, and is not repeated;
+# (spec/language.md §4.3 "Inputs", design.md "Unknown dims"): the next run
+# of one fails at once, naming the task and the shapes, and is not repeated;
 # the run after it compiles the specialisation there again.
 . tests/integration/common.inc
 

@@ -1,6 +1,6 @@
 #!/bin/sh
-# Start-up deadline and a port in use (spec §8): clear errors naming the
-# task, a non-zero exit, and no hang.
+# Start-up deadline and a port in use (spec §9.3 "Run-time errors"): clear
+# errors naming the task, a non-zero exit, and no hang.
 . tests/integration/common.inc
 
 p0=$(free_port)

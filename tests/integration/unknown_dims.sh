@@ -1,10 +1,10 @@
 #!/bin/sh
-# Unknown dims (spec/language.md §4.3, §10.3): `tfgc compile --shape`
-# fixes an input's `?` dims ahead of time; without it the program is
-# refused; a server serving the part must be started with the same
-# --shape.  `tfgc run` needs no --shape: each task compiles one
-# specialisation per signature and fed shape, and reuses it, keeping
-# --max-specs of them.
+# Unknown dims (spec/language.md §4.3 "Inputs",
+# §10.3 "Ahead-of-time compilation"): `tfgc compile --shape` fixes an
+# input's `?` dims ahead of time; without it the program is refused; a
+# server serving the part must be started with the same --shape.  `tfgc run`
+# needs no --shape: each task compiles one specialisation per signature and
+# fed shape, and reuses it, keeping --max-specs of them.
 . tests/integration/common.inc
 CC=${CC:-cc}
 LIBTFG=${LIBTFG:-build/libtfg.a}

@@ -1,9 +1,9 @@
 #!/bin/sh
-# Variables shared by concurrent clients (spec §4.4, §8.2, §8.9): updates
-# from two workers at once lose nothing; two sessions that each need the
-# other's task go on; attached servers keep their variables between runs;
-# wait_initialized has a deadline; a worker killed mid-session is named
-# while the others carry on.
+# Variables shared by concurrent clients (spec §4.4 "Variables",
+# §8.2 "Execution", §8.9 "Variables in a session"): updates from two workers
+# at once lose nothing; two sessions that each need the other's task go on;
+# attached servers keep their variables between runs; wait_initialized has a
+# deadline; a worker killed mid-session is named while the others carry on.
 . tests/integration/common.inc
 
 # 1. Two workers, 1000 assign_add each, at once: exactly 2000.

@@ -1,9 +1,9 @@
 /*
  * tests/unit/aot_test.c: runtime/aot.c's tfg_aot_run and runtime/part.c's
- * tfg_plan_digest (spec/language.md §10.3), with hand-written parts in
- * place of generated ones: feeds come from the caller's buffers, fetches
- * go to them, the arena is aligned, and a key that is neither fails the
- * part instead of touching memory.
+ * tfg_plan_digest (spec/language.md §10.3 "Ahead-of-time compilation"), with
+ * hand-written parts in place of generated ones: feeds come from the caller's
+ * buffers, fetches go to them, the arena is aligned, and a key that is neither
+ * fails the part instead of touching memory.
  */
 #include "tests/unit/test.h"
 

@@ -1,7 +1,7 @@
 /*
  * tests/unit/blas_test.c: large f32/f64 matmuls, which codegen/cpu_shape.c
- * hands to cblas_sgemm/cblas_dgemm (spec §6.18: m * n * k >= 32^3 and
- * m >= 8), against a plain C reference written here.
+ * hands to cblas_sgemm/cblas_dgemm (spec §6.18 "matmul and `@`":
+ * m * n * k >= 32^3 and m >= 8), against a plain C reference written here.
  *
  * Shapes are random, 100..300 per axis and a few larger, plain, batched
  * (one call per batch element), with broadcast batch axes (base pointers

@@ -1,6 +1,8 @@
 /*
  * tests/unit/device_test.c: device strings, merging and completion
- * (spec §5.2), and dtype promotion and broadcasting (spec §3, §4).
+ * (spec §7.2 "Device strings" to §7.4 "Placement"), and dtype promotion and
+ * broadcasting (spec §5.4 "The result dtype of a binary operation",
+ * §6.1 "Broadcasting").
  */
 #include "compiler/compiler_int.h"
 #include "tests/unit/test.h"

@@ -479,7 +479,7 @@ t_save_errors(void)
 	ASSERT_EQ(rt_npy_save(tmp_path("s.npy"), t, &e), TFG_EINVAL);
 	t->nbytes = 16;
 	rt_tensor_free(t);
-	/* strings have no .npy form here (spec §5.7) */
+	/* strings have no .npy form here (spec §5.7 "Strings") */
 	ASSERT_EQ(rt_tensor_new(&t, TFG_STRING, &s), TFG_OK);
 	memset(t->data, 0, t->nbytes);
 	ASSERT_EQ(rt_npy_save(tmp_path("s.npy"), t, &e), TFG_EINVAL);

@@ -101,7 +101,7 @@ t_new_invalid(void)
 	ASSERT_EQ(rt_tensor_new(&t, TFG_F64, &s), TFG_EINVAL);
 	s = shape(2, 3, 4, 0);
 	ASSERT_EQ(rt_tensor_new(&t, (TfgDtype)99, &s), TFG_EINVAL);
-	/* a zero dim does not make any other size fine (spec §5.1) */
+	/* a zero dim does not make any other size fine (spec §5.1 "Dtypes") */
 	s = shape(3, INT64_MAX, 0, INT64_MAX);
 	ASSERT_EQ(rt_shape_nbytes(&n, TFG_F64, &s), TFG_EINVAL);
 	s = shape(3, 1000, 0, 1000);
@@ -175,8 +175,8 @@ t_string(void)
 }
 
 /* tfg_shape_size: every multiply checked, whatever the order of the dims
- * and wherever a 0 is; a 0 does not let the others be huge (spec §5.1);
- * tfg_shape_numel never wraps. */
+ * and wherever a 0 is; a 0 does not let the others be huge
+ * (spec §5.1 "Dtypes"); tfg_shape_numel never wraps. */
 static void
 t_shape_size(void)
 {

@@ -2,7 +2,8 @@
  * tests/unit/vmath_test.c: the inline exp, log, tanh and sigmoid of
  * codegen/vmath.c, in ulps against a more precise libm rounded to the
  * dtype: double libm for f32, long-double libm (64-bit mantissa) for f64
- * (spec/language.md §6.8 states the bounds checked here).
+ * (spec/language.md §6.8 "Unary elementwise functions" states the bounds
+ * checked here).
  *
  * One part per dtype (exp, log, tanh, sigmoid of one input of CHUNK
  * elements) is JIT-compiled twice, for the host CPU (FMA, AVX-512 here)
@@ -13,8 +14,8 @@
  * the functions change method or lose accuracy (below), and every 509th
  * bit pattern of all 2^32 (odd, so every low-bit pattern occurs): about
  * 18M inputs, a few seconds.  TFG_VMATH_ALL=1 sweeps all 2^32 inputs on
- * the host build instead (several minutes; the figures of §6.8 come from
- * that run).
+ * the host build instead (several minutes; the figures of
+ * §6.8 "Unary elementwise functions" come from that run).
  *
  * f64: 2^64 inputs cannot be swept, so the special values, the edges
  * where the functions change method, overflow or underflow, and random
@@ -34,7 +35,8 @@
 enum { NFN = 4, CHUNK = 1 << 20 };
 enum { F32, F64 };
 
-/* The bounds, in ulps, of spec §6.8, per dtype. */
+/* The bounds, in ulps, of spec §6.8 "Unary elementwise functions", per
+ * dtype. */
 static const double bound[2][NFN] = {{1, 1, 2, 2}, {1, 1, 1, 2}};
 static const char *const fname[NFN] = {"exp", "log", "tanh", "sigmoid"};
 static const char *const dname[2] = {"f32", "f64"};
@@ -336,7 +338,8 @@ t_nofma(void)
 	check(F64, "x86-64", 0);
 }
 
-/* The IEEE special cases of §6.8, exactly, in both dtypes. */
+/* The IEEE special cases of §6.8 "Unary elementwise functions", exactly, in
+ * both dtypes. */
 static void
 t_special(void)
 {
