@@ -38,9 +38,6 @@
  * results).  The batch is more rows when the plain product would be one
  * GEMM and every input the program reads walks the rows as one axis;
  * else a loop over the batch elements runs the blocks of each.
- *
- * size, shape, rank and split never reach codegen: the checker folds the
- * first three to constants and turns split into slices.
  */
 #include <string.h>
 
@@ -610,35 +607,4 @@ int
 cpu_emit_stack(CgCtx *C, IrNode *n)
 {
 	return emit_join(C, n, 1);
-}
-
-/* Never emitted: the checker folds these away. */
-int
-cpu_emit_split(CgCtx *C, IrNode *n)
-{
-	return cg_fail(C, n, "split is lowered to slices by the checker");
-}
-
-int
-cpu_emit_size(CgCtx *C, IrNode *n)
-{
-	return cg_fail(C, n, "size is a constant folded by the checker");
-}
-
-int
-cpu_emit_shape(CgCtx *C, IrNode *n)
-{
-	return cg_fail(C, n, "shape is a constant folded by the checker");
-}
-
-int
-cpu_emit_rank(CgCtx *C, IrNode *n)
-{
-	return cg_fail(C, n, "rank is a constant folded by the checker");
-}
-
-int
-cpu_emit_constant(CgCtx *C, IrNode *n)
-{
-	return cg_fail(C, n, "constant() is made an OP_const by the checker");
 }

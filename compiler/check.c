@@ -876,17 +876,8 @@ check_kwarg(AstNode *e, const char *name)
 	return NULL;
 }
 
-/* The shape column of stdlib/ops.def names the function that checks a
- * call of the op and infers its dtype and shape: check_<shape>()
- * (spec §6 "Operations"). */
-IrNode *
-check_none(Checker *c, AstNode *e, OpKind op)
-{
-	(void)op;
-	diag_error(c->d, e->a->loc, "unknown function '%s'", e->name);
-	return NULL;
-}
-
+/* compiler/builtins.def names the function that checks a call and
+ * infers its dtype and shape: check_<check>() (spec §6 "Operations"). */
 IrNode *
 check_unary(Checker *c, AstNode *e, OpKind op)
 {
@@ -916,16 +907,28 @@ check_broadcast(Checker *c, AstNode *e, OpKind op)
 	return check_elem(c, op, e->loc, in, 2, t, &s);
 }
 
-typedef IrNode *(*ShapeFn)(Checker *c, AstNode *e, OpKind op);
-static const ShapeFn shape_fn[OP__COUNT] = {
-#define OP(name, nin, nout, shape, ...) [OP_##name] = check_##shape,
-#include "stdlib/ops.def"
+static const struct {
+	const char *name;
+	OpKind op;
+	IrNode *(*check)(Checker *c, AstNode *e, OpKind op);
+} builtins[] = {
+#define CALL(name, op, check) {#name, OP_##op, check_##check},
+#include "compiler/builtins.def"
 };
+
+int
+builtin_lookup(const char *name)
+{
+	for (size_t i = 0; i < sizeof builtins / sizeof builtins[0]; i++)
+		if (strcmp(builtins[i].name, name) == 0)
+			return (int)i;
+	return -1;
+}
 
 static IrNode *
 call_graph(Checker *c, AstNode *e)
 {
-	int op = op_lookup(e->name);
+	int f = builtin_lookup(e->name);
 
 	if (strcmp(e->name, "run") == 0 || strcmp(e->name, "load") == 0) {
 		diag_error(c->d, e->a->loc,
@@ -933,7 +936,7 @@ call_graph(Checker *c, AstNode *e)
 			   e->name);
 		return NULL;
 	}
-	if (op < 0) {
+	if (f < 0) {
 		diag_error(c->d, e->a->loc, "unknown function '%s'", e->name);
 		return NULL;
 	}
@@ -941,7 +944,7 @@ call_graph(Checker *c, AstNode *e)
 		diag_error(c->d, e->b->loc, "a feed can only be given to run()");
 		return NULL;
 	}
-	return shape_fn[op](c, e, (OpKind)op);
+	return builtins[f].check(c, e, builtins[f].op);
 }
 
 /* An index component that must be a static integer. */

@@ -36,8 +36,6 @@ typedef struct OpInfo {
 	int flags; /* OPF_* from stdlib/ops.def */
 } OpInfo;
 extern const OpInfo op_info[OP__COUNT];
-/* The op a call name names (OPF_CALL ops only), or -1. */
-int op_lookup(const char *name);
 
 /* ----------------------------------------------------------------- devices */
 

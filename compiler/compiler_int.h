@@ -194,11 +194,13 @@ void *check_str_pack(Arena *a, int64_t n, const char *const *s,
 IrNode *check_string_lit(Checker *c, AstNode *e);
 void check_strings(Checker *c);
 
-/* The checker of a call, named by the shape column of stdlib/ops.def:
- * check_<shape>(c, call, op) returns the node or NULL (reported). */
-#define OP(name, nin, nout, shape, ...)                                      \
-	IrNode *check_##shape(Checker *c, AstNode *e, OpKind op);
-#include "stdlib/ops.def"
+/* The checker of each function a graph may call (compiler/builtins.def):
+ * check_<check>(c, call, op) returns the node or NULL (reported). */
+#define CALL(name, op, check)                                                \
+	IrNode *check_##check(Checker *c, AstNode *e, OpKind op);
+#include "compiler/builtins.def"
+/* The index of a graph function of compiler/builtins.def, or -1. */
+int builtin_lookup(const char *name);
 
 
 #endif /* TFG_COMPILER_COMPILER_INT_H */

@@ -13,20 +13,9 @@
 #include "compiler/compiler_int.h"
 
 const OpInfo op_info[OP__COUNT] = {
-#define OP(name, nin, nout, shape, grad, gpu, flags)                          \
-	[OP_##name] = {#name, nin, nout, flags},
+#define OP(name, nin, nout, flags) [OP_##name] = {#name, nin, nout, flags},
 #include "stdlib/ops.def"
 };
-
-int
-op_lookup(const char *name)
-{
-	for (int i = 0; i < OP__COUNT; i++)
-		if ((op_info[i].flags & OPF_CALL) &&
-		    strcmp(op_info[i].name, name) == 0)
-			return i;
-	return -1;
-}
 
 IrNode *
 ir_node_new(Program *p, OpKind op, int nin, SrcLoc loc)

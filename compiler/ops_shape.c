@@ -798,10 +798,11 @@ check_meta(Checker *c, AstNode *e, OpKind op)
 		return NULL;
 	n = check_node(c, OP_const, 0, e->loc);
 	n->data = arena_alloc(c->a, 8 * (TFG_MAX_RANK + 1));
-	if (op == OP_rank) {
+	(void)op; /* OP_const: size, shape and rank build constants */
+	if (strcmp(e->name, "rank") == 0) {
 		n->dtype = TFG_I32;
 		*(int32_t *)n->data = x->shape.rank;
-	} else if (op == OP_size) {
+	} else if (strcmp(e->name, "size") == 0) {
 		n->dtype = TFG_I64;
 		/* -1 with unknown dims: never compiled, the specialisation
 		   has the value */

@@ -51,16 +51,6 @@ typedef struct Fuser {
 	int ngrp;
 } Fuser;
 
-/* check_fused: the shape column of OP_fused.  The compiler makes these
- * nodes; a program cannot call one. */
-IrNode *
-check_fused(Checker *c, AstNode *e, OpKind op)
-{
-	(void)op;
-	diag_error(c->d, e->a->loc, "unknown function '%s'", e->name);
-	return NULL;
-}
-
 static int
 elemwise(const IrNode *x)
 {

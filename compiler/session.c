@@ -411,7 +411,7 @@ call_session(Checker *c, AstNode *e)
 		x->str = e->list[0]->str;
 		return x;
 	}
-	if (op_lookup(e->name) >= 0) {
+	if (builtin_lookup(e->name) >= 0) {
 		diag_error(c->d, e->a->loc, "'%s' is a graph op: define the "
 			   "value outside the session and fetch it with "
 			   "run()", e->name);
