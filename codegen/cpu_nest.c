@@ -244,6 +244,12 @@ key_put(Key *k, const void *v, size_t n)
 }
 
 static void
+key_put_cb(void *k, const void *v, size_t n)
+{
+	key_put(k, v, n);
+}
+
+static void
 key_i64(Key *k, int64_t v)
 {
 	key_put(k, &v, sizeof v);
@@ -269,35 +275,8 @@ key_node(Key *k, const IrNode *n)
 		key_i64(k, n->in[i]->dtype);
 		key_shape(k, &n->in[i]->shape);
 	}
-	key_i64(k, n->axes);
-	key_i64(k, n->keepdims);
-	key_i64(k, n->axis);
-	for (int i = 0; i < TFG_MAX_RANK; i++)
-		key_i64(k, n->perm[i]);
-	key_i64(k, n->make != NULL);
-	if (n->make) {
-		const IrMake *m = n->make;
-		key_put(k, m->f, sizeof m->f);
-		key_put(k, m->i, sizeof m->i);
-		key_i64(k, m->axis);
-		key_i64(k, (int64_t)m->seed);
-		key_i64(k, m->stream);
-	}
-	key_i64(k, n->fuse ? n->fuse->n : -1);
-	if (n->fuse) {
-		key_shape(k, &n->fuse->shape);
-		for (int i = 0; i < n->fuse->n; i++) {
-			const IrFuseOp *o = &n->fuse->ops[i];
-			key_i64(k, o->op);
-			key_i64(k, o->dtype);
-			key_shape(k, &o->shape);
-			key_i64(k, o->nin);
-			for (int j = 0; j < o->nin; j++) {
-				key_i64(k, o->arg[j]);
-				key_i64(k, o->in_dt[j]);
-			}
-		}
-	}
+	/* the attributes ops.def declares for the op (compiler/attr.c) */
+	ir_attr_write(n, key_put_cb, k);
 }
 
 /* The kernel's key: see the top of the file.  attrs: the parameters'

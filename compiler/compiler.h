@@ -34,6 +34,7 @@ typedef struct OpInfo {
 	const char *name;
 	int nin, nout;
 	int flags; /* OPF_* from stdlib/ops.def */
+	int attrs; /* A_*: its static arguments (compiler/attr.c) */
 } OpInfo;
 extern const OpInfo op_info[OP__COUNT];
 
@@ -278,6 +279,15 @@ void dump_graph(FILE *out, const Program *p);
 int shape_broadcast(TfgShape *out, const TfgShape *a, const TfgShape *b);
 /* Bytes of n's value: numel * dtype size, or n->strbytes for strings. */
 size_t ir_nbytes(const IrNode *n);
+/* The attributes of n's op (stdlib/ops.def's attrs column), as bytes put
+ * through put(ctx, p, n): the one walk that CSE's equality and hash and
+ * codegen's kernel key use (compiler/attr.c). */
+typedef void (*IrPut)(void *ctx, const void *p, size_t n);
+void ir_attr_write(const IrNode *n, IrPut put, void *ctx);
+uint64_t ir_attr_hash(uint64_t h, const IrNode *n); /* FNV-1a from h */
+int ir_attr_eq(const IrNode *a, const IrNode *b);   /* same op too */
+/* Prints them as the dumps show them: " axis=[0, 2] keepdims". */
+void ir_attr_dump(FILE *out, const IrNode *n);
 /* Result dtype of a binary op on a and b (weak: literal operands). */
 TfgDtype dtype_promote(TfgDtype a, int aweak, TfgDtype b, int bweak);
 /* Whether every dim of s is known (no IR_DIM_UNKNOWN). */

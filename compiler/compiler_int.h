@@ -37,6 +37,8 @@ IrNode *ir_clone(Arena *a, const IrNode *n);
  * partitioning, plans and sessions use it. */
 char *ir_reach(Program *p, IrNode *const *a, int na, IrNode *const *b,
 	       int nb);
+/* The same from the nodes in roots, which it empties. */
+char *ir_reach_vec(Program *p, PtrVec *roots);
 const char *ir_node_label(const IrNode *n); /* name or "_<id>" */
 /* Writes a const node's scalar or small tensor value, NumPy style, into
  * the arena ("2", "[1. 2.]"); long tensors are abbreviated. */

@@ -34,77 +34,6 @@ fuse_expr(FILE *out, const IrNode *n)
 	}
 }
 
-/* A number of a maker's arguments, as the node's dtype keeps it. */
-static void
-make_num(FILE *out, const IrNode *n, const char *name, int k)
-{
-	if (dtype_is_float(n->dtype))
-		fprintf(out, " %s=%.9g", name, n->make->f[k]);
-	else
-		fprintf(out, " %s=%" PRId64, name, n->make->i[k]);
-}
-
-/* The static arguments that are not operands: reduction axes, a
- * permutation, an axis, a maker's numbers and seed. */
-static void
-static_args(FILE *out, const IrNode *n)
-{
-	if (op_info[n->op].flags & OPF_REDUCE) {
-		int first = 1;
-
-		fputs(" axis=[", out);
-		for (int i = 0; i < 32; i++)
-			if (n->axes & (1u << i)) {
-				fprintf(out, "%s%d", first ? "" : ", ", i);
-				first = 0;
-			}
-		fputc(']', out);
-		if (n->keepdims)
-			fputs(" keepdims", out);
-		return;
-	}
-	if (n->var) { /* variable ops: which one */
-		fprintf(out, " var=%s", n->var->name);
-		return;
-	}
-	switch (n->op) {
-	case OP_transpose:
-		fputs(" perm=[", out);
-		for (int i = 0; i < n->shape.rank; i++)
-			fprintf(out, "%s%d", i ? ", " : "", n->perm[i]);
-		fputc(']', out);
-		break;
-	case OP_concat:
-	case OP_stack:
-		fprintf(out, " axis=%d", n->axis);
-		break;
-	case OP_fill:
-		if (n->nin == 0 && n->make)
-			make_num(out, n, "value", 0);
-		break;
-	case OP_range:
-		make_num(out, n, "start", 0);
-		make_num(out, n, "delta", 1);
-		break;
-	case OP_one_hot:
-		make_num(out, n, "on", 0);
-		make_num(out, n, "off", 1);
-		fprintf(out, " axis=%d", n->make->axis);
-		break;
-	case OP_random_uniform:
-	case OP_random_normal:
-		make_num(out, n, n->op == OP_random_uniform ? "min" : "mean", 0);
-		make_num(out, n, n->op == OP_random_uniform ? "max" : "stddev",
-			 1);
-		fprintf(out, " seed=%" PRIu64, n->make->seed);
-		if (n->make->stream)
-			fprintf(out, " stream=%" PRIu32, n->make->stream);
-		break;
-	default:
-		break;
-	}
-}
-
 static void
 node_line(FILE *out, Arena *a, const IrNode *n)
 {
@@ -134,20 +63,7 @@ node_line(FILE *out, Arena *a, const IrNode *n)
 			fuse_expr(out, n);
 		}
 	}
-	if (n->op == OP_slice) {
-		fputs(" [", out);
-		for (int i = 0; i < n->in[0]->shape.rank; i++) {
-			if (i)
-				fputs(", ", out);
-			if (n->squeeze & (1u << i))
-				fprintf(out, "%" PRId64, n->begin[i]);
-			else
-				fprintf(out, "%" PRId64 ":%" PRId64,
-					n->begin[i], n->begin[i] + n->size[i]);
-		}
-		fputc(']', out);
-	}
-	static_args(out, n);
+	ir_attr_dump(out, n);
 	fprintf(out, " : %s", ir_type_str(a, n->dtype, &n->shape));
 }
 

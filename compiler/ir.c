@@ -13,7 +13,8 @@
 #include "compiler/compiler_int.h"
 
 const OpInfo op_info[OP__COUNT] = {
-#define OP(name, nin, nout, flags) [OP_##name] = {#name, nin, nout, flags},
+#define OP(name, nin, nout, flags, attrs)                                      \
+	[OP_##name] = {#name, nin, nout, flags, attrs},
 #include "stdlib/ops.def"
 };
 
@@ -51,13 +52,21 @@ ir_clone(Arena *a, const IrNode *n)
 char *
 ir_reach(Program *p, IrNode *const *a, int na, IrNode *const *b, int nb)
 {
-	char *seen = arena_alloc(p->arena, p->g.nodes.n + 1);
-	PtrVec stack = {0};
+	PtrVec roots = {0};
 
 	for (int i = 0; i < na; i++)
-		vec_push(p->arena, &stack, a[i]);
+		vec_push(p->arena, &roots, a[i]);
 	for (int i = 0; i < nb; i++)
-		vec_push(p->arena, &stack, b[i]);
+		vec_push(p->arena, &roots, b[i]);
+	return ir_reach_vec(p, &roots);
+}
+
+char *
+ir_reach_vec(Program *p, PtrVec *roots)
+{
+	char *seen = arena_alloc(p->arena, p->g.nodes.n + 1);
+	PtrVec stack = *roots; /* used up */
+
 	while (stack.n > 0) {
 		IrNode *x = stack.v[--stack.n];
 
@@ -67,6 +76,7 @@ ir_reach(Program *p, IrNode *const *a, int na, IrNode *const *b, int nb)
 		for (int k = 0; k < x->nin; k++)
 			vec_push(p->arena, &stack, x->in[k]);
 	}
+	*roots = stack; /* empty; its storage reused */
 	return seen;
 }
 

@@ -30,9 +30,7 @@ node_hash(const IrNode *x)
 	h = ir_fnv(h, x->shape.dims, x->shape.rank * sizeof *x->shape.dims);
 	for (int k = 0; k < x->nin; k++)
 		h = ir_fnv(h, &x->in[k]->id, sizeof x->in[k]->id);
-	if (x->op == OP_const && x->data)
-		h = ir_fnv(h, x->data, ir_nbytes(x) < 256 ? ir_nbytes(x) : 256);
-	return h;
+	return ir_attr_hash(h, x);
 }
 
 static int
@@ -40,17 +38,6 @@ same_dev(Device a, Device b)
 {
 	return a.task == b.task && a.kind == b.kind && a.index == b.index &&
 	       (a.job == b.job || (a.job && b.job && !strcmp(a.job, b.job)));
-}
-
-static int
-same_make(const IrMake *a, const IrMake *b)
-{
-	if (!a || !b)
-		return a == b;
-	return a->f[0] == b->f[0] && a->f[1] == b->f[1] &&
-	       a->i[0] == b->i[0] && a->i[1] == b->i[1] &&
-	       a->axis == b->axis && a->seed == b->seed &&
-	       a->stream == b->stream;
 }
 
 static int
@@ -66,21 +53,10 @@ same(const IrNode *a, const IrNode *b)
 	for (int k = 0; k < a->nin; k++)
 		if (a->in[k] != b->in[k])
 			return 0;
-	if (a->op == OP_const) {
-		/* strings: equal values have equal bytes, since the checker
-		   lays the text out in element order (ops_string.c) */
-		if (!a->data || !b->data)
-			return a->data == b->data;
-		return ir_nbytes(a) == ir_nbytes(b) &&
-		       memcmp(a->data, b->data, ir_nbytes(a)) == 0;
-	}
-	r = a->nin ? a->in[0]->shape.rank : 0;
-	return !memcmp(a->begin, b->begin, r * sizeof *a->begin) &&
-	       !memcmp(a->size, b->size, r * sizeof *a->size) &&
-	       a->squeeze == b->squeeze && a->axes == b->axes &&
-	       a->keepdims == b->keepdims && a->axis == b->axis &&
-	       !memcmp(a->perm, b->perm, sizeof a->perm) &&
-	       same_make(a->make, b->make);
+	/* the attributes ops.def declares for the op, and only those
+	   (compiler/attr.c); strings: equal values have equal bytes, since
+	   the checker lays the text out in element order (ops_string.c) */
+	return ir_attr_eq(a, b);
 }
 
 int

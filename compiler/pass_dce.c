@@ -15,20 +15,6 @@
  */
 #include "compiler/compiler_int.h"
 
-/* Marks what the nodes on the stack need, transitively. */
-static void
-mark(Program *p, PtrVec *stack, char *live)
-{
-	while (stack->n > 0) {
-		IrNode *x = stack->v[--stack->n];
-		if (live[x->id])
-			continue;
-		live[x->id] = 1;
-		for (int k = 0; k < x->nin; k++)
-			vec_push(p->arena, stack, x->in[k]);
-	}
-}
-
 /* Keeps the live nodes, in order, renumbered. */
 static void
 sweep(Program *p, const char *live)
@@ -49,7 +35,6 @@ int
 dce_program(Program *p)
 {
 	int n = p->g.nodes.n;
-	char *live = arena_alloc(p->arena, n + 1);
 	PtrVec stack = {0};
 
 	for (int s = 0; s < p->nsig; s++) {
@@ -63,8 +48,7 @@ dce_program(Program *p)
 		if (x->op == OP_input)
 			vec_push(p->arena, &stack, x);
 	}
-	mark(p, &stack, live);
-	sweep(p, live);
+	sweep(p, ir_reach_vec(p, &stack));
 	return 0;
 }
 
@@ -75,10 +59,6 @@ dce_program(Program *p)
 int
 prune_to_sig(Program *p, int sig)
 {
-	int n = p->g.nodes.n;
-	char *live = arena_alloc(p->arena, n + 1);
-	PtrVec stack = {0};
-
 	if (sig < 0 || sig >= p->nsig) {
 		diag_error(p->diag, (SrcLoc){0}, "no run signature %d to "
 			   "specialise (the program has %d)", sig, p->nsig);
@@ -91,12 +71,8 @@ prune_to_sig(Program *p, int sig)
 		p->sigs[s].ntarget = 0;
 		p->sigs[s].nfeed = 0;
 	}
-	for (int i = 0; i < p->sigs[sig].nfetch; i++)
-		vec_push(p->arena, &stack, p->sigs[sig].fetch[i]);
-	for (int i = 0; i < p->sigs[sig].ntarget; i++)
-		vec_push(p->arena, &stack, p->sigs[sig].target[i]);
-	mark(p, &stack, live);
-	sweep(p, live);
+	sweep(p, ir_reach(p, p->sigs[sig].fetch, p->sigs[sig].nfetch,
+			  p->sigs[sig].target, p->sigs[sig].ntarget));
 	for (int i = 0; i < p->g.nodes.n; i++) {
 		IrNode *x = p->g.nodes.v[i];
 		if (!shape_known(&x->shape))

@@ -322,6 +322,9 @@ fold_program(Program *p)
 		if (x->dtype == TFG_STRING ||
 		    (x->nin > 0 && x->in[0]->dtype == TFG_STRING))
 			continue; /* the checker computed them (ops_string.c) */
+		if (op_info[x->op].flags & (OPF_STATEFUL | OPF_EFFECT |
+					    OPF_RANDOM))
+			continue; /* its value is another on every run */
 		if (x->op == OP_zeros || x->op == OP_ones ||
 		    x->op == OP_zeros_like || x->op == OP_ones_like) {
 			if (!ok || x->nin != 0)

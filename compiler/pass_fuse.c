@@ -54,8 +54,12 @@ typedef struct Fuser {
 static int
 elemwise(const IrNode *x)
 {
-	return (op_info[x->op].flags & OPF_ELEMWISE) && x->nin >= 1 &&
-	       x->nin <= 3;
+	/* state is read and changed where it is, once a run: never
+	   inside another node's loop */
+	return (op_info[x->op].flags & OPF_ELEMWISE) &&
+	       !(op_info[x->op].flags & (OPF_STATEFUL | OPF_EFFECT |
+					 OPF_RANDOM)) &&
+	       x->nin >= 1 && x->nin <= 3;
 }
 
 static int
