@@ -415,24 +415,35 @@ check_lit_store(Checker *c, SrcLoc loc, Lit l, TfgDtype t, void *dst)
 }
 
 IrNode *
-check_node(Checker *c, OpKind op, int nin, SrcLoc loc)
+check_built(Checker *c, IrNode *n)
 {
-	IrNode *n = ir_node_new(c->p, op, nin, loc);
-
-	n->req = check_node_device(c); /* replicas.c */
+	if (n)
+		n->req = check_node_device(c); /* replicas.c */
 	return n;
 }
 
 IrNode *
 check_lit_node(Checker *c, AstNode *e, Lit l, TfgDtype t)
 {
-	IrNode *n = check_node(c, OP_const, 0, e->loc);
+	void *data = arena_alloc(c->a, 8);
+	TfgShape scalar = {0, {0}};
 
-	n->dtype = t;
-	n->data = arena_alloc(c->a, 8);
-	if (check_lit_store(c, e->loc, l, t, n->data) < 0)
+	if (check_lit_store(c, e->loc, l, t, data) < 0)
 		return NULL;
-	return n;
+	return check_built(c, ir_const(c->p, e->loc, t, &scalar, data, 0));
+}
+
+IrNode *
+check_tensor_const(Checker *c, AstNode *e, int dtype)
+{
+	TfgDtype t;
+	TfgShape s;
+	size_t strbytes = 0;
+	void *data = check_tensor_data(c, e, dtype, &t, &s, &strbytes);
+
+	if (!data)
+		return NULL;
+	return check_built(c, ir_const(c->p, e->loc, t, &s, data, strbytes));
 }
 
 /* Collects a tensor literal's elements and shape; -1 on error. */
@@ -614,11 +625,8 @@ check_cast(Checker *c, IrNode *x, TfgDtype t)
 
 	if (x->dtype == t)
 		return x;
-	n = check_node(c, OP_cast, 1, x->loc);
-	n->in[0] = x;
-	n->dtype = t;
-	n->shape = x->shape;
-	return n;
+	n = ir_cast(c->p, x->loc, x, t);
+	return check_built(c, n);
 }
 
 /* Two operands of an elementwise op (an operator when op_tk is not 0,
@@ -690,13 +698,18 @@ IrNode *
 check_elem(Checker *c, OpKind op, SrcLoc loc, IrNode **in, int nin,
 	  TfgDtype t, const TfgShape *s)
 {
-	IrNode *n = check_node(c, op, nin, loc);
+	IrNode *n = nin == 3 ? ir_where(c->p, loc, in[0], in[1], in[2])
+		  : nin == 2 ? ir_binary(c->p, loc, op, in[0], in[1])
+		  : op == OP_cast ? ir_cast(c->p, loc, in[0], t)
+		  : ir_unary(c->p, loc, op, in[0]);
 
-	for (int i = 0; i < nin; i++)
-		n->in[i] = in[i];
-	n->dtype = t;
-	n->shape = *s;
-	return n;
+	/* the builder infers what the checker promised */
+	if (n && (n->dtype != t || !tfg_shape_eq(&n->shape, s)))
+		diag_error(c->d, loc, "internal error: '%s' built as %s, "
+			   "checked as %s", op_info[op].name,
+			   ir_type_str(c->a, n->dtype, &n->shape),
+			   ir_type_str(c->a, t, s));
+	return check_built(c, n);
 }
 
 /* a op b: arithmetic (spec §5.4 "The result dtype of a binary operation",
@@ -964,8 +977,9 @@ check_static_int(Checker *c, AstNode *e, int64_t *v)
 static IrNode *
 index_graph(Checker *c, AstNode *e)
 {
-	IrNode *x, *n;
-	int k = 0;
+	IrNode *x;
+	int64_t begin[TFG_MAX_RANK] = {0}, size[TFG_MAX_RANK] = {0};
+	uint32_t squeeze = 0;
 
 	/* list[i] (spec §6.22 "split and lists") */
 	if (check_is_list(c, e->a))
@@ -978,9 +992,6 @@ index_graph(Checker *c, AstNode *e)
 			   e->n, x->shape.rank);
 		return NULL;
 	}
-	n = check_node(c, OP_slice, 1, e->loc);
-	n->in[0] = x;
-	n->dtype = x->dtype;
 	for (int i = 0; i < x->shape.rank; i++) {
 		int64_t len = x->shape.dims[i], lo = 0, hi = len;
 		AstNode *ix = i < e->n ? e->list[i] : NULL;
@@ -995,9 +1006,10 @@ index_graph(Checker *c, AstNode *e)
 			    check_static_int(c, ix, &lo) < 0)
 				return NULL;
 			if (ix && ix->kind != AST_SLICE)
-				n->squeeze |= 1u << i;
+				squeeze |= 1u << i, size[i] = 1;
 			else
-				n->shape.dims[k++] = IR_DIM_UNKNOWN;
+				size[i] = IR_DIM_UNKNOWN;
+			begin[i] = 0;
 			continue;
 		}
 		if (ix && ix->kind == AST_SLICE) {
@@ -1024,15 +1036,12 @@ index_graph(Checker *c, AstNode *e)
 			}
 			lo = v < 0 ? v + len : v;
 			hi = lo + 1;
-			n->squeeze |= 1u << i;
+			squeeze |= 1u << i;
 		}
-		n->begin[i] = lo;
-		n->size[i] = hi > lo ? hi - lo : 0;
-		if (!(n->squeeze & (1u << i)))
-			n->shape.dims[k++] = n->size[i];
+		begin[i] = lo;
+		size[i] = hi > lo ? hi - lo : 0;
 	}
-	n->shape.rank = k;
-	return n;
+	return check_built(c, ir_slice(c->p, e->loc, x, begin, size, squeeze));
 }
 
 static IrNode *expr_node(Checker *c, AstNode *e);
@@ -1083,10 +1092,7 @@ expr_node(Checker *c, AstNode *e)
 	case AST_NAME:
 		return check_lookup(c, e);
 	case AST_TENSOR:
-		n = check_node(c, OP_const, 0, e->loc);
-		n->data = check_tensor_data(c, e, -1, &n->dtype, &n->shape,
-					    &n->strbytes);
-		return n->data ? n : NULL;
+		return check_tensor_const(c, e, -1);
 	case AST_UNARY:
 		if ((l = check_lit_of(e)).kind)
 			return check_lit_node(c, e, l, check_lit_default(l));
@@ -1098,14 +1104,7 @@ expr_node(Checker *c, AstNode *e)
 				   tfg_dtype_name(n->dtype));
 			return NULL;
 		}
-		{
-			IrNode *x = n;
-			n = check_node(c, OP_neg, 1, e->loc);
-			n->in[0] = x;
-			n->dtype = x->dtype;
-			n->shape = x->shape;
-		}
-		return n;
+		return check_built(c, ir_unary(c->p, e->loc, OP_neg, n));
 	case AST_BINARY:
 		if ((l = check_lit_of(e)).kind)
 			return check_lit_node(c, e, l, check_lit_default(l));
@@ -1154,7 +1153,7 @@ shape_opt(const CompileOptions *o, const char *name)
  * are fixed (a specialisation); its rank and known dims must agree.
  * 0, or -1 (reported). */
 static int
-apply_shape(Checker *c, AstNode *s, IrNode *n)
+apply_shape(Checker *c, AstNode *s, TfgDtype t, TfgShape *shape)
 {
 	const CompileOptions *o = c->p->opt;
 	int i = shape_opt(o, s->name), rank = 0;
@@ -1180,26 +1179,26 @@ apply_shape(Checker *c, AstNode *s, IrNode *n)
 		v = *end ? end + 1 : end;
 	}
 	sh.rank = rank;
-	if (rank != n->shape.rank) {
+	if (rank != shape->rank) {
 		diag_error(c->d, (SrcLoc){0}, "--shape '%s' gives %d dim%s, "
 			   "but input '%s' is %s", opt, rank,
 			   rank == 1 ? "" : "s", s->name,
-			   ir_type_str(c->a, n->dtype, &n->shape));
+			   ir_type_str(c->a, t, shape));
 		diag_note(c->d, s->tok.loc, "'%s' declared here", s->name);
 		return -1;
 	}
 	for (int k = 0; k < rank; k++)
-		if (n->shape.dims[k] != IR_DIM_UNKNOWN &&
-		    n->shape.dims[k] != sh.dims[k]) {
+		if (shape->dims[k] != IR_DIM_UNKNOWN &&
+		    shape->dims[k] != sh.dims[k]) {
 			diag_error(c->d, (SrcLoc){0}, "--shape '%s' gives %"
 				   PRId64 " for dim %d, but input '%s' is %s",
 				   opt, sh.dims[k], k, s->name,
-				   ir_type_str(c->a, n->dtype, &n->shape));
+				   ir_type_str(c->a, t, shape));
 			diag_note(c->d, s->tok.loc, "'%s' declared here",
 				  s->name);
 			return -1;
 		}
-	n->shape = sh;
+	*shape = sh;
 	return 0;
 }
 
@@ -1233,6 +1232,7 @@ make_input(Checker *c, AstNode *s)
 {
 	IrNode *n;
 	TfgDtype t;
+	TfgShape sh;
 	double numel = 1;
 	int zero = 0;
 
@@ -1265,15 +1265,15 @@ make_input(Checker *c, AstNode *s)
 			   zero ? ", each 0 dimension counted as 1" : "");
 		return NULL;
 	}
-	n = check_node(c, OP_input, 0, s->tok.loc);
-	n->dtype = t;
-	n->shape.rank = s->n;
+	sh.rank = s->n;
 	for (int i = 0; i < s->n; i++)
-		n->shape.dims[i] = s->list[i]->ival < 0 ? IR_DIM_UNKNOWN
-							: s->list[i]->ival;
-	if (apply_shape(c, s, n) < 0)
+		sh.dims[i] = s->list[i]->ival < 0 ? IR_DIM_UNKNOWN
+						  : s->list[i]->ival;
+	if (apply_shape(c, s, t, &sh) < 0)
 		return NULL;
-	c->p->nunknown += !shape_known(&n->shape);
+	/* check_input names it, or check_replicated its copies */
+	n = check_built(c, ir_input(c->p, s->tok.loc, NULL, t, &sh));
+	c->p->nunknown += n && !shape_known(&n->shape);
 	return n;
 }
 

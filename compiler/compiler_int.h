@@ -28,6 +28,53 @@ int pass_of_emit(const char *mode); /* the pass --emit=MODE stops after */
  * `what` ("give its shape with"); the number reported. */
 int unknown_dims(Program *p, Diag *d, const char *what);
 
+/* build.c: the IR builders.  Each makes a node of its op in p's graph,
+ * its dtype and shape inferred, or reports at loc and returns NULL; the
+ * inputs are of the dtypes the op takes (promoted, cast). */
+IrNode *ir_binary(Program *p, SrcLoc loc, OpKind op, IrNode *a, IrNode *b);
+IrNode *ir_where(Program *p, SrcLoc loc, IrNode *c, IrNode *a, IrNode *b);
+IrNode *ir_unary(Program *p, SrcLoc loc, OpKind op, IrNode *x);
+IrNode *ir_cast(Program *p, SrcLoc loc, IrNode *x, TfgDtype t);
+/* reduce_* and argmax/argmin: a bit per input axis reduced (arg*: one) */
+IrNode *ir_reduce(Program *p, SrcLoc loc, OpKind op, IrNode *x,
+		  uint32_t axes, int keepdims);
+IrNode *ir_softmax(Program *p, SrcLoc loc, OpKind op, IrNode *x);
+IrNode *ir_matmul(Program *p, SrcLoc loc, IrNode *a, IrNode *b);
+/* perm: input axis of each output axis; NULL reverses them */
+IrNode *ir_transpose(Program *p, SrcLoc loc, IrNode *x, const int *perm);
+IrNode *ir_reshape(Program *p, SrcLoc loc, IrNode *x, const TfgShape *s);
+/* per input axis; squeeze bit i: axis i (size 1) is dropped */
+IrNode *ir_slice(Program *p, SrcLoc loc, IrNode *x, const int64_t *begin,
+		 const int64_t *size, uint32_t squeeze);
+IrNode *ir_concat(Program *p, SrcLoc loc, IrNode **in, int nin, int axis);
+IrNode *ir_stack(Program *p, SrcLoc loc, IrNode **in, int nin, int axis);
+/* OP_const: data holds the value (strings: strbytes, compiler/
+ * ops_string.c); OP_input, named (name NULL: the caller names it) */
+IrNode *ir_const(Program *p, SrcLoc loc, TfgDtype t, const TfgShape *s,
+		 void *data, size_t strbytes);
+IrNode *ir_input(Program *p, SrcLoc loc, const char *name, TfgDtype t,
+		 const TfgShape *s);
+/* The makers (zeros ... random_normal): dtype, shape and arguments; in[]:
+ * fill's scalar value, one_hot's indices, a random maker's draw count */
+IrNode *ir_make(Program *p, SrcLoc loc, OpKind op, TfgDtype t,
+		const TfgShape *s, const IrMake *m, IrNode **in, int nin);
+/* Variable ops: a read (OP_variable), an update of x (assign*: v's dtype,
+ * its shape or a scalar), OP_var_initialized, OP_random_draw (v may be
+ * NULL and given after, as the draw makes its hidden variable) */
+IrNode *ir_var(Program *p, SrcLoc loc, OpKind op, IrVar *v, IrNode *x);
+/* A part's end of an edge for graph node x (partition): an OP_send of
+ * in, or an OP_recv (in NULL); not in the graph, the id x's. */
+IrNode *ir_comm(Program *p, const IrNode *x, IrNode *in, uint32_t key,
+		int peer);
+/* x, whose value the caller computed into x->data (strings: and
+ * strbytes), becomes that OP_const in place (name, id, device kept; no
+ * inputs or other attributes); 0, or -1 reported (stateful ops never) */
+int ir_set_const(Program *p, IrNode *x);
+/* Makes x (in a part) op OP_fused, OP_matmul with an epilogue or a
+ * reduction with a prologue, computing f over in[]; 0, or -1 reported. */
+int ir_set_fuse(Program *p, IrNode *x, OpKind op, const IrFuse *f,
+		IrNode **in, int nin);
+
 /* ir.c */
 IrNode *ir_node_new(Program *p, OpKind op, int nin, SrcLoc loc);
 IrNode *ir_clone(Arena *a, const IrNode *n);
@@ -151,14 +198,20 @@ Device check_var_device(Checker *c);
 int check_replicated(Checker *c, AstNode *s, IrNode *(*make)(Checker *,
 							      AstNode *));
 IrNode *check_copy_of(Checker *c, const Sym *s);
-IrNode *check_var_node(Checker *c, IrVar *v, OpKind op, int nin, SrcLoc loc);
+IrNode *check_var_node(Checker *c, IrVar *v, OpKind op, IrNode *x,
+		       SrcLoc loc);
 /* The hidden variable counting the draws of OP_random_draw node d. */
 IrVar *check_rng_var(Checker *c, IrNode *d);
 void check_cli_session(Checker *c, const CompileOptions *o);
 
 /* check.c: what the checkers of op families (compiler/ops_*.c) share. */
 IrNode *check_expr(Checker *c, AstNode *e);  /* NULL: error reported */
-IrNode *check_node(Checker *c, OpKind op, int nin, SrcLoc loc);
+/* A node a builder made (build.c), NULL passed through: it gets the
+ * device the enclosing blocks request, as check_node's do. */
+IrNode *check_built(Checker *c, IrNode *n);
+/* A tensor literal as an OP_const, its elements of dtype (-1: as they
+ * come, §5.6 "Tensor literals"); NULL (reported). */
+IrNode *check_tensor_const(Checker *c, AstNode *e, int dtype);
 IrNode *check_cast(Checker *c, IrNode *x, TfgDtype t);
 IrNode *check_elem(Checker *c, OpKind op, SrcLoc loc, IrNode **in, int nin,
 		   TfgDtype t, const TfgShape *s);

@@ -169,11 +169,9 @@ store(Checker *c, AstNode *at, Lit l, TfgDtype t, IrMake *m, int k)
 }
 
 static IrNode *
-node(Checker *c, AstNode *call, OpKind op, int nin, TfgDtype t,
+node(Checker *c, AstNode *call, OpKind op, IrNode **in, int nin, TfgDtype t,
      const TfgShape *s, IrMake *m)
 {
-	IrNode *n;
-
 	if (t == TFG_STRING) { /* dtype=string, fill or *_like of one */
 		diag_error(c->d, call->loc, "'%s' cannot make strings: they "
 			   "are constants (write them as literals or with "
@@ -182,11 +180,7 @@ node(Checker *c, AstNode *call, OpKind op, int nin, TfgDtype t,
 	}
 	if (size_ok(c, call, t, s) < 0)
 		return NULL;
-	n = check_node(c, op, nin, call->loc);
-	n->dtype = t;
-	n->shape = *s;
-	n->make = m;
-	return n;
+	return check_built(c, ir_make(c->p, call->loc, op, t, s, m, in, nin));
 }
 
 /* ------------------------------------------------------ fill and friends */
@@ -205,7 +199,7 @@ make_const(Checker *c, AstNode *e, OpKind op)
 		return NULL;
 	m->i[0] = op == OP_ones;
 	m->f[0] = op == OP_ones;
-	return node(c, e, op, 0, t, &s, m);
+	return node(c, e, op, NULL, 0, t, &s, m);
 }
 
 /* zeros_like(x), ones_like(x): x's dtype (or dtype=) and shape. */
@@ -224,7 +218,7 @@ make_like(Checker *c, AstNode *e, OpKind op)
 		return NULL;
 	m->i[0] = op == OP_ones_like;
 	m->f[0] = op == OP_ones_like;
-	return node(c, e, op, 0, t, &x->shape, m);
+	return node(c, e, op, NULL, 0, t, &x->shape, m);
 }
 
 /* fill(shape, value): a literal value gives its own dtype
@@ -236,7 +230,7 @@ make_fill(Checker *c, AstNode *e)
 	IrMake *m = arena_alloc(c->a, sizeof *m);
 	AstNode *v = e->n == 2 ? e->list[1] : NULL;
 	TfgShape s;
-	IrNode *x, *n;
+	IrNode *x;
 	Lit l;
 
 	if (check_args(c, e, 2, NULL) < 0 || shape_arg(c, e, e->list[0], &s) < 0)
@@ -245,7 +239,7 @@ make_fill(Checker *c, AstNode *e)
 		TfgDtype t = check_lit_default(l);
 		if (store(c, v, l, t, m, 0) < 0)
 			return NULL;
-		return node(c, e, OP_fill, 0, t, &s, m);
+		return node(c, e, OP_fill, NULL, 0, t, &s, m);
 	}
 	if (!(x = check_expr(c, v)))
 		return NULL;
@@ -255,10 +249,7 @@ make_fill(Checker *c, AstNode *e)
 			   ir_type_str(c->a, x->dtype, &x->shape));
 		return NULL;
 	}
-	if (!(n = node(c, e, OP_fill, 1, x->dtype, &s, m)))
-		return NULL;
-	n->in[0] = x;
-	return n;
+	return node(c, e, OP_fill, &x, 1, x->dtype, &s, m);
 }
 
 /* --------------------------------------------------------------- range */
@@ -352,7 +343,7 @@ make_range(Checker *c, AstNode *e)
 		return NULL;
 	}
 	s.dims[0] = (int64_t)n;
-	return node(c, e, OP_range, 0, t, &s, m);
+	return node(c, e, OP_range, NULL, 0, t, &s, m);
 }
 
 /* ------------------------------------------------------------- one_hot */
@@ -372,7 +363,7 @@ make_one_hot(Checker *c, AstNode *e)
 	TfgDtype t = TFG_F32;
 	TfgShape s;
 	int64_t depth, axis = -1;
-	IrNode *x, *n;
+	IrNode *x;
 
 	if (check_args(c, e, 2, kw_one_hot) < 0 ||
 	    !(x = check_expr(c, e->list[0])))
@@ -433,10 +424,7 @@ make_one_hot(Checker *c, AstNode *e)
 		s.dims[i] = i == axis ? depth : x->shape.dims[k++];
 	for (int i = s.rank; i < TFG_MAX_RANK; i++)
 		s.dims[i] = 0;
-	if (!(n = node(c, e, OP_one_hot, 1, t, &s, m)))
-		return NULL;
-	n->in[0] = x;
-	return n;
+	return node(c, e, OP_one_hot, &x, 1, t, &s, m);
 }
 
 /* -------------------------------------------------------------- random */
@@ -470,7 +458,7 @@ make_random(Checker *c, AstNode *e, OpKind op)
 	TfgDtype t = TFG_F32;
 	TfgShape s;
 	int64_t seed = 0;
-	IrNode *d, *r;
+	IrNode *d;
 
 	if (check_args(c, e, 1, uni ? kw_uniform : kw_normal) < 0 ||
 	    shape_arg(c, e, e->list[0], &s) < 0 || dtype_kw(c, e, &t) < 0)
@@ -505,14 +493,11 @@ make_random(Checker *c, AstNode *e, OpKind op)
 	m->stream = es ? 0 : next_stream(c);
 	/* which draw of its sequence: counted where it runs
 	   (§6.17 "random_uniform, random_normal") */
-	d = check_node(c, OP_random_draw, 0, e->loc);
-	d->dtype = TFG_I64;
-	d->shape.rank = 0;
-	d->var = check_rng_var(c, d);
-	if (!(r = node(c, e, op, 1, t, &s, m)))
+	if (!(d = check_built(c, ir_var(c->p, e->loc, OP_random_draw, NULL,
+					NULL))))
 		return NULL;
-	r->in[0] = d;
-	return r;
+	d->var = check_rng_var(c, d);
+	return node(c, e, op, &d, 1, t, &s, m);
 }
 
 /* ------------------------------------------------------------ dispatch */

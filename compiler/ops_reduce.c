@@ -91,26 +91,13 @@ axes_of(Checker *c, AstNode *e, int rank, int list_ok, uint32_t *mask)
 	return 0;
 }
 
-/* The node reducing x over mask, with keepdims; output dtype t. */
+/* The node reducing x over mask, with keepdims (ir_reduce: the input's
+ * dtype, i64 positions for argmax and argmin). */
 static IrNode *
 reduce_node(Checker *c, AstNode *e, OpKind op, IrNode *x, uint32_t mask,
-	    int keepdims, TfgDtype t)
+	    int keepdims)
 {
-	IrNode *n = check_node(c, op, 1, e->loc);
-	int r = 0;
-
-	n->in[0] = x;
-	n->dtype = t;
-	n->axes = mask;
-	n->keepdims = keepdims;
-	for (int k = 0; k < x->shape.rank; k++) {
-		if (!((mask >> k) & 1))
-			n->shape.dims[r++] = x->shape.dims[k];
-		else if (keepdims)
-			n->shape.dims[r++] = 1;
-	}
-	n->shape.rank = r;
-	return n;
+	return check_built(c, ir_reduce(c->p, e->loc, op, x, mask, keepdims));
 }
 
 /* The first argument, which must not be bool; NULL (reported). */
@@ -170,7 +157,7 @@ check_reduce(Checker *c, AstNode *e, OpKind op)
 	if ((op == OP_reduce_max || op == OP_reduce_min) &&
 	    check_nonempty(c, e, x, mask) < 0)
 		return NULL;
-	return reduce_node(c, e, op, x, mask, keep, x->dtype);
+	return reduce_node(c, e, op, x, mask, keep);
 }
 
 /* argmax argmin (x, axis=0) (spec §6.5.4 "argmax, argmin"): one axis, TF1's
@@ -197,7 +184,7 @@ check_argreduce(Checker *c, AstNode *e, OpKind op)
 	}
 	if (check_nonempty(c, e, x, mask) < 0)
 		return NULL;
-	return reduce_node(c, e, op, x, mask, 0, TFG_I64);
+	return reduce_node(c, e, op, x, mask, 0);
 }
 
 /* softmax log_softmax (x) (spec §6.5.5 "softmax, log_softmax"): floats of
@@ -205,7 +192,7 @@ check_argreduce(Checker *c, AstNode *e, OpKind op)
 IrNode *
 check_softmax(Checker *c, AstNode *e, OpKind op)
 {
-	IrNode *x, *n;
+	IrNode *x;
 
 	if (check_args(c, e, 1, NULL) < 0 || !(x = check_expr(c, e->list[0])))
 		return NULL;
@@ -220,9 +207,5 @@ check_softmax(Checker *c, AstNode *e, OpKind op)
 			   ir_type_str(c->a, x->dtype, &x->shape));
 		return NULL;
 	}
-	n = check_node(c, op, 1, e->loc);
-	n->in[0] = x;
-	n->dtype = x->dtype;
-	n->shape = x->shape;
-	return n;
+	return check_built(c, ir_softmax(c->p, e->loc, op, x));
 }

@@ -131,16 +131,6 @@ axis_arg(Checker *c, AstNode *e, const char *fn, int rank, int *axis)
 	return 0;
 }
 
-static IrNode *
-unary_node(Checker *c, AstNode *e, OpKind op, IrNode *x)
-{
-	IrNode *n = check_node(c, op, 1, e->loc);
-
-	n->in[0] = x;
-	n->dtype = x->dtype;
-	return n;
-}
-
 /* ------------------------------------------------------------- matmul */
 
 /* matmul(a, b) and a @ b (spec §6.18 "matmul and `@`"): NumPy's matmul.  The
@@ -152,7 +142,7 @@ check_matmul(Checker *c, AstNode *e, OpKind op)
 {
 	static const char *const names[] = {"a", "b", NULL};
 	AstNode *arg[2];
-	IrNode *x, *y, *n;
+	IrNode *x, *y;
 	const char *what = e->kind == AST_CALL ? "'matmul'" : "operator '@'";
 	TfgShape bx = {0, {0}}, by = {0, {0}}, bo;
 	int rx, ry;
@@ -203,16 +193,8 @@ check_matmul(Checker *c, AstNode *e, OpKind op)
 	t = dtype_promote(x->dtype, 0, y->dtype, 0);
 	x = check_cast(c, x, t); /* before n: nodes are in topological order */
 	y = check_cast(c, y, t);
-	n = check_node(c, op, 2, e->loc);
-	n->dtype = t;
-	n->in[0] = x;
-	n->in[1] = y;
-	n->shape = bo;
-	if (rx >= 2)
-		n->shape.dims[n->shape.rank++] = x->shape.dims[rx - 2];
-	if (ry >= 2)
-		n->shape.dims[n->shape.rank++] = y->shape.dims[ry - 1];
-	return n;
+	(void)op;
+	return check_built(c, ir_matmul(c->p, e->loc, x, y));
 }
 
 /* ---------------------------------------------------------- transpose */
@@ -224,8 +206,9 @@ check_transpose(Checker *c, AstNode *e, OpKind op)
 {
 	static const char *const names[] = {"x", "perm", NULL};
 	AstNode *arg[2];
-	IrNode *x, *n;
+	IrNode *x;
 	int64_t p[TFG_MAX_RANK];
+	int perm[TFG_MAX_RANK];
 	uint32_t seen = 0;
 	int r;
 
@@ -253,13 +236,10 @@ check_transpose(Checker *c, AstNode *e, OpKind op)
 			return NULL;
 		}
 	}
-	n = unary_node(c, e, op, x);
-	n->shape.rank = r;
-	for (int i = 0; i < r; i++) {
-		n->perm[i] = (int)p[i];
-		n->shape.dims[i] = x->shape.dims[p[i]];
-	}
-	return n;
+	(void)op;
+	for (int i = 0; i < r; i++)
+		perm[i] = (int)p[i];
+	return check_built(c, ir_transpose(c->p, e->loc, x, perm));
 }
 
 /* ------------------------------------------------------------ reshape */
@@ -270,7 +250,8 @@ check_reshape(Checker *c, AstNode *e, OpKind op)
 {
 	static const char *const names[] = {"x", "shape", NULL};
 	AstNode *arg[2];
-	IrNode *x, *n;
+	IrNode *x;
+	TfgShape to;
 	int64_t d[TFG_MAX_RANK], known = 1, total;
 	int k, hole = -1;
 
@@ -317,10 +298,10 @@ check_reshape(Checker *c, AstNode *e, OpKind op)
 			   tfg_shape_str(buf, sizeof buf, &want));
 		return NULL;
 	}
-	n = unary_node(c, e, op, x);
-	n->shape.rank = k;
-	memcpy(n->shape.dims, d, sizeof d[0] * k);
-	return n;
+	(void)op;
+	to.rank = k;
+	memcpy(to.dims, d, sizeof d[0] * k);
+	return check_built(c, ir_reshape(c->p, e->loc, x, &to));
 }
 
 /* -------------------------------------------------------------- slice */
@@ -332,7 +313,7 @@ check_slice(Checker *c, AstNode *e, OpKind op)
 {
 	static const char *const names[] = {"x", "begin", "size", NULL};
 	AstNode *arg[3];
-	IrNode *x, *n;
+	IrNode *x;
 	int64_t b[TFG_MAX_RANK], s[TFG_MAX_RANK];
 	int r;
 
@@ -350,27 +331,16 @@ check_slice(Checker *c, AstNode *e, OpKind op)
 				   arg[i]->n == 1 ? "y" : "ies", type_s(c, x));
 			return NULL;
 		}
-	n = unary_node(c, e, op, x);
-	n->shape.rank = r;
+	(void)op;
 	for (int i = 0; i < r; i++) {
 		int64_t len = x->shape.dims[i];
-		if (len == IR_DIM_UNKNOWN && b[i] >= 0 && s[i] >= -1) {
-			n->begin[i] = b[i]; /* range checked when known */
-			n->size[i] = n->shape.dims[i] = s[i];
-			continue;
-		}
+		if (len == IR_DIM_UNKNOWN && b[i] >= 0 && s[i] >= -1)
+			continue; /* range checked when known */
 		if (s[i] == -1 && b[i] >= 0 && b[i] <= len)
 			s[i] = len - b[i];
-		if (b[i] < 0 || s[i] < 0 || b[i] > len || s[i] > len - b[i]) {
-			diag_error(c->d, e->loc, "'slice' is out of range on "
-				   "axis %d of %s: begin %" PRId64 ", size %"
-				   PRId64, i, type_s(c, x), b[i], s[i]);
-			return NULL;
-		}
-		n->begin[i] = b[i];
-		n->size[i] = n->shape.dims[i] = s[i];
 	}
-	return n;
+	/* ir_slice refuses what is out of range */
+	return check_built(c, ir_slice(c->p, e->loc, x, b, s, 0));
 }
 
 /* -------------------------------------------------------------- lists */
@@ -544,17 +514,6 @@ list_arg(Checker *c, AstNode *call, AstNode *e, int min_rank)
 	return out;
 }
 
-static IrNode *
-list_node(Checker *c, AstNode *e, OpKind op, PtrVec *v)
-{
-	IrNode *n = check_node(c, op, v->n, e->loc);
-
-	for (int i = 0; i < v->n; i++)
-		n->in[i] = v->v[i];
-	n->dtype = n->in[0]->dtype;
-	return n;
-}
-
 /* concat(values, axis) (spec §6.21 "concat and stack"): same rank, same dims
  * off the axis. */
 IrNode *
@@ -563,7 +522,8 @@ check_concat(Checker *c, AstNode *e, OpKind op)
 	static const char *const names[] = {"values", "axis", NULL};
 	AstNode *arg[2];
 	PtrVec *v;
-	IrNode *n, *x0;
+	IrNode *x0;
+	TfgShape s;
 	int axis;
 
 	if (params(c, e, names, 2, arg) < 0 || !(v = list_arg(c, e, arg[0], 1)))
@@ -571,19 +531,16 @@ check_concat(Checker *c, AstNode *e, OpKind op)
 	x0 = v->v[0];
 	if (axis_arg(c, arg[1], "concat", x0->shape.rank, &axis) < 0)
 		return NULL;
-	n = list_node(c, e, op, v);
-	n->axis = axis;
-	n->shape = x0->shape;
-	n->shape.dims[axis] = 0;
+	s = x0->shape;
 	for (int i = 0; i < v->n; i++) {
 		IrNode *x = v->v[i];
 		int ok = x->shape.rank == x0->shape.rank;
 		for (int k = 0; ok && k < x->shape.rank; k++) {
-			int64_t a = x->shape.dims[k], b = n->shape.dims[k];
+			int64_t a = x->shape.dims[k], b = s.dims[k];
 			ok = k == axis || a == b || a == IR_DIM_UNKNOWN ||
 			     b == IR_DIM_UNKNOWN;
 			if (k != axis && b == IR_DIM_UNKNOWN)
-				n->shape.dims[k] = a; /* the known one */
+				s.dims[k] = a; /* the known one */
 		}
 		if (!ok) {
 			diag_error(c->d, e->loc, "tensors of 'concat' on axis "
@@ -592,13 +549,10 @@ check_concat(Checker *c, AstNode *e, OpKind op)
 				   shape_s(c, &x->shape));
 			return NULL;
 		}
-		if (n->shape.dims[axis] == IR_DIM_UNKNOWN ||
-		    x->shape.dims[axis] == IR_DIM_UNKNOWN)
-			n->shape.dims[axis] = IR_DIM_UNKNOWN;
-		else
-			n->shape.dims[axis] += x->shape.dims[axis];
 	}
-	return n;
+	(void)op;
+	return check_built(c, ir_concat(c->p, e->loc, (IrNode **)v->v, v->n,
+					axis));
 }
 
 /* stack(values, axis=0) (spec §6.21 "concat and stack"): same shapes, a new
@@ -609,7 +563,7 @@ check_stack(Checker *c, AstNode *e, OpKind op)
 	static const char *const names[] = {"values", "axis", NULL};
 	AstNode *arg[2];
 	PtrVec *v;
-	IrNode *n, *x0;
+	IrNode *x0;
 	TfgShape s;
 	int axis = 0, r;
 
@@ -643,12 +597,9 @@ check_stack(Checker *c, AstNode *e, OpKind op)
 			return NULL;
 		}
 	}
-	n = list_node(c, e, op, v);
-	n->axis = axis;
-	n->shape.rank = r + 1;
-	for (int k = 0, j = 0; k <= r; k++)
-		n->shape.dims[k] = k == axis ? v->n : s.dims[j++];
-	return n;
+	(void)op;
+	return check_built(c, ir_stack(c->p, e->loc, (IrNode **)v->v, v->n,
+				       axis));
 }
 
 /* split along an axis of unknown size: the parts' sizes are those given
@@ -680,11 +631,14 @@ split_unknown(Checker *c, AstNode *e, IrNode *x, int axis, AstNode *how)
 			sz[i] = IR_DIM_UNKNOWN;
 	}
 	for (int i = 0; i < np; i++) {
-		IrNode *n = unary_node(c, e, OP_slice, x);
-		n->shape = x->shape;
-		memcpy(n->size, x->shape.dims, sizeof n->size);
-		n->size[axis] = n->shape.dims[axis] =
-		    sz[i] < 0 ? IR_DIM_UNKNOWN : sz[i];
+		int64_t begin[TFG_MAX_RANK] = {0}, size[TFG_MAX_RANK];
+		IrNode *n;
+
+		memcpy(size, x->shape.dims, sizeof size);
+		size[axis] = sz[i] < 0 ? IR_DIM_UNKNOWN : sz[i];
+		if (!(n = check_built(c, ir_slice(c->p, e->loc, x, begin, size,
+						  0))))
+			return NULL;
 		vec_push(c->a, v, n);
 	}
 	return v;
@@ -761,13 +715,16 @@ split_list(Checker *c, AstNode *e)
 	}
 	v = arena_alloc(c->a, sizeof *v);
 	for (int i = 0; i < np; i++) {
-		IrNode *n = unary_node(c, e, OP_slice, x);
-		n->shape = x->shape;
-		for (int k = 0; k < x->shape.rank; k++)
-			n->size[k] = x->shape.dims[k];
-		n->begin[axis] = off;
-		n->size[axis] = n->shape.dims[axis] = sz[i];
+		int64_t begin[TFG_MAX_RANK] = {0}, size[TFG_MAX_RANK];
+		IrNode *n;
+
+		memcpy(size, x->shape.dims, sizeof size);
+		begin[axis] = off;
+		size[axis] = sz[i];
 		off += sz[i];
+		if (!(n = check_built(c, ir_slice(c->p, e->loc, x, begin, size,
+						  0))))
+			return NULL;
 		vec_push(c->a, v, n);
 	}
 	return v;
@@ -792,27 +749,27 @@ check_split(Checker *c, AstNode *e, OpKind op)
 IrNode *
 check_meta(Checker *c, AstNode *e, OpKind op)
 {
-	IrNode *x, *n;
+	IrNode *x;
+	TfgDtype t = TFG_I64;
+	TfgShape s = {0, {0}};
+	void *data;
 
 	if (check_args(c, e, 1, NULL) < 0 || !(x = check_expr(c, e->list[0])))
 		return NULL;
-	n = check_node(c, OP_const, 0, e->loc);
-	n->data = arena_alloc(c->a, 8 * (TFG_MAX_RANK + 1));
+	data = arena_alloc(c->a, 8 * (TFG_MAX_RANK + 1));
 	(void)op; /* OP_const: size, shape and rank build constants */
 	if (strcmp(e->name, "rank") == 0) {
-		n->dtype = TFG_I32;
-		*(int32_t *)n->data = x->shape.rank;
+		t = TFG_I32;
+		*(int32_t *)data = x->shape.rank;
 	} else if (strcmp(e->name, "size") == 0) {
-		n->dtype = TFG_I64;
 		/* -1 with unknown dims: never compiled, the specialisation
 		   has the value */
-		*(int64_t *)n->data = shape_known(&x->shape) ? tfg_shape_numel(&x->shape)
-							     : -1;
+		*(int64_t *)data = shape_known(&x->shape)
+				   ? tfg_shape_numel(&x->shape) : -1;
 	} else {
-		n->dtype = TFG_I64;
-		n->shape.rank = 1;
-		n->shape.dims[0] = x->shape.rank;
-		memcpy(n->data, x->shape.dims, 8 * (size_t)x->shape.rank);
+		s.rank = 1;
+		s.dims[0] = x->shape.rank;
+		memcpy(data, x->shape.dims, 8 * (size_t)x->shape.rank);
 	}
-	return n;
+	return check_built(c, ir_const(c->p, e->loc, t, &s, data, 0));
 }

@@ -62,13 +62,13 @@ check_str_pack(Arena *a, int64_t n, const char *const *s, const size_t *len,
 IrNode *
 check_string_lit(Checker *c, AstNode *e)
 {
-	IrNode *n = check_node(c, OP_const, 0, e->loc);
-	size_t len = (size_t)e->ival;
+	size_t len = (size_t)e->ival, strbytes;
 	const char *s = e->str;
+	void *data = check_str_pack(c->a, 1, &s, &len, &strbytes);
+	TfgShape scalar = {0, {0}};
 
-	n->dtype = TFG_STRING;
-	n->data = check_str_pack(c->a, 1, &s, &len, &n->strbytes);
-	return n;
+	return check_built(c, ir_const(c->p, e->loc, TFG_STRING, &scalar,
+				       data, strbytes));
 }
 
 /* constant(value, dtype=) (spec §6.24 "constant"): value is a literal, as a
@@ -105,10 +105,10 @@ check_constant(Checker *c, AstNode *e, OpKind op)
 		return check_string_lit(c, v);
 	}
 	if (v->kind == AST_TENSOR) {
-		n = check_node(c, OP_const, 0, e->loc);
-		n->data = check_tensor_data(c, v, d ? (int)t : -1, &n->dtype,
-					    &n->shape, &n->strbytes);
-		return n->data ? n : NULL;
+		n = check_tensor_const(c, v, d ? (int)t : -1);
+		if (n)
+			n->loc = e->loc; /* the call's */
+		return n;
 	}
 	if ((l = check_lit_of(v)).kind == 0) {
 		diag_error(c->d, v->loc, "the value of 'constant' must be a "
@@ -291,8 +291,6 @@ check_strings(Checker *c)
 				   ir_type_str(c->a, n->dtype, &n->shape));
 			continue;
 		}
-		n->op = OP_const;
-		n->nin = 0;
-		n->in = NULL;
+		ir_set_const(c->p, n);
 	}
 }

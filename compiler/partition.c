@@ -69,29 +69,12 @@ add(Cut *c, int t, IrNode *n)
 	return n;
 }
 
-/* An OP_send of value `in` (of graph node x), or an OP_recv (in NULL). */
+/* An OP_send of value `in` (of graph node x), or an OP_recv (in NULL),
+ * in task t's part. */
 static IrNode *
 comm(Cut *c, const IrNode *x, IrNode *in, int t, int peer, uint32_t key)
 {
-	IrNode *n = arena_alloc(c->p->arena, sizeof *n);
-
-	n->op = in ? OP_send : OP_recv;
-	if (in) {
-		n->nin = 1;
-		n->in = arena_alloc(c->p->arena, sizeof *n->in);
-		n->in[0] = in;
-	}
-	n->id = x->id;
-	n->dtype = x->dtype;
-	n->shape = x->shape;
-	n->strbytes = x->strbytes;
-	n->name = x->name;
-	n->loc = x->loc;
-	n->dev = x->dev;
-	n->key = key;
-	n->peer = peer;
-	n->origin = (IrNode *)x;
-	return add(c, t, n);
+	return add(c, t, ir_comm(c->p, x, in, key, peer));
 }
 
 static const char *

@@ -343,10 +343,7 @@ fold_program(Program *p)
 				continue;
 			fold_elem(p, x, size);
 		}
-		x->op = OP_const;
-		x->nin = 0;
-		x->in = NULL;
-		x->make = NULL;
+		ir_set_const(p, x);
 	}
-	return 0;
+	return p->diag ? p->diag->nerr : 0;
 }

@@ -208,27 +208,25 @@ program(Fuser *F, int g, int r, const TfgShape *shape, IrNode **ext,
 /* Rewrites node x (the root, or the reduction it feeds) to carry group g
  * with inputs ext[0..next) and marks the members gone (but x). */
 static void
-attach_to(Fuser *F, int g, int r, IrNode *x, const TfgShape *shape,
-	  IrNode **ext, int next, const IrNode *anchor)
+attach_to(Fuser *F, int g, int r, IrNode *x, OpKind op,
+	  const TfgShape *shape, IrNode **ext, int next, const IrNode *anchor)
 {
 	const IrFuse *f = program(F, g, r, shape, ext, next, anchor);
 
-	x->fuse = f;
-	x->nin = next;
-	x->in = arena_alloc(F->p->arena, (next + 1) * sizeof *x->in);
-	memcpy(x->in, ext, next * sizeof *ext);
+	if (ir_set_fuse(F->p, x, op, f, ext, next) != 0)
+		return;
 	for (int i = 0; i <= r; i++)
 		if (F->grp[i] == g && F->part->nodes[i] != x)
 			F->gone[i] = 1;
 }
 
 static void
-attach(Fuser *F, int g, int r, IrNode *x, const TfgShape *shape)
+attach(Fuser *F, int g, int r, IrNode *x, OpKind op, const TfgShape *shape)
 {
 	IrNode *ext[FUSE_MAX_IN + 1];
 	int next = externals(F, g, 0, r, -1, ext);
 
-	attach_to(F, g, r, x, shape, ext, next, NULL);
+	attach_to(F, g, r, x, op, shape, ext, next, NULL);
 }
 
 /* Group g (root x at r) as the epilogue of a matmul among its external
@@ -267,8 +265,7 @@ epilogue(Fuser *F, int g, int r, IrNode *x)
 	for (int e = 0; e < next; e++)
 		if (ext[e] != mm && ext[e] != in[0] && ext[e] != in[1])
 			in[nin++] = ext[e];
-	attach_to(F, g, r, x, &x->shape, in, nin, mm);
-	x->op = OP_matmul;
+	attach_to(F, g, r, x, OP_matmul, &x->shape, in, nin, mm);
 	F->gone[j] = 1;
 	return 1;
 }
@@ -300,7 +297,7 @@ fuse_part(Program *p, IrPart *pt)
 			F.ngrp++;
 			F.grp[j] = g;
 			grow(&F, g, j, &s);
-			attach(&F, g, j, x, &s);
+			attach(&F, g, j, x, x->op, &s);
 			F.gone[j] = 1;
 			continue;
 		}
@@ -312,8 +309,7 @@ fuse_part(Program *p, IrPart *pt)
 		if (epilogue(&F, g, r, x))
 			continue;
 		if (members > 1) {
-			attach(&F, g, r, x, &x->shape);
-			x->op = OP_fused;
+			attach(&F, g, r, x, OP_fused, &x->shape);
 		}
 	}
 	for (int i = 0; i < n; i++)
@@ -329,5 +325,5 @@ fuse_program(Program *p)
 		for (int t = 0; t < p->ntask; t++)
 			if (p->sigs[s].parts[t].n > 0)
 				fuse_part(p, &p->sigs[s].parts[t]);
-	return 0;
+	return p->diag ? p->diag->nerr : 0; /* ir_set_fuse refused one */
 }

@@ -632,21 +632,20 @@ checkpoint_stmt(Checker *c, AstNode *e, RtStmt *st, int save)
 		IrVar *v = c->p->vars.v[i];
 
 		if (save && !v->read) { /* a hidden variable's, made now */
-			v->read = check_var_node(c, v, OP_variable, 0,
+			v->read = check_var_node(c, v, OP_variable, NULL,
 						 v->loc);
 			v->read->name = v->name;
 		}
 		if (!save && !v->saved) {
-			IrNode *in = check_node(c, OP_input, 0, v->loc);
+			IrNode *in = ir_input(c->p, v->loc, arena_printf(c->a,
+					      "%s/saved", v->name), v->dtype,
+					      &v->shape);
 
 			in->req = v->req;
-			in->dtype = v->dtype;
-			in->shape = v->shape;
-			in->name = arena_printf(c->a, "%s/saved", v->name);
+			in->user_named = 0; /* made up: v's */
 			v->saved = in;
-			v->restore = check_var_node(c, v, OP_assign, 1,
+			v->restore = check_var_node(c, v, OP_assign, in,
 						    v->loc);
-			v->restore->in[0] = in;
 			v->restore->name = arena_printf(c->a, "%s/restore",
 							v->name);
 		}

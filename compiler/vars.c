@@ -26,14 +26,12 @@
 #include "compiler/compiler_int.h"
 
 IrNode *
-check_var_node(Checker *c, IrVar *v, OpKind op, int nin, SrcLoc loc)
+check_var_node(Checker *c, IrVar *v, OpKind op, IrNode *x, SrcLoc loc)
 {
-	IrNode *n = check_node(c, op, nin, loc);
+	IrNode *n = ir_var(c->p, loc, op, v, x);
 
-	n->req = v->req;
-	n->var = v;
-	n->dtype = v->dtype;
-	n->shape = v->shape;
+	if (n)
+		n->req = v->req; /* placed with its variable, whatever block */
 	return n;
 }
 
@@ -94,17 +92,12 @@ as_declared(Checker *c, AstNode *s, IrNode *x, TfgDtype t,
 	    const TfgShape *sh)
 {
 	Lit l = check_lit_of(s->a);
-	IrNode *n;
 
 	if (l.kind && !(x = check_lit_node(c, s->a, l, t)))
 		return NULL;
-	if (s->a->kind == AST_TENSOR) { /* a literal: of dtype t */
-		x = check_node(c, OP_const, 0, s->a->loc);
-		x->data = check_tensor_data(c, s->a, t, &x->dtype, &x->shape,
-					    &x->strbytes);
-		if (!x->data)
-			return NULL;
-	}
+	if (s->a->kind == AST_TENSOR && /* a literal: of dtype t */
+	    !(x = check_tensor_const(c, s->a, t)))
+		return NULL;
 	if (x->dtype != t) {
 		diag_error(c->d, ast_extent(s->a), "variable '%s' is %s, but "
 			   "its initial value is %s: cast it (cast(x, %s))",
@@ -122,12 +115,9 @@ as_declared(Checker *c, AstNode *s, IrNode *x, TfgDtype t,
 			   ir_type_str(c->a, x->dtype, &x->shape));
 		return NULL;
 	}
-	n = check_node(c, OP_fill, 1, ast_extent(s->a));
-	n->make = arena_alloc(c->a, sizeof *n->make);
-	n->in[0] = x;
-	n->dtype = t;
-	n->shape = *sh;
-	return n;
+	return check_built(c, ir_make(c->p, ast_extent(s->a), OP_fill, t, sh,
+				      arena_alloc(c->a, sizeof(IrMake)), &x,
+				      1));
 }
 
 void
@@ -180,15 +170,13 @@ check_var(Checker *c, AstNode *s)
 	v->dtype = x->dtype;
 	v->shape = x->shape;
 	v->index = c->p->vars.n;
-	v->read = check_var_node(c, v, OP_variable, 0, s->tok.loc);
+	v->read = check_var_node(c, v, OP_variable, NULL, s->tok.loc);
 	v->read->name = s->name;
 	v->read->user_named = 1;
-	v->init = check_var_node(c, v, OP_assign, 1, s->loc);
-	v->init->in[0] = x;
+	v->init = check_var_node(c, v, OP_assign, x, s->loc);
 	v->init->name = arena_printf(c->a, "%s/init", s->name);
-	v->inited = check_var_node(c, v, OP_var_initialized, 0, s->tok.loc);
-	v->inited->dtype = TFG_BOOL;
-	v->inited->shape.rank = 0;
+	v->inited = check_var_node(c, v, OP_var_initialized, NULL,
+				   s->tok.loc);
 	v->inited->name = arena_printf(c->a, "%s/initialized", s->name);
 	vec_push(c->a, &c->p->vars, v);
 	if ((sym = check_define(c, s->name, s->tok.loc, v->read)) != NULL)
@@ -227,7 +215,7 @@ IrNode *
 check_varop(Checker *c, AstNode *e, OpKind op)
 {
 	AstNode *target, *val;
-	IrNode *x, *n;
+	IrNode *x;
 	Sym *s;
 	IrVar *v;
 	Lit l;
@@ -266,10 +254,7 @@ check_varop(Checker *c, AstNode *e, OpKind op)
 	if (l.kind) {
 		x = check_lit_node(c, val, l, v->dtype);
 	} else if (val->kind == AST_TENSOR) { /* a literal: v's dtype */
-		x = check_node(c, OP_const, 0, val->loc);
-		x->data = check_tensor_data(c, val, v->dtype, &x->dtype,
-					    &x->shape, &x->strbytes);
-		x = x->data ? x : NULL;
+		x = check_tensor_const(c, val, v->dtype);
 	} else {
 		x = check_expr(c, val);
 	}
@@ -286,7 +271,5 @@ check_varop(Checker *c, AstNode *e, OpKind op)
 		diag_note(c->d, v->loc, "'%s' is declared here", v->name);
 		return NULL;
 	}
-	n = check_var_node(c, v, op, 1, e->loc);
-	n->in[0] = x;
-	return n;
+	return check_var_node(c, v, op, x, e->loc);
 }

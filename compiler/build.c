@@ -1,0 +1,626 @@
+/*
+ * compiler/build.c: the IR builders (spec/design.md "Pipeline").
+ *
+ * ir_<op>(Program *p, SrcLoc loc, inputs..., attributes...) makes a node
+ * of that op in p's graph with its dtype and shape inferred from its
+ * inputs and attributes, or reports at loc why it cannot (p->diag) and
+ * returns NULL.  The checker parses a call's arguments, applies the
+ * language's conversions (promotion, casts of literals) and calls the
+ * builder; the passes (partition, fusion) build and rewrite nodes through
+ * the same functions, so that no node is filled in by hand.  An IR-level
+ * rule lives here once; the checker says more where it knows more (the
+ * argument that is wrong, the operator as written) before it gets here.
+ *
+ * A builder's inputs must already be of the dtypes the op takes: the
+ * elementwise ops of two or three operands want one dtype (the checker
+ * promotes, the folder and the fuser never change dtypes), matmul too.
+ * Unknown dims (IR_DIM_UNKNOWN) pass where the rule cannot decide, as
+ * the checker's did: the specialisation checks them again.
+ */
+#include <inttypes.h>
+#include <string.h>
+
+#include "compiler/compiler_int.h"
+
+static const char *
+type_s(Program *p, const IrNode *n)
+{
+	return ir_type_str(p->arena, n->dtype, &n->shape);
+}
+
+static const char *
+shape_s(Program *p, const TfgShape *s)
+{
+	/* "[?, 3]": ir_type_str writes unknown dims as '?' */
+	return strchr(ir_type_str(p->arena, TFG_F32, s), '[');
+}
+
+static IrNode *
+node(Program *p, OpKind op, SrcLoc loc, IrNode **in, int nin, TfgDtype t)
+{
+	IrNode *n = ir_node_new(p, op, nin, loc);
+
+	for (int i = 0; i < nin; i++)
+		n->in[i] = in[i];
+	n->dtype = t;
+	return n;
+}
+
+static int
+is_float(TfgDtype t)
+{
+	return t == TFG_F32 || t == TFG_F64;
+}
+
+/* -------------------------------------------------------- elementwise */
+
+static int
+is_compare(OpKind op)
+{
+	return op == OP_equal || op == OP_not_equal || op == OP_less ||
+	       op == OP_less_equal || op == OP_greater ||
+	       op == OP_greater_equal;
+}
+
+IrNode *
+ir_binary(Program *p, SrcLoc loc, OpKind op, IrNode *a, IrNode *b)
+{
+	IrNode *in[2] = {a, b};
+	TfgShape s;
+	IrNode *n;
+
+	if (op_info[op].nin != 2 || !(op_info[op].flags & OPF_ELEMWISE)) {
+		diag_error(p->diag, loc, "'%s' is not an elementwise op of two "
+			   "operands", op_info[op].name);
+		return NULL;
+	}
+	if (a->dtype != b->dtype) {
+		diag_error(p->diag, loc, "'%s' takes operands of one dtype, "
+			   "got %s and %s", op_info[op].name, type_s(p, a),
+			   type_s(p, b));
+		return NULL;
+	}
+	/* strings only compare equal or not (the checker computes them);
+	   bools do no arithmetic */
+	if ((a->dtype == TFG_STRING && op != OP_equal &&
+	     op != OP_not_equal) ||
+	    (a->dtype == TFG_BOOL && (op == OP_add || op == OP_sub ||
+				      op == OP_mul || op == OP_div ||
+				      op == OP_mod || op == OP_pow))) {
+		diag_error(p->diag, loc, "'%s' does not take %s operands",
+			   op_info[op].name, tfg_dtype_name(a->dtype));
+		return NULL;
+	}
+	if (shape_broadcast(&s, &a->shape, &b->shape) < 0) {
+		diag_error(p->diag, loc, "operands of '%s' do not broadcast: "
+			   "shapes %s and %s", op_info[op].name,
+			   shape_s(p, &a->shape), shape_s(p, &b->shape));
+		return NULL;
+	}
+	n = node(p, op, loc, in, 2, is_compare(op) ? TFG_BOOL : a->dtype);
+	n->shape = s;
+	return n;
+}
+
+IrNode *
+ir_where(Program *p, SrcLoc loc, IrNode *c, IrNode *a, IrNode *b)
+{
+	IrNode *in[3] = {c, a, b};
+	TfgShape s;
+	IrNode *n;
+
+	if (c->dtype != TFG_BOOL || a->dtype != b->dtype) {
+		diag_error(p->diag, loc, "'where' takes a bool condition and "
+			   "two values of one dtype, got %s, %s and %s",
+			   type_s(p, c), type_s(p, a), type_s(p, b));
+		return NULL;
+	}
+	if (shape_broadcast(&s, &c->shape, &a->shape) < 0 ||
+	    shape_broadcast(&s, &s, &b->shape) < 0) {
+		diag_error(p->diag, loc, "operands of 'where' do not "
+			   "broadcast: shapes %s, %s and %s",
+			   shape_s(p, &c->shape), shape_s(p, &a->shape),
+			   shape_s(p, &b->shape));
+		return NULL;
+	}
+	n = node(p, OP_where, loc, in, 3, a->dtype);
+	n->shape = s;
+	return n;
+}
+
+IrNode *
+ir_unary(Program *p, SrcLoc loc, OpKind op, IrNode *x)
+{
+	int fl = op == OP_exp || op == OP_log || op == OP_sqrt ||
+		 op == OP_tanh || op == OP_sigmoid;
+	IrNode *n;
+
+	if (op_info[op].nin != 1 || !(op_info[op].flags & OPF_ELEMWISE) ||
+	    op == OP_cast) {
+		diag_error(p->diag, loc, "'%s' is not an elementwise op of one "
+			   "operand", op_info[op].name);
+		return NULL;
+	}
+	if (x->dtype == TFG_STRING || x->dtype == TFG_BOOL ||
+	    (fl && !is_float(x->dtype))) {
+		diag_error(p->diag, loc, "'%s' does not take %s",
+			   op_info[op].name, type_s(p, x));
+		return NULL;
+	}
+	n = node(p, op, loc, &x, 1, x->dtype);
+	n->shape = x->shape;
+	return n;
+}
+
+IrNode *
+ir_cast(Program *p, SrcLoc loc, IrNode *x, TfgDtype t)
+{
+	IrNode *n;
+
+	if ((x->dtype == TFG_STRING) != (t == TFG_STRING)) {
+		diag_error(p->diag, loc, "'cast' cannot convert %s to %s: a "
+			   "string never converts to or from another dtype",
+			   type_s(p, x), tfg_dtype_name(t));
+		return NULL;
+	}
+	n = node(p, OP_cast, loc, &x, 1, t);
+	n->shape = x->shape;
+	return n;
+}
+
+/* --------------------------------------------------------- reductions */
+
+IrNode *
+ir_reduce(Program *p, SrcLoc loc, OpKind op, IrNode *x, uint32_t axes,
+	  int keepdims)
+{
+	int arg = op == OP_argmax || op == OP_argmin, r = 0;
+	IrNode *n;
+
+	if (!(op_info[op].flags & OPF_REDUCE)) {
+		diag_error(p->diag, loc, "'%s' is not a reduction",
+			   op_info[op].name);
+		return NULL;
+	}
+	if (x->dtype == TFG_BOOL || x->dtype == TFG_STRING) {
+		diag_error(p->diag, loc, "'%s' does not take a %s tensor",
+			   op_info[op].name, tfg_dtype_name(x->dtype));
+		return NULL;
+	}
+	if (axes >> x->shape.rank || (arg && (axes == 0 || axes & (axes - 1)))) {
+		diag_error(p->diag, loc, "'%s' cannot reduce %s over axes "
+			   "0x%" PRIx32 "%s", op_info[op].name, type_s(p, x),
+			   axes, arg ? " (it takes one axis)" : "");
+		return NULL;
+	}
+	n = node(p, op, loc, &x, 1, arg ? TFG_I64 : x->dtype);
+	n->axes = axes;
+	n->keepdims = keepdims;
+	for (int k = 0; k < x->shape.rank; k++) {
+		if (!(axes >> k & 1))
+			n->shape.dims[r++] = x->shape.dims[k];
+		else if (keepdims)
+			n->shape.dims[r++] = 1;
+	}
+	n->shape.rank = r;
+	return n;
+}
+
+IrNode *
+ir_softmax(Program *p, SrcLoc loc, OpKind op, IrNode *x)
+{
+	IrNode *n;
+
+	if (op != OP_softmax && op != OP_log_softmax) {
+		diag_error(p->diag, loc, "'%s' is not softmax",
+			   op_info[op].name);
+		return NULL;
+	}
+	if (!is_float(x->dtype) || x->shape.rank == 0) {
+		diag_error(p->diag, loc, "'%s' takes a float tensor of rank 1 "
+			   "or more, got %s", op_info[op].name, type_s(p, x));
+		return NULL;
+	}
+	n = node(p, op, loc, &x, 1, x->dtype);
+	n->shape = x->shape;
+	return n;
+}
+
+/* ------------------------------------------------ shapes and matrices */
+
+IrNode *
+ir_matmul(Program *p, SrcLoc loc, IrNode *a, IrNode *b)
+{
+	IrNode *in[2] = {a, b};
+	TfgShape ba = {0, {0}}, bb = {0, {0}}, bo;
+	int ra = a->shape.rank, rb = b->shape.rank;
+	int64_t ka, kb;
+	IrNode *n;
+
+	if (a->dtype != b->dtype || a->dtype == TFG_BOOL ||
+	    a->dtype == TFG_STRING || ra == 0 || rb == 0) {
+		diag_error(p->diag, loc, "'matmul' takes numbers of one dtype "
+			   "and rank 1 or more, got %s and %s", type_s(p, a),
+			   type_s(p, b));
+		return NULL;
+	}
+	ka = a->shape.dims[ra - 1];
+	kb = b->shape.dims[rb >= 2 ? rb - 2 : 0];
+	ba.rank = ra > 2 ? ra - 2 : 0;
+	bb.rank = rb > 2 ? rb - 2 : 0;
+	memcpy(ba.dims, a->shape.dims, sizeof ba.dims[0] * ba.rank);
+	memcpy(bb.dims, b->shape.dims, sizeof bb.dims[0] * bb.rank);
+	if ((ka != kb && ka != IR_DIM_UNKNOWN && kb != IR_DIM_UNKNOWN) ||
+	    shape_broadcast(&bo, &ba, &bb) < 0) {
+		diag_error(p->diag, loc, "operands of 'matmul' do not match: "
+			   "shapes %s and %s", shape_s(p, &a->shape),
+			   shape_s(p, &b->shape));
+		return NULL;
+	}
+	n = node(p, OP_matmul, loc, in, 2, a->dtype);
+	n->shape = bo;
+	if (ra >= 2)
+		n->shape.dims[n->shape.rank++] = a->shape.dims[ra - 2];
+	if (rb >= 2)
+		n->shape.dims[n->shape.rank++] = b->shape.dims[rb - 1];
+	return n;
+}
+
+IrNode *
+ir_transpose(Program *p, SrcLoc loc, IrNode *x, const int *perm)
+{
+	int r = x->shape.rank;
+	uint32_t seen = 0;
+	IrNode *n;
+
+	for (int i = 0; perm && i < r; i++) {
+		if (perm[i] < 0 || perm[i] >= r || (seen >> perm[i] & 1))
+			break;
+		seen |= 1u << perm[i];
+	}
+	if (perm && seen != (1u << r) - 1) {
+		diag_error(p->diag, loc, "the perm of 'transpose' must be a "
+			   "permutation of the %d axes of %s", r,
+			   type_s(p, x));
+		return NULL;
+	}
+	n = node(p, OP_transpose, loc, &x, 1, x->dtype);
+	n->shape.rank = r;
+	for (int i = 0; i < r; i++) {
+		n->perm[i] = perm ? perm[i] : r - 1 - i;
+		n->shape.dims[i] = x->shape.dims[n->perm[i]];
+	}
+	return n;
+}
+
+IrNode *
+ir_reshape(Program *p, SrcLoc loc, IrNode *x, const TfgShape *s)
+{
+	int known = shape_known(&x->shape) && shape_known(s);
+	IrNode *n;
+
+	if (known && tfg_shape_numel(&x->shape) != tfg_shape_numel(s)) {
+		char buf[256];
+
+		diag_error(p->diag, loc, "'reshape' cannot make %s (%" PRId64
+			   " element%s) into shape %s", type_s(p, x),
+			   tfg_shape_numel(&x->shape),
+			   tfg_shape_numel(&x->shape) == 1 ? "" : "s",
+			   tfg_shape_str(buf, sizeof buf, s));
+		return NULL;
+	}
+	for (int i = 0; i < s->rank; i++)
+		if (s->dims[i] < 0 && s->dims[i] != IR_DIM_UNKNOWN) {
+			diag_error(p->diag, loc, "'reshape' to a shape with a "
+				   "negative dimension");
+			return NULL;
+		}
+	n = node(p, OP_reshape, loc, &x, 1, x->dtype);
+	n->shape = *s;
+	return n;
+}
+
+IrNode *
+ir_slice(Program *p, SrcLoc loc, IrNode *x, const int64_t *begin,
+	 const int64_t *size, uint32_t squeeze)
+{
+	int r = x->shape.rank, k = 0;
+	IrNode *n;
+
+	for (int i = 0; i < r; i++) {
+		int64_t len = x->shape.dims[i], b = begin[i], z = size[i];
+		int bad = (squeeze >> i & 1) && z != 1;
+
+		/* an axis of unknown length: its bounds are checked in the
+		   specialisation, a size may be unknown too */
+		if (len != IR_DIM_UNKNOWN)
+			bad |= b < 0 || z < 0 || b > len || z > len - b;
+		else
+			bad |= z < 0 && z != IR_DIM_UNKNOWN;
+		if (bad) {
+			diag_error(p->diag, loc, "'slice' is out of range on "
+				   "axis %d of %s: begin %" PRId64 ", size %"
+				   PRId64, i, type_s(p, x), b, z);
+			return NULL;
+		}
+	}
+	if (squeeze >> r) {
+		diag_error(p->diag, loc, "'slice' drops an axis %s does not "
+			   "have", type_s(p, x));
+		return NULL;
+	}
+	n = node(p, OP_slice, loc, &x, 1, x->dtype);
+	n->squeeze = squeeze;
+	for (int i = 0; i < r; i++) {
+		n->begin[i] = begin[i];
+		n->size[i] = size[i];
+		if (!(squeeze >> i & 1))
+			n->shape.dims[k++] = size[i];
+	}
+	n->shape.rank = k;
+	return n;
+}
+
+/* The dims of in[1..n-1] against in[0]'s, off axis `skip` (-1: none): the
+ * joined shape in *s (a known dim wins over an unknown one); -1 if they
+ * differ. */
+static int
+join_dims(IrNode **in, int n, int skip, TfgShape *s)
+{
+	*s = in[0]->shape;
+	for (int i = 1; i < n; i++) {
+		if (in[i]->shape.rank != s->rank || in[i]->dtype != in[0]->dtype)
+			return -1;
+		for (int k = 0; k < s->rank; k++) {
+			int64_t a = in[i]->shape.dims[k], b = s->dims[k];
+
+			if (k == skip)
+				continue;
+			if (a != b && a != IR_DIM_UNKNOWN && b != IR_DIM_UNKNOWN)
+				return -1;
+			if (b == IR_DIM_UNKNOWN)
+				s->dims[k] = a;
+		}
+	}
+	return 0;
+}
+
+IrNode *
+ir_concat(Program *p, SrcLoc loc, IrNode **in, int nin, int axis)
+{
+	TfgShape s;
+	IrNode *n;
+
+	if (nin < 1 || axis < 0 || axis >= in[0]->shape.rank ||
+	    join_dims(in, nin, axis, &s) < 0) {
+		diag_error(p->diag, loc, "tensors of 'concat' on axis %d do "
+			   "not match", axis);
+		return NULL;
+	}
+	s.dims[axis] = 0;
+	for (int i = 0; i < nin; i++)
+		if (s.dims[axis] == IR_DIM_UNKNOWN ||
+		    in[i]->shape.dims[axis] == IR_DIM_UNKNOWN)
+			s.dims[axis] = IR_DIM_UNKNOWN;
+		else
+			s.dims[axis] += in[i]->shape.dims[axis];
+	n = node(p, OP_concat, loc, in, nin, in[0]->dtype);
+	n->axis = axis;
+	n->shape = s;
+	return n;
+}
+
+IrNode *
+ir_stack(Program *p, SrcLoc loc, IrNode **in, int nin, int axis)
+{
+	TfgShape s;
+	IrNode *n;
+	int r;
+
+	if (nin < 1 || (r = in[0]->shape.rank) + 1 > TFG_MAX_RANK ||
+	    axis < 0 || axis > r || join_dims(in, nin, -1, &s) < 0) {
+		diag_error(p->diag, loc, "tensors of 'stack' on axis %d do "
+			   "not match", axis);
+		return NULL;
+	}
+	n = node(p, OP_stack, loc, in, nin, in[0]->dtype);
+	n->axis = axis;
+	n->shape.rank = r + 1;
+	for (int k = 0, j = 0; k <= r; k++)
+		n->shape.dims[k] = k == axis ? nin : s.dims[j++];
+	return n;
+}
+
+/* ------------------------------------------------- made by the passes */
+
+IrNode *
+ir_comm(Program *p, const IrNode *x, IrNode *in, uint32_t key, int peer)
+{
+	IrNode *n = arena_alloc(p->arena, sizeof *n);
+
+	n->op = in ? OP_send : OP_recv;
+	if (in) {
+		n->nin = 1;
+		n->in = arena_alloc(p->arena, sizeof *n->in);
+		n->in[0] = in;
+	}
+	n->id = x->id;
+	n->dtype = x->dtype;
+	n->shape = x->shape;
+	n->strbytes = x->strbytes;
+	n->name = x->name;
+	n->loc = x->loc;
+	n->dev = x->dev;
+	n->task = -1;
+	n->key = key;
+	n->peer = peer;
+	n->origin = (IrNode *)x;
+	return n;
+}
+
+int
+ir_set_fuse(Program *p, IrNode *x, OpKind op, const IrFuse *f, IrNode **in,
+	    int nin)
+{
+	const IrFuseOp *v = f->n > 0 ? &f->ops[f->n - 1] : NULL;
+	int reduce = (op_info[op].flags & OPF_REDUCE) != 0;
+
+	/* the expression is the node's value, a matmul's epilogue (of the
+	   product's dtype) or a reduction's input element */
+	if (!v || (op != OP_fused && op != OP_matmul && !reduce) ||
+	    (!reduce && v->dtype != x->dtype) || nin < (op == OP_matmul) * 2) {
+		diag_error(p->diag, x->loc, "cannot fuse into '%s': an "
+			   "expression of %d ops giving %s", op_info[op].name,
+			   f->n, v ? tfg_dtype_name(v->dtype) : "nothing");
+		return -1;
+	}
+	x->op = op;
+	x->fuse = f;
+	x->nin = nin;
+	x->in = arena_alloc(p->arena, (nin + 1) * sizeof *x->in);
+	memcpy(x->in, in, nin * sizeof *in);
+	return 0;
+}
+
+/* ----------------------------------------------- values without inputs */
+
+IrNode *
+ir_const(Program *p, SrcLoc loc, TfgDtype t, const TfgShape *s, void *data,
+	 size_t strbytes)
+{
+	IrNode *n;
+
+	if (data == NULL) {
+		diag_error(p->diag, loc, "a constant needs its value");
+		return NULL;
+	}
+	n = node(p, OP_const, loc, NULL, 0, t);
+	n->shape = *s;
+	n->data = data;
+	n->strbytes = strbytes;
+	return n;
+}
+
+IrNode *
+ir_input(Program *p, SrcLoc loc, const char *name, TfgDtype t,
+	 const TfgShape *s)
+{
+	IrNode *n;
+
+	if (t == TFG_STRING) {
+		diag_error(p->diag, loc, "input '%s' cannot be a string",
+			   name ? name : "?");
+		return NULL;
+	}
+	n = node(p, OP_input, loc, NULL, 0, t);
+	n->shape = *s;
+	n->name = name;
+	n->user_named = name != NULL;
+	return n;
+}
+
+IrNode *
+ir_make(Program *p, SrcLoc loc, OpKind op, TfgDtype t, const TfgShape *s,
+	const IrMake *m, IrNode **in, int nin)
+{
+	int want;
+	IrNode *n;
+
+	switch (op) {
+	case OP_fill:
+		/* a scalar of the dtype, or none (the value in m) */
+		want = nin == 0 || (nin == 1 && in[0]->shape.rank == 0 &&
+				    in[0]->dtype == t);
+		break;
+	case OP_one_hot: /* the indices: an integer tensor */
+		want = nin == 1 && (in[0]->dtype == TFG_I32 ||
+				    in[0]->dtype == TFG_I64);
+		break;
+	case OP_random_uniform:
+	case OP_random_normal: /* the draw count */
+		want = nin == 1 && in[0]->op == OP_random_draw;
+		break;
+	case OP_zeros: case OP_ones: case OP_zeros_like: case OP_ones_like:
+	case OP_range:
+		want = nin == 0;
+		break;
+	default:
+		want = -1;
+	}
+	if (want < 0 || t == TFG_STRING || (op != OP_zeros && op != OP_ones &&
+					    !m)) {
+		diag_error(p->diag, loc, "'%s' is not a maker of %s",
+			   op_info[op].name, tfg_dtype_name(t));
+		return NULL;
+	}
+	if (!want) {
+		diag_error(p->diag, loc, "'%s' has the wrong inputs",
+			   op_info[op].name);
+		return NULL;
+	}
+	n = node(p, op, loc, in, nin, t);
+	n->shape = *s;
+	n->make = m;
+	return n;
+}
+
+/* ---------------------------------------------------------- variables */
+
+IrNode *
+ir_var(Program *p, SrcLoc loc, OpKind op, IrVar *v, IrNode *x)
+{
+	int upd = op == OP_assign || op == OP_assign_add ||
+		  op == OP_assign_sub;
+	IrNode *n;
+
+	if (!(op_info[op].flags & (OPF_STATEFUL | OPF_RANDOM)) ||
+	    (op != OP_random_draw && !v) || (upd != (x != NULL))) {
+		diag_error(p->diag, loc, "'%s' is not a variable op with %s",
+			   op_info[op].name, x ? "a value" : "no value");
+		return NULL;
+	}
+	if (upd && (x->dtype != v->dtype ||
+		    (!tfg_shape_eq(&x->shape, &v->shape) &&
+		     x->shape.rank != 0))) {
+		diag_error(p->diag, loc, "%s(%s, ...) needs %s, the "
+			   "variable's type, got %s", op_info[op].name,
+			   v->name, ir_type_str(p->arena, v->dtype, &v->shape),
+			   type_s(p, x));
+		return NULL;
+	}
+	n = node(p, op, loc, &x, upd, TFG_I64);
+	n->var = v;
+	if (op == OP_var_initialized) {
+		n->dtype = TFG_BOOL;
+	} else if (op != OP_random_draw) {
+		n->dtype = v->dtype;
+		n->shape = v->shape;
+		n->req = v->req; /* placed with its variable */
+	}
+	return n;
+}
+
+int
+ir_set_const(Program *p, IrNode *x)
+{
+	if (x->data == NULL || (op_info[x->op].flags & (OPF_STATEFUL |
+							OPF_EFFECT |
+							OPF_RANDOM))) {
+		diag_error(p->diag, x->loc, "'%s' cannot become a constant",
+			   ir_node_label(x));
+		return -1;
+	}
+	x->op = OP_const;
+	x->nin = 0;
+	x->in = NULL;
+	x->make = NULL;
+	x->fuse = NULL;
+	x->axes = 0;
+	x->keepdims = 0;
+	x->squeeze = 0;
+	x->axis = 0;
+	memset(x->begin, 0, sizeof x->begin);
+	memset(x->size, 0, sizeof x->size);
+	memset(x->perm, 0, sizeof x->perm);
+	return 0;
+}

@@ -1,0 +1,271 @@
+/*
+ * tests/unit/build_test.c: the IR builders (compiler/build.c) alone, with
+ * no source and no checker: every op of stdlib/ops.def is built through
+ * them with its dtype and shape inferred (a table at the end fails the
+ * run for an op no builder made), and the IR-level rules refuse what
+ * cannot be built, with an error at the location given.
+ */
+#include <stdlib.h>
+
+#include "compiler/compiler_int.h"
+#include "tests/unit/test.h"
+
+static Program P;
+static Diag D;
+static FILE *errs;
+static char *errtext;
+static size_t errlen;
+static char built[OP__COUNT];
+static const SrcLoc L = {0};
+
+static void
+setup(void)
+{
+	memset(&P, 0, sizeof P);
+	P.arena = arena_new();
+	errs = open_memstream(&errtext, &errlen);
+	ASSERT(errs != NULL);
+	diag_init(&D, errs);
+	P.diag = &D;
+}
+
+static void
+teardown(void)
+{
+	fclose(errs);
+	free(errtext);
+	arena_free(P.arena);
+}
+
+static TfgShape
+shp(int rank, int64_t a, int64_t b, int64_t c)
+{
+	TfgShape s = {rank, {a, b, c}};
+
+	return s;
+}
+
+static IrNode *
+in(TfgDtype t, TfgShape s)
+{
+	IrNode *n = ir_input(&P, L, "x", t, &s);
+
+	built[OP_input] = 1;
+	return n;
+}
+
+/* n was built as dtype t, shape s: marks its op. */
+static void
+is(IrNode *n, TfgDtype t, TfgShape s)
+{
+	char a[64], b[64];
+
+	if (n == NULL)
+		TEST_FAIL_("not built: %s", errtext ? errtext : "");
+	if (n->dtype != t || !tfg_shape_eq(&n->shape, &s))
+		TEST_FAIL_("%s built as %s%s, not %s%s", op_info[n->op].name,
+			   tfg_dtype_name(n->dtype),
+			   tfg_shape_str(a, sizeof a, &n->shape),
+			   tfg_dtype_name(t), tfg_shape_str(b, sizeof b, &s));
+	built[n->op] = 1;
+}
+
+/* The builder refused, saying `why`. */
+static void
+refused(IrNode *n, const char *why)
+{
+	fflush(errs);
+	ASSERT(n == NULL);
+	ASSERT(errtext && strstr(errtext, why) != NULL);
+}
+
+static void
+t_elementwise(void)
+{
+	IrNode *x = in(TFG_F32, shp(2, 2, 3, 0)), *y = in(TFG_F32, shp(1, 3, 0, 0));
+	IrNode *b = in(TFG_BOOL, shp(2, 2, 3, 0));
+
+	for (int op = 0; op < OP__COUNT; op++) {
+		if (!(op_info[op].flags & OPF_ELEMWISE) || op == OP_cast)
+			continue;
+		if (op_info[op].nin == 2) {
+			int cmp = op >= OP_equal && op <= OP_greater_equal;
+
+			is(ir_binary(&P, L, op, x, y),
+			   cmp ? TFG_BOOL : TFG_F32, shp(2, 2, 3, 0));
+		} else if (op_info[op].nin == 1) {
+			is(ir_unary(&P, L, op, x), TFG_F32, shp(2, 2, 3, 0));
+		}
+	}
+	is(ir_where(&P, L, b, x, y), TFG_F32, shp(2, 2, 3, 0));
+	is(ir_cast(&P, L, x, TFG_I64), TFG_I64, shp(2, 2, 3, 0));
+	/* the comparisons make bools of anything, arithmetic no bools */
+	is(ir_binary(&P, L, OP_equal, b, b), TFG_BOOL, shp(2, 2, 3, 0));
+	refused(ir_binary(&P, L, OP_add, b, b), "'add' does not take bool");
+	refused(ir_binary(&P, L, OP_add, x, in(TFG_I32, shp(0, 0, 0, 0))),
+		"'add' takes operands of one dtype");
+	refused(ir_binary(&P, L, OP_mul, x, in(TFG_F32, shp(1, 2, 0, 0))),
+		"do not broadcast: shapes [2, 3] and [2]");
+	refused(ir_unary(&P, L, OP_exp, in(TFG_I32, shp(0, 0, 0, 0))),
+		"'exp' does not take i32[]");
+	refused(ir_where(&P, L, x, x, x), "'where' takes a bool condition");
+}
+
+static void
+t_reductions(void)
+{
+	IrNode *x = in(TFG_F32, shp(2, 2, 3, 0));
+
+	for (int op = 0; op < OP__COUNT; op++) {
+		int arg = op == OP_argmax || op == OP_argmin;
+
+		if (!(op_info[op].flags & OPF_REDUCE))
+			continue;
+		is(ir_reduce(&P, L, op, x, 2, 0), arg ? TFG_I64 : TFG_F32,
+		   shp(1, 2, 0, 0));
+		if (!arg)
+			is(ir_reduce(&P, L, op, x, 3, 1), TFG_F32,
+			   shp(2, 1, 1, 0));
+	}
+	is(ir_softmax(&P, L, OP_softmax, x), TFG_F32, shp(2, 2, 3, 0));
+	is(ir_softmax(&P, L, OP_log_softmax, x), TFG_F32, shp(2, 2, 3, 0));
+	refused(ir_reduce(&P, L, OP_argmax, x, 3, 0), "it takes one axis");
+	refused(ir_reduce(&P, L, OP_reduce_sum, x, 4, 0), "cannot reduce");
+	refused(ir_softmax(&P, L, OP_softmax, in(TFG_I64, shp(1, 4, 0, 0))),
+		"takes a float tensor");
+}
+
+static void
+t_shapes(void)
+{
+	IrNode *x = in(TFG_F32, shp(2, 2, 3, 0)), *m = in(TFG_F32, shp(2, 3, 4, 0));
+	IrNode *v = in(TFG_F32, shp(1, 3, 0, 0)), *xs[2];
+	int64_t begin[2] = {1, 1}, size[2] = {1, 2};
+	int perm[2] = {1, 0};
+	TfgShape six = shp(1, 6, 0, 0), five = shp(1, 5, 0, 0);
+
+	is(ir_matmul(&P, L, x, m), TFG_F32, shp(2, 2, 4, 0));
+	is(ir_matmul(&P, L, x, v), TFG_F32, shp(1, 2, 0, 0)); /* a column */
+	is(ir_transpose(&P, L, x, NULL), TFG_F32, shp(2, 3, 2, 0));
+	is(ir_transpose(&P, L, x, perm), TFG_F32, shp(2, 3, 2, 0));
+	is(ir_reshape(&P, L, x, &six), TFG_F32, six);
+	is(ir_slice(&P, L, x, begin, size, 0), TFG_F32, shp(2, 1, 2, 0));
+	is(ir_slice(&P, L, x, begin, size, 1), TFG_F32, shp(1, 2, 0, 0));
+	xs[0] = x, xs[1] = x;
+	is(ir_concat(&P, L, xs, 2, 1), TFG_F32, shp(2, 2, 6, 0));
+	is(ir_stack(&P, L, xs, 2, 0), TFG_F32, shp(3, 2, 2, 3));
+	refused(ir_matmul(&P, L, m, x), "operands of 'matmul' do not match");
+	refused(ir_reshape(&P, L, x, &five), "cannot make f32[2, 3] (6 "
+		"elements) into shape [5]");
+	size[1] = 3;
+	refused(ir_slice(&P, L, x, begin, size, 0), "out of range on axis 1");
+	perm[1] = 1;
+	refused(ir_transpose(&P, L, x, perm), "must be a permutation");
+	xs[1] = m;
+	refused(ir_concat(&P, L, xs, 2, 0), "tensors of 'concat' on axis 0");
+}
+
+static void
+t_makers_and_state(void)
+{
+	IrMake *mk = arena_alloc(P.arena, sizeof *mk);
+	IrVar *v = arena_alloc(P.arena, sizeof *v);
+	IrNode *x, *d, *k, *one;
+	TfgShape s = shp(2, 2, 3, 0);
+	double *val = arena_alloc(P.arena, sizeof *val);
+
+	*val = 1.5;
+	one = ir_const(&P, L, TFG_F64, &(TfgShape){0, {0}}, val, 0);
+	is(one, TFG_F64, shp(0, 0, 0, 0));
+	for (int op = OP_zeros; op <= OP_ones_like; op++)
+		if (op != OP_fill)
+			is(ir_make(&P, L, op, TFG_F32, &s, mk, NULL, 0), TFG_F32,
+			   s);
+	is(ir_make(&P, L, OP_fill, TFG_F64, &s, mk, &one, 1), TFG_F64, s);
+	is(ir_make(&P, L, OP_range, TFG_I32, &s, mk, NULL, 0), TFG_I32, s);
+	k = in(TFG_I32, shp(1, 2, 0, 0));
+	is(ir_make(&P, L, OP_one_hot, TFG_F32, &s, mk, &k, 1), TFG_F32, s);
+	d = ir_var(&P, L, OP_random_draw, NULL, NULL);
+	is(d, TFG_I64, shp(0, 0, 0, 0));
+	is(ir_make(&P, L, OP_random_uniform, TFG_F32, &s, mk, &d, 1), TFG_F32,
+	   s);
+	is(ir_make(&P, L, OP_random_normal, TFG_F32, &s, mk, &d, 1), TFG_F32,
+	   s);
+	refused(ir_make(&P, L, OP_random_normal, TFG_F32, &s, mk, &k, 1),
+		"wrong inputs");
+	refused(ir_make(&P, L, OP_fill, TFG_F32, &s, mk, &one, 1),
+		"wrong inputs"); /* an f64 value for an f32 fill */
+
+	v->name = "w";
+	v->dtype = TFG_F32;
+	v->shape = s;
+	x = in(TFG_F32, s);
+	is(ir_var(&P, L, OP_variable, v, NULL), TFG_F32, s);
+	is(ir_var(&P, L, OP_assign, v, x), TFG_F32, s);
+	is(ir_var(&P, L, OP_assign_add, v, x), TFG_F32, s);
+	is(ir_var(&P, L, OP_assign_sub, v, x), TFG_F32, s);
+	is(ir_var(&P, L, OP_var_initialized, v, NULL), TFG_BOOL,
+	   shp(0, 0, 0, 0));
+	refused(ir_var(&P, L, OP_assign_add, v, one),
+		"assign_add(w, ...) needs f32[2, 3]");
+}
+
+static void
+t_made_by_passes(void)
+{
+	IrNode *x = in(TFG_F32, shp(1, 4, 0, 0)), *y = in(TFG_F32, shp(1, 4, 0, 0));
+	IrNode *r, *s, *f;
+	IrFuse *fu = arena_alloc(P.arena, sizeof *fu);
+	IrNode *ext[2] = {x, y};
+
+	x->id = 0;
+	s = ir_comm(&P, x, x, 7, 1);
+	r = ir_comm(&P, x, NULL, 7, 0);
+	is(s, TFG_F32, shp(1, 4, 0, 0));
+	is(r, TFG_F32, shp(1, 4, 0, 0));
+	ASSERT_EQ(s->op, OP_send);
+	ASSERT_EQ(r->op, OP_recv);
+	ASSERT_EQ(r->key, 7);
+	ASSERT(r->origin == x);
+	/* x + y as one fused loop */
+	fu->n = 1;
+	fu->ops = arena_alloc(P.arena, sizeof *fu->ops);
+	fu->ops[0].op = OP_add;
+	fu->ops[0].dtype = TFG_F32;
+	fu->ops[0].shape = x->shape;
+	fu->ops[0].nin = 2;
+	fu->ops[0].arg[0] = IR_FUSE_IN(0);
+	fu->ops[0].arg[1] = IR_FUSE_IN(1);
+	fu->shape = x->shape;
+	f = ir_binary(&P, L, OP_add, x, y);
+	ASSERT_EQ(ir_set_fuse(&P, f, OP_fused, fu, ext, 2), 0);
+	is(f, TFG_F32, shp(1, 4, 0, 0));
+	ASSERT(f->fuse == fu);
+	fu->ops[0].dtype = TFG_F64;
+	ASSERT_EQ(ir_set_fuse(&P, f, OP_fused, fu, ext, 2), -1);
+	/* a folded value becomes its constant; state never does */
+	f->data = arena_alloc(P.arena, 16);
+	ASSERT_EQ(ir_set_const(&P, f), 0);
+	is(f, TFG_F32, shp(1, 4, 0, 0));
+	ASSERT_EQ(f->nin, 0);
+}
+
+/* Every op of ops.def comes out of a builder above. */
+static void
+t_every_op(void)
+{
+	t_elementwise();
+	t_reductions();
+	t_shapes();
+	t_makers_and_state();
+	t_made_by_passes();
+	for (int op = 0; op < OP__COUNT; op++)
+		if (!built[op])
+			TEST_FAIL_("no builder made '%s'", op_info[op].name);
+}
+
+TEST_MAIN_FIXTURE(setup, teardown, {"elementwise", t_elementwise},
+		  {"reductions", t_reductions}, {"shapes", t_shapes},
+		  {"makers_and_state", t_makers_and_state},
+		  {"made_by_passes", t_made_by_passes},
+		  {"every_op", t_every_op})
