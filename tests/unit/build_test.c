@@ -250,6 +250,26 @@ t_made_by_passes(void)
 	ASSERT_EQ(f->nin, 0);
 }
 
+/* The flags agree with each other: state is neither elementwise (it
+ * would be fused into a loop) nor differentiable, and what has operands
+ * to swap has two. */
+static void
+t_flags(void)
+{
+	for (int op = 0; op < OP__COUNT; op++) {
+		int f = op_info[op].flags;
+
+		if (f & (OPF_STATEFUL | OPF_EFFECT | OPF_RANDOM))
+			ASSERT(!(f & (OPF_ELEMWISE | OPF_DIFF | OPF_COMMUTE)));
+		if (f & OPF_COMMUTE)
+			ASSERT_EQ(op_info[op].nin, 2);
+		if (f & OPF_EFFECT)
+			ASSERT(f & OPF_STATEFUL);
+	}
+	ASSERT(op_info[OP_matmul].flags & OPF_DIFF);
+	ASSERT(!(op_info[OP_argmax].flags & OPF_DIFF));
+}
+
 /* Every op of ops.def comes out of a builder above. */
 static void
 t_every_op(void)
@@ -267,5 +287,5 @@ t_every_op(void)
 TEST_MAIN_FIXTURE(setup, teardown, {"elementwise", t_elementwise},
 		  {"reductions", t_reductions}, {"shapes", t_shapes},
 		  {"makers_and_state", t_makers_and_state},
-		  {"made_by_passes", t_made_by_passes},
+		  {"made_by_passes", t_made_by_passes}, {"flags", t_flags},
 		  {"every_op", t_every_op})
