@@ -658,9 +658,9 @@ t_jit_time(void)
 		ASSERT(parts[0].fn != NULL);
 		cg_jit_free(j);
 	}
+	/* the times are make bench's business: shown, not asserted */
 	printf("jit: small module %.1f ms (first), %.1f, %.1f ms\n", ms[0],
 	       ms[1], ms[2]);
-	ASSERT(ms[2] < 500);
 }
 
 static void
