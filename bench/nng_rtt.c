@@ -6,11 +6,14 @@
  * transfers of B bytes, the reference of a step that reads a variable
  * from another task and writes it back.
  *
- *     nng_rtt [N] [--thread] [--size B] [--tcp]
+ *     nng_rtt [N] [--thread] [--size B] [--tcp [--oneway]]
  *
  * --tcp does the same over a plain TCP socket with blocking reads and
  * writes (TCP_NODELAY, no framing: both ends know the size), which is
- * the machine's own limit for a round trip.
+ * the machine's own limit for a round trip.  --oneway answers each
+ * message with one byte: the time to copy B bytes from one process to
+ * another (and hear that they came), the reference of a tensor moved
+ * between tasks.
  *
  * By default the replier is a separate process (fork + exec of this
  * binary with --rep URL, as tfg's tasks are); --thread puts it on a thread
@@ -36,7 +39,7 @@
 #include <nng/protocol/reqrep0/req.h>
 
 static size_t msg_size = 64;
-static int raw_tcp;
+static int raw_tcp, oneway;
 
 static double
 now_us(void)
@@ -104,7 +107,7 @@ tcp_serve(const char *url)
 	}
 	tcp_nodelay(fd);
 	while (full_io(fd, buf, msg_size, 0) == 0 &&
-	       full_io(fd, buf, msg_size, 1) == 0)
+	       full_io(fd, buf, oneway ? 1 : msg_size, 1) == 0)
 		;
 	free(buf);
 	return 0;
@@ -196,7 +199,7 @@ report(const char *what, double *t, int n, int use_thread)
 	for (int i = 0; i < n; i++)
 		sum += t[i];
 	qsort(t, (size_t)n, sizeof *t, cmp);
-	printf("%s round trip over tcp, %zu-byte messages, %s: "
+	printf("%s over tcp, %zu-byte messages, %s: "
 	       "median %.1f us, mean %.1f us (%d iterations)\n", what, msg_size,
 	       use_thread ? "replier thread" : "replier process", t[n / 2],
 	       sum / n, n);
@@ -217,7 +220,7 @@ tcp_main(int n, int use_thread, const char *url, pid_t pid)
 		double t0 = now_us();
 
 		if (full_io(fd, buf, msg_size, 1) != 0 ||
-		    full_io(fd, buf, msg_size, 0) != 0) {
+		    full_io(fd, buf, oneway ? 1 : msg_size, 0) != 0) {
 			fprintf(stderr, "nng_rtt: tcp: the replier went "
 				"away\n");
 			exit(1);
@@ -225,7 +228,8 @@ tcp_main(int n, int use_thread, const char *url, pid_t pid)
 		if (i >= 0)
 			t[i] = now_us() - t0;
 	}
-	report("raw TCP", t, n, use_thread);
+	report(oneway ? "raw TCP one-way copy (1-byte answer)"
+		      : "raw TCP round trip", t, n, use_thread);
 	close(fd);
 	if (pid > 0) {
 		kill(pid, SIGKILL);
@@ -250,6 +254,8 @@ main(int argc, char **argv)
 	for (int i = 1; i < argc; i++)
 		if (strcmp(argv[i], "--tcp") == 0)
 			raw_tcp = 1;
+		else if (strcmp(argv[i], "--oneway") == 0)
+			oneway = 1;
 		else if (strcmp(argv[i], "--size") == 0 && i + 1 < argc)
 			msg_size = (size_t)atol(argv[++i]);
 	if (msg_size < 1 || msg_size > ((size_t)1 << 30))
@@ -259,7 +265,8 @@ main(int argc, char **argv)
 	for (int i = 1; i < argc; i++)
 		if (strcmp(argv[i], "--thread") == 0)
 			use_thread = 1;
-		else if (strcmp(argv[i], "--tcp") == 0)
+		else if (strcmp(argv[i], "--tcp") == 0 ||
+			 strcmp(argv[i], "--oneway") == 0)
 			;
 		else if (strcmp(argv[i], "--size") == 0 && i + 1 < argc)
 			msg_size = (size_t)atol(argv[++i]);
@@ -276,7 +283,8 @@ main(int argc, char **argv)
 
 		snprintf(size, sizeof size, "%zu", msg_size);
 		execl("/proc/self/exe", argv[0], "--rep", url, "--size", size,
-		      raw_tcp ? "--tcp" : (char *)NULL, (char *)NULL);
+		      raw_tcp ? "--tcp" : (char *)NULL,
+		      oneway ? "--oneway" : (char *)NULL, (char *)NULL);
 		_exit(127);
 	}
 	if (raw_tcp)
@@ -301,7 +309,7 @@ main(int argc, char **argv)
 		if (i >= 0)
 			t[i] = now_us() - t0;
 	}
-	report("nng req/rep", t, n, use_thread);
+	report("nng req/rep round trip", t, n, use_thread);
 	nng_msg_free(m);
 	nng_close(s);
 	if (pid > 0) {

@@ -616,15 +616,29 @@ step_starts(RtCtx *c, int sigi, CVal *args, int *n)
 
 	for (int i = 0; i < sig->ntask; i++) {
 		int t = sig->tasks[i];
+		size_t bytes = rt_start_bytes(plan, sigi, t);
 		unsigned char *body;
+		int one = -1; /* the one feed that is the whole body */
 
 		if (t == p->task)
 			continue;
-		if ((st = rt_msg_new(p, plan, &m, &body, RT_MSG_START, c->step,
-				     (uint32_t)sigi, NULL,
-				     rt_start_bytes(plan, sigi, t), &c->err)))
-			return st;
 		for (int j = 0; j < sig->nfeed; j++) {
+			const RtEdge *e = &plan->edges[sig->feeds[j].key];
+
+			if (e->dst == t && e->src == p->task &&
+			    rt_edge_nbytes(e) == bytes && bytes > 0)
+				one = j;
+		}
+		/* a feed alone leaves from its tensor, with no copy */
+		if ((st = rt_msg_new(p, plan, &m, one < 0 ? &body : NULL,
+				     RT_MSG_START, c->step, (uint32_t)sigi,
+				     NULL, bytes, &c->err)))
+			return st;
+		if (one >= 0) {
+			m->tail = args[one].t->data;
+			m->ntail = bytes;
+		}
+		for (int j = 0; one < 0 && j < sig->nfeed; j++) {
 			const RtEdge *e = &plan->edges[sig->feeds[j].key];
 
 			if (e->dst != t || e->src != p->task)

@@ -52,7 +52,7 @@
 #define DIAL_MIN 0.01  /* seconds between dials of a link, growing */
 #define DIAL_MAX 0.2
 #define IO_TICK_MS 20  /* the I/O thread looks at its dials this often */
-#define GROW ((size_t)64 << 20) /* a frame's buffer grows by this much at
+#define GROW ((size_t)256 << 20) /* a frame's buffer grows by this much at
 				   most before its bytes are there */
 
 enum { EV_LISTEN = 1, EV_WAKE, EV_CONN, EV_LINK };
@@ -75,14 +75,45 @@ static int ev_listen = EV_LISTEN, ev_wake = EV_WAKE;
 
 /* ------------------------------------------------------------ helpers */
 
+/* The pool of large buffers (rt_buf_new): at most POOL_N of them and
+ * POOL_BYTES in all, each reused for a message of at least half its
+ * size.  Process-wide, as messages pass between connections and
+ * threads. */
+#define POOL_N 8
+#define POOL_BYTES ((size_t)512 << 20)
+static pthread_mutex_t pool_mu = PTHREAD_MUTEX_INITIALIZER;
+static RtBuf *pool[POOL_N];
+static int npool;
+static size_t pool_bytes;
+
+static RtBuf *
+pool_take(size_t len)
+{
+	RtBuf *b = NULL;
+
+	pthread_mutex_lock(&pool_mu);
+	for (int i = 0; i < npool; i++)
+		if (pool[i]->cap >= len && pool[i]->cap / 2 <= len) {
+			b = pool[i];
+			pool[i] = pool[--npool];
+			pool_bytes -= b->cap;
+			break;
+		}
+	pthread_mutex_unlock(&pool_mu);
+	return b;
+}
+
 RtBuf *
 rt_buf_new(size_t len)
 {
-	RtBuf *b;
+	RtBuf *b = len >= RT_BUF_POOL_MIN ? pool_take(len) : NULL;
 
-	if (len > SIZE_MAX - sizeof *b - 64 ||
-	    (b = malloc(sizeof *b + (len ? len : 1))) == NULL)
-		return NULL;
+	if (b == NULL) {
+		if (len > SIZE_MAX - sizeof *b - 64 ||
+		    (b = malloc(sizeof *b + (len ? len : 1))) == NULL)
+			return NULL;
+		b->cap = len;
+	}
 	b->len = len;
 	b->data = (unsigned char *)(b + 1);
 	b->tail = NULL;
@@ -94,6 +125,15 @@ rt_buf_new(size_t len)
 void
 rt_buf_free(RtBuf *b)
 {
+	if (b && b->cap >= RT_BUF_POOL_MIN) {
+		pthread_mutex_lock(&pool_mu);
+		if (npool < POOL_N && pool_bytes + b->cap <= POOL_BYTES) {
+			pool[npool++] = b;
+			pool_bytes += b->cap;
+			b = NULL;
+		}
+		pthread_mutex_unlock(&pool_mu);
+	}
 	free(b);
 }
 
@@ -476,8 +516,15 @@ conn_room(RtConn *c)
 	if (c->cur && c->got < c->cap)
 		return 0;
 	cap = c->cap + (c->want - c->cap < GROW ? c->want - c->cap : GROW);
-	if ((b = realloc(c->cur, sizeof *b + (cap ? cap : 1))) == NULL)
+	if (!c->cur && cap == c->want) { /* whole at once: maybe pooled */
+		if ((b = rt_buf_new(cap)) == NULL)
+			return -1;
+	} else if ((b = realloc(c->cur, sizeof *b + (cap ? cap : 1))) !=
+		   NULL) {
+		b->cap = cap;
+	} else {
 		return -1;
+	}
 	if (!c->cur)
 		snprintf(b->from, sizeof b->from, "%s", c->addr);
 	b->data = (unsigned char *)(b + 1);

@@ -40,6 +40,7 @@
  * ones name the address of the connection they came on. */
 typedef struct RtBuf {
 	size_t len;
+	size_t cap;            /* bytes allocated at data (>= len) */
 	unsigned char *data;   /* len bytes (the allocation follows the
 				  struct) */
 	const void *tail;      /* sent: borrowed bytes that follow data,
@@ -104,7 +105,11 @@ typedef struct RtNet {
  * give up. */
 typedef int (*RtNetStopFn)(void *arg, TfgError *e);
 
-/* A message of len bytes (uninitialised), or NULL. */
+/* A message of len bytes (uninitialised), or NULL.  Large ones (from
+ * RT_BUF_POOL_MIN) come from, and go back to, a small pool of buffers
+ * whose pages are already mapped: a 64 MiB tensor a step costs no page
+ * faults after the first. */
+#define RT_BUF_POOL_MIN ((size_t)1 << 20)
 RtBuf *rt_buf_new(size_t len);
 void rt_buf_free(RtBuf *b); /* accepts NULL */
 
