@@ -14,9 +14,10 @@ BUILD       ?= build
 SAN         ?=
 
 # Debian 12 packages the build and the tests need (libnng-dev only for
-# bench/nng_rtt, the reference round trip the benchmarks compare with).
+# bench/nng_rtt, the reference round trip the benchmarks compare with;
+# graphviz for the test that renders --emit=dot).
 PKGS = gcc make libc6-dev re2c lemon llvm-19-dev libopenblas-dev libnng-dev \
-       libzstd-dev zlib1g-dev python3 procps
+       libzstd-dev zlib1g-dev python3 procps graphviz
 
 OPT     ?= -O2
 WARN     = -Wall -Wextra -Wpedantic

@@ -267,6 +267,9 @@ int prune_to_sig(Program *p, int sig);
 
 /* Dumps, for tfgc emit. */
 void dump_placed(FILE *out, const Program *p);      /* --emit=placed */
+/* --emit=dot: the placed graph for Graphviz, a box per task, the edges
+ * between tasks labelled with their bytes */
+void dump_dot(FILE *out, const Program *p);
 void dump_placement_log(FILE *out, const Program *p); /* --log-device-placement */
 void dump_partition(FILE *out, const Program *p);   /* --emit=partition */
 /* --emit=folded|cse|dce: the graph, one node per line, no devices */

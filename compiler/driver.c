@@ -5,7 +5,7 @@
  * --free-ports in compiler/ports.c.
  *
  *   tfgc check FILE
- *   tfgc emit --emit=tokens|ast|folded|cse|dce|placed|partition|fused|llvm
+ *   tfgc emit --emit=tokens|ast|folded|cse|dce|placed|dot|partition|fused|llvm
  *             |memory [--task J:T] [--cpu CPU] [-O N] FILE
  *   tfgc run FILE [--log-device-placement] [--free-ports] [--attach]
  *   tfgc server FILE --job J --task T [--part PART.so]
@@ -47,8 +47,8 @@ typedef struct Args {
 
 static const char usage[] =
     "usage: tfgc check FILE\n"
-    "       tfgc emit --emit=tokens|ast|folded|cse|dce|placed|partition|"
-    "fused|llvm|memory\n"
+    "       tfgc emit --emit=tokens|ast|folded|cse|dce|placed|dot|"
+    "partition|fused|llvm|memory\n"
     "                 [--task J:T] [--cpu CPU] [-O N] FILE\n"
     "       tfgc run FILE [--log-device-placement] [--free-ports] "
     "[--attach]\n"
@@ -246,8 +246,8 @@ cmd_emit(Args *a, Program *p, CompileOptions *co, Diag *d)
 	}
 	if ((u = pass_of_emit(a->emit)) < 0)
 		return bad_usage("unknown emit mode '%s' (expected tokens, "
-				 "ast, folded, cse, dce, placed, partition, "
-				 "fused, llvm or memory)", a->emit);
+				 "ast, folded, cse, dce, placed, dot, "
+				 "partition, fused, llvm or memory)", a->emit);
 	co->until = pass_name(u);
 	if (compile_file(p, a->file, co, d))
 		return 1;
@@ -255,6 +255,8 @@ cmd_emit(Args *a, Program *p, CompileOptions *co, Diag *d)
 		ast_dump(stdout, p->ast);
 	else if (strcmp(a->emit, "placed") == 0)
 		dump_placed(stdout, p);
+	else if (strcmp(a->emit, "dot") == 0)
+		dump_dot(stdout, p);
 	else if (u == PASS_FOLD || u == PASS_CSE || u == PASS_DCE)
 		dump_graph(stdout, p);
 	else if (strcmp(a->emit, "partition") == 0 ||

@@ -5,6 +5,7 @@
  *     y2 = sub(x, _1) : i32[]  @ /job:local/task:1/cpu:0
  */
 #include <inttypes.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "compiler/compiler_int.h"
@@ -147,4 +148,84 @@ dump_partition(FILE *out, const Program *p)
 				part_line(out, p, pt->nodes[i]);
 		}
 	}
+}
+
+/* s as the inside of a Graphviz string: quotes and backslashes escaped,
+ * newlines as \n. */
+static void
+dot_str(FILE *out, const char *s)
+{
+	for (; *s; s++) {
+		if (*s == '"' || *s == '\\')
+			fputc('\\', out);
+		if (*s == '\n')
+			fputs("\\n", out);
+		else
+			fputc(*s, out);
+	}
+}
+
+/* "4 B", "3.1 KiB", "64 MiB". */
+static const char *
+bytes_str(char *buf, size_t n, size_t b)
+{
+	static const char *const unit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+	double v = (double)b;
+	int u = 0;
+
+	while (v >= 1024 && u < 4)
+		v /= 1024, u++;
+	if (u == 0 || v == (double)(int64_t)v)
+		snprintf(buf, n, "%.0f %s", v, unit[u]);
+	else
+		snprintf(buf, n, "%.1f %s", v, unit[u]);
+	return buf;
+}
+
+void
+dump_dot(FILE *out, const Program *p)
+{
+	fputs("digraph tfg {\n"
+	      "  node [shape=box, fontname=\"monospace\", fontsize=10];\n"
+	      "  edge [fontname=\"monospace\", fontsize=9];\n", out);
+	for (int t = 0; t < p->ntask; t++) {
+		fprintf(out, "  subgraph cluster_%d {\n    label=\"", t);
+		dot_str(out, p->tasks[t].name);
+		fputs("\";\n", out);
+		for (int i = 0; i < p->g.nodes.n; i++) {
+			const IrNode *n = p->g.nodes.v[i];
+			char *text = NULL;
+			size_t len = 0;
+			FILE *m;
+
+			if (n->task != t || !(m = open_memstream(&text, &len)))
+				continue;
+			/* the node's dump line, which names its operands
+			   too: the edges draw them as well */
+			node_line(m, p->arena, n);
+			fclose(m);
+			fprintf(out, "    n%d [label=\"", n->id);
+			dot_str(out, text);
+			fputs("\"];\n", out);
+			free(text);
+		}
+		fputs("  }\n", out);
+	}
+	for (int i = 0; i < p->g.nodes.n; i++) {
+		const IrNode *n = p->g.nodes.v[i];
+
+		for (int k = 0; k < n->nin; k++) {
+			const IrNode *x = n->in[k];
+			char b[32];
+
+			if (x->task == n->task)
+				fprintf(out, "  n%d -> n%d;\n", x->id, n->id);
+			else /* sent between tasks: its bytes each run */
+				fprintf(out, "  n%d -> n%d [label=\"%s\", "
+					"color=red, penwidth=2];\n", x->id,
+					n->id, bytes_str(b, sizeof b,
+							 ir_nbytes(x)));
+		}
+	}
+	fputs("}\n", out);
 }

@@ -2,7 +2,8 @@
 # tests/golden/run.sh [AREA...] [T]: the golden tests (STYLE.md section 9).
 #
 # Each tests/golden/<area>/<name>.tfg runs through $TFGC (default ./tfgc):
-#   tokens ast folded cse dce placed        tfgc emit --emit=<area> ARGS FILE
+#   tokens ast folded cse dce placed dot    tfgc emit --emit=<area> ARGS FILE
+#                                           (dot: also rendered by dot -Tsvg)
 #   partition fused llvm memory cuda
 #   errors                                  tfgc check ARGS FILE
 #   run                                     tfgc run --free-ports ARGS FILE
@@ -68,7 +69,7 @@ runtest() { # AREA FILE
 	area=$1 f=$2 base=${2%.tfg}
 	args=$(sed -n '1s/^# args://p' "$f")
 	case $area in
-	tokens|ast|folded|cse|dce|placed|partition|fused|llvm|memory|cuda)
+	tokens|ast|folded|cse|dce|placed|dot|partition|fused|llvm|memory|cuda)
 		set -- emit "--emit=$area" ;;
 	errors) set -- check ;;
 	run) set -- run --free-ports ;;
@@ -86,6 +87,13 @@ runtest() { # AREA FILE
 	: >"$tmp/log"
 	[ "$rc" -eq 124 ] && echo "    timed out after 60 s" >"$tmp/log"
 	ok=0
+	# what --emit=dot writes must be what Graphviz reads
+	if [ "$area" = dot ] && [ -s "$tmp/out" ] &&
+	    ! dot -Tsvg "$tmp/out" >/dev/null 2>"$tmp/dot"; then
+		{ echo "    dot -Tsvg refused it:"; sed 's/^/    /' "$tmp/dot"
+		} >>"$tmp/log"
+		ok=1
+	fi
 	mv "$tmp/out" "$tmp/got"; check "$base.out" >>"$tmp/log" || ok=1
 	mv "$tmp/err" "$tmp/got"; check "$base.err" >>"$tmp/log" || ok=1
 	if [ "$ok" -ne 0 ]; then echo "FAIL $f"; fi
