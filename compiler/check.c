@@ -417,8 +417,10 @@ check_lit_store(Checker *c, SrcLoc loc, Lit l, TfgDtype t, void *dst)
 IrNode *
 check_built(Checker *c, IrNode *n)
 {
-	if (n)
+	if (n) {
 		n->req = check_node_device(c); /* replicas.c */
+		n->why = check_node_why(c);
+	}
 	return n;
 }
 

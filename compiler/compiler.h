@@ -125,6 +125,8 @@ typedef struct IrVar {
 	TfgDtype dtype;
 	TfgShape shape;   /* every dim known */
 	Device req;       /* complete: where it lives */
+	const char *why;  /* for --log-device-placement: "round-robin
+			     over /job:ps", "device /job:ps/task:0", ... */
 	IrNode *read;     /* OP_variable: its value in a step */
 	IrNode *init;     /* OP_assign of its initial value */
 	IrNode *inited;   /* OP_var_initialized: a bool scalar */
@@ -147,6 +149,8 @@ struct IrNode {
 	int user_named;   /* name comes from an assignment or input */
 	Device req;       /* requested by the enclosing device blocks */
 	Device dev;       /* placed: complete */
+	const char *why;  /* why it asks for req (the checker), then why it
+			     is at dev (placement): --log-device-placement */
 	int task;         /* placed: task index */
 	int weak;         /* literal operand whose dtype follows the other side */
 	/* OP_const */

@@ -137,6 +137,8 @@ typedef struct Checker {
 	PtrVec defs;   /* Sym *: every definition, from the pre-scan */
 	PtrVec locals; /* Sym *: loop variables in scope */
 	Device dev;    /* merged device of the enclosing blocks */
+	const char *why; /* not NULL: why nodes made now ask for dev
+			    (a variable's initial value) */
 	int nslot;     /* loop variables of the current session */
 	int client;    /* task of the current session */
 	PtrVec sigs;   /* IrSig * */
@@ -195,6 +197,11 @@ void check_var(Checker *c, AstNode *s);
 void check_replicas(Checker *c, AstNode *s, void (*body)(Checker *, AstNode *));
 Device check_node_device(Checker *c);
 Device check_var_device(Checker *c);
+/* Why: the words --log-device-placement gives for a node's request
+ * (NULL: none) and for a variable's place; call before
+ * check_var_device, which takes a round-robin turn. */
+const char *check_node_why(Checker *c);
+const char *check_var_why(Checker *c);
 int check_replicated(Checker *c, AstNode *s, IrNode *(*make)(Checker *,
 							      AstNode *));
 IrNode *check_copy_of(Checker *c, const Sym *s);

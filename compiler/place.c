@@ -38,12 +38,19 @@ place_program(Program *p)
 	   placed, last to first. */
 	for (int i = n - 1; i >= 0; i--) {
 		IrNode *x = nodes[i];
-		if (requested(x))
+		if (requested(x)) {
 			x->dev = dev_complete(p, x->req);
-		else if (first[i] && agree[i] != 2)
+			if (!x->why)
+				x->why = "its device";
+		} else if (first[i] && agree[i] != 2) {
 			x->dev = first[i]->dev;
-		else
+			x->why = "with its consumers";
+		} else {
 			x->dev = dev_complete(p, DEVICE_UNSET);
+			x->why = first[i] ? "its consumers disagree: the "
+					    "default device"
+					  : "the default device";
+		}
 		x->task = dev_task_index(p, x->dev);
 		TFG_ASSERT(x->task >= 0);
 		for (int k = 0; k < x->nin; k++) {
@@ -63,16 +70,19 @@ place_program(Program *p)
 			continue;
 		x->dev = x->var->draw->dev;
 		x->task = x->var->draw->task;
+		x->why = "with its random maker";
 		if (x->nin == 1 && x->in[0]->op == OP_input) {
 			x->in[0]->dev = x->dev;
 			x->in[0]->task = x->task;
+			x->in[0]->why = x->why;
 		}
 	}
 	for (int i = 0; i < n; i++)
 		vec_push(p->arena, &p->placement_log,
-			 arena_printf(p->arena, "%s: (%s) %s",
+			 arena_printf(p->arena, "%s: (%s) %s  [%s]",
 				      ir_node_label(nodes[i]),
 				      op_info[nodes[i]->op].name,
-				      dev_str(p->arena, nodes[i]->dev)));
+				      dev_str(p->arena, nodes[i]->dev),
+				      nodes[i]->why));
 	return 0;
 }

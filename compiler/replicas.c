@@ -110,6 +110,38 @@ check_node_device(Checker *c)
 	return d;
 }
 
+const char *
+check_node_why(Checker *c)
+{
+	Device d = c->rep ? dev_merge(c->rep->worker, c->dev) : c->dev;
+
+	if (c->why)
+		return c->why;
+	if (c->copy >= 0 && d.task < 0 &&
+	    (!d.job || strcmp(d.job, c->copy_job->name) == 0))
+		return arena_printf(c->a, "replica %d of /job:%s", c->copy,
+				    c->copy_job->name);
+	if (c->rep && !c->dev.job && c->dev.task < 0 &&
+	    c->dev.kind == DEV_UNSET)
+		return arena_printf(c->a, "replicas(worker=%s)",
+				    dev_str(c->a, c->rep->worker));
+	if (c->dev.job || c->dev.task >= 0 || c->dev.kind != DEV_UNSET)
+		return arena_printf(c->a, "device %s", dev_str(c->a, d));
+	return NULL;
+}
+
+const char *
+check_var_why(Checker *c)
+{
+	if (c->rep && (!c->dev.job || strcmp(c->dev.job, c->rep->ps.job) == 0)
+	    && c->dev.task < 0)
+		return arena_printf(c->a, "round-robin over %s",
+				    dev_str(c->a, c->rep->ps));
+	if (c->dev.job || c->dev.task >= 0 || c->dev.kind != DEV_UNSET)
+		return arena_printf(c->a, "device %s", dev_str(c->a, c->dev));
+	return "the default device";
+}
+
 Device
 check_var_device(Checker *c)
 {

@@ -30,8 +30,12 @@ check_var_node(Checker *c, IrVar *v, OpKind op, IrNode *x, SrcLoc loc)
 {
 	IrNode *n = ir_var(c->p, loc, op, v, x);
 
-	if (n)
+	if (n) {
 		n->req = v->req; /* placed with its variable, whatever block */
+		n->why = v->draw ? "with its random maker"
+		       : arena_printf(c->a, "variable %s, %s", v->name,
+				      v->why);
+	}
 	return n;
 }
 
@@ -133,8 +137,10 @@ check_var(Checker *c, AstNode *s)
 	c->stmt = s->name;
 	v->name = s->name;
 	v->loc = s->tok.loc;
+	v->why = check_var_why(c);
 	v->req = dev_complete(c->p, check_var_device(c)); /* replicas.c */
 	c->dev = v->req;
+	c->why = arena_printf(c->a, "initial value of variable %s", v->name);
 	x = check_expr(c, s->a);
 	if (x && x->dtype == TFG_STRING) {
 		diag_error(c->d, ast_extent(s->a), "a variable cannot hold "
@@ -149,6 +155,7 @@ check_var(Checker *c, AstNode *s)
 						     : as_declared(c, s, x, t, &sh);
 	}
 	c->dev = saved;
+	c->why = NULL;
 	c->stmt = NULL;
 	if (x && !shape_known(&x->shape)) {
 		diag_error(c->d, ast_extent(s->a), "the initial value of '%s' "
