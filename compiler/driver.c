@@ -8,14 +8,16 @@
  *   tfgc emit --emit=tokens|ast|folded|cse|dce|placed|dot|partition|fused|llvm
  *             |memory [--task J:T] [--cpu CPU] [-O N] FILE
  *   tfgc run FILE [--log-device-placement] [--free-ports] [--attach]
- *   tfgc server FILE --job J --task T [--part PART.so]
+ *                 [--restore DIR]
+ *   tfgc server FILE --job J --task T [--part PART.so] [--restore DIR]
  *   tfgc stop FILE
  *   tfgc compile FILE --task J:T -o OUT.o|OUT.so [--shared] [--name PREFIX]
  *                [--cpu CPU] [-O N]
  * with, for run, server and stop: [--addr /job:J/task:T=HOST:PORT]...
  * (run, server and compile also take --fetch/--feed/--out; every command
  * takes --shape NAME=D0,D1,... to fix an input's `?` dims)
- * [--startup-timeout S] [--step-timeout S] [--max-specs N] [--verbose].
+ * [--startup-timeout S] [--step-timeout S] [--heartbeat-timeout S]
+ * [--max-specs N] [--verbose].
  *
  * Exit status: 0 success, 1 errors in the program or at run time, 2 a bad
  * command line.
@@ -31,6 +33,7 @@
 typedef struct Args {
 	const char *cmd, *file, *emit, *job, *cpu;
 	const char *output, *name, *part; /* compile -o, --name; server --part */
+	const char *restore;  /* server --restore DIR */
 	int shared;        /* compile --shared */
 	int task;          /* --task for server: index; -1 unset */
 	const char *task_s; /* --task J:T for emit */
@@ -38,7 +41,8 @@ typedef struct Args {
 	int log_placement, free_ports, attach, verbose;
 	int picked_ports; /* server: --picked-ports, from tfgc run */
 	unsigned skip;     /* -fno-NAME: CompileOptions.skip */
-	double startup_timeout, step_timeout;
+	double startup_timeout, step_timeout; /* step: 0, none */
+	double heartbeat_timeout;
 	int max_specs;     /* --max-specs; 0: the runtime's default */
 	PtrVec addr; /* --addr values */
 	PtrVec feed, fetch, out; /* run --feed x=a.npy --fetch y --out y.npy */
@@ -51,16 +55,18 @@ static const char usage[] =
     "partition|fused|llvm|memory\n"
     "                 [--task J:T] [--cpu CPU] [-O N] FILE\n"
     "       tfgc run FILE [--log-device-placement] [--free-ports] "
-    "[--attach]\n"
+    "[--attach] [--restore DIR]\n"
     "                [--fetch NAME]... [--feed NAME=FILE.npy]... "
     "[--out FILE.npy]...\n"
-    "       tfgc server FILE --job J --task T [--part PART.so]\n"
+    "       tfgc server FILE --job J --task T [--part PART.so] "
+    "[--restore DIR]\n"
     "       tfgc stop FILE\n"
     "       tfgc compile FILE --task J:T -o OUT.o [--shared] [--name PREFIX]"
     " [--cpu CPU] [-O N]\n"
     "options for run, server, stop: --addr /job:J/task:T=HOST:PORT, "
     "--startup-timeout S,\n"
-    "       --step-timeout S, --max-specs N, --verbose\n"
+    "       --step-timeout S, --heartbeat-timeout S, --max-specs N, "
+    "--verbose\n"
     "passes (any command): -fno-fold, -fno-cse, -fno-dce, -fno-fuse\n"
     "dims left '?' (any command): --shape NAME=D0,D1,...\n";
 
@@ -81,7 +87,8 @@ parse_args(Args *a, int argc, char **argv, Arena *ar)
 	a->task = -1;
 	a->opt_level = 2;
 	a->startup_timeout = 30;
-	a->step_timeout = 60;
+	a->step_timeout = 0;
+	a->heartbeat_timeout = 1.5;
 	if (argc < 2)
 		return bad_usage("no command given%s", "");
 	a->cmd = argv[1];
@@ -122,8 +129,10 @@ parse_args(Args *a, int argc, char **argv, Arena *ar)
 			   FLAG("--feed") || FLAG("--fetch") || FLAG("--out") ||
 			   FLAG("--shape") ||
 			   FLAG("-o") || FLAG("--name") || FLAG("--part") ||
+			   FLAG("--restore") ||
 			   FLAG("--startup-timeout") ||
-			   FLAG("--step-timeout") || FLAG("--max-specs")) {
+			   FLAG("--step-timeout") ||
+			   FLAG("--heartbeat-timeout") || FLAG("--max-specs")) {
 			const char *v = VALUE();
 			char *end;
 			if (!v)
@@ -141,6 +150,8 @@ parse_args(Args *a, int argc, char **argv, Arena *ar)
 				a->name = v;
 			else if (FLAG("--part"))
 				a->part = v;
+			else if (FLAG("--restore"))
+				a->restore = v;
 			else if (FLAG("--addr"))
 				vec_push(ar, &a->addr, (void *)v);
 			else if (FLAG("--feed")) {
@@ -180,8 +191,10 @@ parse_args(Args *a, int argc, char **argv, Arena *ar)
 							 "not '%s'", v);
 				if (FLAG("--startup-timeout"))
 					a->startup_timeout = t;
-				else
+				else if (FLAG("--step-timeout"))
 					a->step_timeout = t;
+				else
+					a->heartbeat_timeout = t;
 			}
 		} else {
 			return bad_usage("unknown option '%s'", s);
@@ -193,6 +206,10 @@ parse_args(Args *a, int argc, char **argv, Arena *ar)
 		return bad_usage("no input file%s", "");
 	if ((a->feed.n || a->out.n) && !a->fetch.n)
 		return bad_usage("--feed and --out go with --fetch%s", "");
+	if (a->restore && a->attach)
+		return bad_usage("--restore starts servers from a checkpoint: "
+				 "give it to each 'tfgc server', not to "
+				 "--attach%s", "");
 	if (a->out.n && a->out.n != a->fetch.n)
 		return bad_usage("give one --out per --fetch, or none%s", "");
 	return 0;
@@ -205,6 +222,8 @@ runtime_options(const Args *a)
 
 	o.startup_timeout = a->startup_timeout;
 	o.step_timeout = a->step_timeout;
+	o.heartbeat_timeout = a->heartbeat_timeout;
+	o.restore_dir = a->restore;
 	o.max_specs = a->max_specs;
 	o.verbose = a->verbose;
 	o.picked_ports = a->picked_ports;
@@ -441,9 +460,18 @@ server_args(const Args *a, Program *p, int picked)
 			 arena_printf(p->arena, "%s=%s", p->tasks[t].name,
 				      p->tasks[t].addr));
 	}
-	snprintf(buf, sizeof buf, "%g", a->step_timeout);
-	vec_push(p->arena, &sargs, "--step-timeout");
+	if (a->step_timeout > 0) {
+		snprintf(buf, sizeof buf, "%g", a->step_timeout);
+		vec_push(p->arena, &sargs, "--step-timeout");
+		vec_push(p->arena, &sargs, arena_strdup(p->arena, buf));
+	}
+	snprintf(buf, sizeof buf, "%g", a->heartbeat_timeout);
+	vec_push(p->arena, &sargs, "--heartbeat-timeout");
 	vec_push(p->arena, &sargs, arena_strdup(p->arena, buf));
+	if (a->restore) {
+		vec_push(p->arena, &sargs, "--restore");
+		vec_push(p->arena, &sargs, (void *)a->restore);
+	}
 	if (picked)
 		vec_push(p->arena, &sargs, "--picked-ports");
 	if (a->max_specs) {

@@ -27,6 +27,7 @@
 #define OUT_FLUSH_SECS 0.1
 #define HEARTBEAT_SECS 1.0 /* an empty OUTPUT tells the controller we live */
 #define ABORT_SECS 0.2     /* for all the ABORTs of a failed step */
+#define WAIT_INIT_SECS 60  /* wait_initialized() without --step-timeout */
 
 enum { CV_NONE, CV_TENSOR, CV_LIST, CV_STR };
 
@@ -610,7 +611,7 @@ step_starts(RtCtx *c, int sigi, CVal *args, int *n)
 	RtProc *p = c->proc;
 	const TfgPlan *plan = c->plan;
 	const RtSig *sig = &plan->sigs[sigi];
-	double deadline = rt_now() + p->opt.step_timeout;
+	double deadline = rt_step_deadline(p);
 	RtBuf *m;
 	tfg_status st;
 
@@ -1093,7 +1094,8 @@ nap(Sess *ss, const char *where, double secs)
 static tfg_status
 exec_wait(Sess *ss, const RtStmt *st)
 {
-	double limit = ss->p->opt.step_timeout, deadline, pause = 0.01;
+	double limit = ss->p->opt.step_timeout > 0 ? ss->p->opt.step_timeout
+		     : WAIT_INIT_SECS, deadline, pause = 0.01;
 	tfg_status rv;
 	CVal v;
 

@@ -298,8 +298,10 @@ run_group(RtProc *c, int first, int last, pid_t *pids)
 	const TfgPlan *plan = c->plan;
 	int n = last - first, left = n, bad = 0;
 	/* The client sends at least an empty OUTPUT every second between
-	 * statements and while it waits; this much silence is a hang. */
-	double quiet = 2 * c->opt.step_timeout + c->opt.startup_timeout;
+	 * statements and while it waits; this much silence from a task that
+	 * answers its heartbeats is a hang of the session. */
+	double quiet = 2 * (c->opt.step_timeout > 0 ? c->opt.step_timeout
+			    : 60) + c->opt.startup_timeout;
 	Running *run = calloc((size_t)n, sizeof *run);
 	RtMsg m;
 
@@ -318,7 +320,7 @@ run_group(RtProc *c, int first, int last, pid_t *pids)
 		for (int k = 0; k < n; k++) {
 			Running *r = &run[k];
 			const char *name = plan->tasks[r->task].name;
-			char why[300];
+			char why[600], lost[300];
 
 			if (r->done)
 				continue;
@@ -331,15 +333,15 @@ run_group(RtProc *c, int first, int last, pid_t *pids)
 				   (pids && pids[r->task] == 0)) {
 				/* its task died: child_exited said how */
 				end_session(plan, r, 1, NULL, 0);
-			} else if (rt_peer_gone(c, r->task)) {
+			} else if (rt_peer_lost(c, r->task, lost,
+						sizeof lost)) {
 				/* Give waitpid a moment to tell how it ended. */
 				if (r->gone_at == 0)
 					r->gone_at = rt_now();
 				else if (pids == NULL ||
 					 rt_now() - r->gone_at > 1.0) {
 					snprintf(why, sizeof why, "tfgc: error: "
-						 "lost connection to %s during "
-						 "its session", name);
+						 "%s during its session", lost);
 					end_session(plan, r, 1, why,
 						    (int)strlen(why));
 				}

@@ -5,11 +5,17 @@
  *
  * A message travels as a frame: its length as 8 bytes little-endian,
  * then its bytes.  Each process listens on one socket and accepts any
- * number of connections, on which it only reads; to each peer it sends
- * on one connection of its own (an RtLink), on which it only writes.
+ * number of connections, on which it reads frames; to each peer it sends
+ * on one connection of its own (an RtLink), on which it writes them.
  * So the two directions between two tasks are two connections, as nng's
  * push and pull sockets were, and a peer's death shows on the link as a
- * hang-up, whether or not anything is being sent.
+ * hang-up, whether or not anything is being sent.  A peer that stops
+ * without hanging up (a machine gone, a process stopped) shows as
+ * silence: a length word with its top bit set is a control word with no
+ * bytes after it, and the sender of a link puts a PING between its
+ * frames every RT_NET_BEAT seconds, which the receiver's I/O thread
+ * answers with a PONG on the same connection, the one thing that travels
+ * back on it.
  *
  * One I/O thread per process runs an epoll loop: it accepts, reads
  * frames and hands each complete message to the protocol's completion,
@@ -57,6 +63,11 @@
 
 enum { EV_LISTEN = 1, EV_WAKE, EV_CONN, EV_LINK };
 
+/* Control words: a frame length with CTL set, and nothing after it. */
+#define CTL ((uint64_t)1 << 63)
+#define CTL_PING (CTL | 1)
+#define CTL_PONG (CTL | 2)
+
 /* An accepted connection: frames are read from it. */
 typedef struct RtConn {
 	int kind;              /* EV_CONN */
@@ -66,6 +77,8 @@ typedef struct RtConn {
 	int nhdr;              /* bytes of the frame's length read */
 	RtBuf *cur;            /* the frame being read */
 	size_t want, got, cap; /* its length, bytes read, room in cur */
+	unsigned char pong[8]; /* an answer to a ping not written whole: */
+	int npong;             /* its bytes written (0: none pending) */
 	struct RtConn *next;
 } RtConn;
 
@@ -219,6 +232,23 @@ sockaddr_str(char *buf, size_t n, const struct sockaddr_storage *sa)
 }
 
 static void
+word_put(unsigned char *p, uint64_t v)
+{
+	for (int i = 0; i < 8; i++)
+		p[i] = (unsigned char)(v >> 8 * i);
+}
+
+static uint64_t
+word_get(const unsigned char *p)
+{
+	uint64_t v = 0;
+
+	for (int i = 0; i < 8; i++)
+		v |= (uint64_t)p[i] << 8 * i;
+	return v;
+}
+
+static void
 nodelay(int fd)
 {
 	int one = 1;
@@ -271,7 +301,7 @@ link_arm(RtNet *n, RtLink *k, int add)
 	struct epoll_event ev;
 
 	ev.events = EPOLLRDHUP | EPOLLIN | EPOLLONESHOT |
-		    (k->connecting || k->nq ? EPOLLOUT : 0);
+		    (k->connecting == 1 || k->nq || k->ncbuf ? EPOLLOUT : 0);
 	ev.data.ptr = k;
 	epoll_ctl(n->ep, add ? EPOLL_CTL_ADD : EPOLL_CTL_MOD, k->fd, &ev);
 }
@@ -289,8 +319,14 @@ link_broken(RtNet *n, RtLink *k)
 	k->fd = -1;
 	k->connecting = 0;
 	k->qoff = 0;
-	if (k->state == 1)
+	k->ncbuf = 0;
+	k->nrbuf = 0;
+	if (k->state == 1) {
+		if (!k->why)
+			k->why = RT_GONE_HANGUP;
 		k->state = 2;
+		k->down_since = rt_now();
+	}
 	/* again at once after a connection that was up; a refused dial
 	   waits longer each time, as nng's redials did */
 	k->backoff = k->backoff < DIAL_MIN ? DIAL_MIN
@@ -335,6 +371,21 @@ link_dial(RtNet *n, RtLink *k)
 static int
 link_flush(RtNet *n, RtLink *k)
 {
+	if (k->ncbuf > 0) { /* the rest of a ping, before any frame */
+		ssize_t w = send(k->fd, k->cbuf + k->ncbuf,
+				 (size_t)(8 - k->ncbuf),
+				 MSG_NOSIGNAL | MSG_DONTWAIT);
+
+		if (w < 0) {
+			if (errno == EAGAIN || errno == EINTR)
+				return 1;
+			link_broken(n, k);
+			return -1;
+		}
+		if ((k->ncbuf += (int)w) < 8)
+			return 1;
+		k->ncbuf = 0;
+	}
 	while (k->nq > 0) {
 		RtBuf *b = k->queue[0];
 		unsigned char hdr[FRAME_HDR];
@@ -371,6 +422,103 @@ link_flush(RtNet *n, RtLink *k)
 	return 0;
 }
 
+/* Reads the answers to the pings of k, the only words that come back
+ * on a link: how many came, or -1 when the connection is over or says
+ * anything else.  Under k->mu, k connected. */
+static int
+link_read(RtLink *k)
+{
+	int heard = 0;
+
+	for (;;) {
+		ssize_t r = read(k->fd, k->rbuf + k->nrbuf,
+				 (size_t)(8 - k->nrbuf));
+
+		if (r == 0)
+			return -1;
+		if (r < 0)
+			return errno == EAGAIN || errno == EINTR ? heard : -1;
+		if ((k->nrbuf += (int)r) < 8)
+			continue;
+		k->nrbuf = 0;
+		if (word_get(k->rbuf) != CTL_PONG)
+			return -1;
+		k->alive = rt_now();
+		heard++;
+	}
+}
+
+/* k's connect went through: it pings the peer at once, and is up when
+ * the peer's process answers, not when its kernel accepted (which it
+ * does for a process that is stopped, too).  Under k->mu. */
+static void
+link_hello(RtNet *n, RtLink *k)
+{
+	unsigned char w[8];
+
+	word_put(w, CTL_PING);
+	if (send(k->fd, w, sizeof w, MSG_NOSIGNAL | MSG_DONTWAIT) != 8) {
+		link_broken(n, k); /* a new connection has room for 8 bytes */
+		return;
+	}
+	k->connecting = 2;
+	k->alive = k->pinged = rt_now();
+	link_arm(n, k, 0);
+}
+
+/* The I/O thread's heartbeat of link k, each tick: a link that was
+ * silent for n->hb_dead is broken (its peer is gone: a sender that holds
+ * the mutex finds that between its slices), and one that was not pinged
+ * for RT_NET_BEAT is pinged, between frames: when no sender holds it and
+ * nothing waits in its queue. */
+static void
+link_beat(RtNet *n, RtLink *k, double now)
+{
+	unsigned char w[8];
+	ssize_t r;
+
+	if (k->connecting == 2 && n->hb_dead > 0 &&
+	    now - k->alive > n->hb_dead) {
+		/* connected, but no answer: try again later; a peer that was
+		   gone stays gone, for the reason it went */
+		if (pthread_mutex_trylock(&k->mu) == 0) {
+			if (k->connecting == 2)
+				link_broken(n, k);
+			pthread_mutex_unlock(&k->mu);
+		}
+		return;
+	}
+	if (k->state != 1)
+		return;
+	if (n->hb_dead > 0 && now - k->alive > n->hb_dead) {
+		k->why = RT_GONE_SILENT;
+		k->down_since = now;
+		k->state = 2;
+		if (pthread_mutex_trylock(&k->mu) == 0) {
+			link_broken(n, k);
+			pthread_mutex_unlock(&k->mu);
+		}
+		return;
+	}
+	if (now - k->pinged < (n->hb_dead > 0 && n->hb_dead < 6 * RT_NET_BEAT
+			       ? n->hb_dead / 6 : RT_NET_BEAT) ||
+	    pthread_mutex_trylock(&k->mu) != 0)
+		return;
+	if (k->fd >= 0 && !k->connecting && k->nq == 0 && k->ncbuf == 0) {
+		k->pinged = now;
+		word_put(w, CTL_PING);
+		r = send(k->fd, w, sizeof w, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (r < 0 && errno != EAGAIN && errno != EINTR) {
+			link_broken(n, k);
+		} else if (r > 0 && r < 8) {
+			memcpy(k->cbuf, w, sizeof w);
+			k->ncbuf = (int)r;
+			link_arm(n, k, 0);
+		}
+	}
+	pthread_mutex_unlock(&k->mu);
+}
+
 /* The I/O thread's event on link k. */
 static void
 link_event(RtNet *n, RtLink *k, uint32_t events)
@@ -380,18 +528,30 @@ link_event(RtNet *n, RtLink *k, uint32_t events)
 
 	if (k->connecting) {
 		pthread_mutex_lock(&k->mu); /* its holders never wait */
-		if (k->fd >= 0 && k->connecting) {
+		if (k->fd >= 0 && k->connecting == 1) {
 			if (getsockopt(k->fd, SOL_SOCKET, SO_ERROR, &err,
 				       &len) != 0 || err != 0 ||
-			    (events & (EPOLLHUP | EPOLLERR))) {
+			    (events & (EPOLLHUP | EPOLLERR)))
 				link_broken(n, k);
-			} else {
+			else
+				link_hello(n, k);
+		} else if (k->fd >= 0 && k->connecting == 2) {
+			int heard = (events & (EPOLLHUP | EPOLLERR)) ? -1
+				  : link_read(k);
+
+			if (heard < 0) {
+				link_broken(n, k);
+			} else if (heard > 0) { /* the peer answers: up */
 				k->connecting = 0;
+				k->why = 0;
+				k->down_since = 0;
 				k->state = 1;
 				k->next_dial = 0;
 				k->backoff = 0;
 				if (link_flush(n, k) >= 0)
 					link_arm(n, k, 0);
+			} else {
+				link_arm(n, k, 0);
 			}
 		}
 		pthread_mutex_unlock(&k->mu);
@@ -400,9 +560,12 @@ link_event(RtNet *n, RtLink *k, uint32_t events)
 	/* Up: a sender may hold the mutex while it waits for room; then it
 	   finds the hang-up itself, as a failed write.  The state says
 	   gone at once either way. */
-	if (events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR | EPOLLIN)) {
-		if (k->state == 1)
+	if (events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) {
+		if (k->state == 1) {
+			k->why = RT_GONE_HANGUP;
+			k->down_since = rt_now();
 			k->state = 2;
+		}
 		if (pthread_mutex_trylock(&k->mu) == 0) {
 			link_broken(n, k);
 			pthread_mutex_unlock(&k->mu);
@@ -410,6 +573,8 @@ link_event(RtNet *n, RtLink *k, uint32_t events)
 		return;
 	}
 	if (pthread_mutex_trylock(&k->mu) == 0) {
+		if (k->fd >= 0 && (events & EPOLLIN) && link_read(k) < 0)
+			link_broken(n, k);
 		if (k->fd >= 0 && link_flush(n, k) >= 0)
 			link_arm(n, k, 0);
 		pthread_mutex_unlock(&k->mu);
@@ -418,9 +583,11 @@ link_event(RtNet *n, RtLink *k, uint32_t events)
 	   the link again when it is done (link_send) */
 }
 
-/* Links not connected whose pause is over are dialed again. */
+/* Each tick of the I/O thread: the links that are up get their
+ * heartbeat, and those not connected whose pause is over are dialed
+ * again. */
 static void
-dial_due(RtNet *n)
+tend_links(RtNet *n)
 {
 	double now = rt_now();
 	RtLink *r[RT_NET_REPLIES];
@@ -429,6 +596,8 @@ dial_due(RtNet *n)
 	for (int i = 0; i < n->npeer; i++) {
 		RtLink *k = &n->peers[i];
 
+		if (k->open)
+			link_beat(n, k, now);
 		if (!k->open || k->fd >= 0 || k->next_dial > now)
 			continue;
 		pthread_mutex_lock(&k->mu);
@@ -445,6 +614,8 @@ dial_due(RtNet *n)
 	for (int i = 0; i < nr; i++) {
 		RtLink *k = r[i];
 
+		if (k->open)
+			link_beat(n, k, now);
 		if (k->open && k->fd < 0 && k->next_dial <= now) {
 			pthread_mutex_lock(&k->mu);
 			if (k->fd < 0 && k->open && !n->closing)
@@ -535,6 +706,24 @@ conn_room(RtConn *c)
 	return 0;
 }
 
+/* Answers a ping on c, with what was left of the answer before: a peer
+ * whose window is full gets none this time (it is not reading, so it
+ * will not miss it).  0, or -1 when the connection broke. */
+static int
+conn_pong(RtConn *c)
+{
+	ssize_t w;
+
+	if (c->npong == 0)
+		word_put(c->pong, CTL_PONG);
+	w = send(c->fd, c->pong + c->npong, (size_t)(8 - c->npong),
+		 MSG_NOSIGNAL | MSG_DONTWAIT);
+	if (w < 0)
+		return errno == EAGAIN || errno == EINTR ? 0 : -1;
+	c->npong = (c->npong + (int)w) % 8;
+	return 0;
+}
+
 /* Reads what has come on c and completes every whole frame.  0, or -1
  * when the connection is over (closed by the caller). */
 static int
@@ -565,6 +754,20 @@ conn_read(RtNet *n, RtConn *c)
 			c->nhdr += (int)r;
 			if (c->nhdr < FRAME_HDR)
 				continue;
+			if (c->hdr[FRAME_HDR - 1] & 0x80) {
+				/* a control word: only a ping comes this way */
+				c->nhdr = 0;
+				if (word_get(c->hdr) != CTL_PING) {
+					fprintf(stderr, "tfgc: error: %s: a "
+						"garbled frame from %s "
+						"(connection closed)\n",
+						n->name, c->addr);
+					return -1;
+				}
+				if (conn_pong(c) != 0)
+					return -1;
+				continue;
+			}
 			c->want = 0;
 			for (int i = 0; i < FRAME_HDR; i++)
 				c->want |= (size_t)c->hdr[i] << 8 * i;
@@ -622,7 +825,7 @@ io_main(void *arg)
 				link_event(n, ev[i].data.ptr, ev[i].events);
 			}
 		}
-		dial_due(n);
+		tend_links(n);
 	}
 	return NULL;
 }
@@ -638,6 +841,7 @@ rt_net_init(RtNet *n, const char *name, int npeer)
 	n->name = name;
 	n->lfd = -1;
 	n->wake = -1;
+	n->hb_dead = RT_NET_DEAD;
 	pthread_mutex_init(&n->mu, NULL);
 	if ((n->ep = epoll_create1(EPOLL_CLOEXEC)) < 0 ||
 	    (n->wake = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0)
@@ -728,6 +932,7 @@ rt_net_dial(RtNet *n, int peer, const char *url, const char *name,
 				 url);
 	}
 	k->open = 1;
+	k->down_since = rt_now();
 	link_dial(n, k);
 	pthread_mutex_unlock(&k->mu);
 	return TFG_OK;
@@ -741,6 +946,16 @@ rt_net_recv_start(RtNet *n, RtNetRecv *r, TfgError *e)
 	n->recv = r;
 	wake_io(n);
 	return TFG_OK;
+}
+
+/* The error of a send to k, which is gone. */
+static tfg_status
+gone_error(RtNet *n, RtLink *k, TfgError *e)
+{
+	if (k->why == RT_GONE_SILENT)
+		return tfg_error(e, TFG_ECLOSED, "%s stopped answering (no "
+				 "heartbeat for %g s)", k->name, n->hb_dead);
+	return tfg_error(e, TFG_ECLOSED, "lost connection to %s", k->name);
 }
 
 /* Writes frame b (its tail included) on k's connection, waiting in
@@ -778,12 +993,13 @@ write_frame(RtNet *n, RtLink *k, RtBuf *b, double deadline,
 		w = send_iov(k->fd, iov, niov);
 		if (w > 0) {
 			off += (size_t)w;
+			k->alive = rt_now(); /* the peer takes it: alive */
 			continue;
 		}
-		if (w < 0 && errno != EAGAIN && errno != EINTR) {
+		if ((w < 0 && errno != EAGAIN && errno != EINTR) ||
+		    k->state == 2) { /* broken, or silent (link_beat) */
 			link_broken(n, k);
-			return tfg_error(e, TFG_ECLOSED, "lost connection to %s",
-					 k->name);
+			return gone_error(n, k, e);
 		}
 		if (stop && stop(arg, e)) {
 			if (off > 0)
@@ -858,8 +1074,14 @@ link_send(RtNet *n, RtLink *k, RtBuf *b, double deadline, RtNetStopFn stop,
 		pthread_mutex_unlock(&k->mu);
 		if (k->state == 2) {
 			rt_buf_free(b);
-			return tfg_error(e, TFG_ECLOSED, "lost connection to %s",
-					 k->name);
+			return gone_error(n, k, e);
+		}
+		if (k->state != 1 && n->up_wait > 0 &&
+		    rt_now() - k->down_since > n->up_wait) {
+			rt_buf_free(b);
+			return tfg_error(e, TFG_ETIMEDOUT, "%s is not up (no "
+					 "answer for %g s)", k->name,
+					 n->up_wait);
 		}
 		if (stop && stop(arg, e)) {
 			rt_buf_free(b);
@@ -941,6 +1163,7 @@ reply_get(RtNet *n, const char *url, TfgError *e)
 			sizeof n->replies[0] * (size_t)--n->nreply);
 	}
 	k->open = 1;
+	k->down_since = rt_now();
 	pthread_mutex_lock(&k->mu);
 	link_dial(n, k);
 	pthread_mutex_unlock(&k->mu);
@@ -983,6 +1206,26 @@ rt_net_peer_gone(RtNet *n, int peer)
 	if (peer < 0 || peer >= n->npeer || !n->peers[peer].open)
 		return 0;
 	return n->peers[peer].state == 2;
+}
+
+int
+rt_net_peer_why(RtNet *n, int peer)
+{
+	if (peer < 0 || peer >= n->npeer || !n->peers[peer].open ||
+	    n->peers[peer].state != 2)
+		return 0;
+	return n->peers[peer].why;
+}
+
+double
+rt_net_peer_down(RtNet *n, int peer)
+{
+	const RtLink *k;
+
+	if (peer < 0 || peer >= n->npeer || !n->peers[peer].open)
+		return 0;
+	k = &n->peers[peer];
+	return k->state == 1 ? 0 : rt_now() - k->down_since;
 }
 
 int

@@ -16,7 +16,15 @@
  *     this layer held, in the order the messages of one connection came;
  *     the completion must not send, nor call rt_net_close;
  *   - states the caller reads: a peer up or gone (rt_net_peer_up,
- *     rt_net_peer_gone).
+ *     rt_net_peer_gone, rt_net_peer_why, rt_net_peer_down).
+ *
+ * A peer is gone when its connection hangs up, or when it stops
+ * answering: the I/O thread pings every link that is up each
+ * RT_NET_BEAT seconds, the peer's I/O thread answers on the same
+ * connection, and a link that hears nothing (no answer, and no progress
+ * of a frame being written to it) for RtNet.hb_dead seconds is broken.
+ * The answers come from the peer's I/O thread, not from what it
+ * computes, so a busy peer is not a dead one.
  *
  * A send waits in slices of RT_NET_SLICE seconds, and between slices asks
  * the caller's RtNetStopFn whether to go on (a step that was cancelled, a
@@ -35,6 +43,11 @@
 #define RT_NET_SLICE 0.05 /* seconds: how often a blocked send looks up */
 #define RT_NET_REPLIES 8  /* reply links kept, the oldest recycled */
 #define RT_NET_QUEUE 128  /* messages a link keeps while its peer is down */
+#define RT_NET_BEAT 0.25  /* seconds between the pings of a link */
+#define RT_NET_DEAD 1.5   /* default RtNet.hb_dead */
+
+/* Why a peer is gone (rt_net_peer_why). */
+enum { RT_GONE_HANGUP = 1, RT_GONE_SILENT };
 
 /* A message: len bytes at data, then ntail bytes at tail.  Received
  * ones name the address of the connection they came on. */
@@ -56,7 +69,9 @@ typedef struct RtLink {
 	int kind;              /* what epoll's data points at (net.c) */
 	pthread_mutex_t mu;    /* one sender (or the I/O thread) at a time */
 	int fd;                /* -1: not connected */
-	int connecting;        /* fd is a connect in progress */
+	int connecting;        /* 1: fd is a connect in progress; 2: it is
+				  connected, and waits for the peer to
+				  answer its first ping */
 	_Atomic int state;     /* 0 never connected, 1 up, 2 gone */
 	int open;              /* dialed (a peer of the cluster or a reply) */
 	char url[RT_URL_MAX];
@@ -69,6 +84,16 @@ typedef struct RtLink {
 	int nq;
 	size_t qoff;           /* bytes of queue[0]'s frame already written */
 	int busy;              /* reply links: sends in progress */
+	int why;               /* RT_GONE_*: how it went, once gone */
+	_Atomic double alive;  /* rt_now() of its last sign of life: the
+				  connect, an answer to a ping, a write of a
+				  frame that made progress */
+	double pinged;         /* rt_now() of the last ping */
+	double down_since;     /* rt_now() since when it is not up */
+	unsigned char cbuf[8]; /* a ping not yet written whole: */
+	int ncbuf;             /* its bytes written (0: none pending) */
+	unsigned char rbuf[8]; /* an answer being read: */
+	int nrbuf;             /* its bytes read */
 } RtLink;
 
 /* The receive the layer above posts: done() is called for each message
@@ -99,6 +124,10 @@ typedef struct RtNet {
 	RtLink **retired;      /* recycled reply links still in epoll or
 				  in use, freed at close */
 	int nretired, capretired;
+	double hb_dead;        /* seconds of silence that break a link that
+				  is up (0: never) */
+	double up_wait;        /* seconds a send waits for a peer that is
+				  not up to come (0: its deadline) */
 } RtNet;
 
 /* Asked between the slices of a blocked send: non-zero (with *e set) to
@@ -138,6 +167,11 @@ tfg_status rt_net_send_url(RtNet *n, const char *url, RtBuf *b,
 int rt_net_peer_up(RtNet *n, int peer);   /* connected now */
 int rt_net_peer_gone(RtNet *n, int peer); /* was up, went away */
 int rt_net_url_gone(RtNet *n, const char *url);
+/* How peer i went (RT_GONE_*), 0 if it is not gone. */
+int rt_net_peer_why(RtNet *n, int peer);
+/* Seconds since peer i was last up (or was dialed, if it never came);
+ * 0 while it is up. */
+double rt_net_peer_down(RtNet *n, int peer);
 /* Stops the I/O thread and closes every socket; what is queued to send
  * is dropped. */
 void rt_net_close(RtNet *n);

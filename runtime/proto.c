@@ -21,6 +21,7 @@
  * the table's and the queue's entries) is forgotten before its first
  * message is filed (spec/design.md "Restarts").
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -91,7 +92,9 @@ rt_proc_init(RtProc *p, const TfgPlan *plan, int task, const TfgOptions *opt)
 	if (!(p->opt.startup_timeout > 0))
 		p->opt.startup_timeout = 30;
 	if (!(p->opt.step_timeout > 0))
-		p->opt.step_timeout = 60;
+		p->opt.step_timeout = 0; /* none: rt_step_deadline */
+	if (!(p->opt.heartbeat_timeout > 0))
+		p->opt.heartbeat_timeout = RT_NET_DEAD;
 	if (p->opt.controller_addr == NULL)
 		p->opt.controller_addr = "127.0.0.1:0";
 	p->epoch = incarnation();
@@ -106,6 +109,8 @@ rt_proc_init(RtProc *p, const TfgPlan *plan, int task, const TfgOptions *opt)
 		rt_proc_free(p);
 		return TFG_ENOMEM;
 	}
+	p->net.hb_dead = p->opt.heartbeat_timeout;
+	p->net.up_wait = p->opt.startup_timeout;
 	for (int i = 0; i < plan->nedge; i++)
 		if (!rt_edge_valid(&plan->edges[i])) {
 			rt_proc_free(p);
@@ -562,7 +567,7 @@ rt_send_text(RtProc *p, const char *url, int type, uint64_t step,
 	     uint32_t key, const char *buf, size_t n, TfgError *e)
 {
 	RtBuf *m;
-	unsigned char *body;
+	unsigned char *body = NULL;
 	tfg_status st;
 
 	if ((st = rt_msg_new(p, NULL, &m, &body, type, step, key, NULL, n,
@@ -570,7 +575,7 @@ rt_send_text(RtProc *p, const char *url, int type, uint64_t step,
 		return st;
 	if (n)
 		memcpy(body, buf, n);
-	return rt_net_send_url(&p->net, url, m, rt_now() + p->opt.step_timeout,
+	return rt_net_send_url(&p->net, url, m, rt_step_deadline(p),
 			       send_stop, NULL, e);
 }
 
@@ -621,4 +626,35 @@ int
 rt_peer_gone(RtProc *p, int task)
 {
 	return rt_net_peer_gone(&p->net, task);
+}
+
+int
+rt_peer_lost(RtProc *p, int task, char *why, size_t n)
+{
+	const char *name = p->plan->tasks[task].name;
+	double down;
+
+	switch (rt_net_peer_why(&p->net, task)) {
+	case RT_GONE_HANGUP:
+		snprintf(why, n, "lost connection to %s", name);
+		return 1;
+	case RT_GONE_SILENT:
+		snprintf(why, n, "%s stopped answering (no heartbeat for "
+			 "%g s)", name, p->net.hb_dead);
+		return 1;
+	}
+	if ((down = rt_net_peer_down(&p->net, task)) > p->opt.startup_timeout &&
+	    !rt_net_peer_up(&p->net, task)) {
+		snprintf(why, n, "%s is not up (no answer for %.0f s)", name,
+			 down);
+		return 1;
+	}
+	return 0;
+}
+
+double
+rt_step_deadline(const RtProc *p)
+{
+	return p->opt.step_timeout > 0 ? rt_now() + p->opt.step_timeout
+				       : INFINITY;
 }

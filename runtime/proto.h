@@ -278,6 +278,15 @@ void rt_body_url(char *buf, const RtMsg *m);
 void rt_msg_free(RtMsg *m);
 int rt_peer_up(RtProc *p, int task);
 int rt_peer_gone(RtProc *p, int task);
+/* Whether task is lost to this process, with what to say in why[n]: its
+ * connection hung up, it stopped answering heartbeats, or it has not been
+ * up for longer than the start-up deadline.  A task that is only busy is
+ * not lost (spec/design.md "Failures"). */
+int rt_peer_lost(RtProc *p, int task, char *why, size_t n);
+/* The deadline of a wait or send inside a step begun now: now plus
+ * --step-timeout when the user set one, else none (INFINITY): heartbeats
+ * tell a dead peer from a busy one, so a long step is not failed. */
+double rt_step_deadline(const RtProc *p);
 
 /* ------------------------------------------------------ rendezvous.c */
 

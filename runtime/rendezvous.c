@@ -402,21 +402,23 @@ rt_step_poll(RtCtx *c, TfgError *e)
 
 /* ------------------------------------------------------------- waits */
 
-/* Whether a task this wait depends on went away: the one it waits for,
- * and for the step's client every task of the step. */
+/* Whether a task this wait depends on is lost (rt_peer_lost, what to
+ * say in why[n]): the one it waits for, and for the step's client every
+ * task of the step. */
 static int
-gone_task(RtCtx *c, int peer)
+lost_task(RtCtx *c, int peer, char *why, size_t n)
 {
 	RtProc *p = c->proc;
 	const RtSig *sig;
 
-	if (peer >= 0 && rt_peer_gone(p, peer))
+	if (peer >= 0 && rt_peer_lost(p, peer, why, n))
 		return peer;
 	if (c->client != p->task || c->sig < 0)
 		return -1;
 	sig = &c->plan->sigs[c->sig];
 	for (int i = 0; i < sig->ntask; i++)
-		if (sig->tasks[i] != p->task && rt_peer_gone(p, sig->tasks[i]))
+		if (sig->tasks[i] != p->task &&
+		    rt_peer_lost(p, sig->tasks[i], why, n))
 			return sig->tasks[i];
 	return -1;
 }
@@ -431,9 +433,10 @@ rdv_wait(RtCtx *c, int type, long key, int src, int peer, const char *what,
 	 RtMsg *out)
 {
 	RtProc *p = c->proc;
-	double deadline = rt_now() + p->opt.step_timeout, now;
+	double deadline = rt_step_deadline(p), now;
+	char why[300];
 	tfg_status st;
-	int i, g;
+	int i;
 
 	pthread_mutex_lock(&p->mu);
 	for (;;) {
@@ -457,11 +460,9 @@ rdv_wait(RtCtx *c, int type, long key, int src, int peer, const char *what,
 					     x->h.nbytes : 1000), x->body);
 			break;
 		}
-		if ((g = gone_task(c, peer)) >= 0) {
-			st = tfg_error(&c->err, TFG_ECLOSED,
-				       "lost connection to %s while waiting "
-				       "for %s (step %llu)",
-				       p->plan->tasks[g].name, what,
+		if (lost_task(c, peer, why, sizeof why) >= 0) {
+			st = tfg_error(&c->err, TFG_ECLOSED, "%s while waiting "
+				       "for %s (step %llu)", why, what,
 				       RT_STEP_NO(c->step));
 			break;
 		}
@@ -475,9 +476,10 @@ rdv_wait(RtCtx *c, int type, long key, int src, int peer, const char *what,
 		now = rt_now();
 		if (now >= deadline) {
 			st = tfg_error(&c->err, TFG_ETIMEDOUT,
-				       "timed out after %g s waiting for %s "
-				       "(step %llu)", p->opt.step_timeout,
-				       what, RT_STEP_NO(c->step));
+				       "--step-timeout (%g s) passed while "
+				       "%s waited for %s (step %llu)",
+				       p->opt.step_timeout, p->name, what,
+				       RT_STEP_NO(c->step));
 			break;
 		}
 		if (c->tick) {
@@ -520,7 +522,9 @@ rdv_recv(struct RtCtx *c, uint32_t key, void *dst)
 				 "%s: local edge '%s' received before it was "
 				 "sent (step %llu)", p->name, edge->name,
 				 RT_STEP_NO(c->step));
-	snprintf(what, sizeof what, "'%s' from %s", edge->name,
+	/* the value's name, without the edge's ";src->dst" */
+	snprintf(what, sizeof what, "'%.*s' from %s",
+		 (int)strcspn(edge->name, ";"), edge->name,
 		 p->plan->tasks[edge->src].name);
 	if ((st = rdv_wait(c, RT_MSG_TENSOR, key, -1, edge->src, what, &m)))
 		return st;
@@ -556,8 +560,8 @@ rdv_send(struct RtCtx *c, uint32_t key, const void *src)
 			return st;
 		m.m->tail = src;
 		m.m->ntail = n;
-		return rt_send(p, edge->dst, m.m,
-			       rt_now() + p->opt.step_timeout, c, &c->err);
+		return rt_send(p, edge->dst, m.m, rt_step_deadline(p), c,
+			       &c->err);
 	}
 	if ((st = rt_msg_new(p, c->plan, &m.m, &body, RT_MSG_TENSOR, c->step,
 			     key, edge, n, &c->err)))
@@ -646,8 +650,8 @@ rt_reply(RtCtx *c, uint32_t key, const char *text)
 		       &e) == TFG_OK) {
 		if (n)
 			memcpy(body, buf, n);
-		if (rt_send(p, c->client, reply,
-			    rt_now() + p->opt.step_timeout, c, &e) == TFG_OK)
+		if (rt_send(p, c->client, reply, rt_step_deadline(p), c,
+			    &e) == TFG_OK)
 			return;
 	}
 	/* cancelled while it waited to leave: the client wants none */

@@ -111,6 +111,9 @@ int rt_run_part(RtServer *s, RtCtx *c, const RtPart *part,
 /* ------------------------------------------------------------- var.c */
 
 tfg_status rt_vars_init(RtServer *s);
+/* The values of this task's variables from checkpoint dir (`tfgc server
+ * --restore`): all of them, checked whole first, or none. */
+tfg_status rt_vars_restore(RtServer *s, const char *dir, TfgError *e);
 void rt_vars_free(RtServer *s);
 /* Makes c a step that may use s's variables (RtCtx.var). */
 void rt_vars_attach(RtServer *s, RtCtx *c);

@@ -412,6 +412,14 @@ tfg_server_main(const TfgPlan *plan, int task, const TfgOptions *opt,
 		free(s);
 		return 1;
 	}
+	if (s->proc.opt.restore_dir &&
+	    rt_vars_restore(s, s->proc.opt.restore_dir, &e) != TFG_OK) {
+		fprintf(stderr, "tfgc: error: %s: cannot restore: %s\n",
+			s->proc.name, e.msg);
+		rt_server_free(s);
+		free(s);
+		return 1;
+	}
 	install_signals();
 	rt_url(url, sizeof url, plan->tasks[task].addr);
 	if (rt_proc_open(&s->proc, url, &e) != TFG_OK) {

@@ -157,8 +157,8 @@ release_flush(RtServer *s)
 		    rt_msg_new(p, NULL, &m, &b, RT_MSG_RELEASE, 0,
 			       (uint32_t)r.sig, NULL, 8, &e) == TFG_OK) {
 			rt_put_le(b, r.hash, 8);
-			if (rt_send(p, r.task, m, rt_now() + p->opt.step_timeout,
-				    NULL, &e) == TFG_OK)
+			if (rt_send(p, r.task, m, rt_step_deadline(p), NULL,
+				    &e) == TFG_OK)
 				continue;
 		}
 		if (p->opt.verbose)
@@ -516,7 +516,7 @@ spec_round(RtServer *s, RtCtx *c, int sig, const TfgShape *feeds, int *spec)
 {
 	RtProc *p = &s->proc;
 	const RtSig *gs = &p->plan->sigs[sig];
-	double deadline = rt_now() + p->opt.step_timeout;
+	double deadline = rt_step_deadline(p);
 	size_t n = 0;
 	tfg_status st = TFG_OK;
 	int nsent = 0, i = -1;
@@ -707,8 +707,8 @@ reply_hash(RtCtx *c, int sig, uint64_t hash)
 	if (rt_msg_new(p, NULL, &m, &b, RT_MSG_DONE, c->step, (uint32_t)sig,
 		       NULL, 8, &e) == TFG_OK) {
 		rt_put_le(b, hash, 8);
-		if (rt_send(p, c->client, m, rt_now() + p->opt.step_timeout,
-			    c, &e) == TFG_OK)
+		if (rt_send(p, c->client, m, rt_step_deadline(p), c, &e) ==
+		    TFG_OK)
 			return;
 	}
 	fprintf(stderr, "tfgc: error: %s: %s\n", p->name, e.msg);

@@ -440,7 +440,13 @@ typedef void (*TfgReleaseFn)(void *cookie, const TfgPlan *plan);
 
 typedef struct TfgOptions {
 	double startup_timeout; /* seconds for every task to come up (30) */
-	double step_timeout;    /* seconds any wait inside a step may take (60) */
+	double step_timeout;    /* seconds any wait inside a step may take
+				   (0: no limit: heartbeats tell a dead
+				   task from a busy one) */
+	double heartbeat_timeout; /* seconds of silence after which a task
+				     is taken for dead (1.5) */
+	const char *restore_dir; /* tfgc server --restore: the task's
+				    variables from this checkpoint */
 	const char *controller_addr; /* where the controller listens for
 					replies: "127.0.0.1:0" by default */
 	int verbose;            /* log messages and steps to stderr */

@@ -14,6 +14,7 @@
  * plain loops the C compiler vectorises: integers wrap, as the graph's
  * do, and floats round as IEEE says.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -40,6 +41,52 @@ rt_vars_init(RtServer *s)
 		}
 	}
 	return TFG_OK;
+}
+
+tfg_status
+rt_vars_restore(RtServer *s, const char *dir, TfgError *e)
+{
+	const TfgPlan *plan = s->proc.plan;
+	RtTensor **val = calloc((size_t)plan->nvar + 1, sizeof *val);
+	tfg_status st;
+	int n = 0;
+
+	if (val == NULL)
+		return tfg_error(e, TFG_ENOMEM, "out of memory");
+	/* the whole checkpoint is read and checked before anything here
+	   changes: a damaged one leaves the task as it was */
+	if ((st = rt_ckpt_load(plan, dir, val, e)) != TFG_OK) {
+		free(val);
+		return st;
+	}
+	for (int i = 0; i < plan->nvar && st == TFG_OK; i++) {
+		const RtVar *v = &plan->vars[i];
+		RtVarSlot *slot = &s->vars[i];
+
+		if (v->task != s->proc.task)
+			continue;
+		pthread_mutex_lock(&slot->mu);
+		if (slot->data == NULL &&
+		    (slot->data = (unsigned char *)rt_arena_alloc(v->nbytes))
+		    == NULL) {
+			st = tfg_error(e, TFG_ENOMEM, "out of memory for "
+				       "variable '%s' (%zu bytes)", v->name,
+				       v->nbytes);
+		} else {
+			if (v->nbytes)
+				memcpy(slot->data, val[i]->data, v->nbytes);
+			slot->init = 1;
+			n++;
+		}
+		pthread_mutex_unlock(&slot->mu);
+	}
+	for (int i = 0; i < plan->nvar; i++)
+		rt_tensor_free(val[i]);
+	free(val);
+	if (st == TFG_OK && s->proc.opt.verbose)
+		fprintf(stderr, "tfg: %s: restored %d variable%s from %s\n",
+			s->proc.name, n, n == 1 ? "" : "s", dir);
+	return st;
 }
 
 void

@@ -1359,9 +1359,9 @@ t_step_timeout(void)
 	run_init(&r);
 	ctl(&r, "timeout", NULL, 20);
 	ASSERT(r.status != 0);
-	ASSERT_HAS(r.err, "hello.tfg:17:11: error: timed out after 0.5 s "
-			  "waiting for 'y2;/job:local/task:1->/job:local/"
-			  "task:0' from /job:local/task:1 (step 1)");
+	ASSERT_HAS(r.err, "hello.tfg:17:11: error: --step-timeout (0.5 s) "
+			  "passed while /job:local/task:0 waited for 'y2' "
+			  "from /job:local/task:1 (step 1)");
 	run_done(&r);
 }
 
