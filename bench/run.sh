@@ -80,6 +80,9 @@ for mib in 1 16 64; do
 	awk "BEGIN {printf \"tfg %d MiB task to task: %.0f us (%.2f GB/s); raw TCP copy %.0f us (%.2f GB/s); ratio %.2f\\n\", $mib, $us, $mib * 1048.576 / $us, $ref, $mib * 1048.576 / $ref, $ref / $us}"
 done
 
+echo "== start-up and failure detection (issue 10) =="
+sh bench/failover.sh
+
 echo "== LLVM JIT time per task =="
 for f in examples/hello.tfg examples/mean.tfg; do
 	TFG_JIT_TIME=1 $TFGC run --free-ports "$f" 2>&1 >/dev/null |
