@@ -17,7 +17,7 @@ SAN         ?=
 # bench/nng_rtt, the reference round trip the benchmarks compare with;
 # graphviz for the test that renders --emit=dot).
 PKGS = gcc make libc6-dev re2c lemon llvm-19-dev libopenblas-dev libnng-dev \
-       libzstd-dev zlib1g-dev python3 procps graphviz
+       libzstd-dev zlib1g-dev libssl-dev python3 procps graphviz
 
 OPT     ?= -O2
 WARN     = -Wall -Wextra -Wpedantic
@@ -32,7 +32,7 @@ SANFLAGS = -fsanitize=address,undefined -fno-omit-frame-pointer \
 endif
 LLVM_INC = -I$(shell $(LLVM_CONFIG) --includedir)
 LLVM_LIB = -L$(shell $(LLVM_CONFIG) --libdir) -lLLVM-19
-LDLIBS   = $(LLVM_LIB) -lopenblas -lz -lpthread -ldl -lm
+LDLIBS   = $(LLVM_LIB) -lopenblas -lz -lcrypto -lpthread -ldl -lm
 
 LANG_SRC     = $(wildcard lang/*.c)
 COMPILER_SRC = $(filter-out compiler/main.c,$(wildcard compiler/*.c))
@@ -149,7 +149,7 @@ LLVM_PARTS  = orcjit native passes core target analysis executionengine \
               bitwriter ipo
 STATIC_LIBS = -L$(shell $(LLVM_CONFIG) --libdir) -Wl,--start-group \
               $(shell $(LLVM_CONFIG) --link-static --libs $(LLVM_PARTS)) \
-              -Wl,--end-group -Wl,-Bstatic -lopenblas -lz -lzstd -lstdc++ -Wl,-Bdynamic \
+              -Wl,--end-group -Wl,-Bstatic -lopenblas -lz -lzstd -lcrypto -lstdc++ -Wl,-Bdynamic \
               -lpthread -ldl -lm
 static: $(BUILD)/static/tfgc.xz
 

@@ -23,16 +23,18 @@ done | median | awk '{printf "whole run, median of 15: %.1f ms\n", $1}'
 
 # Microseconds per step of bench/$1.tfg: the time of a run of $2 steps
 # less that of a run of 1, over $2 - 1; the median of 3.  $3, if given,
-# is a sed expression applied too (the transfer's size).
+# is a sed expression applied too (the transfer's size); $flags are
+# options of tfgc run (a cluster key).
+flags=""
 per_step() {
 	for steps in 1 $2; do
 		sed -e "s/STEPS/$steps/" -e "${3:-s/^//}" "bench/$1.tfg" \
 			>"$T/$1.$steps.tfg"
 	done
 	for i in 1 2 3; do
-		s=$(now_ms); $TFGC run --free-ports "$T/$1.1.tfg" >/dev/null || exit 1
+		s=$(now_ms); $TFGC run --free-ports $flags "$T/$1.1.tfg" >/dev/null || exit 1
 		e=$(now_ms)
-		s2=$(now_ms); $TFGC run --free-ports "$T/$1.$2.tfg" >"$T/$1.out" || exit 1
+		s2=$(now_ms); $TFGC run --free-ports $flags "$T/$1.$2.tfg" >"$T/$1.out" || exit 1
 		e2=$(now_ms)
 		awk "BEGIN {print ($e2 - $s2 - ($e - $s)) * 1000 / ($2 - 1)}"
 	done | median
@@ -79,6 +81,22 @@ for mib in 1 16 64; do
 	ref=$(rtt_median <"$T/tcp")
 	awk "BEGIN {printf \"tfg %d MiB task to task: %.0f us (%.2f GB/s); raw TCP copy %.0f us (%.2f GB/s); ratio %.2f\\n\", $mib, $us, $mib * 1048.576 / $us, $ref, $mib * 1048.576 / $ref, $ref / $us}"
 done
+
+echo "== the same with --cluster-key: a MAC on every message (issue 10) =="
+head -c 32 /dev/urandom >"$T/key"
+flags="--cluster-key $T/key"
+for mib in 1 16 64; do
+	steps=$((2048 / mib)); [ $steps -gt 1000 ] && steps=1000
+	us=$(per_step transfer $steps "s/ELEMS/$((mib * 262144))/g")
+	$B/nng_rtt $((4000 / mib)) --tcp --oneway --size $((mib << 20)) >"$T/tcp"
+	ref=$(rtt_median <"$T/tcp")
+	awk "BEGIN {printf \"tfg %d MiB task to task, keyed: %.0f us (%.2f GB/s); raw TCP copy %.0f us; ratio %.2f\\n\", $mib, $us, $mib * 1048.576 / $us, $ref, $ref / $us}"
+done
+sc=$(per_step var_scalar 10000)
+flags=""
+echo "tfg scalar step A->B->A reading a variable, keyed (bench/var_scalar.tfg, 10000 steps): $sc us"
+$B/nng_rtt 10000 | tee "$T/rtt"
+awk "BEGIN {printf \"ratio keyed scalar step / bare nng round trip: %.2f\\n\", $sc / $(rtt_median <"$T/rtt")}"
 
 echo "== start-up and failure detection (issue 10) =="
 sh bench/failover.sh

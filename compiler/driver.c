@@ -17,6 +17,7 @@
  * (run, server and compile also take --fetch/--feed/--out; every command
  * takes --shape NAME=D0,D1,... to fix an input's `?` dims)
  * [--startup-timeout S] [--step-timeout S] [--heartbeat-timeout S]
+ * [--cluster-key FILE]
  * [--max-specs N] [--verbose].
  *
  * Exit status: 0 success, 1 errors in the program or at run time, 2 a bad
@@ -34,6 +35,7 @@ typedef struct Args {
 	const char *cmd, *file, *emit, *job, *cpu;
 	const char *output, *name, *part; /* compile -o, --name; server --part */
 	const char *restore;  /* server --restore DIR */
+	const char *key;      /* --cluster-key FILE */
 	int shared;        /* compile --shared */
 	int task;          /* --task for server: index; -1 unset */
 	const char *task_s; /* --task J:T for emit */
@@ -65,8 +67,9 @@ static const char usage[] =
     " [--cpu CPU] [-O N]\n"
     "options for run, server, stop: --addr /job:J/task:T=HOST:PORT, "
     "--startup-timeout S,\n"
-    "       --step-timeout S, --heartbeat-timeout S, --max-specs N, "
-    "--verbose\n"
+    "       --step-timeout S, --heartbeat-timeout S, --cluster-key FILE, "
+    "--max-specs N,\n"
+    "       --verbose\n"
     "passes (any command): -fno-fold, -fno-cse, -fno-dce, -fno-fuse\n"
     "dims left '?' (any command): --shape NAME=D0,D1,...\n";
 
@@ -129,7 +132,7 @@ parse_args(Args *a, int argc, char **argv, Arena *ar)
 			   FLAG("--feed") || FLAG("--fetch") || FLAG("--out") ||
 			   FLAG("--shape") ||
 			   FLAG("-o") || FLAG("--name") || FLAG("--part") ||
-			   FLAG("--restore") ||
+			   FLAG("--restore") || FLAG("--cluster-key") ||
 			   FLAG("--startup-timeout") ||
 			   FLAG("--step-timeout") ||
 			   FLAG("--heartbeat-timeout") || FLAG("--max-specs")) {
@@ -152,6 +155,8 @@ parse_args(Args *a, int argc, char **argv, Arena *ar)
 				a->part = v;
 			else if (FLAG("--restore"))
 				a->restore = v;
+			else if (FLAG("--cluster-key"))
+				a->key = v;
 			else if (FLAG("--addr"))
 				vec_push(ar, &a->addr, (void *)v);
 			else if (FLAG("--feed")) {
@@ -224,6 +229,7 @@ runtime_options(const Args *a)
 	o.step_timeout = a->step_timeout;
 	o.heartbeat_timeout = a->heartbeat_timeout;
 	o.restore_dir = a->restore;
+	o.cluster_key = a->key;
 	o.max_specs = a->max_specs;
 	o.verbose = a->verbose;
 	o.picked_ports = a->picked_ports;
@@ -471,6 +477,10 @@ server_args(const Args *a, Program *p, int picked)
 	if (a->restore) {
 		vec_push(p->arena, &sargs, "--restore");
 		vec_push(p->arena, &sargs, (void *)a->restore);
+	}
+	if (a->key) {
+		vec_push(p->arena, &sargs, "--cluster-key");
+		vec_push(p->arena, &sargs, (void *)a->key);
 	}
 	if (picked)
 		vec_push(p->arena, &sargs, "--picked-ports");

@@ -209,6 +209,18 @@ wait_up(RtProc *c, pid_t *pids)
 			rc = 0;
 			break;
 		}
+		for (int i = 0; i < plan->ntask && nup >= 0; i++) {
+			char why[400];
+
+			/* a task that refused this controller's key: at once,
+			   not at the deadline */
+			if (!up[i] && rt_peer_refused(c, i, why, sizeof why)) {
+				fprintf(stderr, "tfgc: error: %s\n", why);
+				nup = -1;
+			}
+		}
+		if (nup < 0)
+			break;
 		if (now >= deadline || rt_stop_requested) {
 			for (int i = 0; i < plan->ntask; i++) {
 				char url[RT_URL_MAX];

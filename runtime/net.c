@@ -63,10 +63,16 @@
 
 enum { EV_LISTEN = 1, EV_WAKE, EV_CONN, EV_LINK };
 
-/* Control words: a frame length with CTL set, and nothing after it. */
+/* Control words: a frame length with CTL set.  Without a cluster key
+ * nothing follows a PING or PONG; with one, each is followed by its MAC,
+ * and a HELLO by the random part of the connection's key that its
+ * sender chose (spec/design.md "Cluster keys"). */
 #define CTL ((uint64_t)1 << 63)
 #define CTL_PING (CTL | 1)
 #define CTL_PONG (CTL | 2)
+#define CTL_HELLO (CTL | 3)       /* keyed: first, each way */
+#define CTL_DENY_MAC (CTL | 4)    /* refused: no valid MAC, or no HELLO */
+#define CTL_DENY_NOKEY (CTL | 5)  /* refused: a HELLO, and no key here */
 
 /* An accepted connection: frames are read from it. */
 typedef struct RtConn {
@@ -77,8 +83,15 @@ typedef struct RtConn {
 	int nhdr;              /* bytes of the frame's length read */
 	RtBuf *cur;            /* the frame being read */
 	size_t want, got, cap; /* its length, bytes read, room in cur */
-	unsigned char pong[8]; /* an answer to a ping not written whole: */
-	int npong;             /* its bytes written (0: none pending) */
+	unsigned char pong[8 + RT_TAG_BYTES]; /* an answer to a ping not
+				  written whole: */
+	int npong, lpong;      /* its bytes written, of lpong (0: none) */
+	/* keyed (RtNet.keyed) */
+	int ready;             /* the dialer's HELLO came and was answered */
+	RtAuth in, out;        /* MACs of the frames read, and of pongs */
+	unsigned char x[RT_TAG_BYTES]; /* what follows a word or a frame
+				  (a HELLO's nonce, a MAC) being read: */
+	int nx, wantx, xkind;  /* its bytes read, of wantx; X_* */
 	struct RtConn *next;
 } RtConn;
 
@@ -301,7 +314,7 @@ link_arm(RtNet *n, RtLink *k, int add)
 	struct epoll_event ev;
 
 	ev.events = EPOLLRDHUP | EPOLLIN | EPOLLONESHOT |
-		    (k->connecting == 1 || k->nq || k->ncbuf ? EPOLLOUT : 0);
+		    (k->connecting == 1 || k->nq || k->lcbuf ? EPOLLOUT : 0);
 	ev.data.ptr = k;
 	epoll_ctl(n->ep, add ? EPOLL_CTL_ADD : EPOLL_CTL_MOD, k->fd, &ev);
 }
@@ -319,8 +332,11 @@ link_broken(RtNet *n, RtLink *k)
 	k->fd = -1;
 	k->connecting = 0;
 	k->qoff = 0;
-	k->ncbuf = 0;
+	k->ncbuf = k->lcbuf = 0;
 	k->nrbuf = 0;
+	k->ready = 0; /* the next connection has keys of its own */
+	rt_auth_free(&k->out);
+	rt_auth_free(&k->in);
 	if (k->state == 1) {
 		if (!k->why)
 			k->why = RT_GONE_HANGUP;
@@ -365,15 +381,61 @@ link_dial(RtNet *n, RtLink *k)
 	link_arm(n, k, 1);
 }
 
+/* The MAC of a frame of len bytes (hdr, data and tail) on keyed link k,
+ * the next of its connection, into tag.  0, or -1 if libcrypto fails. */
+static int
+frame_tag(RtLink *k, const unsigned char *hdr, const void *data, size_t len,
+	  const void *tail, size_t ntail, unsigned char *tag)
+{
+	if (rt_auth_begin(&k->out) || rt_auth_add(&k->out, hdr, FRAME_HDR) ||
+	    rt_auth_add(&k->out, data, len) ||
+	    (ntail && rt_auth_add(&k->out, tail, ntail)) ||
+	    rt_auth_end(&k->out, tag))
+		return -1;
+	return 0;
+}
+
+/* Puts control word w (with its MAC on a keyed link) on k without
+ * waiting; what does not fit waits in cbuf, before any frame, for the
+ * I/O thread or the next sender (a word MACed is owed: the peer counts
+ * it).  0, or -1 when the connection broke.  Under k->mu, nothing
+ * pending. */
+static int
+link_word(RtNet *n, RtLink *k, uint64_t w)
+{
+	ssize_t r;
+
+	word_put(k->cbuf, w);
+	k->lcbuf = 8;
+	if (n->keyed && k->ready) {
+		if (frame_tag(k, k->cbuf, NULL, 0, NULL, 0, k->cbuf + 8) != 0) {
+			link_broken(n, k);
+			return -1;
+		}
+		k->lcbuf += RT_TAG_BYTES;
+	}
+	r = send(k->fd, k->cbuf, (size_t)k->lcbuf, MSG_NOSIGNAL | MSG_DONTWAIT);
+	if (r < 0 && errno != EAGAIN && errno != EINTR) {
+		link_broken(n, k);
+		return -1;
+	}
+	k->ncbuf = r > 0 ? (int)r : 0;
+	if (k->ncbuf == k->lcbuf)
+		k->ncbuf = k->lcbuf = 0;
+	else
+		link_arm(n, k, 0);
+	return 0;
+}
+
 /* Writes what is queued on k without waiting: 0 when the queue is
  * empty, 1 when the socket is full, -1 when the connection broke.  Under
  * k->mu, k up. */
 static int
 link_flush(RtNet *n, RtLink *k)
 {
-	if (k->ncbuf > 0) { /* the rest of a ping, before any frame */
+	if (k->lcbuf > 0) { /* the rest of a ping, before any frame */
 		ssize_t w = send(k->fd, k->cbuf + k->ncbuf,
-				 (size_t)(8 - k->ncbuf),
+				 (size_t)(k->lcbuf - k->ncbuf),
 				 MSG_NOSIGNAL | MSG_DONTWAIT);
 
 		if (w < 0) {
@@ -382,28 +444,39 @@ link_flush(RtNet *n, RtLink *k)
 			link_broken(n, k);
 			return -1;
 		}
-		if ((k->ncbuf += (int)w) < 8)
+		if ((k->ncbuf += (int)w) < k->lcbuf)
 			return 1;
-		k->ncbuf = 0;
+		k->ncbuf = k->lcbuf = 0;
 	}
 	while (k->nq > 0) {
 		RtBuf *b = k->queue[0];
 		unsigned char hdr[FRAME_HDR];
-		struct iovec iov[2];
-		size_t total = FRAME_HDR + b->len, off = k->qoff;
+		const int tagged = n->keyed ? RT_TAG_BYTES : 0;
+		struct iovec part[3], iov[3];
+		size_t total = FRAME_HDR + b->len + (size_t)tagged;
+		size_t skip = k->qoff;
 		ssize_t w;
 		int niov = 0;
 
-		for (int i = 0; i < FRAME_HDR; i++)
-			hdr[i] = (unsigned char)((uint64_t)b->len >> 8 * i);
-		if (off < FRAME_HDR) {
-			iov[niov].iov_base = hdr + off;
-			iov[niov++].iov_len = FRAME_HDR - off;
+		word_put(hdr, (uint64_t)b->len);
+		if (tagged && k->qoff == 0 && frame_tag(k, hdr, b->data,
+							 b->len, NULL, 0,
+							 k->qtag) != 0) {
+			link_broken(n, k);
+			return -1;
 		}
-		iov[niov].iov_base = b->data + (off > FRAME_HDR ?
-						 off - FRAME_HDR : 0);
-		iov[niov++].iov_len = b->len - (off > FRAME_HDR ?
-						 off - FRAME_HDR : 0);
+		part[0].iov_base = hdr, part[0].iov_len = FRAME_HDR;
+		part[1].iov_base = b->data, part[1].iov_len = b->len;
+		part[2].iov_base = k->qtag, part[2].iov_len = (size_t)tagged;
+		for (int i = 0; i < 3; i++) {
+			if (skip >= part[i].iov_len) {
+				skip -= part[i].iov_len;
+				continue;
+			}
+			iov[niov].iov_base = (char *)part[i].iov_base + skip;
+			iov[niov++].iov_len = part[i].iov_len - skip;
+			skip = 0;
+		}
 		w = send_iov(k->fd, iov, niov);
 		if (w < 0) {
 			if (errno == EAGAIN || errno == EINTR)
@@ -422,43 +495,92 @@ link_flush(RtNet *n, RtLink *k)
 	return 0;
 }
 
-/* Reads the answers to the pings of k, the only words that come back
- * on a link: how many came, or -1 when the connection is over or says
- * anything else.  Under k->mu, k connected. */
+/* The bytes that follow word w when it comes back on a link. */
 static int
-link_read(RtLink *k)
+word_extra(const RtNet *n, uint64_t w)
 {
-	int heard = 0;
+	return w == CTL_HELLO ? RT_NONCE_BYTES
+	     : w == CTL_PONG && n->keyed ? RT_TAG_BYTES : 0;
+}
+
+/* Reads what comes back on link k: answers to its pings (each checked
+ * against its MAC on a keyed link), the peer's HELLO (keyed: then the
+ * connection's keys are made, and the first ping goes out), or a word
+ * that refuses the connection.  How many answers came, or -1 when the
+ * connection is over or says anything else.  Under k->mu, k
+ * connected. */
+static int
+link_read(RtNet *n, RtLink *k)
+{
+	unsigned char tag[RT_TAG_BYTES], key[RT_KEY_BYTES];
+	int heard = 0, want;
+	uint64_t w;
 
 	for (;;) {
+		want = k->nrbuf < 8 ? 8 : 8 + word_extra(n, word_get(k->rbuf));
 		ssize_t r = read(k->fd, k->rbuf + k->nrbuf,
-				 (size_t)(8 - k->nrbuf));
+				 (size_t)(want - k->nrbuf));
 
 		if (r == 0)
 			return -1;
 		if (r < 0)
 			return errno == EAGAIN || errno == EINTR ? heard : -1;
-		if ((k->nrbuf += (int)r) < 8)
+		if ((k->nrbuf += (int)r) < 8 ||
+		    k->nrbuf < 8 + word_extra(n, word_get(k->rbuf)))
 			continue;
 		k->nrbuf = 0;
-		if (word_get(k->rbuf) != CTL_PONG)
+		w = word_get(k->rbuf);
+		if (w == CTL_DENY_MAC || w == CTL_DENY_NOKEY) {
+			k->refused = w == CTL_DENY_MAC ? RT_REFUSED_MAC
+				   : RT_REFUSED_NOKEY;
 			return -1;
+		}
+		if (w == CTL_HELLO) {
+			if (!n->keyed || k->ready ||
+			    rt_auth_derive(key, n->key, k->nonce, k->rbuf + 8) ||
+			    rt_auth_init(&k->out, key, 0) ||
+			    rt_auth_init(&k->in, key, 1))
+				return -1;
+			k->ready = 1;
+			k->pinged = rt_now();
+			if (link_word(n, k, CTL_PING) != 0)
+				return -1;
+			continue;
+		}
+		if (w != CTL_PONG)
+			return -1;
+		if (n->keyed && (!k->ready || rt_auth_begin(&k->in) ||
+				 rt_auth_add(&k->in, k->rbuf, 8) ||
+				 rt_auth_end(&k->in, tag) ||
+				 !rt_auth_same(tag, k->rbuf + 8)))
+			return -1;
+		k->refused = 0;
 		k->alive = rt_now();
 		heard++;
 	}
 }
 
-/* k's connect went through: it pings the peer at once, and is up when
- * the peer's process answers, not when its kernel accepted (which it
- * does for a process that is stopped, too).  Under k->mu. */
+/* k's connect went through: it pings the peer at once (on a keyed link,
+ * it says HELLO first and pings once the peer has said it back), and is
+ * up when the peer's process answers, not when its kernel accepted
+ * (which it does for a process that is stopped, too).  Under k->mu. */
 static void
 link_hello(RtNet *n, RtLink *k)
 {
-	unsigned char w[8];
+	unsigned char w[8 + RT_NONCE_BYTES];
+	size_t len = 8;
 
-	word_put(w, CTL_PING);
-	if (send(k->fd, w, sizeof w, MSG_NOSIGNAL | MSG_DONTWAIT) != 8) {
-		link_broken(n, k); /* a new connection has room for 8 bytes */
+	word_put(w, n->keyed ? CTL_HELLO : CTL_PING);
+	if (n->keyed) {
+		if (rt_auth_random(k->nonce, sizeof k->nonce) != 0) {
+			link_broken(n, k);
+			return;
+		}
+		memcpy(w + 8, k->nonce, sizeof k->nonce);
+		len += sizeof k->nonce;
+	}
+	if (send(k->fd, w, len, MSG_NOSIGNAL | MSG_DONTWAIT) != (ssize_t)len) {
+		link_broken(n, k); /* a new connection has room for it */
 		return;
 	}
 	k->connecting = 2;
@@ -474,9 +596,6 @@ link_hello(RtNet *n, RtLink *k)
 static void
 link_beat(RtNet *n, RtLink *k, double now)
 {
-	unsigned char w[8];
-	ssize_t r;
-
 	if (k->connecting == 2 && n->hb_dead > 0 &&
 	    now - k->alive > n->hb_dead) {
 		/* connected, but no answer: try again later; a peer that was
@@ -504,17 +623,9 @@ link_beat(RtNet *n, RtLink *k, double now)
 			       ? n->hb_dead / 6 : RT_NET_BEAT) ||
 	    pthread_mutex_trylock(&k->mu) != 0)
 		return;
-	if (k->fd >= 0 && !k->connecting && k->nq == 0 && k->ncbuf == 0) {
+	if (k->fd >= 0 && !k->connecting && k->nq == 0 && k->lcbuf == 0) {
 		k->pinged = now;
-		word_put(w, CTL_PING);
-		r = send(k->fd, w, sizeof w, MSG_NOSIGNAL | MSG_DONTWAIT);
-		if (r < 0 && errno != EAGAIN && errno != EINTR) {
-			link_broken(n, k);
-		} else if (r > 0 && r < 8) {
-			memcpy(k->cbuf, w, sizeof w);
-			k->ncbuf = (int)r;
-			link_arm(n, k, 0);
-		}
+		link_word(n, k, CTL_PING);
 	}
 	pthread_mutex_unlock(&k->mu);
 }
@@ -537,7 +648,7 @@ link_event(RtNet *n, RtLink *k, uint32_t events)
 				link_hello(n, k);
 		} else if (k->fd >= 0 && k->connecting == 2) {
 			int heard = (events & (EPOLLHUP | EPOLLERR)) ? -1
-				  : link_read(k);
+				  : link_read(n, k);
 
 			if (heard < 0) {
 				link_broken(n, k);
@@ -573,7 +684,7 @@ link_event(RtNet *n, RtLink *k, uint32_t events)
 		return;
 	}
 	if (pthread_mutex_trylock(&k->mu) == 0) {
-		if (k->fd >= 0 && (events & EPOLLIN) && link_read(k) < 0)
+		if (k->fd >= 0 && (events & EPOLLIN) && link_read(n, k) < 0)
 			link_broken(n, k);
 		if (k->fd >= 0 && link_flush(n, k) >= 0)
 			link_arm(n, k, 0);
@@ -643,6 +754,8 @@ conn_close(RtNet *n, RtConn *c)
 	epoll_ctl(n->ep, EPOLL_CTL_DEL, c->fd, NULL);
 	close(c->fd);
 	rt_buf_free(c->cur);
+	rt_auth_free(&c->in);
+	rt_auth_free(&c->out);
 	free(c);
 }
 
@@ -706,33 +819,208 @@ conn_room(RtConn *c)
 	return 0;
 }
 
-/* Answers a ping on c, with what was left of the answer before: a peer
- * whose window is full gets none this time (it is not reading, so it
- * will not miss it).  0, or -1 when the connection broke. */
+/* What the bytes after a word or a frame of an accepted connection are
+ * (RtConn.xkind). */
+enum { X_HELLO = 1, X_PING, X_TAG };
+
+/* Says once per host that a peer at c's address was refused (a line for
+ * each could flood the log of a server under attack), in `what` words. */
+static void
+conn_refused(RtNet *n, RtConn *c, const char *what)
+{
+	char host[64];
+	size_t h = strlen(c->addr);
+
+	/* the host without the port: each connection has another port */
+	while (h > 0 && c->addr[h - 1] != ':')
+		h--;
+	snprintf(host, sizeof host, "%.*s", h > 0 ? (int)h - 1 : 63, c->addr);
+	for (int i = 0; i < n->nlogged && i < 16; i++)
+		if (strcmp(n->logged[i], host) == 0)
+			return;
+	snprintf(n->logged[n->nlogged++ % 16], sizeof n->logged[0], "%s", host);
+	fprintf(stderr, "tfgc: warning: %s: refused a connection from %s: %s "
+		"(it was closed; this task serves on, and says no more of "
+		"%s)\n", n->name, c->addr, what, host);
+}
+
+/* Refuses c: the word that says why goes back (best effort: a peer that
+ * is no member of the cluster gets nothing else), and the caller closes
+ * it.  Always -1. */
 static int
-conn_pong(RtConn *c)
+conn_deny(RtNet *n, RtConn *c, uint64_t why, const char *what)
+{
+	unsigned char w[8];
+
+	word_put(w, why);
+	if (send(c->fd, w, sizeof w, MSG_NOSIGNAL | MSG_DONTWAIT) < 0) {
+		/* it reads nothing, or is gone */
+	}
+	conn_refused(n, c, what);
+	return -1;
+}
+
+/* Writes what is left of c's answer to a ping: 0, or -1 when the
+ * connection broke. */
+static int
+conn_flush(RtConn *c)
 {
 	ssize_t w;
 
-	if (c->npong == 0)
-		word_put(c->pong, CTL_PONG);
-	w = send(c->fd, c->pong + c->npong, (size_t)(8 - c->npong),
+	if (c->lpong == 0)
+		return 0;
+	w = send(c->fd, c->pong + c->npong, (size_t)(c->lpong - c->npong),
 		 MSG_NOSIGNAL | MSG_DONTWAIT);
 	if (w < 0)
 		return errno == EAGAIN || errno == EINTR ? 0 : -1;
-	c->npong = (c->npong + (int)w) % 8;
+	if ((c->npong += (int)w) == c->lpong)
+		c->npong = c->lpong = 0;
 	return 0;
 }
 
-/* Reads what has come on c and completes every whole frame.  0, or -1
- * when the connection is over (closed by the caller). */
+/* Answers a ping on c, after what was left of the answer before: a peer
+ * whose window is still full gets none this time (it is not reading, so
+ * it will not miss it; on a keyed connection an answer that was MACed is
+ * owed, since the peer counts it, and waits in c->pong).  0, or -1 when
+ * the connection broke. */
+static int
+conn_pong(RtNet *n, RtConn *c)
+{
+	if (conn_flush(c) != 0)
+		return -1;
+	if (c->lpong > 0)
+		return 0;
+	word_put(c->pong, CTL_PONG);
+	c->lpong = 8;
+	if (n->keyed) {
+		if (rt_auth_begin(&c->out) || rt_auth_add(&c->out, c->pong, 8) ||
+		    rt_auth_end(&c->out, c->pong + 8))
+			return -1;
+		c->lpong += RT_TAG_BYTES;
+	}
+	return conn_flush(c);
+}
+
+/* The peer's HELLO on keyed c: this end's part of the connection's key
+ * goes back, and both directions get their keys.  0, or -1. */
+static int
+conn_hello(RtNet *n, RtConn *c)
+{
+	unsigned char w[8 + RT_NONCE_BYTES], key[RT_KEY_BYTES];
+
+	word_put(w, CTL_HELLO);
+	if (rt_auth_random(w + 8, RT_NONCE_BYTES) ||
+	    rt_auth_derive(key, n->key, c->x, w + 8) ||
+	    rt_auth_init(&c->in, key, 0) || rt_auth_init(&c->out, key, 1))
+		return -1;
+	if (send(c->fd, w, sizeof w, MSG_NOSIGNAL | MSG_DONTWAIT) !=
+	    (ssize_t)sizeof w)
+		return -1; /* a new connection has room for it */
+	c->ready = 1;
+	return 0;
+}
+
+/* The whole frame just read on c goes up. */
+static void
+conn_deliver(RtNet *n, RtConn *c)
+{
+	RtBuf *b = c->cur;
+
+	b->len = c->want;
+	c->cur = NULL;
+	c->nhdr = 0;
+	c->cap = 0;
+	n->recv->done(n->recv, b);
+}
+
+static const char no_mac[] = "a message without a valid MAC under this "
+			     "cluster's key (a peer with another key or "
+			     "none, or a replay)";
+
+/* A word just read on c: a control word (handled here), or the length of
+ * a frame to read next.  0, or -1 to close c. */
+static int
+conn_word(RtNet *n, RtConn *c)
+{
+	uint64_t w = word_get(c->hdr);
+
+	if (w & CTL) {
+		c->nhdr = 0;
+		if (w == CTL_HELLO && !n->keyed)
+			return conn_deny(n, c, CTL_DENY_NOKEY, "it has a "
+					 "cluster key, this task none");
+		if (w == CTL_HELLO && !c->ready) {
+			c->wantx = RT_NONCE_BYTES, c->xkind = X_HELLO;
+			return 0;
+		}
+		if (w == CTL_PING && n->keyed) {
+			if (!c->ready)
+				return conn_deny(n, c, CTL_DENY_MAC, no_mac);
+			c->wantx = RT_TAG_BYTES, c->xkind = X_PING;
+			return 0;
+		}
+		if (w == CTL_PING)
+			return conn_pong(n, c);
+		if (n->keyed)
+			return conn_deny(n, c, CTL_DENY_MAC, no_mac);
+		fprintf(stderr, "tfgc: error: %s: a garbled frame from %s "
+			"(connection closed)\n", n->name, c->addr);
+		return -1;
+	}
+	if (n->keyed && !c->ready)
+		return conn_deny(n, c, CTL_DENY_MAC, no_mac);
+	c->want = (size_t)w;
+	if (c->want > n->maxmsg) {
+		fprintf(stderr, "tfgc: error: %s: a message of %zu bytes from "
+			"%s is over the limit of %zu (connection closed)\n",
+			n->name, c->want, c->addr, n->maxmsg);
+		return -1;
+	}
+	if (n->keyed && (rt_auth_begin(&c->in) ||
+			 rt_auth_add(&c->in, c->hdr, FRAME_HDR)))
+		return -1;
+	c->got = 0;
+	c->cap = 0;
+	return 0;
+}
+
+/* The bytes that follow a word or a frame on keyed c have come: a
+ * HELLO's nonce, a ping's MAC, or a frame's.  0, or -1 to close c. */
+static int
+conn_extra(RtNet *n, RtConn *c)
+{
+	unsigned char w[8], tag[RT_TAG_BYTES];
+
+	switch (c->xkind) {
+	case X_HELLO:
+		return conn_hello(n, c);
+	case X_PING:
+		word_put(w, CTL_PING);
+		if (rt_auth_begin(&c->in) || rt_auth_add(&c->in, w, 8) ||
+		    rt_auth_end(&c->in, tag) || !rt_auth_same(tag, c->x))
+			return conn_deny(n, c, CTL_DENY_MAC, no_mac);
+		return conn_pong(n, c);
+	default: /* X_TAG */
+		if (rt_auth_end(&c->in, tag) || !rt_auth_same(tag, c->x))
+			return conn_deny(n, c, CTL_DENY_MAC, no_mac);
+		conn_deliver(n, c);
+		return 0;
+	}
+}
+
+/* Reads what has come on c and completes every whole frame (with a
+ * cluster key, every frame whose MAC is right: the MAC is computed as
+ * its bytes come, while they are in the cache).  0, or -1 when the
+ * connection is over (closed by the caller). */
 static int
 conn_read(RtNet *n, RtConn *c)
 {
 	for (;;) {
 		ssize_t r;
 
-		if (c->nhdr < FRAME_HDR) {
+		if (c->wantx) {
+			r = read(c->fd, c->x + c->nx, (size_t)(c->wantx - c->nx));
+		} else if (c->nhdr < FRAME_HDR) {
 			r = read(c->fd, c->hdr + c->nhdr,
 				 (size_t)(FRAME_HDR - c->nhdr));
 		} else {
@@ -750,48 +1038,34 @@ conn_read(RtNet *n, RtConn *c)
 			return -1;
 		if (r < 0)
 			return errno == EAGAIN || errno == EINTR ? 0 : -1;
+		if (c->wantx) {
+			if ((c->nx += (int)r) < c->wantx)
+				continue;
+			c->wantx = c->nx = 0;
+			if (conn_extra(n, c) != 0)
+				return -1;
+			continue;
+		}
 		if (c->nhdr < FRAME_HDR) {
 			c->nhdr += (int)r;
 			if (c->nhdr < FRAME_HDR)
 				continue;
-			if (c->hdr[FRAME_HDR - 1] & 0x80) {
-				/* a control word: only a ping comes this way */
-				c->nhdr = 0;
-				if (word_get(c->hdr) != CTL_PING) {
-					fprintf(stderr, "tfgc: error: %s: a "
-						"garbled frame from %s "
-						"(connection closed)\n",
-						n->name, c->addr);
-					return -1;
-				}
-				if (conn_pong(c) != 0)
-					return -1;
-				continue;
-			}
-			c->want = 0;
-			for (int i = 0; i < FRAME_HDR; i++)
-				c->want |= (size_t)c->hdr[i] << 8 * i;
-			if (c->want > n->maxmsg) {
-				fprintf(stderr, "tfgc: error: %s: a message of "
-					"%zu bytes from %s is over the limit "
-					"of %zu (connection closed)\n",
-					n->name, c->want, c->addr, n->maxmsg);
+			if (conn_word(n, c) != 0)
 				return -1;
-			}
-			c->got = 0;
-			c->cap = 0;
+			if (c->nhdr < FRAME_HDR || c->wantx)
+				continue; /* a control word */
 		} else {
+			if (n->keyed && rt_auth_add(&c->in, c->cur->data + c->got,
+						    (size_t)r) != 0)
+				return -1;
 			c->got += (size_t)r;
 		}
 		if (c->nhdr == FRAME_HDR && c->got == c->want &&
 		    (c->want > 0 || conn_room(c) == 0)) {
-			RtBuf *b = c->cur;
-
-			b->len = c->want;
-			c->cur = NULL;
-			c->nhdr = 0;
-			c->cap = 0;
-			n->recv->done(n->recv, b);
+			if (n->keyed)
+				c->wantx = RT_TAG_BYTES, c->xkind = X_TAG;
+			else
+				conn_deliver(n, c);
 		}
 	}
 }
@@ -868,7 +1142,6 @@ rt_net_listen(RtNet *n, const char *url, size_t maxmsg, TfgError *e)
 	struct addrinfo hints, *ai = NULL;
 	struct sockaddr_storage sa;
 	socklen_t len = sizeof sa;
-	struct epoll_event ev;
 	int one = 1, rv, fd;
 
 	n->maxmsg = maxmsg;
@@ -905,9 +1178,6 @@ rt_net_listen(RtNet *n, const char *url, size_t maxmsg, TfgError *e)
 			 : ntohs(((struct sockaddr_in *)&sa)->sin_port));
 	else
 		snprintf(n->url, sizeof n->url, "%s", url);
-	ev.events = EPOLLIN;
-	ev.data.ptr = &ev_listen;
-	epoll_ctl(n->ep, EPOLL_CTL_ADD, fd, &ev);
 	return TFG_OK;
 }
 
@@ -941,11 +1211,46 @@ rt_net_dial(RtNet *n, int peer, const char *url, const char *name,
 tfg_status
 rt_net_recv_start(RtNet *n, RtNetRecv *r, TfgError *e)
 {
+	struct epoll_event ev;
+
 	if (n->lfd < 0)
 		return tfg_error(e, TFG_EINVAL, "%s: not listening", n->name);
 	n->recv = r;
+	/* Connections are accepted from now on: until now they waited in
+	   the kernel's backlog, their first bytes unread (a server compiles
+	   between listening and receiving). */
+	ev.events = EPOLLIN;
+	ev.data.ptr = &ev_listen;
+	if (epoll_ctl(n->ep, EPOLL_CTL_ADD, n->lfd, &ev) != 0)
+		return sys_error(e, errno, "%s: cannot accept on %s", n->name,
+				 n->url);
 	wake_io(n);
 	return TFG_OK;
+}
+
+/* Adds bytes [from, to) of the frame in part[0..2] to the MAC of k's
+ * frame being written; at the frame's end, its tag.  0, or -1. */
+static int
+mac_range(RtLink *k, const struct iovec *part, size_t from, size_t to,
+	  unsigned char *tag)
+{
+	size_t at = 0, body = part[0].iov_len + part[1].iov_len +
+			      part[2].iov_len;
+
+	for (int i = 0; i < 3 && from < to; i++) {
+		size_t lo = at, hi = at + part[i].iov_len;
+
+		at = hi;
+		if (from >= hi)
+			continue;
+		size_t b = from - lo, e = (to < hi ? to : hi) - lo;
+
+		if (rt_auth_add(&k->out, (const char *)part[i].iov_base + b,
+				e - b) != 0)
+			return -1;
+		from = lo + e;
+	}
+	return to == body ? rt_auth_end(&k->out, tag) : 0;
 }
 
 /* The error of a send to k, which is gone. */
@@ -966,22 +1271,32 @@ static tfg_status
 write_frame(RtNet *n, RtLink *k, RtBuf *b, double deadline,
 	    RtNetStopFn stop, void *arg, TfgError *e)
 {
-	unsigned char hdr[FRAME_HDR];
-	size_t len = b->len + b->ntail, total = FRAME_HDR + len, off = 0;
+	unsigned char hdr[FRAME_HDR], tag[RT_TAG_BYTES];
+	const size_t tagged = n->keyed ? RT_TAG_BYTES : 0;
+	size_t len = b->len + b->ntail, body = FRAME_HDR + len;
+	size_t total = body + tagged, off = 0, macked = 0;
+	struct iovec part[4] = {
+		{hdr, FRAME_HDR}, {b->data, b->len},
+		{(void *)b->tail, b->ntail}, {tag, tagged}};
 
-	for (int i = 0; i < FRAME_HDR; i++)
-		hdr[i] = (unsigned char)((uint64_t)len >> 8 * i);
+	word_put(hdr, (uint64_t)len);
+	/* Keyed, the MAC follows the bytes out: each piece is MACed just
+	   after the kernel took it (pieces kept small for the cache took
+	   longer here: more wake-ups of the receiver). */
+	if (tagged && rt_auth_begin(&k->out) != 0) {
+		link_broken(n, k);
+		return tfg_error(e, TFG_ESYS, "cannot MAC a message to %s",
+				 k->name);
+	}
 	while (off < total) {
-		struct iovec part[3] = {
-			{hdr, FRAME_HDR}, {b->data, b->len},
-			{(void *)b->tail, b->ntail}};
-		struct iovec iov[3];
 		size_t skip = off;
+		struct iovec iov[4];
 		int niov = 0;
 		ssize_t w;
 		struct pollfd pfd;
 
-		for (int i = 0; i < 3; i++) {
+		/* the tag (part 3) only once the MAC is done */
+		for (int i = 0; i < (macked < body ? 3 : 4); i++) {
 			if (skip >= part[i].iov_len) {
 				skip -= part[i].iov_len;
 				continue;
@@ -994,6 +1309,15 @@ write_frame(RtNet *n, RtLink *k, RtBuf *b, double deadline,
 		if (w > 0) {
 			off += (size_t)w;
 			k->alive = rt_now(); /* the peer takes it: alive */
+			if (tagged && macked < body &&
+			    mac_range(k, part, macked, off < body ? off : body,
+				      tag) != 0) {
+				link_broken(n, k);
+				return tfg_error(e, TFG_ESYS, "cannot MAC a "
+						 "message to %s", k->name);
+			}
+			if (tagged && macked < body)
+				macked = off < body ? off : body;
 			continue;
 		}
 		if ((w < 0 && errno != EAGAIN && errno != EINTR) ||
@@ -1001,13 +1325,15 @@ write_frame(RtNet *n, RtLink *k, RtBuf *b, double deadline,
 			link_broken(n, k);
 			return gone_error(n, k, e);
 		}
+		/* a frame given up breaks the connection if any of it left
+		   (or, keyed, if its number was taken) */
 		if (stop && stop(arg, e)) {
-			if (off > 0)
+			if (off > 0 || tagged)
 				link_broken(n, k);
 			return e ? e->code : TFG_ECANCELED;
 		}
 		if (rt_now() >= deadline) {
-			if (off > 0)
+			if (off > 0 || tagged)
 				link_broken(n, k);
 			return tfg_error(e, TFG_ETIMEDOUT, "timed out sending "
 					 "to %s (not up?)", k->name);
@@ -1208,6 +1534,22 @@ rt_net_peer_gone(RtNet *n, int peer)
 	return n->peers[peer].state == 2;
 }
 
+void
+rt_net_key(RtNet *n, const unsigned char key[RT_KEY_BYTES])
+{
+	memcpy(n->key, key, RT_KEY_BYTES);
+	n->keyed = 1;
+}
+
+int
+rt_net_peer_refused(RtNet *n, int peer)
+{
+	if (peer < 0 || peer >= n->npeer || !n->peers[peer].open ||
+	    n->peers[peer].state == 1)
+		return 0;
+	return n->peers[peer].refused;
+}
+
 int
 rt_net_peer_why(RtNet *n, int peer)
 {
@@ -1243,6 +1585,8 @@ link_free(RtLink *k)
 		close(k->fd);
 	for (int i = 0; i < k->nq; i++)
 		rt_buf_free(k->queue[i]);
+	rt_auth_free(&k->out);
+	rt_auth_free(&k->in);
 	pthread_mutex_destroy(&k->mu);
 }
 

@@ -37,6 +37,7 @@
 #include <stdatomic.h>
 #include <stddef.h>
 
+#include "runtime/auth.h"
 #include "runtime/tfg.h"
 
 #define RT_URL_MAX 256
@@ -48,6 +49,11 @@
 
 /* Why a peer is gone (rt_net_peer_why). */
 enum { RT_GONE_HANGUP = 1, RT_GONE_SILENT };
+
+/* Why a peer refused this process's connection (rt_net_peer_refused). */
+enum { RT_REFUSED_MAC = 1, /* its cluster key is another, or it has one
+			      and this process none */
+       RT_REFUSED_NOKEY    /* this process has a key, it has none */ };
 
 /* A message: len bytes at data, then ntail bytes at tail.  Received
  * ones name the address of the connection they came on. */
@@ -90,10 +96,18 @@ typedef struct RtLink {
 				  frame that made progress */
 	double pinged;         /* rt_now() of the last ping */
 	double down_since;     /* rt_now() since when it is not up */
-	unsigned char cbuf[8]; /* a ping not yet written whole: */
-	int ncbuf;             /* its bytes written (0: none pending) */
-	unsigned char rbuf[8]; /* an answer being read: */
+	unsigned char cbuf[8 + RT_TAG_BYTES]; /* a control word (and its
+				  MAC) not yet written whole: */
+	int ncbuf, lcbuf;      /* its bytes written, of lcbuf (0: none) */
+	unsigned char rbuf[8 + RT_NONCE_BYTES]; /* a word (and what follows
+				  it) being read back: */
 	int nrbuf;             /* its bytes read */
+	/* keyed (RtNet.keyed): the connection's keys */
+	int ready;             /* both ends' HELLO exchanged */
+	RtAuth out, in;        /* MACs of what it sends, and reads back */
+	unsigned char nonce[RT_NONCE_BYTES]; /* this end's part */
+	unsigned char qtag[RT_TAG_BYTES]; /* the MAC of queue[0] */
+	int refused;           /* RT_REFUSED_*: the peer's last word */
 } RtLink;
 
 /* The receive the layer above posts: done() is called for each message
@@ -128,6 +142,10 @@ typedef struct RtNet {
 				  is up (0: never) */
 	double up_wait;        /* seconds a send waits for a peer that is
 				  not up to come (0: its deadline) */
+	int keyed;             /* a cluster key: every frame has a MAC */
+	unsigned char key[RT_KEY_BYTES]; /* the cluster key, hashed */
+	char logged[16][64];   /* hosts whose refused frames were reported */
+	int nlogged;
 } RtNet;
 
 /* Asked between the slices of a blocked send: non-zero (with *e set) to
@@ -152,6 +170,10 @@ tfg_status rt_net_listen(RtNet *n, const char *url, size_t maxmsg,
  * connection breaks. */
 tfg_status rt_net_dial(RtNet *n, int peer, const char *url,
 		       const char *name, TfgError *e);
+/* Every frame to and from this process carries a MAC under a key of its
+ * connection, derived from cluster key `key` (spec/design.md "Cluster
+ * keys"); before rt_net_listen and rt_net_dial. */
+void rt_net_key(RtNet *n, const unsigned char key[RT_KEY_BYTES]);
 /* Starts receiving: r->done gets every message from now on. */
 tfg_status rt_net_recv_start(RtNet *n, RtNetRecv *r, TfgError *e);
 /* Sends b to peer i, or to a reply URL (dialed on first use), waiting at
@@ -169,6 +191,9 @@ int rt_net_peer_gone(RtNet *n, int peer); /* was up, went away */
 int rt_net_url_gone(RtNet *n, const char *url);
 /* How peer i went (RT_GONE_*), 0 if it is not gone. */
 int rt_net_peer_why(RtNet *n, int peer);
+/* Whether peer i refused this process's last connection (RT_REFUSED_*),
+ * 0 if not. */
+int rt_net_peer_refused(RtNet *n, int peer);
 /* Seconds since peer i was last up (or was dialed, if it never came);
  * 0 while it is up. */
 double rt_net_peer_down(RtNet *n, int peer);

@@ -39,6 +39,10 @@ volatile int rt_stop_requested;
  * its messages are dropped with a warning naming it (rt_epoch_check).
  * Never 0, which stands for "none heard yet": a clock that fails or
  * reads before 1970 gives 1, as old as it gets. */
+/* How far a sender's incarnation may be ahead of this machine's clock
+ * (rt_epoch_check): a minute. */
+#define EPOCH_AHEAD ((uint64_t)60 * 1000000000u)
+
 static uint64_t
 incarnation(void)
 {
@@ -143,9 +147,16 @@ tfg_status
 rt_proc_open(RtProc *p, const char *url, TfgError *e)
 {
 	char peer[RT_URL_MAX];
+	unsigned char key[RT_KEY_BYTES];
 	TfgError de;
 	tfg_status st;
+	int keyed;
 
+	if ((keyed = rt_auth_key_load(p->opt.cluster_key, key, e)) < 0)
+		return e->code;
+	if (keyed)
+		rt_net_key(&p->net, key);
+	p->keyed = keyed;
 	if ((st = rt_net_listen(&p->net, url, RT_HDR_SIZE +
 				(size_t)RT_MAX_BODY, e)) != TFG_OK)
 		return st;
@@ -401,6 +412,24 @@ epoch_str(char *buf, size_t n, uint64_t epoch)
  * and incarnation, since such a task's every message is dropped; and
  * per message with --verbose. */
 static void
+future_incarnation(RtProc *p, const RtHdr *h)
+{
+	RtPeer *t = &p->peers[h->src];
+	char a[32];
+
+	if (t->future != h->epoch) {
+		t->future = h->epoch;
+		fprintf(stderr, "tfgc: warning: %s: dropping messages from %s "
+			"that say its process started at %s, more than %d s "
+			"ahead of this machine's clock (clocks that disagree, "
+			"or a forged message)\n", p->name,
+			p->plan->tasks[h->src].name,
+			epoch_str(a, sizeof a, h->epoch),
+			(int)(EPOCH_AHEAD / 1000000000u));
+	}
+}
+
+static void
 stale_incarnation(RtProc *p, const RtHdr *h)
 {
 	RtPeer *t = &p->peers[h->src];
@@ -475,6 +504,13 @@ rt_epoch_check_locked(RtProc *p, const RtHdr *h)
 	t = &p->peers[h->src];
 	if (h->epoch < t->epoch) {
 		stale_incarnation(p, h);
+		return -1;
+	}
+	if (h->epoch > t->epoch && h->epoch > incarnation() + EPOCH_AHEAD) {
+		/* a process that started in the future: a clock far ahead, or
+		   a forged epoch, which would make every message of the
+		   task's real process look stale until everyone restarts */
+		future_incarnation(p, h);
 		return -1;
 	}
 	if (h->epoch > t->epoch) {
@@ -629,11 +665,36 @@ rt_peer_gone(RtProc *p, int task)
 }
 
 int
+rt_peer_refused(RtProc *p, int task, char *why, size_t n)
+{
+	const char *name = p->plan->tasks[task].name;
+
+	switch (rt_net_peer_refused(&p->net, task)) {
+	case RT_REFUSED_MAC:
+		snprintf(why, n, "%s refused %s: %s", name,
+			 p->task < 0 ? "this tfgc" : p->name,
+			 p->net.keyed ? "their cluster keys differ (give every "
+			 "task the same --cluster-key)" : "it has a cluster "
+			 "key, this process none (give it --cluster-key)");
+		return 1;
+	case RT_REFUSED_NOKEY:
+		snprintf(why, n, "%s refused %s: it has no cluster key, this "
+			 "process has one (give every task the same "
+			 "--cluster-key)", name,
+			 p->task < 0 ? "this tfgc" : p->name);
+		return 1;
+	}
+	return 0;
+}
+
+int
 rt_peer_lost(RtProc *p, int task, char *why, size_t n)
 {
 	const char *name = p->plan->tasks[task].name;
 	double down;
 
+	if (rt_peer_refused(p, task, why, n))
+		return 1;
 	switch (rt_net_peer_why(&p->net, task)) {
 	case RT_GONE_HANGUP:
 		snprintf(why, n, "lost connection to %s", name);

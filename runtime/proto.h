@@ -169,6 +169,7 @@ typedef struct RtPeer {
 	uint64_t epoch;    /* the largest incarnation heard from it; 0: none */
 	uint16_t tag;      /* rt_step_tag(epoch): its steps' tag, once known */
 	uint64_t stale;    /* the older incarnation last reported as dropped */
+	uint64_t future;   /* the future one last reported as dropped */
 	uint64_t started;  /* the last of its steps accepted here (START or
 			      SPECIALISE), of its incarnation now: later
 			      messages for an earlier step that is not
@@ -201,6 +202,7 @@ typedef struct RtProc {
 	int nqueue, capqueue;
 	RtCtx *steps;          /* the steps running in this process */
 	uint64_t counter;      /* steps started as client */
+	int keyed;             /* its messages carry MACs (--cluster-key) */
 	const TfgPlan **plans; /* other plans messages may name (a generic
 				  plan's specialisations), rt_proc_plan_add */
 	int nplan, capplan;
@@ -283,6 +285,9 @@ int rt_peer_gone(RtProc *p, int task);
  * up for longer than the start-up deadline.  A task that is only busy is
  * not lost (spec/design.md "Failures"). */
 int rt_peer_lost(RtProc *p, int task, char *why, size_t n);
+/* Whether task refused this process's connection for its cluster key
+ * (spec/design.md "Cluster keys"), with what to say in why[n]. */
+int rt_peer_refused(RtProc *p, int task, char *why, size_t n);
 /* The deadline of a wait or send inside a step begun now: now plus
  * --step-timeout when the user set one, else none (INFINITY): heartbeats
  * tell a dead peer from a busy one, so a long step is not failed. */

@@ -389,6 +389,15 @@ rt_server_free(RtServer *s)
 	memset(s, 0, sizeof *s);
 }
 
+/* Whether a task's address ("host:port") is one only this machine
+ * reaches. */
+static int
+loopback(const char *addr)
+{
+	return strncmp(addr, "localhost:", 10) == 0 ||
+	       strncmp(addr, "127.", 4) == 0 || strncmp(addr, "[::1]:", 6) == 0;
+}
+
 TFG_API int
 tfg_server_main(const TfgPlan *plan, int task, const TfgOptions *opt,
 		TfgCompileFn compile, void *cookie)
@@ -438,6 +447,12 @@ tfg_server_main(const TfgPlan *plan, int task, const TfgOptions *opt,
 		free(s);
 		return 1;
 	}
+	if (!s->proc.keyed && !loopback(plan->tasks[task].addr))
+		fprintf(stderr, "tfgc: warning: %s: the cluster is "
+			"unauthenticated: anyone who reaches %s can run steps "
+			"and read variables here (give every task "
+			"--cluster-key FILE)\n", s->proc.name,
+			plan->tasks[task].addr);
 	if (s->proc.opt.verbose)
 		fprintf(stderr, "tfg: %s: serving on %s\n", s->proc.name,
 			s->proc.net.url);

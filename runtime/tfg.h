@@ -447,6 +447,8 @@ typedef struct TfgOptions {
 				     is taken for dead (1.5) */
 	const char *restore_dir; /* tfgc server --restore: the task's
 				    variables from this checkpoint */
+	const char *cluster_key; /* --cluster-key FILE (NULL: the file
+				    TFG_CLUSTER_KEY names, or none) */
 	const char *controller_addr; /* where the controller listens for
 					replies: "127.0.0.1:0" by default */
 	int verbose;            /* log messages and steps to stderr */

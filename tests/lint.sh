@@ -88,7 +88,7 @@ for f in $sources; do
 done
 
 # (d) the runtime's layers (spec/design.md "Runtime layers"): transport
-#     (net.c net.h) -> protocol (wire.c proto.c rendezvous.c proto.h
+#     (net.c net.h auth.c auth.h) -> protocol (wire.c proto.c rendezvous.c proto.h
 #     proto_int.h) -> roles (server.c client.c spec.c launch.c var.c
 #     ckpt.c role.h).
 #     A file includes no header of a layer above its own; the roles see
@@ -96,7 +96,7 @@ done
 #     of rt_net_*), and the protocol's own header proto_int.h stays in it.
 layer() {
 	case $1 in
-	runtime/net.c|runtime/net.h) echo 1 ;;
+	runtime/net.c|runtime/net.h|runtime/auth.c|runtime/auth.h) echo 1 ;;
 	runtime/wire.c|runtime/proto.c|runtime/rendezvous.c|runtime/proto.h|\
 	runtime/proto_int.h) echo 2 ;;
 	runtime/server.c|runtime/client.c|runtime/spec.c|runtime/launch.c|\

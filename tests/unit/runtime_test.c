@@ -1821,6 +1821,37 @@ drop_queued(RtProc *p, int type)
 			p->queue[n++] = p->queue[i];
 	p->nqueue = n;
 }
+/* An incarnation from the future (a forged epoch, or a clock far
+ * ahead) is refused: taken, it would make every message of the task's
+ * real process look stale until everyone restarted. */
+static void
+t_future_epoch(void)
+{
+	TfgPlan plan = {0};
+	TfgOptions o = {0};
+	RtProc p;
+
+	plan.hash = 0x1234abcd5678ef01ull;
+	plan.file = "hello.tfg";
+	plan.ntask = 2, plan.tasks = tasks;
+	plan.nedge = 3, plan.edges = edges;
+	plan.nsig = 1, plan.sigs = sigs;
+	ASSERT_EQ(rt_proc_init(&p, &plan, 1, &o), TFG_OK);
+	ASSERT_EQ(take(&p, RT_MSG_START, STEP(0, 1000, 1), 0, 1000), 0);
+	ASSERT_EQ(take(&p, RT_MSG_ABORT, STEP(0, UINT64_MAX, 2), 0,
+		       UINT64_MAX), -1);
+	ASSERT_EQ(take(&p, RT_MSG_ABORT, STEP(0, p.epoch + 120000000000ull, 2),
+		       0, p.epoch + 120000000000ull), -1);
+	ASSERT(p.peers[0].epoch == 1000);
+	/* within the bound: a restart, as before */
+	ASSERT_EQ(take(&p, RT_MSG_START, STEP(0, p.epoch + 1000, 1), 0,
+		       p.epoch + 1000), 0);
+	ASSERT(p.peers[0].epoch == p.epoch + 1000);
+	drop_queued(&p, RT_MSG_START);
+	drop_queued(&p, RT_EV_RESTARTED);
+	rt_proc_free(&p);
+}
+
 static void
 t_restart_table(void)
 {
@@ -2133,6 +2164,7 @@ TEST_MAIN({"hello", t_hello}, {"loop_print", t_loop_print},
 	  {"startup_deadline", t_startup_deadline},
 	  {"port_in_use", t_port_in_use}, {"port_taken", t_port_taken},
 	  {"step_timeout", t_step_timeout},
+	  {"future_epoch", t_future_epoch},
 	  {"part_error", t_part_error}, {"task_crash", t_task_crash},
 	  {"kill9_controller", t_kill9_controller},
 	  {"sigterm_controller", t_sigterm_controller},
