@@ -28,6 +28,7 @@ typedef struct CgCtx {
 	LLVMTypeRef i1, i8, i32, i64, f32, f64, ptr, void_;
 	LLVMTypeRef rt_ty;     /* i32 (ptr, i32, ptr): tfg_rt_recv/send */
 	LLVMValueRef rt_recv, rt_send;
+	LLVMValueRef rt_mark;  /* tfg_rt_mark; NULL: no trace */
 	LLVMTypeRef rt_var_ty; /* i32 (ptr, i32, i32, ptr, ptr): tfg_rt_var */
 	LLVMValueRef rt_var;   /* declared on first use (cpu_state.c) */
 	LLVMValueRef fn;       /* the part function being built */
@@ -60,7 +61,7 @@ typedef struct CgCtx {
  * after printing an error. */
 int cg_build_module(LLVMContextRef c, LLVMModuleRef m, const Program *p,
 		    int task, const char *cpu, const char *features,
-		    size_t *sizes, int *has);
+		    int trace, size_t *sizes, int *has);
 
 /* jit.c: the shared front of the JIT, --emit=llvm and tfgc compile
  * (codegen/aot.c).  cg_llvm_init initialises LLVM's native target once.

@@ -21,6 +21,7 @@
 typedef struct CgOptions {
 	const char *cpu;      /* NULL: the host CPU; else e.g. "x86-64-v3" */
 	int opt_level;        /* 0..3; 2 by default */
+	int trace;            /* each kernel calls tfg_rt_mark (--trace) */
 	/* Tests only: what tfg_rt_recv/tfg_rt_send/tfg_rt_var bind to in
 	   the JIT; NULL: the runtime's own. */
 	int (*rt_recv)(struct RtCtx *ctx, uint32_t key, void *dst);

@@ -723,6 +723,30 @@ layout(CgCtx *C)
 	free(s);
 }
 
+/* Whether node n is a kernel for --trace: one that computes (sends,
+ * receives and waits the runtime records itself). */
+static int
+traced(const IrNode *n)
+{
+	return n->op != OP_const && n->op != OP_input && n->op != OP_send &&
+	       n->op != OP_recv;
+}
+
+/* tfg_rt_mark(ctx, m, "op name") before (m even) or after n's code. */
+static void
+mark(CgCtx *C, const IrNode *n, int m)
+{
+	char name[96];
+	LLVMValueRef args[3];
+
+	snprintf(name, sizeof name, "%s%s%s", op_info[n->op].name,
+		 n->name ? " " : "", n->name ? n->name : "");
+	args[0] = C->ctx_arg;
+	args[1] = LLVMConstInt(C->i32, (unsigned long long)m, 0);
+	args[2] = LLVMBuildGlobalStringPtr(C->b, name, "");
+	LLVMBuildCall2(C->b, C->rt_ty, C->rt_mark, args, 3, "");
+}
+
 static void
 build_part(CgCtx *C, int s, const IrPart *part, const char *cpu,
 	   const char *features)
@@ -755,7 +779,11 @@ build_part(CgCtx *C, int s, const IrPart *part, const char *cpu,
 			break;
 		}
 		C->cur = i;
+		if (C->rt_mark && traced(n))
+			mark(C, n, 2 * i);
 		cpu_emit[n->op](C, n);
+		if (C->rt_mark && traced(n))
+			mark(C, n, 2 * i + 1);
 	}
 	LLVMBuildRet(C->b, LLVMConstNull(C->i32));
 	free(C->val);
@@ -772,7 +800,7 @@ declare_rt(CgCtx *C, const char *name)
 
 int
 cg_build_module(LLVMContextRef c, LLVMModuleRef m, const Program *p,
-		int task, const char *cpu, const char *features,
+		int task, const char *cpu, const char *features, int trace,
 		size_t *sizes, int *has)
 {
 	const char *dd = getenv("TFG_KERNEL_DEDUP");
@@ -807,6 +835,8 @@ cg_build_module(LLVMContextRef c, LLVMModuleRef m, const Program *p,
 	C.rt_ty = LLVMFunctionType(C.i32, rt_params, 3, 0);
 	C.rt_recv = declare_rt(&C, "tfg_rt_recv");
 	C.rt_send = declare_rt(&C, "tfg_rt_send");
+	if (trace)
+		C.rt_mark = declare_rt(&C, "tfg_rt_mark");
 	C.b = LLVMCreateBuilderInContext(c);
 	for (int s = 0; s < p->nsig && !C.err; s++) {
 		const IrPart *part = p->sigs[s].parts ? &p->sigs[s].parts[task]

@@ -144,7 +144,8 @@ cg_compile_module(LLVMContextRef c, const Program *p, int task,
 	LLVMTargetDataRef td = LLVMCreateTargetDataLayout(tm);
 	LLVMSetModuleDataLayout(m, td);
 	LLVMDisposeTargetData(td);
-	if (cg_build_module(c, m, p, task, cpu, features, sizes, has))
+	if (cg_build_module(c, m, p, task, cpu, features, o && o->trace, sizes,
+			    has))
 		goto out;
 	if (LLVMVerifyModule(m, LLVMReturnStatusAction, &msg)) {
 		fprintf(stderr, "tfgc: error: codegen: invalid module: %s\n",
@@ -226,7 +227,7 @@ define_symbols(CgJit *j, const CgOptions *o)
 							 : tfg_rt_recv);
 	uintptr_t send = (uintptr_t)(o && o->rt_send ? o->rt_send
 							 : tfg_rt_send);
-	LLVMOrcCSymbolMapPair syms[6] = {
+	LLVMOrcCSymbolMapPair syms[7] = {
 		{LLVMOrcLLJITMangleAndIntern(j->jit, "tfg_rt_recv"),
 		 {recv, fl}},
 		{LLVMOrcLLJITMangleAndIntern(j->jit, "tfg_rt_send"),
@@ -239,9 +240,11 @@ define_symbols(CgJit *j, const CgOptions *o)
 		 {(uintptr_t)tfg_rt_parallel, fl}},
 		{LLVMOrcLLJITMangleAndIntern(j->jit, "tfg_rt_var"),
 		 {(uintptr_t)(o && o->rt_var ? o->rt_var : tfg_rt_var), fl}},
+		{LLVMOrcLLJITMangleAndIntern(j->jit, "tfg_rt_mark"),
+		 {(uintptr_t)tfg_rt_mark, fl}},
 	};
 	LLVMErrorRef err = LLVMOrcJITDylibDefine(jd,
-						 LLVMOrcAbsoluteSymbols(syms, 6));
+						 LLVMOrcAbsoluteSymbols(syms, 7));
 	if (err)
 		return llvm_fail("defining the runtime symbols", err);
 	LLVMOrcDefinitionGeneratorRef gen;

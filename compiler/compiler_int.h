@@ -12,6 +12,7 @@ int free_ports(Program *p);
 /* jit.c: the compile callbacks of `tfgc server` (cookie: the Program;
  * for part_load, the --part path), and what they keep, freed at exit */
 int jit_compile(void *cookie, const TfgPlan *plan, int task, RtPart *parts);
+extern int jit_trace; /* --trace: parts call tfg_rt_mark per kernel */
 int jit_specialise(void *cookie, const TfgPlan *plan, int sig,
 		   const TfgShape *feeds, int task, const TfgPlan **out,
 		   RtPart *parts, TfgError *e);

@@ -8,7 +8,7 @@
  *   tfgc emit --emit=tokens|ast|folded|cse|dce|placed|dot|partition|fused|llvm
  *             |memory [--task J:T] [--cpu CPU] [-O N] FILE
  *   tfgc run FILE [--log-device-placement] [--free-ports] [--attach]
- *                 [--restore DIR]
+ *                 [--restore DIR] [--trace OUT.json]
  *   tfgc server FILE --job J --task T [--part PART.so] [--restore DIR]
  *   tfgc stop FILE
  *   tfgc compile FILE --task J:T -o OUT.o|OUT.so [--shared] [--name PREFIX]
@@ -36,6 +36,7 @@ typedef struct Args {
 	const char *output, *name, *part; /* compile -o, --name; server --part */
 	const char *restore;  /* server --restore DIR */
 	const char *key;      /* --cluster-key FILE */
+	const char *trace;    /* --trace FILE */
 	int shared;        /* compile --shared */
 	int task;          /* --task for server: index; -1 unset */
 	const char *task_s; /* --task J:T for emit */
@@ -58,6 +59,7 @@ static const char usage[] =
     "                 [--task J:T] [--cpu CPU] [-O N] FILE\n"
     "       tfgc run FILE [--log-device-placement] [--free-ports] "
     "[--attach] [--restore DIR]\n"
+    "                [--trace OUT.json]\n"
     "                [--fetch NAME]... [--feed NAME=FILE.npy]... "
     "[--out FILE.npy]...\n"
     "       tfgc server FILE --job J --task T [--part PART.so] "
@@ -133,6 +135,7 @@ parse_args(Args *a, int argc, char **argv, Arena *ar)
 			   FLAG("--shape") ||
 			   FLAG("-o") || FLAG("--name") || FLAG("--part") ||
 			   FLAG("--restore") || FLAG("--cluster-key") ||
+			   FLAG("--trace") ||
 			   FLAG("--startup-timeout") ||
 			   FLAG("--step-timeout") ||
 			   FLAG("--heartbeat-timeout") || FLAG("--max-specs")) {
@@ -157,6 +160,8 @@ parse_args(Args *a, int argc, char **argv, Arena *ar)
 				a->restore = v;
 			else if (FLAG("--cluster-key"))
 				a->key = v;
+			else if (FLAG("--trace"))
+				a->trace = v;
 			else if (FLAG("--addr"))
 				vec_push(ar, &a->addr, (void *)v);
 			else if (FLAG("--feed")) {
@@ -230,6 +235,7 @@ runtime_options(const Args *a)
 	o.heartbeat_timeout = a->heartbeat_timeout;
 	o.restore_dir = a->restore;
 	o.cluster_key = a->key;
+	o.trace_file = a->trace;
 	o.max_specs = a->max_specs;
 	o.verbose = a->verbose;
 	o.picked_ports = a->picked_ports;
@@ -331,6 +337,7 @@ cmd_server(Args *a, Program *p)
 		o.specialise = jit_specialise;
 		o.release = jit_release;
 		o.specialise_cookie = p;
+		jit_trace = o.trace_file != NULL;
 		return tfg_server_main(p->plan, i, &o, jit_compile, p);
 	}
 	fprintf(stderr, "tfgc: error: the cluster has no task /job:%s/task:%s\n",
@@ -481,6 +488,10 @@ server_args(const Args *a, Program *p, int picked)
 	if (a->key) {
 		vec_push(p->arena, &sargs, "--cluster-key");
 		vec_push(p->arena, &sargs, (void *)a->key);
+	}
+	if (a->trace) { /* they record; this process collects */
+		vec_push(p->arena, &sargs, "--trace");
+		vec_push(p->arena, &sargs, "-");
 	}
 	if (picked)
 		vec_push(p->arena, &sargs, "--picked-ports");

@@ -13,6 +13,7 @@
 #include "codegen/codegen.h"
 #include "compiler/compiler_int.h"
 
+int jit_trace;
 static CgJit *the_jit;        /* the task's own parts */
 static TfgPartLib *the_part;  /* server --part */
 
@@ -25,6 +26,7 @@ jit_compile(void *cookie, const TfgPlan *plan, int task, RtPart *parts)
 
 	(void)plan;
 	o.opt_level = 2;
+	o.trace = jit_trace;
 	if (cg_jit(&the_jit, p, task, &o, parts, &ms) != 0)
 		return 1;
 	if (getenv("TFG_JIT_TIME"))
@@ -162,6 +164,7 @@ jit_specialise(void *cookie, const TfgPlan *plan, int sig,
 	}
 	free(text);
 	o.opt_level = 2;
+	o.trace = jit_trace;
 	if (cg_jit(&sp->jit, &sp->p, task, &o, parts, &ms) != 0) {
 		the_nspec--;
 		spec_dispose(sp);

@@ -20,6 +20,7 @@
 #include <sys/mman.h>
 
 #include "runtime/proto.h"
+#include "runtime/trace.h"
 
 #define ARENA_ALIGN 64
 /* Arenas of ARENA_HUGE_MIN bytes or more start on a 2 MiB boundary and
@@ -41,6 +42,19 @@ TFG_API int
 tfg_rt_send(struct RtCtx *c, uint32_t key, const void *src)
 {
 	return c->send(c, key, src);
+}
+
+TFG_API int
+tfg_rt_mark(struct RtCtx *c, uint32_t mark, const void *name)
+{
+	static _Thread_local double t0;
+
+	if (!(mark & 1))
+		t0 = rt_trace_clock();
+	else
+		rt_trace_event("kernel", name, c ? RT_STEP_NO(c->step) : 0, 0,
+			       t0, rt_trace_clock());
+	return TFG_OK;
 }
 
 TFG_API int

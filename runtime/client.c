@@ -22,6 +22,7 @@
 #include <time.h>
 
 #include "runtime/role.h"
+#include "runtime/trace.h"
 
 #define OUT_FLUSH_BYTES (16 * 1024)
 #define OUT_FLUSH_SECS 0.1
@@ -700,6 +701,7 @@ step(Sess *ss, int sigi, const RtUse *u, CVal *args, RtTensor **fetch)
 	RtCtx c;
 	tfg_status st;
 	int nstart = 0;
+	double t0 = rt_tracing ? rt_trace_clock() : 0;
 
 	rt_ctx_init(&c, ss->p);
 	rt_vars_attach(ss->srv, &c);
@@ -723,6 +725,14 @@ step(Sess *ss, int sigi, const RtUse *u, CVal *args, RtTensor **fetch)
 		   twice). */
 		if (c.lost >= 0 && u->spec >= 0)
 			rt_spec_lost(ss->srv, u->spec, c.lost, &ss->err);
+	}
+	if (rt_tracing) {
+		char name[64];
+
+		snprintf(name, sizeof name, "step %llu (signature %d)%s",
+			 RT_STEP_NO(c.step), sigi, st ? ": failed" : "");
+		rt_trace_event("step", name, RT_STEP_NO(c.step), 0, t0,
+			       rt_trace_clock());
 	}
 	rt_step_end(&c);
 	return st;

@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "runtime/role.h"
+#include "runtime/trace.h"
 
 #define SLICE 0.05
 #define SHUTDOWN_GRACE 3.0 /* seconds for tasks to exit after SHUTDOWN */
@@ -493,6 +494,86 @@ ctl_open(RtProc *c, const TfgPlan *plan, const TfgOptions *opt)
 	return 0;
 }
 
+/* --trace FILE (spec/design.md "Traces"): TRACE to every task, its
+ * events back in this process's clock, and one Chrome trace-event file of
+ * them all, a process (a track) per task.  0, or 1 after saying why. */
+static int
+write_trace(RtProc *c, pid_t *pids)
+{
+	const TfgPlan *plan = c->plan;
+	const char *path = c->opt.trace_file;
+	double deadline = rt_now() + c->opt.startup_timeout;
+	int left = 0, *got = calloc((size_t)plan->ntask, sizeof *got), bad = 0;
+	FILE *f = fopen(path, "w");
+	RtMsg m;
+
+	if (f == NULL || got == NULL) {
+		fprintf(stderr, "tfgc: error: cannot write the trace %s: %s\n",
+			path, strerror(errno));
+		if (f)
+			fclose(f);
+		free(got);
+		return 1;
+	}
+	fprintf(f, "{\"traceEvents\": [\n");
+	for (int i = 0; i < plan->ntask; i++) {
+		RtBuf *b;
+		unsigned char *body;
+		size_t n = strlen(c->net.url);
+		TfgError e;
+
+		if (pids && pids[i] == 0) {
+			got[i] = -1; /* exited */
+			continue;
+		}
+		if (rt_msg_new(c, NULL, &b, &body, RT_MSG_TRACE,
+			       (uint64_t)(rt_trace_clock() * 1e9), 0, NULL, n,
+			       &e) != TFG_OK)
+			continue;
+		memcpy(body, c->net.url, n);
+		if (rt_send(c, i, b, rt_now() + SLICE, NULL, &e) == TFG_OK)
+			left++;
+	}
+	while (left > 0 && rt_now() < deadline && !rt_stop_requested) {
+		if (recv_one(c, &m, deadline) != 0)
+			continue;
+		if (m.h.type == RT_MSG_TRACE_DATA && !got[m.h.src]) {
+			got[m.h.src] = m.h.key ? 1 : -2;
+			left--;
+			if (m.h.nbytes > 0 &&
+			    fwrite(m.body, 1, m.h.nbytes, f) != m.h.nbytes)
+				bad = 1;
+		}
+		rt_msg_free(&m);
+	}
+	/* a track per task, named; the metadata last, as it ends the list
+	   without a comma */
+	for (int i = 0; i < plan->ntask; i++)
+		fprintf(f, "{\"name\":\"process_name\",\"ph\":\"M\","
+			"\"pid\":%d,\"args\":{\"name\":\"%s%s\"}},\n"
+			"{\"name\":\"process_sort_index\",\"ph\":\"M\","
+			"\"pid\":%d,\"args\":{\"sort_index\":%d}}%s\n", i,
+			plan->tasks[i].name, got[i] == 1 ? "" :
+			" (its trace did not come)", i, i,
+			i + 1 < plan->ntask ? "," : "");
+	fprintf(f, "], \"displayTimeUnit\": \"ms\"}\n");
+	if (fclose(f) != 0 || bad) {
+		fprintf(stderr, "tfgc: error: cannot write the trace %s: %s\n",
+			path, strerror(errno));
+		free(got);
+		return 1;
+	}
+	for (int i = 0; i < plan->ntask; i++)
+		if (got[i] != 1)
+			fprintf(stderr, "tfgc: warning: the trace %s has nothing "
+				"from %s (%s)\n", path, plan->tasks[i].name,
+				got[i] == -1 ? "it exited" : got[i] == -2 ?
+				"it does not record: start it with tfgc server "
+				"--trace -" : "no answer");
+	free(got);
+	return 0;
+}
+
 TFG_API int
 tfg_launch(const TfgPlan *plan, const TfgOptions *opt, const char *argv0,
 	   char *const *server_args, int attach)
@@ -532,6 +613,10 @@ tfg_launch(const TfgPlan *plan, const TfgOptions *opt, const char *argv0,
 			;
 		rc = run_group(&c, i, j, pids);
 	}
+	/* the trace of the run, whatever happened (a failed run is when
+	   one is wanted most), from every task still up */
+	if (c.opt.trace_file && write_trace(&c, pids) != 0 && rc == 0)
+		rc = 1;
 	/* Servers we attached to keep serving, whatever happened: `tfgc
 	   stop` ends them. */
 	if (attach)

@@ -60,6 +60,14 @@ enum {
 	RT_MSG_ABORT,    /* client -> task; step: a step of the client that
 			    failed; key: 0; body: why (1..RT_ABORT_MAX
 			    bytes of text); not answered */
+	RT_MSG_TRACE,    /* controller -> task; step: the controller's
+			    clock (ns since 1970) when it sent it; body:
+			    reply URL */
+	RT_MSG_TRACE_DATA, /* task -> controller; key: 1 if the task
+			      records (tfgc server --trace), else 0; body:
+			      its trace events as JSON text
+			      (runtime/trace.h), their times in the
+			      controller's clock */
 	RT_MSG__N
 };
 
@@ -82,9 +90,9 @@ enum {
 #define RT_SHUTDOWN_QUIET 1
 
 #define RT_WIRE_MAGIC 0x31474654u /* "TFG1" */
-#define RT_WIRE_VERSION 4 /* 2: the last header field is the epoch; 3: a
+#define RT_WIRE_VERSION 5 /* 2: the last header field is the epoch; 3: a
 			     step id carries its client's tag; 4: OUTPUT and
-			     SESSION_END name their session */
+			     SESSION_END name their session; 5: TRACE */
 #define RT_HDR_SIZE 112
 #define RT_SRC_CONTROLLER 0xffff
 #define RT_MAX_BODY ((uint64_t)1 << 30) /* largest body: 1 GiB */

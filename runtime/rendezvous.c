@@ -36,6 +36,7 @@
 #include <string.h>
 
 #include "runtime/proto.h"
+#include "runtime/trace.h"
 #include "runtime/proto_int.h"
 
 static int rdv_recv(struct RtCtx *c, uint32_t key, void *dst);
@@ -342,6 +343,7 @@ rt_dispatch_locked(RtProc *p, RtMsg *m)
 	case RT_MSG_RELEASE:
 	case RT_MSG_RUN_SESSION:
 	case RT_MSG_SHUTDOWN:
+	case RT_MSG_TRACE:
 		if (rt_queue_push_locked(p, m) == 0)
 			return;
 		fprintf(stderr, "tfgc: error: %s: out of memory: %s dropped\n",
@@ -505,6 +507,7 @@ rdv_recv(struct RtCtx *c, uint32_t key, void *dst)
 	tfg_status st;
 	RtMsg m;
 	int sent = 1;
+	double t0;
 
 	if (key >= (uint32_t)c->plan->nedge || c->plan->edges[key].dst !=
 	    p->task)
@@ -526,10 +529,14 @@ rdv_recv(struct RtCtx *c, uint32_t key, void *dst)
 	snprintf(what, sizeof what, "'%.*s' from %s",
 		 (int)strcspn(edge->name, ";"), edge->name,
 		 p->plan->tasks[edge->src].name);
+	t0 = rt_tracing ? rt_trace_clock() : 0;
 	if ((st = rdv_wait(c, RT_MSG_TENSOR, key, -1, edge->src, what, &m)))
 		return st;
 	memcpy(dst, m.body, rt_edge_nbytes(edge));
 	rt_msg_free(&m);
+	if (rt_tracing && edge->src != p->task)
+		rt_trace_event("recv", what, RT_STEP_NO(c->step),
+			       rt_edge_nbytes(edge), t0, rt_trace_clock());
 	return TFG_OK;
 }
 
@@ -542,6 +549,8 @@ rdv_send(struct RtCtx *c, uint32_t key, const void *src)
 	unsigned char *body;
 	RtMsg m;
 	tfg_status st;
+	char what[512];
+	double t0;
 
 	if (key >= (uint32_t)c->plan->nedge || c->plan->edges[key].src !=
 	    p->task)
@@ -560,8 +569,18 @@ rdv_send(struct RtCtx *c, uint32_t key, const void *src)
 			return st;
 		m.m->tail = src;
 		m.m->ntail = n;
-		return rt_send(p, edge->dst, m.m, rt_step_deadline(p), c,
-			       &c->err);
+		if (!rt_tracing)
+			return rt_send(p, edge->dst, m.m, rt_step_deadline(p),
+				       c, &c->err);
+		t0 = rt_trace_clock();
+		st = rt_send(p, edge->dst, m.m, rt_step_deadline(p), c,
+			     &c->err);
+		snprintf(what, sizeof what, "'%.*s' to %s",
+			 (int)strcspn(edge->name, ";"), edge->name,
+			 p->plan->tasks[edge->dst].name);
+		rt_trace_event("send", what, RT_STEP_NO(c->step), n, t0,
+			       rt_trace_clock());
+		return st;
 	}
 	if ((st = rt_msg_new(p, c->plan, &m.m, &body, RT_MSG_TENSOR, c->step,
 			     key, edge, n, &c->err)))
@@ -618,10 +637,14 @@ rt_wait_done(RtCtx *c, int task, const char *why, uint64_t *word,
 	tfg_status st;
 	RtMsg m;
 
+	double t0 = rt_tracing ? rt_trace_clock() : 0;
+
 	snprintf(what, sizeof what, "%s to %s", c->plan->tasks[task].name,
 		 why ? why : "finish");
 	if ((st = rdv_wait(c, RT_MSG_DONE, -1, task, task, what, &m)))
 		return st;
+	rt_trace_event("wait", what, RT_STEP_NO(c->step), 0, t0,
+		       rt_trace_clock());
 	if (word)
 		*word = m.h.nbytes >= 8 ? rt_get_le(m.body, 8) : 0;
 	if (epoch)

@@ -33,6 +33,7 @@
  * stack until it ends (spec/design.md "Runtime layers" says why threads
  * and not an event loop).
  */
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,6 +41,7 @@
 #include <time.h>
 
 #include "runtime/role.h"
+#include "runtime/trace.h"
 
 #define MAX_EXECUTORS 256
 #define NEXT_WAIT 0.05 /* seconds an executor waits before it looks up */
@@ -102,6 +104,7 @@ int
 rt_run_part(RtServer *s, RtCtx *c, const RtPart *p, RtArenas *spare)
 {
 	char *arena;
+	double t0;
 	int rc;
 
 	c->err.code = TFG_OK;
@@ -114,7 +117,15 @@ rt_run_part(RtServer *s, RtCtx *c, const RtPart *p, RtArenas *spare)
 		return tfg_error(&c->err, TFG_ENOMEM,
 				 "%s: out of memory for an arena of %zu bytes",
 				 s->proc.name, p->arena_size);
+	t0 = rt_tracing ? rt_trace_clock() : 0;
 	rc = p->fn(c, arena);
+	if (rt_tracing) {
+		char name[64];
+
+		snprintf(name, sizeof name, "part of signature %d", c->sig);
+		rt_trace_event("part", name, RT_STEP_NO(c->step),
+			       p->arena_size, t0, rt_trace_clock());
+	}
 	arena_give(s, spare, arena);
 	if (rc != 0 && c->err.msg[0] == '\0')
 		tfg_error(&c->err, (tfg_status)rc, "part of %s failed: %s",
@@ -196,6 +207,45 @@ serve_session(RtServer *s, const RtMsg *m)
 	rt_client_session(s, (int)m->h.key, url);
 }
 
+/* TRACE from the controller: the events recorded so far, in its clock
+ * (spec/design.md "Traces"); none if this task does not record. */
+static void
+serve_trace(RtServer *s, const RtMsg *m)
+{
+	char url[RT_URL_MAX], *json = NULL;
+	size_t n = 0;
+	TfgError e;
+	/* the controller's clock as it sent: the offset is off by the
+	   message's way here, some 50 us on one machine */
+	double offset = rt_trace_clock() - (double)m->h.step * 1e-9;
+
+	rt_body_url(url, m);
+	if (url[0] == '\0')
+		return;
+	/* The steps still running here record their last events (a send's
+	   ends after its tensor left, so after its client may have finished
+	   and the controller asked): a moment for them to end. */
+	for (double until = rt_now() + 1.0; rt_now() < until;) {
+		struct timespec ts = {0, 1000000L};
+		int busy;
+
+		pthread_mutex_lock(&s->proc.mu);
+		busy = s->proc.steps != NULL;
+		pthread_mutex_unlock(&s->proc.mu);
+		if (!busy)
+			break;
+		nanosleep(&ts, NULL);
+	}
+	if (rt_tracing && (json = rt_trace_take(s->proc.task, offset, &n)) ==
+	    NULL)
+		fprintf(stderr, "tfgc: error: %s: out of memory for the "
+			"trace\n", s->proc.name);
+	if (rt_send_text(&s->proc, url, RT_MSG_TRACE_DATA, 0,
+			 (uint32_t)(rt_tracing != 0), json, n, &e))
+		fprintf(stderr, "tfgc: error: %s: %s\n", s->proc.name, e.msg);
+	free(json);
+}
+
 static void
 serve_shutdown(RtServer *s, const RtMsg *m)
 {
@@ -243,6 +293,9 @@ handle(RtServer *s, RtCtx *ctx, RtMsg *m)
 		break;
 	case RT_MSG_RUN_SESSION:
 		serve_session(s, m);
+		break;
+	case RT_MSG_TRACE:
+		serve_trace(s, m);
 		break;
 	case RT_EV_RESTARTED:
 		rt_spec_forget(s, m->h.src, m->h.epoch);
@@ -389,6 +442,42 @@ rt_server_free(RtServer *s)
 	memset(s, 0, sizeof *s);
 }
 
+/* tfgc server --trace FILE (not "-", which leaves the events to a
+ * controller's TRACE): what is left of them, as a trace of its own, its
+ * clock its own.  0, or 1 after saying why. */
+static int
+write_own_trace(RtServer *s)
+{
+	const char *path = s->proc.opt.trace_file;
+	char *json;
+	size_t n;
+	FILE *f;
+	int bad;
+
+	if (path == NULL || strcmp(path, "-") == 0)
+		return 0;
+	if ((json = rt_trace_take(s->proc.task, 0, &n)) == NULL ||
+	    (f = fopen(path, "w")) == NULL) {
+		fprintf(stderr, "tfgc: error: %s: cannot write the trace %s: "
+			"%s\n", s->proc.name, path, json ? strerror(errno)
+			: "out of memory");
+		free(json);
+		return 1;
+	}
+	fprintf(f, "{\"traceEvents\": [\n%s{\"name\":\"process_name\","
+		"\"ph\":\"M\",\"pid\":%d,\"args\":{\"name\":\"%s\"}}\n"
+		"], \"displayTimeUnit\": \"ms\"}\n", json, s->proc.task,
+		s->proc.name);
+	free(json);
+	bad = ferror(f);
+	if (fclose(f) != 0 || bad) {
+		fprintf(stderr, "tfgc: error: %s: cannot write the trace %s\n",
+			s->proc.name, path);
+		return 1;
+	}
+	return 0;
+}
+
 /* Whether a task's address ("host:port") is one only this machine
  * reaches. */
 static int
@@ -406,6 +495,7 @@ tfg_server_main(const TfgPlan *plan, int task, const TfgOptions *opt,
 	TfgError e;
 	char url[RT_URL_MAX];
 	tfg_status st;
+	int rc;
 
 	if (task < 0 || task >= plan->ntask) {
 		fprintf(stderr, "tfgc: error: no task %d in the cluster "
@@ -421,6 +511,8 @@ tfg_server_main(const TfgPlan *plan, int task, const TfgOptions *opt,
 		free(s);
 		return 1;
 	}
+	if (s->proc.opt.trace_file)
+		rt_trace_start();
 	if (s->proc.opt.restore_dir &&
 	    rt_vars_restore(s, s->proc.opt.restore_dir, &e) != TFG_OK) {
 		fprintf(stderr, "tfgc: error: %s: cannot restore: %s\n",
@@ -461,7 +553,8 @@ tfg_server_main(const TfgPlan *plan, int task, const TfgOptions *opt,
 	   wait ends at once once a stop is requested) */
 	for (int i = 0; i < s->nthread; i++)
 		pthread_join(s->threads[i], NULL);
+	rc = write_own_trace(s);
 	rt_server_free(s);
 	free(s);
-	return 0;
+	return rc;
 }

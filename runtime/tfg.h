@@ -333,6 +333,10 @@ enum {
 };
 TFG_API int tfg_rt_var(struct RtCtx *ctx, uint32_t var, uint32_t op,
 		       const void *src, void *dst);
+/* Parts compiled for --trace call it around each kernel: mark 2i as
+ * kernel i (named by the NUL-terminated name) begins, 2i + 1 as it ends
+ * (runtime/trace.h).  Returns 0. */
+TFG_API int tfg_rt_mark(struct RtCtx *ctx, uint32_t mark, const void *name);
 
 /* Multi-core loops (runtime/pool.c, spec/design.md "Kernels").  A
  * kernel runs iterations [b, e) of a loop nest's outermost loop on the
@@ -449,6 +453,10 @@ typedef struct TfgOptions {
 				    variables from this checkpoint */
 	const char *cluster_key; /* --cluster-key FILE (NULL: the file
 				    TFG_CLUSTER_KEY names, or none) */
+	const char *trace_file; /* tfgc run --trace FILE: the run's trace
+				   goes there; tfgc server --trace: the
+				   task records one ("-": for the
+				   controller that collects it) */
 	const char *controller_addr; /* where the controller listens for
 					replies: "127.0.0.1:0" by default */
 	int verbose;            /* log messages and steps to stderr */

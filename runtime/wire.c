@@ -48,6 +48,8 @@ static const char *const msg_names[RT_MSG__N] = {
 	[RT_MSG_SPECIALISE] = "SPECIALISE",
 	[RT_MSG_RELEASE] = "RELEASE",
 	[RT_MSG_ABORT] = "ABORT",
+	[RT_MSG_TRACE] = "TRACE",
+	[RT_MSG_TRACE_DATA] = "TRACE_DATA",
 };
 
 const char *
@@ -161,12 +163,12 @@ rt_start_bytes(const TfgPlan *plan, int sig, int task)
 }
 
 /* Which types a given sender may send: the controller sends only PING,
- * RUN_SESSION and SHUTDOWN; tasks send everything else. */
+ * RUN_SESSION, SHUTDOWN and TRACE; tasks send everything else. */
 static int
 from_controller(int type)
 {
 	return type == RT_MSG_PING || type == RT_MSG_RUN_SESSION ||
-	       type == RT_MSG_SHUTDOWN;
+	       type == RT_MSG_SHUTDOWN || type == RT_MSG_TRACE;
 }
 
 /* Whether the step field must name a client task (RT_STEP: client << 48
