@@ -7,12 +7,16 @@
  *   tfgc check FILE
  *   tfgc emit --emit=tokens|ast|folded|cse|dce|placed|dot|partition|fused|llvm
  *             |memory [--task J:T] [--cpu CPU] [-O N] FILE
- *   tfgc run FILE [--log-device-placement] [--free-ports] [--attach]
- *   tfgc server FILE --job J --task T [--part PART.so]
+ *   tfgc run FILE [--log-device-placement] [--free-ports]
+ *            [--attach [--stop]]
+ *   tfgc server FILE [--job J --task T] [--chief J:T|none]
+ *               [--part PART.so]
  *   tfgc stop FILE
  *   tfgc compile FILE --task J:T -o OUT.o|OUT.so [--shared] [--name PREFIX]
  *                [--cpu CPU] [-O N]
  * with, for run, server and stop: [--addr /job:J/task:T=HOST:PORT]...
+ * (every command that compiles takes --cluster FILE.json, and reads
+ * TF_CONFIG: compiler/cluster.c)
  * (run, server and compile also take --fetch/--feed/--out; every command
  * takes --shape NAME=D0,D1,... to fix an input's `?` dims)
  * [--startup-timeout S] [--step-timeout S] [--max-specs N] [--verbose].
@@ -31,6 +35,9 @@
 typedef struct Args {
 	const char *cmd, *file, *emit, *job, *cpu;
 	const char *output, *name, *part; /* compile -o, --name; server --part */
+	const char *cluster; /* --cluster FILE.json */
+	const char *chief;   /* server --chief J:T or none */
+	int stop;            /* run --attach --stop */
 	int shared;        /* compile --shared */
 	int task;          /* --task for server: index; -1 unset */
 	const char *task_s; /* --task J:T for emit */
@@ -51,10 +58,11 @@ static const char usage[] =
     "partition|fused|llvm|memory\n"
     "                 [--task J:T] [--cpu CPU] [-O N] FILE\n"
     "       tfgc run FILE [--log-device-placement] [--free-ports] "
-    "[--attach]\n"
+    "[--attach [--stop]]\n"
     "                [--fetch NAME]... [--feed NAME=FILE.npy]... "
     "[--out FILE.npy]...\n"
-    "       tfgc server FILE --job J --task T [--part PART.so]\n"
+    "       tfgc server FILE [--job J --task T] [--chief J:T|none] "
+    "[--part PART.so]\n"
     "       tfgc stop FILE\n"
     "       tfgc compile FILE --task J:T -o OUT.o [--shared] [--name PREFIX]"
     " [--cpu CPU] [-O N]\n"
@@ -62,6 +70,7 @@ static const char usage[] =
     "--startup-timeout S,\n"
     "       --step-timeout S, --max-specs N, --verbose\n"
     "passes (any command): -fno-fold, -fno-cse, -fno-dce, -fno-fuse\n"
+    "the cluster (any command): --cluster FILE.json, or TF_CONFIG\n"
     "dims left '?' (any command): --shape NAME=D0,D1,...\n";
 
 static int
@@ -108,6 +117,8 @@ parse_args(Args *a, int argc, char **argv, Arena *ar)
 			a->free_ports = 1;
 		} else if (FLAG("--attach")) {
 			a->attach = 1;
+		} else if (FLAG("--stop")) {
+			a->stop = 1;
 		} else if (FLAG("--picked-ports")) {
 			a->picked_ports = 1; /* tfgc run to its servers */
 		} else if (FLAG("--shared")) {
@@ -122,6 +133,7 @@ parse_args(Args *a, int argc, char **argv, Arena *ar)
 			   FLAG("--feed") || FLAG("--fetch") || FLAG("--out") ||
 			   FLAG("--shape") ||
 			   FLAG("-o") || FLAG("--name") || FLAG("--part") ||
+			   FLAG("--cluster") || FLAG("--chief") ||
 			   FLAG("--startup-timeout") ||
 			   FLAG("--step-timeout") || FLAG("--max-specs")) {
 			const char *v = VALUE();
@@ -141,6 +153,10 @@ parse_args(Args *a, int argc, char **argv, Arena *ar)
 				a->name = v;
 			else if (FLAG("--part"))
 				a->part = v;
+			else if (FLAG("--cluster"))
+				a->cluster = v;
+			else if (FLAG("--chief"))
+				a->chief = v;
 			else if (FLAG("--addr"))
 				vec_push(ar, &a->addr, (void *)v);
 			else if (FLAG("--feed")) {
@@ -195,6 +211,9 @@ parse_args(Args *a, int argc, char **argv, Arena *ar)
 		return bad_usage("--feed and --out go with --fetch%s", "");
 	if (a->out.n && a->out.n != a->fetch.n)
 		return bad_usage("give one --out per --fetch, or none%s", "");
+	if (a->stop && !a->attach)
+		return bad_usage("--stop goes with run --attach (without it, "
+				 "tfgc run stops the tasks it started)%s", "");
 	return 0;
 }
 
@@ -281,36 +300,81 @@ cmd_emit(Args *a, Program *p, CompileOptions *co, Diag *d)
 	return 0;
 }
 
+/* --chief: "none" (-1), or a task as --task names it for emit; -2
+ * after reporting a usage error. */
 static int
-cmd_server(Args *a, Program *p)
+chief_of(const Args *a, const Program *p, int env)
+{
+	if (!a->chief)
+		return env ? 0 : -1; /* the first job's task 0 */
+	if (strcmp(a->chief, "none") == 0)
+		return -1;
+	for (int t = 0; t < p->ntask; t++)
+		if (task_matches(a->chief, &p->tasks[t]))
+			return t;
+	bad_usage("--chief '%s': the cluster has no such task (give J:T, "
+		  "/job:J/task:T or none)", a->chief);
+	return -2;
+}
+
+static char *const *controller_args(const Args *a, Program *p);
+
+/* tfgc server: the task of --job and --task, or, without them, the one
+ * TF_CONFIG or the launcher's rank names, in a run the chief drives
+ * (spec §10.6 "Launchers and cluster managers"). */
+static int
+cmd_server(Args *a, Program *p, ClusterEnv *ce)
 {
 	TfgOptions o = runtime_options(a);
+	int env = !a->job && !a->task_s, task = -1, chief;
 	char *end;
 	long t;
 
-	if (!a->job || !a->task_s)
-		return bad_usage("server needs --job J and --task T%s", "");
-	t = strtol(a->task_s, &end, 10);
-	for (int i = 0; i < p->ntask; i++) {
-		if (*end || strcmp(p->tasks[i].job, a->job) != 0 ||
-		    p->tasks[i].index != t)
-			continue;
-		if (a->part && p->plan->generic) {
-			unknown_dims(p, p->diag, "a compiled part needs them, "
-				     "give the part's");
+	if (env) {
+		if ((task = cluster_task(ce, p, p->diag)) == -1)
+			return 1;
+		if (task == -2)
+			return bad_usage("server needs --job J and --task T, "
+					 "or TF_CONFIG, or the rank a launcher "
+					 "gives (OMPI_COMM_WORLD_RANK, "
+					 "PMI_RANK, SLURM_PROCID)%s", "");
+	} else if (!a->job || !a->task_s) {
+		return bad_usage("server needs both --job J and --task T%s",
+				 "");
+	} else {
+		t = strtol(a->task_s, &end, 10);
+		for (int i = 0; i < p->ntask && !*end; i++)
+			if (strcmp(p->tasks[i].job, a->job) == 0 &&
+			    p->tasks[i].index == t)
+				task = i;
+		if (task < 0) {
+			fprintf(stderr, "tfgc: error: the cluster has no task "
+				"/job:%s/task:%s\n", a->job, a->task_s);
 			return 1;
 		}
-		if (a->part)
-			return tfg_server_main(p->plan, i, &o, part_load,
-					       (void *)a->part);
-		o.specialise = jit_specialise;
-		o.release = jit_release;
-		o.specialise_cookie = p;
-		return tfg_server_main(p->plan, i, &o, jit_compile, p);
 	}
-	fprintf(stderr, "tfgc: error: the cluster has no task /job:%s/task:%s\n",
-		a->job, a->task_s);
-	return 1;
+	if ((chief = chief_of(a, p, env)) == -2)
+		return 2;
+	if (cluster_hosts(ce, p) < 0)
+		return 1;
+	if (chief >= 0) {
+		o.launched = 1;
+		o.chief = chief;
+		if (task == chief)
+			o.controller_argv = controller_args(a, p);
+	}
+	if (a->part && p->plan->generic) {
+		unknown_dims(p, p->diag, "a compiled part needs them, give "
+			     "the part's");
+		return 1;
+	}
+	if (a->part)
+		return tfg_server_main(p->plan, task, &o, part_load,
+				       (void *)a->part);
+	o.specialise = jit_specialise;
+	o.release = jit_release;
+	o.specialise_cookie = p;
+	return tfg_server_main(p->plan, task, &o, jit_compile, p);
 }
 
 /* PREFIX from OUT's file stem: "build/my-part.o" -> "my_part". */
@@ -425,56 +489,92 @@ cmd_compile(Args *a, Program *p)
 	return 0;
 }
 
+/* What a server and a controller of one run must agree on: every
+ * task's address, the cluster, the step timeout, the passes, --fetch
+ * and the like. */
+static void
+common_args(PtrVec *v, const Args *a, Program *p)
+{
+	char buf[32];
+
+	for (int t = 0; t < p->ntask; t++) {
+		vec_push(p->arena, v, "--addr");
+		vec_push(p->arena, v, arena_printf(p->arena, "%s=%s",
+						   p->tasks[t].name,
+						   p->tasks[t].addr));
+	}
+	if (a->cluster) {
+		vec_push(p->arena, v, "--cluster");
+		vec_push(p->arena, v, (void *)a->cluster);
+	}
+	snprintf(buf, sizeof buf, "%g", a->step_timeout);
+	vec_push(p->arena, v, "--step-timeout");
+	vec_push(p->arena, v, arena_strdup(p->arena, buf));
+	if (a->max_specs) {
+		snprintf(buf, sizeof buf, "%d", a->max_specs);
+		vec_push(p->arena, v, "--max-specs");
+		vec_push(p->arena, v, arena_strdup(p->arena, buf));
+	}
+	if (a->verbose)
+		vec_push(p->arena, v, "--verbose");
+	for (int i = 0; i < PASS__N; i++)
+		if (a->skip >> i & 1)
+			vec_push(p->arena, v, arena_printf(p->arena, "-fno-%s",
+							   pass_name(i)));
+	for (int i = 0; i < a->fetch.n; i++) {
+		vec_push(p->arena, v, "--fetch");
+		vec_push(p->arena, v, a->fetch.v[i]);
+	}
+	for (int i = 0; i < a->feed.n; i++) {
+		vec_push(p->arena, v, "--feed");
+		vec_push(p->arena, v, a->feed.v[i]);
+	}
+	for (int i = 0; i < a->out.n; i++) {
+		vec_push(p->arena, v, "--out");
+		vec_push(p->arena, v, a->out.v[i]);
+	}
+	for (int i = 0; i < a->shape.n; i++) {
+		vec_push(p->arena, v, "--shape");
+		vec_push(p->arena, v, a->shape.v[i]);
+	}
+}
+
 /* The arguments of every `tfgc server` that tfgc run starts (the task's
  * --job and --task follow); picked: --picked-ports. */
 static char *const *
 server_args(const Args *a, Program *p, int picked)
 {
-	PtrVec sargs = {0};
+	PtrVec v = {0};
+
+	vec_push(p->arena, &v, "server");
+	vec_push(p->arena, &v, (void *)a->file);
+	common_args(&v, a, p);
+	if (picked)
+		vec_push(p->arena, &v, "--picked-ports");
+	vec_push(p->arena, &v, NULL);
+	return (char *const *)v.v;
+}
+
+/* The controller a launched chief starts (spec/design.md "Launchers"):
+ * `tfgc run --attach --stop` of the same program and cluster, with the
+ * addresses the chief resolved. */
+static char *const *
+controller_args(const Args *a, Program *p)
+{
+	PtrVec v = {0};
 	char buf[32];
 
-	vec_push(p->arena, &sargs, "server");
-	vec_push(p->arena, &sargs, (void *)a->file);
-	for (int t = 0; t < p->ntask; t++) {
-		vec_push(p->arena, &sargs, "--addr");
-		vec_push(p->arena, &sargs,
-			 arena_printf(p->arena, "%s=%s", p->tasks[t].name,
-				      p->tasks[t].addr));
-	}
-	snprintf(buf, sizeof buf, "%g", a->step_timeout);
-	vec_push(p->arena, &sargs, "--step-timeout");
-	vec_push(p->arena, &sargs, arena_strdup(p->arena, buf));
-	if (picked)
-		vec_push(p->arena, &sargs, "--picked-ports");
-	if (a->max_specs) {
-		snprintf(buf, sizeof buf, "%d", a->max_specs);
-		vec_push(p->arena, &sargs, "--max-specs");
-		vec_push(p->arena, &sargs, arena_strdup(p->arena, buf));
-	}
-	if (a->verbose)
-		vec_push(p->arena, &sargs, "--verbose");
-	for (int i = 0; i < PASS__N; i++)
-		if (a->skip >> i & 1)
-			vec_push(p->arena, &sargs, arena_printf(p->arena,
-				 "-fno-%s", pass_name(i)));
-	for (int i = 0; i < a->fetch.n; i++) {
-		vec_push(p->arena, &sargs, "--fetch");
-		vec_push(p->arena, &sargs, a->fetch.v[i]);
-	}
-	for (int i = 0; i < a->feed.n; i++) {
-		vec_push(p->arena, &sargs, "--feed");
-		vec_push(p->arena, &sargs, a->feed.v[i]);
-	}
-	for (int i = 0; i < a->out.n; i++) {
-		vec_push(p->arena, &sargs, "--out");
-		vec_push(p->arena, &sargs, a->out.v[i]);
-	}
-	for (int i = 0; i < a->shape.n; i++) {
-		vec_push(p->arena, &sargs, "--shape");
-		vec_push(p->arena, &sargs, a->shape.v[i]);
-	}
-	vec_push(p->arena, &sargs, NULL);
-	return (char *const *)sargs.v;
+	vec_push(p->arena, &v, "/proc/self/exe");
+	vec_push(p->arena, &v, "run");
+	vec_push(p->arena, &v, (void *)a->file);
+	vec_push(p->arena, &v, "--attach");
+	vec_push(p->arena, &v, "--stop");
+	snprintf(buf, sizeof buf, "%g", a->startup_timeout);
+	vec_push(p->arena, &v, "--startup-timeout");
+	vec_push(p->arena, &v, arena_strdup(p->arena, buf));
+	common_args(&v, a, p);
+	vec_push(p->arena, &v, NULL);
+	return (char *const *)v.v;
 }
 
 /* How often tfgc run --free-ports picks ports again when another process
@@ -495,7 +595,9 @@ cmd_run(Args *a, Program *p)
 			return 1;
 		o.picked_ports = pick && try < PORT_TRIES;
 		rc = tfg_launch(p->plan, &o, "/proc/self/exe",
-				server_args(a, p, o.picked_ports), a->attach);
+				server_args(a, p, o.picked_ports),
+				(a->attach ? TFG_LAUNCH_ATTACH : 0) |
+				(a->stop ? TFG_LAUNCH_STOP : 0));
 		if (rc != TFG_EXIT_PORT_TAKEN || !o.picked_ports)
 			return rc;
 		if (a->verbose)
@@ -511,6 +613,7 @@ tfgc_main(int argc, char **argv)
 	Args a = {0};
 	Program p = {0};
 	CompileOptions co = {0};
+	ClusterEnv ce = {0};
 	Diag d;
 	int rc;
 
@@ -519,6 +622,15 @@ tfgc_main(int argc, char **argv)
 		arena_free(ar);
 		return rc;
 	}
+	/* the cluster of --cluster or TF_CONFIG, for every command that
+	   compiles the program (all but --emit=tokens) */
+	if ((!a.emit || strcmp(a.emit, "tokens") != 0) &&
+	    cluster_load(&ce, ar, a.cluster, &d) != 0) {
+		arena_free(ar);
+		return 1;
+	}
+	co.cluster = ce.cluster;
+	co.cluster_from = ce.from;
 	co.naddr = a.addr.n;
 	co.skip = a.skip;
 	co.addr = (const char **)a.addr.v;
@@ -543,10 +655,12 @@ tfgc_main(int argc, char **argv)
 		co.generic_ok = 1; /* `?` dims left: specialised per run */
 		if (compile_file(&p, a.file, &co, &d)) {
 			rc = 1;
+		} else if (strcmp(a.cmd, "server") == 0) {
+			rc = cmd_server(&a, &p, &ce);
+		} else if (cluster_hosts(&ce, &p) < 0) {
+			rc = 1; /* run, stop: tasks without a host are here */
 		} else if (strcmp(a.cmd, "run") == 0) {
 			rc = cmd_run(&a, &p);
-		} else if (strcmp(a.cmd, "server") == 0) {
-			rc = cmd_server(&a, &p);
 		} else {
 			TfgOptions o = runtime_options(&a);
 			rc = tfg_stop(p.plan, &o);
