@@ -19,7 +19,8 @@
  * TF_CONFIG: compiler/cluster.c)
  * (run, server and compile also take --fetch/--feed/--out; every command
  * takes --shape NAME=D0,D1,... to fix an input's `?` dims)
- * [--startup-timeout S] [--step-timeout S] [--max-specs N] [--verbose].
+ * [--startup-timeout S] [--step-timeout S] [--max-specs N] [--verbose],
+ * and for run and stop [--listen HOST:PORT].
  *
  * Exit status: 0 success, 1 errors in the program or at run time, 2 a bad
  * command line.
@@ -37,6 +38,7 @@ typedef struct Args {
 	const char *output, *name, *part; /* compile -o, --name; server --part */
 	const char *cluster; /* --cluster FILE.json */
 	const char *chief;   /* server --chief J:T or none */
+	const char *listen;  /* run, stop --listen HOST:PORT */
 	int stop;            /* run --attach --stop */
 	int shared;        /* compile --shared */
 	int task;          /* --task for server: index; -1 unset */
@@ -68,7 +70,8 @@ static const char usage[] =
     " [--cpu CPU] [-O N]\n"
     "options for run, server, stop: --addr /job:J/task:T=HOST:PORT, "
     "--startup-timeout S,\n"
-    "       --step-timeout S, --max-specs N, --verbose\n"
+    "       --step-timeout S, --max-specs N, --verbose; "
+    "run, stop: --listen HOST:PORT\n"
     "passes (any command): -fno-fold, -fno-cse, -fno-dce, -fno-fuse\n"
     "the cluster (any command): --cluster FILE.json, or TF_CONFIG\n"
     "dims left '?' (any command): --shape NAME=D0,D1,...\n";
@@ -134,6 +137,7 @@ parse_args(Args *a, int argc, char **argv, Arena *ar)
 			   FLAG("--shape") ||
 			   FLAG("-o") || FLAG("--name") || FLAG("--part") ||
 			   FLAG("--cluster") || FLAG("--chief") ||
+			   FLAG("--listen") ||
 			   FLAG("--startup-timeout") ||
 			   FLAG("--step-timeout") || FLAG("--max-specs")) {
 			const char *v = VALUE();
@@ -157,6 +161,18 @@ parse_args(Args *a, int argc, char **argv, Arena *ar)
 				a->cluster = v;
 			else if (FLAG("--chief"))
 				a->chief = v;
+			else if (FLAG("--listen")) {
+				const char *c = strrchr(v, ':');
+				long port = c ? strtol(c + 1, &end, 10) : -1;
+
+				if (!c || c == v || end == c + 1 || *end ||
+				    port < 0 || port > 65535)
+					return bad_usage("--listen takes HOST:"
+							 "PORT (PORT 0: any "
+							 "free one), not '%s'",
+							 v);
+				a->listen = v;
+			}
 			else if (FLAG("--addr"))
 				vec_push(ar, &a->addr, (void *)v);
 			else if (FLAG("--feed")) {
@@ -227,7 +243,7 @@ runtime_options(const Args *a)
 	o.max_specs = a->max_specs;
 	o.verbose = a->verbose;
 	o.picked_ports = a->picked_ports;
-	o.controller_addr = "127.0.0.1:0";
+	o.controller_addr = a->listen ? a->listen : "127.0.0.1:0";
 	return o;
 }
 
@@ -317,7 +333,7 @@ chief_of(const Args *a, const Program *p, int env)
 	return -2;
 }
 
-static char *const *controller_args(const Args *a, Program *p);
+static char *const *controller_args(const Args *a, Program *p, int chief);
 
 /* tfgc server: the task of --job and --task, or, without them, the one
  * TF_CONFIG or the launcher's rank names, in a run the chief drives
@@ -361,7 +377,7 @@ cmd_server(Args *a, Program *p, ClusterEnv *ce)
 		o.launched = 1;
 		o.chief = chief;
 		if (task == chief)
-			o.controller_argv = controller_args(a, p);
+			o.controller_argv = controller_args(a, p, chief);
 	}
 	if (a->part && p->plan->generic) {
 		unknown_dims(p, p->diag, "a compiled part needs them, give "
@@ -557,10 +573,12 @@ server_args(const Args *a, Program *p, int picked)
 
 /* The controller a launched chief starts (spec/design.md "Launchers"):
  * `tfgc run --attach --stop` of the same program and cluster, with the
- * addresses the chief resolved. */
+ * addresses the chief resolved, listening on the chief's host, which
+ * the other tasks reach (127.0.0.1 would be their own machine). */
 static char *const *
-controller_args(const Args *a, Program *p)
+controller_args(const Args *a, Program *p, int chief)
 {
+	const char *addr = p->tasks[chief].addr;
 	PtrVec v = {0};
 	char buf[32];
 
@@ -569,6 +587,10 @@ controller_args(const Args *a, Program *p)
 	vec_push(p->arena, &v, (void *)a->file);
 	vec_push(p->arena, &v, "--attach");
 	vec_push(p->arena, &v, "--stop");
+	vec_push(p->arena, &v, "--listen");
+	vec_push(p->arena, &v, arena_printf(p->arena, "%.*s:0",
+					    (int)(strrchr(addr, ':') - addr),
+					    addr));
 	snprintf(buf, sizeof buf, "%g", a->startup_timeout);
 	vec_push(p->arena, &v, "--startup-timeout");
 	vec_push(p->arena, &v, arena_strdup(p->arena, buf));

@@ -13,7 +13,8 @@
  * controller of a launched chief) asks it to stop them at the end.
  *
  * The controller has its own listening socket (opt->controller_addr, port 0 by
- * default) and names its URL in the body of every message it sends.  All
+ * default; `--listen`) and names its URL in the body of every message it
+ * sends: the tasks answer there, so they must be able to reach it.  All
  * waits are loops of short receives, between which children are polled
  * with waitpid(WNOHANG): a task that dies is reported with its exit status
  * or signal instead of being waited for.  SIGINT/SIGTERM kill the children
@@ -491,6 +492,9 @@ ctl_open(RtProc *c, const TfgPlan *plan, const TfgOptions *opt)
 		rt_proc_free(c);
 		return 1;
 	}
+	if (c->opt.verbose)
+		fprintf(stderr, "tfg: controller: listening on %s\n",
+			c->net.url);
 	return 0;
 }
 

@@ -442,7 +442,9 @@ typedef struct TfgOptions {
 	double startup_timeout; /* seconds for every task to come up (30) */
 	double step_timeout;    /* seconds any wait inside a step may take (60) */
 	const char *controller_addr; /* where the controller listens for
-					replies: "127.0.0.1:0" by default */
+					replies: "127.0.0.1:0" by default,
+					which only tasks on its machine
+					reach */
 	int verbose;            /* log messages and steps to stderr */
 	int picked_ports;       /* tfgc run --free-ports picked the tasks'
 				   ports just before starting them: a task

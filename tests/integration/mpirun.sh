@@ -49,6 +49,8 @@ expect_rc 0 timeout -k 5 60 mpirun --oversubscribe -n 3 -x SLURM_PROCID=0 \
 	-x SLURM_NTASKS=1 $TFGC server --cluster "$T/c.json" --verbose "$T/p.tfg"
 [ "$(cat "$T/out")" = "total 10.0" ] || fail "hostless run printed '$(cat "$T/out")'"
 expect_in "$T/err" "tfg: /job:worker/task:1: serving on tcp://localhost:$p2"
+# the controller listens where the other tasks reach it: the chief's host
+expect_in "$T/err" "tfg: controller: listening on tcp://localhost:"
 
 # A session that fails: mpirun reports the chief's exit status, and no
 # rank is left waiting.

@@ -123,6 +123,11 @@ expect_rc 1 $TFGC run --cluster "$T/bad.json" "$T/p.tfg"
 expect_in "$T/err" "$T/bad.json:2:19: error: expected ',' or ']' after an element of the array, found '\"'"
 expect_rc 1 $TFGC run --cluster "$T/none.json" "$T/p.tfg"
 expect_in "$T/err" "cannot read --cluster '$T/none.json'"
+# Where the controller listens: on a host of this machine.
+expect_rc 2 $TFGC run --attach --listen 2222 "$T/p.tfg"
+expect_in "$T/err" "error: --listen takes HOST:PORT (PORT 0: any free one), not '2222'"
+expect_rc 1 $TFGC run --attach --listen 192.0.2.1:0 "$T/p.tfg"
+expect_in "$T/err" "cannot listen on tcp://192.0.2.1:0"
 # No task at all: a usage error.
 expect_rc 2 $TFGC server "$T/p.tfg"
 expect_in "$T/err" "server needs --job J and --task T, or TF_CONFIG"

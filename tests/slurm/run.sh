@@ -137,6 +137,8 @@ expect_rc 0 run 3 $TFGC server "$T/p.tfg" --verbose
 [ "$(cat "$T/out")" = "total 10.0" ] || fail "srun -n 3 printed '$(cat "$T/out")'"
 # the hosts are the allocation's: the node's name
 expect_in "$T/err" "tfg: /job:worker/task:1: serving on tcp://$node:$p2"
+# and the chief's controller listens on the chief's, for the others
+expect_in "$T/err" "tfg: controller: listening on tcp://$node:"
 
 # As many tasks as the cluster has, or a clear error.
 expect_rc 1 run 2 $TFGC server "$T/p.tfg"
