@@ -2,6 +2,7 @@
 #
 #   make run      install missing packages, build, run examples/hello.tfg
 #   make test     install missing packages, build, run every test
+#   make test-slurm   srun under a one-node Slurm started here (in test)
 #   make bench    benchmarks (not part of test)
 #   make bench-deps   NumPy and PyTorch, the references of make bench
 #   make asan     build/asan/tfgc with AddressSanitizer + UBSan
@@ -15,9 +16,12 @@ SAN         ?=
 
 # Debian 12 packages the build and the tests need (libnng-dev only for
 # bench/nng_rtt, the reference round trip the benchmarks compare with;
-# graphviz for the test that renders --emit=dot).
+# graphviz for the test that renders --emit=dot; openmpi-bin, slurm-wlm
+# and munge for the launchers' tests: mpirun, and srun under a Slurm of
+# this machine).
 PKGS = gcc make libc6-dev re2c lemon llvm-19-dev libopenblas-dev libnng-dev \
-       libzstd-dev zlib1g-dev libssl-dev python3 procps graphviz
+       libzstd-dev zlib1g-dev libssl-dev python3 procps graphviz openmpi-bin \
+       slurm-wlm munge
 
 OPT     ?= -O2
 WARN     = -Wall -Wextra -Wpedantic
@@ -50,7 +54,7 @@ UNIT_SRC = $(wildcard tests/unit/*_test.c)
 UNIT_BIN = $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
 
 .PHONY: all run test deps unit golden golden-update integration asan bench \
-        lint 80 clean static bench-deps
+        lint 80 clean static bench-deps test-slurm
 all: tfgc $(BUILD)/libtfg.a
 
 tfgc: $(BUILD)/tfgc
@@ -113,7 +117,7 @@ run: deps
 
 test: deps
 	$(MAKE) all
-	$(MAKE) unit golden integration asan lint
+	$(MAKE) unit golden integration test-slurm asan lint
 
 unit: $(UNIT_BIN)
 	@sh tests/unit/run.sh $(UNIT_BIN)
@@ -128,9 +132,15 @@ golden-update: tfgc
 integration: tfgc
 	@sh tests/integration/run.sh
 
+# srun under a one-node Slurm of this machine that the script starts and
+# stops (as root; about 2 s to come up here): tests/slurm/run.sh.
+test-slurm: tfgc
+	@timeout -k 5 300 sh tests/slurm/run.sh
+
 # The unit tests, every golden case (the error cases among them, and runs
-# across task processes) and the integration tests (variables, restarts,
-# checkpoints, killed tasks) again under ASan + UBSan, leaks included.
+# across task processes), the integration tests (variables, restarts,
+# checkpoints, killed tasks, launchers) and the Slurm test again under
+# ASan + UBSan, leaks included.
 asan:
 	ASAN_OPTIONS=detect_leaks=1 \
 		$(MAKE) BUILD=build/asan SAN=1 OPT=-O1 build/asan/tfgc unit
@@ -138,6 +148,8 @@ asan:
 		sh tests/golden/run.sh
 	@TFGC=build/asan/tfgc ASAN_OPTIONS=detect_leaks=1 \
 		sh tests/integration/run.sh
+	@TFGC=build/asan/tfgc ASAN_OPTIONS=detect_leaks=1 \
+		timeout -k 5 300 sh tests/slurm/run.sh
 
 # build/static/tfgc: one executable that needs only libc and libm, with
 # LLVM, OpenBLAS, zlib, zstd and libstdc++ linked

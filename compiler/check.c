@@ -98,6 +98,8 @@ check_define(Checker *c, const char *name, SrcLoc loc, IrNode *node)
 
 /* -------------------------------------------------------------- cluster */
 
+/* HOST:PORT, split at the last colon; HOST may be left out (":2222"),
+ * for the launcher to fill in (spec §7.1 "The cluster"). */
 static int
 check_address(Checker *c, AstNode *s)
 {
@@ -105,7 +107,7 @@ check_address(Checker *c, AstNode *s)
 	char *end;
 	long port;
 
-	if (!colon || colon == str) {
+	if (!colon) {
 		diag_error(c->d, s->loc,
 			   "invalid address '%s': expected host:port", str);
 		return -1;
@@ -178,6 +180,67 @@ check_cluster(Checker *c, AstNode *n)
 	}
 }
 
+/* The cluster of --cluster or TF_CONFIG (o->cluster) in place of the
+ * program's block (spec §10.6 "Launchers and cluster managers"): the
+ * program's jobs, which its device strings name, must all be there, and
+ * come first and in the program's order, so that "the first job" of
+ * placement stays the program's whatever order the JSON lists them in
+ * (Go's encoding/json, which writes Kubernetes' TF_CONFIG, sorts them);
+ * the JSON's other jobs follow in its order. */
+static AstNode *
+json_cluster(Checker *c, const AstNode *prog)
+{
+	const CompileOptions *o = c->p->opt;
+	const AstNode *js = o->cluster;
+	AstNode *m = arena_alloc(c->a, sizeof *m);
+	int *used = arena_alloc(c->a, sizeof *used * ((size_t)js->n + 1));
+
+	*m = *js;
+	m->n = 0;
+	m->list = arena_alloc(c->a, sizeof *m->list * ((size_t)js->n + 1));
+	for (int i = 0; prog && i < prog->n; i++) {
+		const AstNode *job = prog->list[i];
+		int k = 0;
+
+		while (k < js->n && strcmp(js->list[k]->name, job->name) != 0)
+			k++;
+		if (k == js->n) {
+			diag_error(c->d, js->loc, "the cluster of %s has no job "
+				   "'%s', which the program's cluster block "
+				   "defines", o->cluster_from, job->name);
+			diag_note(c->d, job->tok.loc, "job '%s' is defined here",
+				  job->name);
+		} else if (!used[k]) {
+			used[k] = 1;
+			m->list[m->n++] = js->list[k];
+		}
+	}
+	for (int k = 0; k < js->n; k++)
+		if (!used[k])
+			m->list[m->n++] = js->list[k];
+	return m;
+}
+
+/* After an error about job `job` of a cluster that comes from JSON:
+ * where that cluster, or the job in it, is written. */
+void
+check_cluster_note(Checker *c, const char *job)
+{
+	const CompileOptions *o = c->p->opt;
+
+	if (!o || !o->cluster)
+		return;
+	for (int j = 0; job && j < c->p->njob; j++)
+		if (strcmp(c->p->jobs[j].name, job) == 0) {
+			diag_note(c->d, c->p->jobs[j].loc, "job '%s' of the "
+				  "cluster of %s is defined here", job,
+				  o->cluster_from);
+			return;
+		}
+	diag_note(c->d, o->cluster->loc, "the cluster comes from %s",
+		  o->cluster_from);
+}
+
 /* Without a cluster block a program has one task (spec §7.1 "The cluster"). */
 static void
 default_cluster(Checker *c)
@@ -221,6 +284,7 @@ check_device_of(Checker *c, AstNode *s, Device outer, Device *out)
 			   "device '%s' names job '%s', which the cluster "
 			   "does not have",
 			   s->str, d.job);
+		check_cluster_note(c, NULL);
 		return -1;
 	}
 	m = dev_complete(c->p, dev_merge(outer, d));
@@ -233,6 +297,7 @@ check_device_of(Checker *c, AstNode *s, Device outer, Device *out)
 			   "device '%s' names task %d of job '%s', which has "
 			   "%d task%s",
 			   s->str, m.task, m.job, nt, nt == 1 ? "" : "s");
+		check_cluster_note(c, m.job);
 		return -1;
 	}
 	if (m.kind == DEV_CPU && m.index > 0) {
@@ -1353,6 +1418,7 @@ replicas_fit(Checker *c, AstNode *s, Device d)
 				   "would name task %d of job '%s', which the "
 				   "cluster does not have", s->str, m.task,
 				   m.job);
+			check_cluster_note(c, m.job);
 			return -1;
 		}
 	}
@@ -1454,9 +1520,12 @@ check_program(Program *p)
 			continue;
 		}
 		c.cluster = s;
-		check_cluster(&c, s);
 	}
-	if (!c.cluster)
+	if (p->opt && p->opt->cluster)
+		check_cluster(&c, json_cluster(&c, c.cluster));
+	else if (c.cluster)
+		check_cluster(&c, (AstNode *)c.cluster);
+	else
 		default_cluster(&c);
 	if (p->njob == 0)
 		return p->diag->nerr - before;

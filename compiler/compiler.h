@@ -340,6 +340,13 @@ typedef struct CompileOptions {
 	int spec_sig;
 	/* The source, already read (specialisations); NULL: read path */
 	const SrcFile *source;
+	/* The cluster of --cluster FILE.json or TF_CONFIG (compiler/
+	   cluster.c): an AST_CLUSTER, its locations in that JSON, that
+	   replaces the program's cluster block; NULL: the program's
+	   (spec §10.6 "Launchers and cluster managers").  cluster_from
+	   names it in messages ("TF_CONFIG", "'c.json'"). */
+	const AstNode *cluster;
+	const char *cluster_from;
 } CompileOptions;
 int compile_file(Program *p, const char *path, const CompileOptions *o,
 		 Diag *d);

@@ -9,6 +9,33 @@
 /* ports.c: --free-ports; -1 (reported) when none can be had */
 int free_ports(Program *p);
 
+/* cluster.c: the cluster and a server's task from a cluster manager
+ * (spec/language.md §10.6 "Launchers and cluster managers") */
+typedef struct ClusterEnv {
+	const AstNode *cluster; /* the jobs of --cluster FILE or TF_CONFIG
+				   (CompileOptions.cluster); NULL: none */
+	const char *from;       /* where: "'c.json'" or "TF_CONFIG" */
+	const Json *task;       /* TF_CONFIG's "task", or NULL */
+	const Json *task_type;  /* its "type", a string */
+	int task_index;         /* its "index" (0 when left out) */
+	/* the launcher whose rank named the task (cluster_task) */
+	const char *launcher;   /* "mpirun", "srun", ...; NULL: none */
+	const char *rank_var, *size_var; /* "SLURM_PROCID", ... */
+	int rank, size;         /* rank -1: no launcher */
+	int slurm;              /* srun's rank: hosts from the allocation */
+	int all_local;          /* the launcher put every rank on this node */
+} ClusterEnv;
+/* Reads --cluster FILE (path not NULL) and TF_CONFIG into ce; 0, or 1
+ * after reporting through d. */
+int cluster_load(ClusterEnv *ce, Arena *ar, const char *path, Diag *d);
+/* tfgc server without --job/--task: the index of its task in p, from
+ * TF_CONFIG's "task" or the launcher's rank; -1 after reporting, -2 when
+ * neither says. */
+int cluster_task(ClusterEnv *ce, const Program *p, Diag *d);
+/* Tasks with an address without a host (":2222") get one: under srun
+ * the node of their rank, else "localhost"; -1 after reporting. */
+int cluster_hosts(const ClusterEnv *ce, Program *p);
+
 /* jit.c: the compile callbacks of `tfgc server` (cookie: the Program;
  * for part_load, the --part path), and what they keep, freed at exit */
 int jit_compile(void *cookie, const TfgPlan *plan, int task, RtPart *parts);
@@ -174,6 +201,9 @@ Sym *check_find(PtrVec *v, const char *name);
 Sym *check_define(Checker *c, const char *name, SrcLoc loc, IrNode *node);
 IrNode *check_lookup(Checker *c, AstNode *e);
 int check_device_of(Checker *c, AstNode *s, Device outer, Device *out);
+/* After an error naming job `job` (NULL: a job the cluster lacks): a
+ * note at that job in the JSON the cluster came from, if it did. */
+void check_cluster_note(Checker *c, const char *job);
 Lit check_lit_of(const AstNode *e);
 int check_lit_store(Checker *c, SrcLoc loc, Lit l, TfgDtype t, void *dst);
 void *check_tensor_data(Checker *c, AstNode *e, int t, TfgDtype *dt,

@@ -7,18 +7,21 @@
  *   tfgc check FILE
  *   tfgc emit --emit=tokens|ast|folded|cse|dce|placed|dot|partition|fused|llvm
  *             |memory [--task J:T] [--cpu CPU] [-O N] FILE
- *   tfgc run FILE [--log-device-placement] [--free-ports] [--attach]
- *                 [--restore DIR] [--trace OUT.json]
- *   tfgc server FILE --job J --task T [--part PART.so] [--restore DIR]
+ *   tfgc run FILE [--log-device-placement] [--free-ports]
+ *            [--attach [--stop]] [--restore DIR] [--trace OUT.json]
+ *   tfgc server FILE [--job J --task T] [--chief J:T|none]
+ *               [--part PART.so] [--restore DIR] [--trace OUT.json|-]
  *   tfgc stop FILE
  *   tfgc compile FILE --task J:T -o OUT.o|OUT.so [--shared] [--name PREFIX]
  *                [--cpu CPU] [-O N]
  * with, for run, server and stop: [--addr /job:J/task:T=HOST:PORT]...
+ * (every command that compiles takes --cluster FILE.json, and reads
+ * TF_CONFIG: compiler/cluster.c)
  * (run, server and compile also take --fetch/--feed/--out; every command
  * takes --shape NAME=D0,D1,... to fix an input's `?` dims)
  * [--startup-timeout S] [--step-timeout S] [--heartbeat-timeout S]
- * [--cluster-key FILE]
- * [--max-specs N] [--verbose].
+ * [--cluster-key FILE] [--max-specs N] [--verbose], and for run and stop
+ * [--listen HOST:PORT].
  *
  * Exit status: 0 success, 1 errors in the program or at run time, 2 a bad
  * command line.
@@ -34,9 +37,13 @@
 typedef struct Args {
 	const char *cmd, *file, *emit, *job, *cpu;
 	const char *output, *name, *part; /* compile -o, --name; server --part */
-	const char *restore;  /* server --restore DIR */
-	const char *key;      /* --cluster-key FILE */
-	const char *trace;    /* --trace FILE */
+	const char *cluster; /* --cluster FILE.json */
+	const char *restore; /* run, server --restore DIR */
+	const char *key;     /* --cluster-key FILE */
+	const char *trace;   /* --trace FILE */
+	const char *chief;   /* server --chief J:T or none */
+	const char *listen;  /* run, stop --listen HOST:PORT */
+	int stop;            /* run --attach --stop */
 	int shared;        /* compile --shared */
 	int task;          /* --task for server: index; -1 unset */
 	const char *task_s; /* --task J:T for emit */
@@ -58,12 +65,13 @@ static const char usage[] =
     "partition|fused|llvm|memory\n"
     "                 [--task J:T] [--cpu CPU] [-O N] FILE\n"
     "       tfgc run FILE [--log-device-placement] [--free-ports] "
-    "[--attach] [--restore DIR]\n"
-    "                [--trace OUT.json]\n"
+    "[--attach [--stop]]\n"
+    "                [--restore DIR] [--trace OUT.json]\n"
     "                [--fetch NAME]... [--feed NAME=FILE.npy]... "
     "[--out FILE.npy]...\n"
-    "       tfgc server FILE --job J --task T [--part PART.so] "
-    "[--restore DIR]\n"
+    "       tfgc server FILE [--job J --task T] [--chief J:T|none] "
+    "[--part PART.so]\n"
+    "                [--restore DIR] [--trace OUT.json|-]\n"
     "       tfgc stop FILE\n"
     "       tfgc compile FILE --task J:T -o OUT.o [--shared] [--name PREFIX]"
     " [--cpu CPU] [-O N]\n"
@@ -71,8 +79,9 @@ static const char usage[] =
     "--startup-timeout S,\n"
     "       --step-timeout S, --heartbeat-timeout S, --cluster-key FILE, "
     "--max-specs N,\n"
-    "       --verbose\n"
+    "       --verbose; run, stop: --listen HOST:PORT\n"
     "passes (any command): -fno-fold, -fno-cse, -fno-dce, -fno-fuse\n"
+    "the cluster (any command): --cluster FILE.json, or TF_CONFIG\n"
     "dims left '?' (any command): --shape NAME=D0,D1,...\n";
 
 static int
@@ -120,6 +129,8 @@ parse_args(Args *a, int argc, char **argv, Arena *ar)
 			a->free_ports = 1;
 		} else if (FLAG("--attach")) {
 			a->attach = 1;
+		} else if (FLAG("--stop")) {
+			a->stop = 1;
 		} else if (FLAG("--picked-ports")) {
 			a->picked_ports = 1; /* tfgc run to its servers */
 		} else if (FLAG("--shared")) {
@@ -134,11 +145,12 @@ parse_args(Args *a, int argc, char **argv, Arena *ar)
 			   FLAG("--feed") || FLAG("--fetch") || FLAG("--out") ||
 			   FLAG("--shape") ||
 			   FLAG("-o") || FLAG("--name") || FLAG("--part") ||
+			   FLAG("--cluster") || FLAG("--chief") ||
 			   FLAG("--restore") || FLAG("--cluster-key") ||
-			   FLAG("--trace") ||
+			   FLAG("--trace") || FLAG("--heartbeat-timeout") ||
+			   FLAG("--listen") ||
 			   FLAG("--startup-timeout") ||
-			   FLAG("--step-timeout") ||
-			   FLAG("--heartbeat-timeout") || FLAG("--max-specs")) {
+			   FLAG("--step-timeout") || FLAG("--max-specs")) {
 			const char *v = VALUE();
 			char *end;
 			if (!v)
@@ -156,12 +168,28 @@ parse_args(Args *a, int argc, char **argv, Arena *ar)
 				a->name = v;
 			else if (FLAG("--part"))
 				a->part = v;
+			else if (FLAG("--cluster"))
+				a->cluster = v;
 			else if (FLAG("--restore"))
 				a->restore = v;
 			else if (FLAG("--cluster-key"))
 				a->key = v;
 			else if (FLAG("--trace"))
 				a->trace = v;
+			else if (FLAG("--chief"))
+				a->chief = v;
+			else if (FLAG("--listen")) {
+				const char *c = strrchr(v, ':');
+				long port = c ? strtol(c + 1, &end, 10) : -1;
+
+				if (!c || c == v || end == c + 1 || *end ||
+				    port < 0 || port > 65535)
+					return bad_usage("--listen takes HOST:"
+							 "PORT (PORT 0: any "
+							 "free one), not '%s'",
+							 v);
+				a->listen = v;
+			}
 			else if (FLAG("--addr"))
 				vec_push(ar, &a->addr, (void *)v);
 			else if (FLAG("--feed")) {
@@ -216,12 +244,15 @@ parse_args(Args *a, int argc, char **argv, Arena *ar)
 		return bad_usage("no input file%s", "");
 	if ((a->feed.n || a->out.n) && !a->fetch.n)
 		return bad_usage("--feed and --out go with --fetch%s", "");
+	if (a->out.n && a->out.n != a->fetch.n)
+		return bad_usage("give one --out per --fetch, or none%s", "");
 	if (a->restore && a->attach)
 		return bad_usage("--restore starts servers from a checkpoint: "
 				 "give it to each 'tfgc server', not to "
 				 "--attach%s", "");
-	if (a->out.n && a->out.n != a->fetch.n)
-		return bad_usage("give one --out per --fetch, or none%s", "");
+	if (a->stop && !a->attach)
+		return bad_usage("--stop goes with run --attach (without it, "
+				 "tfgc run stops the tasks it started)%s", "");
 	return 0;
 }
 
@@ -239,7 +270,7 @@ runtime_options(const Args *a)
 	o.max_specs = a->max_specs;
 	o.verbose = a->verbose;
 	o.picked_ports = a->picked_ports;
-	o.controller_addr = "127.0.0.1:0";
+	o.controller_addr = a->listen ? a->listen : "127.0.0.1:0";
 	return o;
 }
 
@@ -312,37 +343,86 @@ cmd_emit(Args *a, Program *p, CompileOptions *co, Diag *d)
 	return 0;
 }
 
+/* --chief: "none" (-1), or a task as --task names it for emit; -2
+ * after reporting a usage error. */
 static int
-cmd_server(Args *a, Program *p)
+chief_of(const Args *a, const Program *p, int env)
+{
+	if (!a->chief)
+		return env ? 0 : -1; /* the first job's task 0 */
+	if (strcmp(a->chief, "none") == 0)
+		return -1;
+	for (int t = 0; t < p->ntask; t++)
+		if (task_matches(a->chief, &p->tasks[t]))
+			return t;
+	bad_usage("--chief '%s': the cluster has no such task (give J:T, "
+		  "/job:J/task:T or none)", a->chief);
+	return -2;
+}
+
+static char *const *controller_args(const Args *a, Program *p, int chief);
+
+/* tfgc server: the task of --job and --task, or, without them, the one
+ * TF_CONFIG or the launcher's rank names, in a run the chief drives
+ * (spec §10.6 "Launchers and cluster managers"). */
+static int
+cmd_server(Args *a, Program *p, ClusterEnv *ce)
 {
 	TfgOptions o = runtime_options(a);
+	int env = !a->job && !a->task_s, task = -1, chief;
 	char *end;
 	long t;
 
-	if (!a->job || !a->task_s)
-		return bad_usage("server needs --job J and --task T%s", "");
-	t = strtol(a->task_s, &end, 10);
-	for (int i = 0; i < p->ntask; i++) {
-		if (*end || strcmp(p->tasks[i].job, a->job) != 0 ||
-		    p->tasks[i].index != t)
-			continue;
-		if (a->part && p->plan->generic) {
-			unknown_dims(p, p->diag, "a compiled part needs them, "
-				     "give the part's");
+	if (env) {
+		if ((task = cluster_task(ce, p, p->diag)) == -1)
+			return 1;
+		if (task == -2)
+			return bad_usage("server needs --job J and --task T, "
+					 "or TF_CONFIG, or the rank a launcher "
+					 "gives (OMPI_COMM_WORLD_RANK, "
+					 "PMI_RANK, SLURM_PROCID)%s", "");
+	} else if (!a->job || !a->task_s) {
+		return bad_usage("server needs both --job J and --task T%s",
+				 "");
+	} else {
+		t = strtol(a->task_s, &end, 10);
+		for (int i = 0; i < p->ntask && !*end; i++)
+			if (strcmp(p->tasks[i].job, a->job) == 0 &&
+			    p->tasks[i].index == t)
+				task = i;
+		if (task < 0) {
+			fprintf(stderr, "tfgc: error: the cluster has no task "
+				"/job:%s/task:%s\n", a->job, a->task_s);
 			return 1;
 		}
-		if (a->part)
-			return tfg_server_main(p->plan, i, &o, part_load,
-					       (void *)a->part);
-		o.specialise = jit_specialise;
-		o.release = jit_release;
-		o.specialise_cookie = p;
-		jit_trace = o.trace_file != NULL;
-		return tfg_server_main(p->plan, i, &o, jit_compile, p);
 	}
-	fprintf(stderr, "tfgc: error: the cluster has no task /job:%s/task:%s\n",
-		a->job, a->task_s);
-	return 1;
+	if ((chief = chief_of(a, p, env)) == -2)
+		return 2;
+	if (cluster_hosts(ce, p) < 0)
+		return 1;
+	if (chief >= 0) {
+		o.launched = 1;
+		o.chief = chief;
+		if (task == chief)
+			o.controller_argv = controller_args(a, p, chief);
+		/* launched, every task records and the chief's controller
+		   writes the one trace (all have the same command line) */
+		if (o.trace_file)
+			o.trace_file = "-";
+	}
+	if (a->part && p->plan->generic) {
+		unknown_dims(p, p->diag, "a compiled part needs them, give "
+			     "the part's");
+		return 1;
+	}
+	if (a->part)
+		return tfg_server_main(p->plan, task, &o, part_load,
+				       (void *)a->part);
+	o.specialise = jit_specialise;
+	o.release = jit_release;
+	o.specialise_cookie = p;
+	jit_trace = o.trace_file != NULL;
+	return tfg_server_main(p->plan, task, &o, jit_compile, p);
 }
 
 /* PREFIX from OUT's file stem: "build/my-part.o" -> "my_part". */
@@ -457,73 +537,119 @@ cmd_compile(Args *a, Program *p)
 	return 0;
 }
 
+/* What a server and a controller of one run must agree on: every
+ * task's address, the cluster, the step timeout, the passes, --fetch
+ * and the like. */
+static void
+common_args(PtrVec *v, const Args *a, Program *p)
+{
+	char buf[32];
+
+	for (int t = 0; t < p->ntask; t++) {
+		vec_push(p->arena, v, "--addr");
+		vec_push(p->arena, v, arena_printf(p->arena, "%s=%s",
+						   p->tasks[t].name,
+						   p->tasks[t].addr));
+	}
+	if (a->cluster) {
+		vec_push(p->arena, v, "--cluster");
+		vec_push(p->arena, v, (void *)a->cluster);
+	}
+	if (a->step_timeout > 0) {
+		snprintf(buf, sizeof buf, "%g", a->step_timeout);
+		vec_push(p->arena, v, "--step-timeout");
+		vec_push(p->arena, v, arena_strdup(p->arena, buf));
+	}
+	snprintf(buf, sizeof buf, "%g", a->heartbeat_timeout);
+	vec_push(p->arena, v, "--heartbeat-timeout");
+	vec_push(p->arena, v, arena_strdup(p->arena, buf));
+	if (a->key) {
+		vec_push(p->arena, v, "--cluster-key");
+		vec_push(p->arena, v, (void *)a->key);
+	}
+	if (a->max_specs) {
+		snprintf(buf, sizeof buf, "%d", a->max_specs);
+		vec_push(p->arena, v, "--max-specs");
+		vec_push(p->arena, v, arena_strdup(p->arena, buf));
+	}
+	if (a->verbose)
+		vec_push(p->arena, v, "--verbose");
+	for (int i = 0; i < PASS__N; i++)
+		if (a->skip >> i & 1)
+			vec_push(p->arena, v, arena_printf(p->arena, "-fno-%s",
+							   pass_name(i)));
+	for (int i = 0; i < a->fetch.n; i++) {
+		vec_push(p->arena, v, "--fetch");
+		vec_push(p->arena, v, a->fetch.v[i]);
+	}
+	for (int i = 0; i < a->feed.n; i++) {
+		vec_push(p->arena, v, "--feed");
+		vec_push(p->arena, v, a->feed.v[i]);
+	}
+	for (int i = 0; i < a->out.n; i++) {
+		vec_push(p->arena, v, "--out");
+		vec_push(p->arena, v, a->out.v[i]);
+	}
+	for (int i = 0; i < a->shape.n; i++) {
+		vec_push(p->arena, v, "--shape");
+		vec_push(p->arena, v, a->shape.v[i]);
+	}
+}
+
 /* The arguments of every `tfgc server` that tfgc run starts (the task's
  * --job and --task follow); picked: --picked-ports. */
 static char *const *
 server_args(const Args *a, Program *p, int picked)
 {
-	PtrVec sargs = {0};
-	char buf[32];
+	PtrVec v = {0};
 
-	vec_push(p->arena, &sargs, "server");
-	vec_push(p->arena, &sargs, (void *)a->file);
-	for (int t = 0; t < p->ntask; t++) {
-		vec_push(p->arena, &sargs, "--addr");
-		vec_push(p->arena, &sargs,
-			 arena_printf(p->arena, "%s=%s", p->tasks[t].name,
-				      p->tasks[t].addr));
-	}
-	if (a->step_timeout > 0) {
-		snprintf(buf, sizeof buf, "%g", a->step_timeout);
-		vec_push(p->arena, &sargs, "--step-timeout");
-		vec_push(p->arena, &sargs, arena_strdup(p->arena, buf));
-	}
-	snprintf(buf, sizeof buf, "%g", a->heartbeat_timeout);
-	vec_push(p->arena, &sargs, "--heartbeat-timeout");
-	vec_push(p->arena, &sargs, arena_strdup(p->arena, buf));
+	vec_push(p->arena, &v, "server");
+	vec_push(p->arena, &v, (void *)a->file);
+	common_args(&v, a, p);
 	if (a->restore) {
-		vec_push(p->arena, &sargs, "--restore");
-		vec_push(p->arena, &sargs, (void *)a->restore);
-	}
-	if (a->key) {
-		vec_push(p->arena, &sargs, "--cluster-key");
-		vec_push(p->arena, &sargs, (void *)a->key);
+		vec_push(p->arena, &v, "--restore");
+		vec_push(p->arena, &v, (void *)a->restore);
 	}
 	if (a->trace) { /* they record; this process collects */
-		vec_push(p->arena, &sargs, "--trace");
-		vec_push(p->arena, &sargs, "-");
+		vec_push(p->arena, &v, "--trace");
+		vec_push(p->arena, &v, "-");
 	}
 	if (picked)
-		vec_push(p->arena, &sargs, "--picked-ports");
-	if (a->max_specs) {
-		snprintf(buf, sizeof buf, "%d", a->max_specs);
-		vec_push(p->arena, &sargs, "--max-specs");
-		vec_push(p->arena, &sargs, arena_strdup(p->arena, buf));
+		vec_push(p->arena, &v, "--picked-ports");
+	vec_push(p->arena, &v, NULL);
+	return (char *const *)v.v;
+}
+
+/* The controller a launched chief starts (spec/design.md "Launchers"):
+ * `tfgc run --attach --stop` of the same program and cluster, with the
+ * addresses the chief resolved, listening on the chief's host, which
+ * the other tasks reach (127.0.0.1 would be their own machine). */
+static char *const *
+controller_args(const Args *a, Program *p, int chief)
+{
+	const char *addr = p->tasks[chief].addr;
+	PtrVec v = {0};
+	char buf[32];
+
+	vec_push(p->arena, &v, "/proc/self/exe");
+	vec_push(p->arena, &v, "run");
+	vec_push(p->arena, &v, (void *)a->file);
+	vec_push(p->arena, &v, "--attach");
+	vec_push(p->arena, &v, "--stop");
+	vec_push(p->arena, &v, "--listen");
+	vec_push(p->arena, &v, arena_printf(p->arena, "%.*s:0",
+					    (int)(strrchr(addr, ':') - addr),
+					    addr));
+	snprintf(buf, sizeof buf, "%g", a->startup_timeout);
+	vec_push(p->arena, &v, "--startup-timeout");
+	vec_push(p->arena, &v, arena_strdup(p->arena, buf));
+	if (a->trace && strcmp(a->trace, "-") != 0) {
+		vec_push(p->arena, &v, "--trace");
+		vec_push(p->arena, &v, (void *)a->trace);
 	}
-	if (a->verbose)
-		vec_push(p->arena, &sargs, "--verbose");
-	for (int i = 0; i < PASS__N; i++)
-		if (a->skip >> i & 1)
-			vec_push(p->arena, &sargs, arena_printf(p->arena,
-				 "-fno-%s", pass_name(i)));
-	for (int i = 0; i < a->fetch.n; i++) {
-		vec_push(p->arena, &sargs, "--fetch");
-		vec_push(p->arena, &sargs, a->fetch.v[i]);
-	}
-	for (int i = 0; i < a->feed.n; i++) {
-		vec_push(p->arena, &sargs, "--feed");
-		vec_push(p->arena, &sargs, a->feed.v[i]);
-	}
-	for (int i = 0; i < a->out.n; i++) {
-		vec_push(p->arena, &sargs, "--out");
-		vec_push(p->arena, &sargs, a->out.v[i]);
-	}
-	for (int i = 0; i < a->shape.n; i++) {
-		vec_push(p->arena, &sargs, "--shape");
-		vec_push(p->arena, &sargs, a->shape.v[i]);
-	}
-	vec_push(p->arena, &sargs, NULL);
-	return (char *const *)sargs.v;
+	common_args(&v, a, p);
+	vec_push(p->arena, &v, NULL);
+	return (char *const *)v.v;
 }
 
 /* How often tfgc run --free-ports picks ports again when another process
@@ -544,7 +670,9 @@ cmd_run(Args *a, Program *p)
 			return 1;
 		o.picked_ports = pick && try < PORT_TRIES;
 		rc = tfg_launch(p->plan, &o, "/proc/self/exe",
-				server_args(a, p, o.picked_ports), a->attach);
+				server_args(a, p, o.picked_ports),
+				(a->attach ? TFG_LAUNCH_ATTACH : 0) |
+				(a->stop ? TFG_LAUNCH_STOP : 0));
 		if (rc != TFG_EXIT_PORT_TAKEN || !o.picked_ports)
 			return rc;
 		if (a->verbose)
@@ -560,6 +688,7 @@ tfgc_main(int argc, char **argv)
 	Args a = {0};
 	Program p = {0};
 	CompileOptions co = {0};
+	ClusterEnv ce = {0};
 	Diag d;
 	int rc;
 
@@ -568,6 +697,15 @@ tfgc_main(int argc, char **argv)
 		arena_free(ar);
 		return rc;
 	}
+	/* the cluster of --cluster or TF_CONFIG, for every command that
+	   compiles the program (all but --emit=tokens) */
+	if ((!a.emit || strcmp(a.emit, "tokens") != 0) &&
+	    cluster_load(&ce, ar, a.cluster, &d) != 0) {
+		arena_free(ar);
+		return 1;
+	}
+	co.cluster = ce.cluster;
+	co.cluster_from = ce.from;
 	co.naddr = a.addr.n;
 	co.skip = a.skip;
 	co.addr = (const char **)a.addr.v;
@@ -592,10 +730,12 @@ tfgc_main(int argc, char **argv)
 		co.generic_ok = 1; /* `?` dims left: specialised per run */
 		if (compile_file(&p, a.file, &co, &d)) {
 			rc = 1;
+		} else if (strcmp(a.cmd, "server") == 0) {
+			rc = cmd_server(&a, &p, &ce);
+		} else if (cluster_hosts(&ce, &p) < 0) {
+			rc = 1; /* run, stop: tasks without a host are here */
 		} else if (strcmp(a.cmd, "run") == 0) {
 			rc = cmd_run(&a, &p);
-		} else if (strcmp(a.cmd, "server") == 0) {
-			rc = cmd_server(&a, &p);
 		} else {
 			TfgOptions o = runtime_options(&a);
 			rc = tfg_stop(p.plan, &o);

@@ -54,6 +54,7 @@ job_arg(Checker *c, AstNode *call, const char *kw, const char *dflt,
 	if (!*job) {
 		diag_error(c->d, loc, "replicas(%s=\"%s\") names job '%s', "
 			   "which the cluster does not have", kw, str, d->job);
+		check_cluster_note(c, NULL);
 		return -1;
 	}
 	return 0;

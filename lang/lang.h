@@ -174,4 +174,43 @@ SrcLoc ast_extent(const AstNode *n);
 void ast_dump(FILE *out, const AstNode *n);
 const char *ast_kind_name(AstKind k);
 
+/* ------------------------------------------------------------------- JSON */
+
+/* A JSON value (lang/json.c), for --cluster files and TF_CONFIG. */
+typedef enum {
+	JSON_NULL,
+	JSON_BOOL,
+	JSON_NUMBER,
+	JSON_STRING,
+	JSON_ARRAY,
+	JSON_OBJECT
+} JsonKind;
+
+typedef struct Json Json;
+struct Json {
+	JsonKind kind;
+	SrcLoc loc;        /* the value as written (an array or object from
+			      its bracket to the closing one) */
+	int b;             /* JSON_BOOL */
+	double num;        /* JSON_NUMBER */
+	int is_int;        /* JSON_NUMBER written without '.' or exponent,
+			      and at most 2^53 in magnitude (exact) */
+	const char *str;   /* JSON_STRING: decoded UTF-8, no NUL inside */
+	int n;             /* elements, or members */
+	Json **items;      /* JSON_ARRAY: the elements; JSON_OBJECT: the
+			      members' values, in the order written */
+	const char **keys; /* JSON_OBJECT: keys[i] names items[i] */
+	SrcLoc *keylocs;   /* JSON_OBJECT: where keys[i] is written */
+};
+
+/* Parses f as one JSON value, strictly (RFC 8259, and no two members of
+ * an object with the same key).  NULL after reporting the first error
+ * through d at its file:line:col. */
+Json *json_parse(Arena *a, const SrcFile *f, Diag *d);
+/* The member `key` of obj (NULL if obj is no object or has none), and
+ * where the key is written into *keyloc (may be NULL). */
+const Json *json_get(const Json *obj, const char *key, SrcLoc *keyloc);
+/* "an object", "a string", ...: for "expected X, found Y". */
+const char *json_kind_name(JsonKind k);
+
 #endif /* TFG_LANG_LANG_H */

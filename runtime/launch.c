@@ -7,10 +7,14 @@
  * is needed in the child), pings
  * every task until it answers, runs the sessions in order through
  * RUN_SESSION (those of a group, parallel or session each, at once),
- * copies their OUTPUT to stdout, then shuts everything down.
+ * copies their OUTPUT to stdout, then shuts everything down.  With
+ * TFG_LAUNCH_ATTACH it uses servers already running, and leaves them
+ * running unless TFG_LAUNCH_STOP (`tfgc run --attach --stop`, the
+ * controller of a launched chief) asks it to stop them at the end.
  *
  * The controller has its own listening socket (opt->controller_addr, port 0 by
- * default) and names its URL in the body of every message it sends.  All
+ * default; `--listen`) and names its URL in the body of every message it
+ * sends: the tasks answer there, so they must be able to reach it.  All
  * waits are loops of short receives, between which children are polled
  * with waitpid(WNOHANG): a task that dies is reported with its exit status
  * or signal instead of being waited for.  SIGINT/SIGTERM kill the children
@@ -65,14 +69,46 @@ ctl_signals(void)
 	sigaction(SIGPIPE, &sa, NULL);
 }
 
+pid_t
+rt_spawn(char *const *argv)
+{
+	pid_t parent = getpid(), pid;
+	static const char msg[] = "tfgc: error: cannot execute ";
+
+	fflush(stdout);
+	fflush(stderr);
+	pid = fork();
+	if (pid == 0) {
+		/* Only async-signal-safe calls until exec. */
+		struct sigaction sa;
+
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (getppid() != parent)
+			_exit(1);
+		memset(&sa, 0, sizeof sa);
+		sa.sa_handler = SIG_DFL;
+		sigaction(SIGPIPE, &sa, NULL);
+		if (strchr(argv[0], '/'))
+			execv(argv[0], argv);
+		else
+			execvp(argv[0], argv);
+		if (write(2, msg, sizeof msg - 1) < 0 ||
+		    write(2, argv[0], strlen(argv[0])) < 0 ||
+		    write(2, "\n", 1) < 0)
+			_exit(127);
+		_exit(127);
+	}
+	return pid;
+}
+
+/* `tfgc server` for task t: argv0, server_args, then --job J --task T. */
 static pid_t
 spawn(const char *argv0, char *const *server_args, const RtTask *t)
 {
 	char tbuf[32];
 	char **argv;
 	int n = 0, k = 0;
-	pid_t parent = getpid(), pid;
-	static const char msg[] = "tfgc: error: cannot execute the server\n";
+	pid_t pid;
 
 	while (server_args && server_args[n])
 		n++;
@@ -87,27 +123,7 @@ spawn(const char *argv0, char *const *server_args, const RtTask *t)
 	argv[k++] = "--task";
 	argv[k++] = tbuf;
 	argv[k] = NULL;
-	fflush(stdout);
-	fflush(stderr);
-	pid = fork();
-	if (pid == 0) {
-		/* Only async-signal-safe calls until exec. */
-		struct sigaction sa;
-
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		if (getppid() != parent)
-			_exit(1);
-		memset(&sa, 0, sizeof sa);
-		sa.sa_handler = SIG_DFL;
-		sigaction(SIGPIPE, &sa, NULL);
-		if (strchr(argv0, '/'))
-			execv(argv0, argv);
-		else
-			execvp(argv0, argv);
-		if (write(2, msg, sizeof msg - 1) < 0)
-			_exit(127);
-		_exit(127);
-	}
+	pid = rt_spawn(argv);
 	free(argv);
 	return pid;
 }
@@ -491,6 +507,9 @@ ctl_open(RtProc *c, const TfgPlan *plan, const TfgOptions *opt)
 		rt_proc_free(c);
 		return 1;
 	}
+	if (c->opt.verbose)
+		fprintf(stderr, "tfg: controller: listening on %s\n",
+			c->net.url);
 	return 0;
 }
 
@@ -576,8 +595,9 @@ write_trace(RtProc *c, pid_t *pids)
 
 TFG_API int
 tfg_launch(const TfgPlan *plan, const TfgOptions *opt, const char *argv0,
-	   char *const *server_args, int attach)
+	   char *const *server_args, int mode)
 {
+	int attach = mode & TFG_LAUNCH_ATTACH;
 	RtProc c;
 	pid_t *pids = NULL;
 	int rc = 0;
@@ -617,9 +637,16 @@ tfg_launch(const TfgPlan *plan, const TfgOptions *opt, const char *argv0,
 	   one is wanted most), from every task still up */
 	if (c.opt.trace_file && write_trace(&c, pids) != 0 && rc == 0)
 		rc = 1;
-	/* Servers we attached to keep serving, whatever happened: `tfgc
-	   stop` ends them. */
-	if (attach)
+	/* Servers we attached to keep serving, whatever happened, for
+	   `tfgc stop` to end them; unless they are to stop with the run
+	   (--stop), which a launched chief's controller is (spec/design.md
+	   "Launchers"): those that are up, whatever happened.  Those that
+	   never came up were reported, and stop by themselves. */
+	if (attach && (mode & TFG_LAUNCH_STOP)) {
+		if (shutdown_all(&c, NULL, SHUTDOWN_GRACE, rc == 0, NULL) &&
+		    rc == 0)
+			rc = 1;
+	} else if (attach)
 		;
 	else if (rc == 0)
 		shutdown_all(&c, pids, SHUTDOWN_GRACE, 0, &rc);

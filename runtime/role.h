@@ -21,6 +21,7 @@
 #define TFG_RUNTIME_ROLE_H
 
 #include <pthread.h>
+#include <sys/types.h>
 
 #include "runtime/proto.h"
 
@@ -91,6 +92,15 @@ typedef struct RtServer {
 	int nthread, capthread;
 	int nidle;             /* executors waiting for a record */
 	int stopping;          /* SHUTDOWN or a signal: no more records */
+	/* launched servers (TfgOptions.launched, spec/design.md
+	   "Launchers") */
+	int controlled;        /* a controller has pinged this server */
+	int shutdown;          /* SHUTDOWN came (not a signal, nor the
+				  watcher) */
+	int exit_code;         /* the watcher stopped the server: its exit
+				  status; 0 otherwise */
+	pid_t controller;      /* the chief's controller until reaped, 0 */
+	int controller_status; /* its wait status once reaped, -1 before */
 } RtServer;
 
 /* ---------------------------------------------------------- server.c */
@@ -107,6 +117,13 @@ void rt_server_handle(RtServer *s, RtCtx *ctx, RtMsg *m);
  * 0, or the failure in c->err. */
 int rt_run_part(RtServer *s, RtCtx *c, const RtPart *part,
 		RtArenas *spare);
+
+/* ---------------------------------------------------------- launch.c */
+
+/* Fork and exec of argv (argv[0] the executable): the child dies with
+ * the thread that called this (PR_SET_PDEATHSIG) and runs nothing of
+ * this process's before exec.  The child's pid, or -1 (errno). */
+pid_t rt_spawn(char *const *argv);
 
 /* ------------------------------------------------------------- var.c */
 

@@ -32,12 +32,21 @@
  * calls tfg_rt_recv in the middle of its loops, so a step keeps its
  * stack until it ends (spec/design.md "Runtime layers" says why threads
  * and not an event loop).
+ *
+ * A server that a launcher started (TfgOptions.launched: mpirun, srun,
+ * TF_CONFIG) is one of a run that a task of the cluster, the chief,
+ * drives (spec/design.md "Launchers"): the chief starts the controller,
+ * `tfgc run --attach --stop`, as its child once it serves, and exits with
+ * its status; a watcher thread in every such server ends the server when
+ * that child exits, or, in the others, when no controller has come
+ * within twice the start-up timeout or the chief's process went away.
  */
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
 
 #include "runtime/role.h"
@@ -45,6 +54,9 @@
 
 #define MAX_EXECUTORS 256
 #define NEXT_WAIT 0.05 /* seconds an executor waits before it looks up */
+/* Seconds a launched chief waits for its controller to exit once it has
+ * been shut down (the controller waits 3 s for the tasks' BYEs). */
+#define CONTROLLER_GRACE 10.0
 
 static void
 on_signal(int sig)
@@ -278,6 +290,11 @@ rt_server_handle(RtServer *s, RtCtx *ctx, RtMsg *m)
 static void
 handle(RtServer *s, RtCtx *ctx, RtMsg *m)
 {
+	if (m->h.type == RT_MSG_PING || m->h.type == RT_MSG_RUN_SESSION) {
+		pthread_mutex_lock(&s->mu);
+		s->controlled = 1;
+		pthread_mutex_unlock(&s->mu);
+	}
 	switch (m->h.type) {
 	case RT_MSG_PING:
 		rt_answer_ping(&s->proc, m);
@@ -301,6 +318,11 @@ handle(RtServer *s, RtCtx *ctx, RtMsg *m)
 		rt_spec_forget(s, m->h.src, m->h.epoch);
 		break;
 	case RT_MSG_SHUTDOWN:
+		/* before the BYE: a launched chief's controller may exit
+		   as soon as it has it */
+		pthread_mutex_lock(&s->mu);
+		s->shutdown = 1;
+		pthread_mutex_unlock(&s->mu);
 		serve_shutdown(s, m);
 		pthread_mutex_lock(&s->mu);
 		s->stopping = 1;
@@ -389,6 +411,149 @@ executor(void *arg)
 	return NULL;
 }
 
+/* -------------------------------------------------- launched servers */
+
+/* Stops the server from the watcher: exit status code, and why (NULL:
+ * already said, by the controller). */
+static void
+stop_launched(RtServer *s, int code, const char *why)
+{
+	if (why)
+		fprintf(stderr, "tfgc: error: %s: %s\n", s->proc.name, why);
+	pthread_mutex_lock(&s->mu);
+	s->stopping = 1;
+	s->exit_code = code;
+	pthread_mutex_unlock(&s->mu);
+	rt_stop_requested = 1;
+}
+
+/* The exit status of a process that ended with wait status st, as a
+ * shell gives it. */
+static int
+exit_status(int st)
+{
+	return WIFEXITED(st) ? WEXITSTATUS(st)
+	       : WIFSIGNALED(st) ? 128 + WTERMSIG(st) : 1;
+}
+
+/* The chief's controller exited (wait status st) while the watcher
+ * watched.  It shuts the tasks down before it exits: without that
+ * SHUTDOWN here, the run ended without it.  One that failed has said
+ * why. */
+static void
+controller_exited(RtServer *s, int st)
+{
+	char why[200];
+	int shut;
+
+	pthread_mutex_lock(&s->mu);
+	s->controller = 0;
+	s->controller_status = st;
+	shut = s->shutdown;
+	pthread_mutex_unlock(&s->mu);
+	if (shut)
+		return;
+	if (WIFEXITED(st) && WEXITSTATUS(st) != 0) {
+		stop_launched(s, WEXITSTATUS(st), NULL);
+		return;
+	}
+	if (WIFSIGNALED(st))
+		snprintf(why, sizeof why, "its controller (tfgc run --attach) "
+			 "was killed by signal %d", WTERMSIG(st));
+	else
+		snprintf(why, sizeof why, "its controller (tfgc run --attach) "
+			 "exited before it shut the tasks down");
+	stop_launched(s, WIFEXITED(st) ? 1 : exit_status(st), why);
+}
+
+/* A launched server's watcher: no such server waits for ever for a run
+ * that is not coming (spec/design.md "Launchers").  Polls every
+ * NEXT_WAIT until the server stops. */
+static void *
+watch(void *arg)
+{
+	RtServer *s = arg;
+	RtProc *p = &s->proc;
+	const TfgOptions *o = &p->opt;
+	const char *chief = p->plan->tasks[o->chief].name;
+	double start = rt_now(), gone = 0;
+	struct timespec ts = {0, (long)(NEXT_WAIT * 1e9)};
+	char why[300];
+
+	for (;;) {
+		int stopping, controlled, st;
+		double now = rt_now();
+
+		pthread_mutex_lock(&s->mu);
+		stopping = s->stopping;
+		controlled = s->controlled;
+		pthread_mutex_unlock(&s->mu);
+		if (stopping || rt_stop_requested)
+			return NULL;
+		if (s->controller > 0) {
+			if (waitpid(s->controller, &st, WNOHANG) ==
+			    s->controller)
+				controller_exited(s, st);
+		} else if (p->task != o->chief) {
+			if (!rt_peer_gone(p, o->chief))
+				gone = 0;
+			else if (gone == 0)
+				gone = now;
+			if (!controlled &&
+			    now - start > 2 * o->startup_timeout) {
+				snprintf(why, sizeof why, "no controller came "
+					 "within %g s: the chief, %s, starts "
+					 "it; is it running?",
+					 2 * o->startup_timeout, chief);
+				stop_launched(s, 1, why);
+			} else if (gone > 0 &&
+				   now - gone > o->startup_timeout) {
+				snprintf(why, sizeof why, "the chief, %s, has "
+					 "been gone for %g s: its run ended "
+					 "without it", chief,
+					 o->startup_timeout);
+				stop_launched(s, 1, why);
+			}
+		}
+		nanosleep(&ts, NULL);
+	}
+}
+
+/* The chief's exit status, once it stopped serving: its controller's,
+ * unless the watcher stopped it for a reason of its own.  Shut down, the
+ * controller is finishing (it waits for the other tasks' BYEs); stopped
+ * otherwise (a signal), the server ends it. */
+static int
+controller_end(RtServer *s)
+{
+	int shut = s->shutdown, st = 0;
+	double deadline = rt_now() + (shut ? CONTROLLER_GRACE : 1.0);
+	struct timespec ts = {0, 10 * 1000000L};
+
+	if (s->controller > 0) {
+		if (!shut)
+			kill(s->controller, SIGTERM);
+		while (waitpid(s->controller, &st, WNOHANG) == 0) {
+			if (rt_now() >= deadline) {
+				fprintf(stderr, "tfgc: error: %s: its controller "
+					"(tfgc run --attach) did not exit within "
+					"%g s\n", s->proc.name, shut
+					? CONTROLLER_GRACE : 1.0);
+				kill(s->controller, SIGKILL);
+				waitpid(s->controller, &st, 0);
+				s->controller = 0;
+				return 1;
+			}
+			nanosleep(&ts, NULL);
+		}
+		s->controller = 0;
+		s->controller_status = st;
+	}
+	if (s->exit_code != 0)
+		return s->exit_code;
+	return s->controller_status < 0 ? 1 : exit_status(s->controller_status);
+}
+
 /* ------------------------------------------------------------- server */
 
 tfg_status
@@ -398,6 +563,7 @@ rt_server_init(RtServer *s, const TfgPlan *plan, int task,
 	tfg_status st;
 
 	memset(s, 0, sizeof *s);
+	s->controller_status = -1;
 	pthread_mutex_init(&s->mu, NULL);
 	if ((st = rt_proc_init(&s->proc, plan, task, opt)) != TFG_OK)
 		return st;
@@ -495,6 +661,7 @@ tfg_server_main(const TfgPlan *plan, int task, const TfgOptions *opt,
 	TfgError e;
 	char url[RT_URL_MAX];
 	tfg_status st;
+	pthread_t watcher;
 	int rc;
 
 	if (task < 0 || task >= plan->ntask) {
@@ -548,12 +715,37 @@ tfg_server_main(const TfgPlan *plan, int task, const TfgOptions *opt,
 	if (s->proc.opt.verbose)
 		fprintf(stderr, "tfg: %s: serving on %s\n", s->proc.name,
 			s->proc.net.url);
+	if (opt->launched && opt->controller_argv &&
+	    (s->controller = rt_spawn(opt->controller_argv)) < 0) {
+		fprintf(stderr, "tfgc: error: %s: cannot start the controller: "
+			"%s\n", s->proc.name, strerror(errno));
+		rt_server_free(s);
+		free(s);
+		return 1;
+	}
+	if (opt->launched &&
+	    (rc = pthread_create(&watcher, NULL, watch, s)) != 0) {
+		fprintf(stderr, "tfgc: error: %s: cannot start a thread: %s\n",
+			s->proc.name, strerror(rc));
+		controller_end(s);
+		rt_server_free(s);
+		free(s);
+		return 1;
+	}
 	serve(s);
 	/* the others stop within a slice, or when their step ends (every
 	   wait ends at once once a stop is requested) */
 	for (int i = 0; i < s->nthread; i++)
 		pthread_join(s->threads[i], NULL);
 	rc = write_own_trace(s);
+	if (opt->launched) {
+		int lrc;
+
+		pthread_join(watcher, NULL);
+		lrc = opt->controller_argv ? controller_end(s) : s->exit_code;
+		if (lrc != 0)
+			rc = lrc;
+	}
 	rt_server_free(s);
 	free(s);
 	return rc;

@@ -458,7 +458,9 @@ typedef struct TfgOptions {
 				   task records one ("-": for the
 				   controller that collects it) */
 	const char *controller_addr; /* where the controller listens for
-					replies: "127.0.0.1:0" by default */
+					replies: "127.0.0.1:0" by default,
+					which only tasks on its machine
+					reach */
 	int verbose;            /* log messages and steps to stderr */
 	int picked_ports;       /* tfgc run --free-ports picked the tasks'
 				   ports just before starting them: a task
@@ -472,6 +474,21 @@ typedef struct TfgOptions {
 	void *specialise_cookie; /* for both */
 	int max_specs;          /* specialisations kept per client task, the
 				   least recently used evicted (64 if 0) */
+	/* A server started by a launcher or cluster manager (mpirun, srun,
+	   TF_CONFIG: spec/design.md "Launchers"), whose run one task, the
+	   chief, drives.  0: a server that serves until SHUTDOWN. */
+	int launched;
+	int chief;              /* launched: the chief's task */
+	char *const *controller_argv; /* launched, on the chief: the
+				   controller (`tfgc run --attach --stop`,
+				   argv[0] the executable) to fork and exec
+				   once this server listens and has compiled.
+				   The server stops when it exits, and exits
+				   with its status.  The others stop with an
+				   error when no controller pinged them
+				   within twice startup_timeout of their
+				   start, or when the chief's process has
+				   been gone for startup_timeout */
 } TfgOptions;
 
 /* Serves `task` until a SHUTDOWN message: listens on its address, compiles
@@ -490,11 +507,14 @@ TFG_API int tfg_server_main(const TfgPlan *plan, int task,
 /* tfgc run: starts `tfgc server` for every task (fork + exec of argv0 with
  * server_args followed by "--job J --task T"), waits until all are up,
  * runs every session in order (its output comes back and is written to
- * stdout), stops all tasks.  With attach != 0 it starts nothing and uses
- * servers already running.  Returns the process exit code. */
+ * stdout), stops all tasks.  mode: 0, or TFG_LAUNCH_ATTACH to start
+ * nothing and use servers already running (and leave them running), with
+ * TFG_LAUNCH_STOP to stop them at the end however the run went (those
+ * that came up).  Returns the process exit code. */
+enum { TFG_LAUNCH_ATTACH = 1, TFG_LAUNCH_STOP = 2 };
 TFG_API int tfg_launch(const TfgPlan *plan, const TfgOptions *opt,
 		       const char *argv0, char *const *server_args,
-		       int attach);
+		       int mode);
 
 /* tfgc stop: asks every task of the plan to shut down. */
 TFG_API int tfg_stop(const TfgPlan *plan, const TfgOptions *opt);

@@ -18,6 +18,7 @@
 # diagnostics print paths as given, which keeps the goldens stable.
 cd "$(dirname "$0")/../.." || exit 1
 TFGC=${TFGC:-./tfgc}
+unset TF_CONFIG # a cluster of the environment's is not the goldens'
 G=tests/golden
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/tfg-golden.XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT
