@@ -18,10 +18,11 @@ SAN         ?=
 # bench/nng_rtt, the reference round trip the benchmarks compare with;
 # graphviz for the test that renders --emit=dot; openmpi-bin, slurm-wlm
 # and munge for the launchers' tests: mpirun, and srun under a Slurm of
-# this machine).
+# this machine; libssl-dev for the cluster key's MACs and TLS, openssl
+# for the certificates the TLS test makes).
 PKGS = gcc make libc6-dev re2c lemon llvm-19-dev libopenblas-dev libnng-dev \
-       libzstd-dev zlib1g-dev libssl-dev python3 procps graphviz openmpi-bin \
-       slurm-wlm munge
+       libzstd-dev zlib1g-dev libssl-dev openssl python3 procps graphviz \
+       openmpi-bin slurm-wlm munge
 
 OPT     ?= -O2
 WARN     = -Wall -Wextra -Wpedantic
@@ -36,7 +37,7 @@ SANFLAGS = -fsanitize=address,undefined -fno-omit-frame-pointer \
 endif
 LLVM_INC = -I$(shell $(LLVM_CONFIG) --includedir)
 LLVM_LIB = -L$(shell $(LLVM_CONFIG) --libdir) -lLLVM-19
-LDLIBS   = $(LLVM_LIB) -lopenblas -lz -lcrypto -lpthread -ldl -lm
+LDLIBS   = $(LLVM_LIB) -lopenblas -lz -lssl -lcrypto -lpthread -ldl -lm
 
 LANG_SRC     = $(wildcard lang/*.c)
 COMPILER_SRC = $(filter-out compiler/main.c,$(wildcard compiler/*.c))
@@ -161,7 +162,7 @@ LLVM_PARTS  = orcjit native passes core target analysis executionengine \
               bitwriter ipo
 STATIC_LIBS = -L$(shell $(LLVM_CONFIG) --libdir) -Wl,--start-group \
               $(shell $(LLVM_CONFIG) --link-static --libs $(LLVM_PARTS)) \
-              -Wl,--end-group -Wl,-Bstatic -lopenblas -lz -lzstd -lcrypto -lstdc++ -Wl,-Bdynamic \
+              -Wl,--end-group -Wl,-Bstatic -lopenblas -lz -lzstd -lssl -lcrypto -lstdc++ -Wl,-Bdynamic \
               -lpthread -ldl -lm
 static: $(BUILD)/static/tfgc.xz
 

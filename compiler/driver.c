@@ -20,7 +20,8 @@
  * (run, server and compile also take --fetch/--feed/--out; every command
  * takes --shape NAME=D0,D1,... to fix an input's `?` dims)
  * [--startup-timeout S] [--step-timeout S] [--heartbeat-timeout S]
- * [--cluster-key FILE] [--max-specs N] [--verbose], and for run and stop
+ * [--cluster-key FILE] [--tls-cert F --tls-key F --tls-ca F]
+ * [--max-specs N] [--verbose], and for run and stop
  * [--listen HOST:PORT].
  *
  * Exit status: 0 success, 1 errors in the program or at run time, 2 a bad
@@ -40,6 +41,7 @@ typedef struct Args {
 	const char *cluster; /* --cluster FILE.json */
 	const char *restore; /* run, server --restore DIR */
 	const char *key;     /* --cluster-key FILE */
+	const char *tls[3];  /* --tls-cert, --tls-key, --tls-ca FILE */
 	const char *trace;   /* --trace FILE */
 	const char *chief;   /* server --chief J:T or none */
 	const char *listen;  /* run, stop --listen HOST:PORT */
@@ -79,6 +81,7 @@ static const char usage[] =
     "--startup-timeout S,\n"
     "       --step-timeout S, --heartbeat-timeout S, --cluster-key FILE, "
     "--max-specs N,\n"
+    "       --tls-cert FILE --tls-key FILE --tls-ca FILE,\n"
     "       --verbose; run, stop: --listen HOST:PORT\n"
     "passes (any command): -fno-fold, -fno-cse, -fno-dce, -fno-fuse\n"
     "the cluster (any command): --cluster FILE.json, or TF_CONFIG\n"
@@ -147,6 +150,8 @@ parse_args(Args *a, int argc, char **argv, Arena *ar)
 			   FLAG("-o") || FLAG("--name") || FLAG("--part") ||
 			   FLAG("--cluster") || FLAG("--chief") ||
 			   FLAG("--restore") || FLAG("--cluster-key") ||
+			   FLAG("--tls-cert") || FLAG("--tls-key") ||
+			   FLAG("--tls-ca") ||
 			   FLAG("--trace") || FLAG("--heartbeat-timeout") ||
 			   FLAG("--listen") ||
 			   FLAG("--startup-timeout") ||
@@ -174,6 +179,12 @@ parse_args(Args *a, int argc, char **argv, Arena *ar)
 				a->restore = v;
 			else if (FLAG("--cluster-key"))
 				a->key = v;
+			else if (FLAG("--tls-cert"))
+				a->tls[0] = v;
+			else if (FLAG("--tls-key"))
+				a->tls[1] = v;
+			else if (FLAG("--tls-ca"))
+				a->tls[2] = v;
 			else if (FLAG("--trace"))
 				a->trace = v;
 			else if (FLAG("--chief"))
@@ -266,6 +277,9 @@ runtime_options(const Args *a)
 	o.heartbeat_timeout = a->heartbeat_timeout;
 	o.restore_dir = a->restore;
 	o.cluster_key = a->key;
+	o.tls_cert = a->tls[0];
+	o.tls_key = a->tls[1];
+	o.tls_ca = a->tls[2];
 	o.trace_file = a->trace;
 	o.max_specs = a->max_specs;
 	o.verbose = a->verbose;
@@ -567,6 +581,14 @@ common_args(PtrVec *v, const Args *a, Program *p)
 		vec_push(p->arena, v, "--cluster-key");
 		vec_push(p->arena, v, (void *)a->key);
 	}
+	for (int i = 0; i < 3; i++)
+		if (a->tls[i]) {
+			static const char *const flag[3] = {
+				"--tls-cert", "--tls-key", "--tls-ca"};
+
+			vec_push(p->arena, v, (void *)flag[i]);
+			vec_push(p->arena, v, (void *)a->tls[i]);
+		}
 	if (a->max_specs) {
 		snprintf(buf, sizeof buf, "%d", a->max_specs);
 		vec_push(p->arena, v, "--max-specs");

@@ -14,7 +14,12 @@
 #include <string.h>
 #include <sys/random.h>
 
+#include <limits.h>
+
 #include <openssl/crypto.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
 #include <openssl/evp.h>
 
 #include "runtime/auth.h"
@@ -167,4 +172,203 @@ int
 rt_auth_same(const unsigned char *x, const unsigned char *y)
 {
 	return CRYPTO_memcmp(x, y, RT_TAG_BYTES) == 0;
+}
+
+/* ---------------------------------------------------------------- TLS */
+
+struct RtTls {
+	SSL_CTX *client, *server;
+};
+
+/* The last of libcrypto's errors, as text, into why[n]. */
+static void
+ssl_why(char *why, size_t n, const char *what)
+{
+	unsigned long err = ERR_get_error();
+	char buf[256];
+
+	if (err == 0) {
+		snprintf(why, n, "%s", what);
+		return;
+	}
+	ERR_error_string_n(err, buf, sizeof buf);
+	snprintf(why, n, "%s: %s", what, buf);
+	ERR_clear_error();
+}
+
+static SSL_CTX *
+tls_ctx(int server, const char *cert, const char *key, const char *ca,
+	TfgError *e)
+{
+	SSL_CTX *c = SSL_CTX_new(server ? TLS_server_method()
+					: TLS_client_method());
+	char why[400];
+
+	if (c == NULL) {
+		ssl_why(why, sizeof why, "cannot make a TLS context");
+		tfg_error(e, TFG_ESYS, "%s", why);
+		return NULL;
+	}
+	SSL_CTX_set_min_proto_version(c, TLS1_3_VERSION);
+	/* both ends show a certificate of the cluster's CA */
+	SSL_CTX_set_verify(c, SSL_VERIFY_PEER |
+			   SSL_VERIFY_FAIL_IF_NO_PEER_CERT, NULL);
+	SSL_CTX_set_mode(c, SSL_MODE_ENABLE_PARTIAL_WRITE |
+			 SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+	if (server)
+		SSL_CTX_set_num_tickets(c, 0); /* nothing unasked comes back */
+	if (SSL_CTX_use_certificate_chain_file(c, cert) != 1) {
+		ssl_why(why, sizeof why, "cannot read the certificate");
+		tfg_error(e, TFG_EINVAL, "--tls-cert %s: %s", cert, why);
+	} else if (SSL_CTX_use_PrivateKey_file(c, key, SSL_FILETYPE_PEM) != 1) {
+		ssl_why(why, sizeof why, "cannot read the key");
+		tfg_error(e, TFG_EINVAL, "--tls-key %s: %s", key, why);
+	} else if (SSL_CTX_check_private_key(c) != 1) {
+		tfg_error(e, TFG_EINVAL, "--tls-key %s is not the key of "
+			  "--tls-cert %s", key, cert);
+	} else if (SSL_CTX_load_verify_locations(c, ca, NULL) != 1) {
+		ssl_why(why, sizeof why, "cannot read the CA");
+		tfg_error(e, TFG_EINVAL, "--tls-ca %s: %s", ca, why);
+	} else {
+		return c;
+	}
+	SSL_CTX_free(c);
+	return NULL;
+}
+
+RtTls *
+rt_tls_load(const char *cert, const char *key, const char *ca, TfgError *e)
+{
+	RtTls *t;
+
+	if (!cert || !key || !ca) {
+		tfg_error(e, TFG_EINVAL, "TLS needs --tls-cert, --tls-key and "
+			  "--tls-ca together");
+		return NULL;
+	}
+	if ((t = calloc(1, sizeof *t)) == NULL) {
+		tfg_error(e, TFG_ENOMEM, "out of memory");
+		return NULL;
+	}
+	if ((t->client = tls_ctx(0, cert, key, ca, e)) == NULL ||
+	    (t->server = tls_ctx(1, cert, key, ca, e)) == NULL) {
+		rt_tls_free(t);
+		return NULL;
+	}
+	return t;
+}
+
+void
+rt_tls_free(RtTls *t)
+{
+	if (t == NULL)
+		return;
+	SSL_CTX_free(t->client);
+	SSL_CTX_free(t->server);
+	free(t);
+}
+
+void *
+rt_tls_new(RtTls *t, int fd, int server)
+{
+	SSL *s = SSL_new(server ? t->server : t->client);
+
+	if (s == NULL || SSL_set_fd(s, fd) != 1) {
+		SSL_free(s);
+		return NULL;
+	}
+	if (server)
+		SSL_set_accept_state(s);
+	else
+		SSL_set_connect_state(s);
+	return s;
+}
+
+void
+rt_tls_close(void *s)
+{
+	SSL_free(s);
+}
+
+int
+rt_tls_handshake(void *s, int *want, char *why, size_t n)
+{
+	int rv = SSL_do_handshake(s), err;
+
+	if (rv == 1)
+		return 1;
+	err = SSL_get_error(s, rv);
+	if (err == SSL_ERROR_WANT_READ || err == SSL_ERROR_WANT_WRITE) {
+		*want = err == SSL_ERROR_WANT_READ ? 1 : 2;
+		return 0;
+	}
+	if (err == SSL_ERROR_ZERO_RETURN || (err == SSL_ERROR_SYSCALL &&
+					     ERR_peek_error() == 0) ||
+	    ERR_GET_REASON(ERR_peek_error()) ==
+	    SSL_R_UNEXPECTED_EOF_WHILE_READING) {
+		snprintf(why, n, "the connection closed in the TLS handshake");
+		ERR_clear_error();
+		return -2;
+	}
+	if (SSL_get_verify_result(s) != X509_V_OK)
+		snprintf(why, n, "its certificate: %s",
+			 X509_verify_cert_error_string(
+				 SSL_get_verify_result(s)));
+	else
+		ssl_why(why, n, err == SSL_ERROR_SYSCALL ? "the connection "
+			"closed in the TLS handshake" : "the TLS handshake "
+			"failed");
+	return -1;
+}
+
+static _Thread_local char tls_err[200];
+
+const char *
+rt_tls_error(void)
+{
+	return tls_err;
+}
+
+/* errno for a failed SSL_read or SSL_write; why in tls_err. */
+static long
+tls_fail(void *s, int rv)
+{
+	int err = SSL_get_error(s, rv);
+
+	if (err == SSL_ERROR_SSL)
+		ssl_why(tls_err, sizeof tls_err, "TLS");
+	else if (SSL_get_verify_result(s) != X509_V_OK)
+		snprintf(tls_err, sizeof tls_err, "its certificate: %s",
+			 X509_verify_cert_error_string(
+				 SSL_get_verify_result(s)));
+	else
+		snprintf(tls_err, sizeof tls_err, "the TLS connection closed");
+	ERR_clear_error();
+	if (err == SSL_ERROR_WANT_READ || err == SSL_ERROR_WANT_WRITE) {
+		errno = EAGAIN;
+		return -1;
+	}
+	if (err == SSL_ERROR_ZERO_RETURN)
+		return 0;
+	errno = EPIPE;
+	return -1;
+}
+
+long
+rt_tls_read(void *s, void *buf, size_t n)
+{
+	int rv = SSL_read(s, buf, n > INT_MAX ? INT_MAX : (int)n);
+
+	return rv > 0 ? rv : tls_fail(s, rv);
+}
+
+long
+rt_tls_write(void *s, const void *buf, size_t n)
+{
+	int rv;
+
+	if (n == 0)
+		return 0;
+	rv = SSL_write(s, buf, n > INT_MAX ? INT_MAX : (int)n);
+	return rv > 0 ? rv : tls_fail(s, rv) == 0 ? (errno = EPIPE, -1) : -1;
 }

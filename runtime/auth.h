@@ -59,4 +59,29 @@ int rt_auth_end(RtAuth *a, unsigned char tag[RT_TAG_BYTES]);
 /* Whether two tags agree, in constant time. */
 int rt_auth_same(const unsigned char *x, const unsigned char *y);
 
+/* TLS (spec/design.md "TLS"): every connection encrypted, both ends
+ * showing a certificate signed by the cluster's CA.  A context holds the
+ * process's certificate and key and the CA; each connection has its own
+ * session, driven without blocking. */
+typedef struct RtTls RtTls;
+
+/* The context from PEM files; NULL with *e set. */
+RtTls *rt_tls_load(const char *cert, const char *key, const char *ca,
+		   TfgError *e);
+void rt_tls_free(RtTls *t); /* accepts NULL */
+/* A session on connected socket fd, as its client (the dialer) or its
+ * server (the acceptor); NULL out of memory. */
+void *rt_tls_new(RtTls *t, int fd, int server);
+void rt_tls_close(void *s); /* accepts NULL */
+/* Drives the handshake: 1 done, 0 not yet (*want: 1 to read, 2 to
+ * write), -1 failed (why[n] says why), -2 the peer closed the
+ * connection. */
+int rt_tls_handshake(void *s, int *want, char *why, size_t n);
+/* As read(2) and send(2) on the session: bytes moved, 0 at the end (a
+ * read), or -1 with errno EAGAIN (nothing now) or EPIPE (broken). */
+long rt_tls_read(void *s, void *buf, size_t n);
+long rt_tls_write(void *s, const void *buf, size_t n);
+/* Why this thread's last rt_tls_read or rt_tls_write failed. */
+const char *rt_tls_error(void);
+
 #endif /* TFG_RUNTIME_AUTH_H */

@@ -21,6 +21,7 @@
  * from the handler itself (kill is async-signal-safe) and exit non-zero.
  */
 #include <errno.h>
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -513,6 +514,49 @@ ctl_open(RtProc *c, const TfgPlan *plan, const TfgOptions *opt)
 	return 0;
 }
 
+/* One task's TRACE_DATA m into the trace f, its times moved into this
+ * process's clock: by the offset of the task's clock that its "tfg-clock"
+ * line and the TRACE's round trip (sent t0, answer at t1) tell, as NTP
+ * estimates it; an offset within the estimate's error (half the round
+ * trip, less the task's time) is none: so on one machine the times stay
+ * exactly as taken.  0, or -1 if it cannot be written. */
+static int
+trace_part(FILE *f, const RtMsg *m, double t0, double t1)
+{
+	size_t n = (size_t)m->h.nbytes;
+	char *s = malloc(n + 1), *p, *q;
+	double r, x, off, rtt;
+	int bad = 0;
+
+	if (s == NULL)
+		return -1;
+	memcpy(s, m->body, n);
+	s[n] = '\0';
+	if (sscanf(s, "tfg-clock %lf %lf", &r, &x) != 2 ||
+	    (p = strchr(s, '\n')) == NULL) {
+		free(s);
+		return 0; /* nothing usable: left out */
+	}
+	r *= 1e-9, x *= 1e-9, p++;
+	off = ((r - t0) + (x - t1)) / 2;
+	rtt = (t1 - t0) - (x - r);
+	if (fabs(off) <= rtt / 2)
+		off = 0;
+	/* every "ts" of the task's events, moved (microseconds) */
+	while (!bad && off != 0 && (q = strstr(p, "\"ts\":")) != NULL) {
+		char *end;
+		double ts = strtod(q + 5, &end);
+
+		bad = fwrite(p, 1, (size_t)(q + 5 - p), f) != (size_t)(q + 5 - p) ||
+		      fprintf(f, "%.3f", ts - off * 1e6) < 0;
+		p = end;
+	}
+	if (!bad && fputs(p, f) < 0)
+		bad = 1;
+	free(s);
+	return bad ? -1 : 0;
+}
+
 /* --trace FILE (spec/design.md "Traces"): TRACE to every task, its
  * events back in this process's clock, and one Chrome trace-event file of
  * them all, a process (a track) per task.  0, or 1 after saying why. */
@@ -524,6 +568,7 @@ write_trace(RtProc *c, pid_t *pids)
 	double deadline = rt_now() + c->opt.startup_timeout;
 	int left = 0, *got = calloc((size_t)plan->ntask, sizeof *got), bad = 0;
 	FILE *f = fopen(path, "w");
+	double sent = rt_trace_clock();
 	RtMsg m;
 
 	if (f == NULL || got == NULL) {
@@ -545,8 +590,7 @@ write_trace(RtProc *c, pid_t *pids)
 			got[i] = -1; /* exited */
 			continue;
 		}
-		if (rt_msg_new(c, NULL, &b, &body, RT_MSG_TRACE,
-			       (uint64_t)(rt_trace_clock() * 1e9), 0, NULL, n,
+		if (rt_msg_new(c, NULL, &b, &body, RT_MSG_TRACE, 0, 0, NULL, n,
 			       &e) != TFG_OK)
 			continue;
 		memcpy(body, c->net.url, n);
@@ -559,8 +603,7 @@ write_trace(RtProc *c, pid_t *pids)
 		if (m.h.type == RT_MSG_TRACE_DATA && !got[m.h.src]) {
 			got[m.h.src] = m.h.key ? 1 : -2;
 			left--;
-			if (m.h.nbytes > 0 &&
-			    fwrite(m.body, 1, m.h.nbytes, f) != m.h.nbytes)
+			if (trace_part(f, &m, sent, rt_trace_clock()) != 0)
 				bad = 1;
 		}
 		rt_msg_free(&m);

@@ -73,6 +73,8 @@ enum { EV_LISTEN = 1, EV_WAKE, EV_CONN, EV_LINK };
 #define CTL_HELLO (CTL | 3)       /* keyed: first, each way */
 #define CTL_DENY_MAC (CTL | 4)    /* refused: no valid MAC, or no HELLO */
 #define CTL_DENY_NOKEY (CTL | 5)  /* refused: a HELLO, and no key here */
+#define CTL_DENY_TLS (CTL | 6)    /* refused: no TLS handshake, and TLS
+				     here */
 
 /* An accepted connection: frames are read from it. */
 typedef struct RtConn {
@@ -92,6 +94,8 @@ typedef struct RtConn {
 	unsigned char x[RT_TAG_BYTES]; /* what follows a word or a frame
 				  (a HELLO's nonce, a MAC) being read: */
 	int nx, wantx, xkind;  /* its bytes read, of wantx; X_* */
+	void *tls;             /* TLS (RtNet.tls): its session, */
+	int hs;                /* its handshake still under way */
 	struct RtConn *next;
 } RtConn;
 
@@ -282,6 +286,32 @@ send_iov(int fd, struct iovec *iov, int niov)
 	return sendmsg(fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
 }
 
+/* The connection's I/O, through its TLS session when it has one. */
+static ssize_t
+io_read(void *tls, int fd, void *buf, size_t n)
+{
+	return tls ? (ssize_t)rt_tls_read(tls, buf, n) : read(fd, buf, n);
+}
+
+static ssize_t
+io_send(void *tls, int fd, const void *buf, size_t n)
+{
+	return tls ? (ssize_t)rt_tls_write(tls, buf, n)
+		   : send(fd, buf, n, MSG_NOSIGNAL | MSG_DONTWAIT);
+}
+
+static ssize_t
+io_sendv(void *tls, int fd, struct iovec *iov, int niov)
+{
+	if (!tls)
+		return send_iov(fd, iov, niov);
+	for (int i = 0; i < niov; i++) /* TLS writes a piece at a time */
+		if (iov[i].iov_len > 0)
+			return (ssize_t)rt_tls_write(tls, iov[i].iov_base,
+						     iov[i].iov_len);
+	return 0;
+}
+
 static void
 wake_io(RtNet *n)
 {
@@ -313,8 +343,10 @@ link_arm(RtNet *n, RtLink *k, int add)
 {
 	struct epoll_event ev;
 
-	ev.events = EPOLLRDHUP | EPOLLIN | EPOLLONESHOT |
-		    (k->connecting == 1 || k->nq || k->lcbuf ? EPOLLOUT : 0);
+	ev.events = EPOLLRDHUP | EPOLLONESHOT |
+		    (k->connecting == 3 && k->tls_want == 2 ? 0 : EPOLLIN) |
+		    (k->connecting == 1 || k->nq || k->lcbuf ||
+		     (k->connecting == 3 && k->tls_want == 2) ? EPOLLOUT : 0);
 	ev.data.ptr = k;
 	epoll_ctl(n->ep, add ? EPOLL_CTL_ADD : EPOLL_CTL_MOD, k->fd, &ev);
 }
@@ -335,6 +367,8 @@ link_broken(RtNet *n, RtLink *k)
 	k->ncbuf = k->lcbuf = 0;
 	k->nrbuf = 0;
 	k->ready = 0; /* the next connection has keys of its own */
+	rt_tls_close(k->tls);
+	k->tls = NULL;
 	rt_auth_free(&k->out);
 	rt_auth_free(&k->in);
 	if (k->state == 1) {
@@ -414,7 +448,7 @@ link_word(RtNet *n, RtLink *k, uint64_t w)
 		}
 		k->lcbuf += RT_TAG_BYTES;
 	}
-	r = send(k->fd, k->cbuf, (size_t)k->lcbuf, MSG_NOSIGNAL | MSG_DONTWAIT);
+	r = io_send(k->tls, k->fd, k->cbuf, (size_t)k->lcbuf);
 	if (r < 0 && errno != EAGAIN && errno != EINTR) {
 		link_broken(n, k);
 		return -1;
@@ -434,9 +468,8 @@ static int
 link_flush(RtNet *n, RtLink *k)
 {
 	if (k->lcbuf > 0) { /* the rest of a ping, before any frame */
-		ssize_t w = send(k->fd, k->cbuf + k->ncbuf,
-				 (size_t)(k->lcbuf - k->ncbuf),
-				 MSG_NOSIGNAL | MSG_DONTWAIT);
+		ssize_t w = io_send(k->tls, k->fd, k->cbuf + k->ncbuf,
+				    (size_t)(k->lcbuf - k->ncbuf));
 
 		if (w < 0) {
 			if (errno == EAGAIN || errno == EINTR)
@@ -477,7 +510,7 @@ link_flush(RtNet *n, RtLink *k)
 			iov[niov++].iov_len = part[i].iov_len - skip;
 			skip = 0;
 		}
-		w = send_iov(k->fd, iov, niov);
+		w = io_sendv(k->tls, k->fd, iov, niov);
 		if (w < 0) {
 			if (errno == EAGAIN || errno == EINTR)
 				return 1;
@@ -518,13 +551,33 @@ link_read(RtNet *n, RtLink *k)
 
 	for (;;) {
 		want = k->nrbuf < 8 ? 8 : 8 + word_extra(n, word_get(k->rbuf));
-		ssize_t r = read(k->fd, k->rbuf + k->nrbuf,
-				 (size_t)(want - k->nrbuf));
+		ssize_t r = io_read(k->tls, k->fd, k->rbuf + k->nrbuf,
+				    (size_t)(want - k->nrbuf));
 
-		if (r == 0)
+		if (k->tls && k->connecting == 2 &&
+		    (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR))) {
+			/* TLS 1.3: the peer checks this end's certificate
+			   after this end's handshake is done */
+			k->refused = RT_REFUSED_TLS;
+			snprintf(k->tls_why, sizeof k->tls_why, "%s",
+				 r == 0 ? "the TLS connection closed"
+				 : rt_tls_error());
 			return -1;
+		}
+		if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR)) {
+			/* a TLS alert (a record of type 21, version 3.x):
+			   the peer speaks TLS, and this process not */
+			if (!k->tls && k->nrbuf + (r > 0 ? r : 0) >= 2 &&
+			    k->rbuf[0] == 0x15 && k->rbuf[1] == 0x03) {
+				k->refused = RT_REFUSED_TLS;
+				snprintf(k->tls_why, sizeof k->tls_why, "it "
+					 "runs TLS, and this process not (give "
+					 "it --tls-cert, --tls-key, --tls-ca)");
+			}
+			return -1;
+		}
 		if (r < 0)
-			return errno == EAGAIN || errno == EINTR ? heard : -1;
+			return heard;
 		if ((k->nrbuf += (int)r) < 8 ||
 		    k->nrbuf < 8 + word_extra(n, word_get(k->rbuf)))
 			continue;
@@ -533,6 +586,13 @@ link_read(RtNet *n, RtLink *k)
 		if (w == CTL_DENY_MAC || w == CTL_DENY_NOKEY) {
 			k->refused = w == CTL_DENY_MAC ? RT_REFUSED_MAC
 				   : RT_REFUSED_NOKEY;
+			return -1;
+		}
+		if (w == CTL_DENY_TLS) {
+			k->refused = RT_REFUSED_TLS;
+			snprintf(k->tls_why, sizeof k->tls_why, "it runs TLS, "
+				 "and this process not (give it --tls-cert, "
+				 "--tls-key, --tls-ca)");
 			return -1;
 		}
 		if (w == CTL_HELLO) {
@@ -579,13 +639,47 @@ link_hello(RtNet *n, RtLink *k)
 		memcpy(w + 8, k->nonce, sizeof k->nonce);
 		len += sizeof k->nonce;
 	}
-	if (send(k->fd, w, len, MSG_NOSIGNAL | MSG_DONTWAIT) != (ssize_t)len) {
+	if (io_send(k->tls, k->fd, w, len) != (ssize_t)len) {
 		link_broken(n, k); /* a new connection has room for it */
 		return;
 	}
 	k->connecting = 2;
 	k->alive = k->pinged = rt_now();
 	link_arm(n, k, 0);
+}
+
+/* One more step of k's TLS handshake: done, k says HELLO (or PING) as
+ * over plain TCP; failed, the peer refused it (or k refused the peer's
+ * certificate), and why is kept for the messages.  Under k->mu. */
+static void
+link_tls_step(RtNet *n, RtLink *k)
+{
+	int rv = rt_tls_handshake(k->tls, &k->tls_want, k->tls_why,
+				  sizeof k->tls_why);
+
+	if (rv > 0) {
+		link_hello(n, k);
+	} else if (rv == 0) {
+		link_arm(n, k, 0);
+	} else if (rv == -2) {
+		link_broken(n, k);
+	} else {
+		k->refused = RT_REFUSED_TLS;
+		link_broken(n, k);
+	}
+}
+
+/* k's connect went through: its TLS handshake begins.  Under k->mu. */
+static void
+link_tls_start(RtNet *n, RtLink *k)
+{
+	if ((k->tls = rt_tls_new(n->tls, k->fd, 0)) == NULL) {
+		link_broken(n, k);
+		return;
+	}
+	k->connecting = 3;
+	k->alive = rt_now(); /* the handshake's deadline counts from here */
+	link_tls_step(n, k);
 }
 
 /* The I/O thread's heartbeat of link k, each tick: a link that was
@@ -596,12 +690,12 @@ link_hello(RtNet *n, RtLink *k)
 static void
 link_beat(RtNet *n, RtLink *k, double now)
 {
-	if (k->connecting == 2 && n->hb_dead > 0 &&
+	if ((k->connecting == 2 || k->connecting == 3) && n->hb_dead > 0 &&
 	    now - k->alive > n->hb_dead) {
 		/* connected, but no answer: try again later; a peer that was
 		   gone stays gone, for the reason it went */
 		if (pthread_mutex_trylock(&k->mu) == 0) {
-			if (k->connecting == 2)
+			if (k->connecting == 2 || k->connecting == 3)
 				link_broken(n, k);
 			pthread_mutex_unlock(&k->mu);
 		}
@@ -644,8 +738,12 @@ link_event(RtNet *n, RtLink *k, uint32_t events)
 				       &len) != 0 || err != 0 ||
 			    (events & (EPOLLHUP | EPOLLERR)))
 				link_broken(n, k);
+			else if (n->tls)
+				link_tls_start(n, k);
 			else
 				link_hello(n, k);
+		} else if (k->fd >= 0 && k->connecting == 3) {
+			link_tls_step(n, k);
 		} else if (k->fd >= 0 && k->connecting == 2) {
 			int heard = (events & (EPOLLHUP | EPOLLERR)) ? -1
 				  : link_read(n, k);
@@ -756,6 +854,7 @@ conn_close(RtNet *n, RtConn *c)
 	rt_buf_free(c->cur);
 	rt_auth_free(&c->in);
 	rt_auth_free(&c->out);
+	rt_tls_close(c->tls);
 	free(c);
 }
 
@@ -780,6 +879,12 @@ accept_all(RtNet *n)
 		c->kind = EV_CONN;
 		c->fd = fd;
 		sockaddr_str(c->addr, sizeof c->addr, &sa);
+		if (n->tls && (c->tls = rt_tls_new(n->tls, fd, 1)) == NULL) {
+			close(fd);
+			free(c);
+			continue;
+		}
+		c->hs = n->tls != NULL;
 		c->next = n->conns;
 		n->conns = c;
 		ev.events = EPOLLIN | EPOLLRDHUP;
@@ -853,7 +958,8 @@ conn_deny(RtNet *n, RtConn *c, uint64_t why, const char *what)
 	unsigned char w[8];
 
 	word_put(w, why);
-	if (send(c->fd, w, sizeof w, MSG_NOSIGNAL | MSG_DONTWAIT) < 0) {
+	/* in the clear to a peer that never got as far as TLS */
+	if (io_send(c->hs ? NULL : c->tls, c->fd, w, sizeof w) < 0) {
 		/* it reads nothing, or is gone */
 	}
 	conn_refused(n, c, what);
@@ -869,8 +975,8 @@ conn_flush(RtConn *c)
 
 	if (c->lpong == 0)
 		return 0;
-	w = send(c->fd, c->pong + c->npong, (size_t)(c->lpong - c->npong),
-		 MSG_NOSIGNAL | MSG_DONTWAIT);
+	w = io_send(c->tls, c->fd, c->pong + c->npong,
+		    (size_t)(c->lpong - c->npong));
 	if (w < 0)
 		return errno == EAGAIN || errno == EINTR ? 0 : -1;
 	if ((c->npong += (int)w) == c->lpong)
@@ -913,8 +1019,7 @@ conn_hello(RtNet *n, RtConn *c)
 	    rt_auth_derive(key, n->key, c->x, w + 8) ||
 	    rt_auth_init(&c->in, key, 0) || rt_auth_init(&c->out, key, 1))
 		return -1;
-	if (send(c->fd, w, sizeof w, MSG_NOSIGNAL | MSG_DONTWAIT) !=
-	    (ssize_t)sizeof w)
+	if (io_send(c->tls, c->fd, w, sizeof w) != (ssize_t)sizeof w)
 		return -1; /* a new connection has room for it */
 	c->ready = 1;
 	return 0;
@@ -944,6 +1049,10 @@ conn_word(RtNet *n, RtConn *c)
 {
 	uint64_t w = word_get(c->hdr);
 
+	/* a TLS record of a handshake (type 22, version 3.x) */
+	if (!n->tls && c->hdr[0] == 0x16 && c->hdr[1] == 0x03)
+		return conn_deny(n, c, CTL_DENY_MAC, "it runs TLS, this task "
+				 "not");
 	if (w & CTL) {
 		c->nhdr = 0;
 		if (w == CTL_HELLO && !n->keyed)
@@ -1008,6 +1117,41 @@ conn_extra(RtNet *n, RtConn *c)
 	}
 }
 
+static int conn_read(RtNet *n, RtConn *c);
+
+/* One more step of c's TLS handshake; done, what came after it is
+ * read.  0, or -1 to close c (a peer refused: said once per host). */
+static int
+conn_tls_step(RtNet *n, RtConn *c)
+{
+	struct epoll_event ev;
+	char why[200];
+	unsigned char w[8];
+	int want = 0, rv;
+
+	/* a peer without TLS says its first word in the clear: it is told
+	   so in a word it reads (a TLS alert would mean nothing to it) */
+	if (recv(c->fd, w, sizeof w, MSG_PEEK | MSG_DONTWAIT) == 8 &&
+	    (w[7] & 0x80))
+		return conn_deny(n, c, CTL_DENY_TLS, "it does not run TLS, "
+				 "this task does");
+	rv = rt_tls_handshake(c->tls, &want, why, sizeof why);
+	if (rv == -2)
+		return -1; /* a peer that went away: nothing refused */
+	if (rv < 0) {
+		conn_refused(n, c, why);
+		return -1;
+	}
+	/* waiting to write: OUT until it can; else, and after, IN */
+	ev.events = EPOLLIN | EPOLLRDHUP | (rv == 0 && want == 2 ? EPOLLOUT : 0);
+	ev.data.ptr = c;
+	epoll_ctl(n->ep, EPOLL_CTL_MOD, c->fd, &ev);
+	if (rv == 0)
+		return 0;
+	c->hs = 0;
+	return conn_read(n, c);
+}
+
 /* Reads what has come on c and completes every whole frame (with a
  * cluster key, every frame whose MAC is right: the MAC is computed as
  * its bytes come, while they are in the cache).  0, or -1 when the
@@ -1019,10 +1163,11 @@ conn_read(RtNet *n, RtConn *c)
 		ssize_t r;
 
 		if (c->wantx) {
-			r = read(c->fd, c->x + c->nx, (size_t)(c->wantx - c->nx));
+			r = io_read(c->tls, c->fd, c->x + c->nx,
+				    (size_t)(c->wantx - c->nx));
 		} else if (c->nhdr < FRAME_HDR) {
-			r = read(c->fd, c->hdr + c->nhdr,
-				 (size_t)(FRAME_HDR - c->nhdr));
+			r = io_read(c->tls, c->fd, c->hdr + c->nhdr,
+				    (size_t)(FRAME_HDR - c->nhdr));
 		} else {
 			if (conn_room(c) != 0) {
 				fprintf(stderr, "tfgc: error: %s: out of memory "
@@ -1031,8 +1176,8 @@ conn_read(RtNet *n, RtConn *c)
 					c->want, c->addr);
 				return -1;
 			}
-			r = read(c->fd, c->cur->data + c->got,
-				 c->cap - c->got);
+			r = io_read(c->tls, c->fd, c->cur->data + c->got,
+				    c->cap - c->got);
 		}
 		if (r == 0)
 			return -1;
@@ -1093,7 +1238,8 @@ io_main(void *arg)
 			} else if (kind == EV_CONN) {
 				RtConn *c = ev[i].data.ptr;
 
-				if (!n->recv || conn_read(n, c) != 0)
+				if (!n->recv || (c->hs && conn_tls_step(n, c)) ||
+				    (!c->hs && conn_read(n, c) != 0))
 					conn_close(n, c);
 			} else {
 				link_event(n, ev[i].data.ptr, ev[i].events);
@@ -1305,7 +1451,7 @@ write_frame(RtNet *n, RtLink *k, RtBuf *b, double deadline,
 			iov[niov++].iov_len = part[i].iov_len - skip;
 			skip = 0;
 		}
-		w = send_iov(k->fd, iov, niov);
+		w = io_sendv(k->tls, k->fd, iov, niov);
 		if (w > 0) {
 			off += (size_t)w;
 			k->alive = rt_now(); /* the peer takes it: alive */
@@ -1535,6 +1681,20 @@ rt_net_peer_gone(RtNet *n, int peer)
 }
 
 void
+rt_net_tls(RtNet *n, RtTls *t)
+{
+	n->tls = t;
+}
+
+const char *
+rt_net_peer_tls_why(RtNet *n, int peer)
+{
+	if (peer < 0 || peer >= n->npeer || !n->peers[peer].open)
+		return "";
+	return n->peers[peer].tls_why;
+}
+
+void
 rt_net_key(RtNet *n, const unsigned char key[RT_KEY_BYTES])
 {
 	memcpy(n->key, key, RT_KEY_BYTES);
@@ -1587,6 +1747,7 @@ link_free(RtLink *k)
 		rt_buf_free(k->queue[i]);
 	rt_auth_free(&k->out);
 	rt_auth_free(&k->in);
+	rt_tls_close(k->tls);
 	pthread_mutex_destroy(&k->mu);
 }
 
@@ -1619,6 +1780,8 @@ rt_net_close(RtNet *n)
 	free(n->peers);
 	n->peers = NULL;
 	n->npeer = 0;
+	rt_tls_free(n->tls);
+	n->tls = NULL;
 	if (n->ep >= 0)
 		close(n->ep);
 	if (n->wake >= 0)

@@ -53,7 +53,9 @@ enum { RT_GONE_HANGUP = 1, RT_GONE_SILENT };
 /* Why a peer refused this process's connection (rt_net_peer_refused). */
 enum { RT_REFUSED_MAC = 1, /* its cluster key is another, or it has one
 			      and this process none */
-       RT_REFUSED_NOKEY    /* this process has a key, it has none */ };
+       RT_REFUSED_NOKEY,   /* this process has a key, it has none */
+       RT_REFUSED_TLS      /* the TLS handshake failed (RtLink.tls_why) */
+};
 
 /* A message: len bytes at data, then ntail bytes at tail.  Received
  * ones name the address of the connection they came on. */
@@ -108,6 +110,11 @@ typedef struct RtLink {
 	unsigned char nonce[RT_NONCE_BYTES]; /* this end's part */
 	unsigned char qtag[RT_TAG_BYTES]; /* the MAC of queue[0] */
 	int refused;           /* RT_REFUSED_*: the peer's last word */
+	/* TLS (RtNet.tls): connecting is 3 during the handshake */
+	void *tls;             /* the session of this connection */
+	int tls_want;          /* what the handshake waits for: 1 read, 2
+				  write */
+	char tls_why[200];     /* why the last handshake failed */
 } RtLink;
 
 /* The receive the layer above posts: done() is called for each message
@@ -143,6 +150,7 @@ typedef struct RtNet {
 	double up_wait;        /* seconds a send waits for a peer that is
 				  not up to come (0: its deadline) */
 	int keyed;             /* a cluster key: every frame has a MAC */
+	RtTls *tls;            /* TLS on every connection (owned) */
 	unsigned char key[RT_KEY_BYTES]; /* the cluster key, hashed */
 	char logged[16][64];   /* hosts whose refused frames were reported */
 	int nlogged;
@@ -174,6 +182,11 @@ tfg_status rt_net_dial(RtNet *n, int peer, const char *url,
  * connection, derived from cluster key `key` (spec/design.md "Cluster
  * keys"); before rt_net_listen and rt_net_dial. */
 void rt_net_key(RtNet *n, const unsigned char key[RT_KEY_BYTES]);
+/* Every connection of this process runs TLS with t (taken), instead; before
+ * rt_net_listen and rt_net_dial. */
+void rt_net_tls(RtNet *n, RtTls *t);
+/* Why peer i's last TLS handshake failed ("" if none did). */
+const char *rt_net_peer_tls_why(RtNet *n, int peer);
 /* Starts receiving: r->done gets every message from now on. */
 tfg_status rt_net_recv_start(RtNet *n, RtNetRecv *r, TfgError *e);
 /* Sends b to peer i, or to a reply URL (dialed on first use), waiting at

@@ -154,7 +154,21 @@ rt_proc_open(RtProc *p, const char *url, TfgError *e)
 
 	if ((keyed = rt_auth_key_load(p->opt.cluster_key, key, e)) < 0)
 		return e->code;
-	if (keyed)
+	if (p->opt.tls_cert || p->opt.tls_key || p->opt.tls_ca) {
+		RtTls *t;
+
+		if (keyed)
+			return tfg_error(e, TFG_EINVAL, "--cluster-key or TLS "
+					 "(--tls-cert, --tls-key, --tls-ca), "
+					 "not both: TLS authenticates every "
+					 "message already");
+		if ((t = rt_tls_load(p->opt.tls_cert, p->opt.tls_key,
+				     p->opt.tls_ca, e)) == NULL)
+			return e->code;
+		rt_net_tls(&p->net, t);
+		keyed = 1; /* members only, as with a key */
+	}
+	if (keyed && !p->net.tls)
 		rt_net_key(&p->net, key);
 	p->keyed = keyed;
 	if ((st = rt_net_listen(&p->net, url, RT_HDR_SIZE +
@@ -682,6 +696,11 @@ rt_peer_refused(RtProc *p, int task, char *why, size_t n)
 			 "process has one (give every task the same "
 			 "--cluster-key)", name,
 			 p->task < 0 ? "this tfgc" : p->name);
+		return 1;
+	case RT_REFUSED_TLS:
+		snprintf(why, n, "no TLS connection from %s to %s: %s",
+			 p->task < 0 ? "this tfgc" : p->name, name,
+			 rt_net_peer_tls_why(&p->net, task));
 		return 1;
 	}
 	return 0;

@@ -60,14 +60,13 @@ enum {
 	RT_MSG_ABORT,    /* client -> task; step: a step of the client that
 			    failed; key: 0; body: why (1..RT_ABORT_MAX
 			    bytes of text); not answered */
-	RT_MSG_TRACE,    /* controller -> task; step: the controller's
-			    clock (ns since 1970) when it sent it; body:
-			    reply URL */
+	RT_MSG_TRACE,    /* controller -> task; body: reply URL */
 	RT_MSG_TRACE_DATA, /* task -> controller; key: 1 if the task
 			      records (tfgc server --trace), else 0; body:
-			      its trace events as JSON text
-			      (runtime/trace.h), their times in the
-			      controller's clock */
+			      "tfg-clock R S\n" (its clock in ns when the
+			      TRACE came and when this left), then its
+			      trace events as JSON text (runtime/trace.h),
+			      in its clock */
 	RT_MSG__N
 };
 

@@ -224,12 +224,10 @@ serve_session(RtServer *s, const RtMsg *m)
 static void
 serve_trace(RtServer *s, const RtMsg *m)
 {
-	char url[RT_URL_MAX], *json = NULL;
-	size_t n = 0;
+	char url[RT_URL_MAX], *json = NULL, *body;
+	size_t n = 0, k;
 	TfgError e;
-	/* the controller's clock as it sent: the offset is off by the
-	   message's way here, some 50 us on one machine */
-	double offset = rt_trace_clock() - (double)m->h.step * 1e-9;
+	double got = rt_trace_clock();
 
 	rt_body_url(url, m);
 	if (url[0] == '\0')
@@ -248,13 +246,24 @@ serve_trace(RtServer *s, const RtMsg *m)
 			break;
 		nanosleep(&ts, NULL);
 	}
-	if (rt_tracing && (json = rt_trace_take(s->proc.task, offset, &n)) ==
+	if (rt_tracing && (json = rt_trace_take(s->proc.task, 0, &n)) ==
 	    NULL)
 		fprintf(stderr, "tfgc: error: %s: out of memory for the "
 			"trace\n", s->proc.name);
+	/* first line: this clock when the TRACE came and as the answer
+	   leaves, for the controller's estimate of the offset */
+	if ((body = malloc(n + 64)) == NULL) {
+		free(json);
+		return;
+	}
+	k = (size_t)snprintf(body, 64, "tfg-clock %.0f %.0f\n", got * 1e9,
+			     rt_trace_clock() * 1e9);
+	if (n)
+		memcpy(body + k, json, n);
 	if (rt_send_text(&s->proc, url, RT_MSG_TRACE_DATA, 0,
-			 (uint32_t)(rt_tracing != 0), json, n, &e))
+			 (uint32_t)(rt_tracing != 0), body, k + n, &e))
 		fprintf(stderr, "tfgc: error: %s: %s\n", s->proc.name, e.msg);
+	free(body);
 	free(json);
 }
 

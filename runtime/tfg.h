@@ -453,6 +453,8 @@ typedef struct TfgOptions {
 				    variables from this checkpoint */
 	const char *cluster_key; /* --cluster-key FILE (NULL: the file
 				    TFG_CLUSTER_KEY names, or none) */
+	const char *tls_cert, *tls_key, *tls_ca; /* --tls-*: TLS on every
+				    connection (PEM files) */
 	const char *trace_file; /* tfgc run --trace FILE: the run's trace
 				   goes there; tfgc server --trace: the
 				   task records one ("-": for the
