@@ -54,7 +54,7 @@ static int g_opt = 2; /* opt_level of run() */
 static int
 run(JhRun *r, const Program *p, int task, int sig)
 {
-	return jh_run(r, p, task, sig, &(CgOptions){NULL, g_opt, NULL, NULL, NULL});
+	return jh_run(r, p, task, sig, &(CgOptions){.opt_level = g_opt});
 }
 
 /* ------------------------------------------------------------ reference */
@@ -519,7 +519,7 @@ t_recv_fails(void)
 	jh_feed(0, v, sizeof v);
 	jh_feed(1, v, sizeof v);
 	Program *p = jh_prog1(nodes, 5);
-	CgOptions o = {NULL, 2, NULL, NULL, NULL};
+	CgOptions o = {.opt_level = 2};
 	ASSERT_EQ(cg_jit(&r.j, p, 0, &o, r.parts, NULL), 0); /* warm up */
 	cg_jit_free(r.j);
 	ASSERT_EQ(run(&r, p, 0, 0), 0);

@@ -326,7 +326,7 @@ typedef struct JhRun {
 static inline int
 jh_jit(JhRun *r, const Program *p, int task, const CgOptions *o)
 {
-	CgOptions co = o ? *o : (CgOptions){NULL, 2, NULL, NULL, NULL};
+	CgOptions co = o ? *o : (CgOptions){.opt_level = 2};
 	memset(r, 0, sizeof *r);
 	r->p = p;
 	r->task = task;
@@ -395,7 +395,7 @@ jh_run_done(JhRun *r)
 static inline char *
 jh_emit(const Program *p, const char *cpu)
 {
-	CgOptions o = {cpu, 2, NULL, NULL, NULL};
+	CgOptions o = {.cpu = cpu, .opt_level = 2};
 	char *s = NULL;
 	size_t n = 0;
 	FILE *f = open_memstream(&s, &n);

@@ -86,7 +86,7 @@ static int
 jit(JhRun *r, int d, const char *cpu)
 {
 	Program *p = program(d);
-	CgOptions o = {cpu, 2, NULL, NULL, NULL};
+	CgOptions o = {.cpu = cpu, .opt_level = 2};
 	return p ? jh_jit(r, p, 0, &o) : -1;
 }
 
