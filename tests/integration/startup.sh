@@ -31,4 +31,19 @@ expect_rc 1 $TFGC run --startup-timeout 5 $addrs examples/hello.tfg
 kill $holder 2>/dev/null
 expect_in "$T/err" "/job:local/task:0"
 expect_in "$T/err" "address in use"
+# Tasks start in any order within the deadline: the run first, then
+# task 1, then, a second later, task 0; it works.
+cp examples/hello.tfg "$T/p.tfg"
+$TFGC run --attach --startup-timeout 10 $addrs "$T/p.tfg" >"$T/out" 2>"$T/err" &
+run=$!
+sleep 0.5
+$TFGC server "$T/p.tfg" --job local --task 1 $addrs 2>"$T/s1" &
+s1=$!
+sleep 1
+$TFGC server "$T/p.tfg" --job local --task 0 $addrs 2>"$T/s0" &
+s0=$!
+wait $run || fail "the run with late tasks failed: $(cat "$T/err")"
+[ "$(cat "$T/out")" = "238" ] || fail "the run with late tasks printed '$(cat "$T/out")'"
+expect_rc 0 $TFGC stop $addrs "$T/p.tfg"
+wait $s0 $s1 || fail "a late server failed: $(cat "$T/s0" "$T/s1")"
 echo "startup: ok"
