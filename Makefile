@@ -27,9 +27,11 @@ WARN    += -Werror
 endif
 CFLAGS   = -std=c11 -D_GNU_SOURCE $(OPT) -g $(WARN) -fvisibility=hidden \
            -I. -I$(BUILD) $(SANFLAGS)
+# float-cast-overflow: clang's undefined has it, gcc's not
 ifeq ($(SAN),1)
-SANFLAGS = -fsanitize=address,undefined -fno-omit-frame-pointer \
-           -fno-sanitize-recover=undefined
+SANFLAGS = -fsanitize=address,undefined,float-cast-overflow \
+           -fno-omit-frame-pointer \
+           -fno-sanitize-recover=undefined,float-cast-overflow
 endif
 # make fuzz: the same, and libFuzzer's coverage (clang only)
 ifeq ($(SAN),fuzz)
