@@ -5,7 +5,8 @@
 #   make bench    benchmarks (not part of test)
 #   make bench-deps   NumPy and PyTorch, the references of make bench
 #   make asan     build/asan/tfgc with AddressSanitizer + UBSan
-#   make fuzz [FUZZ_SECS=60]   run each libFuzzer target (tests/fuzz/)
+#   make fuzz [FUZZ_SECS=60] [FUZZ_MIN=1]   run each libFuzzer target
+#                 (tests/fuzz/); FUZZ_MIN: make the corpus again, smaller
 #   make static   build/static/tfgc(.xz): needs only libc and libm
 #   make golden-update [AREA=..] [T=..]   rewrite golden files for review
 
@@ -158,6 +159,7 @@ asan:
 FUZZ_PKGS    = clang-19 libclang-rt-19-dev
 FUZZ_CC      = clang-19
 FUZZ_SECS   ?= 60
+FUZZ_MIN    ?= 0
 FUZZ_TARGETS = wire front npy
 FUZZ_LIBS    = -lopenblas -lz -lpthread -ldl -lm
 FUZZ_SEEDS_front = $(wildcard examples/*.tfg tests/golden/*/*.tfg \
@@ -184,8 +186,8 @@ fuzz:
 	@$(MAKE) --no-print-directory deps PKGS="$(FUZZ_PKGS)"
 	$(MAKE) BUILD=build/fuzz CC=$(FUZZ_CC) SAN=fuzz OPT=-O1 \
 		$(FUZZ_TARGETS:%=build/fuzz/tests/fuzz/%_fuzz)
-	@$(foreach t,$(FUZZ_TARGETS),sh tests/fuzz/run.sh fuzz $(t) \
-		$(FUZZ_SECS) $(FUZZ_SEEDS_$(t)) &&) true
+	@$(foreach t,$(FUZZ_TARGETS),FUZZ_MIN=$(FUZZ_MIN) sh tests/fuzz/run.sh \
+		fuzz $(t) $(FUZZ_SECS) $(FUZZ_SEEDS_$(t)) &&) true
 
 fuzz-replay:
 	@$(MAKE) --no-print-directory BUILD=build/asan SAN=1 OPT=-O1 \

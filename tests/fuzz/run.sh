@@ -5,9 +5,10 @@
 #       build/fuzz/tests/fuzz/TARGET_fuzz (libFuzzer) for SECS seconds,
 #       niced, from tests/fuzz/corpus/TARGET and the seeds; then the
 #       inputs it found that reach code the corpus does not join the
-#       corpus (-merge=1), so that it grows by what matters only.  A
-#       crash, leak, hang or failed check is left in build/fuzz/crash/
-#       and fails the run: fix it, then add the input to the corpus.
+#       corpus (-merge=1), so that it grows by what matters only
+#       (FUZZ_MIN=1: the corpus is made again, smaller).  A crash, leak,
+#       hang or failed check is left in build/fuzz/crash/ and fails the
+#       run: fix it, then add the input to the corpus as crash-NAME.
 #   run.sh replay TARGET [SEED...]      make fuzz-replay (make test)
 #       build/asan/tests/fuzz/TARGET_replay (tests/fuzz/replay.c under
 #       ASan) once on the corpus and the seeds.
@@ -53,13 +54,30 @@ execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")
 # holding the corpus and the seeds, so that only what reaches code none of
 # them reaches gets in; edges count, not how often they run
 # (-use_counters=0), which keeps the corpus small.
+# With FUZZ_MIN=1 the corpus is made again, of what it had and what the
+# run found, the smaller inputs first (libFuzzer's reductions among
+# them): much smaller, but many files change.  crash-* inputs stay, and
+# seed-* (wire_seeds.c).
 merge=build/fuzz/merge/$t
+from=$new
 rm -rf "$merge"
 mkdir -p "$merge"
+if [ "${FUZZ_MIN:-0}" = 1 ]; then
+	from="build/fuzz/old/$t $new"
+	rm -rf "build/fuzz/old/$t"
+	mkdir -p "build/fuzz/old/$t"
+	for f in "$corpus"/*; do
+		case ${f##*/} in
+		crash-* | seed-*) ;;
+		*) mv "$f" "build/fuzz/old/$t/" ;;
+		esac
+	done
+fi
 cp -R "$corpus"/. "$seeds"/. "$merge"/
 LC_ALL=C ls "$merge" >"$merge.before"
+# shellcheck disable=SC2086 # $from: one or two directories
 nice -n 10 "$bin" -merge=1 -use_counters=0 -timeout=10 -rss_limit_mb=2048 \
-	-close_fd_mask=3 "$merge" "$new" >"$log.merge" 2>&1 || {
+	-close_fd_mask=3 "$merge" $from >"$log.merge" 2>&1 || {
 	tail -n 20 "$log.merge"
 	echo "fuzz: $t: merging into $corpus failed"
 	exit 1
