@@ -522,8 +522,23 @@ rdv_recv(struct RtCtx *c, uint32_t key, void *dst)
 				 RT_STEP_NO(c->step));
 	snprintf(what, sizeof what, "'%s' from %s", edge->name,
 		 p->plan->tasks[edge->src].name);
-	if ((st = rdv_wait(c, RT_MSG_TENSOR, key, -1, edge->src, what, &m)))
-		return st;
+	/* A tensor was validated against the plan its header names, which
+	   need not be the step's: a peer may name another specialisation
+	   registered here, whose edge of this key has another size.  Such a
+	   one is reported and dropped, and the wait goes on. */
+	for (;;) {
+		if ((st = rdv_wait(c, RT_MSG_TENSOR, key, -1, edge->src, what,
+				   &m)))
+			return st;
+		if (m.h.prog == c->plan->hash)
+			break;
+		fprintf(stderr, "tfgc: error: %s: bad TENSOR %s for step %llu: "
+			"it is of plan %016llx, the step runs plan %016llx "
+			"(ignored)\n", p->name, what, RT_STEP_NO(c->step),
+			(unsigned long long)m.h.prog,
+			(unsigned long long)c->plan->hash);
+		rt_msg_free(&m);
+	}
 	memcpy(dst, m.body, rt_edge_nbytes(edge));
 	rt_msg_free(&m);
 	return TFG_OK;

@@ -8,7 +8,8 @@
  * encoded by rt_hdr_encode for the plans the target compiles: the STARTs,
  * tensors, ABORTs and DONEs of steps on each task, a client's fetches, a
  * peer that restarts, the controller's traffic, the SPECIALISE, START and
- * RELEASE of a specialisation, and a few messages each check refuses.
+ * RELEASE of a specialisation, a tensor of another specialisation than
+ * its step's, and a few messages each check refuses.
  * From these the fuzzer finds its way into every branch of validation
  * and filing without guessing a plan hash or a step's tag.
  */
@@ -377,6 +378,32 @@ generic(void)
 	}
 	seed_run(&s);
 	seed_write("gen-task1-restart", &s);
+
+	/* a tensor of another specialisation than its step's, whose edge
+	   of that key is smaller, then the right one */
+	{
+		TfgShape small[2] = {{2, {1, 3}}, {1, {2}}};
+		TfgShape large[2] = {{2, {50, 3}}, {1, {2}}};
+		const TfgPlan *x, *y;
+
+		TFG_ASSERT(we_specialise(b, g, 0, small, 2, &x, parts, &e) ==
+			   0);
+		TFG_ASSERT(we_specialise(b, g, 0, large, 2, &y, parts, &e) ==
+			   0);
+		seed_begin(&s, 2, 1, 0, 0);
+		seed_specialise(&s, g, step_of(0, 2, 1), 1, 2);
+		seed_specialise(&s, g, step_of(0, 2, 2), 50, 2);
+		seed_run(&s);
+		seed_tensor(&s, x, we_edge(x, "y", 1, 2), step_of(0, 2, 3),
+			    NULL);
+		seed_tensor(&s, y, we_edge(y, "y", 1, 2), step_of(0, 2, 3),
+			    NULL);
+		seed_start(&s, y, 0, 2, step_of(0, 2, 3));
+		seed_run(&s);
+		seed_write("gen-task2-other-plan", &s);
+		we_release(b, x);
+		we_release(b, y);
+	}
 
 	for (int t = 0; t < 3; t++)
 		we_release(b, sp[t]);
