@@ -6,6 +6,8 @@
 #   make bench    benchmarks (not part of test)
 #   make bench-deps   NumPy and PyTorch, the references of make bench
 #   make asan     build/asan/tfgc with AddressSanitizer + UBSan
+#   make fuzz [FUZZ_SECS=60] [FUZZ_MIN=1]   run each libFuzzer target
+#                 (tests/fuzz/); FUZZ_MIN: make the corpus again, smaller
 #   make static   build/static/tfgc(.xz): needs only libc and libm
 #   make golden-update [AREA=..] [T=..]   rewrite golden files for review
 
@@ -31,9 +33,16 @@ WARN    += -Werror
 endif
 CFLAGS   = -std=c11 -D_GNU_SOURCE $(OPT) -g $(WARN) -fvisibility=hidden \
            -I. -I$(BUILD) $(SANFLAGS)
+# float-cast-overflow: clang's undefined has it, gcc's not
 ifeq ($(SAN),1)
-SANFLAGS = -fsanitize=address,undefined -fno-omit-frame-pointer \
-           -fno-sanitize-recover=undefined
+SANFLAGS = -fsanitize=address,undefined,float-cast-overflow \
+           -fno-omit-frame-pointer \
+           -fno-sanitize-recover=undefined,float-cast-overflow
+endif
+# make fuzz: the same, and libFuzzer's coverage (clang only)
+ifeq ($(SAN),fuzz)
+SANFLAGS = -fsanitize=fuzzer-no-link,address,undefined \
+           -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 endif
 LLVM_INC = -I$(shell $(LLVM_CONFIG) --includedir)
 LLVM_LIB = -L$(shell $(LLVM_CONFIG) --libdir) -lLLVM-19
@@ -55,7 +64,8 @@ UNIT_SRC = $(wildcard tests/unit/*_test.c)
 UNIT_BIN = $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
 
 .PHONY: all run test deps unit golden golden-update integration asan bench \
-        lint 80 clean static bench-deps test-slurm
+        lint 80 clean static bench-deps test-slurm fuzz fuzz-replay \
+        fuzz-seeds
 all: tfgc $(BUILD)/libtfg.a
 
 tfgc: $(BUILD)/tfgc
@@ -118,7 +128,7 @@ run: deps
 
 test: deps
 	$(MAKE) all
-	$(MAKE) unit golden integration test-slurm asan lint
+	$(MAKE) unit golden integration test-slurm asan fuzz-replay lint
 
 unit: $(UNIT_BIN)
 	@sh tests/unit/run.sh $(UNIT_BIN)
@@ -151,6 +161,59 @@ asan:
 		sh tests/integration/run.sh
 	@TFGC=build/asan/tfgc ASAN_OPTIONS=detect_leaks=1 \
 		timeout -k 5 300 sh tests/slurm/run.sh
+
+# ------------------------------------------------------------ fuzzing
+# spec/design.md "Fuzzing".  tests/fuzz/X_fuzz.c is a libFuzzer target;
+# make fuzz builds each with clang-19 (its packages installed only then)
+# into build/fuzz and runs it for FUZZ_SECS seconds from its corpus,
+# tests/fuzz/corpus/X, and its seeds, adding what finds new code to the
+# corpus.  make fuzz-replay (part of test) links each target with
+# tests/fuzz/replay.c instead, under ASan with $(CC), and runs the corpus
+# and the seeds once.  The targets run no code generation: no LLVM.
+FUZZ_PKGS    = clang-19 libclang-rt-19-dev
+FUZZ_CC      = clang-19
+FUZZ_SECS   ?= 60
+FUZZ_MIN    ?= 0
+FUZZ_TARGETS = wire front npy
+FUZZ_LIBS    = -lopenblas -lz -lssl -lcrypto -lpthread -ldl -lm
+FUZZ_SEEDS_front = $(wildcard examples/*.tfg tests/golden/*/*.tfg \
+                              tests/integration/progs/*.tfg)
+FUZZ_SEEDS_npy   = $(wildcard tests/data/*.npy tests/golden/*/*.npy)
+FUZZ_SEEDS_wire  =
+
+FUZZ_OBJ = $(FUZZ_TARGETS:%=$(BUILD)/tests/fuzz/%_fuzz.o) \
+           $(BUILD)/tests/fuzz/replay.o $(BUILD)/tests/fuzz/wire_seeds.o
+.SECONDARY: $(FUZZ_OBJ)
+$(FUZZ_OBJ): $(BUILD)/lang/parse.h
+$(BUILD)/tests/fuzz/%_fuzz: $(BUILD)/tests/fuzz/%_fuzz.o $(BUILD)/libtfgc.a \
+                            $(BUILD)/libtfg.a
+	$(CC) $(SANFLAGS) -fsanitize=fuzzer -o $@ $^ $(FUZZ_LIBS)
+$(BUILD)/tests/fuzz/%_replay: $(BUILD)/tests/fuzz/%_fuzz.o \
+                              $(BUILD)/tests/fuzz/replay.o \
+                              $(BUILD)/libtfgc.a $(BUILD)/libtfg.a
+	$(CC) $(SANFLAGS) -o $@ $^ $(FUZZ_LIBS)
+$(BUILD)/tests/fuzz/wire_seeds: $(BUILD)/tests/fuzz/wire_seeds.o \
+                                $(BUILD)/libtfgc.a $(BUILD)/libtfg.a
+	$(CC) $(SANFLAGS) -o $@ $^ $(FUZZ_LIBS)
+
+fuzz:
+	@$(MAKE) --no-print-directory deps PKGS="$(FUZZ_PKGS)"
+	$(MAKE) BUILD=build/fuzz CC=$(FUZZ_CC) SAN=fuzz OPT=-O1 \
+		$(FUZZ_TARGETS:%=build/fuzz/tests/fuzz/%_fuzz)
+	@$(foreach t,$(FUZZ_TARGETS),FUZZ_MIN=$(FUZZ_MIN) sh tests/fuzz/run.sh \
+		fuzz $(t) $(FUZZ_SECS) $(FUZZ_SEEDS_$(t)) &&) true
+
+fuzz-replay:
+	@$(MAKE) --no-print-directory BUILD=build/asan SAN=1 OPT=-O1 \
+		$(FUZZ_TARGETS:%=build/asan/tests/fuzz/%_replay)
+	@$(foreach t,$(FUZZ_TARGETS),sh tests/fuzz/run.sh replay $(t) \
+		$(FUZZ_SEEDS_$(t)) &&) true
+
+# Rewrites the wire target's seeds (tests/fuzz/wire_seeds.c): after a
+# change to the wire format or to the target's programs.
+fuzz-seeds: $(BUILD)/tests/fuzz/wire_seeds
+	rm -f tests/fuzz/corpus/wire/seed-*
+	$(BUILD)/tests/fuzz/wire_seeds tests/fuzz/corpus/wire
 
 # build/static/tfgc: one executable that needs only libc and libm, with
 # LLVM, OpenBLAS, zlib, zstd and libstdc++ linked

@@ -161,7 +161,9 @@ store(Checker *c, AstNode *at, Lit l, TfgDtype t, IrMake *m, int k)
 
 	if (check_lit_store(c, at->loc, l, t, buf) < 0)
 		return -1;
-	m->i[k] = l.kind == 2 ? (int64_t)l.f : l.i;
+	/* a float literal comes with a float dtype only, which reads f[]:
+	   its integer value, which need not fit, is not wanted */
+	m->i[k] = l.kind == 2 ? 0 : l.i;
 	m->f[k] = l.kind == 2 ? l.f : (double)l.i;
 	if (t == TFG_F32)
 		m->f[k] = (float)m->f[k]; /* the value the tensor holds */

@@ -530,8 +530,23 @@ rdv_recv(struct RtCtx *c, uint32_t key, void *dst)
 		 (int)strcspn(edge->name, ";"), edge->name,
 		 p->plan->tasks[edge->src].name);
 	t0 = rt_tracing ? rt_trace_clock() : 0;
-	if ((st = rdv_wait(c, RT_MSG_TENSOR, key, -1, edge->src, what, &m)))
-		return st;
+	/* A tensor was validated against the plan its header names, which
+	   need not be the step's: a peer may name another specialisation
+	   registered here, whose edge of this key has another size.  Such a
+	   one is reported and dropped, and the wait goes on. */
+	for (;;) {
+		if ((st = rdv_wait(c, RT_MSG_TENSOR, key, -1, edge->src, what,
+				   &m)))
+			return st;
+		if (m.h.prog == c->plan->hash)
+			break;
+		fprintf(stderr, "tfgc: error: %s: bad TENSOR %s for step %llu: "
+			"it is of plan %016llx, the step runs plan %016llx "
+			"(ignored)\n", p->name, what, RT_STEP_NO(c->step),
+			(unsigned long long)m.h.prog,
+			(unsigned long long)c->plan->hash);
+		rt_msg_free(&m);
+	}
 	memcpy(dst, m.body, rt_edge_nbytes(edge));
 	rt_msg_free(&m);
 	if (rt_tracing && edge->src != p->task)

@@ -388,9 +388,12 @@ make(const FmtCase *c)
 		double v = c->ramp ? (double)k * c->scale + c->offset
 			   : c->f ? c->f[k]
 				  : 0;
-		long long iv = c->ramp || c->f ? (long long)v
-			       : c->i	   ? c->i[k]
-					   : 0;
+		/* for integer dtypes; a float case's NaN, inf or 1e300
+		   has no integer value (converting it is undefined) */
+		long long iv = c->ramp || c->f
+				   ? (v > -9e18 && v < 9e18 ? (long long)v : 0)
+			       : c->i ? c->i[k]
+				      : 0;
 
 		switch (c->dtype) {
 		case TFG_BOOL:
