@@ -28,8 +28,7 @@
 
 /* One direction of a keyed connection. */
 typedef struct RtAuth {
-	void *ctx;             /* EVP_CIPHER_CTX; NULL: not keyed */
-	unsigned char key[RT_KEY_BYTES];
+	void *ctx;             /* EVP_CIPHER_CTX, keyed; NULL: none */
 	uint64_t seq;          /* frames of this direction so far */
 	int dir;               /* 0 dialer to acceptor, 1 back */
 } RtAuth;

@@ -416,6 +416,25 @@ link_dial(RtNet *n, RtLink *k)
 	link_arm(n, k, 1);
 }
 
+/* What is left of the npart pieces of part[] after their first skip
+ * bytes, as iov[] (room for npart); returns how many. */
+static int
+iov_rest(struct iovec *iov, const struct iovec *part, int npart, size_t skip)
+{
+	int niov = 0;
+
+	for (int i = 0; i < npart; i++) {
+		if (skip >= part[i].iov_len) {
+			skip -= part[i].iov_len;
+			continue;
+		}
+		iov[niov].iov_base = (char *)part[i].iov_base + skip;
+		iov[niov++].iov_len = part[i].iov_len - skip;
+		skip = 0;
+	}
+	return niov;
+}
+
 /* The MAC of a frame of len bytes (hdr, data and tail) on keyed link k,
  * the next of its connection, into tag.  0, or -1 if libcrypto fails. */
 static int
@@ -488,9 +507,8 @@ link_flush(RtNet *n, RtLink *k)
 		const int tagged = n->keyed ? RT_TAG_BYTES : 0;
 		struct iovec part[3], iov[3];
 		size_t total = FRAME_HDR + b->len + (size_t)tagged;
-		size_t skip = k->qoff;
 		ssize_t w;
-		int niov = 0;
+		int niov;
 
 		word_put(hdr, (uint64_t)b->len);
 		if (tagged && k->qoff == 0 && frame_tag(k, hdr, b->data,
@@ -502,15 +520,7 @@ link_flush(RtNet *n, RtLink *k)
 		part[0].iov_base = hdr, part[0].iov_len = FRAME_HDR;
 		part[1].iov_base = b->data, part[1].iov_len = b->len;
 		part[2].iov_base = k->qtag, part[2].iov_len = (size_t)tagged;
-		for (int i = 0; i < 3; i++) {
-			if (skip >= part[i].iov_len) {
-				skip -= part[i].iov_len;
-				continue;
-			}
-			iov[niov].iov_base = (char *)part[i].iov_base + skip;
-			iov[niov++].iov_len = part[i].iov_len - skip;
-			skip = 0;
-		}
+		niov = iov_rest(iov, part, 3, k->qoff);
 		w = io_sendv(k->tls, k->fd, iov, niov);
 		if (w < 0) {
 			if (errno == EAGAIN || errno == EINTR)
@@ -1443,22 +1453,13 @@ write_frame(RtNet *n, RtLink *k, RtBuf *b, double deadline,
 	if (tagged && len <= SMALL_FRAME)
 		macked = body;
 	while (off < total) {
-		size_t skip = off;
 		struct iovec iov[4];
-		int niov = 0;
+		int niov;
 		ssize_t w;
 		struct pollfd pfd;
 
 		/* the tag (part 3) only once the MAC is done */
-		for (int i = 0; i < (macked < body ? 3 : 4); i++) {
-			if (skip >= part[i].iov_len) {
-				skip -= part[i].iov_len;
-				continue;
-			}
-			iov[niov].iov_base = (char *)part[i].iov_base + skip;
-			iov[niov++].iov_len = part[i].iov_len - skip;
-			skip = 0;
-		}
+		niov = iov_rest(iov, part, macked < body ? 3 : 4, off);
 		w = io_sendv(k->tls, k->fd, iov, niov);
 		if (w > 0) {
 			off += (size_t)w;

@@ -1588,12 +1588,25 @@ abort_of(RtProc *p, uint64_t n)
 	m.body = (const unsigned char *)why;
 	rt_dispatch(p, &m);
 }
+/* The plan of hello.tfg's two tasks, as the tables above give it, for
+ * tests that drive an RtProc by hand. */
+static void
+hello_plan(TfgPlan *plan)
+{
+	plan->hash = 0x1234abcd5678ef01ull;
+	plan->file = "hello.tfg";
+	plan->ntask = 2, plan->tasks = tasks;
+	plan->nedge = 3, plan->edges = edges;
+	plan->nsig = 1, plan->sigs = sigs;
+}
+
 /* Accepts a START of step n from client task 0's process of incarnation
  * epoch at p as step c, as rt_proc_next does. */
 static int
 start_of(RtProc *p, RtCtx *c, uint64_t epoch, uint64_t n)
 {
 	RtMsg m;
+
 
 	memset(&m, 0, sizeof m);
 	rt_hdr_init(&m.h, p->plan, RT_MSG_START, STEP(0, epoch, n), 0, 0, 4,
@@ -1609,11 +1622,7 @@ t_abort_table(void)
 	RtProc p;
 	RtCtx c;
 
-	plan.hash = 0x1234abcd5678ef01ull;
-	plan.file = "hello.tfg";
-	plan.ntask = 2, plan.tasks = tasks;
-	plan.nedge = 3, plan.edges = edges;
-	plan.nsig = 1, plan.sigs = sigs;
+	hello_plan(&plan);
 	ASSERT_EQ(rt_proc_init(&p, &plan, 1, &o), TFG_OK);
 	abort_of(&p, 5);
 	ASSERT_EQ(p.ntab, 1);
@@ -1831,11 +1840,7 @@ t_future_epoch(void)
 	TfgOptions o = {0};
 	RtProc p;
 
-	plan.hash = 0x1234abcd5678ef01ull;
-	plan.file = "hello.tfg";
-	plan.ntask = 2, plan.tasks = tasks;
-	plan.nedge = 3, plan.edges = edges;
-	plan.nsig = 1, plan.sigs = sigs;
+	hello_plan(&plan);
 	ASSERT_EQ(rt_proc_init(&p, &plan, 1, &o), TFG_OK);
 	ASSERT_EQ(take(&p, RT_MSG_START, STEP(0, 1000, 1), 0, 1000), 0);
 	ASSERT_EQ(take(&p, RT_MSG_ABORT, STEP(0, UINT64_MAX, 2), 0,
@@ -1860,11 +1865,7 @@ t_restart_table(void)
 	RtProc p;
 	RtCtx c, own;
 
-	plan.hash = 0x1234abcd5678ef01ull;
-	plan.file = "hello.tfg";
-	plan.ntask = 2, plan.tasks = tasks;
-	plan.nedge = 3, plan.edges = edges;
-	plan.nsig = 1, plan.sigs = sigs;
+	hello_plan(&plan);
 	ASSERT_EQ(rt_proc_init(&p, &plan, 1, &o), TFG_OK);
 	ASSERT(p.epoch > 1000000000ull * 1000000000ull); /* after 2001 */
 	ASSERT_EQ(p.tag, rt_step_tag(p.epoch));
@@ -2032,11 +2033,7 @@ t_step_ids(void)
 	     e++)
 		same += rt_step_tag(e) == rt_step_tag(e + 1);
 	ASSERT(same < 5); /* 1 in 65536 each: about 0.15 */
-	plan.hash = 0x1234abcd5678ef01ull;
-	plan.file = "hello.tfg";
-	plan.ntask = 2, plan.tasks = tasks;
-	plan.nedge = 3, plan.edges = edges;
-	plan.nsig = 1, plan.sigs = sigs;
+	hello_plan(&plan);
 	ASSERT_EQ(rt_proc_init(&p, &plan, 1, &o), TFG_OK);
 	rt_ctx_init(&c, &p);
 	ASSERT_EQ(rt_step_begin(&c, NULL, 0), TFG_OK);
