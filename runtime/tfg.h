@@ -354,6 +354,65 @@ TFG_API void tfg_rt_parallel(TfgKernelFn k, void *const *bases, int64_t n);
  * later it is capped at the pool's size.  Returns the number in use. */
 TFG_API int tfg_set_threads(int n);
 
+/* --------------------------- GPUs (runtime/gpu.c, spec/design.md "GPUs") */
+
+/* libcuda is loaded with dlopen at first use, so nothing here needs a
+ * driver until a part has GPU nodes.  A program's gpu:N is device
+ * N % count on its own stream N (two indices on one device run
+ * concurrently, as far as the device allows). */
+#define TFG_MAX_GPUS 8
+
+typedef struct TfgGpuInfo {
+	int count;          /* usable devices; 0 with why set when none */
+	int driver;         /* cuDriverGetVersion, e.g. 13000; 0 if none */
+	int cc[TFG_MAX_GPUS];      /* compute capability, e.g. 90 */
+	char name[TFG_MAX_GPUS][96];
+	uint64_t mem[TFG_MAX_GPUS]; /* bytes */
+	char why[320];      /* count 0: what was looked for, what was found */
+} TfgGpuInfo;
+/* Fills *out (once per process; later calls copy the first answer).
+ * $TFG_NO_GPU=1 makes it report none ("TFG_NO_GPU is set").
+ * Returns out->count. */
+TFG_API int tfg_gpu_probe(TfgGpuInfo *out);
+
+/* A task module's GPU code, a constant in the generated module
+ * (codegen/cuda.c): PTX and the names of its entries.  The runtime loads
+ * it on each device at first use, keyed by its address. */
+typedef struct TfgGpuModule {
+	uint64_t hash;               /* of the PTX */
+	const char *ptx;             /* NUL-terminated */
+	uint32_t nkernel;
+	const char *const *kernel;   /* entry names */
+	uint32_t nglobal;
+	const char *const *global;   /* __device__ variables (constants) */
+} TfgGpuModule;
+
+/* Where tfg_rt_gpu_copy's buffers are: host memory, or gpu:N as 1 + N. */
+#define TFG_DEV_HOST 0u
+
+/* Called by generated code; each returns 0 or a tfg_status with the
+ * step's error set.  tfg_rt_gpu_arena: the step's device arena of
+ * gpu:N, at least size bytes, 256-byte aligned, taken from the
+ * process's free arenas (or allocated) on the first call of the step and
+ * given back when the step's part returns (rt_gpu_step_end).
+ * tfg_rt_gpu_launch: kernel `kernel` of module m on gpu:N's stream;
+ * dims: grid x y z, block x y z, dynamic shared bytes; args: as
+ * cuLaunchKernel's kernelParams (a pointer to each parameter).
+ * tfg_rt_gpu_global: the device address of m's global `global` on
+ * gpu:N.  tfg_rt_gpu_copy: n bytes between host and device, or device
+ * and device; it returns when dst may be read by the host (to host),
+ * or when src may be changed (from host); device work is ordered on the
+ * streams of the GPUs involved. */
+TFG_API int tfg_rt_gpu_arena(struct RtCtx *ctx, uint32_t gpu, uint64_t size,
+			     void **base);
+TFG_API int tfg_rt_gpu_launch(struct RtCtx *ctx, const TfgGpuModule *m,
+			      uint32_t gpu, uint32_t kernel,
+			      const uint32_t *dims, void **args);
+TFG_API int tfg_rt_gpu_global(struct RtCtx *ctx, const TfgGpuModule *m,
+			      uint32_t gpu, uint32_t global, void **dptr);
+TFG_API int tfg_rt_gpu_copy(struct RtCtx *ctx, uint32_t dst_dev, void *dst,
+			    uint32_t src_dev, const void *src, uint64_t n);
+
 /* ---------------- ahead-of-time parts (§10.3 "Ahead-of-time compilation") */
 
 /* `tfgc compile` writes an object with a task's part functions and a C
