@@ -213,7 +213,7 @@ static const char *const prelude_head[] = {
 "template <typename T, int V> struct alignas(sizeof(T) * V) tfg_vec {\n",
 "\tT v[V];\n",
 "};\n",
-"#define TFG_DEV static __device__ __forceinline__\n",
+"#define TFG_DEV __device__ __forceinline__\n",
 "\n",
 "/* comparisons: IEEE (NaN unequal to all), signed integers */\n",
 "#define TFG_CMP(T, S) \\\n",

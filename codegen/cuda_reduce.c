@@ -268,6 +268,8 @@ put_loop(CuStr *s, const Red *R, const char *start, const char *stride)
 {
 	char off[CU_MAX_ARGS][160];
 
+	if (R->count == 0)
+		return; /* the identity */
 	cu_printf(s, "for (I j = %s; j < (I)%" PRId64 "; j += %s) {\n", start,
 		  R->count, stride);
 	for (int k = 0; k < R->nin; k++) {
@@ -333,32 +335,33 @@ put_acc(CuStr *s, const Red *R)
 {
 	cu_printf(s, "%s acc = ", cu_ctype(R->at));
 	put_identity(s, R);
-	cu_puts(s, ";\nlong long ai = 0;\n");
-	if (!R->arg)
-		cu_puts(s, "(void)ai;\n");
+	cu_puts(s, R->arg ? ";\nlong long ai = 0;\n" : ";\n");
 }
 
 /* A tree over the block's 256 accumulators; thread 0 ends with it. */
 static void
 put_tree(CuStr *s, const Red *R)
 {
-	cu_printf(s, "sh[threadIdx.x] = acc;\nshi[threadIdx.x] = ai;\n"
-		  "__syncthreads();\n"
+	const char *ai = R->arg ? "shi[threadIdx.x] = ai;\n" : "";
+
+	cu_printf(s, "sh[threadIdx.x] = acc;\n%s__syncthreads();\n"
 		  "for (int w = 128; w > 0; w >>= 1) {\n"
 		  "if (threadIdx.x < w) {\n"
-		  "const %s b_ = sh[threadIdx.x + w];\n"
-		  "const long long bi_ = shi[threadIdx.x + w];\n",
+		  "const %s b_ = sh[threadIdx.x + w];\n", ai,
 		  cu_ctype(R->at));
+	if (R->arg)
+		cu_puts(s, "const long long bi_ = shi[threadIdx.x + w];\n");
 	put_combine(s, R, "b_", "bi_");
-	cu_puts(s, "sh[threadIdx.x] = acc;\nshi[threadIdx.x] = ai;\n}\n"
-		"__syncthreads();\n}\n");
+	cu_printf(s, "sh[threadIdx.x] = acc;\n%s}\n__syncthreads();\n}\n",
+		  ai);
 }
 
 static void
 put_shared(CuStr *s, const Red *R, const char *dims)
 {
-	cu_printf(s, "__shared__ %s sh%s;\n__shared__ long long shi%s;\n",
-		  cu_ctype(R->at), dims, dims);
+	cu_printf(s, "__shared__ %s sh%s;\n", cu_ctype(R->at), dims);
+	if (R->arg)
+		cu_printf(s, "__shared__ long long shi%s;\n", dims);
 }
 
 static void
@@ -380,10 +383,11 @@ put_full1(CuStr *s, const Red *R)
 	char off[CU_MAX_ARGS][160];
 
 	put_red_head(s, R, 1, 0);
-	cu_printf(s, "%s *__restrict__ part = (%s *)p0;\n"
-		  "long long *__restrict__ parti = (long long *)((char *)p0 + "
-		  "%" PRId64 ");\n", cu_ctype(R->at), cu_ctype(R->at),
-		  R->parts * 8);
+	cu_printf(s, "%s *__restrict__ part = (%s *)p0;\n", cu_ctype(R->at),
+		  cu_ctype(R->at));
+	if (R->arg)
+		cu_printf(s, "long long *__restrict__ parti = (long long *)"
+			  "((char *)p0 + %" PRId64 ");\n", R->parts * 8);
 	put_shared(s, R, "[256]");
 	put_acc(s, R);
 	for (int k = 0; k < R->nin; k++) {
@@ -454,8 +458,8 @@ put_full1(CuStr *s, const Red *R)
 		put_loop(s, R, "j0", stp);
 	}
 	put_tree(s, R);
-	cu_puts(s, "if (threadIdx.x == 0) {\npart[blockIdx.x] = acc;\n"
-		"parti[blockIdx.x] = ai;\n}\n}\n");
+	cu_printf(s, "if (threadIdx.x == 0) {\npart[blockIdx.x] = acc;\n"
+		  "%s}\n}\n", R->arg ? "parti[blockIdx.x] = ai;\n" : "");
 }
 
 /* Pass 2: the partials folded by one block, in a fixed order. */
@@ -466,10 +470,12 @@ put_full2(CuStr *s, const Red *R)
 		"@K(void *p0, void *p1)\n{\n");
 	cu_printf(s, "%s *__restrict__ out = (%s *)p0;\n",
 		  cu_ctype(R->n->dtype), cu_ctype(R->n->dtype));
-	cu_printf(s, "const %s *__restrict__ part = (const %s *)p1;\n"
-		  "const long long *__restrict__ parti = (const long long *)"
-		  "((const char *)p1 + %" PRId64 ");\n", cu_ctype(R->at),
-		  cu_ctype(R->at), R->parts * 8);
+	cu_printf(s, "const %s *__restrict__ part = (const %s *)p1;\n",
+		  cu_ctype(R->at), cu_ctype(R->at));
+	if (R->arg)
+		cu_printf(s, "const long long *__restrict__ parti = (const "
+			  "long long *)((const char *)p1 + %" PRId64 ");\n",
+			  R->parts * 8);
 	put_shared(s, R, "[256]");
 	put_acc(s, R);
 	cu_printf(s, "for (int q = threadIdx.x; q < %" PRId64
@@ -545,8 +551,10 @@ cu_gen_reduce(CuGen *g, const IrNode *n, CuLaunch *l, int max)
 		put_loop(&s, &R, "lane", "32");
 		cu_printf(&s, "for (int w = 16; w > 0; w >>= 1) {\n"
 			  "const %s b_ = __shfl_down_sync(0xffffffffu, acc, "
-			  "w);\nconst long long bi_ = __shfl_down_sync("
-			  "0xffffffffu, ai, w);\n", cu_ctype(R.at));
+			  "w);\n", cu_ctype(R.at));
+		if (R.arg)
+			cu_puts(&s, "const long long bi_ = __shfl_down_sync("
+				"0xffffffffu, ai, w);\n");
 		put_combine(&s, &R, "b_", "bi_");
 		cu_puts(&s, "}\nif (lane == 0) {\n");
 		put_store(&s, &R, "o");
@@ -562,9 +570,9 @@ cu_gen_reduce(CuGen *g, const IrNode *n, CuLaunch *l, int max)
 		cu_printf(&s, "if (o < (I)%" PRId64 ") {\n", R.nout);
 		put_kept(&s, &R, "o");
 		put_loop(&s, &R, "threadIdx.y", "8");
-		cu_puts(&s, "}\nsh[threadIdx.y][threadIdx.x] = acc;\n"
-			"shi[threadIdx.y][threadIdx.x] = ai;\n"
-			"__syncthreads();\n");
+		cu_printf(&s, "}\nsh[threadIdx.y][threadIdx.x] = acc;\n%s"
+			  "__syncthreads();\n", R.arg ?
+			  "shi[threadIdx.y][threadIdx.x] = ai;\n" : "");
 		cu_printf(&s, "if (threadIdx.y == 0 && o < (I)%" PRId64 ") {\n"
 			  "for (int y = 1; y < 8; y++) {\n", R.nout);
 		put_combine(&s, &R, "sh[y][threadIdx.x]",
