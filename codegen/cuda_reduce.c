@@ -258,7 +258,7 @@ put_kept(CuStr *s, const Red *R, const char *o)
 	for (int k = 0; k < R->nin; k++) {
 		cu_printf(s, "const I kb%d = ", k);
 		cu_put_index(s, R->nk, R->kd, R->ks[k], o);
-		cu_puts(s, ";\n");
+		cu_printf(s, ";\n(void)kb%d;\n", k);
 	}
 }
 
@@ -325,9 +325,9 @@ put_red_head(CuStr *s, const Red *R, int first, int out)
 		cu_printf(s, "%s *__restrict__ out = (%s *)p0;\n",
 			  cu_ctype(R->n->dtype), cu_ctype(R->n->dtype));
 	for (int k = 0; k < R->nin; k++)
-		cu_printf(s, "const %s *__restrict__ a%d = (const %s *)p%d;\n",
-			  cu_ctype(R->n->in[k]->dtype), k,
-			  cu_ctype(R->n->in[k]->dtype), first + k);
+		cu_printf(s, "const %s *__restrict__ a%d = (const %s *)p%d;\n"
+			  "(void)a%d;\n", cu_ctype(R->n->in[k]->dtype), k,
+			  cu_ctype(R->n->in[k]->dtype), first + k, k);
 }
 
 static void
