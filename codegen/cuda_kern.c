@@ -738,8 +738,9 @@ cu_put_index(CuStr *s, int rank, const int64_t *dim, const int64_t *st,
 }
 
 /* The loop of E inside a kernel whose parameter of launch argument a is
- * p<par[a]>; index type I, t0 and step declared by the caller. */
-static void
+ * p<par[a]>; index type I, t0 and step declared by the caller.  Returns
+ * the threads it can use (elements, or vectors). */
+static int64_t
 ew_section(CuStr *s, const Ew *E, const int *par)
 {
 	int kind[CU_MAX_ARGS], vec = E->rank > 0, V = 1, maxsz = 1;
@@ -836,6 +837,7 @@ ew_section(CuStr *s, const Ew *E, const int *par)
 		cu_printf(s, "o[%s] = r;\n", kind[0] == K_SCALAR ? "0" : "i");
 	}
 	cu_puts(s, "\t\t}\n\t}\n");
+	return vec ? n / V : n;
 }
 
 /* Whether E's offsets all fit 31 bits. */
@@ -876,13 +878,11 @@ ew_emit(CuGen *g, Ew *E, int ne, CuLaunch *l)
 {
 	CuStr s = {0};
 	int par[CU_MAX_ARGS * 2], args[CU_MAX_ARGS], nargs = 0, small = 1;
-	int64_t work = 1;
+	int64_t work = 1, w;
 
 	for (int e = 0; e < ne; e++) {
 		ew_collapse(&E[e]);
 		small &= ew_small(&E[e]);
-		if (ew_numel(&E[e]) > work)
-			work = ew_numel(&E[e]);
 	}
 	cu_puts(&s, "extern \"C\" __global__ void __launch_bounds__(256)\n"
 		"@K(");
@@ -910,7 +910,8 @@ ew_emit(CuGen *g, Ew *E, int ne, CuLaunch *l)
 			for (int j = 0; j < nargs; j++)
 				if (args[j] == E[e].arg[o])
 					par[o] = j;
-		ew_section(&s, &E[e], par);
+		if ((w = ew_section(&s, &E[e], par)) > work)
+			work = w;
 	}
 	cu_puts(&s, "}\n");
 	cu_set_launch(l, cu_kernel(g, s.p), cu_grid_for(work, CU_BLOCK), CU_BLOCK, 1);
