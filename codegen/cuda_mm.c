@@ -1,7 +1,6 @@
 /*
- * codegen/cuda_mm.c: the CUDA kernels of matmul (spec §6.18 "matmul and
- * `@`", spec/design.md "GPUs"), with its epilogue (spec/design.md
- * "Epilogues").
+ * codegen/cuda_mm.c: the CUDA kernels of matmul, with its epilogue
+ * (spec §6.18 "matmul and `@`"; spec/design.md "GPUs", "Epilogues").
  *
  * One launch per node.  Every size is a literal of the kernel's text, so
  * NVRTC folds the index math and unrolls the tile loops.  The grid is
@@ -28,7 +27,7 @@
  *   wmma    f32 with --gpu-tf32: 128x128 tiles, k in steps of 32, 8
  *           warps of 64x32 (4x2 fragments m16n16k8, TF32 inputs, float
  *           accumulators), cp.async copies into two stages of dynamic
- *           shared memory (74 KiB: the runtime raises the limit); the
+ *           shared memory (70 KiB: the runtime raises the limit); the
  *           accumulators go through shared memory to be written out.
  *
  * Edges: the loads of tiles past m, n or k are guarded (zeros in shared
@@ -604,10 +603,12 @@ gen_sgemm(CuStr *s, const MmPlan *P)
 
 /* ---- wmma: f32 through TF32 tensor cores (--gpu-tf32) */
 
-/* Shared memory, floats: two stages of a's tile [128][40] and b's
- * [32][136] (rows padded against bank conflicts, 16-byte aligned), then
- * reused for the accumulators [128][132]. */
-#define WM_AS (128 * 40)
+/* Shared memory, floats: two stages of a's tile [128][36] and b's
+ * [32][136], then reused for the accumulators [128][132].  The pads make
+ * the fragments' loads conflict-free (a thread's element of a at row
+ * lane / 4, column lane % 4: bank 4 * row + column) and keep every
+ * fragment's pointer 32-byte aligned, as wmma wants. */
+#define WM_AS (128 * 36)
 #define WM_BS (32 * 136)
 #define WM_SHMEM ((2 * WM_AS + 2 * WM_BS) * 4)
 
@@ -625,7 +626,7 @@ wmma_load(CuStr *s, const MmPlan *P)
 		"\t\t\t\tconst int t = tid + 256 * q;\n"
 		"\t\t\t\tconst int r = t >> 3, c = (t & 7) * 4;\n"
 		"\t\t\t\tconst ix gi = bm + r, gk = k0 + c;\n"
-		"\t\t\t\tfloat *d = As + st * 5120 + r * 40 + c;\n");
+		"\t\t\t\tfloat *d = As + st * 4608 + r * 36 + c;\n");
 	guard(g, sizeof g, gm ? "gi < M" : NULL, gk ? "gk < K" : NULL);
 	if (P->k % 4 == 0)
 		cu_printf(s, "\t\t\t\tmm_cp16(d, A + (%s ? gi * K + gk : 0), "
@@ -680,7 +681,7 @@ gen_wmma(CuStr *s, const MmPlan *P)
 		"global [%0], [%1], 4, %2;\\n\" :: \"r\"((unsigned)"
 		"__cvta_generic_to_shared(d)), \"l\"(p), \"r\"(n))\n"
 		"\textern __shared__ __align__(128) float mm_sh[];\n"
-		"\tfloat *As = mm_sh, *Bs = mm_sh + 2 * 5120, *Cs = mm_sh;\n"
+		"\tfloat *As = mm_sh, *Bs = mm_sh + 2 * 4608, *Cs = mm_sh;\n"
 		"\tconst int tid = threadIdx.x, warp = tid >> 5;\n"
 		"\tconst int wm = (warp >> 2) * 64, wn = (warp & 3) * 32;\n");
 	emit_tile(s, P, 128, 128);
@@ -708,7 +709,7 @@ gen_wmma(CuStr *s, const MmPlan *P)
 		"\t\t\t\tasm volatile(\"cp.async.wait_group 0;\\n\" ::);\n"
 		"\t\t\t}\n"
 		"\t\t\t__syncthreads();\n"
-		"\t\t\tconst float *as = As + (kt & 1) * 5120 + wm * 40;\n"
+		"\t\t\tconst float *as = As + (kt & 1) * 4608 + wm * 36;\n"
 		"\t\t\tconst float *bs = Bs + (kt & 1) * 4352 + wn;\n"
 		"#pragma unroll\n"
 		"\t\t\tfor (int kk = 0; kk < 32; kk += 8) {\n"
@@ -718,8 +719,8 @@ gen_wmma(CuStr *s, const MmPlan *P)
 		"wmma::precision::tf32, wmma::row_major> fb[2];\n"
 		"#pragma unroll\n"
 		"\t\t\t\tfor (int i = 0; i < 4; i++) {\n"
-		"\t\t\t\t\twmma::load_matrix_sync(fa[i], as + i * 16 * 40 + "
-		"kk, 40);\n"
+		"\t\t\t\t\twmma::load_matrix_sync(fa[i], as + i * 16 * 36 + "
+		"kk, 36);\n"
 		"#pragma unroll\n"
 		"\t\t\t\t\tfor (int e = 0; e < fa[i].num_elements; e++)\n"
 		"\t\t\t\t\t\tfa[i].x[e] = wmma::__float_to_tf32(fa[i].x[e]);\n"
