@@ -109,6 +109,13 @@ $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libtfgc.a $(BUILD)/libtfg.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LLVM_INC) -MMD -MP -o $@ $(filter %.c %.a,$^) $(LDLIBS)
 
+# gpu_test's pretend CUDA driver (tests/unit/cuda_mock.c), which
+# runtime/gpu.c opens through $TFG_LIBCUDA.
+$(BUILD)/tests/gpu_test: $(BUILD)/tests/libcuda_mock.so
+$(BUILD)/tests/libcuda_mock.so: tests/unit/cuda_mock.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -fPIC -shared -o $@ $<
+
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
 
 # ------------------------------------------------------------ set-up, tests
