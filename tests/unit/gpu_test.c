@@ -147,8 +147,8 @@ damage(const char *fmt)
 static void
 t_nvrtc_damaged(void)
 {
-	static const char src[] =
-		"extern \"C\" __global__ void tfg_dmg(float *o) { o[0] = 2; }\n";
+	static const char src[] = "extern \"C\" __global__ void "
+				  "tfg_dmg(float *o) { o[0] = 2; }\n";
 	static const char *const how[] = {
 		/* a byte of the PTX changed */
 		"f=$(ls %s/*.ptx | head -1) && printf X | "
