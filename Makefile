@@ -5,6 +5,7 @@
 #   make test-slurm   srun under a one-node Slurm started here (in test)
 #   make bench    benchmarks (not part of test)
 #   make bench-deps   NumPy and PyTorch, the references of make bench
+#   make bench-gpu-ref   build/bench/gpu_ref: the GPU's limits (GPU machine)
 #   make asan     build/asan/tfgc with AddressSanitizer + UBSan
 #   make fuzz [FUZZ_SECS=60] [FUZZ_MIN=1]   run each libFuzzer target
 #                 (tests/fuzz/); FUZZ_MIN: make the corpus again, smaller
@@ -65,7 +66,7 @@ UNIT_BIN = $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
 
 .PHONY: all run test deps unit golden golden-update integration asan bench \
         lint 80 clean static bench-deps test-slurm fuzz fuzz-replay \
-        fuzz-seeds
+        fuzz-seeds bench-gpu-ref
 all: tfgc $(BUILD)/libtfg.a
 
 tfgc: $(BUILD)/tfgc
@@ -108,6 +109,13 @@ $(BUILD)/lang/%.o: $(BUILD)/lang/%.c
 $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libtfgc.a $(BUILD)/libtfg.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LLVM_INC) -MMD -MP -o $@ $(filter %.c %.a,$^) $(LDLIBS)
+
+# gpu_test's pretend CUDA driver (tests/unit/cuda_mock.c), which
+# runtime/gpu.c opens through $TFG_LIBCUDA.
+$(BUILD)/tests/gpu_test: $(BUILD)/tests/libcuda_mock.so
+$(BUILD)/tests/libcuda_mock.so: tests/unit/cuda_mock.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -fPIC -shared -o $@ $<
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
 
@@ -252,6 +260,14 @@ bench-deps:
 	@test -x build/venv/bin/python3 || /usr/bin/python3 -m venv build/venv
 	@build/venv/bin/python3 -c 'import tensorflow' 2>/dev/null || \
 		build/venv/bin/pip install --quiet '$(TF_PIP)'
+
+# The GPU's own limits (copy and read bandwidth, cuBLAS SGEMM) for the
+# GPU benchmarks: bench/gpu_ref.c, run on the GPU machine.  It opens
+# libcuda, libnvrtc and libcublas with dlopen: no CUDA headers needed.
+bench-gpu-ref: $(BUILD)/bench/gpu_ref
+$(BUILD)/bench/gpu_ref: bench/gpu_ref.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $< -ldl -lpthread -lm
 
 $(BUILD)/bench/nng_rtt: bench/nng_rtt.c
 	@mkdir -p $(dir $@)

@@ -227,7 +227,7 @@ define_symbols(CgJit *j, const CgOptions *o)
 							 : tfg_rt_recv);
 	uintptr_t send = (uintptr_t)(o && o->rt_send ? o->rt_send
 							 : tfg_rt_send);
-	LLVMOrcCSymbolMapPair syms[7] = {
+	LLVMOrcCSymbolMapPair syms[] = {
 		{LLVMOrcLLJITMangleAndIntern(j->jit, "tfg_rt_recv"),
 		 {recv, fl}},
 		{LLVMOrcLLJITMangleAndIntern(j->jit, "tfg_rt_send"),
@@ -242,9 +242,18 @@ define_symbols(CgJit *j, const CgOptions *o)
 		 {(uintptr_t)(o && o->rt_var ? o->rt_var : tfg_rt_var), fl}},
 		{LLVMOrcLLJITMangleAndIntern(j->jit, "tfg_rt_mark"),
 		 {(uintptr_t)tfg_rt_mark, fl}},
+		/* GPU parts (runtime/gpu.c) */
+		{LLVMOrcLLJITMangleAndIntern(j->jit, "tfg_rt_gpu_arena"),
+		 {(uintptr_t)tfg_rt_gpu_arena, fl}},
+		{LLVMOrcLLJITMangleAndIntern(j->jit, "tfg_rt_gpu_launch"),
+		 {(uintptr_t)tfg_rt_gpu_launch, fl}},
+		{LLVMOrcLLJITMangleAndIntern(j->jit, "tfg_rt_gpu_global"),
+		 {(uintptr_t)tfg_rt_gpu_global, fl}},
+		{LLVMOrcLLJITMangleAndIntern(j->jit, "tfg_rt_gpu_copy"),
+		 {(uintptr_t)tfg_rt_gpu_copy, fl}},
 	};
-	LLVMErrorRef err = LLVMOrcJITDylibDefine(jd,
-						 LLVMOrcAbsoluteSymbols(syms, 7));
+	LLVMErrorRef err = LLVMOrcJITDylibDefine(
+		jd, LLVMOrcAbsoluteSymbols(syms, sizeof syms / sizeof syms[0]));
 	if (err)
 		return llvm_fail("defining the runtime symbols", err);
 	LLVMOrcDefinitionGeneratorRef gen;

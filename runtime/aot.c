@@ -7,7 +7,8 @@
  * The entry points only forward through the context (RtCtx.recv/send):
  * to the rendezvous in servers and clients, to the caller's buffers in
  * tfg_aot_run.  So a program that links a part object and libtfg.a
- * pulls in this file, status.c and nothing with sockets.
+ * pulls in this file, status.c, trace.c and gpu.c (which opens the CUDA
+ * driver only if a part calls it) and nothing with sockets.
  *
  * tfg_aot_run's context is an RtCtx with only the AOT fields set; the
  * signature lists each feed and fetch key with its size, and a search of
@@ -128,7 +129,7 @@ tfg_aot_run(const TfgAotSig *sig, const void *const *feeds,
 {
 	RtCtx *c;
 	char *arena;
-	int rc;
+	int rc, st;
 
 	if (sig == NULL || sig->fn == NULL ||
 	    (sig->nfeed > 0 && feeds == NULL) ||
@@ -156,6 +157,9 @@ tfg_aot_run(const TfgAotSig *sig, const void *const *feeds,
 	c->aot_feeds = feeds;
 	c->aot_fetches = fetches;
 	rc = sig->fn(c, arena);
+	st = rt_gpu_step_end(c); /* its GPU work done, or its error */
+	if (rc == 0)
+		rc = st;
 	free(arena);
 	free(c);
 	return rc;

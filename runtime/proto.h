@@ -335,6 +335,8 @@ struct RtCtx {
 	int (*var)(struct RtCtx *c, uint32_t var, uint32_t op,
 		   const void *src, void *dst);
 	void *store;           /* its state */
+	struct RtGpuStep *gpu; /* its arenas and streams on GPUs (gpu.c);
+				  NULL until its first GPU call */
 	RtCtx *next;           /* in RtProc.steps */
 };
 

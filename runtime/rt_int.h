@@ -33,6 +33,14 @@ void rt_url(char *buf, size_t n, const char *addr);
  * a large one on huge pages where the system gives them. */
 char *rt_arena_alloc(size_t size);
 
+/* gpu.c: what a step's GPU calls left (RtCtx.gpu): waits for the streams
+ * it used and gives its device arenas back; NULL state is a no-op.
+ * Returns 0, or TFG_EGPU when a stream failed, with the step's error set
+ * unless it holds one already.  Called when the step's part returns. */
+typedef struct RtGpuStep RtGpuStep;
+struct RtCtx;
+int rt_gpu_step_end(struct RtCtx *c);
+
 /* The layers of the execution side (spec/design.md "Runtime layers")
  * have headers of their own: runtime/net.h (transport), runtime/proto.h
  * (protocol), runtime/role.h (roles). */

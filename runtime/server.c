@@ -117,7 +117,7 @@ rt_run_part(RtServer *s, RtCtx *c, const RtPart *p, RtArenas *spare)
 {
 	char *arena;
 	double t0;
-	int rc;
+	int rc, st;
 
 	c->err.code = TFG_OK;
 	c->err.msg[0] = '\0';
@@ -131,6 +131,9 @@ rt_run_part(RtServer *s, RtCtx *c, const RtPart *p, RtArenas *spare)
 				 s->proc.name, p->arena_size);
 	t0 = rt_tracing ? rt_trace_clock() : 0;
 	rc = p->fn(c, arena);
+	st = rt_gpu_step_end(c); /* its GPU work done, or its error */
+	if (rc == 0)
+		rc = st;
 	if (rt_tracing) {
 		char name[64];
 
