@@ -3,6 +3,8 @@
 #   make run      install missing packages, build, run examples/hello.tfg
 #   make test     install missing packages, build, run every test
 #   make test-slurm   srun under a one-node Slurm started here (in test)
+#   make test-gpu     GPU results against the CPU's (in test; SKIP
+#                     without a GPU, NVRTC compiles kernels anyway)
 #   make bench    benchmarks (not part of test)
 #   make bench-deps   NumPy and PyTorch, the references of make bench
 #   make bench-gpu-ref   build/bench/gpu_ref: the GPU's limits (GPU machine)
@@ -65,7 +67,7 @@ UNIT_SRC = $(wildcard tests/unit/*_test.c)
 UNIT_BIN = $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
 
 .PHONY: all run test deps unit golden golden-update integration asan bench \
-        lint 80 clean static bench-deps test-slurm fuzz fuzz-replay \
+        lint 80 clean static bench-deps test-slurm test-gpu fuzz fuzz-replay \
         fuzz-seeds bench-gpu-ref
 all: tfgc $(BUILD)/libtfg.a
 
@@ -136,7 +138,7 @@ run: deps
 
 test: deps
 	$(MAKE) all
-	$(MAKE) unit golden integration test-slurm asan fuzz-replay lint
+	$(MAKE) unit golden integration test-gpu test-slurm asan fuzz-replay lint
 
 unit: $(UNIT_BIN)
 	@sh tests/unit/run.sh $(UNIT_BIN)
@@ -150,6 +152,13 @@ golden-update: tfgc
 
 integration: tfgc
 	@sh tests/integration/run.sh
+
+# GPU kernels against the CPU (tests/gpu/run.sh): NVRTC compiles every
+# program's kernels; with a GPU each result is compared with the CPU's,
+# without one the same programs run through the copies and
+# --soft-placement, and the GPU comparisons say SKIP.
+test-gpu: tfgc
+	@timeout -k 5 1200 sh tests/gpu/run.sh
 
 # srun under a one-node Slurm of this machine that the script starts and
 # stops (as root; about 2 s to come up here): tests/slurm/run.sh.

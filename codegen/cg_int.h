@@ -16,6 +16,7 @@
 			    fused groups have up to 12 inputs) */
 
 struct CgKernel;
+typedef struct CgGpu CgGpu; /* codegen/cuda.c */
 
 /* State while one task's module is built. */
 typedef struct CgCtx {
@@ -51,6 +52,8 @@ typedef struct CgCtx {
 	int nkern, capkern;
 	LLVMValueRef rt_par;   /* tfg_rt_parallel, declared on first use */
 	LLVMValueRef par_bases; /* the part's [CG_MAX_OPS x ptr] alloca */
+	CgGpu *gpu;            /* the task's GPU code; NULL: none */
+	int sig;               /* the signature of the part being built */
 } CgCtx;
 
 /* cpu.c: builds the module of `task` into m (in context c, for which the
@@ -61,7 +64,18 @@ typedef struct CgCtx {
  * after printing an error. */
 int cg_build_module(LLVMContextRef c, LLVMModuleRef m, const Program *p,
 		    int task, const char *cpu, const char *features,
-		    int trace, size_t *sizes, int *has);
+		    const CgOptions *o, size_t *sizes, int *has);
+
+/* cuda.c: the task's GPU nodes.  cg_gpu_prepare checks them (o->
+ * gpu_probe), generates and compiles their kernels and adds the module
+ * constant (C->gpu; NULL when there are none); cg_gpu_done frees it.
+ * cg_gpu_arena: at the part's entry, the base of gpu:(sp - 1)'s device
+ * arena of `size` bytes.  cg_gpu_emit: node n on a GPU, at C->cur of
+ * signature C->sig. */
+int cg_gpu_prepare(CgCtx *C, const CgOptions *o);
+void cg_gpu_done(CgCtx *C);
+LLVMValueRef cg_gpu_arena(CgCtx *C, int sp, size_t size);
+int cg_gpu_emit(CgCtx *C, IrNode *n);
 
 /* jit.c: the shared front of the JIT, --emit=llvm and tfgc compile
  * (codegen/aot.c).  cg_llvm_init initialises LLVM's native target once.
@@ -99,6 +113,9 @@ int cg_emit_matmul_to(CgCtx *C, const IrNode *n, LLVMValueRef out);
  * (inclusive; part order), and gets off. */
 typedef struct CgSlot {
 	int node;        /* index in the part */
+	int space;       /* where it lives: 0 the host arena, 1 + N the
+			    device arena of gpu:N (dev_slot); each space is
+			    planned on its own */
 	int first, last; /* live range, positions in the part */
 	size_t size;     /* bytes (0: no memory) */
 	size_t off;      /* assigned, 64-byte aligned */
@@ -109,9 +126,11 @@ typedef struct CgSlot {
  * sizes, what one slot per node would take.  Returns their number. */
 int cg_plan_part(const IrPart *part, CgSlot **slots, size_t *peak,
 		 size_t *unplanned);
+/* The peak of space sp among s[0..n) (0 when it has no slot). */
+size_t cg_space_peak(const CgSlot *s, int n, int sp);
 /* Offsets for s[0..n) from sizes and live ranges; returns the peak. */
 size_t cg_plan_offsets(CgSlot *s, int n);
-/* Whether two slots would need memory at the same time. */
+/* Whether two slots would need memory at the same time (in one space). */
 int cg_slots_overlap(const CgSlot *a, const CgSlot *b);
 
 /* ---- cpu.c: what the emitters of op families (codegen/cpu_*.c) share */

@@ -22,6 +22,14 @@ typedef struct CgOptions {
 	const char *cpu;      /* NULL: the host CPU; else e.g. "x86-64-v3" */
 	int opt_level;        /* 0..3; 2 by default */
 	int trace;            /* each kernel calls tfg_rt_mark (--trace) */
+	/* GPUs (codegen/cuda.c) */
+	int gpu_cc;           /* compute capability to compile for (90:
+				 sm_90); 0: the probed device's, else 80 */
+	int gpu_probe;        /* JIT in a task: check the task's GPUs */
+	int soft_placement;   /* --soft-placement: GPU ops of a task with
+				 no (or too few) GPUs run on its CPU (or
+				 share its GPUs) with a warning */
+	int gpu_tf32;         /* --gpu-tf32: f32 matmuls on tensor cores */
 	/* Tests only: what tfg_rt_recv/tfg_rt_send/tfg_rt_var bind to in
 	   the JIT; NULL: the runtime's own. */
 	int (*rt_recv)(struct RtCtx *ctx, uint32_t key, void *dst);
@@ -38,6 +46,12 @@ int cg_emit_llvm(FILE *out, const Program *p, int task, const CgOptions *o);
  * (codegen/memplan.c): each slot's offset, size and live range, the peak
  * and the size without planning.  0, or -1 for a bad task. */
 int cg_emit_memory(FILE *out, const Program *p, int task);
+
+/* --emit=cuda: the CUDA C unit of `task`'s GPU nodes and each node's
+ * launches; --emit=ptx: the unit compiled by NVRTC (for o->gpu_cc, else
+ * sm_80).  0, or non-zero after printing an error. */
+int cg_emit_cuda(FILE *out, const Program *p, int task, const CgOptions *o);
+int cg_emit_ptx(FILE *out, const Program *p, int task, const CgOptions *o);
 
 typedef struct CgJit CgJit;
 

@@ -713,12 +713,18 @@ static void
 layout(CgCtx *C)
 {
 	CgSlot *s;
+	LLVMValueRef base[1 + TFG_MAX_GPUS] = {0};
 	int ns = cg_plan_part(C->part, &s, &C->arena_size, NULL);
+	base[0] = C->arena_arg;
 	for (int k = 0; k < ns; k++) {
 		const IrNode *n = C->part->nodes[s[k].node];
+		int sp = s[k].space;
 		LLVMValueRef o = cg_i64c(C, (int64_t)s[k].off);
+		if (!base[sp]) /* a GPU's device arena, at the entry */
+			base[sp] = cg_gpu_arena(C, sp,
+						cg_space_peak(s, ns, sp));
 		C->val[s[k].node] = LLVMBuildInBoundsGEP2(C->b, C->i8,
-			C->arena_arg, &o, 1, n->name ? n->name : "");
+			base[sp], &o, 1, n->name ? n->name : "");
 	}
 	free(s);
 }
@@ -781,7 +787,10 @@ build_part(CgCtx *C, int s, const IrPart *part, const char *cpu,
 		C->cur = i;
 		if (C->rt_mark && traced(n))
 			mark(C, n, 2 * i);
-		cpu_emit[n->op](C, n);
+		if (n->dev.kind == DEV_GPU && n->op != OP_copy)
+			cg_gpu_emit(C, n);
+		else
+			cpu_emit[n->op](C, n);
 		if (C->rt_mark && traced(n))
 			mark(C, n, 2 * i + 1);
 	}
@@ -800,8 +809,8 @@ declare_rt(CgCtx *C, const char *name)
 
 int
 cg_build_module(LLVMContextRef c, LLVMModuleRef m, const Program *p,
-		int task, const char *cpu, const char *features, int trace,
-		size_t *sizes, int *has)
+		int task, const char *cpu, const char *features,
+		const CgOptions *o, size_t *sizes, int *has)
 {
 	const char *dd = getenv("TFG_KERNEL_DEDUP");
 	const char *pm = getenv("TFG_PAR_MIN");
@@ -835,9 +844,11 @@ cg_build_module(LLVMContextRef c, LLVMModuleRef m, const Program *p,
 	C.rt_ty = LLVMFunctionType(C.i32, rt_params, 3, 0);
 	C.rt_recv = declare_rt(&C, "tfg_rt_recv");
 	C.rt_send = declare_rt(&C, "tfg_rt_send");
-	if (trace)
+	if (o && o->trace)
 		C.rt_mark = declare_rt(&C, "tfg_rt_mark");
 	C.b = LLVMCreateBuilderInContext(c);
+	if (cg_gpu_prepare(&C, o) != 0)
+		C.err = 1;
 	for (int s = 0; s < p->nsig && !C.err; s++) {
 		const IrPart *part = p->sigs[s].parts ? &p->sigs[s].parts[task]
 						      : NULL;
@@ -845,11 +856,13 @@ cg_build_module(LLVMContextRef c, LLVMModuleRef m, const Program *p,
 		has[s] = 0;
 		if (!part || part->n <= 0)
 			continue;
+		C.sig = s;
 		build_part(&C, s, part, cpu, features);
 		sizes[s] = C.arena_size;
 		has[s] = 1;
 	}
 	LLVMDisposeBuilder(C.b);
 	cg_kernels_free(&C);
+	cg_gpu_done(&C);
 	return C.err ? -1 : 0;
 }

@@ -45,7 +45,7 @@ enum {
 	CU_ARG_OUT = -1,     /* the node's value (its device buffer) */
 	CU_ARG_SCRATCH = -2, /* cu_scratch_bytes(n) bytes of device memory
 				the node may use during its launches
-				(partial results), 256-byte aligned */
+				(partial results), 64-byte aligned */
 	/* k >= 0: the buffer of the node's input k (n->in[k]) */
 };
 

@@ -144,8 +144,7 @@ cg_compile_module(LLVMContextRef c, const Program *p, int task,
 	LLVMTargetDataRef td = LLVMCreateTargetDataLayout(tm);
 	LLVMSetModuleDataLayout(m, td);
 	LLVMDisposeTargetData(td);
-	if (cg_build_module(c, m, p, task, cpu, features, o && o->trace, sizes,
-			    has))
+	if (cg_build_module(c, m, p, task, cpu, features, o, sizes, has))
 		goto out;
 	if (LLVMVerifyModule(m, LLVMReturnStatusAction, &msg)) {
 		fprintf(stderr, "tfgc: error: codegen: invalid module: %s\n",

@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "codegen/cg_int.h"
+#include "codegen/cuda.h"
 
 static size_t
 align_up(size_t v)
@@ -34,8 +35,8 @@ align_up(size_t v)
 int
 cg_slots_overlap(const CgSlot *a, const CgSlot *b)
 {
-	return a->size && b->size && a->first <= b->last &&
-	       b->first <= a->last;
+	return a->size && b->size && a->space == b->space &&
+	       a->first <= b->last && b->first <= a->last;
 }
 
 static int
@@ -98,6 +99,18 @@ cg_plan_offsets(CgSlot *s, int n)
 	return peak;
 }
 
+size_t
+cg_space_peak(const CgSlot *s, int n, int sp)
+{
+	size_t peak = 0;
+
+	for (int i = 0; i < n; i++)
+		if (s[i].space == sp && s[i].size &&
+		    s[i].off + align_up(s[i].size) > peak)
+			peak = s[i].off + align_up(s[i].size);
+	return peak;
+}
+
 /* A reshape is a view (both sides are row-major): it shares its input's
  * slot, which then lives until the reshape's last reader.  The slot of
  * the input (an earlier node), or -1 when it has none (a constant, which
@@ -134,7 +147,10 @@ cg_plan_part(const IrPart *part, CgSlot **slotsp, size_t *peak,
 			continue; /* a view of its input's slot */
 		slot_of[i] = ns;
 		s[ns].node = i;
+		s[ns].space = n->dev.kind == DEV_GPU ? 1 + n->dev.index : 0;
 		s[ns].size = ir_nbytes(n); /* strings: records and text */
+		if (s[ns].space && cu_scratch_bytes(n))
+			s[ns].size = align_up(s[ns].size) + cu_scratch_bytes(n);
 		s[ns].first = s[ns].last = i;
 		sum += align_up(s[ns].size);
 		ns++;
@@ -151,7 +167,8 @@ cg_plan_part(const IrPart *part, CgSlot **slotsp, size_t *peak,
 					break;
 				}
 	}
-	*peak = cg_plan_offsets(s, ns);
+	cg_plan_offsets(s, ns); /* slots of other spaces never overlap */
+	*peak = cg_space_peak(s, ns, 0);
 	if (unplanned)
 		*unplanned = sum;
 	free(slot_of);

@@ -458,6 +458,17 @@ ir_comm(Program *p, const IrNode *x, IrNode *in, uint32_t key, int peer)
 	return n;
 }
 
+IrNode *
+ir_copy(Program *p, const IrNode *x, IrNode *in, Device to)
+{
+	IrNode *n = ir_comm(p, x, in, 0, -1);
+
+	n->op = OP_copy;
+	n->dev = to;
+	n->task = in->task;
+	return n;
+}
+
 int
 ir_set_fuse(Program *p, IrNode *x, OpKind op, const IrFuse *f, IrNode **in,
 	    int nin)

@@ -307,11 +307,11 @@ check_device_of(Checker *c, AstNode *s, Device outer, Device *out)
 			   s->str);
 		return -1;
 	}
-	if (m.kind == DEV_GPU) {
+	if (m.kind == DEV_GPU && m.index >= TFG_MAX_GPUS) {
 		diag_error(c->d, s->loc,
-			   "device '%s': this version generates CPU code "
-			   "only, so GPU devices cannot be used yet",
-			   s->str);
+			   "device '%s': a task has at most %d GPUs, gpu:0 to "
+			   "gpu:%d",
+			   s->str, TFG_MAX_GPUS, TFG_MAX_GPUS - 1);
 		return -1;
 	}
 	*out = dev_merge(outer, d);

@@ -60,6 +60,9 @@ int dev_parse(Arena *a, Device *out, const char *s, const char **err,
 	      int *err_off);
 /* outer merged with inner: inner's set fields win, unset ones inherit. */
 Device dev_merge(Device outer, Device inner);
+/* Where a value lives inside its task: 0 for the host (cpu:0), 1 + N
+ * for gpu:N (the runtime's TFG_DEV_HOST numbering, tfg_rt_gpu_copy). */
+int dev_slot(Device d);
 /* "/job:local/task:1/cpu:0", only the parts that are set. */
 char *dev_str(Arena *a, Device d);
 
@@ -347,6 +350,8 @@ typedef struct CompileOptions {
 	   names it in messages ("TF_CONFIG", "'c.json'"). */
 	const AstNode *cluster;
 	const char *cluster_from;
+	/* --prefer-gpu: a device that names no kind is the task's gpu:0 */
+	int prefer_gpu;
 } CompileOptions;
 int compile_file(Program *p, const char *path, const CompileOptions *o,
 		 Diag *d);

@@ -40,6 +40,7 @@ int cluster_hosts(const ClusterEnv *ce, Program *p);
  * for part_load, the --part path), and what they keep, freed at exit */
 int jit_compile(void *cookie, const TfgPlan *plan, int task, RtPart *parts);
 extern int jit_trace; /* --trace: parts call tfg_rt_mark per kernel */
+extern int jit_soft, jit_tf32; /* --soft-placement, --gpu-tf32 */
 int jit_specialise(void *cookie, const TfgPlan *plan, int sig,
 		   const TfgShape *feeds, int task, const TfgPlan **out,
 		   RtPart *parts, TfgError *e);
@@ -94,6 +95,9 @@ IrNode *ir_var(Program *p, SrcLoc loc, OpKind op, IrVar *v, IrNode *x);
  * in, or an OP_recv (in NULL); not in the graph, the id x's. */
 IrNode *ir_comm(Program *p, const IrNode *x, IrNode *in, uint32_t key,
 		int peer);
+/* The value `in` (of graph node x, in a part) moved to device `to` of
+ * the same task: an OP_copy (partition); not in the graph, the id x's. */
+IrNode *ir_copy(Program *p, const IrNode *x, IrNode *in, Device to);
 /* x, whose value the caller computed into x->data (strings: and
  * strbytes), becomes that OP_const in place (name, id, device kept; no
  * inputs or other attributes); 0, or -1 reported (stateful ops never) */

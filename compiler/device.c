@@ -204,3 +204,9 @@ dev_task_index(const Program *p, Device d)
 	}
 	return -1;
 }
+
+int
+dev_slot(Device d)
+{
+	return d.kind == DEV_GPU ? 1 + (d.index < 0 ? 0 : d.index) : 0;
+}

@@ -33,6 +33,7 @@
 #include <unistd.h>
 
 #include "codegen/codegen.h"
+#include "codegen/cuda.h"
 #include "compiler/compiler_int.h"
 
 typedef struct Args {
@@ -46,6 +47,10 @@ typedef struct Args {
 	const char *chief;   /* server --chief J:T or none */
 	const char *listen;  /* run, stop --listen HOST:PORT */
 	int stop;            /* run --attach --stop */
+	int soft_placement;  /* --soft-placement */
+	int prefer_gpu;      /* --prefer-gpu */
+	int gpu_tf32;        /* --gpu-tf32 */
+	int gpu_cc;          /* --gpu-arch sm_NN: NN; 0 unset */
 	int shared;        /* compile --shared */
 	int task;          /* --task for server: index; -1 unset */
 	const char *task_s; /* --task J:T for emit */
@@ -63,9 +68,10 @@ typedef struct Args {
 
 static const char usage[] =
     "usage: tfgc check FILE\n"
+    "       tfgc devices\n"
     "       tfgc emit --emit=tokens|ast|folded|cse|dce|placed|dot|"
-    "partition|fused|llvm|memory\n"
-    "                 [--task J:T] [--cpu CPU] [-O N] FILE\n"
+    "partition|fused|llvm|memory|cuda|ptx\n"
+    "                 [--task J:T] [--cpu CPU] [-O N] [--gpu-arch sm_NN] FILE\n"
     "       tfgc run FILE [--log-device-placement] [--free-ports] "
     "[--attach [--stop]]\n"
     "                [--restore DIR] [--trace OUT.json]\n"
@@ -83,6 +89,9 @@ static const char usage[] =
     "--max-specs N,\n"
     "       --tls-cert FILE --tls-key FILE --tls-ca FILE,\n"
     "       --verbose; run, stop: --listen HOST:PORT\n"
+    "GPUs: --prefer-gpu (any command); run, server: --soft-placement, "
+    "--gpu-tf32;\n       "
+    "emit, compile: --gpu-arch sm_NN\n"
     "passes (any command): -fno-fold, -fno-cse, -fno-dce, -fno-fuse\n"
     "the cluster (any command): --cluster FILE.json, or TF_CONFIG\n"
     "dims left '?' (any command): --shape NAME=D0,D1,...\n";
@@ -134,6 +143,12 @@ parse_args(Args *a, int argc, char **argv, Arena *ar)
 			a->attach = 1;
 		} else if (FLAG("--stop")) {
 			a->stop = 1;
+		} else if (FLAG("--soft-placement")) {
+			a->soft_placement = 1;
+		} else if (FLAG("--prefer-gpu")) {
+			a->prefer_gpu = 1;
+		} else if (FLAG("--gpu-tf32")) {
+			a->gpu_tf32 = 1;
 		} else if (FLAG("--picked-ports")) {
 			a->picked_ports = 1; /* tfgc run to its servers */
 		} else if (FLAG("--shared")) {
@@ -153,7 +168,7 @@ parse_args(Args *a, int argc, char **argv, Arena *ar)
 			   FLAG("--tls-cert") || FLAG("--tls-key") ||
 			   FLAG("--tls-ca") ||
 			   FLAG("--trace") || FLAG("--heartbeat-timeout") ||
-			   FLAG("--listen") ||
+			   FLAG("--listen") || FLAG("--gpu-arch") ||
 			   FLAG("--startup-timeout") ||
 			   FLAG("--step-timeout") || FLAG("--max-specs")) {
 			const char *v = VALUE();
@@ -189,6 +204,18 @@ parse_args(Args *a, int argc, char **argv, Arena *ar)
 				a->trace = v;
 			else if (FLAG("--chief"))
 				a->chief = v;
+			else if (FLAG("--gpu-arch")) {
+				long cc = strtol(strncmp(v, "sm_", 3) == 0 ||
+						 strncmp(v, "compute_", 8) == 0
+						     ? strchr(v, '_') + 1 : v,
+						 &end, 10);
+				if (*end || cc < 50 || cc > 200)
+					return bad_usage("--gpu-arch takes sm_NN "
+							 "(a compute capability "
+							 "such as sm_90), not "
+							 "'%s'", v);
+				a->gpu_cc = (int)cc;
+			}
 			else if (FLAG("--listen")) {
 				const char *c = strrchr(v, ':');
 				long port = c ? strtol(c + 1, &end, 10) : -1;
@@ -323,7 +350,8 @@ cmd_emit(Args *a, Program *p, CompileOptions *co, Diag *d)
 	if ((u = pass_of_emit(a->emit)) < 0)
 		return bad_usage("unknown emit mode '%s' (expected tokens, "
 				 "ast, folded, cse, dce, placed, dot, "
-				 "partition, fused, llvm or memory)", a->emit);
+				 "partition, fused, llvm, memory, cuda or ptx)",
+				 a->emit);
 	co->until = pass_name(u);
 	if (compile_file(p, a->file, co, d))
 		return 1;
@@ -344,13 +372,20 @@ cmd_emit(Args *a, Program *p, CompileOptions *co, Diag *d)
 				cg_emit_memory(stdout, p, t);
 	} else {
 		CgOptions o = {0};
+		int cuda = strcmp(a->emit, "cuda") == 0;
+		int ptx = strcmp(a->emit, "ptx") == 0;
 		o.cpu = a->cpu;
 		o.opt_level = a->opt_level;
+		o.gpu_cc = a->gpu_cc;
+		o.gpu_tf32 = a->gpu_tf32;
 		for (int t = 0; t < p->ntask; t++) {
 			if (a->task_s && !task_matches(a->task_s, &p->tasks[t]))
 				continue;
-			printf("; task %s\n", p->tasks[t].name);
-			if (cg_emit_llvm(stdout, p, t, &o) != 0)
+			if (!cuda && !ptx)
+				printf("; task %s\n", p->tasks[t].name);
+			if ((cuda ? cg_emit_cuda(stdout, p, t, &o)
+			     : ptx ? cg_emit_ptx(stdout, p, t, &o)
+				   : cg_emit_llvm(stdout, p, t, &o)) != 0)
 				return 1;
 		}
 	}
@@ -436,6 +471,8 @@ cmd_server(Args *a, Program *p, ClusterEnv *ce)
 	o.release = jit_release;
 	o.specialise_cookie = p;
 	jit_trace = o.trace_file != NULL;
+	jit_soft = a->soft_placement;
+	jit_tf32 = a->gpu_tf32;
 	return tfg_server_main(p->plan, task, &o, jit_compile, p);
 }
 
@@ -523,6 +560,8 @@ cmd_compile(Args *a, Program *p)
 	o.cpu = !a->cpu ? "x86-64-v3" : strcmp(a->cpu, "host") == 0 ? NULL
 								   : a->cpu;
 	o.opt_level = a->opt_level;
+	o.gpu_cc = a->gpu_cc;
+	o.gpu_tf32 = a->gpu_tf32;
 	aot.prefix = a->name ? a->name : default_prefix(p->arena, a->output);
 	aot.table = a->shared;
 	obj = a->shared ? arena_printf(p->arena, "%s.tmp%d.o", a->output,
@@ -581,6 +620,12 @@ common_args(PtrVec *v, const Args *a, Program *p)
 		vec_push(p->arena, v, "--cluster-key");
 		vec_push(p->arena, v, (void *)a->key);
 	}
+	if (a->soft_placement)
+		vec_push(p->arena, v, "--soft-placement");
+	if (a->prefer_gpu)
+		vec_push(p->arena, v, "--prefer-gpu");
+	if (a->gpu_tf32)
+		vec_push(p->arena, v, "--gpu-tf32");
 	for (int i = 0; i < 3; i++)
 		if (a->tls[i]) {
 			static const char *const flag[3] = {
@@ -703,6 +748,32 @@ cmd_run(Args *a, Program *p)
 	}
 }
 
+/* tfgc devices: what this machine offers a task (TF's
+ * list_local_devices). */
+static int
+cmd_devices(void)
+{
+	TfgGpuInfo gi;
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	char err[512];
+	int nv = cu_nvrtc_version(err, sizeof err);
+
+	printf("/cpu:0: %ld core%s\n", ncpu, ncpu == 1 ? "" : "s");
+	if (nv < 0)
+		printf("nvrtc: none: %s\n", err);
+	else
+		printf("nvrtc: %d.%d\n", nv / 1000, nv % 1000 / 10);
+	if (tfg_gpu_probe(&gi) == 0) {
+		printf("no GPU: %s\n", gi.why);
+		return 0;
+	}
+	for (int i = 0; i < gi.count; i++)
+		printf("/gpu:%d: %s, sm_%d, %.1f GiB, CUDA driver %d.%d\n", i,
+		       gi.name[i], gi.cc[i], (double)gi.mem[i] / (1 << 30),
+		       gi.driver / 1000, gi.driver % 1000 / 10);
+	return 0;
+}
+
 int
 tfgc_main(int argc, char **argv)
 {
@@ -715,6 +786,10 @@ tfgc_main(int argc, char **argv)
 	int rc;
 
 	diag_init(&d, stderr);
+	if (argc == 2 && strcmp(argv[1], "devices") == 0) {
+		arena_free(ar);
+		return cmd_devices();
+	}
 	if ((rc = parse_args(&a, argc, argv, ar)) != 0) {
 		arena_free(ar);
 		return rc;
@@ -730,6 +805,7 @@ tfgc_main(int argc, char **argv)
 	co.cluster_from = ce.from;
 	co.naddr = a.addr.n;
 	co.skip = a.skip;
+	co.prefer_gpu = a.prefer_gpu;
 	co.addr = (const char **)a.addr.v;
 	co.nshape = a.shape.n;
 	co.shape = (const char **)a.shape.v;

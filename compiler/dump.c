@@ -115,6 +115,10 @@ part_line(FILE *out, const Program *p, const IrNode *n)
 			ir_type_str(p->arena, n->dtype, &n->shape));
 	} else {
 		node_line(out, p->arena, n);
+		if (n->dev.kind == DEV_GPU)
+			fprintf(out, "  @gpu:%d", n->dev.index);
+		else if (n->op == OP_copy)
+			fputs("  @cpu:0", out);
 	}
 	if (e)
 		fprintf(out, "  key %u '%s'", e->key, e->name);

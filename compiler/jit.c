@@ -14,6 +14,7 @@
 #include "compiler/compiler_int.h"
 
 int jit_trace;
+int jit_soft, jit_tf32; /* --soft-placement, --gpu-tf32 */
 static CgJit *the_jit;        /* the task's own parts */
 static TfgPartLib *the_part;  /* server --part */
 
@@ -27,6 +28,9 @@ jit_compile(void *cookie, const TfgPlan *plan, int task, RtPart *parts)
 	(void)plan;
 	o.opt_level = 2;
 	o.trace = jit_trace;
+	o.gpu_probe = 1;
+	o.soft_placement = jit_soft;
+	o.gpu_tf32 = jit_tf32;
 	if (cg_jit(&the_jit, p, task, &o, parts, &ms) != 0)
 		return 1;
 	if (getenv("TFG_JIT_TIME"))
@@ -165,6 +169,9 @@ jit_specialise(void *cookie, const TfgPlan *plan, int sig,
 	free(text);
 	o.opt_level = 2;
 	o.trace = jit_trace;
+	o.gpu_probe = 1;
+	o.soft_placement = jit_soft;
+	o.gpu_tf32 = jit_tf32;
 	if (cg_jit(&sp->jit, &sp->p, task, &o, parts, &ms) != 0) {
 		the_nspec--;
 		spec_dispose(sp);

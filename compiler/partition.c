@@ -12,6 +12,13 @@
  * client.  Small constants (<= 4 KiB) are copied into every part that uses
  * them instead of being sent.
  *
+ * Inside a task, values live on its host or on one of its GPUs
+ * (dev_slot): a node's inputs are taken on the node's device, through an
+ * OP_copy made where the first consumer on another device needs it;
+ * sends, fetches and what the host runs (OPF_HOST) take host values,
+ * and receives and feeds arrive in host memory.  Small constants are
+ * cloned onto each device that uses them instead.
+ *
  * Rendezvous keys are global: one per (value, source task, destination
  * task), so that signatures sharing an edge share its key; the step id on
  * the wire keeps steps apart.
@@ -20,14 +27,15 @@
 
 #include "compiler/compiler_int.h"
 
-enum { SMALL_CONST = 4096 };
+enum { SMALL_CONST = 4096, NSLOT = 1 + TFG_MAX_GPUS };
 
 typedef struct Cut {
 	Program *p;
 	IrSig *g;
 	int sig;
 	PtrVec *parts;   /* [ntask]: IrNode * in order */
-	IrNode ***local; /* [ntask][node id]: the node's value in that part */
+	IrNode ***local; /* [ntask][node id * NSLOT + slot]: the node's value
+			    in that part, on that device (dev_slot) */
 	int *sends;      /* [ntask] */
 } Cut;
 
@@ -84,29 +92,57 @@ edge_name(Cut *c, const IrNode *x, const char *what, int src, int dst)
 			    what, c->p->tasks[src].name, c->p->tasks[dst].name);
 }
 
-/* The value of graph node x inside task t's part. */
-static IrNode *
-value_in(Cut *c, int t, IrNode *x)
+/* Device `slot` of task t, as a Device. */
+static Device
+slot_dev(Cut *c, int t, int slot)
 {
-	IrNode **slot = &c->local[t][x->id];
+	Device d = {c->p->tasks[t].job, c->p->tasks[t].index, DEV_CPU, 0};
+
+	if (slot > 0)
+		d.kind = DEV_GPU, d.index = slot - 1;
+	return d;
+}
+
+/* The value of graph node x inside task t's part, on device slot. */
+static IrNode *
+value_in(Cut *c, int t, IrNode *x, int slot)
+{
+	IrNode **at = &c->local[t][x->id * NSLOT + slot], *home;
+	int hs;
 	uint32_t key;
 
-	if (*slot)
-		return *slot;
+	if (*at)
+		return *at;
 	if (small_const(x)) {
-		*slot = add(c, t, ir_clone(c->p->arena, x));
-		return *slot;
+		*at = add(c, t, ir_clone(c->p->arena, x));
+		(*at)->dev = slot_dev(c, t, slot);
+		return *at;
 	}
-	TFG_ASSERT(x->task != t);
-	key = edge_key(c->p, edge_name(c, x, "", x->task, t), x->task, t, x);
-	*slot = comm(c, x, NULL, t, x->task, key);
-	return *slot;
+	if (x->task != t) {
+		hs = 0;
+		home = c->local[t][x->id * NSLOT];
+		if (!home) {
+			key = edge_key(c->p, edge_name(c, x, "", x->task, t),
+				       x->task, t, x);
+			home = comm(c, x, NULL, t, x->task, key);
+			home->dev = slot_dev(c, t, 0);
+			c->local[t][x->id * NSLOT] = home;
+		}
+	} else {
+		hs = dev_slot(x->dev);
+		home = c->local[t][x->id * NSLOT + hs];
+		TFG_ASSERT(home);
+	}
+	if (hs == slot)
+		return home;
+	*at = add(c, t, ir_copy(c->p, x, home, slot_dev(c, t, slot)));
+	return *at;
 }
 
 static void
 cut_node(Cut *c, IrNode *x, const char *needed, PtrVec *users)
 {
-	int t = x->task, ntask = c->p->ntask;
+	int t = x->task, ntask = c->p->ntask, slot = dev_slot(x->dev);
 	char *sent = arena_alloc(c->p->arena, ntask);
 	IrNode *v;
 
@@ -114,7 +150,7 @@ cut_node(Cut *c, IrNode *x, const char *needed, PtrVec *users)
 		return; /* copied where used, by value_in */
 	v = ir_clone(c->p->arena, x);
 	for (int k = 0; k < x->nin; k++)
-		v->in[k] = value_in(c, t, x->in[k]);
+		v->in[k] = value_in(c, t, x->in[k], slot);
 	if (x->op == OP_input) {
 		for (int i = 0; i < c->g->nfeed; i++) {
 			if (c->g->feed[i] != x)
@@ -125,15 +161,19 @@ cut_node(Cut *c, IrNode *x, const char *needed, PtrVec *users)
 			v->peer = c->g->client;
 		}
 	}
-	c->local[t][x->id] = add(c, t, v);
+	c->local[t][x->id * NSLOT + slot] = add(c, t, v);
 	for (int i = 0; i < users->n; i++) {
 		IrNode *u = users->v[i];
 		const char *name;
+		IrNode *h, *snd;
 		if (!needed[u->id] || u->task == t || sent[u->task])
 			continue;
 		sent[u->task] = 1;
 		name = edge_name(c, x, "", t, u->task);
-		comm(c, x, v, t, u->task, edge_key(c->p, name, t, u->task, x));
+		h = value_in(c, t, x, 0);
+		snd = comm(c, x, h, t, u->task,
+			   edge_key(c->p, name, t, u->task, x));
+		snd->dev = h->dev;
 	}
 }
 
@@ -147,12 +187,13 @@ fetch_sends(Cut *c, IrNode *x)
 		const char *what;
 		if (c->g->fetch[k] != x)
 			continue;
-		v = value_in(c, x->task, x);
+		v = value_in(c, x->task, x, 0);
 		what = arena_printf(c->p->arena, "@fetch%d", k);
 		c->g->fetch_key[k] = edge_key(
 		    c->p, edge_name(c, x, what, x->task, client), x->task,
 		    client, x);
-		comm(c, x, v, x->task, client, c->g->fetch_key[k]);
+		comm(c, x, v, x->task, client, c->g->fetch_key[k])->dev =
+		    v->dev;
 	}
 }
 
@@ -170,7 +211,8 @@ cut_sig(Program *p, int sig, PtrVec *users)
 	c.local = arena_alloc(p->arena, p->ntask * sizeof *c.local);
 	c.sends = arena_alloc(p->arena, p->ntask * sizeof *c.sends);
 	for (int t = 0; t < p->ntask; t++)
-		c.local[t] = arena_alloc(p->arena, (n + 1) * sizeof(IrNode *));
+		c.local[t] = arena_alloc(p->arena,
+					 ((size_t)n + 1) * NSLOT * sizeof(IrNode *));
 	g->feed_key = arena_alloc(p->arena, (g->nfeed + 1) * sizeof(uint32_t));
 	g->fetch_key =
 	    arena_alloc(p->arena, (g->nfetch + 1) * sizeof(uint32_t));

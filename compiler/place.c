@@ -4,6 +4,10 @@
  * A node inside device blocks takes their merged device, completed with
  * the first job, task 0 and cpu:0.  A node outside every block follows its
  * consumers when they all agree, else goes to /job:<first>/task:0/cpu:0.
+ * With --prefer-gpu, a device that names no CPU or GPU is the task's
+ * gpu:0, as TF places ops when a GPU is present.
+ * What must be in host memory (OPF_HOST: variables, feeds, messages;
+ * strings) goes to its task's cpu:0 when a block asks for a GPU.
  * Nodes are visited last to first: consumers are always defined after
  * what they consume, so they are placed by the time we need them.  The
  * result depends on the program alone, never on which session runs.
@@ -25,6 +29,18 @@ requested(const IrNode *n)
 	return n->req.job || n->req.task >= 0 || n->req.kind != DEV_UNSET;
 }
 
+/* d completed; a kind left unset is the task's GPU 0 with
+ * --prefer-gpu (TF's default when a GPU is present). */
+static Device
+complete(const Program *p, Device d)
+{
+	Device c = dev_complete(p, d);
+
+	if (d.kind == DEV_UNSET && p->opt && p->opt->prefer_gpu)
+		c.kind = DEV_GPU, c.index = 0;
+	return c;
+}
+
 int
 place_program(Program *p)
 {
@@ -39,17 +55,26 @@ place_program(Program *p)
 	for (int i = n - 1; i >= 0; i--) {
 		IrNode *x = nodes[i];
 		if (requested(x)) {
-			x->dev = dev_complete(p, x->req);
+			x->dev = complete(p, x->req);
 			if (!x->why)
 				x->why = "its device";
 		} else if (first[i] && agree[i] != 2) {
 			x->dev = first[i]->dev;
 			x->why = "with its consumers";
 		} else {
-			x->dev = dev_complete(p, DEVICE_UNSET);
+			x->dev = complete(p, DEVICE_UNSET);
 			x->why = first[i] ? "its consumers disagree: the "
 					    "default device"
 					  : "the default device";
+		}
+		if (x->dev.kind == DEV_GPU &&
+		    ((op_info[x->op].flags & OPF_HOST) ||
+		     x->dtype == TFG_STRING)) {
+			x->dev.kind = DEV_CPU;
+			x->dev.index = 0;
+			x->why = x->dtype == TFG_STRING
+			    ? "strings live in host memory"
+			    : "state, feeds and messages live in host memory";
 		}
 		x->task = dev_task_index(p, x->dev);
 		TFG_ASSERT(x->task >= 0);

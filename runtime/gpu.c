@@ -166,9 +166,13 @@ typedef struct GpuArena {
 	uint32_t gpu;              /* the index it belongs to */
 } GpuArena;
 
-/* A module loaded on one physical device. */
+/* A module loaded on one physical device.  The key is its PTX (hash and
+ * text), not the TfgGpuModule's address: the code that holds one may be
+ * freed (an evicted specialisation) and another module may then come at
+ * the same address. */
 typedef struct GpuMod {
-	const TfgGpuModule *m;     /* the key, with dev */
+	uint64_t hash;             /* the key, with ptx and dev */
+	char *ptx;                 /* a copy */
 	int dev;
 	CUmodule mod;
 	CUfunction *fn;            /* [m->nkernel] */
@@ -530,6 +534,7 @@ tfg_rt_gpu_arena(struct RtCtx *ctx, uint32_t gpu, uint64_t size, void **base)
 static void
 mod_free(GpuMod *g)
 {
+	free(g->ptx);
 	free(g->fn);
 	free(g->shmem);
 	free(g);
@@ -555,7 +560,8 @@ mod_load(RtCtx *c, uint32_t gpu, const TfgGpuModule *m, int d,
 				 "without PTX", gpu);
 	if ((g = calloc(1, sizeof *g)) == NULL ||
 	    (g->fn = calloc(m->nkernel + 1, sizeof *g->fn)) == NULL ||
-	    (g->shmem = calloc(m->nkernel + 1, sizeof *g->shmem)) == NULL) {
+	    (g->shmem = calloc(m->nkernel + 1, sizeof *g->shmem)) == NULL ||
+	    (g->ptx = strdup(m->ptx)) == NULL) {
 		if (g)
 			mod_free(g);
 		return tfg_error(err_of(c), TFG_ENOMEM, "out of memory for a "
@@ -581,7 +587,7 @@ mod_load(RtCtx *c, uint32_t gpu, const TfgGpuModule *m, int d,
 			return gpu_fail(c, gpu, "cuModuleGetFunction",
 					m->kernel[k], r);
 		}
-	g->m = m;
+	g->hash = m->hash;
 	g->dev = d;
 	g->next = mods;
 	mods = g;
@@ -594,7 +600,8 @@ static int
 mod_get(RtCtx *c, uint32_t gpu, const TfgGpuModule *m, int d, GpuMod **out)
 {
 	for (GpuMod *g = mods; g; g = g->next)
-		if (g->m == m && g->dev == d) {
+		if (g->hash == m->hash && g->dev == d &&
+		    strcmp(g->ptx, m->ptx) == 0) {
 			*out = g;
 			return TFG_OK;
 		}

@@ -227,6 +227,15 @@ t_made_by_passes(void)
 	ASSERT_EQ(r->op, OP_recv);
 	ASSERT_EQ(r->key, 7);
 	ASSERT(r->origin == x);
+	/* x moved to the task's gpu:1 */
+	{
+		Device g = {"local", 0, DEV_GPU, 1};
+		IrNode *c = ir_copy(&P, x, x, g);
+		is(c, TFG_F32, shp(1, 4, 0, 0));
+		ASSERT_EQ(c->op, OP_copy);
+		ASSERT_EQ(dev_slot(c->dev), 2);
+		ASSERT(c->in[0] == x && c->origin == x);
+	}
 	/* x + y as one fused loop */
 	fu->n = 1;
 	fu->ops = arena_alloc(P.arena, sizeof *fu->ops);

@@ -1,0 +1,118 @@
+#!/bin/sh
+# tests/gpu/run.sh: GPU results against the CPU's (spec/design.md "GPUs").
+#
+#   1. Every golden run program (tests/golden/run, those that succeed)
+#      with --prefer-gpu, which puts every op that has a GPU kernel on
+#      its task's gpu:0: with a GPU, its output must match the golden
+#      one, numbers within a relative 1e-4 (a program may say
+#      "# gpu-tol: REL"); without one, the same programs with
+#      TFG_NO_GPU=1 --soft-placement (the copies, the soft placement)
+#      must match it exactly.
+#   2. tests/gpu/*.tfg (larger, random inputs, every op family): with a
+#      GPU, the output of the program as written must match its output
+#      with TFG_NO_GPU=1 --soft-placement (all on the CPU); without
+#      one, the CPU run must succeed, and the GPU part says SKIP with
+#      the reason.
+#   0. NVRTC compiles the kernels of all of these and of
+#      tests/golden/cuda (tfgc emit --emit=ptx, no cache), where NVRTC
+#      is found (the CUDA toolkit; SKIP otherwise).
+# Runs from the repo root; TFGC names the compiler (./tfgc).
+cd "$(dirname "$0")/../.." || exit 1
+TFGC=${TFGC:-./tfgc}
+unset TF_CONFIG
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/tfg-gpu.XXXXXX") || exit 1
+trap 'rm -rf "$tmp"' EXIT
+trap 'exit 130' INT TERM
+pass=0 fail=0 skip=0
+gpus=$("$TFGC" devices 2>&1)
+if printf '%s\n' "$gpus" | grep -q '^/gpu:0'; then
+	have=1
+	printf '%s\n' "$gpus" | sed 's/^/gpu: /'
+else
+	have=0
+	echo "SKIP: GPU comparisons: $(printf '%s\n' "$gpus" | grep -i 'gpu' | head -1)"
+fi
+
+if printf '%s\n' "$gpus" | grep -q '^nvrtc: [0-9]'; then
+	for f in tests/golden/cuda/*.tfg tests/gpu/*.tfg examples/*gpu*.tfg \
+	    tests/golden/run/*.tfg; do
+		base=${f%.tfg}
+		[ -e "$base.err" ] && continue
+		grep -q '^input .*?' "$f" && continue # dims known at run time
+		args=$(sed -n '1s/^# args://p' "$f")
+		set -f
+		# shellcheck disable=SC2086
+		if TFG_CUDA_CACHE=off timeout -k 5 120 "$TFGC" emit --emit=ptx \
+		    --prefer-gpu -fno-fold $args "$f" >/dev/null 2>"$tmp/err"; then
+			pass=$((pass + 1))
+		else
+			echo "FAIL $f (NVRTC)"; sed 's/^/    /' "$tmp/err" | head -20
+			fail=$((fail + 1))
+		fi
+		set +f
+	done
+else
+	echo "SKIP: NVRTC: $(printf '%s\n' "$gpus" | grep '^nvrtc')"
+fi
+
+# run OUT ERR ARGS... : tfgc run --free-ports ARGS, bounded in time
+run() {
+	out=$1 err=$2; shift 2
+	set -f
+	# shellcheck disable=SC2068
+	timeout -k 5 120 "$TFGC" run --free-ports $@ >"$out" 2>"$err" </dev/null
+	r=$?
+	set +f
+	return $r
+}
+
+for f in tests/golden/run/*.tfg; do
+	base=${f%.tfg}
+	[ -e "$base.out" ] && [ ! -e "$base.err" ] || continue
+	args=$(sed -n '1s/^# args://p' "$f")
+	rel=$(sed -n 's/^# gpu-tol: *//p' "$f" | head -1)
+	if [ "$have" = 1 ]; then
+		run "$tmp/out" "$tmp/err" --prefer-gpu -fno-fold $args "$f"
+		rc=$?
+		if [ $rc -eq 0 ] && awk -v rel="${rel:-1e-4}" -f tests/gpu/numcmp.awk \
+		    "$base.out" "$tmp/out" >"$tmp/why"; then
+			pass=$((pass + 1)); continue
+		fi
+	else
+		TFG_NO_GPU=1 run "$tmp/out" "$tmp/err" --prefer-gpu -fno-fold \
+		    --soft-placement $args "$f"
+		rc=$?
+		grep -v '^tfgc: warning: .* has no GPU' "$tmp/err" >"$tmp/err2"
+		if [ $rc -eq 0 ] && [ ! -s "$tmp/err2" ] &&
+		    cmp -s "$base.out" "$tmp/out"; then
+			pass=$((pass + 1)); continue
+		fi
+		diff "$base.out" "$tmp/out" | head -5 >"$tmp/why"
+	fi
+	echo "FAIL $f (--prefer-gpu, exit $rc)"
+	sed 's/^/    /' "$tmp/why" "$tmp/err" | head -20
+	fail=$((fail + 1))
+done
+
+for f in tests/gpu/*.tfg; do
+	[ -e "$f" ] || continue
+	rel=$(sed -n 's/^# gpu-tol: *//p' "$f" | head -1)
+	args=$(sed -n '1s/^# args://p' "$f")
+	if ! TFG_NO_GPU=1 run "$tmp/cpu" "$tmp/err" --soft-placement "$f"; then
+		echo "FAIL $f (on the CPU)"; sed 's/^/    /' "$tmp/err" | head -20
+		fail=$((fail + 1)); continue
+	fi
+	if [ "$have" = 0 ]; then
+		skip=$((skip + 1)); pass=$((pass + 1)); continue
+	fi
+	if run "$tmp/out" "$tmp/err" $args "$f" &&
+	    awk -v rel="${rel:-1e-4}" -f tests/gpu/numcmp.awk "$tmp/cpu" "$tmp/out" \
+	    >"$tmp/why"; then
+		pass=$((pass + 1)); continue
+	fi
+	echo "FAIL $f (GPU against CPU)"
+	sed 's/^/    /' "$tmp/why" "$tmp/err" | head -20
+	fail=$((fail + 1))
+done
+echo "gpu: $pass passed, $fail failed$( [ "$have" = 0 ] && echo ", $skip compared on the CPU only (no GPU)")"
+[ "$fail" -eq 0 ]
