@@ -8,6 +8,7 @@
 #   make bench    benchmarks (not part of test)
 #   make bench-deps   NumPy and PyTorch, the references of make bench
 #   make bench-gpu-ref   build/bench/gpu_ref: the GPU's limits (GPU machine)
+#   make bench-gpu       bench/gpu.sh: the GPU rows of the README (GPU machine)
 #   make asan     build/asan/tfgc with AddressSanitizer + UBSan
 #   make fuzz [FUZZ_SECS=60] [FUZZ_MIN=1]   run each libFuzzer target
 #                 (tests/fuzz/); FUZZ_MIN: make the corpus again, smaller
@@ -68,7 +69,7 @@ UNIT_BIN = $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
 
 .PHONY: all run test deps unit golden golden-update integration asan bench \
         lint 80 clean static bench-deps test-slurm test-gpu fuzz fuzz-replay \
-        fuzz-seeds bench-gpu-ref
+        fuzz-seeds bench-gpu-ref bench-gpu
 all: tfgc $(BUILD)/libtfg.a
 
 tfgc: $(BUILD)/tfgc
@@ -273,6 +274,10 @@ bench-deps:
 # The GPU's own limits (copy and read bandwidth, cuBLAS SGEMM) for the
 # GPU benchmarks: bench/gpu_ref.c, run on the GPU machine.  It opens
 # libcuda, libnvrtc and libcublas with dlopen: no CUDA headers needed.
+# GPU benchmarks (bench/gpu.sh; needs a GPU, so not part of make bench)
+bench-gpu: tfgc $(BUILD)/bench/gpu_ref
+	@sh bench/gpu.sh
+
 bench-gpu-ref: $(BUILD)/bench/gpu_ref
 $(BUILD)/bench/gpu_ref: bench/gpu_ref.c
 	@mkdir -p $(dir $@)

@@ -23,8 +23,10 @@ kernel_ms() {
 	prog=$1 node=$2; shift 2
 	"$TFGC" emit --emit=cuda "$@" "$prog" >"$tmp/cuda" || return 1
 	k=$(awk -v n="$node" '$0 ~ "^//   " n " = " { f = 1; next }
+		f && /^\/\/     cuBLAS/ { next }
 		f && /^\/\/     tfg_c/ { sub(/^\/\/     /, ""); sub(/<<<.*/, ""); k = $0; next }
 		f { f = 0 } END { print k }' "$tmp/cuda")
+	[ -n "$KNAME" ] && k=$KNAME
 	"$TFGC" run --free-ports --trace "$tmp/t.json" "$@" "$prog" >/dev/null || return 1
 	grep "\"gpu:0 $k\"" "$tmp/t.json" |
 	    sed 's/.*"dur":\([0-9.]*\).*/\1/' | sort -n | head -1 |
@@ -72,11 +74,18 @@ session { for i in 0..5 { run(s) } }
 P
 	for mode in fp32 tf32; do
 		flag=""; [ $mode = tf32 ] && flag=--gpu-tf32
-		ms=$(kernel_ms "$tmp/mm.tfg" p $flag)
 		cb=$(ref sgemm_${mode}_$n)
-		echo "$ms ${cb:-0}" | awk -v n=$n -v m=$mode '{ tf = 2 * n * n * n / ($1 / 1e3) / 1e12;
-			r = ($2 > 0) ? tf / $2 : 0
-			printf "matmul %s %d: %.3f ms, %.1f TFLOP/s, %.2f of cuBLAS (%.1f TFLOP/s)\n", m, n, $1, tf, r, $2 }'
+		# tfg's own kernel (TFG_CUBLAS=0), then through cuBLAS
+		for via in kernel cublas; do
+			if [ $via = kernel ]; then
+				ms=$(TFG_CUBLAS=0 KNAME= kernel_ms "$tmp/mm.tfg" p $flag)
+			else
+				ms=$(KNAME=cublas kernel_ms "$tmp/mm.tfg" p $flag)
+			fi
+			echo "$ms ${cb:-0}" | awk -v n=$n -v m=$mode -v via=$via '{ tf = 2 * n * n * n / ($1 / 1e3) / 1e12;
+				r = ($2 > 0) ? tf / $2 : 0
+				printf "matmul %s %d (%s): %.3f ms, %.1f TFLOP/s, %.2f of cuBLAS (%.1f TFLOP/s)\n", m, n, via, $1, tf, r, $2 }'
+		done
 	done
 done
 

@@ -53,6 +53,10 @@ int cg_emit_memory(FILE *out, const Program *p, int task);
 int cg_emit_cuda(FILE *out, const Program *p, int task, const CgOptions *o);
 int cg_emit_ptx(FILE *out, const Program *p, int task, const CgOptions *o);
 
+/* NVRTC's version (major * 1000 + minor * 10), or -1 with why in err
+ * (tfgc devices). */
+int cg_nvrtc_version(char *err, size_t errlen);
+
 typedef struct CgJit CgJit;
 
 /* JIT-compiles the module of `task` and fills parts[0..p->nsig).

@@ -22,6 +22,7 @@
  * a constant on a GPU is a __device__ array of the unit
  * (tfg_rt_gpu_global), and OP_copy is tfg_rt_gpu_copy.
  */
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -33,6 +34,11 @@ typedef struct GpuNode {
 	int nl;                     /* launches */
 	CuLaunch *l;
 	int global;                 /* a constant: its index, else -1 */
+	int gemm;                   /* cuBLAS may compute it (gm); then l
+				       is the fallback, epi the epilogue */
+	TfgGpuGemm gm;
+	int nepi;
+	CuLaunch epi;
 } GpuNode;
 
 struct CgGpu {
@@ -43,6 +49,8 @@ struct CgGpu {
 	LLVMValueRef mod;           /* the TfgGpuModule constant */
 	LLVMTypeRef launch_ty, arena_ty, global_ty, copy_ty;
 	LLVMValueRef launch_fn, arena_fn, global_fn, copy_fn;
+	LLVMTypeRef gemm_ty;
+	LLVMValueRef gemm_fn;
 };
 
 static int
@@ -198,6 +206,12 @@ gen_part(CgGpu *G, const IrPart *pt, GpuNode *gn)
 		if ((nl = cu_gen_node(&G->gen, n, l, CU_MAX_LAUNCH)) < 0)
 			return -1;
 		gn[i].nl = nl;
+		if (cu_gemm_of(n, G->gen.tf32, &gn[i].gm) && nl > 0) {
+			gn[i].gemm = 1;
+			if (n->fuse && (gn[i].nepi = cu_gen_epilogue(&G->gen, n,
+							&gn[i].epi)) < 0)
+				return -1;
+		}
 		gn[i].l = malloc(sizeof *l * (size_t)(nl ? nl : 1));
 		if (!gn[i].l) {
 			fprintf(stderr, "tfgc: error: out of memory\n");
@@ -344,6 +358,19 @@ cg_emit_cuda(FILE *out, const Program *p, int task, const CgOptions *o)
 			}
 			fprintf(out, " = %s on /gpu:%d%s\n", op_info[n->op].name,
 				n->dev.index, g->nl ? "" : ": no launch");
+			if (g->gemm) {
+				fprintf(out, "//     cuBLAS %sgemm m=%" PRId64
+					" n=%" PRId64 " k=%" PRId64 " batch=%"
+					PRId64 "%s", g->gm.dtype == TFG_F32
+					? "s" : "d", g->gm.m, g->gm.n, g->gm.k,
+					g->gm.batch, g->gm.tf32 ? " tf32" : "");
+				if (g->nepi)
+					fprintf(out, ", then %s<<<(%u,1,1), "
+						"(%u,1,1), 0>>>",
+						G->gen.names[g->epi.kernel],
+						g->epi.grid[0], g->epi.block[0]);
+				fputs("; without cuBLAS:\n", out);
+			}
 			for (int k = 0; k < g->nl; k++) {
 				const CuLaunch *l = &g->l[k];
 				fprintf(out, "//     %s<<<(%u,%u,%u), "
@@ -391,6 +418,12 @@ cg_emit_ptx(FILE *out, const Program *p, int task, const CgOptions *o)
 	free(ptx);
 	gpu_free(G, p->nsig);
 	return rc;
+}
+
+int
+cg_nvrtc_version(char *err, size_t errlen)
+{
+	return cu_nvrtc_version(err, errlen);
 }
 
 /* ------------------------------------------------- the module's side */
@@ -507,6 +540,8 @@ cg_gpu_prepare(CgCtx *C, const CgOptions *o)
 	G->global_fn = declare(C, "tfg_rt_gpu_global", &G->global_ty, pg, 5);
 	LLVMTypeRef pc[6] = {C->ptr, C->i32, C->ptr, C->i32, C->ptr, C->i64};
 	G->copy_fn = declare(C, "tfg_rt_gpu_copy", &G->copy_ty, pc, 6);
+	LLVMTypeRef pm[6] = {C->ptr, C->i32, C->ptr, C->ptr, C->ptr, C->ptr};
+	G->gemm_fn = declare(C, "tfg_rt_gpu_gemm", &G->gemm_ty, pm, 6);
 	C->gpu = G;
 	return 0;
 }
@@ -576,28 +611,17 @@ arg_ptr(CgCtx *C, IrNode *n, int a)
 	return cg_buf(C, n->in[a]);
 }
 
-int
-cg_gpu_emit(CgCtx *C, IrNode *n)
+/* The launches l[0..nl) of node n (on a GPU). */
+static void
+emit_launches(CgCtx *C, IrNode *n, const CuLaunch *l0, int nl)
 {
 	CgGpu *G = C->gpu;
-	int s = C->sig;
-	const GpuNode *g;
-
-	if (!G || !G->node[s])
-		return cg_fail(C, n, "GPU node without GPU code");
-	g = &G->node[s][C->cur];
-	if (g->global >= 0)
-		return emit_global(C, n, g->global);
-	if (n->op == OP_reshape && C->val[C->cur] == NULL) {
-		C->val[C->cur] = cg_buf(C, n->in[0]); /* a view */
-		return 0;
-	}
 	LLVMValueRef vals = cg_entry_alloca(C, LLVMArrayType2(C->ptr,
 					    CU_MAX_ARGS), 8, "kargs");
 	LLVMValueRef params = cg_entry_alloca(C, LLVMArrayType2(C->ptr,
 					      CU_MAX_ARGS), 8, "kparams");
-	for (int k = 0; k < g->nl && !C->err; k++) {
-		const CuLaunch *l = &g->l[k];
+	for (int k = 0; k < nl && !C->err; k++) {
+		const CuLaunch *l = &l0[k];
 		LLVMValueRef dv[7], dims, args[6];
 		for (int a = 0; a < l->nargs; a++) {
 			LLVMValueRef i = cg_i64c(C, a);
@@ -625,6 +649,74 @@ cg_gpu_emit(CgCtx *C, IrNode *n)
 		cg_check_rc(C, LLVMBuildCall2(C->b, G->launch_ty, G->launch_fn,
 					      args, 6, ""));
 	}
+}
+
+/* A matmul cuBLAS may compute: tfg_rt_gpu_gemm, then the epilogue; or,
+ * where it answers -1 (no cuBLAS), the node's own kernels. */
+static void
+emit_gemm(CgCtx *C, IrNode *n, const GpuNode *g)
+{
+	CgGpu *G = C->gpu;
+	LLVMValueRef f[9], gm, args[6], rc;
+	LLVMTypeRef el[9] = {C->i32, C->i32, C->i64, C->i64, C->i64, C->i64,
+			     C->i64, C->i64, C->i64};
+	LLVMTypeRef st = LLVMStructTypeInContext(C->c, el, 9, 0);
+	const int64_t v[7] = {g->gm.m, g->gm.n, g->gm.k, g->gm.batch,
+			      g->gm.stride_a, g->gm.stride_b, g->gm.stride_c};
+	LLVMBasicBlockRef fb, blas, done;
+
+	f[0] = LLVMConstInt(C->i32, g->gm.dtype, 0);
+	f[1] = LLVMConstInt(C->i32, g->gm.tf32, 0);
+	for (int i = 0; i < 7; i++)
+		f[2 + i] = cg_i64c(C, v[i]);
+	gm = LLVMAddGlobal(C->m, st, "gemm");
+	LLVMSetInitializer(gm, LLVMConstNamedStruct(st, f, 9));
+	LLVMSetGlobalConstant(gm, 1);
+	LLVMSetLinkage(gm, LLVMPrivateLinkage);
+	args[0] = C->ctx_arg;
+	args[1] = LLVMConstInt(C->i32, (unsigned)n->dev.index, 0);
+	args[2] = gm;
+	args[3] = cg_buf(C, n);
+	args[4] = cg_buf(C, n->in[0]);
+	args[5] = cg_buf(C, n->in[1]);
+	rc = LLVMBuildCall2(C->b, G->gemm_ty, G->gemm_fn, args, 6, "");
+	fb = LLVMAppendBasicBlockInContext(C->c, C->fn, "own_kernel");
+	blas = LLVMAppendBasicBlockInContext(C->c, C->fn, "cublas");
+	done = LLVMAppendBasicBlockInContext(C->c, C->fn, "gemm_done");
+	LLVMBuildCondBr(C->b, LLVMBuildICmp(C->b, LLVMIntEQ, rc,
+					    LLVMConstAllOnes(C->i32), ""),
+			fb, blas);
+	LLVMPositionBuilderAtEnd(C->b, fb);
+	emit_launches(C, n, g->l, g->nl);
+	LLVMBuildBr(C->b, done);
+	LLVMPositionBuilderAtEnd(C->b, blas);
+	cg_check_rc(C, rc);
+	emit_launches(C, n, &g->epi, g->nepi);
+	LLVMBuildBr(C->b, done);
+	LLVMPositionBuilderAtEnd(C->b, done);
+}
+
+int
+cg_gpu_emit(CgCtx *C, IrNode *n)
+{
+	CgGpu *G = C->gpu;
+	int s = C->sig;
+	const GpuNode *g;
+
+	if (!G || !G->node[s])
+		return cg_fail(C, n, "GPU node without GPU code");
+	g = &G->node[s][C->cur];
+	if (g->global >= 0)
+		return emit_global(C, n, g->global);
+	if (n->op == OP_reshape && C->val[C->cur] == NULL) {
+		C->val[C->cur] = cg_buf(C, n->in[0]); /* a view */
+		return 0;
+	}
+	if (g->gemm) {
+		emit_gemm(C, n, g);
+		return C->err ? -1 : 0;
+	}
+	emit_launches(C, n, g->l, g->nl);
 	return C->err ? -1 : 0;
 }
 

@@ -17,6 +17,7 @@
  *   cuda_mm.c    matmul (tiled shared-memory kernels, TF32 wmma with
  *                --gpu-tf32), with its epilogue program
  *   cuda.c       the module: which nodes, their launches, --emit=cuda
+ *   cuda_blas.c  the matmuls cuBLAS may compute instead, when present
  *   nvrtc.c      NVRTC through dlopen, and the on-disk kernel cache
  */
 #ifndef TFG_CODEGEN_CUDA_H
@@ -108,6 +109,12 @@ size_t cu_scratch_bytes(const IrNode *n);
 int cu_gen_node(CuGen *g, const IrNode *n, CuLaunch *l, int max);
 int cu_gen_matmul(CuGen *g, const IrNode *n, CuLaunch *l, int max);
 size_t cu_matmul_scratch(const IrNode *n); /* cuda_mm.c */
+
+/* cuda_blas.c: whether cuBLAS may compute matmul n (tf32: --gpu-tf32),
+ * with *g what it computes; cu_gen_epilogue: n's epilogue on its own,
+ * an elementwise kernel over its output in place (after cuBLAS). */
+int cu_gemm_of(const IrNode *n, int tf32, TfgGpuGemm *g);
+int cu_gen_epilogue(CuGen *g, const IrNode *n, CuLaunch *l);
 
 /* Whether op has a GPU kernel (placement keeps the others on the CPU). */
 int cu_has_kernel(OpKind op);

@@ -940,8 +940,10 @@ ew_single(Ew *E, const IrNode *n, OpKind op)
 		E->dt[k + 1] = n->in[k]->dtype;
 		E->arg[k + 1] = k;
 		cu_bcast_strides(&n->in[k]->shape, &n->shape, E->st[k + 1]);
-		E->one.arg[k] = IR_FUSE_IN(k);
-		E->one.in_dt[k] = n->in[k]->dtype;
+		if (k < 3) { /* a single op's operands (gen_fused: none) */
+			E->one.arg[k] = IR_FUSE_IN(k);
+			E->one.in_dt[k] = n->in[k]->dtype;
+		}
 	}
 	E->onef.n = 1;
 	E->onef.ops = &E->one;

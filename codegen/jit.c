@@ -250,6 +250,8 @@ define_symbols(CgJit *j, const CgOptions *o)
 		 {(uintptr_t)tfg_rt_gpu_global, fl}},
 		{LLVMOrcLLJITMangleAndIntern(j->jit, "tfg_rt_gpu_copy"),
 		 {(uintptr_t)tfg_rt_gpu_copy, fl}},
+		{LLVMOrcLLJITMangleAndIntern(j->jit, "tfg_rt_gpu_gemm"),
+		 {(uintptr_t)tfg_rt_gpu_gemm, fl}},
 	};
 	LLVMErrorRef err = LLVMOrcJITDylibDefine(
 		jd, LLVMOrcAbsoluteSymbols(syms, sizeof syms / sizeof syms[0]));

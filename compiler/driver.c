@@ -33,7 +33,6 @@
 #include <unistd.h>
 
 #include "codegen/codegen.h"
-#include "codegen/cuda.h"
 #include "compiler/compiler_int.h"
 
 typedef struct Args {
@@ -756,7 +755,7 @@ cmd_devices(void)
 	TfgGpuInfo gi;
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	char err[512];
-	int nv = cu_nvrtc_version(err, sizeof err);
+	int nv = cg_nvrtc_version(err, sizeof err);
 
 	printf("/cpu:0: %ld core%s\n", ncpu, ncpu == 1 ? "" : "s");
 	if (nv < 0)

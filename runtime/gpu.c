@@ -33,6 +33,7 @@
  * and the destination stream waits for the copy.
  */
 #include <dlfcn.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -606,6 +607,142 @@ mod_get(RtCtx *c, uint32_t gpu, const TfgGpuModule *m, int d, GpuMod **out)
 			return TFG_OK;
 		}
 	return mod_load(c, gpu, m, d, out);
+}
+
+/* -------------------------------------------------------------- cuBLAS */
+
+/* cuBLAS by dlopen, for the products it computes faster than our own
+ * kernels (codegen/cuda.c decides which may go to it).  One handle per
+ * gpu:N, bound to its stream; calls under mu (they only enqueue). */
+enum { BLAS_OP_N = 0, BLAS_DEFAULT_MATH = 0, BLAS_TF32_MATH = 3 };
+static struct {
+	int (*Create)(void **);
+	int (*SetStream)(void *, CUstream);
+	int (*SetMathMode)(void *, int);
+	int (*SgemmStridedBatched)(void *, int, int, int, int, int,
+				   const float *, const void *, int, long long,
+				   const void *, int, long long, const float *,
+				   void *, int, long long, int);
+	int (*DgemmStridedBatched)(void *, int, int, int, int, int,
+				   const double *, const void *, int,
+				   long long, const void *, int, long long,
+				   const double *, void *, int, long long, int);
+	const char *(*GetStatusString)(int);
+} blas;
+static pthread_once_t blas_once = PTHREAD_ONCE_INIT;
+static int blas_ok;
+static void *blas_h[GPU_MAX_INDEX]; /* under mu */
+
+static void *
+blas_sym(void *lib, const char *name)
+{
+	return lib ? dlsym(lib, name) : NULL;
+}
+
+static void
+blas_load(void)
+{
+	static const char *const names[] = {
+		"libcublas.so.13", "libcublas.so.12", "libcublas.so",
+		"/usr/local/cuda/lib64/libcublas.so", NULL};
+	const char *env = getenv("TFG_CUBLAS");
+	void *lib = NULL;
+
+	if (env && strcmp(env, "0") == 0)
+		return;
+	if (env && *env)
+		lib = dlopen(env, RTLD_NOW | RTLD_LOCAL);
+	for (int i = 0; !lib && names[i]; i++)
+		lib = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+	*(void **)&blas.Create = blas_sym(lib, "cublasCreate_v2");
+	*(void **)&blas.SetStream = blas_sym(lib, "cublasSetStream_v2");
+	*(void **)&blas.SetMathMode = blas_sym(lib, "cublasSetMathMode");
+	*(void **)&blas.SgemmStridedBatched =
+	    blas_sym(lib, "cublasSgemmStridedBatched");
+	*(void **)&blas.DgemmStridedBatched =
+	    blas_sym(lib, "cublasDgemmStridedBatched");
+	*(void **)&blas.GetStatusString =
+	    blas_sym(lib, "cublasGetStatusString");
+	blas_ok = blas.Create && blas.SetStream && blas.SetMathMode &&
+		  blas.SgemmStridedBatched && blas.DgemmStridedBatched;
+}
+
+static int
+blas_fail(RtCtx *c, uint32_t gpu, const char *call, int st)
+{
+	return tfg_error(err_of(c), TFG_EGPU, "gpu:%u (%s): %s: cuBLAS "
+			 "status %d%s%s", gpu,
+			 info.count ? info.name[gpu % info.count] : "?", call,
+			 st, blas.GetStatusString ? ": " : "",
+			 blas.GetStatusString ? blas.GetStatusString(st) : "");
+}
+
+TFG_API int
+tfg_rt_gpu_gemm(struct RtCtx *ctx, uint32_t gpu, const TfgGpuGemm *g,
+		void *c, const void *a, const void *b)
+{
+	double t0 = rt_tracing ? rt_trace_clock() : 0;
+	const char *call = NULL;
+	CUstream s;
+	int d, rv, st = 0;
+
+	pthread_once(&blas_once, blas_load);
+	if (!blas_ok)
+		return -1;
+	if (g == NULL || g->m <= 0 || g->n <= 0 || g->k <= 0 ||
+	    g->batch <= 0 || g->m > INT_MAX || g->n > INT_MAX ||
+	    g->k > INT_MAX || g->batch > INT_MAX ||
+	    (g->dtype != TFG_F32 && g->dtype != TFG_F64))
+		return -1; /* not a product cuBLAS takes: our own kernel */
+	if ((rv = step_state(ctx)) != TFG_OK ||
+	    (rv = gpu_use(ctx, gpu, &d, &s)) != TFG_OK)
+		return rv;
+	pthread_mutex_lock(&mu);
+	if ((rv = bind_dev(d)) != CUDA_SUCCESS) {
+		pthread_mutex_unlock(&mu);
+		return gpu_fail(ctx, gpu, "cuCtxSetCurrent", NULL, rv);
+	}
+	if (blas_h[gpu] == NULL) {
+		if ((st = blas.Create(&blas_h[gpu])) != 0)
+			call = "cublasCreate", blas_h[gpu] = NULL;
+		else if ((st = blas.SetStream(blas_h[gpu], s)) != 0)
+			call = "cublasSetStream";
+	}
+	if (!call && (st = blas.SetMathMode(blas_h[gpu], g->tf32
+					    ? BLAS_TF32_MATH
+					    : BLAS_DEFAULT_MATH)) != 0)
+		call = "cublasSetMathMode";
+	/* row-major C = A B is column-major C^T = B^T A^T */
+	if (!call && g->dtype == TFG_F32) {
+		const float one = 1, zero = 0;
+		if ((st = blas.SgemmStridedBatched(blas_h[gpu], BLAS_OP_N,
+			BLAS_OP_N, (int)g->n, (int)g->m, (int)g->k, &one, b,
+			(int)g->n, g->stride_b, a, (int)g->k, g->stride_a,
+			&zero, c, (int)g->n, g->stride_c, (int)g->batch)) != 0)
+			call = "cublasSgemmStridedBatched";
+	} else if (!call) {
+		const double one = 1, zero = 0;
+		if ((st = blas.DgemmStridedBatched(blas_h[gpu], BLAS_OP_N,
+			BLAS_OP_N, (int)g->n, (int)g->m, (int)g->k, &one, b,
+			(int)g->n, g->stride_b, a, (int)g->k, g->stride_a,
+			&zero, c, (int)g->n, g->stride_c, (int)g->batch)) != 0)
+			call = "cublasDgemmStridedBatched";
+	}
+	pthread_mutex_unlock(&mu);
+	if (call)
+		return blas_fail(ctx, gpu, call, st);
+	if (rt_tracing) {
+		char name[64];
+		CUresult r;
+
+		if ((r = cu.StreamSynchronize(s)) != CUDA_SUCCESS)
+			return gpu_fail(ctx, gpu, "cuStreamSynchronize",
+					"cuBLAS", r);
+		snprintf(name, sizeof name, "gpu:%u cublas", gpu);
+		rt_trace_event("kernel", name, RT_STEP_NO(ctx->step), 0, t0,
+			       rt_trace_clock());
+	}
+	return TFG_OK;
 }
 
 /* ------------------------------------------------------------ entries */

@@ -387,6 +387,16 @@ typedef struct TfgGpuModule {
 	const char *const *global;   /* __device__ variables (constants) */
 } TfgGpuModule;
 
+/* A product that cuBLAS may compute (runtime/gpu.c): row-major
+ * C[m, n] = A[m, k] B[k, n], batch times, each operand `stride`
+ * elements after the last (0: the same one for every product). */
+typedef struct TfgGpuGemm {
+	uint32_t dtype;      /* TFG_F32 or TFG_F64 */
+	uint32_t tf32;       /* f32: TF32 tensor cores allowed */
+	int64_t m, n, k, batch;
+	int64_t stride_a, stride_b, stride_c;
+} TfgGpuGemm;
+
 /* Where tfg_rt_gpu_copy's buffers are: host memory, or gpu:N as 1 + N. */
 #define TFG_DEV_HOST 0u
 
@@ -412,6 +422,13 @@ TFG_API int tfg_rt_gpu_global(struct RtCtx *ctx, const TfgGpuModule *m,
 			      uint32_t gpu, uint32_t global, void **dptr);
 TFG_API int tfg_rt_gpu_copy(struct RtCtx *ctx, uint32_t dst_dev, void *dst,
 			    uint32_t src_dev, const void *src, uint64_t n);
+/* g computed by cuBLAS on gpu:N's stream: 0; -1 when this process has no
+ * cuBLAS (libcublas is loaded with dlopen at the first call;
+ * $TFG_CUBLAS=0: never), and the caller launches its own kernel; else a
+ * tfg_status with the step's error set. */
+TFG_API int tfg_rt_gpu_gemm(struct RtCtx *ctx, uint32_t gpu,
+			    const TfgGpuGemm *g, void *c, const void *a,
+			    const void *b);
 
 /* ---------------- ahead-of-time parts (§10.3 "Ahead-of-time compilation") */
 

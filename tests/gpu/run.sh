@@ -8,7 +8,8 @@
 #      "# gpu-tol: REL"); without one, the same programs with
 #      TFG_NO_GPU=1 --soft-placement (the copies, the soft placement)
 #      must match it exactly.
-#   2. tests/gpu/*.tfg (larger, random inputs, every op family): with a
+#   2. tests/gpu/*.tfg (larger, random inputs, every op family) and the
+#      GPU examples (with --soft-placement, for /gpu:1): with a
 #      GPU, the output of the program as written must match its output
 #      with TFG_NO_GPU=1 --soft-placement (all on the CPU); without
 #      one, the CPU run must succeed, and the GPU part says SKIP with
@@ -94,10 +95,11 @@ for f in tests/golden/run/*.tfg; do
 	fail=$((fail + 1))
 done
 
-for f in tests/gpu/*.tfg; do
+for f in tests/gpu/*.tfg examples/*gpu*.tfg; do
 	[ -e "$f" ] || continue
 	rel=$(sed -n 's/^# gpu-tol: *//p' "$f" | head -1)
 	args=$(sed -n '1s/^# args://p' "$f")
+	case $f in examples/*) args=--soft-placement ;; esac # /gpu:1
 	if ! TFG_NO_GPU=1 run "$tmp/cpu" "$tmp/err" --soft-placement "$f"; then
 		echo "FAIL $f (on the CPU)"; sed 's/^/    /' "$tmp/err" | head -20
 		fail=$((fail + 1)); continue
@@ -114,5 +116,31 @@ for f in tests/gpu/*.tfg; do
 	sed 's/^/    /' "$tmp/why" "$tmp/err" | head -20
 	fail=$((fail + 1))
 done
+# 3. a GPU part compiled ahead of time (tests/gpu/aot/main.c): built here
+#    where there are NVRTC, cc and build/libtfg.a, or GPU_AOT names one
+#    built elsewhere; with a GPU it must compute the host's numbers,
+#    without one fail with the runtime's error (exit 3)
+aot=${GPU_AOT:-}
+if [ -z "$aot" ] && printf '%s\n' "$gpus" | grep -q '^nvrtc: [0-9]' &&
+    command -v cc >/dev/null && [ -e build/libtfg.a ]; then
+	if "$TFGC" compile tests/gpu/aot/part.tfg -o "$tmp/gpu_aot.o" 2>"$tmp/err" &&
+	    cc -I"$tmp" -o "$tmp/gpu_aot" tests/gpu/aot/main.c "$tmp/gpu_aot.o" \
+	    build/libtfg.a -ldl -lpthread -lm 2>>"$tmp/err"; then
+		aot=$tmp/gpu_aot
+	else
+		echo "FAIL tests/gpu/aot/part.tfg (tfgc compile, cc)"
+		sed 's/^/    /' "$tmp/err" | head -20; fail=$((fail + 1))
+	fi
+fi
+if [ -n "$aot" ]; then
+	"$aot" >"$tmp/out" 2>&1; rc=$?
+	if { [ "$have" = 1 ] && [ $rc -eq 0 ]; } ||
+	    { [ "$have" = 0 ] && [ $rc -eq 3 ]; }; then
+		pass=$((pass + 1))
+	else
+		echo "FAIL tests/gpu/aot/main.c (exit $rc)"
+		sed 's/^/    /' "$tmp/out" | head -5; fail=$((fail + 1))
+	fi
+fi
 echo "gpu: $pass passed, $fail failed$( [ "$have" = 0 ] && echo ", $skip compared on the CPU only (no GPU)")"
 [ "$fail" -eq 0 ]
