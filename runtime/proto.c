@@ -267,6 +267,16 @@ rt_proc_take(RtProc *p, RtBuf *m)
 		rt_buf_free(m);
 		return;
 	}
+	/* This task's own messages never come over the network (they are
+	   delivered in the process): one that says it does is forged. */
+	if (p->task >= 0 && out.h.src == (uint16_t)p->task) {
+		pthread_mutex_unlock(&p->mu);
+		fprintf(stderr, "tfgc: error: %s: %s from %s claims to come "
+			"from this task (ignored)\n", p->name,
+			rt_msg_name(out.h.type), m->from[0] ? m->from : "a peer");
+		rt_buf_free(m);
+		return;
+	}
 	out.lost = lost && out.h.prog != plan->hash;
 	out.m = m;
 	out.body = m->data + RT_HDR_SIZE;

@@ -1857,6 +1857,36 @@ t_future_epoch(void)
 	rt_proc_free(&p);
 }
 
+/* A network message whose header names this task as its sender is
+ * forged (a task's own messages are delivered in the process): refused
+ * before it can speak for the task's incarnation; the same message from
+ * the other task gets in. */
+static void
+t_forged_self(void)
+{
+	TfgPlan plan = {0};
+	TfgOptions o = {0};
+	RtProc p;
+	RtHdr h;
+
+	hello_plan(&plan);
+	ASSERT_EQ(rt_proc_init(&p, &plan, 1, &o), TFG_OK);
+	for (int src = 1; src >= 0; src--) {
+		static const char why[] = "gave up";
+		RtBuf *b = rt_buf_new(RT_HDR_SIZE + sizeof why - 1);
+		ASSERT(b != NULL);
+		rt_hdr_init(&h, &plan, RT_MSG_ABORT, STEP(0, 1000, 1), 0,
+			    (uint16_t)src, sizeof why - 1, 1000);
+		rt_hdr_encode(b->data, &h);
+		memcpy(b->data + RT_HDR_SIZE, why, sizeof why - 1);
+		b->len = RT_HDR_SIZE + sizeof why - 1;
+		snprintf(b->from, sizeof b->from, "127.0.0.1:9");
+		rt_proc_take(&p, b);
+		ASSERT_EQ(p.peers[src].epoch, src == 1 ? 0 : 1000);
+	}
+	rt_proc_free(&p);
+}
+
 static void
 t_restart_table(void)
 {
@@ -2162,6 +2192,7 @@ TEST_MAIN({"hello", t_hello}, {"loop_print", t_loop_print},
 	  {"port_in_use", t_port_in_use}, {"port_taken", t_port_taken},
 	  {"step_timeout", t_step_timeout},
 	  {"future_epoch", t_future_epoch},
+	  {"forged_self", t_forged_self},
 	  {"part_error", t_part_error}, {"task_crash", t_task_crash},
 	  {"kill9_controller", t_kill9_controller},
 	  {"sigterm_controller", t_sigterm_controller},
