@@ -92,9 +92,9 @@ done
 # the seed's example at n = 8192: each step (random matrix, product with
 # its transpose, sum) on the CPU and on the GPU, the second of three runs
 # (the first loads the module and allocates the arenas)
-sed 's/1024, 1024/8192, 8192/g; s/^    print "cpu:", run(sc)/    for i in 0..3 { run(sc) }/; s/^    print "gpu:", run(sg)/    for i in 0..3 { run(sg) }/' \
+sed 's/^    print "cpu:", run(sc)/    for i in 0..3 { run(sc) }/; s/^    print "gpu:", run(sg)/    for i in 0..3 { run(sg) }/' \
     examples/matmul_gpu.tfg >"$tmp/seed.tfg"
-"$TFGC" run --free-ports --trace "$tmp/s.json" "$tmp/seed.tfg" >/dev/null &&
+"$TFGC" run --free-ports --param n=8192 --trace "$tmp/s.json" "$tmp/seed.tfg" >/dev/null &&
 grep '"cat":"part"' "$tmp/s.json" | sed 's/.*"dur":\([0-9.]*\).*/\1/' |
     awk 'NR == 2 { c = $1 } NR == 5 { g = $1 } END {
 	printf "seed matmul example n=8192: cpu %.1f ms, gpu %.1f ms, %.1fx\n", c / 1000, g / 1000, c / g }'

@@ -1475,6 +1475,8 @@ check_stmts(Checker *c, AstNode *block, int top)
 		case AST_VAR:
 			check_var(c, s);
 			break;
+		case AST_PARAM:
+			break; /* its uses are literals now (params.c) */
 		case AST_SESSION:
 		case AST_PARALLEL:
 			if (!top) {
@@ -1509,6 +1511,8 @@ check_program(Program *p)
 	c.dev = DEVICE_UNSET;
 	c.copy = -1;
 	c.session_task = -1;
+	if (params_apply(p) != 0)
+		return p->diag->nerr - before;
 	for (int i = 0; i < prog->n; i++) {
 		AstNode *s = prog->list[i];
 		if (s->kind != AST_CLUSTER)

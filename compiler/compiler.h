@@ -352,6 +352,9 @@ typedef struct CompileOptions {
 	const char *cluster_from;
 	/* --prefer-gpu: a device that names no kind is the task's gpu:0 */
 	int prefer_gpu;
+	/* --param n=8192: a param's value (spec §4.5 "Params") */
+	int nparam;
+	const char **param;
 } CompileOptions;
 int compile_file(Program *p, const char *path, const CompileOptions *o,
 		 Diag *d);

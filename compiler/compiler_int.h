@@ -209,6 +209,9 @@ int check_device_of(Checker *c, AstNode *s, Device outer, Device *out);
  * note at that job in the JSON the cluster came from, if it did. */
 void check_cluster_note(Checker *c, const char *job);
 Lit check_lit_of(const AstNode *e);
+/* params.c: rewrites the uses of the program's params into their
+ * literals (with --param values); 0 or the errors reported. */
+int params_apply(Program *p);
 int check_lit_store(Checker *c, SrcLoc loc, Lit l, TfgDtype t, void *dst);
 void *check_tensor_data(Checker *c, AstNode *e, int t, TfgDtype *dt,
 			TfgShape *shape, size_t *strbytes);

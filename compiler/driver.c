@@ -63,6 +63,7 @@ typedef struct Args {
 	PtrVec addr; /* --addr values */
 	PtrVec feed, fetch, out; /* run --feed x=a.npy --fetch y --out y.npy */
 	PtrVec shape;            /* --shape x=100,784 */
+	PtrVec param;            /* --param n=8192 */
 } Args;
 
 static const char usage[] =
@@ -93,7 +94,8 @@ static const char usage[] =
     "emit, compile: --gpu-arch sm_NN\n"
     "passes (any command): -fno-fold, -fno-cse, -fno-dce, -fno-fuse\n"
     "the cluster (any command): --cluster FILE.json, or TF_CONFIG\n"
-    "dims left '?' (any command): --shape NAME=D0,D1,...\n";
+    "dims left '?' (any command): --shape NAME=D0,D1,...\n"
+    "params (any command): --param NAME=VALUE\n";
 
 static int
 bad_usage(const char *fmt, const char *arg)
@@ -160,7 +162,7 @@ parse_args(Args *a, int argc, char **argv, Arena *ar)
 		} else if (FLAG("--emit") || FLAG("--job") || FLAG("--task") ||
 			   FLAG("--cpu") || FLAG("-O") || FLAG("--addr") ||
 			   FLAG("--feed") || FLAG("--fetch") || FLAG("--out") ||
-			   FLAG("--shape") ||
+			   FLAG("--shape") || FLAG("--param") ||
 			   FLAG("-o") || FLAG("--name") || FLAG("--part") ||
 			   FLAG("--cluster") || FLAG("--chief") ||
 			   FLAG("--restore") || FLAG("--cluster-key") ||
@@ -239,6 +241,11 @@ parse_args(Args *a, int argc, char **argv, Arena *ar)
 					return bad_usage("--shape takes NAME=D0,"
 							 "D1,..., not '%s'", v);
 				vec_push(ar, &a->shape, (void *)v);
+			} else if (FLAG("--param")) {
+				if (!strchr(v, '=') || *v == '=')
+					return bad_usage("--param takes NAME=VALUE"
+							 ", not '%s'", v);
+				vec_push(ar, &a->param, (void *)v);
 			} else if (FLAG("--fetch"))
 				vec_push(ar, &a->fetch, (void *)v);
 			else if (FLAG("--out"))
@@ -619,6 +626,10 @@ common_args(PtrVec *v, const Args *a, Program *p)
 		vec_push(p->arena, v, "--cluster-key");
 		vec_push(p->arena, v, (void *)a->key);
 	}
+	for (int i = 0; i < a->param.n; i++) {
+		vec_push(p->arena, v, "--param");
+		vec_push(p->arena, v, a->param.v[i]);
+	}
 	if (a->soft_placement)
 		vec_push(p->arena, v, "--soft-placement");
 	if (a->prefer_gpu)
@@ -808,6 +819,8 @@ tfgc_main(int argc, char **argv)
 	co.addr = (const char **)a.addr.v;
 	co.nshape = a.shape.n;
 	co.shape = (const char **)a.shape.v;
+	co.nparam = a.param.n;
+	co.param = (const char **)a.param.v;
 	if (strcmp(a.cmd, "run") == 0 || strcmp(a.cmd, "server") == 0 ||
 	    strcmp(a.cmd, "compile") == 0) {
 		co.nfetch = a.fetch.n, co.fetch = (const char **)a.fetch.v;

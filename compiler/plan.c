@@ -25,6 +25,8 @@ plan_hash(const Program *p, const TfgPlan *pl)
 
 	h = fnv_i64(fnv_i64(fnv_i64(h, pl->ntask), pl->nedge), pl->nsig);
 	h = fnv_i64(h, pl->generic);
+	for (int i = 0; p->opt && i < p->opt->nparam; i++) /* --param */
+		h = ir_fnv(h, p->opt->param[i], strlen(p->opt->param[i]) + 1);
 	for (int i = 0; i < pl->nedge; i++) {
 		const RtEdge *e = &pl->edges[i];
 		h = fnv_i64(fnv_i64(fnv_i64(h, e->src), e->dst), e->dtype);

@@ -86,7 +86,7 @@ ast_kind_name(AstKind k)
 		[AST_INDEX] = "index",       [AST_SLICE] = "slice",
 		[AST_VAR] = "var",           [AST_PARALLEL] = "parallel",
 		[AST_LET] = "let",           [AST_IF] = "if",
-		[AST_FIELD] = "field",
+		[AST_FIELD] = "field",       [AST_PARAM] = "param",
 	};
 	_Static_assert(sizeof names / sizeof names[0] == AST__COUNT,
 		       "ast_kind_name: a kind has no name");
@@ -159,7 +159,7 @@ dump_head(FILE *out, const AstNode *n)
 	switch (n->kind) {
 	case AST_JOB: case AST_ASSIGN: case AST_FOR: case AST_NAME:
 	case AST_CALL: case AST_KWARG: case AST_FEEDITEM: case AST_LET:
-	case AST_FIELD:
+	case AST_FIELD: case AST_PARAM:
 		fprintf(out, " %s", n->name);
 		break;
 	case AST_VAR:

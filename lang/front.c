@@ -334,7 +334,8 @@ contextual(const Token *first, const int *exp, int n, int *out)
 	static const struct {
 		const char *word;
 		int keep;
-	} kw[] = {{"var", TK_IDENT}, {"let", TK_IDENT}, {"parallel", TK_LBRACE}};
+	} kw[] = {{"var", TK_IDENT}, {"let", TK_IDENT}, {"param", TK_IDENT},
+		  {"parallel", TK_LBRACE}};
 	int k = 0, keep = 0;
 
 	for (size_t i = 0; i < sizeof kw / sizeof kw[0]; i++)

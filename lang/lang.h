@@ -142,6 +142,7 @@ typedef enum {
 	AST_INDEX,    /* a: the indexed value; list: AST_SLICE or expressions */
 	AST_SLICE,    /* a: lo or NULL, b: hi or NULL  (lo:hi) */
 	AST_FIELD,    /* a.name: a session's `w.index`, `w.count` */
+	AST_PARAM,    /* name; a: value (a literal; spec §4.5 "Params") */
 	AST__COUNT
 } AstKind;
 

@@ -241,7 +241,14 @@ stmt(A) ::= INPUT(K) IDENT(N) COLON name(T) LBRACKET dims(D) RBRACKET(R). {
 	ast_take_list(A, D);
 }
 stmt(A) ::= IDENT(K) IDENT(N) ASSIGN expr(E). {
-	A = var_stmt(ps, &K, &N, NULL, NULL, 0, E);
+	if (K.len == 5 && memcmp(K.p, "param", 5) == 0) {
+		A = ast_new(ps->arena, AST_PARAM, loc_span(K.loc,
+							   ast_extent(E)), &N);
+		A->name = tok_name(ps, &N);
+		A->a = E;
+	} else {
+		A = var_stmt(ps, &K, &N, NULL, NULL, 0, E);
+	}
 }
 stmt(A) ::= IDENT(K) IDENT(N) COLON name(T) ASSIGN expr(E). {
 	A = var_stmt(ps, &K, &N, T, NULL, 0, E);
