@@ -99,6 +99,34 @@ grep '"cat":"part"' "$tmp/s.json" | sed 's/.*"dur":\([0-9.]*\).*/\1/' |
     awk 'NR == 2 { c = $1 } NR == 5 { g = $1 } END {
 	printf "seed matmul example n=8192: cpu %.1f ms, gpu %.1f ms, %.1fx\n", c / 1000, g / 1000, c / g }'
 
+# copies: a 256 MiB value made on gpu:0 and fetched, 5 times: the copy
+# to the host the first time (a pageable arena) and then (page-locked)
+cat >"$tmp/fetch.tfg" <<P
+cluster { local = ["localhost:2222"] }
+device "/gpu:0" { x = random_uniform([67108864], seed=1) }
+session { for i in 0..5 { run(x) } }
+P
+"$TFGC" run --free-ports --trace "$tmp/f.json" "$tmp/fetch.tfg" >/dev/null &&
+grep '"copy gpu:0 to host"' "$tmp/f.json" | sed 's/.*"dur":\([0-9.]*\).*/\1/' |
+    awk 'NR == 1 { f = $1 } NR > 1 && (b == 0 || $1 < b) { b = $1 } END {
+	printf "copy gpu:0 to host, 256 MiB: first %.1f ms (%.1f GB/s, pageable), then %.1f ms (%.1f GB/s, page-locked)\n",
+	    f / 1000, 268435456 / f / 1000, b / 1000, 268435456 / b / 1000 }'
+
+# a 64 MiB value made on task 1's gpu:0, summed on task 0's CPU, against
+# the same value made on task 1's CPU (the step time, median of 9)
+for dev in gpu cpu; do
+	cat >"$tmp/xfer.tfg" <<P
+cluster { local = ["localhost:2222", "localhost:2223"] }
+device "/job:local/task:1/$dev:0" { x = random_uniform([16777216], seed=1) }
+device "/job:local/task:0/cpu:0" { s = reduce_sum(x) }
+session { for i in 0..10 { run(s) } }
+P
+	"$TFGC" run --free-ports --trace "$tmp/x.json" "$tmp/xfer.tfg" >/dev/null &&
+	grep '"cat":"step"' "$tmp/x.json" | sed 's/.*"dur":\([0-9.]*\).*/\1/' |
+	    tail -n +2 | sort -n | awk -v d=$dev '{ v[NR] = $1 } END {
+		printf "64 MiB from task 1 (%s:0) to task 0, summed there: step %.1f ms (median of %d)\n", d, v[int((NR + 1) / 2)] / 1000, NR }'
+done
+
 # NVRTC: a task's kernels cold and from the cache
 rm -rf "$tmp/cache"
 for i in cold cached; do

@@ -43,6 +43,7 @@
 #include "runtime/proto.h"
 #include "runtime/trace.h"
 
+#define CU_MEMHOSTREGISTER_PORTABLE 0x01
 #define GPU_MAX_INDEX 64      /* gpu:N with N below this (a bit each in
 				 RtGpuStep.used) */
 #define GPU_FREE_MAX 4        /* free arenas kept per index */
@@ -109,6 +110,8 @@ static struct {
 	CUresult (*MemcpyPeerAsync)(CUdeviceptr, CUcontext, CUdeviceptr,
 				    CUcontext, size_t, CUstream);
 	CUresult (*PointerGetAttribute)(void *, int, CUdeviceptr);
+	CUresult (*MemHostRegister)(void *, size_t, unsigned);
+	CUresult (*MemHostUnregister)(void *);
 	CUresult (*ModuleLoadDataEx)(CUmodule *, const void *, unsigned,
 				     int *, void **);
 	CUresult (*ModuleGetFunction)(CUfunction *, CUmodule, const char *);
@@ -151,6 +154,8 @@ static const struct {
 	SYM(MemcpyDtoDAsync, "cuMemcpyDtoDAsync_v2"),
 	SYM(MemcpyPeerAsync, "cuMemcpyPeerAsync"),
 	SYM(PointerGetAttribute, "cuPointerGetAttribute"),
+	SYM(MemHostRegister, "cuMemHostRegister_v2"),
+	SYM(MemHostUnregister, "cuMemHostUnregister"),
 	SYM(ModuleLoadDataEx, "cuModuleLoadDataEx"),
 	SYM(ModuleGetFunction, "cuModuleGetFunction"),
 	SYM(ModuleGetGlobal, "cuModuleGetGlobal_v2"),
@@ -609,6 +614,61 @@ mod_get(RtCtx *c, uint32_t gpu, const TfgGpuModule *m, int d, GpuMod **out)
 	return mod_load(c, gpu, m, d, out);
 }
 
+/* -------------------------------------------------- pinned host arenas */
+
+/* A task's host arenas that its GPU parts copy to and from are
+ * page-locked after their first step (rt_run_part), so that copies are
+ * DMA straight from and to them rather than staged by the driver; the
+ * server unpins an arena before it frees it.  Under mu. */
+static void **pinned;
+static int npinned, cappinned;
+
+void
+rt_gpu_host_pin(void *p, size_t n)
+{
+	int d;
+
+	if (p == NULL || n < ((size_t)1 << 20) || tfg_gpu_probe(NULL) == 0 ||
+	    gpu_use(NULL, 0, &d, NULL) != TFG_OK)
+		return;
+	pthread_mutex_lock(&mu);
+	for (int i = 0; i < npinned; i++)
+		if (pinned[i] == p) {
+			pthread_mutex_unlock(&mu);
+			return;
+		}
+	if (npinned == cappinned) {
+		int nc = cappinned ? 2 * cappinned : 8;
+		void **v = realloc(pinned, sizeof *v * (size_t)nc);
+		if (v == NULL) {
+			pthread_mutex_unlock(&mu);
+			return;
+		}
+		pinned = v, cappinned = nc;
+	}
+	/* portable: page-locked for every device's context; a failure
+	   (too much locked memory) leaves it pageable, which still works */
+	if (bind_dev(d) == CUDA_SUCCESS &&
+	    cu.MemHostRegister(p, n, CU_MEMHOSTREGISTER_PORTABLE) ==
+		CUDA_SUCCESS)
+		pinned[npinned++] = p;
+	pthread_mutex_unlock(&mu);
+}
+
+void
+rt_gpu_host_unpin(void *p)
+{
+	pthread_mutex_lock(&mu);
+	for (int i = 0; i < npinned; i++)
+		if (pinned[i] == p) {
+			if (bind_dev(0) == CUDA_SUCCESS)
+				cu.MemHostUnregister(p);
+			pinned[i] = pinned[--npinned];
+			break;
+		}
+	pthread_mutex_unlock(&mu);
+}
+
 /* -------------------------------------------------------------- cuBLAS */
 
 /* cuBLAS by dlopen, for the products it computes faster than our own
@@ -931,9 +991,9 @@ fail:
 	return rv;
 }
 
-TFG_API int
-tfg_rt_gpu_copy(struct RtCtx *ctx, uint32_t dst_dev, void *dst,
-		uint32_t src_dev, const void *src, uint64_t n)
+static int
+copy_any(struct RtCtx *ctx, uint32_t dst_dev, void *dst, uint32_t src_dev,
+	 const void *src, uint64_t n)
 {
 	CUdeviceptr dp = (CUdeviceptr)(uintptr_t)dst;
 	CUdeviceptr sp = (CUdeviceptr)(uintptr_t)src;
@@ -1027,5 +1087,39 @@ rt_gpu_step_end(RtCtx *c)
 	}
 	free(st->arena);
 	free(st);
+	return rv;
+}
+
+TFG_API int
+tfg_rt_gpu_copy(struct RtCtx *ctx, uint32_t dst_dev, void *dst,
+		uint32_t src_dev, const void *src, uint64_t n)
+{
+	double t0 = rt_tracing ? rt_trace_clock() : 0;
+	int rv = copy_any(ctx, dst_dev, dst, src_dev, src, n);
+	char name[64];
+	CUresult r;
+
+	if (!rt_tracing || rv != TFG_OK || n == 0 ||
+	    (dst_dev == TFG_DEV_HOST && src_dev == TFG_DEV_HOST))
+		return rv;
+	/* traced: the copy waits, so that its event is its run */
+	if (dst_dev != TFG_DEV_HOST) {
+		uint32_t g = dst_dev - 1;
+		int d = (int)(g % (uint32_t)info.count);
+		if ((r = bind_dev(d)) == CUDA_SUCCESS)
+			r = cu.StreamSynchronize(stream[g]);
+		if (r != CUDA_SUCCESS)
+			return gpu_fail(ctx, g, "cuStreamSynchronize", "copy",
+					r);
+	}
+	if (!src_dev)
+		snprintf(name, sizeof name, "copy host to gpu:%u", dst_dev - 1);
+	else if (!dst_dev)
+		snprintf(name, sizeof name, "copy gpu:%u to host", src_dev - 1);
+	else
+		snprintf(name, sizeof name, "copy gpu:%u to gpu:%u",
+			 src_dev - 1, dst_dev - 1);
+	rt_trace_event("copy", name, RT_STEP_NO(ctx ? ctx->step : 0), n, t0,
+		       rt_trace_clock());
 	return rv;
 }

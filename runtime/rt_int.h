@@ -40,6 +40,11 @@ char *rt_arena_alloc(size_t size);
 typedef struct RtGpuStep RtGpuStep;
 struct RtCtx;
 int rt_gpu_step_end(struct RtCtx *c);
+/* A host arena (n bytes at p) that GPU copies use: page-locked from now
+ * on (once; nothing when there is no GPU or it is small); unpinned
+ * before it is freed (a no-op for others).  runtime/gpu.c */
+void rt_gpu_host_pin(void *p, size_t n);
+void rt_gpu_host_unpin(void *p);
 
 /* The layers of the execution side (spec/design.md "Runtime layers")
  * have headers of their own: runtime/net.h (transport), runtime/proto.h

@@ -103,6 +103,7 @@ arena_give(RtServer *s, RtArenas *a, char *p)
 
 		if (v == NULL) {
 			pthread_mutex_unlock(&s->mu);
+			rt_gpu_host_unpin(p);
 			free(p);
 			return;
 		}
@@ -117,7 +118,7 @@ rt_run_part(RtServer *s, RtCtx *c, const RtPart *p, RtArenas *spare)
 {
 	char *arena;
 	double t0;
-	int rc, st;
+	int rc, st, gpu;
 
 	c->err.code = TFG_OK;
 	c->err.msg[0] = '\0';
@@ -131,9 +132,14 @@ rt_run_part(RtServer *s, RtCtx *c, const RtPart *p, RtArenas *spare)
 				 s->proc.name, p->arena_size);
 	t0 = rt_tracing ? rt_trace_clock() : 0;
 	rc = p->fn(c, arena);
+	gpu = c->gpu != NULL;
 	st = rt_gpu_step_end(c); /* its GPU work done, or its error */
 	if (rc == 0)
 		rc = st;
+	/* a part that used a GPU copies to and from its arena: page-locked
+	   from its next step on (spec/design.md "GPUs") */
+	if (gpu && rc == 0)
+		rt_gpu_host_pin(arena, p->arena_size);
 	if (rt_tracing) {
 		char name[64];
 
@@ -592,8 +598,10 @@ static void
 arenas_free(RtArenas *a, int n)
 {
 	for (int i = 0; a && i < n; i++) {
-		for (int k = 0; k < a[i].n; k++)
+		for (int k = 0; k < a[i].n; k++) {
+			rt_gpu_host_unpin(a[i].v[k]);
 			free(a[i].v[k]);
+		}
 		free(a[i].v);
 	}
 	free(a);

@@ -187,8 +187,10 @@ static void
 arenas_clear(RtArenas *a, int n)
 {
 	for (int i = 0; a && i < n; i++) {
-		for (int k = 0; k < a[i].n; k++)
+		for (int k = 0; k < a[i].n; k++) {
+			rt_gpu_host_unpin(a[i].v[k]);
 			free(a[i].v[k]);
+		}
 		free(a[i].v);
 	}
 	free(a);

@@ -302,6 +302,20 @@ cuPointerGetAttribute(void *data, int attr, CUdeviceptr p)
 }
 
 API CUresult
+cuMemHostRegister_v2(void *p, size_t n, unsigned flags)
+{
+	(void)p, (void)n, (void)flags;
+	return cur ? OK : INVALID_CONTEXT;
+}
+
+API CUresult
+cuMemHostUnregister(void *p)
+{
+	(void)p;
+	return OK;
+}
+
+API CUresult
 cuModuleLoadDataEx(void **m, const void *image, unsigned n, int *opt,
 		   void **val)
 {
