@@ -439,6 +439,14 @@ cpu_emit_send(CgCtx *C, IrNode *n)
 	return 0;
 }
 
+/* OP_grad never gets here: compiler/autodiff.c expands every one into
+ * its backward graph before placement. */
+int
+cpu_emit_grad(CgCtx *C, IrNode *n)
+{
+	return cg_fail(C, n, "grad not expanded");
+}
+
 /* One element of any elementwise node: its inputs loaded, then computed
  * by cg_elem_apply, the same code fused groups use (codegen/cpu_fuse.c). */
 static LLVMValueRef

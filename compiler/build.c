@@ -431,6 +431,25 @@ ir_stack(Program *p, SrcLoc loc, IrNode **in, int nin, int axis)
 	return n;
 }
 
+/* ----------------------------------------------------------- gradients */
+
+IrNode *
+ir_grad(Program *p, SrcLoc loc, IrNode *y, IrNode *x)
+{
+	IrNode *in[2] = {y, x};
+	IrNode *n;
+
+	if (!is_float(y->dtype) || y->shape.rank != 0 || !is_float(x->dtype)) {
+		diag_error(p->diag, loc, "'grad' takes a float scalar and a "
+			   "float tensor, got %s and %s", type_s(p, y),
+			   type_s(p, x));
+		return NULL;
+	}
+	n = node(p, OP_grad, loc, in, 2, x->dtype);
+	n->shape = x->shape;
+	return n;
+}
+
 /* ------------------------------------------------- made by the passes */
 
 IrNode *
@@ -611,6 +630,21 @@ ir_var(Program *p, SrcLoc loc, OpKind op, IrVar *v, IrNode *x)
 	return n;
 }
 
+/* x's attributes cleared, for a rewrite in place into another op */
+static void
+clear_attrs(IrNode *x)
+{
+	x->make = NULL;
+	x->fuse = NULL;
+	x->axes = 0;
+	x->keepdims = 0;
+	x->squeeze = 0;
+	x->axis = 0;
+	memset(x->begin, 0, sizeof x->begin);
+	memset(x->size, 0, sizeof x->size);
+	memset(x->perm, 0, sizeof x->perm);
+}
+
 int
 ir_set_const(Program *p, IrNode *x)
 {
@@ -624,14 +658,29 @@ ir_set_const(Program *p, IrNode *x)
 	x->op = OP_const;
 	x->nin = 0;
 	x->in = NULL;
-	x->make = NULL;
-	x->fuse = NULL;
-	x->axes = 0;
-	x->keepdims = 0;
-	x->squeeze = 0;
-	x->axis = 0;
-	memset(x->begin, 0, sizeof x->begin);
-	memset(x->size, 0, sizeof x->size);
-	memset(x->perm, 0, sizeof x->perm);
+	clear_attrs(x);
+	return 0;
+}
+
+int
+ir_set_alias(Program *p, IrNode *x, IrNode *v)
+{
+	int known = shape_known(&x->shape) && shape_known(&v->shape);
+
+	if (v->dtype != x->dtype || (known && tfg_shape_numel(&x->shape) !=
+				     tfg_shape_numel(&v->shape)) ||
+	    (op_info[x->op].flags & (OPF_STATEFUL | OPF_EFFECT |
+				     OPF_RANDOM))) {
+		diag_error(p->diag, x->loc, "'%s' (%s) cannot become a view "
+			   "of %s", ir_node_label(x), type_s(p, x),
+			   type_s(p, v));
+		return -1;
+	}
+	x->op = OP_reshape;
+	x->nin = 1;
+	x->in = arena_alloc(p->arena, sizeof *x->in);
+	x->in[0] = v;
+	x->data = NULL;
+	clear_attrs(x);
 	return 0;
 }

@@ -4,6 +4,7 @@
  *
  *   check      AST -> IrGraph: names, dtypes, shapes, requested devices,
  *              and the session programs' run signatures
+ *   grad       each grad(y, x) becomes its backward graph (autodiff.c)
  *   fold       nodes of constants become constants (pass_fold.c)
  *   cse        identical nodes merge (pass_cse.c)
  *   dce        nodes no fetch needs go (pass_dce.c)
@@ -257,6 +258,7 @@ typedef struct Program {
 
 /* The phases.  Each returns 0, or the number of errors it reported. */
 int check_program(Program *p);
+int grad_program(Program *p);
 int fold_program(Program *p);
 int cse_program(Program *p);
 int dce_program(Program *p);

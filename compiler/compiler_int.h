@@ -77,6 +77,9 @@ IrNode *ir_slice(Program *p, SrcLoc loc, IrNode *x, const int64_t *begin,
 		 const int64_t *size, uint32_t squeeze);
 IrNode *ir_concat(Program *p, SrcLoc loc, IrNode **in, int nin, int axis);
 IrNode *ir_stack(Program *p, SrcLoc loc, IrNode **in, int nin, int axis);
+/* OP_grad: the gradient of y (a float scalar) with respect to x (a float
+ * tensor), of x's dtype and shape, until compiler/autodiff.c expands it */
+IrNode *ir_grad(Program *p, SrcLoc loc, IrNode *y, IrNode *x);
 /* OP_const: data holds the value (strings: strbytes, compiler/
  * ops_string.c); OP_input, named (name NULL: the caller names it) */
 IrNode *ir_const(Program *p, SrcLoc loc, TfgDtype t, const TfgShape *s,
@@ -102,6 +105,11 @@ IrNode *ir_copy(Program *p, const IrNode *x, IrNode *in, Device to);
  * strbytes), becomes that OP_const in place (name, id, device kept; no
  * inputs or other attributes); 0, or -1 reported (stateful ops never) */
 int ir_set_const(Program *p, IrNode *x);
+/* x becomes an OP_reshape of v (of x's dtype and number of elements) in
+ * place, name, id and device kept: a view of v under x's name (the grad
+ * pass turns each OP_grad into one of its result); 0, or -1 reported
+ * (stateful ops never) */
+int ir_set_alias(Program *p, IrNode *x, IrNode *v);
 /* Makes x (in a part) op OP_fused, OP_matmul with an epilogue or a
  * reduction with a prologue, computing f over in[]; 0, or -1 reported. */
 int ir_set_fuse(Program *p, IrNode *x, OpKind op, const IrFuse *f,

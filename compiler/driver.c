@@ -5,8 +5,8 @@
  * --free-ports in compiler/ports.c.
  *
  *   tfgc check FILE
- *   tfgc emit --emit=tokens|ast|folded|cse|dce|placed|dot|partition|fused|llvm
- *             |memory [--task J:T] [--cpu CPU] [-O N] FILE
+ *   tfgc emit --emit=tokens|ast|grad|folded|cse|dce|placed|dot|partition
+ *             |fused|llvm|memory [--task J:T] [--cpu CPU] [-O N] FILE
  *   tfgc run FILE [--log-device-placement] [--free-ports]
  *            [--attach [--stop]] [--restore DIR] [--trace OUT.json]
  *   tfgc server FILE [--job J --task T] [--chief J:T|none]
@@ -69,7 +69,7 @@ typedef struct Args {
 static const char usage[] =
     "usage: tfgc check FILE\n"
     "       tfgc devices\n"
-    "       tfgc emit --emit=tokens|ast|folded|cse|dce|placed|dot|"
+    "       tfgc emit --emit=tokens|ast|grad|folded|cse|dce|placed|dot|"
     "partition|fused|llvm|memory|cuda|ptx\n"
     "                 [--task J:T] [--cpu CPU] [-O N] [--gpu-arch sm_NN] FILE\n"
     "       tfgc run FILE [--log-device-placement] [--free-ports] "
@@ -355,7 +355,7 @@ cmd_emit(Args *a, Program *p, CompileOptions *co, Diag *d)
 	}
 	if ((u = pass_of_emit(a->emit)) < 0)
 		return bad_usage("unknown emit mode '%s' (expected tokens, "
-				 "ast, folded, cse, dce, placed, dot, "
+				 "ast, grad, folded, cse, dce, placed, dot, "
 				 "partition, fused, llvm, memory, cuda or ptx)",
 				 a->emit);
 	co->until = pass_name(u);
@@ -367,7 +367,8 @@ cmd_emit(Args *a, Program *p, CompileOptions *co, Diag *d)
 		dump_placed(stdout, p);
 	else if (strcmp(a->emit, "dot") == 0)
 		dump_dot(stdout, p);
-	else if (u == PASS_FOLD || u == PASS_CSE || u == PASS_DCE)
+	else if (u == PASS_GRAD || u == PASS_FOLD || u == PASS_CSE ||
+		 u == PASS_DCE)
 		dump_graph(stdout, p);
 	else if (strcmp(a->emit, "partition") == 0 ||
 		 strcmp(a->emit, "fused") == 0)

@@ -2,7 +2,7 @@
 # tests/golden/run.sh [AREA...] [T]: the golden tests (STYLE.md section 9).
 #
 # Each tests/golden/<area>/<name>.tfg runs through $TFGC (default ./tfgc):
-#   tokens ast folded cse dce placed dot    tfgc emit --emit=<area> ARGS FILE
+#   tokens ast grad folded cse dce placed dot   tfgc emit --emit=<area> ARGS FILE
 #                                           (dot: also rendered by dot -Tsvg)
 #   partition fused llvm memory cuda
 #   errors                                  tfgc check ARGS FILE
@@ -70,7 +70,7 @@ runtest() { # AREA FILE
 	area=$1 f=$2 base=${2%.tfg}
 	args=$(sed -n '1s/^# args://p' "$f")
 	case $area in
-	tokens|ast|folded|cse|dce|placed|dot|partition|fused|llvm|memory|cuda)
+	tokens|ast|grad|folded|cse|dce|placed|dot|partition|fused|llvm|memory|cuda)
 		set -- emit "--emit=$area" ;;
 	errors) set -- check ;;
 	run) set -- run --free-ports ;;

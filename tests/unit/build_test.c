@@ -252,6 +252,18 @@ t_made_by_passes(void)
 	ASSERT(f->fuse == fu);
 	fu->ops[0].dtype = TFG_F64;
 	ASSERT_EQ(ir_set_fuse(&P, f, OP_fused, fu, ext, 2), -1);
+	/* grad(y, x) until the grad pass expands it, then a view of x's
+	   adjoint */
+	r = ir_grad(&P, L, ir_reduce(&P, L, OP_reduce_sum, x, 1, 0), x);
+	is(r, TFG_F32, shp(1, 4, 0, 0));
+	ASSERT_EQ(r->op, OP_grad);
+	refused(ir_grad(&P, L, x, x), "'grad' takes a float scalar");
+	refused(ir_grad(&P, L, r->in[0], in(TFG_I32, shp(1, 4, 0, 0))),
+		"and a float tensor, got f32[] and i32[4]");
+	ASSERT_EQ(ir_set_alias(&P, r, y), 0);
+	ASSERT_EQ(r->op, OP_reshape);
+	ASSERT(r->nin == 1 && r->in[0] == y);
+	ASSERT_EQ(ir_set_alias(&P, r, in(TFG_F32, shp(1, 5, 0, 0))), -1);
 	/* a folded value becomes its constant; state never does */
 	f->data = arena_alloc(P.arena, 16);
 	ASSERT_EQ(ir_set_const(&P, f), 0);

@@ -1,0 +1,626 @@
+/*
+ * compiler/autodiff.c: grad(y, x) (spec §6.25 "grad"), its checker and
+ * the grad pass, reverse-mode automatic differentiation on the graph
+ * (spec/design.md "Passes").
+ *
+ * The checker makes one OP_grad node per call, of x's dtype and shape.
+ * The pass, between check and place, expands each in graph order: the
+ * nodes on a path from x to y (y depends on them, they depend on x) are
+ * walked from y back to x, each adding to its inputs' adjoints by the
+ * gradient rule of its op (below, one case per OPF_DIFF op of
+ * stdlib/ops.def), starting from 1 for y.  Every backward node is made
+ * by the IR builders (compiler/build.c), with the device request of the
+ * forward node it differentiates, so that placement keeps the backward
+ * pass next to the forward values it reads.  The new nodes go just before
+ * the OP_grad node in IrGraph.nodes (they read only nodes before it), and
+ * the OP_grad node becomes a reshape of x's adjoint (ir_set_alias), a
+ * view, so that fetches and consumers naming it are unchanged.  A later
+ * grad may differentiate an earlier one's backward graph: its rules are
+ * made of differentiable ops.
+ *
+ * Adjoints always have the shape and dtype of their node.  An operand
+ * that was broadcast gets its adjoint summed over the broadcast axes; a
+ * value broadcast back over reduced axes is added to zeros of the full
+ * shape (the language has no broadcast_to), which fusion makes one loop.
+ * Integer and bool values carry no gradient; a float value that flows
+ * into an op without a gradient (OPF_DIFF unset: mod, assign, fill, ...)
+ * is an error, and so is a y that depends on x only through ops or
+ * values without one (argmax, comparisons, a cast to an integer).
+ */
+#include <string.h>
+
+#include "compiler/compiler_int.h"
+
+typedef struct Ad {
+	Program *p;
+	IrNode *g;          /* the OP_grad being expanded */
+	const IrNode *fwd;  /* the forward node whose rule is being built:
+			       its request, reason and location */
+	IrNode **adj;       /* [id] of the forward nodes: the adjoint */
+	int fail;           /* a builder refused (reported) */
+} Ad;
+
+/* --------------------------------------------------------- the builders */
+
+/* n, as made by a builder for a->fwd: its device request. */
+static IrNode *
+put(Ad *a, IrNode *n)
+{
+	if (!n) {
+		a->fail = 1;
+		return NULL;
+	}
+	n->req = a->fwd->req;
+	n->why = a->fwd->why;
+	return n;
+}
+
+static SrcLoc
+at(Ad *a)
+{
+	return a->fwd->loc;
+}
+
+/* The scalar v of float dtype t. */
+static IrNode *
+scalar(Ad *a, TfgDtype t, double v)
+{
+	void *d = arena_alloc(a->p->arena, 8);
+	TfgShape s = {0, {0}};
+
+	if (t == TFG_F32)
+		*(float *)d = (float)v;
+	else
+		*(double *)d = v;
+	return put(a, ir_const(a->p, at(a), t, &s, d, 0));
+}
+
+static IrNode *
+zeros(Ad *a, TfgDtype t, const TfgShape *s)
+{
+	IrMake *m = arena_alloc(a->p->arena, sizeof *m);
+
+	return put(a, ir_make(a->p, at(a), OP_zeros, t, s, m, NULL, 0));
+}
+
+static IrNode *
+cast(Ad *a, IrNode *x, TfgDtype t)
+{
+	return x ? put(a, ir_cast(a->p, at(a), x, t)) : NULL;
+}
+
+static IrNode *
+bin(Ad *a, OpKind op, IrNode *x, IrNode *y)
+{
+	return x && y ? put(a, ir_binary(a->p, at(a), op, x, y)) : NULL;
+}
+
+static IrNode *
+un(Ad *a, OpKind op, IrNode *x)
+{
+	return x ? put(a, ir_unary(a->p, at(a), op, x)) : NULL;
+}
+
+static IrNode *
+sel(Ad *a, IrNode *c, IrNode *x, IrNode *y)
+{
+	return c && x && y ? put(a, ir_where(a->p, at(a), c, x, y)) : NULL;
+}
+
+static IrNode *
+reshape(Ad *a, IrNode *x, const TfgShape *s)
+{
+	if (!x || tfg_shape_eq(&x->shape, s))
+		return x;
+	return put(a, ir_reshape(a->p, at(a), x, s));
+}
+
+static IrNode *
+reduce(Ad *a, OpKind op, IrNode *x, uint32_t axes, int keepdims)
+{
+	return x ? put(a, ir_reduce(a->p, at(a), op, x, axes, keepdims))
+		 : NULL;
+}
+
+/* x, of a shape that broadcasts to s, broadcast to s. */
+static IrNode *
+bcast(Ad *a, IrNode *x, const TfgShape *s)
+{
+	if (!x || tfg_shape_eq(&x->shape, s))
+		return x;
+	return bin(a, OP_add, x, zeros(a, x->dtype, s));
+}
+
+/* g, the adjoint of a value that operand shape s was broadcast into,
+ * summed over the broadcast axes: the operand's adjoint, of shape s. */
+static IrNode *
+unbroadcast(Ad *a, IrNode *g, const TfgShape *s)
+{
+	int lead;
+	uint32_t axes = 0;
+
+	if (!g || tfg_shape_eq(&g->shape, s))
+		return g;
+	lead = g->shape.rank - s->rank;
+	for (int k = 0; k < g->shape.rank; k++)
+		if (k < lead || (s->dims[k - lead] == 1 &&
+				 g->shape.dims[k] != 1))
+			axes |= 1u << k;
+	if (axes)
+		g = reduce(a, OP_reduce_sum, g, axes, 0);
+	return reshape(a, g, s);
+}
+
+/* x's shape with the axes of mask kept as 1: a reduction's keepdims
+ * shape. */
+static TfgShape
+kept_shape(const IrNode *x, uint32_t axes)
+{
+	TfgShape s = x->shape;
+
+	for (int k = 0; k < s.rank; k++)
+		if (axes >> k & 1)
+			s.dims[k] = 1;
+	return s;
+}
+
+/* ------------------------------------------------------------ the rules */
+
+/* The adjoint of operand k of n (whose value is n, adjoint g), before it
+ * is summed over the axes n broadcast it along: the elementwise ops. */
+static IrNode *
+elem_rule(Ad *a, IrNode *n, IrNode *g, int k)
+{
+	IrNode *x = n->in[0], *y = n->nin > 1 ? n->in[1] : NULL;
+	TfgDtype t = n->dtype;
+	IrNode *zero, *one, *m;
+
+	switch (n->op) {
+	case OP_add:
+		return g;
+	case OP_sub:
+		return k == 0 ? g : un(a, OP_neg, g);
+	case OP_mul:
+		return bin(a, OP_mul, g, k == 0 ? y : x);
+	case OP_div: /* d/dy x/y = -(x/y)/y */
+		if (k == 0)
+			return bin(a, OP_div, g, y);
+		return un(a, OP_neg, bin(a, OP_mul, g,
+					 bin(a, OP_div, n, y)));
+	case OP_neg:
+		return un(a, OP_neg, g);
+	case OP_exp:
+		return bin(a, OP_mul, g, n);
+	case OP_log:
+		return bin(a, OP_div, g, x);
+	case OP_sqrt: /* 1 / (2 sqrt(x)) */
+		return bin(a, OP_div, g, bin(a, OP_add, n, n));
+	case OP_tanh: /* 1 - tanh^2 */
+		one = scalar(a, t, 1);
+		return bin(a, OP_mul, g, bin(a, OP_sub, one,
+					     bin(a, OP_mul, n, n)));
+	case OP_sigmoid: /* s (1 - s) */
+		one = scalar(a, t, 1);
+		return bin(a, OP_mul, g, bin(a, OP_mul, n,
+					     bin(a, OP_sub, one, n)));
+	case OP_relu: /* 0 at x <= 0 */
+		zero = scalar(a, t, 0);
+		return sel(a, bin(a, OP_greater, x, zero), g, zero);
+	case OP_abs: /* sign(x): 0 at 0 */
+		zero = scalar(a, t, 0);
+		return sel(a, bin(a, OP_greater, x, zero), g,
+			   sel(a, bin(a, OP_less, x, zero), un(a, OP_neg, g),
+			       zero));
+	case OP_pow:
+		/* d/dx x**y = y x**(y-1); d/dy = x**y log(x), 0 where
+		   x <= 0 (TF's rule: log is only defined there) */
+		if (k == 0) {
+			one = scalar(a, t, 1);
+			return bin(a, OP_mul, g, bin(a, OP_mul, y,
+				   bin(a, OP_pow, x, bin(a, OP_sub, y, one))));
+		}
+		zero = scalar(a, t, 0);
+		return bin(a, OP_mul, bin(a, OP_mul, g, n),
+			   sel(a, bin(a, OP_greater, x, zero),
+			       un(a, OP_log, x), zero));
+	case OP_maximum:
+	case OP_minimum:
+		/* to the operand chosen; a tie goes to the first (TF) */
+		zero = scalar(a, t, 0);
+		m = bin(a, n->op == OP_maximum ? OP_greater_equal
+						: OP_less_equal, x, y);
+		return k == 0 ? sel(a, m, g, zero) : sel(a, m, zero, g);
+	case OP_where: /* to the branch chosen; none to the condition */
+		zero = scalar(a, t, 0);
+		return k == 1 ? sel(a, x, g, zero) : sel(a, x, zero, g);
+	case OP_cast: /* float to float: back */
+		return cast(a, g, x->dtype);
+	default:
+		return NULL;
+	}
+}
+
+/* reduce_*: the adjoint of the input x of reduction n. */
+static IrNode *
+reduce_rule(Ad *a, IrNode *n, IrNode *g)
+{
+	IrNode *x = n->in[0], *gk, *yk, *m, *zero, *one, *z, *at0, *else0;
+	TfgShape ks = kept_shape(x, n->axes);
+	TfgDtype t = x->dtype;
+	double count = 1;
+
+	gk = reshape(a, g, &ks);
+	switch (n->op) {
+	case OP_reduce_sum:
+		return bcast(a, gk, &x->shape);
+	case OP_reduce_mean:
+		for (int k = 0; k < x->shape.rank; k++)
+			if (n->axes >> k & 1)
+				count *= (double)x->shape.dims[k];
+		return bcast(a, bin(a, OP_div, gk, scalar(a, t, count)),
+			     &x->shape);
+	case OP_reduce_max:
+	case OP_reduce_min:
+		/* split evenly among the positions equal to the result (TF) */
+		yk = reshape(a, n, &ks);
+		m = cast(a, bin(a, OP_equal, x, yk), t);
+		return bin(a, OP_mul, m, bin(a, OP_div, gk,
+			   reduce(a, OP_reduce_sum, m, n->axes, 1)));
+	case OP_reduce_prod:
+		/* the product of the others: prod / x where no x is 0; with
+		   one 0, the product of the nonzero ones at the 0 and 0
+		   elsewhere; with two or more, 0 */
+		zero = scalar(a, t, 0);
+		one = scalar(a, t, 1);
+		m = bin(a, OP_equal, x, zero);
+		yk = reduce(a, OP_reduce_prod, sel(a, m, one, x), n->axes, 1);
+		gk = bin(a, OP_mul, gk, yk);
+		z = reduce(a, OP_reduce_sum, cast(a, m, t), n->axes, 1);
+		at0 = sel(a, bin(a, OP_equal, z, one), gk, zero);
+		else0 = sel(a, bin(a, OP_equal, z, zero), bin(a, OP_div, gk, x),
+			    zero);
+		return bcast(a, sel(a, m, at0, else0), &x->shape);
+	default:
+		return NULL;
+	}
+}
+
+/* The last two axes of x swapped (x of rank 2 or more). */
+static IrNode *
+swap_last(Ad *a, IrNode *x)
+{
+	int perm[TFG_MAX_RANK], r;
+
+	if (!x)
+		return NULL;
+	r = x->shape.rank;
+	for (int i = 0; i < r; i++)
+		perm[i] = i;
+	perm[r - 2] = r - 1;
+	perm[r - 1] = r - 2;
+	return put(a, ir_transpose(a->p, at(a), x, perm));
+}
+
+static IrNode *
+matmul(Ad *a, IrNode *x, IrNode *y)
+{
+	return x && y ? put(a, ir_matmul(a->p, at(a), x, y)) : NULL;
+}
+
+/* matmul n = x @ y: the adjoint of operand k.  A rank-1 operand is
+ * a matrix of one row (x) or one column (y), as NumPy treats it, and the
+ * adjoint of the product then has that axis back; each operand's adjoint
+ * is summed over the batch axes it was broadcast along. */
+static IrNode *
+matmul_rule(Ad *a, IrNode *n, IrNode *g, int k)
+{
+	IrNode *x = n->in[0], *y = n->in[1], *x2 = x, *y2 = y, *g2, *d;
+	int rx = x->shape.rank, ry = y->shape.rank;
+	TfgShape sx = x->shape, sy = y->shape, sg = g->shape;
+
+	if (rx == 1) {
+		int row = ry == 1 ? sg.rank : sg.rank - 1;
+
+		sx = (TfgShape){2, {1, x->shape.dims[0]}};
+		x2 = reshape(a, x, &sx);
+		/* the row axis goes back before n's column axis, if any */
+		if (row < sg.rank)
+			sg.dims[row + 1] = sg.dims[row];
+		sg.dims[row] = 1;
+		sg.rank++;
+	}
+	if (ry == 1) {
+		sy = (TfgShape){2, {y->shape.dims[0], 1}};
+		y2 = reshape(a, y, &sy);
+		sg.dims[sg.rank++] = 1;
+	}
+	g2 = reshape(a, g, &sg);
+	if (k == 0)
+		d = unbroadcast(a, matmul(a, g2, swap_last(a, y2)), &sx);
+	else
+		d = unbroadcast(a, matmul(a, swap_last(a, x2), g2), &sy);
+	return reshape(a, d, k == 0 ? &x->shape : &y->shape);
+}
+
+/* slice n of x: g, with n's dropped axes back, padded with zeros to x's
+ * shape axis by axis (concat of zeros before and after). */
+static IrNode *
+slice_rule(Ad *a, IrNode *n, IrNode *g)
+{
+	IrNode *x = n->in[0];
+	TfgShape s = x->shape;
+
+	for (int i = 0; i < s.rank; i++)
+		s.dims[i] = n->size[i];
+	g = reshape(a, g, &s);
+	for (int i = 0; g && i < s.rank; i++) {
+		int64_t before = n->begin[i];
+		int64_t after = x->shape.dims[i] - n->begin[i] - n->size[i];
+		IrNode *in[3];
+		int nin = 0;
+		TfgShape z = g->shape;
+
+		if (before == 0 && after == 0)
+			continue;
+		if (before > 0) {
+			z.dims[i] = before;
+			in[nin++] = zeros(a, g->dtype, &z);
+		}
+		in[nin++] = g;
+		if (after > 0) {
+			z.dims[i] = after;
+			in[nin++] = zeros(a, g->dtype, &z);
+		}
+		for (int j = 0; j < nin; j++)
+			if (!in[j])
+				return NULL;
+		g = put(a, ir_concat(a->p, at(a), in, nin, i));
+	}
+	return g;
+}
+
+/* concat or stack n: the adjoint of its operand k, the slice of g where
+ * it went. */
+static IrNode *
+join_rule(Ad *a, IrNode *n, IrNode *g, int k)
+{
+	int64_t begin[TFG_MAX_RANK] = {0}, size[TFG_MAX_RANK];
+	uint32_t squeeze = 0;
+
+	for (int i = 0; i < g->shape.rank; i++)
+		size[i] = g->shape.dims[i];
+	if (n->op == OP_stack) {
+		begin[n->axis] = k;
+		size[n->axis] = 1;
+		squeeze = 1u << n->axis;
+	} else {
+		for (int j = 0; j < k; j++)
+			begin[n->axis] += n->in[j]->shape.dims[n->axis];
+		size[n->axis] = n->in[k]->shape.dims[n->axis];
+	}
+	return put(a, ir_slice(a->p, at(a), g, begin, size, squeeze));
+}
+
+/* The adjoint of operand k of n, n's adjoint being g: of the operand's
+ * shape and dtype. */
+static IrNode *
+rule(Ad *a, IrNode *n, IrNode *g, int k)
+{
+	IrNode *x = n->in[k], *s;
+	int inv[TFG_MAX_RANK];
+
+	switch (n->op) {
+	case OP_reduce_sum: case OP_reduce_mean: case OP_reduce_prod:
+	case OP_reduce_max: case OP_reduce_min:
+		return reduce_rule(a, n, g);
+	case OP_softmax: /* s (g - sum(g s)) over the last axis */
+		s = bin(a, OP_mul, g, n);
+		s = reduce(a, OP_reduce_sum, s, 1u << (n->shape.rank - 1), 1);
+		return bin(a, OP_mul, n, bin(a, OP_sub, g, s));
+	case OP_log_softmax: /* g - softmax(x) sum(g) */
+		s = reduce(a, OP_reduce_sum, g, 1u << (n->shape.rank - 1), 1);
+		return bin(a, OP_sub, g, bin(a, OP_mul, put(a, ir_softmax(
+				  a->p, at(a), OP_softmax, x)), s));
+	case OP_matmul:
+		return matmul_rule(a, n, g, k);
+	case OP_transpose:
+		for (int i = 0; i < n->shape.rank; i++)
+			inv[n->perm[i]] = i;
+		return put(a, ir_transpose(a->p, at(a), g, inv));
+	case OP_reshape:
+		return reshape(a, g, &x->shape);
+	case OP_slice:
+		return slice_rule(a, n, g);
+	case OP_concat:
+	case OP_stack:
+		return join_rule(a, n, g, k);
+	default:
+		if (!(op_info[n->op].flags & OPF_ELEMWISE))
+			break;
+		return unbroadcast(a, elem_rule(a, n, g, k), &x->shape);
+	}
+	diag_error(a->p->diag, a->g->loc, "internal error: no gradient rule "
+		   "for '%s'", op_info[n->op].name);
+	a->fail = 1;
+	return NULL;
+}
+
+/* ------------------------------------------------------------- the pass */
+
+/* "grad: 'y' depends on 'x' through ..." for node n, the first on a path
+ * from x to y that no gradient passes. */
+static void
+no_gradient(Ad *a, const IrNode *n)
+{
+	Program *p = a->p;
+
+	if (op_info[n->op].flags & OPF_DIFF)
+		diag_error(p->diag, a->g->loc, "grad: 'y' depends on 'x' only "
+			   "through '%s' (line %u), whose value is %s: "
+			   "integers and bools carry no gradient",
+			   op_info[n->op].name, n->loc.line,
+			   ir_type_str(p->arena, n->dtype, &n->shape));
+	else
+		diag_error(p->diag, a->g->loc, "grad: 'y' depends on 'x' "
+			   "through '%s' (line %u), which has no gradient",
+			   op_info[n->op].name, n->loc.line);
+	diag_note(p->diag, n->loc, "'%s' is here", op_info[n->op].name);
+	a->fail = 1;
+}
+
+/* Whether the nodes between x and y (on[]) and their operands all have
+ * known dims. */
+static int
+dims_known(Program *p, const char *on, int from, int to)
+{
+	for (int i = from; i <= to; i++) {
+		const IrNode *n = p->g.nodes.v[i];
+		if (!on[i])
+			continue;
+		if (!shape_known(&n->shape))
+			return 0;
+		for (int k = 0; k < n->nin; k++)
+			if (!shape_known(&n->in[k]->shape))
+				return 0;
+	}
+	return 1;
+}
+
+/* The adjoint of x, or NULL (reported, or *skip set: dims unknown). */
+static IrNode *
+backward(Ad *a, IrNode *y, IrNode *x, int *skip)
+{
+	Program *p = a->p;
+	int n = p->g.nodes.n;
+	char *dep = ir_reach(p, &y, 1, NULL, 0);
+	char *on = arena_alloc(p->arena, n + 1);
+
+	/* on: y depends on it and it depends on x (ids are a topological
+	   order, so what depends on x comes after it) */
+	on[x->id] = 1;
+	for (int i = x->id + 1; i <= y->id; i++) {
+		IrNode *v = p->g.nodes.v[i];
+		for (int k = 0; dep[i] && k < v->nin && !on[i]; k++)
+			on[i] = on[v->in[k]->id];
+	}
+	if (!dims_known(p, on, x->id, y->id)) {
+		*skip = 1;
+		return NULL;
+	}
+	a->adj = arena_alloc(p->arena, (n + 1) * sizeof *a->adj);
+	a->fwd = y;
+	if (!on[y->id]) { /* y does not depend on x */
+		a->fwd = a->g;
+		return zeros(a, x->dtype, &x->shape);
+	}
+	a->adj[y->id] = scalar(a, y->dtype, 1);
+	for (int i = y->id; i > x->id && !a->fail; i--) {
+		IrNode *v = p->g.nodes.v[i];
+		if (!on[i] || !a->adj[i])
+			continue;
+		a->fwd = v;
+		for (int k = 0; k < v->nin && !a->fail; k++) {
+			IrNode *in = v->in[k], *d;
+			int j = in->id;
+			if (!on[j] || !dtype_is_float(in->dtype))
+				continue;
+			if (!(op_info[v->op].flags & OPF_DIFF)) {
+				no_gradient(a, v);
+				break;
+			}
+			if (!(d = rule(a, v, a->adj[i], k)))
+				break;
+			a->adj[j] = a->adj[j] ? bin(a, OP_add, a->adj[j], d)
+					      : d;
+		}
+	}
+	if (a->fail)
+		return NULL;
+	if (a->adj[x->id])
+		return a->adj[x->id];
+	/* every path is cut: name the first op that cuts one */
+	for (int i = x->id + 1; i <= y->id; i++) {
+		IrNode *v = p->g.nodes.v[i];
+		if (on[i] && (!(op_info[v->op].flags & OPF_DIFF) ||
+			      !dtype_is_float(v->dtype))) {
+			no_gradient(a, v);
+			return NULL;
+		}
+	}
+	diag_error(p->diag, a->g->loc, "internal error: no gradient reaches "
+		   "'x'");
+	return NULL;
+}
+
+/* Expands OP_grad node g: its backward graph goes just before it, and g
+ * becomes a view of x's adjoint.  0, or -1 (reported). */
+static int
+expand(Program *p, IrNode *g)
+{
+	Ad a = {p, g, g, NULL, 0};
+	int old = p->g.nodes.n, at = g->id, skip = 0, added;
+	IrNode *r = backward(&a, g->in[0], g->in[1], &skip);
+	IrNode **v;
+
+	if (skip) /* a generic plan's: expanded in each specialisation */
+		return 0;
+	if (!r || ir_set_alias(p, g, r) < 0)
+		return -1;
+	/* the new nodes [old, n) move to just before g */
+	added = p->g.nodes.n - old;
+	v = (IrNode **)p->g.nodes.v;
+	if (added > 0) {
+		IrNode **tmp = arena_alloc(p->arena, added * sizeof *tmp);
+		memcpy(tmp, v + old, added * sizeof *tmp);
+		memmove(v + at + added, v + at, (old - at) * sizeof *v);
+		memcpy(v + at, tmp, added * sizeof *tmp);
+		for (int i = at; i < p->g.nodes.n; i++)
+			v[i]->id = i;
+	}
+	return 0;
+}
+
+int
+grad_program(Program *p)
+{
+	int before = p->diag->nerr;
+
+	for (int i = 0; i < p->g.nodes.n; i++) {
+		IrNode *g = p->g.nodes.v[i];
+		if (g->op == OP_grad && expand(p, g) < 0 &&
+		    p->diag->nerr == before)
+			diag_error(p->diag, g->loc, "internal error: grad "
+				   "failed");
+	}
+	return p->diag->nerr - before;
+}
+
+/* ---------------------------------------------------------- the checker */
+
+/* grad(y, x): y a float scalar, x a float value (a variable: its read). */
+IrNode *
+check_grad(Checker *c, AstNode *e, OpKind op)
+{
+	IrNode *y, *x;
+
+	(void)op;
+	if (check_args(c, e, 2, NULL) < 0)
+		return NULL;
+	if (!(y = check_expr(c, e->list[0])) ||
+	    !(x = check_expr(c, e->list[1])))
+		return NULL;
+	if (!dtype_is_float(y->dtype) || y->shape.rank != 0) {
+		diag_error(c->d, ast_extent(e->list[0]), "grad: 'y' must be a "
+			   "%sscalar, it is %s", dtype_is_float(y->dtype) ?
+			   "" : "float ", ir_type_str(c->a, y->dtype,
+						      &y->shape));
+		return NULL;
+	}
+	if (!dtype_is_float(x->dtype)) {
+		diag_error(c->d, ast_extent(e->list[1]), "grad: 'x' must be "
+			   "a float tensor, it is %s",
+			   ir_type_str(c->a, x->dtype, &x->shape));
+		return NULL;
+	}
+	return check_built(c, ir_grad(c->p, e->loc, y, x));
+}
