@@ -647,55 +647,69 @@ ma_shmem(const MaCfg *c)
 
 /* cp.async of k step k0 into stage st: 16-byte copies where rows stay
  * aligned, 4-byte ones elsewhere; a copy past the edges reads nothing
- * (source size 0) and writes zeros.  One group per call. */
+ * (source size 0) and writes zeros.  One group per call.  Thread tid
+ * copies rows ar + nt / 8 * q of a at column ac, rows br + nt / (bn /
+ * 4) * q of b at column bc (nt threads): the 16-byte copies' addresses
+ * are pa and pb plus offsets of q and k0. */
 static void
 ma_load(CuStr *s, const MmPlan *P, const MaCfg *c)
 {
 	int gm = P->m % 128 != 0, gk = P->k % MA_BK != 0;
 	int gn = P->nn % c->bn != 0, nt = c->warps * 32;
+	int va = P->k % 4 == 0, vb = P->nn % 4 == 0;
+	int sa = nt / 8, sb = nt / (c->bn / 4);
+	/* the offsets from pa and pb in 32 bits where they fit (fewer
+	   registers) */
+	const char *ta = 129 * P->k < INT32_MAX ? "int" : "ix";
+	const char *tb = (P->k + MA_BK) * P->nn < INT32_MAX ? "int" : "ix";
 	char g[64];
 
 	cu_printf(s, "#pragma unroll\n"
 		  "\t\t\tfor (int q = 0; q < %d; q++) {\n"
-		  "\t\t\t\tconst int u = tid + %d * q;\n"
-		  "\t\t\t\tconst int r = u >> 3, c = (u & 7) * 4;\n"
-		  "\t\t\t\tconst ix gi = bm + r, gk = k0 + c;\n"
-		  "\t\t\t\tconst unsigned d = sh + (st * %d + r * %d + c) * 4;\n",
-		  128 * MA_BK / 4 / nt, nt, MA_AS + c->bs, MA_AP);
+		  "\t\t\t\tconst int r = ar + %d * q;\n"
+		  "\t\t\t\tconst unsigned d = sh + (st * %d + r * %d + ac) * 4;"
+		  "\n", 128 * MA_BK / 4 / nt, sa, MA_AS + c->bs, MA_AP);
+	if (gm || !va)
+		cu_puts(s, "\t\t\t\tconst int gi = bm + r;\n");
+	if (gk || !va)
+		cu_puts(s, "\t\t\t\tconst int gk = k0 + ac;\n");
 	guard(g, sizeof g, gm ? "gi < M" : NULL, gk ? "gk < K" : NULL);
-	if (P->k % 4 == 0 && *g)
-		cu_printf(s, "\t\t\t\tmm_cp16(d, A + (%s ? gi * K + gk : 0), "
-			  "%s ? 16 : 0);\n", g, g);
-	else if (P->k % 4 == 0)
-		cu_puts(s, "\t\t\t\tmm_cp16(d, A + gi * K + gk, 16);\n");
+	if (va && *g)
+		cu_printf(s, "\t\t\t\tmm_cp16(d, %s ? pa + (%s)(%d * q * K + "
+			  "k0) : A, %s ? 16 : 0);\n", g, ta, sa, g);
+	else if (va)
+		cu_printf(s, "\t\t\t\tmm_cp16(d, pa + (%s)(%d * q * K + k0), "
+			  "16);\n", ta, sa);
 	else
 		cu_printf(s, "#pragma unroll\n"
 			  "\t\t\t\tfor (int v = 0; v < 4; v++) {\n"
 			  "\t\t\t\t\tconst bool ok = %sgk + v < K;\n"
-			  "\t\t\t\t\tmm_cp4(d + 4 * v, A + (ok ? gi * K + gk + v "
+			  "\t\t\t\t\tmm_cp4(d + 4 * v, A + (ok ? (ix)gi * K + gk + v "
 			  ": 0), ok ? 4 : 0);\n"
 			  "\t\t\t\t}\n", gm ? "gi < M && " : "");
 	cu_printf(s, "\t\t\t}\n"
 		  "#pragma unroll\n"
 		  "\t\t\tfor (int q = 0; q < %d; q++) {\n"
-		  "\t\t\t\tconst int u = tid + %d * q;\n"
-		  "\t\t\t\tconst int r = u / %d, c = u %% %d * 4;\n"
-		  "\t\t\t\tconst ix gk = k0 + r, gj = bn + c;\n"
-		  "\t\t\t\tconst unsigned d = sh + (st * %d + %d + r * %d + c) "
-		  "* 4;\n",
-		  MA_BK * c->bn / 4 / nt, nt, c->bn / 4, c->bn / 4,
-		  MA_AS + c->bs, MA_AS, c->bp);
+		  "\t\t\t\tconst int r = br + %d * q;\n"
+		  "\t\t\t\tconst unsigned d = sh + (st * %d + %d + r * %d + bc) "
+		  "* 4;\n", MA_BK * c->bn / 4 / nt, sb, MA_AS + c->bs, MA_AS,
+		  c->bp);
+	if (gk || !vb)
+		cu_puts(s, "\t\t\t\tconst int gk = k0 + r;\n");
+	if (gn || !vb)
+		cu_puts(s, "\t\t\t\tconst int gj = bn + bc;\n");
 	guard(g, sizeof g, gk ? "gk < K" : NULL, gn ? "gj < N" : NULL);
-	if (P->nn % 4 == 0 && *g)
-		cu_printf(s, "\t\t\t\tmm_cp16(d, B + (%s ? gk * N + gj : 0), "
-			  "%s ? 16 : 0);\n", g, g);
-	else if (P->nn % 4 == 0)
-		cu_puts(s, "\t\t\t\tmm_cp16(d, B + gk * N + gj, 16);\n");
+	if (vb && *g)
+		cu_printf(s, "\t\t\t\tmm_cp16(d, %s ? pb + (%s)((%d * q + k0) "
+			  "* N) : B, %s ? 16 : 0);\n", g, tb, sb, g);
+	else if (vb)
+		cu_printf(s, "\t\t\t\tmm_cp16(d, pb + (%s)((%d * q + k0) * N), "
+			  "16);\n", tb, sb);
 	else
 		cu_printf(s, "#pragma unroll\n"
 			  "\t\t\t\tfor (int v = 0; v < 4; v++) {\n"
 			  "\t\t\t\t\tconst bool ok = %sgj + v < N;\n"
-			  "\t\t\t\t\tmm_cp4(d + 4 * v, B + (ok ? gk * N + gj + v "
+			  "\t\t\t\t\tmm_cp4(d + 4 * v, B + (ok ? (ix)gk * N + gj + v "
 			  ": 0), ok ? 4 : 0);\n"
 			  "\t\t\t\t}\n", gk ? "gk < K && " : "");
 	cu_puts(s, "\t\t\t}\n\t\t\tmm_commit();\n");
@@ -770,8 +784,15 @@ gen_mma(CuStr *s, const MmPlan *P, const MaCfg *c)
 		"\tconst int g = lane >> 2, t = lane & 3;\n");
 	cu_printf(s, "\tconst int wm = warp / %d * 64, wn = warp %% %d * 64;\n",
 		  c->bn / 64, c->bn / 64);
+	cu_printf(s, "\tconst int ar = tid >> 3, ac = (tid & 7) * 4;\n"
+		  "\tconst int br = tid / %d, bc = tid %% %d * 4;\n",
+		  c->bn / 4, c->bn / 4);
 	emit_tile(s, P, 128, c->bn);
 	emit_batch(s, P);
+	if (P->k % 4 == 0)
+		cu_puts(s, "\t\tconst float *pa = A + (ix)(bm + ar) * K + ac;\n");
+	if (P->nn % 4 == 0)
+		cu_puts(s, "\t\tconst float *pb = B + (ix)br * N + bn + bc;\n");
 	cu_printf(s, "\t\tfloat acc[4][8][4];\n"
 		  "#pragma unroll\n"
 		  "\t\tfor (int i = 0; i < 4; i++)\n"
@@ -782,7 +803,7 @@ gen_mma(CuStr *s, const MmPlan *P, const MaCfg *c)
 		  "\t\t\t\t\tacc[i][j][h] = 0.0f;\n"
 		  "#pragma unroll\n"
 		  "\t\tfor (int st = 0; st < %d; st++) {\n"
-		  "\t\t\tconst ix k0 = (ix)st * %d;\n"
+		  "\t\t\tconst int k0 = st * %d;\n"
 		  "\t\t\tif (st < %lld) {\n",
 		  c->stages - 1, MA_BK, (long long)kt);
 	ma_load(s, P, c);
@@ -797,7 +818,7 @@ gen_mma(CuStr *s, const MmPlan *P, const MaCfg *c)
 		  "\t\t\t__syncthreads();\n"
 		  "\t\t\tif (kt + %d < %lld) {\n"
 		  "\t\t\t\tconst int st = (kt + %d) %% %d;\n"
-		  "\t\t\t\tconst ix k0 = (ix)(kt + %d) * %d;\n",
+		  "\t\t\t\tconst int k0 = (kt + %d) * %d;\n",
 		  (long long)kt, c->stages - 2, c->stages - 1, (long long)kt,
 		  c->stages - 1, c->stages, c->stages - 1, MA_BK);
 	ma_load(s, P, c);
@@ -862,8 +883,8 @@ mm_kind(const CuGen *g, const MmPlan *P)
 {
 	if (P->t != TFG_F32 || P->k == 0 || P->m < 32 || P->nn < 32)
 		return MM_SIMPLE;
-	if (g->tf32 && P->k >= 32)
-		return MM_MMA;
+	if (g->tf32 && P->k >= 32 && P->k < INT32_MAX - 64)
+		return MM_MMA; /* k in int */
 	return MM_SGEMM;
 }
 
