@@ -14,8 +14,8 @@
  *
  *   cuda_kern.c  prelude, elementwise ops, fused programs, makers,
  *                casts, data movement, reductions, softmax
- *   cuda_mm.c    matmul (tiled shared-memory kernels, TF32 wmma with
- *                --gpu-tf32), with its epilogue program
+ *   cuda_mm.c    matmul (tiled shared-memory kernels, TF32 mma.sync
+ *                with --gpu-tf32), with its epilogue program
  *   cuda.c       the module: which nodes, their launches, --emit=cuda
  *   cuda_blas.c  the matmuls cuBLAS may compute instead, when present
  *   nvrtc.c      NVRTC through dlopen, and the on-disk kernel cache

@@ -24,21 +24,23 @@
  *           staged in registers, a's tile transposed in shared memory,
  *           two buffers (one __syncthreads per step); 33 KiB of static
  *           shared memory, at most 128 registers (two blocks per SM).
- *   wmma    f32 with --gpu-tf32: 128x128 tiles, k in steps of 32, 8
- *           warps of 64x32 (4x2 fragments m16n16k8, TF32 inputs, float
- *           accumulators), cp.async copies into two stages of dynamic
- *           shared memory (70 KiB: the runtime raises the limit); the
- *           accumulators go through shared memory to be written out.
+ *   mma     f32 with --gpu-tf32: 128x256 tiles (128x128 where there
+ *           are few), k in steps of 32, warps of 64x64 (4x8 fragments
+ *           mma.m16n8k8 through inline PTX, TF32 inputs rounded by
+ *           cvt.rna, float accumulators in registers), a's fragments by
+ *           ldmatrix, cp.async copies into 4 (3) stages of dynamic shared
+ *           memory (204 KiB, 105 KiB: the runtime raises the limit); the
+ *           accumulators are written out from registers.
  *
  * Edges: the loads of tiles past m, n or k are guarded (zeros in shared
  * memory; a guard is written only where the sizes need it), vector loads
  * only where rows stay 16-byte aligned (k % 4 == 0 for a, n % 4 == 0 for
- * b; every buffer is at least 16-byte aligned), and the stores are
- * guarded, the epilogue computed only for elements inside.  The
- * epilogue's program (cu_fuse_code) reads node input e at the product's
- * [.., i, j] broadcast (its row and column strides and batch offset are
- * literals); its IR_FUSE_IN(e) is node input e, so in[0] and in[1] may
- * be read as well as operands (`x @ w + x`).
+ * b; every buffer is at least 16-byte aligned; else 4-byte copies), and
+ * the stores are guarded, the epilogue computed only for elements
+ * inside.  The epilogue's program (cu_fuse_code) reads node input e at
+ * the product's [.., i, j] broadcast (its row and column strides and
+ * batch offset are literals); its IR_FUSE_IN(e) is node input e, so
+ * in[0] and in[1] may be read as well as operands (`x @ w + x`).
  */
 #include <stdio.h>
 #include <string.h>
@@ -49,7 +51,7 @@
 #define MM_MAX_Z 65535      /* grid z */
 #define MM_MAX_X 2147483647 /* grid x */
 
-enum { MM_SIMPLE, MM_SGEMM, MM_WMMA };
+enum { MM_SIMPLE, MM_SGEMM, MM_MMA };
 
 /* One node's products: [m, k] @ [k, nn] per batch element z < nbat. */
 typedef struct MmPlan {
@@ -601,165 +603,267 @@ gen_sgemm(CuStr *s, const MmPlan *P)
 	cu_puts(s, "\t\t\t}\n\t\t}\n\t}\n}\n");
 }
 
-/* ---- wmma: f32 through TF32 tensor cores (--gpu-tf32) */
+/* ---- mma: f32 through TF32 tensor cores (--gpu-tf32) */
 
-/* Shared memory, floats: two stages of a's tile [128][36] and b's
- * [32][136], then reused for the accumulators [128][132].  The pads make
- * the fragments' loads conflict-free (a thread's element of a at row
- * lane / 4, column lane % 4: bank 4 * row + column) and keep every
- * fragment's pointer 32-byte aligned, as wmma wants. */
-#define WM_AS (128 * 36)
-#define WM_BS (32 * 136)
-#define WM_SHMEM ((2 * WM_AS + 2 * WM_BS) * 4)
+/* Tiles of 128 x bn (bn 256 or 128) in k steps of 32: bn / 32 warps,
+ * 2 x (bn / 64), each 64 x 64 of the tile as 4 x 8 mma.m16n8k8 (TF32
+ * inputs rounded by cvt.rna, float accumulators in registers,
+ * acc[i][j][h]: row 16 i + g (+ 8 for h >= 2), column 8 j + 2 t + h % 2
+ * of the warp's part, g = lane / 4, t = lane % 4).  Stages of dynamic
+ * shared memory filled by cp.async, one __syncthreads per k step: a's
+ * tile [128][36], b's [32][bn + 8].  The pads make the fragments' loads
+ * conflict-free: ldmatrix.x4 of a (eight rows of 16 bytes, 144 bytes
+ * apart), 32-bit loads of b (thread (g, t) at bank 8 t + g). */
+#define MA_BK 32
+#define MA_AP 36 /* a's row pitch, floats */
+#define MA_AS (128 * MA_AP)
+
+typedef struct MaCfg {
+	int bn, warps, stages;
+	int bp, bs; /* b's row pitch, b's stage (floats) */
+} MaCfg;
+
+/* bn = 256 (8 warps, 4 stages, 204 KiB: one block per SM) where there
+ * are enough tiles, else 128 (4 warps, 3 stages, 105 KiB: two). */
+static MaCfg
+ma_cfg(const MmPlan *P)
+{
+	MaCfg c;
+	int64_t big = ((P->m + 127) / 128) * ((P->nn + 255) / 256) * P->nbat;
+
+	c.bn = P->nn > 128 && big >= 256 ? 256 : 128;
+	c.warps = c.bn / 32;
+	c.stages = c.bn == 256 ? 4 : 3;
+	c.bp = c.bn + 8;
+	c.bs = MA_BK * c.bp;
+	return c;
+}
+
+static uint32_t
+ma_shmem(const MaCfg *c)
+{
+	return (uint32_t)(c->stages * (MA_AS + c->bs) * 4);
+}
 
 /* cp.async of k step k0 into stage st: 16-byte copies where rows stay
  * aligned, 4-byte ones elsewhere; a copy past the edges reads nothing
- * (source size 0) and writes zeros. */
+ * (source size 0) and writes zeros.  One group per call.  Thread tid
+ * copies rows ar + nt / 8 * q of a at column ac, rows br + nt / (bn /
+ * 4) * q of b at column bc (nt threads): the 16-byte copies' addresses
+ * are pa and pb plus offsets of q and k0. */
 static void
-wmma_load(CuStr *s, const MmPlan *P)
+ma_load(CuStr *s, const MmPlan *P, const MaCfg *c)
 {
-	int gm = P->m % 128 != 0, gk = P->k % 32 != 0, gn = P->nn % 128 != 0;
+	int gm = P->m % 128 != 0, gk = P->k % MA_BK != 0;
+	int gn = P->nn % c->bn != 0, nt = c->warps * 32;
+	int va = P->k % 4 == 0, vb = P->nn % 4 == 0;
+	int sa = nt / 8, sb = nt / (c->bn / 4);
+	/* the offsets from pa and pb in 32 bits where they fit (fewer
+	   registers) */
+	const char *ta = 129 * P->k < INT32_MAX ? "int" : "ix";
+	const char *tb = (P->k + MA_BK) * P->nn < INT32_MAX ? "int" : "ix";
 	char g[64];
 
-	cu_puts(s, "#pragma unroll\n"
-		"\t\t\tfor (int q = 0; q < 4; q++) {\n"
-		"\t\t\t\tconst int t = tid + 256 * q;\n"
-		"\t\t\t\tconst int r = t >> 3, c = (t & 7) * 4;\n"
-		"\t\t\t\tconst ix gi = bm + r, gk = k0 + c;\n"
-		"\t\t\t\tfloat *d = As + st * 4608 + r * 36 + c;\n");
+	cu_printf(s, "#pragma unroll\n"
+		  "\t\t\tfor (int q = 0; q < %d; q++) {\n"
+		  "\t\t\t\tconst int r = ar + %d * q;\n"
+		  "\t\t\t\tconst unsigned d = sh + (st * %d + r * %d + ac) * 4;"
+		  "\n", 128 * MA_BK / 4 / nt, sa, MA_AS + c->bs, MA_AP);
+	if (gm || !va)
+		cu_puts(s, "\t\t\t\tconst int gi = bm + r;\n");
+	if (gk || !va)
+		cu_puts(s, "\t\t\t\tconst int gk = k0 + ac;\n");
 	guard(g, sizeof g, gm ? "gi < M" : NULL, gk ? "gk < K" : NULL);
-	if (P->k % 4 == 0)
-		cu_printf(s, "\t\t\t\tmm_cp16(d, A + (%s ? gi * K + gk : 0), "
-			  "%s ? 16 : 0);\n", *g ? g : "true",
-			  *g ? g : "true");
+	if (va && *g)
+		cu_printf(s, "\t\t\t\tmm_cp16(d, %s ? pa + (%s)(%d * q * K + "
+			  "k0) : A, %s ? 16 : 0);\n", g, ta, sa, g);
+	else if (va)
+		cu_printf(s, "\t\t\t\tmm_cp16(d, pa + (%s)(%d * q * K + k0), "
+			  "16);\n", ta, sa);
 	else
 		cu_printf(s, "#pragma unroll\n"
-			  "\t\t\t\tfor (int u = 0; u < 4; u++) {\n"
-			  "\t\t\t\t\tconst bool ok = %sgk + u < K;\n"
-			  "\t\t\t\t\tmm_cp4(d + u, A + (ok ? gi * K + gk + u : "
-			  "0), ok ? 4 : 0);\n"
+			  "\t\t\t\tfor (int v = 0; v < 4; v++) {\n"
+			  "\t\t\t\t\tconst bool ok = %sgk + v < K;\n"
+			  "\t\t\t\t\tmm_cp4(d + 4 * v, A + (ok ? (ix)gi * K + gk + v "
+			  ": 0), ok ? 4 : 0);\n"
 			  "\t\t\t\t}\n", gm ? "gi < M && " : "");
-	cu_puts(s, "\t\t\t}\n"
-		"#pragma unroll\n"
-		"\t\t\tfor (int q = 0; q < 4; q++) {\n"
-		"\t\t\t\tconst int t = tid + 256 * q;\n"
-		"\t\t\t\tconst int r = t >> 5, c = (t & 31) * 4;\n"
-		"\t\t\t\tconst ix gk = k0 + r, gj = bn + c;\n"
-		"\t\t\t\tfloat *d = Bs + st * 4352 + r * 136 + c;\n");
+	cu_printf(s, "\t\t\t}\n"
+		  "#pragma unroll\n"
+		  "\t\t\tfor (int q = 0; q < %d; q++) {\n"
+		  "\t\t\t\tconst int r = br + %d * q;\n"
+		  "\t\t\t\tconst unsigned d = sh + (st * %d + %d + r * %d + bc) "
+		  "* 4;\n", MA_BK * c->bn / 4 / nt, sb, MA_AS + c->bs, MA_AS,
+		  c->bp);
+	if (gk || !vb)
+		cu_puts(s, "\t\t\t\tconst int gk = k0 + r;\n");
+	if (gn || !vb)
+		cu_puts(s, "\t\t\t\tconst int gj = bn + bc;\n");
 	guard(g, sizeof g, gk ? "gk < K" : NULL, gn ? "gj < N" : NULL);
-	if (P->nn % 4 == 0)
-		cu_printf(s, "\t\t\t\tmm_cp16(d, B + (%s ? gk * N + gj : 0), "
-			  "%s ? 16 : 0);\n", *g ? g : "true",
-			  *g ? g : "true");
+	if (vb && *g)
+		cu_printf(s, "\t\t\t\tmm_cp16(d, %s ? pb + (%s)((%d * q + k0) "
+			  "* N) : B, %s ? 16 : 0);\n", g, tb, sb, g);
+	else if (vb)
+		cu_printf(s, "\t\t\t\tmm_cp16(d, pb + (%s)((%d * q + k0) * N), "
+			  "16);\n", tb, sb);
 	else
 		cu_printf(s, "#pragma unroll\n"
-			  "\t\t\t\tfor (int u = 0; u < 4; u++) {\n"
-			  "\t\t\t\t\tconst bool ok = %sgj + u < N;\n"
-			  "\t\t\t\t\tmm_cp4(d + u, B + (ok ? gk * N + gj + u : "
-			  "0), ok ? 4 : 0);\n"
+			  "\t\t\t\tfor (int v = 0; v < 4; v++) {\n"
+			  "\t\t\t\t\tconst bool ok = %sgj + v < N;\n"
+			  "\t\t\t\t\tmm_cp4(d + 4 * v, B + (ok ? (ix)gk * N + gj + v "
+			  ": 0), ok ? 4 : 0);\n"
 			  "\t\t\t\t}\n", gk ? "gk < K && " : "");
-	cu_puts(s, "\t\t\t}\n"
-		"\t\t\tasm volatile(\"cp.async.commit_group;\\n\" ::);\n");
+	cu_puts(s, "\t\t\t}\n\t\t\tmm_commit();\n");
 }
 
-/* Warp w computes rows wm..wm+63, columns wn..wn+31 of the tile as 4x2
- * fragments; the tile then goes through shared memory, where each
- * thread takes every 256th element (a warp writes 32 consecutive
- * columns), applies the epilogue and stores it. */
+/* The accumulators straight from registers: a thread's two columns of
+ * a row as one float2 where there is no epilogue and rows stay 8-byte
+ * aligned, else element by element through the epilogue. */
 static void
-gen_wmma(CuStr *s, const MmPlan *P)
+ma_store(CuStr *s, const MmPlan *P, const MaCfg *c)
 {
-	int64_t kt = (P->k + 31) / 32;
+	cu_printf(s, "#pragma unroll\n"
+		  "\t\tfor (int i = 0; i < 4; i++)\n"
+		  "#pragma unroll\n"
+		  "\t\tfor (int h = 0; h < 2; h++) {\n"
+		  "\t\t\tconst ix gi = bm + wm + 16 * i + g + 8 * h;\n"
+		  "%s"
+		  "#pragma unroll\n"
+		  "\t\t\tfor (int j = 0; j < 8; j++) {\n"
+		  "\t\t\t\tconst ix gj0 = bn + wn + 8 * j + 2 * t;\n",
+		  P->m % 128 ? "\t\t\tif (gi >= M)\n\t\t\t\tcontinue;\n" : "");
+	if (!P->n->fuse && P->nn % 2 == 0) {
+		cu_printf(s, "%s\t\t\t\t*(float2 *)(C + gi * N + gj0) = "
+			  "make_float2(acc[i][j][2 * h], "
+			  "acc[i][j][2 * h + 1]);\n",
+			  P->nn % c->bn ? "\t\t\t\tif (gj0 < N)\n\t" : "");
+	} else {
+		cu_printf(s, "#pragma unroll\n"
+			  "\t\t\t\tfor (int e = 0; e < 2; e++) {\n"
+			  "\t\t\t\t\tconst ix gj = gj0 + e;\n"
+			  "\t\t\t\t\tif (%s) {\n",
+			  P->nn % c->bn ? "gj < N" : "true");
+		emit_store(s, P, "acc[i][j][2 * h + e]", "\t\t\t\t\t\t");
+		cu_puts(s, "\t\t\t\t\t}\n\t\t\t\t}\n");
+	}
+	cu_puts(s, "\t\t\t}\n\t\t}\n");
+}
 
-	/* the copies as macros: a kernel's text is one definition */
-	emit_head(s, P, "__launch_bounds__(256, 2)");
-	cu_puts(s, "\tusing namespace nvcuda;\n"
-		"#define mm_cp16(d, p, n) asm volatile(\"cp.async.cg.shared."
-		"global [%0], [%1], 16, %2;\\n\" :: \"r\"((unsigned)"
-		"__cvta_generic_to_shared(d)), \"l\"(p), \"r\"(n))\n"
+static void
+gen_mma(CuStr *s, const MmPlan *P, const MaCfg *c)
+{
+	int64_t kt = (P->k + MA_BK - 1) / MA_BK;
+	char bounds[64];
+
+	snprintf(bounds, sizeof bounds, "__launch_bounds__(%d, %d)",
+		 c->warps * 32, c->bn == 256 ? 1 : 2);
+	emit_head(s, P, bounds);
+	/* the instructions as macros: a kernel's text is one definition */
+	cu_puts(s, "#define mm_cp16(d, p, n) asm volatile(\"cp.async.cg.shared."
+		"global [%0], [%1], 16, %2;\\n\" :: \"r\"(d), \"l\"(p), "
+		"\"r\"(n) : \"memory\")\n"
 		"#define mm_cp4(d, p, n) asm volatile(\"cp.async.ca.shared."
-		"global [%0], [%1], 4, %2;\\n\" :: \"r\"((unsigned)"
-		"__cvta_generic_to_shared(d)), \"l\"(p), \"r\"(n))\n"
+		"global [%0], [%1], 4, %2;\\n\" :: \"r\"(d), \"l\"(p), "
+		"\"r\"(n) : \"memory\")\n"
+		"#define mm_commit() asm volatile(\"cp.async.commit_group;\\n\" "
+		"::: \"memory\")\n"
+		"#define mm_wait(n) asm volatile(\"cp.async.wait_group %0;\\n\" "
+		":: \"n\"(n) : \"memory\")\n"
+		"#define mm_ldsm4(r, a) asm volatile(\"ldmatrix.sync.aligned."
+		"m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\\n\" : \"=r\"(r[0]), "
+		"\"=r\"(r[1]), \"=r\"(r[2]), \"=r\"(r[3]) : \"r\"(a))\n"
+		"#define mm_tf32(d, x) asm(\"cvt.rna.tf32.f32 %0, %1;\\n\" : "
+		"\"=r\"(d) : \"r\"(x))\n"
+		"#define mm_mma(c, a, b) asm volatile(\"mma.sync.aligned.m16n8k8."
+		"row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+		"{%8, %9}, {%0, %1, %2, %3};\\n\" : \"+f\"(c[0]), \"+f\"(c[1]), "
+		"\"+f\"(c[2]), \"+f\"(c[3]) : \"r\"(a[0]), \"r\"(a[1]), "
+		"\"r\"(a[2]), \"r\"(a[3]), \"r\"(b[0]), \"r\"(b[1]))\n"
 		"\textern __shared__ __align__(128) float mm_sh[];\n"
-		"\tfloat *As = mm_sh, *Bs = mm_sh + 2 * 4608, *Cs = mm_sh;\n"
-		"\tconst int tid = threadIdx.x, warp = tid >> 5;\n"
-		"\tconst int wm = (warp >> 2) * 64, wn = (warp & 3) * 32;\n");
-	emit_tile(s, P, 128, 128);
+		"\tconst unsigned sh = (unsigned)__cvta_generic_to_shared(mm_sh);\n"
+		"\tconst int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;\n"
+		"\tconst int g = lane >> 2, t = lane & 3;\n");
+	cu_printf(s, "\tconst int wm = warp / %d * 64, wn = warp %% %d * 64;\n",
+		  c->bn / 64, c->bn / 64);
+	cu_printf(s, "\tconst int ar = tid >> 3, ac = (tid & 7) * 4;\n"
+		  "\tconst int br = tid / %d, bc = tid %% %d * 4;\n",
+		  c->bn / 4, c->bn / 4);
+	emit_tile(s, P, 128, c->bn);
 	emit_batch(s, P);
-	cu_printf(s, "\t\twmma::fragment<wmma::accumulator, 16, 16, 8, float> "
-		  "acc[4][2];\n"
+	if (P->k % 4 == 0)
+		cu_puts(s, "\t\tconst float *pa = A + (ix)(bm + ar) * K + ac;\n");
+	if (P->nn % 4 == 0)
+		cu_puts(s, "\t\tconst float *pb = B + (ix)br * N + bn + bc;\n");
+	cu_printf(s, "\t\tfloat acc[4][8][4];\n"
 		  "#pragma unroll\n"
 		  "\t\tfor (int i = 0; i < 4; i++)\n"
 		  "#pragma unroll\n"
-		  "\t\t\tfor (int j = 0; j < 2; j++)\n"
-		  "\t\t\t\twmma::fill_fragment(acc[i][j], 0.0f);\n"
-		  "\t\t{\n"
-		  "\t\t\tconst int st = 0;\n"
-		  "\t\t\tconst ix k0 = 0;\n");
-	wmma_load(s, P);
-	cu_printf(s, "\t\t}\n"
+		  "\t\t\tfor (int j = 0; j < 8; j++)\n"
+		  "#pragma unroll\n"
+		  "\t\t\t\tfor (int h = 0; h < 4; h++)\n"
+		  "\t\t\t\t\tacc[i][j][h] = 0.0f;\n"
+		  "#pragma unroll\n"
+		  "\t\tfor (int st = 0; st < %d; st++) {\n"
+		  "\t\t\tconst int k0 = st * %d;\n"
+		  "\t\t\tif (st < %lld) {\n",
+		  c->stages - 1, MA_BK, (long long)kt);
+	ma_load(s, P, c);
+	/* the first stages-1 steps, then each step waits for its stage
+	   and refills the one the step before read */
+	cu_printf(s, "\t\t\t} else {\n"
+		  "\t\t\t\tmm_commit(); /* an empty group */\n"
+		  "\t\t\t}\n"
+		  "\t\t}\n"
 		  "\t\tfor (int kt = 0; kt < %lld; kt++) {\n"
-		  "\t\t\tif (kt + 1 < %lld) {\n"
-		  "\t\t\t\tconst int st = (kt + 1) & 1;\n"
-		  "\t\t\t\tconst ix k0 = (ix)(kt + 1) * 32;\n",
-		  (long long)kt, (long long)kt);
-	wmma_load(s, P);
-	cu_puts(s, "\t\t\t\tasm volatile(\"cp.async.wait_group 1;\\n\" ::);\n"
-		"\t\t\t} else {\n"
-		"\t\t\t\tasm volatile(\"cp.async.wait_group 0;\\n\" ::);\n"
-		"\t\t\t}\n"
-		"\t\t\t__syncthreads();\n"
-		"\t\t\tconst float *as = As + (kt & 1) * 4608 + wm * 36;\n"
-		"\t\t\tconst float *bs = Bs + (kt & 1) * 4352 + wn;\n"
-		"#pragma unroll\n"
-		"\t\t\tfor (int kk = 0; kk < 32; kk += 8) {\n"
-		"\t\t\t\twmma::fragment<wmma::matrix_a, 16, 16, 8, "
-		"wmma::precision::tf32, wmma::row_major> fa[4];\n"
-		"\t\t\t\twmma::fragment<wmma::matrix_b, 16, 16, 8, "
-		"wmma::precision::tf32, wmma::row_major> fb[2];\n"
-		"#pragma unroll\n"
-		"\t\t\t\tfor (int i = 0; i < 4; i++) {\n"
-		"\t\t\t\t\twmma::load_matrix_sync(fa[i], as + i * 16 * 36 + "
-		"kk, 36);\n"
-		"#pragma unroll\n"
-		"\t\t\t\t\tfor (int e = 0; e < fa[i].num_elements; e++)\n"
-		"\t\t\t\t\t\tfa[i].x[e] = wmma::__float_to_tf32(fa[i].x[e]);\n"
-		"\t\t\t\t}\n"
-		"#pragma unroll\n"
-		"\t\t\t\tfor (int j = 0; j < 2; j++) {\n"
-		"\t\t\t\t\twmma::load_matrix_sync(fb[j], bs + kk * 136 + "
-		"j * 16, 136);\n"
-		"#pragma unroll\n"
-		"\t\t\t\t\tfor (int e = 0; e < fb[j].num_elements; e++)\n"
-		"\t\t\t\t\t\tfb[j].x[e] = wmma::__float_to_tf32(fb[j].x[e]);\n"
-		"\t\t\t\t}\n"
-		"#pragma unroll\n"
-		"\t\t\t\tfor (int i = 0; i < 4; i++)\n"
-		"#pragma unroll\n"
-		"\t\t\t\t\tfor (int j = 0; j < 2; j++)\n"
-		"\t\t\t\t\t\twmma::mma_sync(acc[i][j], fa[i], fb[j], "
-		"acc[i][j]);\n"
-		"\t\t\t}\n"
-		"\t\t\t__syncthreads();\n"
-		"\t\t}\n"
-		"#pragma unroll\n"
-		"\t\tfor (int i = 0; i < 4; i++)\n"
-		"#pragma unroll\n"
-		"\t\t\tfor (int j = 0; j < 2; j++)\n"
-		"\t\t\t\twmma::store_matrix_sync(Cs + (wm + 16 * i) * 132 + "
-		"wn + 16 * j, acc[i][j], 132, wmma::mem_row_major);\n"
+		  "\t\t\tmm_wait(%d);\n"
+		  "\t\t\t__syncthreads();\n"
+		  "\t\t\tif (kt + %d < %lld) {\n"
+		  "\t\t\t\tconst int st = (kt + %d) %% %d;\n"
+		  "\t\t\t\tconst int k0 = (kt + %d) * %d;\n",
+		  (long long)kt, c->stages - 2, c->stages - 1, (long long)kt,
+		  c->stages - 1, c->stages, c->stages - 1, MA_BK);
+	ma_load(s, P, c);
+	/* a's fragment: lanes 0-15 give rows 0-15 at column 0, lanes 16-31
+	   the same rows at column 4; b's: rows t and t + 4, column g */
+	cu_printf(s, "\t\t\t} else {\n"
+		  "\t\t\t\tmm_commit(); /* an empty group */\n"
+		  "\t\t\t}\n"
+		  "\t\t\tconst int cur = kt %% %d;\n"
+		  "\t\t\tconst unsigned as = sh + (cur * %d + (wm + (lane & 15)) "
+		  "* %d + (lane >> 4) * 4) * 4;\n"
+		  "\t\t\tconst float *bs = mm_sh + cur * %d + %d + t * %d + wn "
+		  "+ g;\n"
+		  "#pragma unroll\n"
+		  "\t\t\tfor (int kk = 0; kk < %d; kk += 8) {\n"
+		  "\t\t\t\tunsigned a[4][4], b[8][2];\n"
+		  "#pragma unroll\n"
+		  "\t\t\t\tfor (int i = 0; i < 4; i++) {\n"
+		  "\t\t\t\t\tmm_ldsm4(a[i], as + (i * 16 * %d + kk) * 4);\n"
+		  "#pragma unroll\n"
+		  "\t\t\t\t\tfor (int h = 0; h < 4; h++)\n"
+		  "\t\t\t\t\t\tmm_tf32(a[i][h], a[i][h]);\n"
+		  "\t\t\t\t}\n"
+		  "#pragma unroll\n"
+		  "\t\t\t\tfor (int j = 0; j < 8; j++) {\n"
+		  "\t\t\t\t\tmm_tf32(b[j][0], __float_as_uint(bs[kk * %d + "
+		  "8 * j]));\n"
+		  "\t\t\t\t\tmm_tf32(b[j][1], __float_as_uint(bs[(kk + 4) * %d "
+		  "+ 8 * j]));\n"
+		  "\t\t\t\t}\n"
+		  "#pragma unroll\n"
+		  "\t\t\t\tfor (int i = 0; i < 4; i++)\n"
+		  "#pragma unroll\n"
+		  "\t\t\t\t\tfor (int j = 0; j < 8; j++)\n"
+		  "\t\t\t\t\t\tmm_mma(acc[i][j], a[i], b[j]);\n"
+		  "\t\t\t}\n"
+		  "\t\t}\n",
+		  c->stages, MA_AS + c->bs, MA_AP, MA_AS + c->bs, MA_AS, c->bp,
+		  MA_BK, MA_AP, c->bp, c->bp);
+	ma_store(s, P, c);
+	/* the stages are refilled by the next product */
+	cu_puts(s, "\t\tmm_wait(0);\n"
 		"\t\t__syncthreads();\n"
-		"#pragma unroll 4\n"
-		"\t\tfor (int q = 0; q < 64; q++) {\n"
-		"\t\t\tconst int t = tid + 256 * q, r = t >> 7, c = t & 127;\n"
-		"\t\t\tconst ix gi = bm + r, gj = bn + c;\n");
-	cu_printf(s, "\t\t\tif (%s) {\n", P->m % 128 && P->nn % 128 ?
-		  "gi < M && gj < N" : P->m % 128 ? "gi < M" :
-		  P->nn % 128 ? "gj < N" : "true");
-	emit_store(s, P, "Cs[r * 132 + c]", "\t\t\t\t");
-	cu_puts(s, "\t\t\t}\n\t\t}\n"
-		"\t\t__syncthreads();\n"
-		"#undef mm_cp16\n#undef mm_cp4\n"
+		"#undef mm_cp16\n#undef mm_cp4\n#undef mm_commit\n"
+		"#undef mm_wait\n#undef mm_ldsm4\n#undef mm_tf32\n#undef mm_mma\n"
 		"\t}\n}\n");
 }
 
@@ -779,19 +883,18 @@ mm_kind(const CuGen *g, const MmPlan *P)
 {
 	if (P->t != TFG_F32 || P->k == 0 || P->m < 32 || P->nn < 32)
 		return MM_SIMPLE;
-	if (g->tf32 && P->k >= 32)
-		return MM_WMMA;
+	if (g->tf32 && P->k >= 32 && P->k < INT32_MAX - 64)
+		return MM_MMA; /* k in int */
 	return MM_SGEMM;
 }
 
 int
 cu_gen_matmul(CuGen *g, const IrNode *n, CuLaunch *l, int max)
 {
-	static const int tile[] = {[MM_SIMPLE] = 64, [MM_SGEMM] = 128,
-				   [MM_WMMA] = 128};
 	MmPlan P;
+	MaCfg c;
 	CuStr s = {0};
-	int kind;
+	int kind, bm, bn;
 	int64_t tiles;
 
 	if (mm_plan(n, &P) < 0)
@@ -801,8 +904,10 @@ cu_gen_matmul(CuGen *g, const IrNode *n, CuLaunch *l, int max)
 	if (max < 1)
 		return mm_fail(n, "no room for the matmul's launch");
 	kind = mm_kind(g, &P);
-	tiles = ((P.m + tile[kind] - 1) / tile[kind]) *
-		((P.nn + tile[kind] - 1) / tile[kind]);
+	c = ma_cfg(&P);
+	bm = kind == MM_SIMPLE ? 64 : 128;
+	bn = kind == MM_SIMPLE ? 64 : kind == MM_MMA ? c.bn : 128;
+	tiles = ((P.m + bm - 1) / bm) * ((P.nn + bn - 1) / bn);
 	if (tiles > MM_MAX_X)
 		return mm_fail(n, "matmul of more than 2^31 tiles");
 	if (kind == MM_SIMPLE)
@@ -810,19 +915,16 @@ cu_gen_matmul(CuGen *g, const IrNode *n, CuLaunch *l, int max)
 	else if (kind == MM_SGEMM)
 		gen_sgemm(&s, &P);
 	else
-		gen_wmma(&s, &P);
-	if (kind == MM_WMMA &&
-	    (!g->src.p || !strstr(g->src.p, "#include <mma.h>")))
-		cu_puts(&g->src, "#include <mma.h>\n");
+		gen_mma(&s, &P, &c);
 	memset(l, 0, sizeof *l);
 	l->kernel = cu_kernel(g, s.p);
 	cu_str_free(&s);
 	l->grid[0] = (uint32_t)tiles;
 	l->grid[1] = 1;
 	l->grid[2] = (uint32_t)(P.nbat < MM_MAX_Z ? P.nbat : MM_MAX_Z);
-	l->block[0] = 256;
+	l->block[0] = kind == MM_MMA ? (uint32_t)c.warps * 32 : 256;
 	l->block[1] = l->block[2] = 1;
-	l->shmem = kind == MM_WMMA ? WM_SHMEM : 0;
+	l->shmem = kind == MM_MMA ? ma_shmem(&c) : 0;
 	l->nargs = 1 + n->nin;
 	l->arg[0] = CU_ARG_OUT;
 	for (int e = 0; e < n->nin; e++)

@@ -5,7 +5,9 @@
  * broadcast batches, epilogues, with and without --gpu-tf32.  Each
  * launch stays within CUDA's limits and passes the node's buffers in
  * order; each unit is written to a file and compiled to PTX by nvcc
- * when /usr/local/cuda/bin/nvcc exists (else "SKIP: nvcc not found").
+ * when /usr/local/cuda/bin/nvcc exists (else "SKIP: nvcc not found"),
+ * whole-tile TF32 kernels also to sm_90 code, where no register may
+ * spill.
  */
 #include <stdlib.h>
 #include <unistd.h>
@@ -118,11 +120,12 @@ gen(CuGen *g, const IrNode *n)
 	ASSERT(strstr(g->texts[l[0].kernel], "@K(") != NULL);
 }
 
-/* The unit compiles to PTX for sm_80. */
+/* The unit compiles to PTX for sm_80 (with sass: to sm_90 code as
+ * well, every register in place: a spill is an error). */
 static void
-ptx(const CuGen *g, const char *tag)
+compile(const CuGen *g, const char *tag, int sass)
 {
-	char path[64], cmd[256];
+	char path[64], cmd[320];
 	FILE *f;
 
 	if (access(NVCC, X_OK) != 0) {
@@ -139,7 +142,18 @@ ptx(const CuGen *g, const char *tag)
 		 "-Werror all-warnings -I/usr/local/cuda/include -o /dev/null %s", path);
 	if (system(cmd) != 0)
 		TEST_FAIL_("nvcc failed on %s", path);
+	snprintf(cmd, sizeof cmd, NVCC " -cubin -arch=sm_90 -std=c++17 "
+		 "-Werror all-warnings -Xptxas -warn-spills,-Werror "
+		 "-I/usr/local/cuda/include -o /dev/null %s", path);
+	if (sass && system(cmd) != 0)
+		TEST_FAIL_("nvcc (sm_90) failed on %s", path);
 	unlink(path);
+}
+
+static void
+ptx(const CuGen *g, const char *tag)
+{
+	compile(g, tag, 0);
 }
 
 /* Every dtype at edge sizes, plain products. */
@@ -252,6 +266,89 @@ t_epilogue(void)
 	}
 }
 
+/* Generates n into g; its one launch. */
+static CuLaunch
+gen1(CuGen *g, const IrNode *n)
+{
+	CuLaunch l[CU_MAX_LAUNCH];
+
+	gen(g, n);
+	ASSERT_EQ(cu_gen_matmul(g, n, l, CU_MAX_LAUNCH), 1);
+	return l[0];
+}
+
+/* --gpu-tf32: mma.sync with 128 x 256 tiles (8 warps, 4 stages) where
+ * there are enough, else 128 x 128 (4 warps, 3 stages); sgemm without
+ * the flag, the simple kernel for k < 32.  The products of whole tiles
+ * compile for sm_90 without spills (the edges' guards may spill a few
+ * words). */
+static void
+t_tf32(void)
+{
+	CuGen g;
+	CuLaunch l;
+	const char *t;
+
+	cu_gen_init(&g, 1);
+	l = gen1(&g, mm(in(TFG_F32, shp(2, 4096, 4096, 0, 0)),
+			in(TFG_F32, shp(2, 4096, 4096, 0, 0))));
+	ASSERT_EQ(l.grid[0], 32 * 16);
+	ASSERT_EQ(l.block[0], 256);
+	ASSERT_EQ(l.shmem, 4 * (128 * 36 + 32 * 264) * 4);
+	t = g.texts[l.kernel];
+	ASSERT(strstr(t, "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32"));
+	ASSERT(strstr(t, "ldmatrix.sync.aligned.m8n8.x4.shared.b16"));
+	ASSERT(strstr(t, "cvt.rna.tf32.f32"));
+	ASSERT(strstr(t, "__launch_bounds__(256, 1)"));
+	l = gen1(&g, epi(mm(in(TFG_F32, shp(2, 8192, 8192, 0, 0)),
+			    in(TFG_F32, shp(2, 8192, 8192, 0, 0))),
+			 in(TFG_F32, shp(1, 8192, 0, 0, 0)), OP_add, OP_relu));
+	ASSERT_EQ(l.grid[0], 64 * 32);
+	/* few tiles: 128 x 128 */
+	l = gen1(&g, mm(in(TFG_F32, shp(2, 256, 64, 0, 0)),
+			in(TFG_F32, shp(2, 64, 256, 0, 0))));
+	ASSERT_EQ(l.grid[0], 4);
+	ASSERT_EQ(l.block[0], 128);
+	ASSERT_EQ(l.shmem, 3 * (128 * 36 + 32 * 136) * 4);
+	ASSERT(strstr(g.texts[l.kernel], "__launch_bounds__(128, 2)"));
+	compile(&g, "tf32", 1);
+	cu_gen_free(&g);
+
+	cu_gen_init(&g, 1);
+	/* edges everywhere, k and n not multiples of 4: 4-byte copies */
+	l = gen1(&g, mm(in(TFG_F32, shp(2, 2000, 37, 0, 0)),
+			in(TFG_F32, shp(2, 37, 4001, 0, 0))));
+	ASSERT_EQ(l.grid[0], 16 * 16);
+	ASSERT_EQ(l.block[0], 256);
+	ASSERT(strstr(g.texts[l.kernel], "mm_cp4(") != NULL);
+	/* a batch of 130 products, 2 tiles each: enough for 128 x 256 */
+	l = gen1(&g, epi(mm(in(TFG_F32, shp(3, 130, 128, 40, 0)),
+			    in(TFG_F32, shp(3, 130, 40, 257, 0))),
+			 in(TFG_F32, shp(1, 257, 0, 0, 0)), OP_add, OP_relu));
+	ASSERT_EQ(l.grid[0], 2);
+	ASSERT_EQ(l.grid[2], 130);
+	ASSERT_EQ(l.block[0], 256);
+	/* offsets past 2^31: 64-bit */
+	l = gen1(&g, mm(in(TFG_F32, shp(2, 70000, 32000, 0, 0)),
+			in(TFG_F32, shp(2, 32000, 64, 0, 0))));
+	ASSERT(strstr(g.texts[l.kernel], "typedef long long ix;") != NULL);
+	/* k < 32: not worth it */
+	l = gen1(&g, mm(in(TFG_F32, shp(2, 256, 16, 0, 0)),
+			in(TFG_F32, shp(2, 16, 256, 0, 0))));
+	ASSERT_EQ(l.shmem, 0);
+	ASSERT(strstr(g.texts[l.kernel], "mma.sync") == NULL);
+	ptx(&g, "tf32-edges");
+	cu_gen_free(&g);
+
+	/* without --gpu-tf32: sgemm */
+	cu_gen_init(&g, 0);
+	l = gen1(&g, mm(in(TFG_F32, shp(2, 4096, 4096, 0, 0)),
+			in(TFG_F32, shp(2, 4096, 4096, 0, 0))));
+	ASSERT_EQ(l.shmem, 0);
+	ASSERT(strstr(g.texts[l.kernel], "mma.sync") == NULL);
+	cu_gen_free(&g);
+}
+
 /* What the node cannot be: refused with the codegen error. */
 static void
 t_refused(void)
@@ -269,4 +366,5 @@ t_refused(void)
 }
 
 TEST_MAIN_FIXTURE(setup, teardown, {"sizes", t_sizes}, {"batch", t_batch},
-		  {"epilogue", t_epilogue}, {"refused", t_refused})
+		  {"epilogue", t_epilogue}, {"tf32", t_tf32},
+		  {"refused", t_refused})
