@@ -1280,6 +1280,11 @@ conn_body(RtNet *n, RtConn *c)
 		}
 		at = c->cur->data + c->got;
 		room = c->cap - c->got;
+		/* a large frame's head alone first, so that the places
+		   posted are tried before its body is read */
+		if (c->want >= RT_LAND_MIN && c->got < RT_LAND_HEAD &&
+		    room > RT_LAND_HEAD - c->got)
+			room = RT_LAND_HEAD - c->got;
 	}
 	r = io_read(c->tls, c->fd, at, room);
 	if (r > 0 && n->keyed && rt_auth_add(&c->in, at, (size_t)r) != 0) {

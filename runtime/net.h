@@ -138,9 +138,10 @@ struct RtConn;
  * once its MAC (keyed) was verified.  The caller owns it (on its
  * stack); the fields from conn on are the transport's. */
 #define RT_LAND_MATCH 32
+#define RT_LAND_HEAD 256 /* off is at most this */
 typedef struct RtNetLand {
 	unsigned char match[RT_LAND_MATCH];
-	size_t nmatch;         /* <= RT_LAND_MATCH, <= off */
+	size_t nmatch;         /* <= RT_LAND_MATCH, <= off <= RT_LAND_HEAD */
 	size_t off, len;
 	unsigned char *dst;    /* len - off bytes */
 	struct RtConn *conn;   /* the connection reading into it, or NULL */
