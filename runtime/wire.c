@@ -168,8 +168,7 @@ rt_start_bytes(const TfgPlan *plan, int sig, int task)
 int
 rt_feed_apart(const RtEdge *e)
 {
-	return e->dtype != TFG_STRING &&
-	       rt_edge_nbytes(e) + RT_HDR_SIZE >= RT_LAND_MIN;
+	return e->dtype != TFG_STRING && rt_edge_nbytes(e) >= RT_FEED_APART;
 }
 
 /* Which types a given sender may send: the controller sends only PING,
