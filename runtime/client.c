@@ -628,7 +628,8 @@ step_starts(RtCtx *c, int sigi, CVal *args, int *n)
 			const RtEdge *e = &plan->edges[sig->feeds[j].key];
 
 			if (e->dst == t && e->src == p->task &&
-			    rt_edge_nbytes(e) == bytes && bytes > 0)
+			    !rt_feed_apart(e) && rt_edge_nbytes(e) == bytes &&
+			    bytes > 0)
 				one = j;
 		}
 		/* a feed alone leaves from its tensor, with no copy */
@@ -643,7 +644,8 @@ step_starts(RtCtx *c, int sigi, CVal *args, int *n)
 		for (int j = 0; one < 0 && j < sig->nfeed; j++) {
 			const RtEdge *e = &plan->edges[sig->feeds[j].key];
 
-			if (e->dst != t || e->src != p->task)
+			if (e->dst != t || e->src != p->task ||
+			    rt_feed_apart(e))
 				continue;
 			memcpy(body, args[j].t->data, rt_edge_nbytes(e));
 			body += rt_edge_nbytes(e);
@@ -651,6 +653,17 @@ step_starts(RtCtx *c, int sigi, CVal *args, int *n)
 		if ((st = rt_send(p, t, m, deadline, NULL, &c->err)))
 			return st;
 		*n = i + 1;
+		/* large feeds behind it, each from its tensor: the task reads
+		   it straight into its part's buffer (rt_feed_apart) */
+		for (int j = 0; j < sig->nfeed; j++) {
+			const RtEdge *e = &plan->edges[sig->feeds[j].key];
+
+			if (e->dst == t && e->src == p->task &&
+			    rt_feed_apart(e) &&
+			    (st = tfg_rt_send(c, sig->feeds[j].key,
+					      args[j].t->data)))
+				return st;
+		}
 	}
 	return TFG_OK;
 }

@@ -97,6 +97,11 @@ typedef struct RtConn {
 	int nx, wantx, xkind;  /* its bytes read, of wantx; X_* */
 	void *tls;             /* TLS (RtNet.tls): its session, */
 	int hs;                /* its handshake still under way */
+	/* under RtNet.lmu: */
+	RtNetLand *land;       /* the place the frame's bytes go to */
+	int ldrop;             /* its place was taken back midway: the
+				  frame is read on and dropped */
+	unsigned lgen;         /* RtNet.lgen when places were last tried */
 	struct RtConn *next;
 } RtConn;
 
@@ -150,6 +155,8 @@ rt_buf_new(size_t len)
 	b->tail = NULL;
 	b->ntail = 0;
 	b->from[0] = '\0';
+	b->landed = NULL;
+	b->landoff = 0;
 	return b;
 }
 
@@ -851,6 +858,83 @@ tend_links(RtNet *n)
 
 /* ------------------------------------------------------------- receive */
 
+/* Takes l off the places posted.  Under n->lmu. */
+static void
+land_unlink(RtNet *n, RtNetLand *l)
+{
+	for (RtNetLand **q = &n->lands; *q; q = &(*q)->next)
+		if (*q == l) {
+			*q = l->next;
+			break;
+		}
+	l->next = NULL;
+}
+
+/* Where the next bytes of c's frame go (at most *room at *at): into the
+ * place posted for it once one matches its first bytes (what came
+ * before is copied there then), else into its buffer.  A frame whose
+ * place was taken back midway is read over the start of its buffer:
+ * its bytes only go into its MAC.  Under n->lmu, c->cur holding
+ * c->got bytes of a frame of at least RT_LAND_MIN. */
+static void
+conn_land(RtNet *n, RtConn *c, unsigned char **at, size_t *room)
+{
+	RtNetLand *l = c->land;
+
+	if (c->ldrop) {
+		*at = c->cur->data;
+		*room = c->want - c->got < c->cap ? c->want - c->got : c->cap;
+		return;
+	}
+	if (l == NULL && c->got >= RT_LAND_MATCH) {
+		c->lgen = n->lgen;
+		for (l = n->lands; l; l = l->next)
+			if (l->conn == NULL && l->state == 0 &&
+			    l->len == c->want && c->got >= l->off &&
+			    memcmp(c->cur->data, l->match, l->nmatch) == 0)
+				break;
+		if (l == NULL)
+			return;
+		memcpy(l->dst, c->cur->data + l->off, c->got - l->off);
+		l->conn = c;
+		c->land = l;
+	}
+	if (l) {
+		*at = l->dst + (c->got - l->off);
+		*room = c->want - c->got;
+	}
+}
+
+void
+rt_net_land(RtNet *n, RtNetLand *l)
+{
+	pthread_mutex_lock(&n->lmu);
+	l->conn = NULL;
+	l->state = 0;
+	l->next = n->lands;
+	n->lands = l;
+	n->lgen++;
+	pthread_mutex_unlock(&n->lmu);
+}
+
+void
+rt_net_unland(RtNet *n, RtNetLand *l)
+{
+	pthread_mutex_lock(&n->lmu);
+	while (l->state == 1)
+		pthread_cond_wait(&n->lcv, &n->lmu);
+	if (l->state == 0) {
+		land_unlink(n, l);
+		if (l->conn) {
+			l->conn->land = NULL;
+			l->conn->ldrop = 1;
+			l->conn = NULL;
+		}
+		l->state = 2;
+	}
+	pthread_mutex_unlock(&n->lmu);
+}
+
 static void
 conn_close(RtNet *n, RtConn *c)
 {
@@ -860,6 +944,11 @@ conn_close(RtNet *n, RtConn *c)
 		;
 	if (*p)
 		*p = c->next;
+	pthread_mutex_lock(&n->lmu);
+	if (c->land) /* it may match the next frame: whole, from off */
+		c->land->conn = NULL;
+	c->land = NULL;
+	pthread_mutex_unlock(&n->lmu);
 	epoll_ctl(n->ep, EPOLL_CTL_DEL, c->fd, NULL);
 	close(c->fd);
 	rt_buf_free(c->cur);
@@ -930,6 +1019,8 @@ conn_room(RtConn *c)
 	b->data = (unsigned char *)(b + 1);
 	b->tail = NULL;
 	b->ntail = 0;
+	b->landed = NULL;
+	b->landoff = 0;
 	c->cur = b;
 	c->cap = cap;
 	return 0;
@@ -1036,17 +1127,46 @@ conn_hello(RtNet *n, RtConn *c)
 	return 0;
 }
 
-/* The whole frame just read on c goes up. */
+/* The whole frame just read on c goes up: with its place, if it was
+ * read into one (whose owner waits in rt_net_unland meanwhile); dropped
+ * if its place was taken back midway. */
 static void
 conn_deliver(RtNet *n, RtConn *c)
 {
 	RtBuf *b = c->cur;
+	RtNetLand *l;
 
 	b->len = c->want;
 	c->cur = NULL;
 	c->nhdr = 0;
 	c->cap = 0;
+	if (c->want < RT_LAND_MIN) {
+		n->recv->done(n->recv, b);
+		return;
+	}
+	pthread_mutex_lock(&n->lmu);
+	if ((l = c->land) != NULL) {
+		b->landed = l->dst;
+		b->landoff = l->off;
+		l->state = 1;
+		l->conn = NULL;
+		land_unlink(n, l);
+	}
+	c->land = NULL;
+	if (c->ldrop) {
+		c->ldrop = 0;
+		pthread_mutex_unlock(&n->lmu);
+		rt_buf_free(b);
+		return;
+	}
+	pthread_mutex_unlock(&n->lmu);
 	n->recv->done(n->recv, b);
+	if (l) {
+		pthread_mutex_lock(&n->lmu);
+		l->state = 2;
+		pthread_cond_broadcast(&n->lcv);
+		pthread_mutex_unlock(&n->lmu);
+	}
 }
 
 static const char no_mac[] = "a message without a valid MAC under this "
@@ -1101,6 +1221,7 @@ conn_word(RtNet *n, RtConn *c)
 		return -1;
 	c->got = 0;
 	c->cap = 0;
+	c->lgen = n->lgen + 1; /* the places posted are tried once */
 	return 0;
 }
 
@@ -1129,6 +1250,51 @@ conn_extra(RtNet *n, RtConn *c)
 }
 
 static int conn_read(RtNet *n, RtConn *c);
+
+/* Reads the next bytes of c's frame, into its buffer or its place
+ * (conn_land), and MACs them (keyed) while they are in the cache: the
+ * read's result, -1 with errno ENOMEM when there is no room. */
+static ssize_t
+conn_body(RtNet *n, RtConn *c)
+{
+	unsigned char *at = NULL;
+	size_t room = 0;
+	int held = 0;
+	ssize_t r;
+
+	if (c->cur && c->want >= RT_LAND_MIN &&
+	    (c->land || c->ldrop || c->lgen != n->lgen)) {
+		pthread_mutex_lock(&n->lmu); /* the place stays while read */
+		held = 1;
+		conn_land(n, c, &at, &room);
+	}
+	if (at == NULL) {
+		if (conn_room(c) != 0) {
+			if (held)
+				pthread_mutex_unlock(&n->lmu);
+			fprintf(stderr, "tfgc: error: %s: out of memory for a "
+				"message of %zu bytes from %s (connection "
+				"closed)\n", n->name, c->want, c->addr);
+			errno = ENOMEM;
+			return -1;
+		}
+		at = c->cur->data + c->got;
+		room = c->cap - c->got;
+		/* a large frame's head alone first, so that the places
+		   posted are tried before its body is read */
+		if (c->want >= RT_LAND_MIN && c->got < RT_LAND_HEAD &&
+		    room > RT_LAND_HEAD - c->got)
+			room = RT_LAND_HEAD - c->got;
+	}
+	r = io_read(c->tls, c->fd, at, room);
+	if (r > 0 && n->keyed && rt_auth_add(&c->in, at, (size_t)r) != 0) {
+		errno = EPROTO;
+		r = -1;
+	}
+	if (held)
+		pthread_mutex_unlock(&n->lmu);
+	return r;
+}
 
 /* One more step of c's TLS handshake; done, what came after it is
  * read.  0, or -1 to close c (a peer refused: said once per host). */
@@ -1180,15 +1346,7 @@ conn_read(RtNet *n, RtConn *c)
 			r = io_read(c->tls, c->fd, c->hdr + c->nhdr,
 				    (size_t)(FRAME_HDR - c->nhdr));
 		} else {
-			if (conn_room(c) != 0) {
-				fprintf(stderr, "tfgc: error: %s: out of memory "
-					"for a message of %zu bytes from %s "
-					"(connection closed)\n", n->name,
-					c->want, c->addr);
-				return -1;
-			}
-			r = io_read(c->tls, c->fd, c->cur->data + c->got,
-				    c->cap - c->got);
+			r = conn_body(n, c);
 		}
 		if (r == 0)
 			return -1;
@@ -1211,9 +1369,6 @@ conn_read(RtNet *n, RtConn *c)
 			if (c->nhdr < FRAME_HDR || c->wantx)
 				continue; /* a control word */
 		} else {
-			if (n->keyed && rt_auth_add(&c->in, c->cur->data + c->got,
-						    (size_t)r) != 0)
-				return -1;
 			c->got += (size_t)r;
 		}
 		if (c->nhdr == FRAME_HDR && c->got == c->want &&
@@ -1274,6 +1429,8 @@ rt_net_init(RtNet *n, const char *name, int npeer)
 	n->wake = -1;
 	n->hb_dead = RT_NET_DEAD;
 	pthread_mutex_init(&n->mu, NULL);
+	pthread_mutex_init(&n->lmu, NULL);
+	pthread_cond_init(&n->lcv, NULL);
 	if ((n->ep = epoll_create1(EPOLL_CLOEXEC)) < 0 ||
 	    (n->wake = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0)
 		return TFG_ESYS;
@@ -1797,4 +1954,6 @@ rt_net_close(RtNet *n)
 		close(n->wake);
 	n->ep = n->wake = -1;
 	pthread_mutex_destroy(&n->mu);
+	pthread_mutex_destroy(&n->lmu);
+	pthread_cond_destroy(&n->lcv);
 }

@@ -70,6 +70,10 @@ typedef struct RtBuf {
 				  copy); NULL for none */
 	size_t ntail;
 	char from[64];         /* received: "127.0.0.1:40123" */
+	unsigned char *landed; /* received into an RtNetLand: its bytes from
+				  landoff on are at landed (borrowed), not
+				  at data; NULL: all at data */
+	size_t landoff;
 } RtBuf;
 
 /* A connection to one peer: the way this process sends to it. */
@@ -125,6 +129,27 @@ typedef struct RtNetRecv {
 
 struct RtConn;
 
+/* A place the layer above posts for the bytes of one message to come
+ * (rt_net_land): a frame of len bytes whose first nmatch bytes are match
+ * has its bytes from off on read straight into dst as they come (what
+ * came before the place was posted is copied there first), instead of
+ * into its buffer: the receiver's copy of a large tensor is saved.  Its
+ * completion is the usual one, with RtBuf.landed = dst, and comes only
+ * once its MAC (keyed) was verified.  The caller owns it (on its
+ * stack); the fields from conn on are the transport's. */
+#define RT_LAND_MATCH 32
+#define RT_LAND_HEAD 256 /* off is at most this */
+typedef struct RtNetLand {
+	unsigned char match[RT_LAND_MATCH];
+	size_t nmatch;         /* <= RT_LAND_MATCH, <= off <= RT_LAND_HEAD */
+	size_t off, len;
+	unsigned char *dst;    /* len - off bytes */
+	struct RtConn *conn;   /* the connection reading into it, or NULL */
+	int state;             /* 0 posted, 1 its message being delivered,
+				  2 delivered (or taken back) */
+	struct RtNetLand *next;
+} RtNetLand;
+
 typedef struct RtNet {
 	const char *name;      /* this process, for messages (borrowed) */
 	int lfd;               /* the listening socket; -1 none */
@@ -154,6 +179,11 @@ typedef struct RtNet {
 	unsigned char key[RT_KEY_BYTES]; /* the cluster key, hashed */
 	char logged[16][64];   /* hosts whose refused frames were reported */
 	int nlogged;
+	pthread_mutex_t lmu;   /* the places posted (held by the I/O thread
+				  while it reads into one) */
+	pthread_cond_t lcv;    /* a place's message was delivered */
+	RtNetLand *lands;
+	_Atomic unsigned lgen; /* changes with each place posted */
 } RtNet;
 
 /* Asked between the slices of a blocked send: non-zero (with *e set) to
@@ -189,6 +219,16 @@ void rt_net_tls(RtNet *n, RtTls *t);
 const char *rt_net_peer_tls_why(RtNet *n, int peer);
 /* Starts receiving: r->done gets every message from now on. */
 tfg_status rt_net_recv_start(RtNet *n, RtNetRecv *r, TfgError *e);
+/* Posts l (filled in up to dst) for the message it matches; frames of
+ * at least RT_LAND_MIN bytes are matched.  Until rt_net_unland, dst may
+ * be written (with garbage too, when a frame that matched fails its
+ * MAC: the caller acts on dst only once a completion said it landed). */
+#define RT_LAND_MIN ((size_t)256 << 10)
+void rt_net_land(RtNet *n, RtNetLand *l);
+/* Takes l back: nothing writes into dst from now on, and a completion
+ * of its message (RtBuf.landed == dst) has returned, if there was one.
+ * A frame read into it in part is read on and dropped. */
+void rt_net_unland(RtNet *n, RtNetLand *l);
 /* Sends b to peer i, or to a reply URL (dialed on first use), waiting at
  * most until deadline (rt_now() scale); stop (may be NULL) is asked
  * between slices.  While the peer is not up b waits in the link's queue

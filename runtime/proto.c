@@ -279,7 +279,9 @@ rt_proc_take(RtProc *p, RtBuf *m)
 	}
 	out.lost = lost && out.h.prog != plan->hash;
 	out.m = m;
-	out.body = m->data + RT_HDR_SIZE;
+	/* received into a part's buffer (rdv_recv), which rt_net_unland
+	   keeps until this returned */
+	out.body = m->landed ? m->landed : m->data + RT_HDR_SIZE;
 	/* Only now, once it is known to be well-formed, may the message
 	   speak for its task's incarnation: a garbled one can neither make
 	   a task look restarted nor raise the incarnation recorded for it. */

@@ -498,6 +498,46 @@ rdv_wait(RtCtx *c, int type, long key, int src, int peer, const char *what,
 	return st;
 }
 
+/* Posts dst for the TENSOR of edge `key` of step c to come (rt_net_land):
+ * the transport reads its body straight into it, the part's buffer,
+ * and the copy from the message is saved (spec/design.md "Transport").
+ * A message matches by its header up to its sender: magic, version,
+ * type, plan, step, key, src. */
+static void
+land_post(RtCtx *c, const RtEdge *edge, uint32_t key, void *dst,
+	  RtNetLand *l)
+{
+	unsigned char hdr[RT_HDR_SIZE];
+	RtHdr h;
+
+	rt_hdr_init(&h, c->plan, RT_MSG_TENSOR, c->step, key,
+		    (uint16_t)edge->src, rt_edge_nbytes(edge), 0);
+	rt_hdr_encode(hdr, &h);
+	memset(l, 0, sizeof *l);
+	memcpy(l->match, hdr, 30);
+	l->nmatch = 30;
+	l->off = RT_HDR_SIZE;
+	l->len = RT_HDR_SIZE + rt_edge_nbytes(edge);
+	l->dst = dst;
+	rt_net_land(&c->proc->net, l);
+}
+
+/* Takes l back once the wait is over: what was filed with its body in
+ * dst and not taken (a duplicate, or a wait that failed) goes. */
+static void
+land_done(RtCtx *c, uint32_t key, RtNetLand *l)
+{
+	RtProc *p = c->proc;
+
+	rt_net_unland(&p->net, l);
+	pthread_mutex_lock(&p->mu);
+	for (int i = p->ntab - 1; i >= 0; i--)
+		if (p->tab[i].body == l->dst && p->tab[i].h.step == c->step &&
+		    p->tab[i].h.key == key)
+			tab_remove(p, i);
+	pthread_mutex_unlock(&p->mu);
+}
+
 static int
 rdv_recv(struct RtCtx *c, uint32_t key, void *dst)
 {
@@ -506,7 +546,8 @@ rdv_recv(struct RtCtx *c, uint32_t key, void *dst)
 	char what[512];
 	tfg_status st;
 	RtMsg m;
-	int sent = 1;
+	int sent = 1, land;
+	RtNetLand l;
 	double t0;
 
 	if (key >= (uint32_t)c->plan->nedge || c->plan->edges[key].dst !=
@@ -530,14 +571,21 @@ rdv_recv(struct RtCtx *c, uint32_t key, void *dst)
 		 (int)strcspn(edge->name, ";"), edge->name,
 		 p->plan->tasks[edge->src].name);
 	t0 = rt_tracing ? rt_trace_clock() : 0;
+	land = edge->src != p->task && edge->dtype != TFG_STRING &&
+	       rt_edge_nbytes(edge) + RT_HDR_SIZE >= RT_LAND_MIN;
+	if (land)
+		land_post(c, edge, key, dst, &l);
 	/* A tensor was validated against the plan its header names, which
 	   need not be the step's: a peer may name another specialisation
 	   registered here, whose edge of this key has another size.  Such a
 	   one is reported and dropped, and the wait goes on. */
 	for (;;) {
 		if ((st = rdv_wait(c, RT_MSG_TENSOR, key, -1, edge->src, what,
-				   &m)))
+				   &m))) {
+			if (land)
+				land_done(c, key, &l);
 			return st;
+		}
 		if (m.h.prog == c->plan->hash)
 			break;
 		fprintf(stderr, "tfgc: error: %s: bad TENSOR %s for step %llu: "
@@ -547,7 +595,10 @@ rdv_recv(struct RtCtx *c, uint32_t key, void *dst)
 			(unsigned long long)c->plan->hash);
 		rt_msg_free(&m);
 	}
-	memcpy(dst, m.body, rt_edge_nbytes(edge));
+	if (land)
+		land_done(c, key, &l);
+	if (m.body != dst) /* else it was read into dst, and verified */
+		memcpy(dst, m.body, rt_edge_nbytes(edge));
 	rt_msg_free(&m);
 	if (rt_tracing && edge->src != p->task)
 		rt_trace_event("recv", what, RT_STEP_NO(c->step),
@@ -629,8 +680,9 @@ rt_start_feeds(RtCtx *c, const RtMsg *start)
 		uint32_t key = sig->feeds[i].key;
 		const RtEdge *e = &c->plan->edges[key];
 
-		if (e->dst != p->task || e->src != sig->client)
-			continue;
+		if (e->dst != p->task || e->src != sig->client ||
+		    rt_feed_apart(e))
+			continue; /* apart: its TENSOR comes behind */
 		rt_hdr_init(&m.h, c->plan, RT_MSG_TENSOR, start->h.step, key,
 			    start->h.src, rt_edge_nbytes(e), start->h.epoch);
 		m.m = NULL; /* the START owns the bytes */

@@ -10,7 +10,10 @@
  *
  * Bodies: TENSOR carries the edge's bytes; START the step's feeds for the
  * receiving task, concatenated in sig->feeds order (rt_start_bytes), so
- * that a step costs one message out and one back per remote task; PING,
+ * that a step costs one message out and one back per remote task, but
+ * for large ones, each of which follows its START as a TENSOR of its own
+ * (rt_feed_apart) that the receiver reads straight into the part's
+ * buffer; PING,
  * RUN_SESSION and SHUTDOWN the URL to reply to; ERROR and SESSION_END a
  * message; OUTPUT text for stdout; SPECIALISE the feeds' shapes, and the
  * DONE answering it the plan hash; RELEASE the plan hash of the
@@ -156,10 +159,16 @@ rt_start_bytes(const TfgPlan *plan, int sig, int task)
 	for (int i = 0; i < s->nfeed; i++) {
 		const RtEdge *e = &plan->edges[s->feeds[i].key];
 
-		if (e->dst == task && e->src == s->client)
+		if (e->dst == task && e->src == s->client && !rt_feed_apart(e))
 			n += rt_edge_nbytes(e);
 	}
 	return n;
+}
+
+int
+rt_feed_apart(const RtEdge *e)
+{
+	return e->dtype != TFG_STRING && rt_edge_nbytes(e) >= RT_FEED_APART;
 }
 
 /* Which types a given sender may send: the controller sends only PING,

@@ -2183,6 +2183,127 @@ t_many_steps(void)
 }
 
 #define main test_main
+/* ---------------------------------------------------------------- land */
+
+/* What the receiving end of t_land got: its messages, in order. */
+static pthread_mutex_t land_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t land_cv = PTHREAD_COND_INITIALIZER;
+static RtBuf *land_got[4];
+static int land_n;
+
+static void
+land_done_cb(RtNetRecv *r, RtBuf *b)
+{
+	(void)r;
+	pthread_mutex_lock(&land_mu);
+	if (land_n < 4)
+		land_got[land_n++] = b;
+	else
+		rt_buf_free(b);
+	pthread_cond_broadcast(&land_cv);
+	pthread_mutex_unlock(&land_mu);
+}
+
+/* The next message t_land's receiver got (waits up to 10 s), or NULL. */
+static RtBuf *
+land_next(int i)
+{
+	RtBuf *b = NULL;
+	double end = rt_now() + 10;
+
+	pthread_mutex_lock(&land_mu);
+	while (land_n <= i && rt_now() < end) {
+		struct timespec ts;
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += 10000000;
+		if (ts.tv_nsec >= 1000000000L)
+			ts.tv_sec++, ts.tv_nsec -= 1000000000L;
+		pthread_cond_timedwait(&land_cv, &land_mu, &ts);
+	}
+	if (land_n > i)
+		b = land_got[i];
+	pthread_mutex_unlock(&land_mu);
+	return b;
+}
+
+/* One message of len bytes, byte i = (i * 7 + seed) & 0xff. */
+static RtBuf *
+land_msg(size_t len, int seed)
+{
+	RtBuf *b = rt_buf_new(len);
+
+	for (size_t i = 0; b && i < len; i++)
+		b->data[i] = (unsigned char)(i * 7 + (size_t)seed);
+	return b;
+}
+
+/* spec/design.md "Transport": a large message whose first bytes match a
+ * place posted (rt_net_land) is read straight into it, and its
+ * completion says so; one that matches none, and one that comes after
+ * the place was taken back, arrive in their buffers; keyed or not. */
+static void
+t_land(void)
+{
+	const size_t len = (size_t)3 << 20, off = 112;
+	static const unsigned char key[RT_KEY_BYTES] = {1, 2, 3};
+
+	for (int keyed = 0; keyed < 2; keyed++) {
+		RtNet a, b;
+		RtNetRecv r = {land_done_cb};
+		RtNetLand l;
+		unsigned char *dst = malloc(len - off);
+		TfgError e;
+		RtBuf *m, *ref = land_msg(len, 5);
+
+		land_n = 0;
+		ASSERT(dst != NULL && ref != NULL);
+		ASSERT_EQ(rt_net_init(&a, "a", 0), TFG_OK);
+		ASSERT_EQ(rt_net_init(&b, "b", 1), TFG_OK);
+		if (keyed) {
+			rt_net_key(&a, key);
+			rt_net_key(&b, key);
+		}
+		ASSERT_EQ(rt_net_listen(&a, "tcp://127.0.0.1:0", len + 1, &e),
+			  TFG_OK);
+		ASSERT_EQ(rt_net_recv_start(&a, &r, &e), TFG_OK);
+		ASSERT_EQ(rt_net_dial(&b, 0, a.url, "a", &e), TFG_OK);
+		memset(&l, 0, sizeof l);
+		memcpy(l.match, ref->data, 30);
+		l.nmatch = 30;
+		l.off = off;
+		l.len = len;
+		l.dst = dst;
+		rt_net_land(&a, &l);
+		/* another message first: it matches not (its first bytes) */
+		ASSERT_EQ(rt_net_send(&b, 0, land_msg(len, 9), rt_now() + 10,
+				      NULL, NULL, &e), TFG_OK);
+		ASSERT_EQ(rt_net_send(&b, 0, land_msg(len, 5), rt_now() + 10,
+				      NULL, NULL, &e), TFG_OK);
+		ASSERT((m = land_next(0)) != NULL);
+		ASSERT(m->landed == NULL && m->len == len);
+		ASSERT(m->data[off] == (unsigned char)(off * 7 + 9));
+		rt_buf_free(m);
+		ASSERT((m = land_next(1)) != NULL);
+		ASSERT(m->landed == dst && m->landoff == off && m->len == len);
+		ASSERT(memcmp(m->data, ref->data, 30) == 0);
+		ASSERT(memcmp(dst, ref->data + off, len - off) == 0);
+		rt_buf_free(m);
+		rt_net_unland(&a, &l);
+		/* taken back: the same message comes in its buffer */
+		ASSERT_EQ(rt_net_send(&b, 0, land_msg(len, 5), rt_now() + 10,
+				      NULL, NULL, &e), TFG_OK);
+		ASSERT((m = land_next(2)) != NULL);
+		ASSERT(m->landed == NULL);
+		ASSERT(memcmp(m->data, ref->data, len) == 0);
+		rt_buf_free(m);
+		rt_net_close(&b);
+		rt_net_close(&a);
+		rt_buf_free(ref);
+		free(dst);
+	}
+}
+
 TEST_MAIN({"hello", t_hello}, {"loop_print", t_loop_print},
 	  {"bad_feed", t_bad_feed}, {"generic", t_generic},
 	  {"generic_fail", t_generic_fail}, {"generic_many", t_generic_many},
@@ -2205,4 +2326,5 @@ TEST_MAIN({"hello", t_hello}, {"loop_print", t_loop_print},
 	  {"restart_table", t_restart_table},
 	  {"restart_tensor", t_restart_tensor}, {"step_ids", t_step_ids},
 	  {"restart_specs", t_restart_specs},
-	  {"many_steps", t_many_steps})
+	  {"many_steps", t_many_steps},
+	  {"land", t_land}) /* last: its threads end before no fork */
