@@ -6,9 +6,10 @@
  * loop bounds); `--param n=8192` on the command line replaces its value.
  * Before the checker runs, every use of a param's name is rewritten in
  * the AST into its literal, so the rest of the compiler sees literals
- * only (weak ones, spec §5.3).  A param is declared at the top level,
- * once, with a literal (numbers, arithmetic on them and on the params
- * before it, true or false); no other definition may take its name.
+ * only (weak ones, spec §5.3 "Weak operands").  A param is declared at
+ * the top level, once, with a literal (numbers, arithmetic on them and
+ * on the params before it, true or false); no other definition may take
+ * its name.
  */
 #include <errno.h>
 #include <stdlib.h>
