@@ -864,7 +864,7 @@ eval(Sess *ss, const RtExpr *x, CVal *v)
 		*v = cval_borrow(&ss->vals[x->slot]);
 		return TFG_OK;
 	case RT_E_LOAD:
-		if (rt_npy_load(&v->t, x->str, &e) != TFG_OK)
+		if (rt_load(&v->t, x->str, &e) != TFG_OK)
 			return fail(ss, x->where, e.code, "%s", e.msg);
 		v->kind = CV_TENSOR, v->own = 1;
 		return TFG_OK;

@@ -141,6 +141,10 @@ TFG_API void rt_tensor_free(RtTensor *t); /* accepts NULL */
  * dtypes b1 u1 i4 i8 f4 f8).  Every malformed header is an error naming
  * the file and what was wrong. */
 TFG_API tfg_status rt_npy_load(RtTensor **out, const char *path, TfgError *e);
+/* What load("path") reads (spec §8.4 "load"): a .npy file, or an IDX file
+ * (MNIST's format), plain or gzip-compressed, told apart by their first
+ * bytes (runtime/idx.c). */
+TFG_API tfg_status rt_load(RtTensor **out, const char *path, TfgError *e);
 TFG_API tfg_status rt_npy_save(const char *path, const RtTensor *t, TfgError *e);
 
 /* Prints a value the way NumPy's print() does: scalars as Python repr
