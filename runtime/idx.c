@@ -16,11 +16,11 @@
  * is inflated by zlib as it is read, straight into the tensor, so a file
  * is never held twice; concatenated gzip members are one stream, as
  * gunzip has them.  Nothing is trusted: the dims must account for exactly
- * the data there is, the shape must pass the 2^40-byte rule of §5.1
- * before anything is allocated, and a gzip stream cannot promise more
- * than deflate can expand its bytes to (1032 to 1), so that a small file
- * cannot make the reader allocate a huge tensor.  Every error starts
- * with the path.
+ * the data there is, the shape must pass the 2^40-byte rule of spec
+ * §5.1 "Dtypes" before anything is allocated, and a gzip stream cannot
+ * promise more than deflate can expand its bytes to (1032 to 1), so that
+ * a small file cannot make the reader allocate a huge tensor.  Every
+ * error starts with the path.
  */
 #include <errno.h>
 #include <stdint.h>
