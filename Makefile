@@ -196,7 +196,8 @@ FUZZ_TARGETS = wire front npy
 FUZZ_LIBS    = -lopenblas -lz -lssl -lcrypto -lpthread -ldl -lm
 FUZZ_SEEDS_front = $(wildcard examples/*.tfg tests/golden/*/*.tfg \
                               tests/integration/progs/*.tfg)
-FUZZ_SEEDS_npy   = $(wildcard tests/data/*.npy tests/golden/*/*.npy)
+FUZZ_SEEDS_npy   = $(wildcard tests/data/*.npy tests/golden/*/*.npy \
+                              tests/golden/*/*.idx tests/golden/*/*.idx.gz)
 FUZZ_SEEDS_wire  =
 
 FUZZ_OBJ = $(FUZZ_TARGETS:%=$(BUILD)/tests/fuzz/%_fuzz.o) \

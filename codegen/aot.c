@@ -165,6 +165,7 @@ c_type(TfgDtype t)
 {
 	switch (t) {
 	case TFG_BOOL: return "uint8_t";
+	case TFG_U8: return "uint8_t";
 	case TFG_I32: return "int32_t";
 	case TFG_I64: return "int64_t";
 	case TFG_F32: return "float";

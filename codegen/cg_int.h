@@ -197,6 +197,7 @@ typedef struct Loop {
 } Loop;
 
 int cg_is_float(TfgDtype t);
+int cg_is_unsigned(TfgDtype t); /* bool, u8 */
 LLVMTypeRef cg_elty(CgCtx *C, TfgDtype t);        /* element type */
 LLVMValueRef cg_i64c(CgCtx *C, int64_t v);        /* i64 constant */
 int cg_fail(CgCtx *C, const IrNode *n, const char *msg);

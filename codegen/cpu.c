@@ -46,11 +46,20 @@ cg_is_float(TfgDtype t)
 	return t == TFG_F32 || t == TFG_F64;
 }
 
+/* bool and u8: i8 in LLVM, zero-extended, compared and divided as
+ * unsigned. */
+int
+cg_is_unsigned(TfgDtype t)
+{
+	return t == TFG_BOOL || t == TFG_U8;
+}
+
 LLVMTypeRef
 cg_elty(CgCtx *C, TfgDtype t)
 {
 	switch (t) {
 	case TFG_BOOL: return C->i8;
+	case TFG_U8: return C->i8;
 	case TFG_I32: return C->i32;
 	case TFG_I64: return C->i64;
 	case TFG_F32: return C->f32;
@@ -122,15 +131,17 @@ cg_cvt(CgCtx *C, LLVMValueRef v, TfgDtype from, TfgDtype to)
 	if (cg_is_float(from)) {
 		/* saturating: NaN -> 0, out of range -> MIN/MAX; no poison */
 		LLVMTypeRef tys[2] = {ty, cg_elty(C, from)};
-		unsigned id = LLVMLookupIntrinsicID("llvm.fptosi.sat", 15);
+		unsigned id = LLVMLookupIntrinsicID(to == TFG_U8
+						    ? "llvm.fptoui.sat"
+						    : "llvm.fptosi.sat", 15);
 		LLVMValueRef f = LLVMGetIntrinsicDeclaration(C->m, id, tys, 2);
 		return LLVMBuildCall2(C->b, LLVMIntrinsicGetType(C->c, id, tys, 2),
 				      f, &v, 1, "");
 	}
 	if (cg_is_float(to))
-		return from == TFG_BOOL ? LLVMBuildUIToFP(C->b, v, ty, "")
-					: LLVMBuildSIToFP(C->b, v, ty, "");
-	return LLVMBuildIntCast2(C->b, v, ty, from != TFG_BOOL, "");
+		return cg_is_unsigned(from) ? LLVMBuildUIToFP(C->b, v, ty, "")
+					    : LLVMBuildSIToFP(C->b, v, ty, "");
+	return LLVMBuildIntCast2(C->b, v, ty, !cg_is_unsigned(from), "");
 }
 
 /* Returns rc from the part function if it is not 0. */
@@ -179,6 +190,21 @@ cg_int_divmod(CgCtx *C, LLVMValueRef a, LLVMValueRef b, int want_mod)
 		return LLVMBuildSelect(B, adj, LLVMBuildAdd(B, r, b, ""), r, "");
 	q = LLVMBuildSelect(B, adj, LLVMBuildSub(B, q, one, ""), q, "");
 	return LLVMBuildSelect(B, bz, zero, q, "");
+}
+
+/* Unsigned division and remainder (u8): x/0 = x%0 = 0, never trapping;
+ * floor and truncation agree on non-negative numbers. */
+static LLVMValueRef
+uint_divmod(CgCtx *C, LLVMValueRef a, LLVMValueRef b, int want_mod)
+{
+	LLVMBuilderRef B = C->b;
+	LLVMTypeRef ty = LLVMTypeOf(a);
+	LLVMValueRef zero = LLVMConstNull(ty), one = LLVMConstInt(ty, 1, 0);
+	LLVMValueRef bz = LLVMBuildICmp(B, LLVMIntEQ, b, zero, "");
+	LLVMValueRef d = LLVMBuildSelect(B, bz, one, b, "");
+	LLVMValueRef r = want_mod ? LLVMBuildURem(B, a, d, "")
+				  : LLVMBuildUDiv(B, a, d, "");
+	return LLVMBuildSelect(B, bz, zero, r, "");
 }
 
 /* NumPy's float %: fmod, moved to the divisor's sign; a zero result
@@ -265,12 +291,16 @@ cg_unary(CgCtx *C, OpKind op, TfgDtype t, LLVMValueRef a)
 	case OP_sqrt: return cg_intrinsic(C, "llvm.sqrt", &a, 1);
 	case OP_tanh: return cg_libm_call(C, "tanh", &a, 1);
 	case OP_relu: /* NaN stays NaN, -0.0 becomes 0.0 */
+		if (t == TFG_U8) /* relu and abs of u8: itself */
+			return a;
 		if (cg_is_float(t))
 			return LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOLE,
 						a, zero, ""), zero, a, "");
 		return LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntSGT, a, zero,
 							""), a, zero, "");
 	case OP_abs: /* abs(MIN) wraps to MIN */
+		if (t == TFG_U8)
+			return a;
 		if (cg_is_float(t))
 			return cg_intrinsic(C, "llvm.fabs", &a, 1);
 		return LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntSLT, a, zero,
@@ -282,15 +312,17 @@ cg_unary(CgCtx *C, OpKind op, TfgDtype t, LLVMValueRef a)
 
 /* a ** b on integers by square-and-multiply, wrapping; b < 0 gives 0
  * except 1 ** b = 1 and (-1) ** b = +-1 (spec §6.9 "pow, maximum, minimum").
- * The loop runs at most as many times as b has bits. */
+ * The loop runs at most as many times as b has bits.  Unsigned (u8): b is
+ * never negative. */
 static LLVMValueRef
-int_pow(CgCtx *C, LLVMValueRef a, LLVMValueRef b)
+int_pow(CgCtx *C, LLVMValueRef a, LLVMValueRef b, int uns)
 {
 	LLVMBuilderRef B = C->b;
 	LLVMTypeRef ty = LLVMTypeOf(a);
 	LLVMValueRef zero = LLVMConstNull(ty), one = LLVMConstInt(ty, 1, 0);
 	LLVMValueRef m1 = LLVMConstAllOnes(ty);
-	LLVMValueRef neg = LLVMBuildICmp(B, LLVMIntSLT, b, zero, "");
+	LLVMValueRef neg = uns ? LLVMConstInt(C->i1, 0, 0)
+			       : LLVMBuildICmp(B, LLVMIntSLT, b, zero, "");
 	LLVMValueRef e0 = LLVMBuildSelect(B, neg, zero, b, "");
 	LLVMBasicBlockRef pre = LLVMGetInsertBlock(B);
 	LLVMBasicBlockRef head = LLVMAppendBasicBlockInContext(C->c, C->fn,
@@ -332,7 +364,8 @@ int_pow(CgCtx *C, LLVMValueRef a, LLVMValueRef b)
 }
 
 /* a cmp b as a bool (i8 0/1), both of dtype t: IEEE comparisons (NaN is
- * unequal to everything, != is true), signed integers, bool as 0/1. */
+ * unequal to everything, != is true), signed integers, unsigned u8, bool
+ * as 0/1. */
 LLVMValueRef
 cg_compare(CgCtx *C, OpKind op, TfgDtype t, LLVMValueRef a, LLVMValueRef b)
 {
@@ -344,8 +377,13 @@ cg_compare(CgCtx *C, OpKind op, TfgDtype t, LLVMValueRef a, LLVMValueRef b)
 		[OP_equal] = LLVMIntEQ, [OP_not_equal] = LLVMIntNE,
 		[OP_less] = LLVMIntSLT, [OP_less_equal] = LLVMIntSLE,
 		[OP_greater] = LLVMIntSGT, [OP_greater_equal] = LLVMIntSGE};
+	static const LLVMIntPredicate up[] = {
+		[OP_equal] = LLVMIntEQ, [OP_not_equal] = LLVMIntNE,
+		[OP_less] = LLVMIntULT, [OP_less_equal] = LLVMIntULE,
+		[OP_greater] = LLVMIntUGT, [OP_greater_equal] = LLVMIntUGE};
 	LLVMValueRef r = cg_is_float(t) ? LLVMBuildFCmp(C->b, fp[op], a, b, "")
-				     : LLVMBuildICmp(C->b, ip[op], a, b, "");
+	    : LLVMBuildICmp(C->b, cg_is_unsigned(t) ? up[op] : ip[op], a, b,
+			    "");
 	return LLVMBuildZExt(C->b, r, C->i8, "");
 }
 
@@ -355,6 +393,7 @@ cg_arith(CgCtx *C, OpKind op, TfgDtype t, LLVMValueRef a, LLVMValueRef b)
 {
 	LLVMBuilderRef B = C->b;
 	LLVMValueRef r, ab[2] = {a, b};
+	int uns;
 	if (cg_is_float(t)) {
 		switch (op) {
 		case OP_pow: return cg_libm_call(C, "pow", ab, 2);
@@ -367,21 +406,28 @@ cg_arith(CgCtx *C, OpKind op, TfgDtype t, LLVMValueRef a, LLVMValueRef b)
 		default: return float_mod(C, a, b);
 		}
 	}
+	uns = cg_is_unsigned(t);
 	switch (op) {
 	case OP_add: r = LLVMBuildAdd(B, a, b, ""); break;
 	case OP_sub: r = LLVMBuildSub(B, a, b, ""); break;
 	case OP_mul: r = LLVMBuildMul(B, a, b, ""); break;
-	case OP_div: r = cg_int_divmod(C, a, b, 0); break;
-	case OP_pow: r = int_pow(C, a, b); break;
+	case OP_div:
+		r = uns ? uint_divmod(C, a, b, 0) : cg_int_divmod(C, a, b, 0);
+		break;
+	case OP_pow: r = int_pow(C, a, b, uns); break;
 	case OP_maximum:
-		r = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntSGT, a, b, ""),
+		r = LLVMBuildSelect(B, LLVMBuildICmp(B, uns ? LLVMIntUGT
+						     : LLVMIntSGT, a, b, ""),
 				    a, b, "");
 		break;
 	case OP_minimum:
-		r = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntSLT, a, b, ""),
+		r = LLVMBuildSelect(B, LLVMBuildICmp(B, uns ? LLVMIntULT
+						     : LLVMIntSLT, a, b, ""),
 				    a, b, "");
 		break;
-	default: r = cg_int_divmod(C, a, b, 1); break;
+	default:
+		r = uns ? uint_divmod(C, a, b, 1) : cg_int_divmod(C, a, b, 1);
+		break;
 	}
 	/* bool (rejected by the checker): keep 0/1 */
 	if (t == TFG_BOOL)

@@ -66,7 +66,8 @@ red_identity(CgCtx *C, OpKind op, TfgDtype t)
 {
 	LLVMTypeRef ty = cg_elty(C, t);
 	int bits = t == TFG_I32 ? 32 : 64;
-	unsigned long long min = 1ull << (bits - 1);
+	/* u8: its MIN is 0 and its MAX 255 (min - 1 below) */
+	unsigned long long min = t == TFG_U8 ? 0x100 : 1ull << (bits - 1);
 	switch (op) {
 	case OP_reduce_prod:
 		return cg_is_float(t) ? LLVMConstReal(ty, 1.0)
@@ -95,6 +96,9 @@ red_step(CgCtx *C, OpKind op, TfgDtype t, LLVMValueRef acc, LLVMValueRef v)
 			return cg_intrinsic(C, op == OP_reduce_max
 					    ? "llvm.maximum" : "llvm.minimum",
 					    ab, 2);
+		if (cg_is_unsigned(t))
+			return cg_intrinsic(C, op == OP_reduce_max
+					    ? "llvm.umax" : "llvm.umin", ab, 2);
 		return cg_intrinsic(C, op == OP_reduce_max ? "llvm.smax"
 					  : "llvm.smin", ab, 2);
 	}
@@ -263,7 +267,9 @@ arg_body(CgCtx *C, const Nest *L, LLVMValueRef *off, LLVMValueRef acc)
 				      best, ""),
 			LLVMBuildFCmp(B, LLVMRealORD, best, best, ""), "");
 	else
-		take = LLVMBuildICmp(B, max ? LLVMIntSGT : LLVMIntSLT, v, best,
+		take = LLVMBuildICmp(B, cg_is_unsigned(t)
+				     ? (max ? LLVMIntUGT : LLVMIntULT)
+				     : (max ? LLVMIntSGT : LLVMIntSLT), v, best,
 				     "");
 	best = LLVMBuildSelect(B, take, v, best, "");
 	idx = LLVMBuildSelect(B, take, off[2], idx, "");

@@ -92,6 +92,7 @@ cu_ctype(TfgDtype t)
 {
 	switch (t) {
 	case TFG_BOOL: return "unsigned char";
+	case TFG_U8: return "unsigned char";
 	case TFG_I32: return "int";
 	case TFG_I64: return "long long";
 	case TFG_F32: return "float";
@@ -105,6 +106,7 @@ cu_sfx(TfgDtype t)
 {
 	switch (t) {
 	case TFG_BOOL: return "b8";
+	case TFG_U8: return "u8";
 	case TFG_I32: return "i32";
 	case TFG_I64: return "i64";
 	case TFG_F32: return "f32";
@@ -121,14 +123,15 @@ cu_is_float(TfgDtype t)
 int
 cu_dt_ok(TfgDtype t)
 {
-	return t == TFG_BOOL || t == TFG_I32 || t == TFG_I64 || t == TFG_F32 ||
-	       t == TFG_F64;
+	return t == TFG_BOOL || t == TFG_U8 || t == TFG_I32 || t == TFG_I64 ||
+	       t == TFG_F32 || t == TFG_F64;
 }
 
 int
 cu_dt_size(TfgDtype t)
 {
-	return t == TFG_BOOL ? 1 : t == TFG_I32 || t == TFG_F32 ? 4 : 8;
+	return t == TFG_BOOL || t == TFG_U8 ? 1
+	       : t == TFG_I32 || t == TFG_F32 ? 4 : 8;
 }
 
 /* A constant of dtype t: f for floats, i for the others; bit-exact
@@ -167,6 +170,9 @@ cu_put_lit(CuStr *s, TfgDtype t, double f, int64_t i)
 			cu_puts(s, "(-9223372036854775807LL - 1)");
 		else
 			cu_printf(s, "(%" PRId64 "LL)", i);
+		break;
+	case TFG_U8:
+		cu_printf(s, "((unsigned char)%d)", (int)(uint8_t)i);
 		break;
 	default:
 		cu_printf(s, "((unsigned char)%d)", i != 0);
@@ -282,6 +288,40 @@ static const char *const prelude_head[] = {
 "TFG_INT(int, unsigned, i32, (-2147483647 - 1))\n",
 "TFG_INT(long long, unsigned long long, i64, (-9223372036854775807LL - 1))\n",
 "\n",
+"/* u8: wrapping modulo 256, unsigned comparisons, / and % truncating\n",
+"   (floor, on numbers >= 0) and never trapping: x / 0 = x % 0 = 0 */\n",
+"typedef unsigned char tfg_u8;\n",
+"TFG_CMP(tfg_u8, u8)\n",
+"TFG_DEV tfg_u8 tfg_add_u8(tfg_u8 a, tfg_u8 b) { return (tfg_u8)(a + b); }\n",
+"TFG_DEV tfg_u8 tfg_sub_u8(tfg_u8 a, tfg_u8 b) { return (tfg_u8)(a - b); }\n",
+"TFG_DEV tfg_u8 tfg_mul_u8(tfg_u8 a, tfg_u8 b) { return (tfg_u8)(a * b); }\n",
+"TFG_DEV tfg_u8 tfg_div_u8(tfg_u8 a, tfg_u8 b)\n",
+"{ return b == 0 ? (tfg_u8)0 : (tfg_u8)(a / b); }\n",
+"TFG_DEV tfg_u8 tfg_mod_u8(tfg_u8 a, tfg_u8 b)\n",
+"{ return b == 0 ? (tfg_u8)0 : (tfg_u8)(a % b); }\n",
+"TFG_DEV tfg_u8 tfg_pow_u8(tfg_u8 a, tfg_u8 b)\n",
+"{\n",
+"\tunsigned r = 1, x = a, e = b;\n",
+"\twhile (e != 0) {\n",
+"\t\tif (e & 1)\n",
+"\t\t\tr *= x;\n",
+"\t\tx *= x;\n",
+"\t\te >>= 1;\n",
+"\t}\n",
+"\treturn (tfg_u8)r;\n",
+"}\n",
+"TFG_DEV tfg_u8 tfg_maximum_u8(tfg_u8 a, tfg_u8 b) { return a > b ? a : b; }\n",
+"TFG_DEV tfg_u8 tfg_minimum_u8(tfg_u8 a, tfg_u8 b) { return a < b ? a : b; }\n",
+"TFG_DEV tfg_u8 tfg_neg_u8(tfg_u8 a) { return (tfg_u8)(0u - a); }\n",
+"TFG_DEV tfg_u8 tfg_abs_u8(tfg_u8 a) { return a; }\n",
+"TFG_DEV tfg_u8 tfg_relu_u8(tfg_u8 a) { return a; }\n",
+"TFG_DEV bool tfg_argmax_take_u8(tfg_u8 v, long long vi, tfg_u8 b,\n",
+"\t\t\t\tlong long bi)\n",
+"{ return v > b || (v == b && vi < bi); }\n",
+"TFG_DEV bool tfg_argmin_take_u8(tfg_u8 v, long long vi, tfg_u8 b,\n",
+"\t\t\t\tlong long bi)\n",
+"{ return v < b || (v == b && vi < bi); }\n",
+"\n",
 "/* floats: + - * / never contracted; %: fmod moved to the divisor's\n",
 "   sign, a zero taking the divisor's sign (float_mod); maximum and\n",
 "   minimum propagate NaN and order -0 < +0; relu(NaN) = NaN,\n",
@@ -380,7 +420,7 @@ static const char *const prelude_head[] = {
 
 /* The cast of dtype a to dtype b (a != b), as cg_cvt: to bool != 0,
  * float -> int saturating with NaN -> 0, int -> int wrapping or
- * extending (bool as unsigned). */
+ * extending (bool and u8 as unsigned). */
 static void
 prelude_cvt(CuStr *s, TfgDtype a, TfgDtype b)
 {
@@ -390,6 +430,9 @@ prelude_cvt(CuStr *s, TfgDtype a, TfgDtype b)
 		  ta);
 	if (b == TFG_BOOL)
 		cu_puts(s, "return a != 0;");
+	else if (cu_is_float(a) && b == TFG_U8) /* llvm.fptoui.sat */
+		cu_printf(s, "return a != a || a <= 0 ? 0 : a >= 255.0 ? 255 : "
+			  "(%s)a;", tb);
 	else if (cu_is_float(a) && !cu_is_float(b))
 		cu_printf(s, "return a != a ? 0 : a >= %s ? %s : "
 			  "a <= -%s ? %s : (%s)a;",
@@ -408,16 +451,17 @@ prelude_cvt(CuStr *s, TfgDtype a, TfgDtype b)
 void
 cu_gen_init(CuGen *g, int tf32)
 {
-	static const TfgDtype dts[] = {TFG_BOOL, TFG_I32, TFG_I64, TFG_F32,
-				       TFG_F64};
+	static const TfgDtype dts[] = {TFG_BOOL, TFG_U8, TFG_I32, TFG_I64,
+				       TFG_F32,  TFG_F64};
+	const int ndt = (int)(sizeof dts / sizeof *dts);
 
 	memset(g, 0, sizeof *g);
 	g->tf32 = tf32;
 	for (size_t i = 0; i < sizeof prelude_head / sizeof *prelude_head; i++)
 		cu_puts(&g->src, prelude_head[i]);
 	cu_puts(&g->src, "/* casts (cg_cvt) */\n");
-	for (int a = 0; a < 5; a++)
-		for (int b = 0; b < 5; b++)
+	for (int a = 0; a < ndt; a++)
+		for (int b = 0; b < ndt; b++)
 			if (a != b)
 				prelude_cvt(&g->src, dts[a], dts[b]);
 	cu_puts(&g->src, "\n");
@@ -1271,7 +1315,8 @@ gen_one_hot(CuGen *g, const IrNode *n, CuLaunch *l)
 	if (n->nin != 1 || !n->make ||
 	    n->shape.rank != n->in[0]->shape.rank + 1 || n->make->axis < 0 ||
 	    n->make->axis >= n->shape.rank ||
-	    (n->in[0]->dtype != TFG_I32 && n->in[0]->dtype != TFG_I64))
+	    (n->in[0]->dtype != TFG_I32 && n->in[0]->dtype != TFG_I64 &&
+	     n->in[0]->dtype != TFG_U8))
 		return cu_fail(n, "one_hot: malformed node");
 	ax = n->make->axis;
 	depth = n->shape.dims[ax];

@@ -174,9 +174,9 @@ mm_plan(const IrNode *n, MmPlan *P)
 		return mm_fail(n, "matmul needs 2 to 19 inputs");
 	if (n->in[0]->dtype != n->dtype || n->in[1]->dtype != n->dtype ||
 	    (n->dtype != TFG_F32 && n->dtype != TFG_F64 &&
-	     n->dtype != TFG_I32 && n->dtype != TFG_I64))
+	     n->dtype != TFG_I32 && n->dtype != TFG_I64 && n->dtype != TFG_U8))
 		return mm_fail(n, "matmul needs two inputs of its dtype, "
-			       "f32, f64, i32 or i64");
+			       "f32, f64, u8, i32 or i64");
 	if (!n->fuse && n->nin != 2)
 		return mm_fail(n, "matmul of more than two inputs without an "
 			       "epilogue");
@@ -384,7 +384,8 @@ static void
 gen_simple(CuStr *s, const MmPlan *P)
 {
 	const char *ct = cu_ctype(P->t);
-	const char *ut = P->t == TFG_I32 ? "unsigned int" :
+	/* integers sum in unsigned (wrapping); u8 modulo 2^32 then 256 */
+	const char *ut = P->t == TFG_I32 || P->t == TFG_U8 ? "unsigned int" :
 			 P->t == TFG_I64 ? "unsigned long long" : ct;
 
 	emit_head(s, P, "__launch_bounds__(256)");
@@ -441,9 +442,10 @@ gen_simple(CuStr *s, const MmPlan *P)
 		  "gj = bn + tx + 16 * j;\n"
 		  "\t\t\t\tif (gi < M && gj < N) {\n",
 		  ut, ct, ct, ut, ut, ut);
-	emit_store(s, P, P->t == TFG_I32 || P->t == TFG_I64 ?
-		   (P->t == TFG_I32 ? "(int)acc[i][j]" : "(long long)acc[i][j]")
-		   : "acc[i][j]", "\t\t\t\t\t");
+	emit_store(s, P, P->t == TFG_I32 ? "(int)acc[i][j]"
+		   : P->t == TFG_I64 ? "(long long)acc[i][j]"
+		   : P->t == TFG_U8 ? "(unsigned char)acc[i][j]" : "acc[i][j]",
+		   "\t\t\t\t\t");
 	cu_puts(s, "\t\t\t\t}\n\t\t\t}\n\t}\n}\n");
 }
 

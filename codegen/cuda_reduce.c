@@ -183,13 +183,15 @@ static void
 put_identity(CuStr *s, const Red *R)
 {
 	int fl = cu_is_float(R->at);
-	int64_t max = R->at == TFG_I32 ? INT32_MAX : INT64_MAX;
+	int64_t max = R->at == TFG_U8 ? UINT8_MAX
+		      : R->at == TFG_I32 ? INT32_MAX : INT64_MAX;
+	int64_t min = R->at == TFG_U8 ? 0 : -max - 1;
 	switch (R->op) {
 	case OP_reduce_prod:
 		cu_put_lit(s, R->at, 1, 1);
 		break;
 	case OP_reduce_max: case OP_argmax:
-		cu_put_lit(s, R->at, -INFINITY, fl ? 0 : -max - 1);
+		cu_put_lit(s, R->at, -INFINITY, fl ? 0 : min);
 		break;
 	case OP_reduce_min: case OP_argmin:
 		cu_put_lit(s, R->at, INFINITY, fl ? 0 : max);

@@ -563,8 +563,7 @@ ir_make(Program *p, SrcLoc loc, OpKind op, TfgDtype t, const TfgShape *s,
 				    in[0]->dtype == t);
 		break;
 	case OP_one_hot: /* the indices: an integer tensor */
-		want = nin == 1 && (in[0]->dtype == TFG_I32 ||
-				    in[0]->dtype == TFG_I64);
+		want = nin == 1 && dtype_is_int(in[0]->dtype);
 		break;
 	case OP_random_uniform:
 	case OP_random_normal: /* the draw count */

@@ -450,6 +450,15 @@ check_lit_store(Checker *c, SrcLoc loc, Lit l, TfgDtype t, void *dst)
 	case TFG_BOOL:
 		*(uint8_t *)dst = (uint8_t)l.i;
 		break;
+	case TFG_U8:
+		if (l.i < 0 || l.i > UINT8_MAX) {
+			diag_error(c->d, loc,
+				   "literal %" PRId64 " does not fit in u8",
+				   l.i);
+			return -1;
+		}
+		*(uint8_t *)dst = (uint8_t)l.i;
+		break;
 	case TFG_I32:
 		if (l.i < INT32_MIN || l.i > INT32_MAX) {
 			diag_error(c->d, loc,
@@ -818,12 +827,13 @@ call_cast(Checker *c, AstNode *e)
 		return NULL;
 	if (d->kind != AST_NAME) {
 		diag_error(c->d, d->loc, "the second argument of 'cast' must "
-			   "be a dtype: bool, i32, i64, f32, f64 or string");
+			   "be a dtype: bool, u8, i32, i64, f32, f64 or "
+			   "string");
 		return NULL;
 	}
 	if (check_dtype_named(d->name, &t) < 0) {
 		diag_error(c->d, d->loc, "unknown dtype '%s' (expected bool, "
-			   "i32, i64, f32, f64 or string)", d->name);
+			   "u8, i32, i64, f32, f64 or string)", d->name);
 		return NULL;
 	}
 	if (!(x = check_expr(c, e->list[0])))
@@ -1305,8 +1315,8 @@ make_input(Checker *c, AstNode *s)
 
 	if (check_dtype_named(s->a->name, &t) < 0) {
 		diag_error(c->d, s->a->loc,
-			   "unknown dtype '%s' (expected bool, i32, i64, f32 "
-			   "or f64)",
+			   "unknown dtype '%s' (expected bool, u8, i32, i64, "
+			   "f32 or f64)",
 			   s->a->name);
 		return NULL;
 	}

@@ -107,12 +107,12 @@ dtype_kw(Checker *c, AstNode *call, TfgDtype *t)
 		return 0;
 	if (d->kind != AST_NAME) {
 		diag_error(c->d, d->loc, "'dtype' of '%s' must be a dtype: "
-			   "bool, i32, i64, f32 or f64", call->name);
+			   "bool, u8, i32, i64, f32 or f64", call->name);
 		return -1;
 	}
 	if (check_dtype_named(d->name, t) < 0) {
 		diag_error(c->d, d->loc, "unknown dtype '%s' (expected bool, "
-			   "i32, i64, f32 or f64)", d->name);
+			   "u8, i32, i64, f32 or f64)", d->name);
 		return -1;
 	}
 	if (*t == TFG_STRING) {
@@ -326,7 +326,7 @@ make_range(Checker *c, AstNode *e)
 		return NULL;
 	if (t == TFG_BOOL) {
 		diag_error(c->d, check_kwarg(e, "dtype")->loc, "'range' makes "
-			   "numbers: dtype must be i32, i64, f32 or f64");
+			   "numbers: dtype must be u8, i32, i64, f32 or f64");
 		return NULL;
 	}
 	if (store(c, at[0], l[0], t, m, 0) < 0 ||
@@ -465,7 +465,7 @@ make_random(Checker *c, AstNode *e, OpKind op)
 	if (check_args(c, e, 1, uni ? kw_uniform : kw_normal) < 0 ||
 	    shape_arg(c, e, e->list[0], &s) < 0 || dtype_kw(c, e, &t) < 0)
 		return NULL;
-	if (t == TFG_BOOL || (!uni && !dtype_is_float(t))) {
+	if (t == TFG_BOOL || t == TFG_U8 || (!uni && !dtype_is_float(t))) {
 		diag_error(c->d, ed->loc, "'%s' makes %s: dtype must be %s",
 			   e->name, uni ? "numbers" : "floats",
 			   uni ? "i32, i64, f32 or f64" : "f32 or f64");

@@ -88,12 +88,13 @@ check_constant(Checker *c, AstNode *e, OpKind op)
 	v = e->list[0];
 	if (d && d->kind != AST_NAME) {
 		diag_error(c->d, d->loc, "'dtype' of 'constant' must be a "
-			   "dtype: bool, i32, i64, f32, f64 or string");
+			   "dtype: bool, u8, i32, i64, f32, f64 or "
+			   "string");
 		return NULL;
 	}
 	if (d && check_dtype_named(d->name, &t) < 0) {
 		diag_error(c->d, d->loc, "unknown dtype '%s' (expected bool, "
-			   "i32, i64, f32, f64 or string)", d->name);
+			   "u8, i32, i64, f32, f64 or string)", d->name);
 		return NULL;
 	}
 	if (v->kind == AST_STRING) {

@@ -43,13 +43,15 @@ typedef union Val {
 static Val
 get(const IrNode *c, int64_t k)
 {
-	Val v = {0};
+	Val v = {0}; /* u8 as 0..255: signed comparisons and floor
+			division of such values are the unsigned ones */
 	const char *d = c->data;
 
 	if (!d)
 		return v; /* an all-zero constant */
 	switch (c->dtype) {
 	case TFG_BOOL: v.i = ((const uint8_t *)d)[k] != 0; break;
+	case TFG_U8: v.i = ((const uint8_t *)d)[k]; break;
 	case TFG_I32: v.i = ((const int32_t *)d)[k]; break;
 	case TFG_I64: v.i = ((const int64_t *)d)[k]; break;
 	case TFG_F32: v.f = ((const float *)d)[k]; break;
@@ -63,6 +65,7 @@ put(void *d, TfgDtype t, int64_t k, Val v)
 {
 	switch (t) {
 	case TFG_BOOL: ((uint8_t *)d)[k] = v.i != 0; break;
+	case TFG_U8: ((uint8_t *)d)[k] = (uint8_t)v.i; break;
 	case TFG_I32: ((int32_t *)d)[k] = (int32_t)v.i; break;
 	case TFG_I64: ((int64_t *)d)[k] = v.i; break;
 	case TFG_F32: ((float *)d)[k] = (float)v.f; break;
@@ -70,10 +73,12 @@ put(void *d, TfgDtype t, int64_t k, Val v)
 	}
 }
 
-/* x wrapped to dtype t's width (two's complement). */
+/* x wrapped to dtype t's width (two's complement; u8 held as 0..255). */
 static int64_t
 wrap(TfgDtype t, uint64_t x)
 {
+	if (t == TFG_U8)
+		return (int64_t)(uint8_t)x;
 	return t == TFG_I32 ? (int64_t)(int32_t)(uint32_t)x : (int64_t)x;
 }
 
@@ -90,6 +95,9 @@ cvt(Val v, TfgDtype from, TfgDtype to)
 		r.i = fi ? v.f != 0 : v.i != 0;
 	} else if (fi && ti) {
 		r.f = to == TFG_F32 ? (double)(float)v.f : v.f;
+	} else if (fi && to == TFG_U8) { /* llvm.fptoui.sat */
+		r.i = isnan(v.f) || v.f <= 0 ? 0 : v.f >= 255 ? 255
+		      : (int64_t)v.f;
 	} else if (fi) { /* saturating, NaN -> 0 */
 		double lo = to == TFG_I32 ? -2147483648.0 : -9223372036854775808.0;
 		if (isnan(v.f))

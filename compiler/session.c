@@ -404,7 +404,7 @@ call_session(Checker *c, AstNode *e)
 	if (strcmp(e->name, "load") == 0) {
 		if (e->n != 1 || e->list[0]->kind != AST_STRING || e->b) {
 			diag_error(c->d, e->loc, "load() takes one string: "
-				   "the path of a .npy file");
+				   "the path of a .npy or IDX file");
 			return NULL;
 		}
 		x = new_expr(c, RT_E_LOAD, e->loc, 0);

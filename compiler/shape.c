@@ -4,14 +4,16 @@
  *
  * Promotion follows NumPy 2 (NEP 50) on our dtypes, with TF's literal
  * defaults: a literal written as an operand is weak and takes the other
- * side's dtype when that has the same kind or a higher one.
+ * side's dtype when that has the same kind or a higher one.  u8 is an
+ * integer below i32: with i32 or i64 it gives them, with f32 f32 (every
+ * u8 is an exact f32, as NumPy has it).
  */
 #include "compiler/compiler_int.h"
 
 int
 dtype_is_int(TfgDtype t)
 {
-	return t == TFG_I32 || t == TFG_I64;
+	return t == TFG_U8 || t == TFG_I32 || t == TFG_I64;
 }
 
 int
@@ -25,6 +27,14 @@ static int
 kind_of(TfgDtype t)
 {
 	return t == TFG_BOOL ? 0 : dtype_is_int(t) ? 1 : 2;
+}
+
+/* The order of the dtypes of one kind, by range: u8 < i32 < i64 and
+ * f32 < f64 (the enum's order is the wire's, and u8 came last). */
+static int
+rank_of(TfgDtype t)
+{
+	return t == TFG_U8 ? 0 : t == TFG_I32 || t == TFG_F32 ? 1 : 2;
 }
 
 TfgDtype
@@ -46,11 +56,11 @@ dtype_promote(TfgDtype a, int aweak, TfgDtype b, int bweak)
 		/* one side is a float, or one is a bool */
 		TfgDtype lo = kind_of(a) < kind_of(b) ? a : b;
 		TfgDtype hi = kind_of(a) < kind_of(b) ? b : a;
-		if (kind_of(hi) == 2 && kind_of(lo) == 1)
+		if (kind_of(hi) == 2 && kind_of(lo) == 1 && lo != TFG_U8)
 			return TFG_F64; /* i32/i64 with f32: f64 */
-		return hi;
+		return hi; /* u8 with f32: f32, as NumPy */
 	}
-	return a > b ? a : b; /* i32 < i64, f32 < f64 */
+	return rank_of(a) > rank_of(b) ? a : b; /* u8 < i32 < i64, f32 < f64 */
 }
 
 int

@@ -66,7 +66,7 @@ declared_type(Checker *c, AstNode *s, TfgDtype *t, TfgShape *sh)
 {
 	if (check_dtype_named(s->b->name, t) < 0 || *t == TFG_STRING) {
 		diag_error(c->d, s->b->loc, "%s dtype '%s' for a variable "
-			   "(expected bool, i32, i64, f32 or f64)",
+			   "(expected bool, u8, i32, i64, f32 or f64)",
 			   *t == TFG_STRING ? "no string" : "unknown",
 			   s->b->name);
 		return -1;

@@ -222,6 +222,7 @@ get_f(const RtTensor *t)
 {
 	switch (t->dtype) {
 	case TFG_BOOL: return *(const uint8_t *)t->data;
+	case TFG_U8: return *(const uint8_t *)t->data;
 	case TFG_I32: return *(const int32_t *)t->data;
 	case TFG_I64: return (double)*(const int64_t *)t->data;
 	case TFG_F32: return *(const float *)t->data;
@@ -234,6 +235,7 @@ get_i(const RtTensor *t)
 {
 	switch (t->dtype) {
 	case TFG_BOOL: return *(const uint8_t *)t->data;
+	case TFG_U8: return *(const uint8_t *)t->data;
 	case TFG_I32: return *(const int32_t *)t->data;
 	case TFG_I64: return *(const int64_t *)t->data;
 	case TFG_F32: return (int64_t)*(const float *)t->data;
@@ -251,6 +253,7 @@ scalar_new(RtTensor **out, TfgDtype t, int64_t i, double f)
 		return st;
 	switch (t) {
 	case TFG_BOOL: *(uint8_t *)(*out)->data = i != 0; break;
+	case TFG_U8: *(uint8_t *)(*out)->data = (uint8_t)i; break;
 	case TFG_I32: *(int32_t *)(*out)->data = (int32_t)(uint32_t)i; break;
 	case TFG_I64: *(int64_t *)(*out)->data = i; break;
 	case TFG_F32: *(float *)(*out)->data = (float)f; break;
@@ -307,7 +310,9 @@ eval_arith(Sess *ss, const RtExpr *x, CVal *v)
 		if (is_float(t0) || is_float(t1))
 			rt = t0 == TFG_F32 && t1 == TFG_F32 ? TFG_F32 : TFG_F64;
 		else
-			rt = t0 == TFG_I64 || t1 == TFG_I64 ? TFG_I64 : TFG_I32;
+			rt = t0 == TFG_I64 || t1 == TFG_I64 ? TFG_I64
+			     : t0 == TFG_I32 || t1 == TFG_I32 ? TFG_I32
+							      : TFG_U8;
 		if (is_float(rt)) {
 			double p = get_f(a[0].t);
 			double q = n == 2 ? get_f(a[1].t) : 0;
@@ -504,7 +509,8 @@ convert_weak(Sess *ss, const char *where, const RtFeed *f, CVal *v)
 	if (!v->weak || v->t->shape.rank != 0 || f->shape.rank != 0 ||
 	    v->t->dtype == TFG_BOOL || f->dtype == TFG_BOOL ||
 	    (from_float && !is_float(f->dtype)) ||
-	    (f->dtype == TFG_I32 && (i < INT32_MIN || i > INT32_MAX)))
+	    (f->dtype == TFG_I32 && (i < INT32_MIN || i > INT32_MAX)) ||
+	    (f->dtype == TFG_U8 && (i < 0 || i > UINT8_MAX)))
 		return TFG_EDTYPE;
 	if ((st = scalar_new(&t, f->dtype, i, from_float ? d : (double)i)))
 		return fail(ss, where, st, "out of memory");
@@ -871,7 +877,7 @@ eval(Sess *ss, const RtExpr *x, CVal *v)
 		*v = cval_borrow(&ss->vals[x->slot]);
 		return TFG_OK;
 	case RT_E_LOAD:
-		if (rt_npy_load(&v->t, x->str, &e) != TFG_OK)
+		if (rt_load(&v->t, x->str, &e) != TFG_OK)
 			return fail(ss, x->where, e.code, "%s", e.msg);
 		v->kind = CV_TENSOR, v->own = 1;
 		return TFG_OK;

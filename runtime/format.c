@@ -308,6 +308,8 @@ fmt_get_f(const RtTensor *t, int64_t i)
 static long long
 fmt_get_i(const RtTensor *t, int64_t i)
 {
+	if (t->dtype == TFG_U8)
+		return ((const uint8_t *)t->data)[i];
 	if (t->dtype == TFG_I32)
 		return ((const int32_t *)t->data)[i];
 	return ((const int64_t *)t->data)[i];
@@ -359,6 +361,7 @@ fmt_scalar(Sb *b, const RtTensor *t)
 	case TFG_BOOL:
 		sb_puts(b, *(const unsigned char *)t->data ? "True" : "False");
 		break;
+	case TFG_U8:
 	case TFG_I32:
 	case TFG_I64:
 		snprintf(buf, sizeof buf, "%lld", fmt_get_i(t, 0));
@@ -487,7 +490,8 @@ stats_visit(void *arg, int64_t i)
 	int exp, w;
 	double x, a;
 
-	if (f->t->dtype == TFG_I32 || f->t->dtype == TFG_I64) {
+	if (f->t->dtype == TFG_U8 || f->t->dtype == TFG_I32 ||
+	    f->t->dtype == TFG_I64) {
 		long long v = fmt_get_i(f->t, i);
 
 		if (s->n == 0 || v < s->imin)
@@ -579,6 +583,7 @@ fmt_elem(Sb *b, const Fmt *f, int64_t i)
 	case TFG_STRING: /* no padding: numpy's repr formatter */
 		fmt_str_elem(b, f->t, i);
 		return;
+	case TFG_U8:
 	case TFG_I32:
 	case TFG_I64:
 		snprintf(buf, sizeof buf, "%*lld", f->int_width,
@@ -730,7 +735,8 @@ fmt_array(Sb *b, const RtTensor *t)
 	s.f = &f;
 	if (t->dtype != TFG_BOOL && t->dtype != TFG_STRING)
 		fmt_walk(&f, 0, 0, stats_visit, &s);
-	if (t->dtype == TFG_I32 || t->dtype == TFG_I64) {
+	if (t->dtype == TFG_U8 || t->dtype == TFG_I32 ||
+	    t->dtype == TFG_I64) {
 		int a = int_len(s.imin), c = int_len(s.imax);
 
 		f.int_width = a > c ? a : c;

@@ -127,7 +127,8 @@ npy_descr(NpyParse *ps, NpyHeader *h)
 				 ps->path);
 	if ((rv = npy_string(ps, d, sizeof d)) != TFG_OK)
 		return rv;
-	if (strlen(d) == 3 && d[0] == '>' && strcmp(d + 1, "b1") != 0)
+	if (strlen(d) == 3 && d[0] == '>' && strcmp(d + 1, "b1") != 0 &&
+	    strcmp(d + 1, "u1") != 0) /* one byte has no order */
 		return tfg_error(ps->e, TFG_EFORMAT,
 				 "%s: big-endian data ('%s') is not supported",
 				 ps->path, d);
@@ -142,14 +143,16 @@ npy_descr(NpyParse *ps, NpyHeader *h)
 			h->dtype = TFG_I64;
 		else if (strcmp(d + 1, "b1") == 0)
 			h->dtype = TFG_BOOL;
+		else if (strcmp(d + 1, "u1") == 0)
+			h->dtype = TFG_U8;
 		else
 			goto unsupported;
 		return TFG_OK;
 	}
 unsupported:
 	return tfg_error(ps->e, TFG_EDTYPE,
-			 "%s: unsupported dtype '%s' (expected '|b1', '<i4', "
-			 "'<i8', '<f4' or '<f8')",
+			 "%s: unsupported dtype '%s' (expected '|b1', '|u1', "
+			 "'<i4', '<i8', '<f4' or '<f8')",
 			 ps->path, d);
 }
 
@@ -442,7 +445,7 @@ npy_make_header(char *buf, const RtTensor *t)
 {
 	static const char *const descr[TFG__NDTYPE] = {
 		[TFG_BOOL] = "|b1", [TFG_I32] = "<i4", [TFG_I64] = "<i8",
-		[TFG_F32] = "<f4",  [TFG_F64] = "<f8",
+		[TFG_F32] = "<f4",  [TFG_F64] = "<f8", [TFG_U8] = "|u1",
 	};
 	char shape[220];
 	size_t n = 0, hlen, pad;

@@ -24,11 +24,13 @@
 static const char *const dtype_names[TFG__NDTYPE] = {
 	[TFG_BOOL] = "bool", [TFG_I32] = "i32", [TFG_I64] = "i64",
 	[TFG_F32] = "f32",   [TFG_F64] = "f64", [TFG_STRING] = "string",
+	[TFG_U8] = "u8",
 };
 
 static const size_t dtype_sizes[TFG__NDTYPE] = {
 	[TFG_BOOL] = 1, [TFG_I32] = 4, [TFG_I64] = 8,
 	[TFG_F32] = 4,  [TFG_F64] = 8, [TFG_STRING] = TFG_STRING_RECORD,
+	[TFG_U8] = 1,
 };
 
 TFG_API const char *

@@ -56,7 +56,10 @@ typedef enum {
 	TFG_I64,
 	TFG_F32,
 	TFG_F64,
-	TFG_STRING, /* text, see below; last, so wire codes 0-4 stay */
+	TFG_STRING, /* text, see below; after the numbers, so wire codes
+		     * 0-4 stay */
+	TFG_U8,     /* 1 byte, 0 to 255; last, so wire codes 0-5 stay: code
+		     * order is not promotion order (compiler/shape.c) */
 	TFG__NDTYPE
 } TfgDtype;
 
@@ -135,9 +138,13 @@ TFG_API tfg_status rt_tensor_new(RtTensor **out, TfgDtype t, const TfgShape *s);
 TFG_API void rt_tensor_free(RtTensor *t); /* accepts NULL */
 
 /* Reads a NumPy .npy file (version 1.0-3.0, little-endian, C order,
- * dtypes bool i4 i8 f4 f8).  Every malformed header is an error naming
+ * dtypes b1 u1 i4 i8 f4 f8).  Every malformed header is an error naming
  * the file and what was wrong. */
 TFG_API tfg_status rt_npy_load(RtTensor **out, const char *path, TfgError *e);
+/* What load("path") reads (spec §8.4 "load"): a .npy file, or an IDX file
+ * (MNIST's format), plain or gzip-compressed, told apart by their first
+ * bytes (runtime/idx.c). */
+TFG_API tfg_status rt_load(RtTensor **out, const char *path, TfgError *e);
 TFG_API tfg_status rt_npy_save(const char *path, const RtTensor *t, TfgError *e);
 
 /* Prints a value the way NumPy's print() does: scalars as Python repr

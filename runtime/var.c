@@ -138,6 +138,7 @@ update(TfgDtype t, void *dst, const void *src, int64_t n, int sub,
        int scalar)
 {
 	switch (t) {
+	case TFG_U8: UPDATE(uint8_t); break;
 	case TFG_I32: UPDATE(uint32_t); break;
 	case TFG_I64: UPDATE(uint64_t); break;
 	case TFG_F32: UPDATE(float); break;

@@ -1,9 +1,10 @@
 /*
- * tests/fuzz/npy_fuzz.c: libFuzzer target for the .npy reader
- * (runtime/npy.c, spec/design.md "Fuzzing").
+ * tests/fuzz/npy_fuzz.c: libFuzzer target for the file readers of load():
+ * .npy (runtime/npy.c) and IDX, plain or gzip (runtime/idx.c), spec/design.md
+ * "Fuzzing".
  *
  * The input is a whole file.  It is loaded the way `load(...)` and
- * `--feed` load one, by path, through rt_npy_load: the bytes go into a
+ * `--feed` load one, by path, through rt_load: the bytes go into a
  * memfd and its /proc/self/fd name is the path, so the reader's own
  * fopen, fstat and reads are what is fuzzed, and no file is written.
  *
@@ -47,13 +48,14 @@ memfile_set(MemFile *m, const void *data, size_t size)
 	}
 }
 
-/* What rt_npy_load promises of a tensor it returns. */
+/* What rt_load promises of a tensor it returns. */
 static void
 check_tensor(const RtTensor *t)
 {
 	size_t n;
 
-	TFG_ASSERT(t->dtype >= TFG_BOOL && t->dtype < TFG_STRING);
+	TFG_ASSERT(t->dtype >= TFG_BOOL && t->dtype < TFG__NDTYPE &&
+		   t->dtype != TFG_STRING);
 	TFG_ASSERT(rt_shape_nbytes(&n, t->dtype, &t->shape) == TFG_OK);
 	TFG_ASSERT(n == t->nbytes && (n == 0 || t->data != NULL));
 	if (t->dtype == TFG_BOOL)
@@ -76,7 +78,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		memfile_open(&out, "fuzz-saved.npy");
 	}
 	memfile_set(&in, data, size);
-	if (rt_npy_load(&t, in.path, &e) != TFG_OK) {
+	if (rt_load(&t, in.path, &e) != TFG_OK) {
 		TFG_ASSERT(t == NULL && e.code != TFG_OK);
 		TFG_ASSERT(strncmp(e.msg, in.path, strlen(in.path)) == 0);
 		return 0;

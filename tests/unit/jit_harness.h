@@ -137,7 +137,8 @@ jh_alloc(size_t n)
 static inline size_t
 jh_dsize(TfgDtype t)
 {
-	return t == TFG_BOOL ? 1 : t == TFG_I32 || t == TFG_F32 ? 4 : 8;
+	return t == TFG_BOOL || t == TFG_U8 ? 1
+	       : t == TFG_I32 || t == TFG_F32 ? 4 : 8;
 }
 
 static inline int64_t
@@ -186,6 +187,7 @@ jh_geti(const void *b, TfgDtype t, int64_t i)
 {
 	switch (t) {
 	case TFG_BOOL: return ((const uint8_t *)b)[i];
+	case TFG_U8: return ((const uint8_t *)b)[i];
 	case TFG_I32: return ((const int32_t *)b)[i];
 	default: return ((const int64_t *)b)[i];
 	}

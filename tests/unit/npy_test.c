@@ -119,6 +119,9 @@ fill(RtTensor *t)
 		case TFG_BOOL:
 			((uint8_t *)t->data)[i] = i % 3 == 1;
 			break;
+		case TFG_U8:
+			((uint8_t *)t->data)[i] = (uint8_t)(i * 37 + 200);
+			break;
 		case TFG_I32:
 			((int32_t *)t->data)[i] = (int32_t)(i * 7 - 20);
 			break;
@@ -262,6 +265,10 @@ t_header_variants(void)
 		 TFG_F32, 1, 5, 20},
 		{"{'descr': '<f4', 'fortran_order': False, 'shape': (0, 7), }",
 		 TFG_F32, 2, 0, 0},
+		{"{'descr': '|u1', 'fortran_order': False, 'shape': (2, 3), }",
+		 TFG_U8, 2, 2, 6},
+		{"{'descr': '>u1', 'fortran_order': False, 'shape': (5,), }",
+		 TFG_U8, 1, 5, 5},
 	};
 
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -373,8 +380,11 @@ t_bad_header(void)
 		{"{'descr': '<f4", TFG_EFORMAT, "unterminated string"},
 		{"{'descr': '<f2', 'fortran_order': False, 'shape': (3,), }",
 		 TFG_EDTYPE, "unsupported dtype '<f2'"},
-		{"{'descr': '|u1', 'fortran_order': False, 'shape': (3,), }",
-		 TFG_EDTYPE, "unsupported dtype '|u1'"},
+		{"{'descr': '|u2', 'fortran_order': False, 'shape': (3,), }",
+		 TFG_EDTYPE, "unsupported dtype '|u2'"},
+		{"{'descr': '<i2', 'fortran_order': False, 'shape': (3,), }",
+		 TFG_EDTYPE, "unsupported dtype '<i2' (expected '|b1', '|u1', "
+		 "'<i4', '<i8', '<f4' or '<f8')"},
 		{"{'descr': '<c8', 'fortran_order': False, 'shape': (3,), }",
 		 TFG_EDTYPE, "unsupported dtype '<c8'"},
 		{"{'descr': '<U5', 'fortran_order': False, 'shape': (3,), }",

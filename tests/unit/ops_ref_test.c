@@ -59,6 +59,7 @@ fill(TfgDtype t, int64_t n, int small)
 			v = (int64_t)(jh_next() % 306) - 5;
 		switch (t) {
 		case TFG_BOOL: ((uint8_t *)b)[i] = jh_next() & 1; break;
+		case TFG_U8: ((uint8_t *)b)[i] = (uint8_t)v; break;
 		case TFG_I32: ((int32_t *)b)[i] = (int32_t)v; break;
 		case TFG_I64: ((int64_t *)b)[i] = v; break;
 		case TFG_F32: ((float *)b)[i] = (float)f; break;
@@ -109,6 +110,7 @@ static int64_t
 wrap(uint64_t x, TfgDtype t)
 {
 	return t == TFG_I32 ? (int64_t)(int32_t)(uint32_t)x
+	       : t == TFG_U8 ? (int64_t)(uint8_t)x
 	       : t == TFG_BOOL ? (int64_t)(x != 0) : (int64_t)x;
 }
 
@@ -226,6 +228,9 @@ ref_cast(Val v, TfgDtype from, TfgDtype to)
 		r.f = round_to(v.f, to);
 	} else if (jh_isf(from) && to == TFG_BOOL) {
 		r.i = v.f != 0;
+	} else if (jh_isf(from) && to == TFG_U8) { /* saturating */
+		r.i = isnan(v.f) || v.f < 1 ? 0 : v.f >= 255 ? 255
+		      : (int64_t)truncl(v.f);
 	} else if (jh_isf(from)) {
 		long double lim = to == TFG_I32 ? 2147483648.0L
 						: 9223372036854775808.0L;
@@ -298,7 +303,9 @@ expect(const IrNode *n, uint32_t key, int64_t k, Val want, double tol,
 
 /* ---------------------------------------------------------------- tests */
 
-static const TfgDtype numeric[] = {TFG_I32, TFG_I64, TFG_F32, TFG_F64};
+static const TfgDtype numeric[] = {TFG_U8, TFG_I32, TFG_I64, TFG_F32,
+				   TFG_F64};
+enum { NNUMERIC = sizeof numeric / sizeof numeric[0] };
 
 static void
 t_unary(void)
@@ -307,7 +314,7 @@ t_unary(void)
 				     OP_sigmoid, OP_relu, OP_abs};
 	TfgShape shapes[] = {jh_shp(1, 61), jh_shp(2, 3, 5), jh_shp(0),
 			     jh_shp(2, 2, 0)};
-	for (size_t d = 0; d < 4; d++)
+	for (size_t d = 0; d < NNUMERIC; d++)
 		for (size_t s = 0; s < 4; s++) {
 			TfgDtype t = numeric[d];
 			TfgShape sh = shapes[s];
@@ -366,7 +373,7 @@ static void
 t_binary(void)
 {
 	static const OpKind ops[] = {OP_pow, OP_maximum, OP_minimum};
-	for (size_t d = 0; d < 4; d++)
+	for (size_t d = 0; d < NNUMERIC; d++)
 		for (int s = 0; s < 5; s++) {
 			TfgDtype t = numeric[d];
 			TfgShape sa, sb, so;
@@ -401,9 +408,9 @@ t_binary(void)
 static void
 t_compare(void)
 {
-	static const TfgDtype all[] = {TFG_BOOL, TFG_I32, TFG_I64, TFG_F32,
-				       TFG_F64};
-	for (size_t d = 0; d < 5; d++)
+	static const TfgDtype all[] = {TFG_BOOL, TFG_U8, TFG_I32, TFG_I64,
+				       TFG_F32, TFG_F64};
+	for (size_t d = 0; d < 6; d++)
 		for (int s = 0; s < 5; s++) {
 			TfgDtype t = all[d];
 			TfgShape sa, sb, so;
@@ -444,8 +451,8 @@ t_compare(void)
 static void
 t_where(void)
 {
-	static const TfgDtype all[] = {TFG_BOOL, TFG_I32, TFG_I64, TFG_F32,
-				       TFG_F64};
+	static const TfgDtype all[] = {TFG_BOOL, TFG_U8, TFG_I32, TFG_I64,
+				       TFG_F32, TFG_F64};
 	TfgShape sc[] = {jh_shp(2, 3, 4), jh_shp(0), jh_shp(1, 9),
 			  jh_shp(1, 0)};
 	TfgShape sa[] = {jh_shp(1, 4), jh_shp(1, 7), jh_shp(0), jh_shp(1, 1)};
@@ -453,7 +460,7 @@ t_where(void)
 			  jh_shp(0)};
 	TfgShape so[] = {jh_shp(2, 3, 4), jh_shp(1, 7), jh_shp(1, 9),
 			  jh_shp(1, 0)};
-	for (size_t d = 0; d < 5; d++)
+	for (size_t d = 0; d < 6; d++)
 		for (int s = 0; s < 4; s++) {
 			TfgDtype t = all[d];
 			JhPart p = {0};
@@ -482,21 +489,21 @@ t_where(void)
 static void
 t_cast(void)
 {
-	static const TfgDtype all[] = {TFG_BOOL, TFG_I32, TFG_I64, TFG_F32,
-				       TFG_F64};
+	static const TfgDtype all[] = {TFG_BOOL, TFG_U8, TFG_I32, TFG_I64,
+				       TFG_F32, TFG_F64};
 	TfgShape sh = jh_shp(2, 7, 9);
-	for (size_t f = 0; f < 5; f++) {
+	for (size_t f = 0; f < 6; f++) {
 		JhPart p = {0};
 		JhRun r;
-		IrNode *n[5];
+		IrNode *n[6];
 		void *x = fill(all[f], jh_nel(sh), 0);
 		IrNode *in = jh_input(&p, all[f], sh, 0, x);
-		for (size_t t = 0; t < 5; t++) {
+		for (size_t t = 0; t < 6; t++) {
 			n[t] = jh_op(&p, OP_cast, all[t], sh, 1, &in);
 			jh_snd(&p, n[t], OUT_KEY + (uint32_t)t);
 		}
 		ASSERT_EQ(jh_run_part(&r, &p), 0);
-		for (size_t t = 0; t < 5; t++)
+		for (size_t t = 0; t < 6; t++)
 			for (int64_t k = 0; k < jh_nel(sh); k++)
 				expect(n[t], OUT_KEY + (uint32_t)t, k,
 				       ref_cast(get(x, all[f], k), all[f],

@@ -66,6 +66,7 @@ fill(TfgDtype t, int64_t n, int kind, int special)
 				0.22) * (jh_next() % 2 ? 1 : -1);
 		}
 		switch (t) {
+		case TFG_U8: ((uint8_t *)b)[i] = (uint8_t)v; break;
 		case TFG_I32: ((int32_t *)b)[i] = (int32_t)v; break;
 		case TFG_I64: ((int64_t *)b)[i] = v; break;
 		case TFG_F32: ((float *)b)[i] = (float)f; break;
@@ -78,6 +79,8 @@ fill(TfgDtype t, int64_t n, int kind, int special)
 static int64_t
 wrap(uint64_t x, TfgDtype t)
 {
+	if (t == TFG_U8)
+		return (int64_t)(uint8_t)x;
 	return t == TFG_I32 ? (int64_t)(int32_t)(uint32_t)x : (int64_t)x;
 }
 
@@ -346,9 +349,10 @@ check_outputs(IrNode **n, int nred, TfgDtype t, TfgShape s, uint32_t mask,
 static void
 t_reduce(void)
 {
-	static const TfgDtype dts[] = {TFG_I32, TFG_I64, TFG_F32, TFG_F64};
-	for (int trial = 0; trial < 120; trial++) {
-		TfgDtype t = dts[jh_next() % 4];
+	static const TfgDtype dts[] = {TFG_U8, TFG_I32, TFG_I64, TFG_F32,
+				       TFG_F64};
+	for (int trial = 0; trial < 150; trial++) {
+		TfgDtype t = dts[jh_next() % 5];
 		TfgShape s = rand_shape();
 		uint32_t all = s.rank ? (1u << s.rank) - 1 : 0;
 		uint32_t mask = trial % 4 ? (uint32_t)jh_next() & all : all;
