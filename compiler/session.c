@@ -396,6 +396,13 @@ call_session(Checker *c, AstNode *e)
 			return NULL;
 		return x;
 	}
+	if (strcmp(e->name, "now") == 0) {
+		if (e->n != 0 || e->b) {
+			diag_error(c->d, e->loc, "now() takes no arguments");
+			return NULL;
+		}
+		return new_expr(c, RT_E_NOW, e->loc, 0);
+	}
 	if (statement_call(e->name)) {
 		diag_error(c->d, e->a->loc, "%s() is a statement, not a value",
 			   e->name);
@@ -418,7 +425,7 @@ call_session(Checker *c, AstNode *e)
 		return NULL;
 	}
 	diag_error(c->d, e->a->loc, "unknown function '%s' (a session can "
-		   "call run, load, len, uninitialized, initialize, "
+		   "call run, load, len, now, uninitialized, initialize, "
 		   "wait_initialized, sleep, save and restore)", e->name);
 	return NULL;
 }

@@ -900,6 +900,18 @@ eval(Sess *ss, const RtExpr *x, CVal *v)
 		return eval_len(ss, x, v);
 	case RT_E_UNINIT:
 		return eval_uninit(ss, x, v);
+	case RT_E_NOW: {
+		struct timespec ts;
+		tfg_status st;
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		st = scalar_new(&v->t, TFG_F64, 0,
+				(double)ts.tv_sec + (double)ts.tv_nsec * 1e-9);
+		if (st != TFG_OK)
+			return fail(ss, x->where, st, "out of memory");
+		v->kind = CV_TENSOR, v->own = 1;
+		return TFG_OK;
+	}
 	}
 	return fail(ss, x->where, TFG_EINVAL, "bad expression");
 }

@@ -217,9 +217,10 @@ typedef enum {
 		    /* args[0] op args[1]: number scalars, or strings (EQ, NE);
 		       a bool scalar */
 	RT_E_LEN,   /* len(args[0]): a list's length, a tensor's first dim */
-	RT_E_UNINIT /* args[0] is a run fetching, per variable .names[i],
+	RT_E_UNINIT, /* args[0] is a run fetching, per variable .names[i],
 		       whether it is initialized (bool scalars): the names
 		       of those that are not, a 1-D string tensor */
+	RT_E_NOW    /* now(): seconds since 1970 (f64), the wall clock */
 } RtExprKind;
 
 typedef struct RtExpr {
