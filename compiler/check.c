@@ -54,6 +54,63 @@ prescan(Checker *c, AstNode *n)
 	}
 }
 
+/* Levenshtein distance of a and b, or a large number for names over 63
+ * bytes. */
+static int
+edit_distance(const char *a, const char *b)
+{
+	int la = (int)strlen(a), lb = (int)strlen(b), d[64][64];
+
+	if (la > 63 || lb > 63)
+		return 1 << 20;
+	for (int i = 0; i <= la; i++)
+		d[i][0] = i;
+	for (int j = 0; j <= lb; j++)
+		d[0][j] = j;
+	for (int i = 1; i <= la; i++)
+		for (int j = 1; j <= lb; j++) {
+			int v = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
+			if (d[i - 1][j] + 1 < v)
+				v = d[i - 1][j] + 1;
+			if (d[i][j - 1] + 1 < v)
+				v = d[i][j - 1] + 1;
+			d[i][j] = v;
+		}
+	return d[la][lb];
+}
+
+/* The nearest of cand[0..n) to name, when it is near enough to be what
+ * was meant: at most a third of the name's letters differ (so names of
+ * one or two letters get no suggestion: any other is as near).  The
+ * first of equal distance wins. */
+const char *
+check_nearest(const char *name, const char *const *cand, int n)
+{
+	int best = (int)strlen(name) / 3 + 1;
+	const char *w = NULL;
+
+	for (int i = 0; i < n && best > 1; i++) {
+		int dist = cand[i] ? edit_distance(name, cand[i]) : best;
+		if (dist > 0 && dist < best)
+			best = dist, w = cand[i];
+	}
+	return w;
+}
+
+/* "; did you mean 'x'?" for an unknown name among the symbols of v, or "". */
+static const char *
+mean_sym(Checker *c, PtrVec *v, const char *name)
+{
+	const char **cand = arena_alloc(c->a, ((size_t)v->n + 1) *
+						   sizeof *cand);
+	const char *w;
+
+	for (int i = 0; i < v->n; i++)
+		cand[i] = ((Sym *)v->v[i])->name;
+	w = check_nearest(name, cand, v->n);
+	return w ? arena_printf(c->a, "; did you mean '%s'?", w) : "";
+}
+
 IrNode *
 check_lookup(Checker *c, AstNode *e)
 {
@@ -72,7 +129,8 @@ check_lookup(Checker *c, AstNode *e)
 			   e->name);
 		diag_note(c->d, later->loc, "'%s' is defined here", e->name);
 	} else {
-		diag_error(c->d, e->loc, "unknown name '%s'", e->name);
+		diag_error(c->d, e->loc, "unknown name '%s'%s", e->name,
+			   mean_sym(c, &c->syms, e->name));
 	}
 	return NULL;
 }
@@ -1015,6 +1073,17 @@ builtin_lookup(const char *name)
 	return -1;
 }
 
+const char *
+builtin_nearest(const char *name)
+{
+	enum { N = sizeof builtins / sizeof builtins[0] };
+	const char *cand[N];
+
+	for (int i = 0; i < N; i++)
+		cand[i] = builtins[i].name;
+	return check_nearest(name, cand, N);
+}
+
 static IrNode *
 call_graph(Checker *c, AstNode *e)
 {
@@ -1027,7 +1096,10 @@ call_graph(Checker *c, AstNode *e)
 		return NULL;
 	}
 	if (f < 0) {
-		diag_error(c->d, e->a->loc, "unknown function '%s'", e->name);
+		const char *w = builtin_nearest(e->name);
+		diag_error(c->d, e->a->loc, "unknown function '%s'%s%s%s",
+			   e->name, w ? "; did you mean '" : "", w ? w : "",
+			   w ? "'?" : "");
 		return NULL;
 	}
 	if (e->b) {

@@ -309,6 +309,11 @@ void check_strings(Checker *c);
 #include "compiler/builtins.def"
 /* The index of a graph function of compiler/builtins.def, or -1. */
 int builtin_lookup(const char *name);
+/* The built-in function nearest to name by edit distance, when near
+ * enough to be a typo of it, else NULL; check_nearest: the same among
+ * cand[0..n) (check.c). */
+const char *builtin_nearest(const char *name);
+const char *check_nearest(const char *name, const char *const *cand, int n);
 
 
 #endif /* TFG_COMPILER_COMPILER_INT_H */

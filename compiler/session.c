@@ -424,9 +424,23 @@ call_session(Checker *c, AstNode *e)
 			   "run()", e->name);
 		return NULL;
 	}
-	diag_error(c->d, e->a->loc, "unknown function '%s' (a session can "
-		   "call run, load, len, now, uninitialized, initialize, "
-		   "wait_initialized, sleep, save and restore)", e->name);
+	{
+		static const char *const sess[] = {
+			"run", "load", "len", "now", "uninitialized",
+			"initialize", "wait_initialized", "sleep", "save",
+			"restore"};
+		const char *w = check_nearest(e->name, sess, (int)(sizeof sess /
+							      sizeof *sess));
+		if (w)
+			diag_error(c->d, e->a->loc, "unknown function '%s'; "
+				   "did you mean '%s'?", e->name, w);
+		else
+			diag_error(c->d, e->a->loc, "unknown function '%s' (a "
+				   "session can call run, load, len, now, "
+				   "uninitialized, initialize, "
+				   "wait_initialized, sleep, save and "
+				   "restore)", e->name);
+	}
 	return NULL;
 }
 
