@@ -56,6 +56,8 @@ int cg_emit_ptx(FILE *out, const Program *p, int task, const CgOptions *o);
 /* NVRTC's version (major * 1000 + minor * 10), or -1 with why in err
  * (tfgc devices). */
 int cg_nvrtc_version(char *err, size_t errlen);
+/* LLVM's version, "19.1.7". */
+const char *cg_llvm_version(void);
 
 typedef struct CgJit CgJit;
 

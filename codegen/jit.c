@@ -126,6 +126,17 @@ run_passes(LLVMModuleRef m, LLVMTargetMachineRef tm, int level)
 	return err ? llvm_fail("optimising", err) : 0;
 }
 
+const char *
+cg_llvm_version(void)
+{
+	static char v[32];
+	unsigned major, minor, patch;
+
+	LLVMGetVersion(&major, &minor, &patch);
+	snprintf(v, sizeof v, "%u.%u.%u", major, minor, patch);
+	return v;
+}
+
 int
 cg_compile_module(LLVMContextRef c, const Program *p, int task,
 		  const CgOptions *o, const char *triple, int pic,

@@ -32,6 +32,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <openssl/crypto.h>
+
 #include "codegen/codegen.h"
 #include "compiler/compiler_int.h"
 
@@ -66,8 +68,12 @@ typedef struct Args {
 	PtrVec param;            /* --param n=8192 */
 } Args;
 
+char *openblas_get_config(void); /* OpenBLAS's cblas.h, which tfgc
+				     otherwise does not need */
+
 static const char usage[] =
     "usage: tfgc check FILE\n"
+    "       tfgc --help | --version\n"
     "       tfgc devices\n"
     "       tfgc emit --emit=tokens|ast|grad|folded|cse|dce|placed|dot|"
     "partition|fused|llvm|memory|cuda|ptx\n"
@@ -759,6 +765,31 @@ cmd_run(Args *a, Program *p)
 	}
 }
 
+/* tfgc --version: tfgc's and its libraries' versions, and whether the
+ * CUDA driver and NVRTC were found. */
+static int
+cmd_version(void)
+{
+	TfgGpuInfo gi;
+	char err[512];
+	int nv = cg_nvrtc_version(err, sizeof err);
+
+	printf("tfgc %s\n", TFG_VERSION);
+	printf("LLVM %s (ORC JIT), %s, %s\n", cg_llvm_version(),
+	       openblas_get_config(), OpenSSL_version(OPENSSL_VERSION));
+	if (tfg_gpu_probe(&gi) > 0)
+		printf("CUDA driver %d.%d, %d GPU%s (%s)\n", gi.driver / 1000,
+		       gi.driver % 1000 / 10, gi.count, gi.count == 1 ? "" : "s",
+		       gi.name[0]);
+	else
+		printf("CUDA driver: none (%s)\n", gi.why);
+	if (nv >= 0)
+		printf("NVRTC %d.%d\n", nv / 1000, nv % 1000 / 10);
+	else
+		printf("NVRTC: none (%s)\n", err);
+	return 0;
+}
+
 /* tfgc devices: what this machine offers a task (TF's
  * list_local_devices). */
 static int
@@ -801,6 +832,16 @@ tfgc_main(int argc, char **argv)
 		arena_free(ar);
 		return cmd_devices();
 	}
+	for (int i = 1; i < argc; i++)
+		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0 ||
+		    (i == 1 && strcmp(argv[i], "help") == 0)) {
+			fputs(usage, stdout);
+			arena_free(ar);
+			return 0;
+		} else if (strcmp(argv[i], "--version") == 0) {
+			arena_free(ar);
+			return cmd_version();
+		}
 	if ((rc = parse_args(&a, argc, argv, ar)) != 0) {
 		arena_free(ar);
 		return rc;

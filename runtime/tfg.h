@@ -85,6 +85,9 @@ TFG_API tfg_status tfg_string_check(const void *buf, size_t nbytes,
 
 /* ---------------------------------------------------------------- tensors */
 
+/* tfgc and libtfg, as tfgc --version prints it */
+#define TFG_VERSION "0.12.0"
+
 #define TFG_MAX_RANK 8
 
 typedef struct TfgShape {
