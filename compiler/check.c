@@ -1275,6 +1275,19 @@ expr_node(Checker *c, AstNode *e)
 int
 check_dtype_named(const char *s, TfgDtype *t)
 {
+	/* TF's spellings (spec §5.1 "Dtypes") */
+	static const struct {
+		const char *tf;
+		TfgDtype t;
+	} alias[] = {{"float32", TFG_F32}, {"float64", TFG_F64},
+		     {"int32", TFG_I32},   {"int64", TFG_I64},
+		     {"uint8", TFG_U8}};
+
+	for (size_t i = 0; i < sizeof alias / sizeof alias[0]; i++)
+		if (strcmp(s, alias[i].tf) == 0) {
+			*t = alias[i].t;
+			return 0;
+		}
 	for (int i = 0; i < TFG__NDTYPE; i++) {
 		if (strcmp(s, tfg_dtype_name((TfgDtype)i)) == 0) {
 			*t = (TfgDtype)i;
