@@ -447,6 +447,10 @@ name_table(CgCtx *C, const char *fmt, int n, const char *name)
 	LLVMValueRef *v = calloc((size_t)n + 1, sizeof *v), t, g;
 	char buf[32];
 
+	if (!v) {
+		fprintf(stderr, "tfgc: error: out of memory\n");
+		exit(1);
+	}
 	for (int i = 0; i < n; i++) {
 		snprintf(buf, sizeof buf, fmt, i);
 		v[i] = const_str(C, buf, "");

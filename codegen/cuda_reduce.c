@@ -226,6 +226,23 @@ put_combine(CuStr *s, const Red *R, const char *b, const char *bi)
 			  cu_sfx(R->at), b);
 }
 
+/* One element, from the operands' elements ins[k] (the prologue's value,
+ * or ins[0]), converted to the accumulator's dtype and combined into acc
+ * at position j (for arg). */
+static void
+put_step(CuStr *s, const Red *R, const char *const *ins, const char *j)
+{
+	cu_printf(s, "%s x_;\n", cu_ctype(R->it));
+	if (R->f)
+		cu_fuse_code(s, R->f, "x_", ins, NULL, "f_");
+	else
+		cu_printf(s, "x_ = %s;\n", ins[0]);
+	cu_printf(s, "const %s v_ = ", cu_ctype(R->at));
+	cu_put_cvt(s, "x_", R->it, R->at);
+	cu_puts(s, ";\n");
+	put_combine(s, R, "v_", j);
+}
+
 /* The element at offsets off[k] of the operands folded into acc (its
  * position j for arg). */
 static void
@@ -240,16 +257,8 @@ put_fold(CuStr *s, const Red *R, char off[][160], const char *j)
 		snprintf(in[k], sizeof in[k], "a%d[%.160s]", k, off[k]);
 		ins[k] = in[k];
 	}
-	cu_printf(s, "%s x_;\n", cu_ctype(R->it));
-	if (R->f)
-		cu_fuse_code(s, R->f, "x_", ins, NULL, "f_");
-	else
-		cu_printf(s, "x_ = %s;\n", in[0]);
-	cu_printf(s, "const %s v_ = ", cu_ctype(R->at));
-	cu_put_cvt(s, "x_", R->it, R->at);
-	cu_puts(s, ";\n");
 	snprintf(x, sizeof x, "(long long)(%s)", j);
-	put_combine(s, R, "v_", x);
+	put_step(s, R, ins, x);
 	cu_puts(s, "}\n");
 }
 
@@ -440,16 +449,8 @@ put_full1(CuStr *s, const Red *R)
 						 k);
 					ins[k] = in[k];
 				}
-			cu_printf(s, "%s x_;\n", cu_ctype(R->it));
-			if (R->f)
-				cu_fuse_code(s, R->f, "x_", ins, NULL, "f_");
-			else
-				cu_printf(s, "x_ = %s;\n", ins[0]);
-			cu_printf(s, "const %s v_ = ", cu_ctype(R->at));
-			cu_put_cvt(s, "x_", R->it, R->at);
-			cu_puts(s, ";\n");
 			snprintf(jx, sizeof jx, "(long long)v * %d + q", V);
-			put_combine(s, R, "v_", jx);
+			put_step(s, R, ins, jx);
 			cu_puts(s, "}\n");
 		}
 		cu_printf(s, "}\n}\nj0 = (I)%" PRId64 " + t0;\n}\n", nv * V);

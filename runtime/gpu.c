@@ -179,6 +179,8 @@ typedef struct GpuArena {
 typedef struct GpuMod {
 	uint64_t hash;             /* the key, with ptx and dev */
 	char *ptx;                 /* a copy */
+	const TfgGpuModule *m;     /* the last module found to be this one, */
+	const char *src;           /* and its PTX: a launch's quick check */
 	int dev;
 	CUmodule mod;
 	CUfunction *fn;            /* [m->nkernel] */
@@ -594,6 +596,8 @@ mod_load(RtCtx *c, uint32_t gpu, const TfgGpuModule *m, int d,
 					m->kernel[k], r);
 		}
 	g->hash = m->hash;
+	g->m = m;
+	g->src = m->ptx;
 	g->dev = d;
 	g->next = mods;
 	mods = g;
@@ -605,9 +609,14 @@ mod_load(RtCtx *c, uint32_t gpu, const TfgGpuModule *m, int d,
 static int
 mod_get(RtCtx *c, uint32_t gpu, const TfgGpuModule *m, int d, GpuMod **out)
 {
+	/* the same module as last time (its address, its PTX's and its
+	   hash), or, comparing the PTX itself, one with the same code */
 	for (GpuMod *g = mods; g; g = g->next)
-		if (g->hash == m->hash && g->dev == d &&
-		    strcmp(g->ptx, m->ptx) == 0) {
+		if (g->dev == d && g->hash == m->hash &&
+		    ((g->m == m && g->src == m->ptx) ||
+		     strcmp(g->ptx, m->ptx) == 0)) {
+			g->m = m;
+			g->src = m->ptx;
 			*out = g;
 			return TFG_OK;
 		}
