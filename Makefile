@@ -52,6 +52,9 @@ LLVM_INC = -I$(shell $(LLVM_CONFIG) --includedir)
 LLVM_LIB = -L$(shell $(LLVM_CONFIG) --libdir) -lLLVM-19
 LDLIBS   = $(LLVM_LIB) -lopenblas -lz -lssl -lcrypto -lpthread -ldl -lm
 
+# the optimizers' loops (runtime/optim.c) vectorise, sqrt included
+%/runtime/optim.o: OPT = -O3 -fno-math-errno
+
 LANG_SRC     = $(wildcard lang/*.c)
 COMPILER_SRC = $(filter-out compiler/main.c,$(wildcard compiler/*.c))
 CODEGEN_SRC  = $(wildcard codegen/*.c)

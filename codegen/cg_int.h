@@ -32,6 +32,8 @@ typedef struct CgCtx {
 	LLVMValueRef rt_mark;  /* tfg_rt_mark; NULL: no trace */
 	LLVMTypeRef rt_var_ty; /* i32 (ptr, i32, i32, ptr, ptr): tfg_rt_var */
 	LLVMValueRef rt_var;   /* declared on first use (cpu_state.c) */
+	LLVMTypeRef rt_apply_ty; /* i32 (ptr, i32, i32, i32, ptr, ptr, ptr) */
+	LLVMValueRef rt_apply; /* tfg_rt_apply, declared on first use */
 	LLVMValueRef fn;       /* the part function being built */
 	LLVMValueRef ctx_arg, arena_arg;
 	const IrPart *part;    /* the part being built */

@@ -8,7 +8,14 @@
  * (runtime/var.c), so that no generated code touches state that other
  * steps may change at the same time: a read copies the value into the
  * node's slot, an update applies its input and copies the new value
- * there too (the node's value is the variable's new value).
+ * there too (the node's value is the variable's new value).  An
+ * optimizer's update (OP_apply, spec §6.26 "minimize and optimizers") is
+ * one call of
+ *
+ *     i32 tfg_rt_apply(ptr ctx, i32 var, i32 kind, i32 slot, ptr grad,
+ *                      ptr hyper, ptr dst)
+ *
+ * (runtime/optim.c), and OP_after a copy of its first input.
  */
 #include "codegen/cg_int.h"
 
@@ -84,4 +91,46 @@ int
 cpu_emit_random_draw(CgCtx *C, IrNode *n)
 {
 	return var_call(C, n, TFG_VAR_DRAW, NULL);
+}
+
+int
+cpu_emit_apply(CgCtx *C, IrNode *n)
+{
+	static const uint32_t kind[IR_OPT__COUNT] = {
+		[IR_OPT_SGD] = TFG_OPT_SGD, [IR_OPT_MOMENTUM] = TFG_OPT_MOMENTUM,
+		[IR_OPT_ADAM] = TFG_OPT_ADAM,
+	};
+	LLVMValueRef args[7];
+
+	if (!n->var || !n->opt || n->nin != 2)
+		return cg_fail(C, n, "an update without its variable");
+	if (!C->rt_apply) {
+		LLVMTypeRef p[7] = {C->ptr, C->i32, C->i32, C->i32, C->ptr,
+				    C->ptr, C->ptr};
+
+		C->rt_apply_ty = LLVMFunctionType(C->i32, p, 7, 0);
+		C->rt_apply = LLVMAddFunction(C->m, "tfg_rt_apply",
+					      C->rt_apply_ty);
+	}
+	args[0] = C->ctx_arg;
+	args[1] = LLVMConstInt(C->i32, (unsigned long long)n->var->index, 0);
+	args[2] = LLVMConstInt(C->i32, kind[n->opt->kind], 0);
+	args[3] = LLVMConstInt(C->i32, n->opt->nslot ? (unsigned long long)
+				       n->opt->slot[0]->index : 0, 0);
+	args[4] = cg_buf(C, n->in[0]);
+	args[5] = cg_buf(C, n->in[1]);
+	args[6] = cg_buf(C, n);
+	cg_check_rc(C, LLVMBuildCall2(C->b, C->rt_apply_ty, C->rt_apply, args,
+				      7, "rc"));
+	return 0;
+}
+
+int
+cpu_emit_after(CgCtx *C, IrNode *n)
+{
+	if (ir_nbytes(n))
+		LLVMBuildMemCpy(C->b, cg_buf(C, n), CG_SLOT_ALIGN,
+				cg_buf(C, n->in[0]), 1,
+				cg_i64c(C, (int64_t)ir_nbytes(n)));
+	return 0;
 }

@@ -1417,6 +1417,7 @@ cu_has_kernel(OpKind op)
 	case OP_variable: case OP_assign: case OP_assign_add:
 	case OP_assign_sub: case OP_var_initialized: case OP_random_draw:
 	case OP_send: case OP_recv: case OP_input:
+	case OP_apply: case OP_after:
 		return 0;
 	default:
 		return (unsigned)op < OP__COUNT;

@@ -72,6 +72,11 @@ ir_attr_write(const IrNode *n, IrPut put, void *ctx)
 	}
 	if (a & A_VAR)
 		put_i64(put, ctx, n->var ? n->var->index : -1);
+	if (a & A_OPT) {
+		put_i64(put, ctx, n->opt ? (int64_t)n->opt->kind : -1);
+		put_i64(put, ctx, n->opt && n->opt->nslot ?
+				  n->opt->slot[0]->index : -1);
+	}
 	if (a & A_COMM) {
 		put_i64(put, ctx, n->key);
 		put_i64(put, ctx, n->peer);
@@ -257,6 +262,14 @@ ir_attr_dump(FILE *out, const IrNode *n)
 		dump_make(out, n);
 	if ((a & A_VAR) && n->var)
 		fprintf(out, " var=%s", n->var->name);
+	if ((a & A_OPT) && n->opt) {
+		static const char *const kind[IR_OPT__COUNT] = {
+			"sgd", "momentum", "adam"};
+		fprintf(out, " %s", kind[n->opt->kind]);
+		for (int k = 0; k < n->opt->nslot; k++)
+			fprintf(out, "%s%s", k ? ", " : " slots=",
+				n->opt->slot[k]->name);
+	}
 	/* A_DATA, A_FUSE: the value and the expression are the node's own
 	   text (compiler/dump.c); A_COMM: the partition dump names keys */
 }

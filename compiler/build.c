@@ -629,6 +629,64 @@ ir_var(Program *p, SrcLoc loc, OpKind op, IrVar *v, IrNode *x)
 	return n;
 }
 
+int
+ir_opt_nhyper(IrOptKind k)
+{
+	static const int n[IR_OPT__COUNT] = {
+		[IR_OPT_SGD] = 1, [IR_OPT_MOMENTUM] = 2, [IR_OPT_ADAM] = 4,
+	};
+	return (unsigned)k < IR_OPT__COUNT ? n[k] : -1;
+}
+
+IrNode *
+ir_apply(Program *p, SrcLoc loc, IrVar *v, const IrOpt *o, IrNode *g,
+	 IrNode *h)
+{
+	IrNode *in[2] = {g, h};
+	IrNode *n;
+
+	if (!v || !o || !is_float(v->dtype) || g->dtype != v->dtype ||
+	    !tfg_shape_eq(&g->shape, &v->shape)) {
+		diag_error(p->diag, loc, "an update of '%s' needs its "
+			   "gradient as %s, got %s", v ? v->name : "?",
+			   v ? ir_type_str(p->arena, v->dtype, &v->shape)
+			     : "a float variable", type_s(p, g));
+		return NULL;
+	}
+	if (h->dtype != TFG_F64 || h->shape.rank != 1 ||
+	    h->shape.dims[0] != ir_opt_nhyper(o->kind)) {
+		diag_error(p->diag, loc, "an update of '%s' needs f64[%d] "
+			   "hyperparameters, got %s", v->name,
+			   ir_opt_nhyper(o->kind), type_s(p, h));
+		return NULL;
+	}
+	for (int k = 0; k < o->nslot; k++)
+		if (!o->slot[k] || o->slot[k]->index != o->slot[0]->index + k) {
+			diag_error(p->diag, loc, "the slots of '%s' are not "
+				   "consecutive variables", v->name);
+			return NULL;
+		}
+	n = node(p, OP_apply, loc, in, 2, TFG_BOOL);
+	n->var = v;
+	n->opt = o;
+	n->req = v->req; /* placed with its variable */
+	return n;
+}
+
+IrNode *
+ir_after(Program *p, SrcLoc loc, IrNode **in, int nin)
+{
+	IrNode *n;
+
+	if (nin < 1) {
+		diag_error(p->diag, loc, "'after' needs a value");
+		return NULL;
+	}
+	n = node(p, OP_after, loc, in, nin, in[0]->dtype);
+	n->shape = in[0]->shape;
+	return n;
+}
+
 /* x's attributes cleared, for a rewrite in place into another op */
 static void
 clear_attrs(IrNode *x)

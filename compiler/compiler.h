@@ -118,11 +118,29 @@ typedef struct IrFuse {
 #define IR_DIM_UNKNOWN (-1)
 
 typedef struct IrNode IrNode;
+typedef struct IrVar IrVar;
+
+/* An optimizer (spec §6.26 "minimize and optimizers"): which update an
+ * OP_apply makes, and the variables it keeps beside the one it updates
+ * (slots: momentum's accumulator, Adam's moments and its count), made by
+ * minimize, consecutive in Program.vars from slot[0]. */
+typedef enum IrOptKind {
+	IR_OPT_SGD,      /* v -= lr g;                 hyper: lr */
+	IR_OPT_MOMENTUM, /* a = m a + g; v -= lr a;    hyper: lr, m */
+	IR_OPT_ADAM,     /* TF's Adam;  hyper: lr, beta1, beta2, epsilon */
+	IR_OPT__COUNT
+} IrOptKind;
+
+typedef struct IrOpt {
+	IrOptKind kind;
+	int nslot;
+	IrVar *slot[3];
+} IrOpt;
 
 /* A variable (spec §4.4 "Variables"): state on one task that outlives steps.
  * Its nodes (read, updates, initializer, query) all carry it and are placed
  * where it is. */
-typedef struct IrVar {
+struct IrVar {
 	int index;        /* in Program.vars: the plan's and the runtime's */
 	const char *name;
 	SrcLoc loc;
@@ -139,7 +157,7 @@ typedef struct IrVar {
 			     random maker, on that node's task */
 	IrNode *saved;    /* restore(): the OP_input its value is fed to */
 	IrNode *restore;  /* and the OP_assign of it */
-} IrVar;
+};
 
 struct IrNode {
 	int id;           /* index in IrGraph.nodes (clones keep their origin's) */
@@ -180,6 +198,7 @@ struct IrNode {
 	IrNode *origin;   /* partition clones: the graph node they stand for */
 	const IrMake *make; /* makers (zeros ... random_normal): arguments */
 	IrVar *var;       /* variable ops (OPF_STATEFUL): the variable */
+	const IrOpt *opt; /* OP_apply: the optimizer */
 	const IrFuse *fuse; /* OP_fused, fused reductions: the expression */
 };
 

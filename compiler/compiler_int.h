@@ -94,6 +94,15 @@ IrNode *ir_make(Program *p, SrcLoc loc, OpKind op, TfgDtype t,
  * its shape or a scalar), OP_var_initialized, OP_random_draw (v may be
  * NULL and given after, as the draw makes its hidden variable) */
 IrNode *ir_var(Program *p, SrcLoc loc, OpKind op, IrVar *v, IrNode *x);
+/* OP_apply: o's update of v by gradient g (v's dtype and shape) with the
+ * hyperparameters h (f64[k], k as o's kind wants), a bool scalar; placed
+ * with v */
+IrNode *ir_apply(Program *p, SrcLoc loc, IrVar *v, const IrOpt *o,
+		 IrNode *g, IrNode *h);
+/* OP_after: in[0]'s value once in[1..nin) are computed */
+IrNode *ir_after(Program *p, SrcLoc loc, IrNode **in, int nin);
+/* The number of f64 hyperparameters of an optimizer (an OP_apply's in[1]) */
+int ir_opt_nhyper(IrOptKind k);
 /* A part's end of an edge for graph node x (partition): an OP_send of
  * in, or an OP_recv (in NULL); not in the graph, the id x's. */
 IrNode *ir_comm(Program *p, const IrNode *x, IrNode *in, uint32_t key,
@@ -198,6 +207,7 @@ typedef struct Checker {
 			      after it) */
 	int session_task;  /* the session being checked (-1: none): run()
 			      picks its copy of replicated values */
+	PtrVec opts;       /* optim.c: the slots each minimize made */
 } Checker;
 
 /* A literal's value: AST_INT, AST_FLOAT, AST_BOOL, or - of one. */

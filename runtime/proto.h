@@ -344,6 +344,8 @@ struct RtCtx {
 	/* what tfg_rt_var (aot.c) calls: the roles' variable storage */
 	int (*var)(struct RtCtx *c, uint32_t var, uint32_t op,
 		   const void *src, void *dst);
+	int (*apply)(struct RtCtx *c, uint32_t var, uint32_t kind,
+		     uint32_t slot, const void *grad, const double *hyper);
 	void *store;           /* its state */
 	struct RtGpuStep *gpu; /* its arenas and streams on GPUs (gpu.c);
 				  NULL until its first GPU call */

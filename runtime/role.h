@@ -134,6 +134,8 @@ tfg_status rt_vars_restore(RtServer *s, const char *dir, TfgError *e);
 void rt_vars_free(RtServer *s);
 /* Makes c a step that may use s's variables (RtCtx.var). */
 void rt_vars_attach(RtServer *s, RtCtx *c);
+/* optim.c: c's tfg_rt_apply, on the variables rt_vars_attach gave it */
+void rt_optim_attach(RtCtx *c);
 
 /* ------------------------------------------------------------ ckpt.c */
 

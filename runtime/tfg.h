@@ -344,6 +344,22 @@ enum {
 };
 TFG_API int tfg_rt_var(struct RtCtx *ctx, uint32_t var, uint32_t op,
 		       const void *src, void *dst);
+/* spec §6.26 "minimize and optimizers": an optimizer's update of
+ * variable `var` (on this task) by gradient grad (the variable's dtype
+ * and shape): kind TFG_OPT_*, its slot variables `slot`, slot + 1, ...
+ * (as many as the kind keeps), its f64 hyperparameters hyper.  Done under
+ * the locks of the variable and its slots, so that updates of one
+ * variable from several steps never interleave; dst (one bool byte) is
+ * set to 1. */
+enum {
+	TFG_OPT_SGD,      /* v -= lr g                       lr */
+	TFG_OPT_MOMENTUM, /* a = m a + g, v -= lr a          lr, m */
+	TFG_OPT_ADAM      /* TF's Adam, t counted per variable:
+			     lr, beta1, beta2, epsilon */
+};
+TFG_API int tfg_rt_apply(struct RtCtx *ctx, uint32_t var, uint32_t kind,
+			 uint32_t slot, const void *grad, const double *hyper,
+			 void *dst);
 /* Parts compiled for --trace call it around each kernel: mark 2i as
  * kernel i (named by the NUL-terminated name) begins, 2i + 1 as it ends
  * (runtime/trace.h).  Returns 0. */

@@ -216,4 +216,5 @@ rt_vars_attach(RtServer *s, RtCtx *c)
 {
 	c->var = var_op;
 	c->store = s;
+	rt_optim_attach(c);
 }

@@ -26,6 +26,7 @@ setup(void)
 	errs = open_memstream(&errtext, &errlen);
 	ASSERT(errs != NULL);
 	diag_init(&D, errs);
+	D.max = 0; /* every refusal is reported: no "too many errors" */
 	P.diag = &D;
 }
 
@@ -208,6 +209,25 @@ t_makers_and_state(void)
 	   shp(0, 0, 0, 0));
 	refused(ir_var(&P, L, OP_assign_add, v, one),
 		"assign_add(w, ...) needs f32[2, 3]");
+	/* an optimizer's update (spec §6.26 "minimize and optimizers"):
+	   its gradient of v's type, its f64 hyperparameters, a bool; and
+	   the after node that waits for it */
+	{
+		IrOpt *o = arena_alloc(P.arena, sizeof *o);
+		IrNode *h = in(TFG_F64, shp(1, 1, 0, 0)), *u, *a[2];
+
+		o->kind = IR_OPT_SGD;
+		is(u = ir_apply(&P, L, v, o, x, h), TFG_BOOL, shp(0, 0, 0, 0));
+		ASSERT(u->var == v && u->opt == o);
+		refused(ir_apply(&P, L, v, o, one, h), "needs its gradient as "
+			"f32[2, 3], got f64[]");
+		refused(ir_apply(&P, L, v, o, x, in(TFG_F64, shp(1, 2, 0, 0))),
+			"needs f64[1] hyperparameters");
+		a[0] = x;
+		a[1] = u;
+		is(ir_after(&P, L, a, 2), TFG_F32, s);
+		refused(ir_after(&P, L, a, 0), "'after' needs a value");
+	}
 }
 
 static void

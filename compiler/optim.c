@@ -1,0 +1,476 @@
+/*
+ * compiler/optim.c: minimize(loss, OPTIMIZER) and the optimizers (spec
+ * §6.26 "minimize and optimizers"), part of the check phase.
+ *
+ *     train = minimize(loss, adam(0.001), global_step=step)
+ *
+ * makes, for each float variable v that the loss depends on through
+ * operations with gradients (or each of vars=[...]):
+ *
+ *   grad(loss, v)           an OP_grad, expanded by the grad pass
+ *                           (compiler/autodiff.c) where the loss is
+ *   v's slots               variables beside v, of zeros, that the
+ *                           optimizer keeps: "v/Momentum"; "v/Adam",
+ *                           "v/Adam_1" and "v/Adam_t", as TF names them
+ *   OP_apply                the update of v and its slots by the
+ *                           gradient, on v's task under v's lock
+ *                           (runtime/var.c, tfg_rt_apply), a bool
+ *
+ * then global_step's assign_add(step, 1), and an OP_after whose value is
+ * the loss once every update is done: what `train` names, so that
+ * run(train) makes one step of training and prints its loss.  Only the
+ * gradients travel from where the loss is to the variables' tasks, and
+ * only the bools back.  In a replicas block the statement is checked once
+ * per worker (compiler/replicas.c): each copy has its own gradients and
+ * updates, all of the same variables and slots, which the first copy
+ * makes (Checker.opts).
+ */
+#include <math.h>
+#include <string.h>
+
+#include "compiler/compiler_int.h"
+
+/* The slots made for one variable by one minimize call, kept so that the
+ * copies of a replicated minimize share them. */
+typedef struct OptSlots {
+	const AstNode *call;
+	const IrVar *var;
+	IrOpt *opt;
+} OptSlots;
+
+static const struct {
+	const char *name;
+	IrOptKind kind;
+	int npos;                 /* positional hyperparameters at most */
+	const char *const kw[5];  /* their names, in order */
+	double dflt[4];           /* NAN: required */
+	const char *slot[3];      /* slot name suffixes */
+	int nslot;
+} opts[] = {
+	{"sgd", IR_OPT_SGD, 1, {"lr"}, {NAN}, {0}, 0},
+	{"momentum", IR_OPT_MOMENTUM, 2, {"lr", "momentum"}, {NAN, NAN},
+	 {"Momentum"}, 1},
+	{"adam", IR_OPT_ADAM, 4, {"lr", "beta1", "beta2", "epsilon"},
+	 {0.001, 0.9, 0.999, 1e-8}, {"Adam", "Adam_1", "Adam_t"}, 3},
+};
+
+static int
+opt_lookup(const char *name)
+{
+	for (int i = 0; i < (int)(sizeof opts / sizeof opts[0]); i++)
+		if (strcmp(opts[i].name, name) == 0)
+			return i;
+	return -1;
+}
+
+/* sgd(...), momentum(...), adam(...) outside minimize. */
+IrNode *
+check_optimizer(Checker *c, AstNode *e, OpKind op)
+{
+	(void)op;
+	diag_error(c->d, e->loc, "%s() is an optimizer: give it to "
+		   "minimize(loss, %s(...))", e->name, e->name);
+	return NULL;
+}
+
+/* One hyperparameter, f64: a literal (checked here: lr finite, the
+ * betas in [0, 1), epsilon > 0), or a float scalar graph value cast to
+ * f64.  NULL: reported. */
+static IrNode *
+hyper(Checker *c, int o, int k, AstNode *e, double *lit, int *is_lit)
+{
+	const char *what = opts[o].kw[k];
+	Lit l = check_lit_of(e);
+	IrNode *x;
+
+	*is_lit = l.kind == 1 || l.kind == 2;
+	if (*is_lit) {
+		double d = l.kind == 1 ? (double)l.i : l.f;
+		int bad = !isfinite(d);
+
+		if (k > 0 && o == IR_OPT_ADAM)
+			bad |= k == 3 ? !(d > 0) : !(d >= 0 && d < 1);
+		if (k == 1 && o == IR_OPT_MOMENTUM)
+			bad |= !(d >= 0);
+		if (bad) {
+			diag_error(c->d, ast_extent(e), "%s: %s must be %s, "
+				   "got %g", opts[o].name, what,
+				   k == 0 ? "a finite number" :
+				   o == IR_OPT_MOMENTUM ? "a number >= 0" :
+				   k == 3 ? "a number > 0" :
+				   "a number in [0, 1)", d);
+			return NULL;
+		}
+		*lit = d;
+		return NULL;
+	}
+	if (l.kind == 3 || !(x = check_expr(c, e)) ||
+	    !(x->dtype == TFG_F32 || x->dtype == TFG_F64) ||
+	    x->shape.rank != 0) {
+		if (l.kind == 3 || x)
+			diag_error(c->d, ast_extent(e), "%s: %s must be a "
+				   "number or a float scalar, got %s",
+				   opts[o].name, what, l.kind == 3 ? "a bool" :
+				   ir_type_str(c->a, x->dtype, &x->shape));
+		*is_lit = -1;
+		return NULL;
+	}
+	return x->dtype == TFG_F64 ? x : check_built(c, ir_cast(c->p, e->loc,
+							       x, TFG_F64));
+}
+
+/* The hyperparameters of optimizer call e (opts[o]) as graph scalars or
+ * literals: h[k] (NULL for a literal lit[k]).  -1: reported. */
+static int
+hypers(Checker *c, AstNode *e, int o, IrNode **h, double *lit)
+{
+	int npos = check_args(c, e, -1, opts[o].kw);
+	int n = ir_opt_nhyper(opts[o].kind);
+
+	if (npos < 0)
+		return -1;
+	if (npos > opts[o].npos) {
+		diag_error(c->d, e->loc, "'%s' expects at most %d argument%s, "
+			   "got %d", e->name, opts[o].npos,
+			   opts[o].npos == 1 ? "" : "s", npos);
+		return -1;
+	}
+	for (int k = 0; k < n; k++) {
+		AstNode *a = check_kwarg(e, opts[o].kw[k]);
+		int is_lit;
+
+		if (a && k < npos) {
+			diag_error(c->d, a->loc, "%s: argument '%s' given "
+				   "twice", e->name, opts[o].kw[k]);
+			return -1;
+		}
+		if (k < npos)
+			a = e->list[k];
+		h[k] = NULL;
+		lit[k] = opts[o].dflt[k];
+		if (!a) {
+			if (isnan(lit[k])) {
+				diag_error(c->d, e->loc, "%s() needs its %s",
+					   e->name, opts[o].kw[k]);
+				return -1;
+			}
+			continue;
+		}
+		h[k] = hyper(c, o, k, a, &lit[k], &is_lit);
+		if (is_lit < 0 || (!is_lit && !h[k]))
+			return -1;
+	}
+	return 0;
+}
+
+/* The f64[n] hyperparameters of one update, on v's task. */
+static IrNode *
+hyper_node(Checker *c, SrcLoc loc, const IrVar *v, IrNode **h,
+	   const double *lit, int n)
+{
+	TfgShape s1 = {1, {n}}, s0 = {0, {0}};
+	IrNode *in[4], *x;
+	int all = 1;
+
+	for (int k = 0; k < n; k++)
+		all &= h[k] == NULL;
+	if (all) {
+		double *d = arena_alloc(c->a, n * sizeof *d);
+		memcpy(d, lit, n * sizeof *d);
+		x = ir_const(c->p, loc, TFG_F64, &s1, d, 0);
+	} else {
+		for (int k = 0; k < n; k++) {
+			double *d;
+			if (h[k]) {
+				in[k] = h[k];
+				continue;
+			}
+			d = arena_alloc(c->a, sizeof *d);
+			*d = lit[k];
+			in[k] = ir_const(c->p, loc, TFG_F64, &s0, d, 0);
+			if (in[k])
+				in[k]->req = v->req;
+		}
+		x = ir_stack(c->p, loc, in, n, 0);
+	}
+	if (x) {
+		x->req = v->req;
+		x->why = arena_printf(c->a, "hyperparameters of variable %s",
+				      v->name);
+	}
+	return x;
+}
+
+/* A slot variable of v: zeros of v's type (dtype t, shape of v unless
+ * scalar), named v/suffix (v/suffix_2 ... if taken), beside v. */
+static IrVar *
+make_slot(Checker *c, const IrVar *v, const char *suffix, TfgDtype t,
+	  int scalar, SrcLoc loc)
+{
+	IrVar *s = arena_alloc(c->a, sizeof *s);
+	const char *name = arena_printf(c->a, "%s/%s", v->name, suffix);
+	TfgShape sh = scalar ? (TfgShape){0, {0}} : v->shape;
+	IrNode *z;
+
+	for (int k = 2, taken = 1; taken; k++) {
+		taken = 0;
+		for (int i = 0; i < c->p->vars.n && !taken; i++)
+			taken = strcmp(((IrVar *)c->p->vars.v[i])->name,
+				       name) == 0;
+		if (taken)
+			name = arena_printf(c->a, "%s/%s_%d", v->name, suffix,
+					    k);
+	}
+	s->name = name;
+	s->loc = loc;
+	s->dtype = t;
+	s->shape = sh;
+	s->req = v->req;
+	s->why = arena_printf(c->a, "slot of %s", v->name);
+	s->index = c->p->vars.n;
+	z = ir_make(c->p, loc, OP_zeros, t, &sh,
+		    arena_alloc(c->a, sizeof(IrMake)), NULL, 0);
+	if (!z)
+		return NULL;
+	z->req = v->req;
+	z->why = s->why;
+	s->read = check_var_node(c, s, OP_variable, NULL, loc);
+	s->read->name = name;
+	s->init = check_var_node(c, s, OP_assign, z, loc);
+	s->init->name = arena_printf(c->a, "%s/init", name);
+	s->inited = check_var_node(c, s, OP_var_initialized, NULL, loc);
+	s->inited->name = arena_printf(c->a, "%s/initialized", name);
+	vec_push(c->a, &c->p->vars, s);
+	return s;
+}
+
+/* The optimizer of call e (opts[o]) for v: its slots made by the first
+ * copy of this minimize, shared by the others. */
+static IrOpt *
+opt_for(Checker *c, const AstNode *e, int o, const IrVar *v)
+{
+	IrOpt *r;
+	OptSlots *rec;
+
+	for (int i = 0; i < c->opts.n; i++) {
+		rec = c->opts.v[i];
+		if (rec->call == e && rec->var == v)
+			return rec->opt;
+	}
+	r = arena_alloc(c->a, sizeof *r);
+	r->kind = opts[o].kind;
+	r->nslot = opts[o].nslot;
+	for (int k = 0; k < r->nslot; k++) {
+		int count = r->kind == IR_OPT_ADAM && k == 2;
+		r->slot[k] = make_slot(c, v, opts[o].slot[k],
+				       count ? TFG_I64 : v->dtype, count,
+				       e->loc);
+		if (!r->slot[k])
+			return NULL;
+	}
+	rec = arena_alloc(c->a, sizeof *rec);
+	rec->call = e;
+	rec->var = v;
+	rec->opt = r;
+	vec_push(c->a, &c->opts, rec);
+	return r;
+}
+
+/* The float variables loss depends on through operations that have a
+ * gradient, in declaration order: their reads into out[]. */
+static int
+loss_vars(Checker *c, IrNode *loss, IrNode **out, int max)
+{
+	char *seen = arena_alloc(c->a, c->p->g.nodes.n + 1);
+	char *is_var = arena_alloc(c->a, c->p->vars.n + 1);
+	PtrVec stack = {0};
+	int n = 0;
+
+	vec_push(c->a, &stack, loss);
+	while (stack.n > 0) {
+		IrNode *x = stack.v[--stack.n];
+		if (seen[x->id])
+			continue;
+		seen[x->id] = 1;
+		if (x->op == OP_variable && x->var && !x->var->draw &&
+		    (x->dtype == TFG_F32 || x->dtype == TFG_F64)) {
+			is_var[x->var->index] = 1;
+			continue;
+		}
+		if (!(op_info[x->op].flags & OPF_DIFF))
+			continue;
+		for (int i = 0; i < x->nin; i++)
+			if (x->in[i]->dtype == TFG_F32 ||
+			    x->in[i]->dtype == TFG_F64)
+				vec_push(c->a, &stack, x->in[i]);
+	}
+	for (int i = 0; i < c->p->vars.n && n < max; i++)
+		if (is_var[i])
+			out[n++] = ((IrVar *)c->p->vars.v[i])->read;
+	return n;
+}
+
+/* vars=[a, b]: each a float variable the loss depends on. */
+static int
+listed_vars(Checker *c, AstNode *list, IrNode *loss, IrNode **out, int max)
+{
+	IrNode *dep[256];
+	int ndep = loss_vars(c, loss, dep, 256), n = 0;
+
+	if (list->kind != AST_TENSOR || list->n == 0) {
+		diag_error(c->d, ast_extent(list), "minimize: vars= takes a "
+			   "list of variables, as vars=[w, b]");
+		return -1;
+	}
+	for (int i = 0; i < list->n; i++) {
+		AstNode *x = list->list[i];
+		Sym *s = x->kind == AST_NAME ? check_find(&c->syms, x->name)
+					     : NULL;
+		int found = 0;
+
+		if (x->kind == AST_NAME && !s) {
+			check_lookup(c, x);
+			return -1;
+		}
+		if (!s || !s->var) {
+			diag_error(c->d, ast_extent(x), "minimize: vars= "
+				   "lists variables, and this is not one");
+			return -1;
+		}
+		if (s->var->dtype != TFG_F32 && s->var->dtype != TFG_F64) {
+			diag_error(c->d, x->loc, "minimize: '%s' is %s: only "
+				   "float variables have gradients", x->name,
+				   ir_type_str(c->a, s->var->dtype,
+					       &s->var->shape));
+			return -1;
+		}
+		for (int k = 0; k < ndep; k++)
+			found |= dep[k] == s->var->read;
+		if (!found) {
+			diag_error(c->d, x->loc, "minimize: the loss does not "
+				   "depend on '%s' (through operations that "
+				   "have gradients)", x->name);
+			diag_note(c->d, s->var->loc, "'%s' is declared here",
+				  x->name);
+			return -1;
+		}
+		for (int k = 0; k < n; k++)
+			if (out[k] == s->var->read) {
+				diag_error(c->d, x->loc, "minimize: '%s' is "
+					   "listed twice", x->name);
+				return -1;
+			}
+		if (n == max) {
+			diag_error(c->d, x->loc, "minimize: at most %d "
+				   "variables", max);
+			return -1;
+		}
+		out[n++] = s->var->read;
+	}
+	return n;
+}
+
+/* global_step=NAME: an integer scalar variable, and its increment. */
+static IrNode *
+step_inc(Checker *c, AstNode *e)
+{
+	Sym *s = e->kind == AST_NAME ? check_find(&c->syms, e->name) : NULL;
+	TfgShape s0 = {0, {0}};
+	IrNode *one;
+	void *d;
+
+	if (e->kind == AST_NAME && !s) {
+		check_lookup(c, e);
+		return NULL;
+	}
+	if (!s || !s->var || s->var->draw || s->var->shape.rank != 0 ||
+	    !(s->var->dtype == TFG_I32 || s->var->dtype == TFG_I64)) {
+		diag_error(c->d, ast_extent(e), "minimize: global_step must be "
+			   "an integer scalar variable (var step = 0)%s%s",
+			   s && s->var ? ", and this is " : "",
+			   s && s->var ? ir_type_str(c->a, s->var->dtype,
+						     &s->var->shape) : "");
+		return NULL;
+	}
+	d = arena_alloc(c->a, 8);
+	if (s->var->dtype == TFG_I32)
+		*(int32_t *)d = 1;
+	else
+		*(int64_t *)d = 1;
+	one = ir_const(c->p, e->loc, s->var->dtype, &s0, d, 0);
+	if (!one)
+		return NULL;
+	one->req = s->var->req;
+	return check_var_node(c, s->var, OP_assign_add, one, e->loc);
+}
+
+/* minimize(loss, OPTIMIZER, vars=[...], global_step=step): the loss after
+ * one update of each variable. */
+IrNode *
+check_minimize(Checker *c, AstNode *e, OpKind op)
+{
+	static const char *const kw[] = {"vars", "global_step", NULL};
+	AstNode *oe, *vk, *sk;
+	IrNode *loss, *v[256], *h[4], *in[258];
+	double lit[4];
+	int o, nv, nin = 0, nh;
+
+	(void)op;
+	if (check_args(c, e, 2, kw) < 0)
+		return NULL;
+	oe = e->list[1];
+	if (oe->kind != AST_CALL || (o = opt_lookup(oe->name)) < 0) {
+		diag_error(c->d, ast_extent(oe), "minimize: the second argument "
+			   "is an optimizer: sgd(lr), momentum(lr, m) or "
+			   "adam(lr)");
+		return NULL;
+	}
+	if (!(loss = check_expr(c, e->list[0])))
+		return NULL;
+	if (!(loss->dtype == TFG_F32 || loss->dtype == TFG_F64) ||
+	    loss->shape.rank != 0) {
+		diag_error(c->d, ast_extent(e->list[0]), "minimize: the loss "
+			   "must be a float scalar, it is %s%s",
+			   ir_type_str(c->a, loss->dtype, &loss->shape),
+			   loss->shape.rank ? " (reduce it: reduce_mean(...))"
+					    : "");
+		return NULL;
+	}
+	if (hypers(c, oe, o, h, lit) < 0)
+		return NULL;
+	nh = ir_opt_nhyper(opts[o].kind);
+	vk = check_kwarg(e, "vars");
+	nv = vk ? listed_vars(c, vk, loss, v, 256)
+		: loss_vars(c, loss, v, 256);
+	if (nv < 0)
+		return NULL;
+	if (nv == 0) {
+		diag_error(c->d, ast_extent(e->list[0]), "minimize: the loss "
+			   "depends on no float variable through operations "
+			   "that have gradients: nothing to train");
+		return NULL;
+	}
+	in[nin++] = loss;
+	for (int i = 0; i < nv; i++) {
+		IrVar *var = v[i]->var;
+		IrOpt *r = opt_for(c, e, o, var);
+		IrNode *g, *hn, *up;
+
+		if (!r)
+			return NULL;
+		g = check_built(c, ir_grad(c->p, e->loc, loss, var->read));
+		hn = hyper_node(c, e->loc, var, h, lit, nh);
+		if (!g || !hn || !(up = ir_apply(c->p, e->loc, var, r, g, hn)))
+			return NULL;
+		up->name = c->copy >= 0 ? arena_printf(c->a, "%s/update@%d",
+						       var->name, c->copy)
+				: arena_printf(c->a, "%s/update", var->name);
+		up->why = arena_printf(c->a, "variable %s, %s", var->name,
+				       var->why);
+		in[nin++] = up;
+	}
+	if ((sk = check_kwarg(e, "global_step")) != NULL &&
+	    !(in[nin++] = step_inc(c, sk)))
+		return NULL;
+	return check_built(c, ir_after(c->p, e->loc, in, nin));
+}
