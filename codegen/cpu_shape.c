@@ -61,6 +61,8 @@ body_zero(CgCtx *C, const Nest *L, LLVMValueRef *off, LLVMValueRef acc)
 	return acc;
 }
 
+static void mm_dims(const IrNode *n, int64_t *m, int64_t *k, int64_t *nn);
+
 /* o + a * b; float products and sums may fuse */
 static LLVMValueRef
 madd(CgCtx *C, TfgDtype t, LLVMValueRef o, LLVMValueRef a, LLVMValueRef b)
@@ -82,27 +84,30 @@ add_mul(CgCtx *C, LLVMValueRef base, LLVMValueRef i, int64_t st)
 			       LLVMBuildNSWMul(C->b, i, cg_i64c(C, st), ""), "");
 }
 
-/* out[oo..] += a[ao..] @ b[bo..], m x k by k x nn, row-major: i, k, j
- * loops with j innermost.  a[i, k] is loaded once per j loop, which then
- * only reads b and updates out: a loop LLVM vectorises (with a runtime
- * check that the two do not overlap).  m, k, nn >= 1. */
+/* out[oo..] += a[ao..] @ b[bo..], m x k by k x nn, row-major unless
+ * `trans` says an operand is read transposed (bit 0: a is k x m, bit 1:
+ * b is nn x k; IrNode.trans), lda the row length of a as stored (k, or
+ * the whole product's m when transposed): i, k, j loops with j innermost.  a[i, k]
+ * is loaded once per j loop, which then only reads b and updates out: a
+ * loop LLVM vectorises (with a runtime check that the two do not
+ * overlap) when b is not transposed.  m, k, nn >= 1. */
 static void
 loop_product(CgCtx *C, TfgDtype t, LLVMValueRef out, LLVMValueRef oo,
 	     LLVMValueRef a, LLVMValueRef ao, LLVMValueRef b, LLVMValueRef bo,
-	     int64_t m, int64_t k, int64_t nn)
+	     int64_t m, int64_t k, int64_t nn, int trans, int64_t lda)
 {
+	int64_t ai = trans & 1 ? 1 : lda, ak = trans & 1 ? lda : 1;
+	int64_t bk = trans & 2 ? 1 : nn, bj = trans & 2 ? k : 1;
 	Loop li, lk, lj;
 	cg_loop_begin(C, &li, NULL);
 	LLVMValueRef orow = add_mul(C, oo, li.i, nn);
-	LLVMValueRef arow = add_mul(C, ao, li.i, k);
+	LLVMValueRef arow = add_mul(C, ao, li.i, ai);
 	cg_loop_begin(C, &lk, NULL);
-	LLVMValueRef av = cg_load_at(C, t, a,
-				     LLVMBuildNSWAdd(C->b, arow, lk.i, ""));
-	LLVMValueRef brow = add_mul(C, bo, lk.i, nn);
+	LLVMValueRef av = cg_load_at(C, t, a, add_mul(C, arow, lk.i, ak));
+	LLVMValueRef brow = add_mul(C, bo, lk.i, bk);
 	cg_loop_begin(C, &lj, NULL);
 	LLVMValueRef o = LLVMBuildNSWAdd(C->b, orow, lj.i, "");
-	LLVMValueRef bv = cg_load_at(C, t, b,
-				     LLVMBuildNSWAdd(C->b, brow, lj.i, ""));
+	LLVMValueRef bv = cg_load_at(C, t, b, add_mul(C, brow, lj.i, bj));
 	cg_store_at(C, t, out, o,
 		    madd(C, t, cg_load_at(C, t, out, o), av, bv));
 	cg_loop_end(C, &lj, nn, NULL);
@@ -117,12 +122,11 @@ static LLVMValueRef
 body_matmul(CgCtx *C, const Nest *L, LLVMValueRef *off, LLVMValueRef acc)
 {
 	const IrNode *n = L->n;
-	int ra = n->in[0]->shape.rank, rb = n->in[1]->shape.rank;
-	int64_t m = ra >= 2 ? n->in[0]->shape.dims[ra - 2] : 1;
-	int64_t k = n->in[0]->shape.dims[ra - 1];
-	int64_t nn = rb >= 2 ? n->in[1]->shape.dims[rb - 1] : 1;
+	int64_t m, k, nn;
+	mm_dims(n, &m, &k, &nn);
 	loop_product(C, n->dtype, L->base[0], off[0], L->base[1], off[1],
-		     L->base[2], off[2], m, k, nn);
+		     L->base[2], off[2], m, k, nn, n->trans,
+		     n->trans & 1 ? m : k);
 	return acc;
 }
 
@@ -159,13 +163,52 @@ use_blas(TfgDtype t, int64_t m, int64_t k, int64_t nn)
 	return (double)m * (double)k * (double)nn >= BLAS_MIN_MNK;
 }
 
+/* The m x k by k x nn of product n (one batch element), its operands
+ * read as n->trans says: a transposed operand is a matrix (pass_fuse.c
+ * folds only those). */
+static void
+mm_dims(const IrNode *n, int64_t *m, int64_t *k, int64_t *nn)
+{
+	const TfgShape *sa = &n->in[0]->shape, *sb = &n->in[1]->shape;
+	int ra = sa->rank, rb = sb->rank;
+
+	*m = ra >= 2 ? sa->dims[ra - 2] : 1;
+	*k = sa->dims[ra - 1];
+	*nn = rb >= 2 ? sb->dims[rb - 1] : 1;
+	if (n->trans & 1) {
+		*m = sa->dims[1];
+		*k = sa->dims[0];
+	}
+	if (n->trans & 2)
+		*nn = sb->dims[0];
+}
+
+/* Whether n's operands agree on k, as n->trans reads them. */
+static int
+mm_match(const IrNode *n)
+{
+	const TfgShape *sb = &n->in[1]->shape;
+	int64_t m, k, nn, kb;
+
+	if (n->trans && (n->in[0]->shape.rank != 2 || sb->rank != 2 ||
+			 n->shape.rank != 2))
+		return 0;
+	mm_dims(n, &m, &k, &nn);
+	kb = n->trans & 2 ? sb->dims[1] : sb->dims[sb->rank >= 2 ?
+							 sb->rank - 2 : 0];
+	return k == kb;
+}
+
 /* void cblas_<s|d>gemm(order, transa, transb, M, N, K, alpha, A, lda,
- * B, ldb, beta, C, ldc), declared once per module. */
+ * B, ldb, beta, C, ldc), declared once per module.  trans: IrNode.trans;
+ * lda is the row length of a as stored (k, or m transposed), ldb b's (nn,
+ * or k). */
 static void
 blas_call(CgCtx *C, TfgDtype t, LLVMValueRef a, LLVMValueRef b,
-	  LLVMValueRef out, int64_t m, int64_t k, int64_t nn)
+	  LLVMValueRef out, int64_t m, int64_t k, int64_t nn, int trans,
+	  int64_t lda)
 {
-	enum { ROW_MAJOR = 101, NO_TRANS = 111 }; /* cblas.h's values */
+	enum { ROW_MAJOR = 101, NO_TRANS = 111, TRANS = 112 }; /* cblas.h */
 	const char *name = t == TFG_F32 ? "cblas_sgemm" : "cblas_dgemm";
 	LLVMTypeRef ft = cg_elty(C, t);
 	LLVMTypeRef ps[14] = {C->i32, C->i32, C->i32, C->i32, C->i32, C->i32,
@@ -177,9 +220,12 @@ blas_call(CgCtx *C, TfgDtype t, LLVMValueRef a, LLVMValueRef b,
 	if (!f)
 		f = LLVMAddFunction(C->m, name, fty);
 #define I32(v) LLVMConstInt(C->i32, (unsigned long long)(v), 0)
-	LLVMValueRef args[14] = {I32(ROW_MAJOR), I32(NO_TRANS), I32(NO_TRANS),
+	LLVMValueRef args[14] = {I32(ROW_MAJOR),
+				 I32(trans & 1 ? TRANS : NO_TRANS),
+				 I32(trans & 2 ? TRANS : NO_TRANS),
 				 I32(m), I32(nn), I32(k),
-				 LLVMConstReal(ft, 1.0), a, I32(k), b, I32(nn),
+				 LLVMConstReal(ft, 1.0), a, I32(lda), b,
+				 I32(trans & 2 ? k : nn),
 				 LLVMConstReal(ft, 0.0), out, I32(nn)};
 #undef I32
 	LLVMBuildCall2(C->b, fty, f, args, 14, "");
@@ -191,15 +237,14 @@ body_blas(CgCtx *C, const Nest *L, LLVMValueRef *off, LLVMValueRef acc)
 {
 	const IrNode *n = L->n;
 	TfgDtype t = n->dtype;
-	int ra = n->in[0]->shape.rank, rb = n->in[1]->shape.rank;
-	int64_t m = ra >= 2 ? n->in[0]->shape.dims[ra - 2] : 1;
-	int64_t k = n->in[0]->shape.dims[ra - 1];
-	int64_t nn = rb >= 2 ? n->in[1]->shape.dims[rb - 1] : 1;
+	int64_t m, k, nn;
 	LLVMValueRef p[3];
+	mm_dims(n, &m, &k, &nn);
 	for (int o = 0; o < 3; o++)
 		p[o] = LLVMBuildInBoundsGEP2(C->b, cg_elty(C, t), L->base[o],
 					     &off[o], 1, "");
-	blas_call(C, t, p[1], p[2], p[0], m, k, nn);
+	blas_call(C, t, p[1], p[2], p[0], m, k, nn, n->trans,
+		  n->trans & 1 ? m : k);
 	return acc;
 }
 
@@ -256,9 +301,7 @@ epi_plan(const CgCtx *C, const IrNode *n, int flat, Epi *E)
 	memset(E, 0, sizeof *E);
 	E->n = n;
 	E->t = n->in[0]->dtype;
-	E->m = ra >= 2 ? n->in[0]->shape.dims[ra - 2] : 1;
-	E->k = n->in[0]->shape.dims[ra - 1];
-	E->nn = rb >= 2 ? n->in[1]->shape.dims[rb - 1] : 1;
+	mm_dims(n, &E->m, &E->k, &E->nn);
 	for (int m = 0; m < f->n; m++)
 		for (int k = 0; k < f->ops[m].nin; k++)
 			if (f->ops[m].arg[k] < 0 &&
@@ -315,10 +358,13 @@ epi_block(CgCtx *C, const Epi *E, LLVMValueRef *p, LLVMValueRef row0,
 	TfgDtype t = E->t;
 	Nest L = {0}, Z = {0};
 	LLVMValueRef out = row_at(C, t, p[0], row0, E->nn);
-	LLVMValueRef a = row_at(C, t, p[1], row0, E->k), zero = cg_i64c(C, 0);
+	int ta = n->trans & 1;
+	LLVMValueRef a = row_at(C, t, p[1], row0, ta ? 1 : E->k);
+	LLVMValueRef zero = cg_i64c(C, 0);
 
 	if (E->blas) {
-		blas_call(C, t, a, p[2], out, R, E->k, E->nn);
+		blas_call(C, t, a, p[2], out, R, E->k, E->nn, n->trans,
+			  ta ? E->m : E->k);
 	} else { /* as cg_emit_matmul_to's loops, a block at a time */
 		Z.rank = 1;
 		Z.dim[0] = R * E->nn;
@@ -330,8 +376,9 @@ epi_block(CgCtx *C, const Epi *E, LLVMValueRef *p, LLVMValueRef row0,
 		Z.base[0] = out;
 		cg_nest_emit(C, &Z);
 		if (E->k > 0)
-			loop_product(C, t, out, zero, a, zero, p[2], zero, R,
-				     E->k, E->nn);
+			loop_product(C, t, out, zero, a, zero, p[2], zero,
+				     R, E->k, E->nn, n->trans,
+				     ta ? E->m : E->k);
 	}
 	L.rank = 2;
 	L.dim[0] = R;
@@ -392,7 +439,7 @@ emit_epilogue(CgCtx *C, IrNode *n)
 	if (n->fuse->n < 1 || n->nin + 1 > CG_MAX_OPS || ra < 1 || rb < 1 ||
 	    nb < 0 || nb < ba.rank || nb < bb.rank ||
 	    n->in[0]->dtype != n->dtype || n->in[1]->dtype != n->dtype ||
-	    sa->dims[ra - 1] != sb->dims[rb >= 2 ? rb - 2 : 0])
+	    !mm_match(n))
 		return cg_fail(C, n, "matmul epilogue does not match");
 	for (int e = 2; e < n->nin; e++)
 		if (n->in[e]->shape.rank > n->shape.rank)
@@ -458,14 +505,13 @@ cg_emit_matmul_to(CgCtx *C, const IrNode *n, LLVMValueRef out)
 	int ra = sa->rank, rb = sb->rank;
 	if (ra < 1 || rb < 1)
 		return cg_fail(C, n, "matmul of a scalar");
-	int64_t m = ra >= 2 ? sa->dims[ra - 2] : 1, k = sa->dims[ra - 1];
-	int64_t nn = rb >= 2 ? sb->dims[rb - 1] : 1;
+	int64_t m, k, nn;
 	int nb = n->shape.rank - (ra >= 2) - (rb >= 2);
 	TfgShape ba = {ra > 2 ? ra - 2 : 0, {0}};
 	TfgShape bb = {rb > 2 ? rb - 2 : 0, {0}};
 	TfgShape bo = {nb, {0}};
-	if (nb < 0 || nb < ba.rank || nb < bb.rank ||
-	    k != sb->dims[rb >= 2 ? rb - 2 : 0])
+	mm_dims(n, &m, &k, &nn);
+	if (nb < 0 || nb < ba.rank || nb < bb.rank || !mm_match(n))
 		return cg_fail(C, n, "matmul shapes do not match");
 	memcpy(ba.dims, sa->dims, sizeof ba.dims[0] * ba.rank);
 	memcpy(bb.dims, sb->dims, sizeof bb.dims[0] * bb.rank);
@@ -476,7 +522,8 @@ cg_emit_matmul_to(CgCtx *C, const IrNode *n, LLVMValueRef out)
 	if (ra >= 2 && bb.rank == 0 && ba.rank == nb && nbat > 0 &&
 	    use_blas(n->dtype, nbat * m, k, nn)) {
 		blas_call(C, n->dtype, cg_buf(C, n->in[0]), cg_buf(C, n->in[1]),
-			  out, nbat * m, k, nn);
+			  out, nbat * m, k, nn, n->trans,
+			  n->trans & 1 ? m : k);
 		return 0;
 	}
 	int blas = use_blas(n->dtype, m, k, nn);

@@ -72,6 +72,8 @@ ir_attr_write(const IrNode *n, IrPut put, void *ctx)
 	}
 	if (a & A_VAR)
 		put_i64(put, ctx, n->var ? n->var->index : -1);
+	if (a & A_TRANS)
+		put_i64(put, ctx, n->trans);
 	if (a & A_OPT) {
 		put_i64(put, ctx, n->opt ? (int64_t)n->opt->kind : -1);
 		put_i64(put, ctx, n->opt && n->opt->nslot ?
@@ -262,6 +264,9 @@ ir_attr_dump(FILE *out, const IrNode *n)
 		dump_make(out, n);
 	if ((a & A_VAR) && n->var)
 		fprintf(out, " var=%s", n->var->name);
+	if ((a & A_TRANS) && n->trans)
+		fprintf(out, " transposed=%s%s", n->trans & 1 ? "a" : "",
+			n->trans & 2 ? "b" : "");
 	if ((a & A_OPT) && n->opt) {
 		static const char *const kind[IR_OPT__COUNT] = {
 			"sgd", "momentum", "adam"};

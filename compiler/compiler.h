@@ -199,6 +199,10 @@ struct IrNode {
 	const IrMake *make; /* makers (zeros ... random_normal): arguments */
 	IrVar *var;       /* variable ops (OPF_STATEFUL): the variable */
 	const IrOpt *opt; /* OP_apply: the optimizer */
+	/* OP_matmul of two matrices on a CPU (compiler/pass_fuse.c): bit k
+	   set, operand k is read transposed: the node's in[k] is the matrix
+	   that a transpose the pass folded in would have swapped */
+	int trans;
 	const IrFuse *fuse; /* OP_fused, fused reductions: the expression */
 };
 

@@ -35,6 +35,14 @@
  * those terms (not exp, log, tanh, sigmoid, pow, sqrt, / or %).  At most
  * FUSE_MAX_IN external inputs per group: codegen's loop nests carry a
  * fixed number of operands.
+ *
+ * Before grouping, a transpose of a matrix that a matmul of two matrices
+ * on a CPU reads becomes a flag of the matmul (IrNode.trans), which
+ * BLAS's transa/transb and the loop's strides honour, and the transpose
+ * goes when nothing else reads it: the gradients of x @ w are
+ * g @ transpose(w) and transpose(x) @ g (compiler/autodiff.c), and
+ * copying x (a batch of inputs) to transpose it cost as much as the
+ * product itself.  GPU nodes keep their transposes.
  */
 #include <string.h>
 
@@ -266,8 +274,39 @@ epilogue(Fuser *F, int g, int r, IrNode *x)
 		if (ext[e] != mm && ext[e] != in[0] && ext[e] != in[1])
 			in[nin++] = ext[e];
 	attach_to(F, g, r, x, OP_matmul, &x->shape, in, nin, mm);
+	x->trans = mm->trans;
 	F->gone[j] = 1;
 	return 1;
+}
+
+/* Folds the transposes that CPU matmuls of two matrices read into them
+ * (above); a transpose left without a reader goes. */
+static void
+fold_transposes(Fuser *F)
+{
+	IrPart *pt = F->part;
+
+	for (int i = 0; i < pt->n; i++) {
+		IrNode *x = pt->nodes[i];
+		if (x->op != OP_matmul || x->fuse || x->nin != 2 ||
+		    x->dev.kind == DEV_GPU || x->shape.rank != 2 ||
+		    x->in[0]->shape.rank != 2 || x->in[1]->shape.rank != 2)
+			continue;
+		for (int k = 0; k < 2; k++) {
+			IrNode *t = x->in[k];
+			int j = index_of(pt, i, t), s;
+			if (j < 0 || t->op != OP_transpose || t->nin != 1 ||
+			    t->in[0]->shape.rank != 2 || (x->trans >> k & 1))
+				continue;
+			x->in[k] = t->in[0];
+			x->trans |= 1 << k;
+			s = index_of(pt, j, t->in[0]);
+			if (--F->nuse[j] == 0)
+				F->gone[j] = 1; /* its use of the matrix moves */
+			else if (s >= 0)
+				F->nuse[s]++;
+		}
+	}
 }
 
 static void
@@ -288,6 +327,7 @@ fuse_part(Program *p, IrPart *pt)
 				F.nuse[j]++;
 		}
 	}
+	fold_transposes(&F);
 	for (int r = n - 1; r >= 0; r--) {
 		IrNode *x = pt->nodes[r];
 		int g = F.ngrp, j, members;
