@@ -993,8 +993,11 @@ batch_int(Checker *c, AstNode *e, const char *what, int64_t lo,
 			   "an integer scalar");
 		return NULL;
 	}
+	if (isbool)
+		return x;
+	TFG_ASSERT(x->value->dtype == TFG_I64); /* session literals, w.index */
 	*v = *(const int64_t *)x->value->data;
-	if (!isbool && *v < lo) {
+	if (*v < lo) {
 		diag_error(c->d, ast_extent(e), "batches(): %s must be %lld or "
 			   "more, got %lld", what, (long long)lo,
 			   (long long)*v);
