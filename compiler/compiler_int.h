@@ -164,6 +164,11 @@ typedef struct Sym {
 	PtrVec *list; /* a list value (split): IrNode * elements; node NULL */
 	IrVar *var;   /* a variable: node is its read */
 	int loop;     /* a loop variable (locals: the others are lets) */
+	int batch;    /* a batches() loop's (spec §8.6.1 "batches"): the
+			 arrays it was given, 1 or 2; slot .. slot + 4 are
+			 its x, y, index, count, size */
+	int pinned;   /* a let that loops around batch: it keeps its value
+			 in them */
 	/* a replicated value (spec §7.6 "Replicas"): copy k of node; node is
 	   copy 0 */
 	int ncopy;

@@ -4,6 +4,9 @@
  * `param n = 1024` names a literal that may stand wherever a literal
  * may (a shape's dims, a slice's bounds, a maker's numbers, a session's
  * loop bounds); `--param n=8192` on the command line replaces its value.
+ * `param data = "dir"` names a string literal (a session string, a
+ * string scalar in the graph), and `--param data=other` takes the text
+ * after the = as it is: the declaration decides the kind.
  * Before the checker runs, every use of a param's name is rewritten in
  * the AST into its literal, so the rest of the compiler sees literals
  * only (weak ones, spec §5.3 "Weak operands").  A param is declared at
@@ -158,10 +161,10 @@ params_apply(Program *p)
 		if (s->kind != AST_PARAM || find(v, n, s->name))
 			continue;
 		rewrite(s->a, v, n); /* the params before it */
-		if (check_lit_of(s->a).kind == 0) {
+		if (check_lit_of(s->a).kind == 0 && s->a->kind != AST_STRING) {
 			diag_error(p->diag, s->a->loc, "param '%s' must be a "
-				   "literal (a number or true or false)",
-				   s->name);
+				   "literal (a number, a string, true or "
+				   "false)", s->name);
 			err++;
 			continue;
 		}
@@ -185,7 +188,12 @@ params_apply(Program *p)
 			err++;
 			continue;
 		}
-		if (!(lit = parse_value(p->arena, eq + 1, x->decl->a->loc))) {
+		if (x->decl->a->kind == AST_STRING) {
+			lit = arena_alloc(p->arena, sizeof *lit);
+			*lit = *x->decl->a;
+			lit->str = eq + 1;
+		} else if (!(lit = parse_value(p->arena, eq + 1,
+					       x->decl->a->loc))) {
 			diag_error(p->diag, (SrcLoc){0}, "--param %s: '%s' is "
 				   "not a number, true or false", o->param[i],
 				   eq + 1);

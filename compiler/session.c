@@ -50,6 +50,23 @@ const_expr(Checker *c, SrcLoc loc, TfgDtype t, const TfgShape *s,
 	return x;
 }
 
+/* Whether x is known to be a string: a literal (a string param is one),
+ * or + of strings (spec §8.5 "Session expressions"). */
+static int
+is_str(const RtExpr *x)
+{
+	return x->kind == RT_E_STR ||
+	       (x->kind == RT_E_ADD && (is_str(x->args[0]) ||
+					is_str(x->args[1])));
+}
+
+/* Whether x may be a string: known to be one, or a let's value. */
+static int
+may_be_str(const RtExpr *x)
+{
+	return is_str(x) || x->kind == RT_E_VAR;
+}
+
 /* The inputs the nodes in `from` depend on, sorted by id. */
 static void
 needed_inputs(Checker *c, PtrVec *from, PtrVec *inputs)
@@ -409,14 +426,26 @@ call_session(Checker *c, AstNode *e)
 		return NULL;
 	}
 	if (strcmp(e->name, "load") == 0) {
-		if (e->n != 1 || e->list[0]->kind != AST_STRING || e->b) {
+		if (e->n != 1 || e->list[0]->kind == AST_KWARG || e->b) {
 			diag_error(c->d, e->loc, "load() takes one string: "
 				   "the path of a .npy or IDX file");
 			return NULL;
 		}
-		x = new_expr(c, RT_E_LOAD, e->loc, 0);
-		x->str = e->list[0]->str;
+		x = new_expr(c, RT_E_LOAD, e->loc, 1);
+		if (!(x->args[0] = sexpr(c, e->list[0])))
+			return NULL;
+		if (!may_be_str(x->args[0])) {
+			diag_error(c->d, ast_extent(e->list[0]), "load() takes "
+				   "one string: the path of a .npy or IDX "
+				   "file");
+			return NULL;
+		}
 		return x;
+	}
+	if (strcmp(e->name, "batches") == 0) {
+		diag_error(c->d, e->a->loc, "batches() is what a for loop "
+			   "runs over: for b in batches(x, y, size) { ... }");
+		return NULL;
 	}
 	if (builtin_lookup(e->name) >= 0) {
 		diag_error(c->d, e->a->loc, "'%s' is a graph op: define the "
@@ -428,7 +457,7 @@ call_session(Checker *c, AstNode *e)
 		static const char *const sess[] = {
 			"run", "load", "len", "now", "uninitialized",
 			"initialize", "wait_initialized", "sleep", "save",
-			"restore"};
+			"restore", "batches"};
 		const char *w = check_nearest(e->name, sess, (int)(sizeof sess /
 							      sizeof *sess));
 		if (w)
@@ -438,8 +467,8 @@ call_session(Checker *c, AstNode *e)
 			diag_error(c->d, e->a->loc, "unknown function '%s' (a "
 				   "session can call run, load, len, now, "
 				   "uninitialized, initialize, "
-				   "wait_initialized, sleep, save and "
-				   "restore)", e->name);
+				   "wait_initialized, sleep, save, restore "
+				   "and, in a for loop, batches)", e->name);
 	}
 	return NULL;
 }
@@ -513,8 +542,8 @@ compare(Checker *c, AstNode *e)
 
 	if (!a || !b)
 		return NULL;
-	strs = a->kind == RT_E_STR || b->kind == RT_E_STR;
-	if (strs && (a->kind != b->kind ||
+	strs = is_str(a) || is_str(b);
+	if (strs && (!may_be_str(a) || !may_be_str(b) ||
 		     (e->op != TK_EQ && e->op != TK_NE))) {
 		diag_error(c->d, e->loc, "strings compare only with strings, "
 			   "and only with == and !=");
@@ -529,14 +558,45 @@ compare(Checker *c, AstNode *e)
 	return x;
 }
 
+/* b.x, b.y, b.index, b.count, b.size of `for b in batches(...)`: the
+ * loop's slots (spec §8.6.1 "batches"). */
+static RtExpr *
+batch_field(Checker *c, AstNode *e, const Sym *b)
+{
+	static const char *const names[] = {"x", "y", "index", "count",
+					    "size"};
+	RtExpr *x;
+
+	for (int k = 0; k < 5; k++) {
+		if (strcmp(e->name, names[k]) != 0)
+			continue;
+		if (k == 1 && b->batch == 1) {
+			diag_error(c->d, e->loc, "batches() was given one "
+				   "array: %s.y is not there", b->name);
+			diag_note(c->d, b->loc, "the loop is here");
+			return NULL;
+		}
+		x = new_expr(c, RT_E_VAR, e->loc, 0);
+		x->slot = b->slot + k;
+		return x;
+	}
+	diag_error(c->d, e->loc, "'%s' has %s, index, count and size, not "
+		   "'%s'", b->name, b->batch == 1 ? "x" : "x, y", e->name);
+	return NULL;
+}
+
 /* w.index, w.count of `session each ... as w`: constants of each
  * session. */
 static RtExpr *
 field(Checker *c, AstNode *e)
 {
 	TfgShape s = {0, {0}};
+	Sym *b;
 	int64_t *v;
 
+	if (e->a->kind == AST_NAME &&
+	    (b = check_find(&c->locals, e->a->name)) != NULL && b->batch)
+		return batch_field(c, e, b);
 	if (e->a->kind != AST_NAME || !c->each ||
 	    strcmp(e->a->name, c->each) != 0) {
 		diag_error(c->d, e->loc, "'.%s' of something that is not the "
@@ -551,6 +611,24 @@ field(Checker *c, AstNode *e)
 	v = arena_alloc(c->a, sizeof *v);
 	*v = e->name[0] == 'i' ? c->each_index : c->each_count;
 	return const_expr(c, e->loc, TFG_I64, &s, v, 0);
+}
+
+/* a + b of strings: joined now when both are literals, else when it
+ * runs. */
+static RtExpr *
+join(Checker *c, AstNode *e, RtExpr *a, RtExpr *b)
+{
+	RtExpr *x;
+
+	if (a->kind == RT_E_STR && b->kind == RT_E_STR) {
+		x = new_expr(c, RT_E_STR, e->loc, 0);
+		x->str = arena_printf(c->a, "%s%s", a->str, b->str);
+		return x;
+	}
+	x = new_expr(c, RT_E_ADD, e->loc, 2);
+	x->args[0] = a;
+	x->args[1] = b;
+	return x;
 }
 
 static RtExpr *
@@ -586,6 +664,13 @@ sexpr(Checker *c, AstNode *e)
 	}
 	case AST_NAME:
 		if ((sym = check_find(&c->locals, e->name)) != NULL) {
+			if (sym->batch) {
+				diag_error(c->d, e->loc, "'%s' is a batch: use "
+					   "%s.x%s, .index, .count or .size",
+					   e->name, e->name,
+					   sym->batch == 2 ? ", .y" : "");
+				return NULL;
+			}
 			x = new_expr(c, RT_E_VAR, e->loc, 0);
 			x->slot = sym->slot;
 			return x;
@@ -614,6 +699,9 @@ sexpr(Checker *c, AstNode *e)
 		}
 		a = sexpr(c, e->a);
 		b = sexpr(c, e->b);
+		if (a && b && e->op == TK_PLUS && (is_str(a) || is_str(b)) &&
+		    may_be_str(a) && may_be_str(b))
+			return join(c, e, a, b);
 		if (!a || !b || scalar_operand(c, e->a, a) < 0 ||
 		    scalar_operand(c, e->b, b) < 0)
 			return NULL;
@@ -765,6 +853,12 @@ let_stmt(Checker *c, AstNode *s, RtStmt *st)
 			diag_note(c->d, v->loc, "the loop is here");
 			return NULL;
 		}
+		if (v->pinned) {
+			diag_error(c->d, s->tok.loc, "'%s' is batched by a loop "
+				   "around: it cannot be given another value "
+				   "in it", s->name);
+			return NULL;
+		}
 		st->slot = v->slot;
 		return st;
 	}
@@ -782,11 +876,231 @@ let_stmt(Checker *c, AstNode *s, RtStmt *st)
 	return st;
 }
 
+/* The variable of for loop s, in nslot slots from st->slot, in scope
+ * until the caller drops it. */
+static Sym *
+loop_var(Checker *c, AstNode *s, RtStmt *st, int nslot)
+{
+	Sym *v;
+
+	if ((v = check_find(&c->locals, s->name)) != NULL) {
+		diag_error(c->d, s->tok.loc, "loop variable '%s' is already "
+			   "the variable of an enclosing loop", s->name);
+		diag_note(c->d, v->loc, "the enclosing loop is here");
+	} else if ((v = check_find(&c->syms, s->name)) != NULL) {
+		diag_error(c->d, s->tok.loc, "loop variable '%s' would hide "
+			   "the graph value '%s'", s->name, s->name);
+		diag_note(c->d, v->loc, "'%s' is defined here", s->name);
+	}
+	v = arena_alloc(c->a, sizeof *v);
+	v->name = s->name;
+	v->loc = s->tok.loc;
+	v->loop = 1;
+	v->slot = st->slot = c->nslot;
+	c->nslot += nslot;
+	vec_push(c->a, &c->locals, v);
+	return v;
+}
+
+/* An array of batches(), as far as the compiler knows: a tensor with rows,
+ * not of strings (spec §8.6.1 "batches"). */
+static int
+batch_array(Checker *c, AstNode *e, RtExpr *x)
+{
+	const IrNode *f;
+	const char *why = NULL;
+
+	switch (x->kind) {
+	case RT_E_VAR: case RT_E_LOAD:
+		return 0;
+	case RT_E_CONST:
+		if (x->value->dtype == TFG_STRING)
+			why = "a string tensor";
+		else if (x->value->shape.rank == 0)
+			why = "a scalar";
+		break;
+	case RT_E_RUN:
+		if (((IrSig *)c->sigs.v[x->sig])->nfetch != 1) {
+			diag_error(c->d, ast_extent(e), "batches() takes one "
+				   "array, but this run() fetches %d values",
+				   ((IrSig *)c->sigs.v[x->sig])->nfetch);
+			return -1;
+		}
+		f = ((IrSig *)c->sigs.v[x->sig])->fetch[0];
+		if (f->dtype == TFG_STRING || f->shape.rank == 0) {
+			diag_error(c->d, ast_extent(e), "batches() takes "
+				   "arrays with rows (of rank 1 or more, not "
+				   "strings), but '%s' is %s", f->name,
+				   ir_type_str(c->a, f->dtype, &f->shape));
+			return -1;
+		}
+		return 0;
+	case RT_E_UNINIT:
+		why = "a string tensor";
+		break;
+	default:
+		why = is_str(x) ? "a string" : "a scalar";
+		break;
+	}
+	if (!why)
+		return 0;
+	diag_error(c->d, ast_extent(e), "batches() takes arrays with rows (of "
+		   "rank 1 or more, not strings), but this is %s", why);
+	return -1;
+}
+
+/* An integer argument of batches() (what: its name in errors), or a bool
+ * (drop_last=); a literal's value, checked against lo, in *v. */
+static RtExpr *
+batch_int(Checker *c, AstNode *e, const char *what, int64_t lo,
+	  int64_t *v)
+{
+	int isbool = strcmp(what, "drop_last=") == 0;
+	RtExpr *x = sexpr(c, e);
+
+	if (!x)
+		return NULL;
+	if (x->kind == RT_E_RUN && ((IrSig *)c->sigs.v[x->sig])->nfetch == 1) {
+		const IrNode *f = ((IrSig *)c->sigs.v[x->sig])->fetch[0];
+
+		if (f->shape.rank == 0 && (isbool ? f->dtype == TFG_BOOL :
+		    f->dtype == TFG_U8 || f->dtype == TFG_I32 ||
+		    f->dtype == TFG_I64))
+			return x;
+		diag_error(c->d, ast_extent(e), "batches(): %s must be %s, but "
+			   "'%s' is %s", what, isbool ? "true or false" :
+			   "an integer scalar", f->name,
+			   ir_type_str(c->a, f->dtype, &f->shape));
+		return NULL;
+	}
+	if (x->kind != RT_E_CONST) {
+		if (is_str(x) || scalar_operand(c, e, x) < 0) {
+			if (is_str(x))
+				diag_error(c->d, ast_extent(e), "batches(): %s "
+					   "must be %s, not a string", what,
+					   isbool ? "true or false" :
+					   "an integer");
+			return NULL;
+		}
+		return x;
+	}
+	if (x->value->shape.rank != 0 || (isbool ? x->value->dtype != TFG_BOOL
+		: (x->value->dtype == TFG_BOOL || x->value->dtype == TFG_F32 ||
+		   x->value->dtype == TFG_F64 ||
+		   x->value->dtype == TFG_STRING))) {
+		diag_error(c->d, ast_extent(e), "batches(): %s must be %s",
+			   what, isbool ? "true or false" :
+			   "an integer scalar");
+		return NULL;
+	}
+	if (isbool)
+		return x;
+	TFG_ASSERT(x->value->dtype == TFG_I64); /* session literals, w.index */
+	*v = *(const int64_t *)x->value->data;
+	if (*v < lo) {
+		diag_error(c->d, ast_extent(e), "batches(): %s must be %lld or "
+			   "more, got %lld", what, (long long)lo,
+			   (long long)*v);
+		return NULL;
+	}
+	return x;
+}
+
+/* for NAME in batches(x, [y,] size, seed=S, shard=K, of=N,
+ * drop_last=B) { ... } (spec §8.6.1 "batches"). */
+static RtStmt *
+batches_stmt(Checker *c, AstNode *s, RtStmt *st)
+{
+	static const char *const kw[] = {"seed", "shard", "of", "drop_last"};
+	AstNode *e = s->a, *pos[4], *kv[4] = {0};
+	int npos = 0, before = c->d->nerr;
+	int64_t shard = 0, of = -1, ignore;
+	Sym *v, *pin[2] = {0};
+
+	if (e->kind != AST_CALL || strcmp(e->name, "batches") != 0) {
+		diag_error(c->d, ast_extent(e), "a for loop runs over a range "
+			   "(lo..hi) or batches(...)");
+		return NULL;
+	}
+	for (int i = 0; i < e->n; i++) {
+		AstNode *a = e->list[i];
+		int k = 0;
+
+		if (a->kind != AST_KWARG) {
+			if (npos < 4)
+				pos[npos] = a;
+			npos++;
+			continue;
+		}
+		while (k < 4 && strcmp(a->name, kw[k]) != 0)
+			k++;
+		if (k == 4)
+			diag_error(c->d, a->tok.loc, "batches() has no argument "
+				   "'%s' (it has seed, shard, of and "
+				   "drop_last)", a->name);
+		else if (kv[k])
+			diag_error(c->d, a->tok.loc, "batches() is given %s= "
+				   "twice", a->name);
+		else
+			kv[k] = a->a;
+	}
+	if (npos < 2 || npos > 3 || e->b) {
+		diag_error(c->d, e->loc, "batches() takes one or two arrays and "
+			   "the batch size: batches(x, y, size, seed=S, "
+			   "shard=K, of=N)");
+		return NULL;
+	}
+	if (!kv[1] != !kv[2])
+		diag_error(c->d, e->loc, "batches() takes shard= and of= "
+			   "together");
+	if (c->d->nerr > before)
+		return NULL;
+	st->kind = RT_S_BATCHES;
+	st->nexpr = 7;
+	st->exprs = arena_alloc(c->a, 8 * sizeof *st->exprs);
+	for (int i = 0; i < npos - 1; i++) {
+		RtExpr *x = sexpr(c, pos[i]);
+
+		if (!x || batch_array(c, pos[i], x) < 0)
+			continue;
+		st->exprs[i] = x;
+		if (x->kind == RT_E_VAR && pos[i]->kind == AST_NAME)
+			pin[i] = check_find(&c->locals, pos[i]->name);
+	}
+	st->exprs[2] = batch_int(c, pos[npos - 1], "the batch size", 1,
+				 &ignore);
+	if (kv[0])
+		st->exprs[3] = batch_int(c, kv[0], "seed=", INT64_MIN, &ignore);
+	if (kv[1]) {
+		st->exprs[4] = batch_int(c, kv[1], "shard=", 0, &shard);
+		st->exprs[5] = batch_int(c, kv[2], "of=", 1, &of);
+	}
+	if (kv[3])
+		st->exprs[6] = batch_int(c, kv[3], "drop_last=", 0, &ignore);
+	if (st->exprs[4] && st->exprs[4]->kind == RT_E_CONST && of > 0 &&
+	    shard >= of)
+		diag_error(c->d, ast_extent(kv[1]), "batches(): shard=%lld is "
+			   "not one of the %lld shards 0 to %lld",
+			   (long long)shard, (long long)of, (long long)of - 1);
+	if (c->d->nerr > before)
+		return NULL;
+	v = loop_var(c, s, st, 5);
+	v->batch = npos - 1;
+	for (int i = 0; i < 2; i++)
+		if (pin[i])
+			pin[i]->pinned++;
+	sblock(c, s, &st->nbody, &st->body);
+	for (int i = 0; i < 2; i++)
+		if (pin[i])
+			pin[i]->pinned--;
+	c->locals.n--;
+	return st;
+}
+
 static RtStmt *
 sstmt(Checker *c, AstNode *s)
 {
 	RtStmt *st = arena_alloc(c->a, sizeof *st);
-	Sym *v;
 
 	st->where = diag_where(c->a, s->loc);
 	switch (s->kind) {
@@ -826,29 +1140,14 @@ sstmt(Checker *c, AstNode *s)
 			sblock(c, s->b, &st->nelse, &st->else_);
 		return st;
 	case AST_FOR:
+		if (!s->b)
+			return batches_stmt(c, s, st);
 		st->kind = RT_S_FOR;
 		st->nexpr = 2;
 		st->exprs = arena_alloc(c->a, 2 * sizeof *st->exprs);
 		st->exprs[0] = sexpr(c, s->a);
 		st->exprs[1] = sexpr(c, s->b);
-		if ((v = check_find(&c->locals, s->name)) != NULL) {
-			diag_error(c->d, s->tok.loc, "loop variable '%s' is "
-				   "already the variable of an enclosing loop",
-				   s->name);
-			diag_note(c->d, v->loc, "the enclosing loop is here");
-		} else if ((v = check_find(&c->syms, s->name)) != NULL) {
-			diag_error(c->d, s->tok.loc, "loop variable '%s' "
-				   "would hide the graph value '%s'", s->name,
-				   s->name);
-			diag_note(c->d, v->loc, "'%s' is defined here",
-				  s->name);
-		}
-		v = arena_alloc(c->a, sizeof *v);
-		v->name = s->name;
-		v->loc = s->tok.loc;
-		v->loop = 1;
-		v->slot = st->slot = c->nslot++;
-		vec_push(c->a, &c->locals, v);
+		loop_var(c, s, st, 1);
 		sblock(c, s, &st->nbody, &st->body);
 		c->locals.n--;
 		return st;

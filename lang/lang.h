@@ -118,7 +118,8 @@ typedef enum {
 	AST_PARALLEL, /* list: AST_SESSION that run at once */
 	/* session statements */
 	AST_PRINT,    /* list: expressions */
-	AST_FOR,      /* name: loop variable; a: lo, b: hi; list: body */
+	AST_FOR,      /* name: loop variable; a: lo, b: hi (NULL: a is
+			 what it runs over, batches(...)); list: body */
 	AST_EXPRSTMT, /* a: expression */
 	AST_LET,      /* name; a: value */
 	AST_IF,       /* a: condition; list: statements; b: else block (its

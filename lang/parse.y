@@ -352,6 +352,13 @@ sitem(A) ::= FOR(K) IDENT(N) IN expr(LO) DOTDOT expr(HI)
 	A->b = HI;
 	ast_take_list(A, B);
 }
+/* for b in batches(...) { ... } (spec §8.6.1 "batches"): b is NULL */
+sitem(A) ::= FOR(K) IDENT(N) IN expr(E) LBRACE sbody(B) RBRACE(R). {
+	A = ast_new(ps->arena, AST_FOR, loc_span(K.loc, R.loc), &N);
+	A->name = tok_name(ps, &N);
+	A->a = E;
+	ast_take_list(A, B);
+}
 sitem(A) ::= expr(E). {
 	A = ast_new(ps->arena, AST_EXPRSTMT, ast_extent(E), &E->tok);
 	A->a = E;

@@ -38,7 +38,7 @@ typedef struct CVal {
 	int own;         /* t, or the list and its tensors, are owned */
 	int n;           /* CV_LIST: tensors */
 	RtTensor **list;
-	const char *str; /* CV_STR */
+	const char *str; /* CV_STR (owned: malloc'd, when own) */
 	int weak;        /* a scalar of the session's own arithmetic (loop
 			    variables, literals): converts when fed */
 } CVal;
@@ -64,6 +64,8 @@ cval_free(CVal *v)
 {
 	if (v->kind == CV_TENSOR && v->own)
 		rt_tensor_free(v->t);
+	if (v->kind == CV_STR && v->own)
+		free((char *)v->str);
 	if (v->kind == CV_LIST && v->own) {
 		for (int i = 0; i < v->n; i++)
 			rt_tensor_free(v->list[i]);
@@ -102,9 +104,13 @@ cval_own(CVal *v)
 {
 	CVal c = *v;
 
-	if (v->own || v->kind == CV_STR || v->kind == CV_NONE)
+	if (v->own || v->kind == CV_NONE)
 		return 0;
 	c.own = 1;
+	if (v->kind == CV_STR && !(c.str = strdup(v->str))) {
+		memset(v, 0, sizeof *v);
+		return -1;
+	}
 	if (v->kind == CV_TENSOR && !(c.t = tensor_copy(v->t))) {
 		memset(v, 0, sizeof *v);
 		return -1;
@@ -278,8 +284,27 @@ static const char *const op_names[] = {
 	[RT_E_MUL] = "*", [RT_E_DIV] = "/",
 };
 
+/* a + b of two strings: the two joined
+ * (spec §8.5 "Session expressions"); they are freed. */
+static tfg_status
+join(Sess *ss, const RtExpr *x, CVal a[2], CVal *v)
+{
+	size_t la = strlen(a[0].str), lb = strlen(a[1].str);
+	char *s = malloc(la + lb + 1);
+
+	if (s) {
+		memcpy(s, a[0].str, la);
+		memcpy(s + la, a[1].str, lb + 1);
+		v->kind = CV_STR, v->str = s, v->own = 1;
+	}
+	cval_free(&a[0]);
+	cval_free(&a[1]);
+	return s ? TFG_OK : fail(ss, x->where, TFG_ENOMEM, "out of memory");
+}
+
 /* Scalar arithmetic: ints compute in i64 (wrapping) and floats in f64;
- * the result takes the wider dtype, int with float giving f64. */
+ * the result takes the wider dtype, int with float giving f64.  + of two
+ * strings joins them. */
 static tfg_status
 eval_arith(Sess *ss, const RtExpr *x, CVal *v)
 {
@@ -295,6 +320,8 @@ eval_arith(Sess *ss, const RtExpr *x, CVal *v)
 		if ((st = eval(ss, x->args[i], &a[i])) != TFG_OK)
 			break;
 		one_fetch(&a[i]);
+		if (x->kind == RT_E_ADD && a[i].kind == CV_STR)
+			continue; /* checked below */
 		if (a[i].kind != CV_TENSOR || a[i].t->shape.rank != 0 ||
 		    a[i].t->dtype == TFG_BOOL || a[i].t->dtype == TFG_STRING)
 			st = fail(ss, x->where, TFG_ESHAPE,
@@ -303,6 +330,13 @@ eval_arith(Sess *ss, const RtExpr *x, CVal *v)
 				  a[i].kind != CV_TENSOR ? "a list or string" :
 				  type_str(buf, sizeof buf, a[i].t->dtype,
 					   &a[i].t->shape));
+	}
+	if (st == TFG_OK && (a[0].kind == CV_STR || a[1].kind == CV_STR)) {
+		if (a[0].kind == CV_STR && a[1].kind == CV_STR)
+			return join(ss, x, a, v);
+		st = fail(ss, x->where, TFG_EDTYPE, "a string cannot be used "
+			  "in arithmetic: '+' joins a string only to a "
+			  "string");
 	}
 	if (st == TFG_OK) {
 		TfgDtype t0 = a[0].t->dtype, t1 = n == 2 ? a[1].t->dtype : t0;
@@ -851,15 +885,39 @@ eval_run(Sess *ss, const RtExpr *x, CVal *v)
 	return run_with(ss, x, NULL, v);
 }
 
-static tfg_status eval_compare(Sess *ss, const RtExpr *x, CVal *v);
-static tfg_status eval_len(Sess *ss, const RtExpr *x, CVal *v);
-static tfg_status eval_uninit(Sess *ss, const RtExpr *x, CVal *v);
+/* load(path): path is any session string (spec §8.4 "load"). */
+static tfg_status
+eval_load(Sess *ss, const RtExpr *x, CVal *v)
+{
+	tfg_status st;
+	char buf[160];
+	TfgError e;
+	CVal p;
+
+	if (x->nargs != 1)
+		return fail(ss, x->where, TFG_EINVAL, "malformed load");
+	if ((st = eval(ss, x->args[0], &p)) != TFG_OK)
+		return st;
+	one_fetch(&p);
+	if (p.kind != CV_STR)
+		st = fail(ss, x->args[0]->where, TFG_EDTYPE, "load() takes a "
+			  "string, the path of a .npy or IDX file, got %s",
+			  p.kind == CV_TENSOR ? type_str(buf, sizeof buf,
+							 p.t->dtype,
+							 &p.t->shape)
+					      : "a list of values");
+	else if ((st = rt_load(&v->t, p.str, &e)) != TFG_OK)
+		fail(ss, x->where, e.code, "%s", e.msg);
+	else
+		v->kind = CV_TENSOR, v->own = 1;
+	cval_free(&p);
+	return st;
+}
+
 
 static tfg_status
 eval(Sess *ss, const RtExpr *x, CVal *v)
 {
-	TfgError e;
-
 	memset(v, 0, sizeof *v);
 	switch (x->kind) {
 	case RT_E_CONST:
@@ -877,10 +935,7 @@ eval(Sess *ss, const RtExpr *x, CVal *v)
 		*v = cval_borrow(&ss->vals[x->slot]);
 		return TFG_OK;
 	case RT_E_LOAD:
-		if (rt_load(&v->t, x->str, &e) != TFG_OK)
-			return fail(ss, x->where, e.code, "%s", e.msg);
-		v->kind = CV_TENSOR, v->own = 1;
-		return TFG_OK;
+		return eval_load(ss, x, v);
 	case RT_E_RUN:
 		return eval_run(ss, x, v);
 	case RT_E_NEG:
@@ -1017,6 +1072,169 @@ exec_for(Sess *ss, const RtStmt *st)
 			return rv;
 	}
 	return TFG_OK;
+}
+
+/* ------------------------------------------------------------ batches */
+
+/* An array of batches(): a tensor with rows, not of strings; what names
+ * it in errors. */
+static tfg_status
+batch_array(Sess *ss, const RtExpr *x, const char *what, CVal *v)
+{
+	tfg_status st;
+	char buf[160];
+
+	if ((st = eval(ss, x, v)) != TFG_OK)
+		return st;
+	one_fetch(v);
+	if (v->kind == CV_TENSOR && v->t->shape.rank > 0 &&
+	    v->t->dtype != TFG_STRING)
+		return TFG_OK;
+	st = fail(ss, x->where, TFG_ESHAPE, "batches() takes arrays with rows "
+		  "(of rank 1 or more, not strings), but %s is %s", what,
+		  v->kind == CV_STR ? "a string" :
+		  v->kind != CV_TENSOR ? "a list of values" :
+		  type_str(buf, sizeof buf, v->t->dtype, &v->t->shape));
+	cval_free(v);
+	return st;
+}
+
+/* An integer argument of batches() (NULL: not given, *out unchanged), or
+ * drop_last= (as 0 or 1). */
+static tfg_status
+batch_int(Sess *ss, const RtExpr *x, const char *what, int64_t *out)
+{
+	int isbool = strcmp(what, "drop_last=") == 0;
+	tfg_status st;
+	char buf[160];
+	CVal v;
+
+	if (!x)
+		return TFG_OK;
+	if ((st = eval(ss, x, &v)) != TFG_OK)
+		return st;
+	one_fetch(&v);
+	if (v.kind == CV_TENSOR && v.t->shape.rank == 0 &&
+	    (isbool ? v.t->dtype == TFG_BOOL
+		    : !is_float(v.t->dtype) && v.t->dtype != TFG_BOOL &&
+		      v.t->dtype != TFG_STRING)) {
+		*out = get_i(v.t);
+		cval_free(&v);
+		return TFG_OK;
+	}
+	st = fail(ss, x->where, TFG_EDTYPE, "batches(): %s must be %s, got %s",
+		  what, isbool ? "true or false" : "an integer scalar",
+		  v.kind == CV_STR ? "a string" :
+		  v.kind != CV_TENSOR ? "a list of values" :
+		  type_str(buf, sizeof buf, v.t->dtype, &v.t->shape));
+	cval_free(&v);
+	return st;
+}
+
+/* batches()'s arguments: the arrays in v[0] and v[1] (kind CV_NONE when
+ * there is no second), the rest in *arg, each checked. */
+static tfg_status
+batch_args(Sess *ss, const RtStmt *st, CVal v[2], RtBatchArgs *arg)
+{
+	int64_t seed = 0, drop = 0;
+	char s0[160], s1[160];
+	tfg_status rv;
+
+	memset(arg, 0, sizeof *arg);
+	arg->of = 1;
+	if ((rv = batch_array(ss, st->exprs[0], "the first array", &v[0])) ||
+	    (st->exprs[1] &&
+	     (rv = batch_array(ss, st->exprs[1], "the second array", &v[1]))))
+		return rv;
+	if (v[1].kind && v[1].t->shape.dims[0] != v[0].t->shape.dims[0])
+		return fail(ss, st->exprs[1]->where, TFG_ESHAPE, "batches() "
+			    "takes arrays of as many rows, but they are %s "
+			    "and %s", type_str(s0, sizeof s0, v[0].t->dtype,
+					       &v[0].t->shape),
+			    type_str(s1, sizeof s1, v[1].t->dtype,
+				     &v[1].t->shape));
+	if ((rv = batch_int(ss, st->exprs[2], "the batch size", &arg->size)) ||
+	    (rv = batch_int(ss, st->exprs[3], "seed=", &seed)) ||
+	    (rv = batch_int(ss, st->exprs[4], "shard=", &arg->shard)) ||
+	    (rv = batch_int(ss, st->exprs[5], "of=", &arg->of)) ||
+	    (rv = batch_int(ss, st->exprs[6], "drop_last=", &drop)))
+		return rv;
+	arg->shuffle = st->exprs[3] != NULL;
+	arg->seed = (uint64_t)seed;
+	arg->drop_last = drop != 0;
+	if (arg->size < 1)
+		return fail(ss, st->exprs[2]->where, TFG_EINVAL, "batches(): "
+			    "the batch size must be 1 or more, got %lld",
+			    (long long)arg->size);
+	if (arg->of < 1)
+		return fail(ss, st->exprs[5]->where, TFG_EINVAL, "batches(): "
+			    "of= must be 1 or more, got %lld",
+			    (long long)arg->of);
+	if (arg->shard < 0 || arg->shard >= arg->of)
+		return fail(ss, st->exprs[4]->where, TFG_EINVAL, "batches(): "
+			    "shard=%lld is not one of the %lld shards 0 to %lld",
+			    (long long)arg->shard, (long long)arg->of,
+			    (long long)arg->of - 1);
+	return TFG_OK;
+}
+
+/* The weak i64 scalar i in slot (b.index, b.count, b.size). */
+static tfg_status
+batch_slot(CVal *slot, int64_t i)
+{
+	tfg_status st;
+
+	if (slot->kind == CV_NONE) {
+		if ((st = scalar_new(&slot->t, TFG_I64, i, 0)) != TFG_OK)
+			return st;
+		slot->kind = CV_TENSOR, slot->own = 1, slot->weak = 1;
+	}
+	*(int64_t *)slot->t->data = i;
+	return TFG_OK;
+}
+
+/* for b in batches(x, y, size, ...) (spec §8.6.1 "batches"): the body
+ * once per batch, b.x and b.y borrowing the loop's tensors. */
+static tfg_status
+exec_batches(Sess *ss, const RtStmt *st)
+{
+	CVal v[2] = {{0}, {0}}, *b = &ss->vals[st->slot];
+	RtBatchArgs arg;
+	RtBatches bt;
+	tfg_status rv;
+
+	memset(&bt, 0, sizeof bt);
+	if (st->nexpr != 7 || !st->exprs[0] || !st->exprs[2] ||
+	    st->slot < 0 || st->slot + 5 > ss->s->nslot)
+		return fail(ss, st->where, TFG_EINVAL,
+			    "malformed batches loop");
+	if ((rv = batch_args(ss, st, v, &arg)) == TFG_OK &&
+	    (rv = rt_batches_begin(&bt, v[0].t, v[1].kind ? v[1].t : NULL,
+				   &arg, &ss->err)) != TFG_OK)
+		ss->where = st->where;
+	if (rv == TFG_OK && (batch_slot(&b[3], bt.count) ||
+			     batch_slot(&b[2], 0) ||
+			     batch_slot(&b[4], 0)))
+		rv = fail(ss, st->where, TFG_ENOMEM, "out of memory");
+	for (int64_t i = 0; rv == TFG_OK && i < bt.count; i++) {
+		if (rt_stop_requested) {
+			rv = fail(ss, st->where, TFG_ECANCELED, "interrupted");
+			break;
+		}
+		rt_batches_get(&bt, i);
+		b[0] = (CVal){.kind = CV_TENSOR, .t = bt.x};
+		if (bt.y)
+			b[1] = (CVal){.kind = CV_TENSOR, .t = bt.y};
+		*(int64_t *)b[2].t->data = i;
+		*(int64_t *)b[4].t->data = bt.n;
+		rv = exec_stmts(ss, st->body, st->nbody);
+	}
+	for (int k = 0; k < 5; k++)
+		cval_free(&b[k]); /* x and y are borrowed: the loop's */
+	rt_batches_end(&bt);
+	cval_free(&v[0]);
+	cval_free(&v[1]);
+	return rv;
 }
 
 /* tfgc run --fetch y --out y.npy: each fetched tensor into its file. */
@@ -1266,6 +1484,9 @@ exec_stmts(Sess *ss, RtStmt **stmts, int n)
 			break;
 		case RT_S_RESTORE:
 			rv = exec_restore(ss, st);
+			break;
+		case RT_S_BATCHES:
+			rv = exec_batches(ss, st);
 			break;
 		}
 	}

@@ -7,6 +7,7 @@
 #define TFG_RUNTIME_RT_INT_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "runtime/tfg.h"
 
@@ -45,6 +46,35 @@ int rt_gpu_step_end(struct RtCtx *c);
  * before it is freed (a no-op for others).  runtime/gpu.c */
 void rt_gpu_host_pin(void *p, size_t n);
 void rt_gpu_host_unpin(void *p);
+
+/* batch.c: the mini-batches of a `for b in batches(...)`
+ * (spec §8.6.1 "batches").  rt_permutation: 0..n-1 in the order seed
+ * draws. */
+void rt_permutation(int64_t *perm, int64_t n, uint64_t seed);
+typedef struct RtBatchArgs {
+	int64_t size;     /* rows per batch, >= 1 */
+	int shuffle;      /* 0: the rows in order */
+	uint64_t seed;
+	int64_t shard, of; /* 0 <= shard < of */
+	int drop_last;    /* no short last batch */
+} RtBatchArgs;
+typedef struct RtBatches {
+	const RtTensor *a, *b; /* the arrays (b may be NULL), same rows */
+	int64_t *rows;    /* the shard's rows of a and b, in order */
+	int64_t nrows;
+	int64_t size;
+	int64_t count;    /* batches */
+	int64_t n;        /* rows of the current batch */
+	RtTensor *x, *y;  /* the current batch: a's rows, b's (owned) */
+} RtBatches;
+/* a's (and b's) rows must be checked already: rank >= 1, the same first
+ * dim, no strings.  TFG_ENOMEM, or TFG_OK with bt->count batches that
+ * rt_batches_get(bt, 0 .. count - 1) gathers; rt_batches_end frees. */
+tfg_status rt_batches_begin(RtBatches *bt, const RtTensor *a,
+			    const RtTensor *b, const RtBatchArgs *arg,
+			    TfgError *e);
+void rt_batches_get(RtBatches *bt, int64_t i);
+void rt_batches_end(RtBatches *bt);
 
 /* The layers of the execution side (spec/design.md "Runtime layers")
  * have headers of their own: runtime/net.h (transport), runtime/proto.h

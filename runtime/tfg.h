@@ -213,9 +213,12 @@ typedef enum {
 	RT_E_VAR,   /* loop variable .slot (an i64 scalar) */
 	RT_E_RUN,   /* run(sig .sig) with .args[i] feeding sig->feeds[i];
 		       its value is the list of fetches */
-	RT_E_LOAD,  /* load(.str): a .npy file, relative to the cwd */
+	RT_E_LOAD,  /* load(args[0], a string): a .npy or IDX file,
+		       relative to the cwd */
 	RT_E_NEG,   /* -args[0], on scalars */
-	RT_E_ADD, RT_E_SUB, RT_E_MUL, RT_E_DIV, /* args[0] op args[1], scalars */
+	RT_E_ADD, RT_E_SUB, RT_E_MUL, RT_E_DIV, /* args[0] op args[1], scalars;
+						   ADD of two strings joins
+						   them */
 	RT_E_EQ, RT_E_NE, RT_E_LT, RT_E_LE, RT_E_GT, RT_E_GE,
 		    /* args[0] op args[1]: number scalars, or strings (EQ, NE);
 		       a bool scalar */
@@ -230,7 +233,7 @@ typedef struct RtExpr {
 	RtExprKind kind;
 	const char *where; /* "file:line:col" for run-time messages */
 	RtTensor *value;   /* RT_E_CONST */
-	const char *str;   /* RT_E_STR, RT_E_LOAD */
+	const char *str;   /* RT_E_STR */
 	int slot;          /* RT_E_VAR */
 	int sig;           /* RT_E_RUN */
 	int nargs;
@@ -251,19 +254,24 @@ typedef enum {
 		       deadline) */
 	RT_S_CHECKPOINT, /* save(paths[0]): exprs[0] runs a step fetching
 			    every variable, in the plan's order */
-	RT_S_RESTORE /* restore(paths[0]): exprs[0] is the run of a step
+	RT_S_RESTORE, /* restore(paths[0]): exprs[0] is the run of a step
 			assigning every variable the value fed for it (its
 			feeds, in the plan's order, come from the files) */
+	RT_S_BATCHES /* for b in batches(...): body once per batch; exprs
+			(NULL where not given) [0] x, [1] y, [2] size, [3]
+			seed, [4] shard, [5] of, [6] drop_last; slot .. slot
+			+ 4: b.x, b.y, b.index, b.count, b.size */
 } RtStmtKind;
 
 typedef struct RtStmt {
 	RtStmtKind kind;
 	const char *where;
-	int nexpr; /* PRINT: the values; EXPR: one; FOR: lo, hi */
+	int nexpr; /* PRINT: the values; EXPR: one; FOR: lo, hi; BATCHES: 7 */
 	RtExpr **exprs;
-	int slot; /* FOR: the loop variable; LET: the local */
+	int slot; /* FOR: the loop variable; LET: the local; BATCHES: the
+		     first of b's 5 */
 	int nbody;
-	struct RtStmt **body; /* FOR, IF */
+	struct RtStmt **body; /* FOR, IF, BATCHES */
 	int nelse;
 	struct RtStmt **else_; /* IF */
 	const char **paths;   /* SAVE: one per fetch, relative to the cwd;
