@@ -8,6 +8,8 @@
  *                    reduce_prod (x, axis=, keepdims=)
  *   check_argreduce  argmax argmin (x, axis=)
  *   check_softmax    softmax log_softmax (x), over the last axis
+ *   check_xent       softmax_cross_entropy (logits, labels), over the
+ *                    last axis (spec §6.5.6 "softmax_cross_entropy")
  *
  * axis and keepdims may also come positionally, in TF's order (x, axis,
  * keepdims): reduce_sum(t, 1), argmax(y, 1).
@@ -19,7 +21,10 @@
  * min included, is checked here and the kernels need no run-time checks.
  * softmax is one node with its own kernel (codegen/cpu_reduce.c), not a
  * composite of max, sub, exp and sum nodes: one pass fewer over memory
- * and no temporaries.
+ * and no temporaries.  softmax_cross_entropy likewise: as the composite
+ * -reduce_sum(labels * log_softmax(logits), -1) it wrote and read back
+ * log_softmax's [..., C] tensor, 2.2x the fused node's time on
+ * [10000, 1000] f32 (spec/design.md "Kernels").
  */
 #include <inttypes.h>
 #include <string.h>
@@ -250,4 +255,70 @@ check_softmax(Checker *c, AstNode *e, OpKind op)
 		return NULL;
 	}
 	return check_built(c, ir_softmax(c->p, e->loc, op, x));
+}
+
+/* softmax_cross_entropy(logits, labels)
+ * (spec §6.5.6 "softmax_cross_entropy"): positional in that order, or as
+ * the keywords logits= and labels= (TF requires keywords), in any order;
+ * float logits of rank >= 1, labels of their dtype and shape; the
+ * logits' shape without its last axis. */
+IrNode *
+check_xent(Checker *c, AstNode *e, OpKind op)
+{
+	static const char *const kw[] = {"logits", "labels", NULL};
+	static const char *const name[] = {"logits", "labels"};
+	AstNode *a[2] = {NULL, NULL};
+	IrNode *x, *l;
+	int npos;
+
+	(void)op;
+	if ((npos = check_args(c, e, -1, kw)) < 0)
+		return NULL;
+	if (npos > 2) {
+		diag_error(c->d, e->loc, "'%s' expects 2 arguments (logits, "
+			   "labels), got %d", e->name, npos);
+		return NULL;
+	}
+	for (int i = 0; i < 2; i++) {
+		for (int j = npos; j < e->n; j++)
+			if (strcmp(e->list[j]->name, name[i]) == 0) {
+				if (i < npos) {
+					diag_error(c->d, e->list[j]->tok.loc,
+						   "argument '%s' given twice: "
+						   "as argument %d and as %s=",
+						   name[i], i + 1, name[i]);
+					return NULL;
+				}
+				a[i] = e->list[j]->a;
+			}
+		if (i < npos)
+			a[i] = e->list[i];
+		if (!a[i]) {
+			diag_error(c->d, e->loc, "'%s' needs its %s (%s(logits,"
+				   " labels), or %s=)", e->name, name[i],
+				   e->name, name[i]);
+			return NULL;
+		}
+	}
+	if (!(x = check_expr(c, a[0])) || !(l = check_expr(c, a[1])))
+		return NULL;
+	if (x->dtype != TFG_F32 && x->dtype != TFG_F64) {
+		diag_error(c->d, a[0]->loc, "'%s' takes float logits, got %s",
+			   e->name, ir_type_str(c->a, x->dtype, &x->shape));
+		return NULL;
+	}
+	if (x->shape.rank == 0) {
+		diag_error(c->d, a[0]->loc, "'%s' needs logits of rank 1 or "
+			   "more, got %s", e->name,
+			   ir_type_str(c->a, x->dtype, &x->shape));
+		return NULL;
+	}
+	if (l->dtype != x->dtype || !tfg_shape_eq(&l->shape, &x->shape)) {
+		diag_error(c->d, a[1]->loc, "the labels of '%s' must be %s, "
+			   "as the logits are, got %s", e->name,
+			   ir_type_str(c->a, x->dtype, &x->shape),
+			   ir_type_str(c->a, l->dtype, &l->shape));
+		return NULL;
+	}
+	return check_built(c, ir_xent(c->p, e->loc, x, l));
 }
