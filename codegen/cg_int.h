@@ -167,9 +167,14 @@ typedef void (*NestFini)(CgCtx *C, const Nest *L, LLVMValueRef *off,
  *                  at a time into a stack buffer (off[0] relative to
  *                  the tile) and written with non-temporal stores
  *                  (cpu_nest.c sets CG_NEST_NT).
+ *   CG_NEST_ROW1   with Nest.row > 1: the body reads a row of Nest.row
+ *                  elements of its inputs but writes only operand 0's
+ *                  element at off[0] (softmax_cross_entropy), so
+ *                  outer iterations one output element apart are
+ *                  disjoint.
  * Without flags a nest is still outlined, but neither shared nor split. */
 enum { CG_NEST_SHARE = 1, CG_NEST_ELEM = 2, CG_NEST_STREAM = 4,
-       CG_NEST_NT = 8 };
+       CG_NEST_NT = 8, CG_NEST_ROW1 = 16 };
 
 struct Nest {
 	int rank;                 /* loops, outermost first */

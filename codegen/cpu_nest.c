@@ -800,9 +800,11 @@ nest_parallel(CgCtx *C, const Nest *L)
 			span += (L->dim[d] - 1) * L->stride[0][d];
 		}
 	}
-	if (L->row > 1) { /* the body's own row: row elements from off[0] */
+	if (L->row > 1) { /* the body's own row: row elements from off[0]
+			     (CG_NEST_ROW1: one) */
 		work *= L->row;
-		span += L->row - 1;
+		if (!(L->flags & CG_NEST_ROW1))
+			span += L->row - 1;
 	}
 	return work >= min && L->stride[0][0] > span;
 }

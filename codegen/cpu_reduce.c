@@ -45,6 +45,11 @@
  * outlined and, when large, split over threads like any other.  f32
  * rows of a multiple of 16 are explicit vectors (body_softmax_vec), with
  * non-temporal stores for large outputs.
+ *
+ * softmax_cross_entropy is the same row loop with one output per row:
+ * m = max(x), s = sum exp(x - m), then sum l (log s - (x - m)), each
+ * term of which is >= 0 when l is (no cancellation).  The labels are
+ * read once and the logits' row three times, from L1 after the first.
  */
 #include <math.h>
 #include <string.h>
@@ -739,3 +744,81 @@ emit_softmax(CgCtx *C, IrNode *n)
 
 CG_EMIT_AS(softmax, emit_softmax)
 CG_EMIT_AS(log_softmax, emit_softmax)
+
+/* One row of softmax_cross_entropy (operand 0 the output, one element
+ * at off[0]; 1 the logits and 2 the labels, K elements from off[1]). */
+static LLVMValueRef
+body_xent_row(CgCtx *C, const Nest *L, LLVMValueRef *off, LLVMValueRef acc)
+{
+	LLVMBuilderRef B = C->b;
+	const IrNode *n = L->n;
+	TfgDtype t = n->dtype;
+	LLVMTypeRef ty = cg_elty(C, t);
+	int64_t K = n->in[0]->shape.dims[n->in[0]->shape.rank - 1];
+	LLVMValueRef x = L->base[1], lb = L->base[2], row = off[1];
+	Loop lj;
+
+	if (K == 0) { /* a sum of nothing (the loops run at least once) */
+		cg_store_at(C, t, L->base[0], off[0], LLVMConstNull(ty));
+		return acc;
+	}
+	cg_loop_begin(C, &lj, LLVMConstReal(ty, -INFINITY));
+	LLVMValueRef mx[2] = {lj.acc, row_load(C, t, x, row, lj.i)};
+	LLVMValueRef m = cg_loop_end(C, &lj, K,
+				     cg_intrinsic(C, "llvm.maximum", mx, 2));
+
+	cg_loop_begin(C, &lj, LLVMConstNull(ty));
+	LLVMValueRef d = LLVMBuildFSub(B, row_load(C, t, x, row, lj.i), m, "");
+	LLVMValueRef e = t == TFG_F32 ? cg_vexp_nonpos(C, d)
+				      : cg_vexp64(C, d);
+	LLVMValueRef s = LLVMBuildFAdd(B, lj.acc, e, "");
+	LLVMSetFastMathFlags(s, LLVMFastMathAllowReassoc);
+	s = cg_loop_end(C, &lj, K, s);
+	LLVMValueRef ls = cg_libm_call(C, "log", &s, 1);
+
+	/* sum l (log s - (x - m)) */
+	cg_loop_begin(C, &lj, LLVMConstNull(ty));
+	d = LLVMBuildFSub(B, row_load(C, t, x, row, lj.i), m, "");
+	LLVMValueRef v = LLVMBuildFMul(B, row_load(C, t, lb, row, lj.i),
+				       LLVMBuildFSub(B, ls, d, ""), "");
+	v = LLVMBuildFAdd(B, lj.acc, v, "");
+	LLVMSetFastMathFlags(v, LLVMFastMathAllowReassoc);
+	v = cg_loop_end(C, &lj, K, v);
+	cg_store_at(C, t, L->base[0], off[0], v);
+	return acc;
+}
+
+/* A nest over the R rows (output stride 1, inputs stride K), one output
+ * element each, split over threads when R * K is large (CG_NEST_ROW1:
+ * each row writes only its own element). */
+static int
+emit_xent(CgCtx *C, IrNode *n)
+{
+	TfgDtype t = n->dtype;
+	int64_t K, R = tfg_shape_numel(&n->shape);
+	Nest L;
+
+	if (n->nin != 2 || n->in[0]->shape.rank < 1 || !cg_is_float(t))
+		return cg_fail(C, n, "softmax_cross_entropy needs float "
+			       "logits of rank >= 1");
+	K = n->in[0]->shape.dims[n->in[0]->shape.rank - 1];
+	if (R == 0)
+		return 0;
+	memset(&L, 0, sizeof L);
+	L.rank = 1;
+	L.dim[0] = R;
+	L.nop = 3;
+	L.base[0] = cg_buf(C, n);
+	L.base[1] = cg_buf(C, n->in[0]);
+	L.base[2] = cg_buf(C, n->in[1]);
+	L.stride[0][0] = 1;
+	L.stride[1][0] = L.stride[2][0] = K;
+	L.body = body_xent_row;
+	L.n = n;
+	L.row = K;
+	L.flags = CG_NEST_SHARE | CG_NEST_ELEM | CG_NEST_ROW1;
+	cg_nest_emit(C, &L);
+	return 0;
+}
+
+CG_EMIT_AS(softmax_cross_entropy, emit_xent)

@@ -42,6 +42,7 @@ void cu_set_launch(CuLaunch *l, int kern, uint32_t gx, uint32_t bx,
  * as cu_gen_node. */
 int cu_gen_reduce(CuGen *g, const IrNode *n, CuLaunch *l, int max);
 int cu_gen_softmax(CuGen *g, const IrNode *n, CuLaunch *l);
+int cu_gen_xent(CuGen *g, const IrNode *n, CuLaunch *l);
 size_t cu_reduce_scratch(const IrNode *n);
 
 #endif /* TFG_CODEGEN_CUDA_INT_H */

@@ -1445,6 +1445,8 @@ cu_gen_node(CuGen *g, const IrNode *n, CuLaunch *l, int max)
 		return cu_gen_reduce(g, n, l, max);
 	case OP_softmax: case OP_log_softmax:
 		return cu_gen_softmax(g, n, l);
+	case OP_softmax_cross_entropy:
+		return cu_gen_xent(g, n, l);
 	case OP_zeros: case OP_ones: case OP_fill: case OP_zeros_like:
 	case OP_ones_like:
 		return gen_fill(g, n, l);

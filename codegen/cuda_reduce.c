@@ -33,6 +33,10 @@
  * commutative) then, for a block, the warps' values folded in order;
  * then exp(x - max) * (1 / sum), or (x - max) - log(sum).  The input is
  * read three times, not stored (the row is usually in L1 or L2).
+ *
+ * softmax_cross_entropy: the same rows, a third sum of
+ * labels * (log(sum) - (x - max)), written once per row by its lane or
+ * thread 0.
  */
 #include <inttypes.h>
 #include <math.h>
@@ -721,5 +725,93 @@ cu_gen_softmax(CuGen *g, const IrNode *n, CuLaunch *l)
 		l->arg[1 + k] = k;
 	cu_str_free(&s);
 	cu_str_free(&elem);
+	return 1;
+}
+
+/* The sum v of a warp's lanes into every lane, then (block) of the 8
+ * warps in order, by tfg_<op>_<S>. */
+static void
+row_fold(CuStr *s, int warp, const char *v, const char *op, const char *S)
+{
+	cu_printf(s, "for (int w = 16; w > 0; w >>= 1)\n"
+		  "%s = tfg_%s_%s(%s, __shfl_xor_sync(0xffffffffu, %s, w));\n",
+		  v, op, S, v, v);
+	if (!warp)
+		cu_printf(s, "if (lane == 0)\nshm[wp] = %s;\n"
+			  "__syncthreads();\n%s = shm[0];\n"
+			  "for (int w = 1; w < 8; w++)\n"
+			  "%s = tfg_%s_%s(%s, shm[w]);\n"
+			  "__syncthreads();\n", v, v, v, op, S, v);
+}
+
+/* softmax_cross_entropy: one warp (rows up to 256) or one block per row
+ * of the logits' last axis, as softmax. */
+int
+cu_gen_xent(CuGen *g, const IrNode *n, CuLaunch *l)
+{
+	TfgDtype t = n->dtype;
+	const char *T = cu_ctype(t), *S = cu_sfx(t);
+	const IrNode *x = n->nin == 2 ? n->in[0] : NULL;
+	int64_t N, K, rows;
+	int warp;
+	CuStr s = {0};
+
+	if (!x || x->shape.rank < 1 || !cu_is_float(t) || x->dtype != t ||
+	    n->in[1]->dtype != t || !tfg_shape_eq(&n->in[1]->shape, &x->shape))
+		return cu_fail(n, "softmax_cross_entropy needs float logits of "
+			       "rank >= 1 and labels of their dtype and shape");
+	N = tfg_shape_numel(&x->shape);
+	K = x->shape.dims[x->shape.rank - 1];
+	rows = tfg_shape_numel(&n->shape);
+	if (rows == 0)
+		return 0;
+	warp = K <= 256;
+	cu_printf(&s, "extern \"C\" __global__ void __launch_bounds__(256)\n"
+		  "@K(void *p0, void *p1, void *p2)\n{\ntypedef %s I;\n"
+		  "%s *__restrict__ out = (%s *)p0;\n"
+		  "const %s *__restrict__ a0 = (const %s *)p1;\n"
+		  "const %s *__restrict__ a1 = (const %s *)p2;\n",
+		  N < INT32_MAX - CU_BLOCK * (int64_t)CU_MAX_GRID ?
+		  "unsigned" : "long long", T, T, T, T, T, T);
+	if (!warp)
+		cu_printf(&s, "__shared__ %s shm[8];\n", T);
+	cu_puts(&s, "const unsigned lane = threadIdx.x & 31, wp = "
+		"threadIdx.x >> 5;\n");
+	if (warp)
+		cu_printf(&s, "for (I row = (I)blockIdx.x * 8 + wp; row < (I)%"
+			  PRId64 "; row += (I)gridDim.x * 8) {\n", rows);
+	else
+		cu_printf(&s, "for (I row = blockIdx.x; row < (I)%" PRId64
+			  "; row += gridDim.x) {\n", rows);
+	cu_printf(&s, "const I rb = row * (I)%" PRId64 ";\n", K);
+	const char *jl = warp ? "for (I j = lane; j < (I)%" PRId64
+				"; j += 32)\n"
+			      : "for (I j = threadIdx.x; j < (I)%" PRId64
+				"; j += 256)\n";
+	cu_printf(&s, "%s m = ", T);
+	cu_put_lit(&s, t, -INFINITY, 0);
+	cu_puts(&s, ";\n");
+	cu_printf(&s, jl, K);
+	cu_printf(&s, "m = tfg_maximum_%s(m, a0[rb + j]);\n", S);
+	row_fold(&s, warp, "m", "maximum", S);
+	cu_printf(&s, "%s e = 0;\n", T);
+	cu_printf(&s, jl, K);
+	cu_printf(&s, "e = tfg_add_%s(e, tfg_exp_%s(tfg_sub_%s(a0[rb + j], "
+		  "m)));\n", S, S, S);
+	row_fold(&s, warp, "e", "add", S);
+	cu_printf(&s, "const %s ls = tfg_log_%s(e);\n%s v = 0;\n", T, S, T);
+	cu_printf(&s, jl, K);
+	cu_printf(&s, "v = tfg_add_%s(v, tfg_mul_%s(a1[rb + j], tfg_sub_%s("
+		  "ls, tfg_sub_%s(a0[rb + j], m))));\n", S, S, S, S);
+	row_fold(&s, warp, "v", "add", S);
+	cu_printf(&s, "if (%s == 0)\nout[row] = v;\n}\n}\n",
+		  warp ? "lane" : "threadIdx.x");
+	cu_set_launch(l, cu_kernel(g, s.p), cu_grid_for(rows, warp ? 8 : 1),
+		      CU_BLOCK, 1);
+	l->nargs = 3;
+	l->arg[0] = CU_ARG_OUT;
+	l->arg[1] = 0;
+	l->arg[2] = 1;
+	cu_str_free(&s);
 	return 1;
 }

@@ -285,6 +285,25 @@ reduce_rule(Ad *a, IrNode *n, IrNode *g)
 	}
 }
 
+/* softmax_cross_entropy n of logits x and labels l: the adjoint of
+ * operand k, g broadcast back over the last axis. */
+static IrNode *
+xent_rule(Ad *a, IrNode *n, IrNode *g, int k)
+{
+	IrNode *x = n->in[0], *l = n->in[1], *s;
+	TfgShape sk = x->shape;
+	uint32_t last = 1u << (x->shape.rank - 1);
+
+	sk.dims[sk.rank - 1] = 1;
+	g = reshape(a, g, &sk);
+	if (k == 1)
+		return bin(a, OP_mul, put(a, ir_softmax(a->p, at(a),
+			   OP_log_softmax, x)), un(a, OP_neg, g));
+	s = put(a, ir_softmax(a->p, at(a), OP_softmax, x));
+	s = bin(a, OP_mul, s, reduce(a, OP_reduce_sum, l, last, 1));
+	return bin(a, OP_mul, bin(a, OP_sub, s, l), g);
+}
+
 /* The last two axes of x swapped (x of rank 2 or more). */
 static IrNode *
 swap_last(Ad *a, IrNode *x)
@@ -421,6 +440,10 @@ rule(Ad *a, IrNode *n, IrNode *g, int k)
 		s = reduce(a, OP_reduce_sum, g, 1u << (n->shape.rank - 1), 1);
 		return bin(a, OP_sub, g, bin(a, OP_mul, put(a, ir_softmax(
 				  a->p, at(a), OP_softmax, x)), s));
+	case OP_softmax_cross_entropy:
+		/* logits: (softmax(x) sum(l) - l) g; labels: -log_softmax(x)
+		   g, g with the last axis back (as TF 2) */
+		return xent_rule(a, n, g, k);
 	case OP_matmul:
 		return matmul_rule(a, n, g, k);
 	case OP_transpose:

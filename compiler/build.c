@@ -226,6 +226,25 @@ ir_softmax(Program *p, SrcLoc loc, OpKind op, IrNode *x)
 	return n;
 }
 
+IrNode *
+ir_xent(Program *p, SrcLoc loc, IrNode *x, IrNode *l)
+{
+	IrNode *in[2] = {x, l}, *n;
+
+	if (!is_float(x->dtype) || x->shape.rank == 0 ||
+	    l->dtype != x->dtype || !tfg_shape_eq(&l->shape, &x->shape)) {
+		diag_error(p->diag, loc, "'softmax_cross_entropy' takes float "
+			   "logits of rank 1 or more and labels of their dtype "
+			   "and shape, got %s and %s", type_s(p, x),
+			   type_s(p, l));
+		return NULL;
+	}
+	n = node(p, OP_softmax_cross_entropy, loc, in, 2, x->dtype);
+	n->shape = x->shape;
+	n->shape.rank--;
+	return n;
+}
+
 /* ------------------------------------------------ shapes and matrices */
 
 IrNode *

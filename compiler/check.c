@@ -1055,6 +1055,24 @@ check_broadcast(Checker *c, AstNode *e, OpKind op)
 	return check_elem(c, op, e->loc, in, 2, t, &s);
 }
 
+/* equal not_equal less less_equal greater greater_equal (a, b), TF's
+ * spellings of == != < <= > >= (spec §6.10 "Comparisons"): the same
+ * promotion, broadcasting and operand rules, a bool result. */
+IrNode *
+check_compare(Checker *c, AstNode *e, OpKind op)
+{
+	int eq = op == OP_equal || op == OP_not_equal;
+	IrNode *in[2];
+	TfgDtype t;
+	TfgShape s;
+
+	if (check_args(c, e, 2, NULL) < 0 ||
+	    check_operands(c, e, 0, e->name, e->list[0], e->list[1],
+			   eq ? 3 : 0, in, &t, &s) < 0)
+		return NULL;
+	return check_elem(c, op, e->loc, in, 2, TFG_BOOL, &s);
+}
+
 static const struct {
 	const char *name;
 	OpKind op;

@@ -68,6 +68,9 @@ IrNode *ir_cast(Program *p, SrcLoc loc, IrNode *x, TfgDtype t);
 IrNode *ir_reduce(Program *p, SrcLoc loc, OpKind op, IrNode *x,
 		  uint32_t axes, int keepdims);
 IrNode *ir_softmax(Program *p, SrcLoc loc, OpKind op, IrNode *x);
+/* softmax_cross_entropy: logits x and labels l of one float dtype and
+   shape, rank >= 1; x's shape without its last axis */
+IrNode *ir_xent(Program *p, SrcLoc loc, IrNode *x, IrNode *l);
 IrNode *ir_matmul(Program *p, SrcLoc loc, IrNode *a, IrNode *b);
 /* perm: input axis of each output axis; NULL reverses them */
 IrNode *ir_transpose(Program *p, SrcLoc loc, IrNode *x, const int *perm);

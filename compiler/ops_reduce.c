@@ -8,6 +8,11 @@
  *                    reduce_prod (x, axis=, keepdims=)
  *   check_argreduce  argmax argmin (x, axis=)
  *   check_softmax    softmax log_softmax (x), over the last axis
+ *   check_xent       softmax_cross_entropy (logits, labels), over the
+ *                    last axis (spec §6.5.6 "softmax_cross_entropy")
+ *
+ * axis and keepdims may also come positionally, in TF's order (x, axis,
+ * keepdims): reduce_sum(t, 1), argmax(y, 1).
  *
  * Each makes one IR node.  A reduction records its reduced axes as a bit
  * mask over the input's axes in IrNode.axes, and keepdims; the output
@@ -16,7 +21,10 @@
  * min included, is checked here and the kernels need no run-time checks.
  * softmax is one node with its own kernel (codegen/cpu_reduce.c), not a
  * composite of max, sub, exp and sum nodes: one pass fewer over memory
- * and no temporaries.
+ * and no temporaries.  softmax_cross_entropy likewise: as the composite
+ * -reduce_sum(labels * log_softmax(logits), -1) it wrote and read back
+ * log_softmax's [..., C] tensor, 2.2x the fused node's time on
+ * [10000, 1000] f32 (spec/design.md "Kernels").
  */
 #include <inttypes.h>
 #include <string.h>
@@ -50,15 +58,14 @@ axis_of(Checker *c, AstNode *e, int rank, const char *fn, int list_ok)
 	return (int)(l.i < 0 ? l.i + rank : l.i);
 }
 
-/* The axes named by `axis=` of call e on a tensor of rank `rank` as a
- * bit mask into *mask: an integer literal or (list_ok) a list literal of
- * them, negative counting from the end; all axes without `axis=`.  0 or
- * -1 (reported). */
+/* The axes named by ax (the `axis` argument of call e, NULL if none) on
+ * a tensor of rank `rank` as a bit mask into *mask: an integer literal
+ * or (list_ok) a list literal of them, negative counting from the end;
+ * all axes without one.  0 or -1 (reported). */
 static int
-axes_of(Checker *c, AstNode *e, int rank, int list_ok, uint32_t *mask)
+axes_of(Checker *c, AstNode *e, AstNode *ax, int rank, int list_ok,
+	uint32_t *mask)
 {
-	AstNode *ax = check_kwarg(e, "axis");
-
 	*mask = 0;
 	if (!ax) {
 		*mask = rank ? (1u << rank) - 1 : 0;
@@ -88,6 +95,38 @@ axes_of(Checker *c, AstNode *e, int rank, int list_ok, uint32_t *mask)
 		}
 		*mask |= 1u << k;
 	}
+	return 0;
+}
+
+/* Argument `name` of call e, which has npos positional arguments (at
+ * most max): positional argument pos or keyword name=, NULL when neither
+ * is given, into *out.  Returns 0, or -1 after reporting both given or
+ * too many positional arguments. */
+static int
+arg_pos_or_kw(Checker *c, AstNode *e, int npos, int max, int pos,
+	      const char *name, AstNode **out)
+{
+	*out = NULL;
+	if (npos < 1 || npos > max) {
+		diag_error(c->d, e->loc, "'%s' expects 1 %s %d arguments, got "
+			   "%d", e->name, max == 2 ? "or" : "to", max, npos);
+		return -1;
+	}
+	for (int i = 0; i < e->n; i++) {
+		AstNode *k = e->list[i];
+		if (k->kind != AST_KWARG || strcmp(k->name, name) != 0)
+			continue;
+		if (pos < npos) {
+			diag_error(c->d, k->tok.loc, "argument '%s' given "
+				   "twice: as argument %d and as %s=", name,
+				   pos + 1, name);
+			return -1;
+		}
+		*out = k->a;
+		return 0;
+	}
+	if (pos < npos)
+		*out = e->list[pos];
 	return 0;
 }
 
@@ -131,21 +170,25 @@ check_nonempty(Checker *c, AstNode *e, const IrNode *x, uint32_t mask)
 }
 
 /* reduce_sum reduce_mean reduce_max reduce_min reduce_prod (x, axis=,
- * keepdims=) (spec §6.5 "Reductions"): the input's dtype, bool refused. */
+ * keepdims=) (spec §6.5 "Reductions"): the input's dtype, bool refused;
+ * axis and keepdims also positional, as TF's (x, axis, keepdims). */
 IrNode *
 check_reduce(Checker *c, AstNode *e, OpKind op)
 {
 	static const char *const kw[] = {"axis", "keepdims", NULL};
-	AstNode *kd;
+	AstNode *ax, *kd;
 	IrNode *x;
 	uint32_t mask;
-	int keep = 0;
+	int keep = 0, npos;
 
-	if (check_args(c, e, 1, kw) < 0 || !(x = numeric_arg(c, e)))
+	if ((npos = check_args(c, e, -1, kw)) < 0 ||
+	    arg_pos_or_kw(c, e, npos, 3, 1, "axis", &ax) < 0 ||
+	    arg_pos_or_kw(c, e, npos, 3, 2, "keepdims", &kd) < 0 ||
+	    !(x = numeric_arg(c, e)))
 		return NULL;
-	if (axes_of(c, e, x->shape.rank, 1, &mask) < 0)
+	if (axes_of(c, e, ax, x->shape.rank, 1, &mask) < 0)
 		return NULL;
-	if ((kd = check_kwarg(e, "keepdims"))) {
+	if (kd) {
 		Lit l = check_lit_of(kd);
 		if (l.kind != 3) {
 			diag_error(c->d, kd->loc, "'keepdims' of '%s' must "
@@ -161,18 +204,22 @@ check_reduce(Checker *c, AstNode *e, OpKind op)
 }
 
 /* argmax argmin (x, axis=0) (spec §6.5.4 "argmax, argmin"): one axis, TF1's
- * default 0, i64 positions. */
+ * default 0, also positional (argmax(y, 1)); i64 positions. */
 IrNode *
 check_argreduce(Checker *c, AstNode *e, OpKind op)
 {
 	static const char *const kw[] = {"axis", NULL};
+	AstNode *ax;
 	IrNode *x;
 	uint32_t mask;
+	int npos;
 
-	if (check_args(c, e, 1, kw) < 0 || !(x = numeric_arg(c, e)))
+	if ((npos = check_args(c, e, -1, kw)) < 0 ||
+	    arg_pos_or_kw(c, e, npos, 2, 1, "axis", &ax) < 0 ||
+	    !(x = numeric_arg(c, e)))
 		return NULL;
-	if (check_kwarg(e, "axis")) {
-		if (axes_of(c, e, x->shape.rank, 0, &mask) < 0)
+	if (ax) {
+		if (axes_of(c, e, ax, x->shape.rank, 0, &mask) < 0)
 			return NULL;
 	} else if (x->shape.rank == 0) {
 		diag_error(c->d, e->list[0]->loc, "'%s' needs a tensor of "
@@ -208,4 +255,70 @@ check_softmax(Checker *c, AstNode *e, OpKind op)
 		return NULL;
 	}
 	return check_built(c, ir_softmax(c->p, e->loc, op, x));
+}
+
+/* softmax_cross_entropy(logits, labels)
+ * (spec §6.5.6 "softmax_cross_entropy"): positional in that order, or as
+ * the keywords logits= and labels= (TF requires keywords), in any order;
+ * float logits of rank >= 1, labels of their dtype and shape; the
+ * logits' shape without its last axis. */
+IrNode *
+check_xent(Checker *c, AstNode *e, OpKind op)
+{
+	static const char *const kw[] = {"logits", "labels", NULL};
+	static const char *const name[] = {"logits", "labels"};
+	AstNode *a[2] = {NULL, NULL};
+	IrNode *x, *l;
+	int npos;
+
+	(void)op;
+	if ((npos = check_args(c, e, -1, kw)) < 0)
+		return NULL;
+	if (npos > 2) {
+		diag_error(c->d, e->loc, "'%s' expects 2 arguments (logits, "
+			   "labels), got %d", e->name, npos);
+		return NULL;
+	}
+	for (int i = 0; i < 2; i++) {
+		for (int j = npos; j < e->n; j++)
+			if (strcmp(e->list[j]->name, name[i]) == 0) {
+				if (i < npos) {
+					diag_error(c->d, e->list[j]->tok.loc,
+						   "argument '%s' given twice: "
+						   "as argument %d and as %s=",
+						   name[i], i + 1, name[i]);
+					return NULL;
+				}
+				a[i] = e->list[j]->a;
+			}
+		if (i < npos)
+			a[i] = e->list[i];
+		if (!a[i]) {
+			diag_error(c->d, e->loc, "'%s' needs its %s (%s(logits,"
+				   " labels), or %s=)", e->name, name[i],
+				   e->name, name[i]);
+			return NULL;
+		}
+	}
+	if (!(x = check_expr(c, a[0])) || !(l = check_expr(c, a[1])))
+		return NULL;
+	if (x->dtype != TFG_F32 && x->dtype != TFG_F64) {
+		diag_error(c->d, a[0]->loc, "'%s' takes float logits, got %s",
+			   e->name, ir_type_str(c->a, x->dtype, &x->shape));
+		return NULL;
+	}
+	if (x->shape.rank == 0) {
+		diag_error(c->d, a[0]->loc, "'%s' needs logits of rank 1 or "
+			   "more, got %s", e->name,
+			   ir_type_str(c->a, x->dtype, &x->shape));
+		return NULL;
+	}
+	if (l->dtype != x->dtype || !tfg_shape_eq(&l->shape, &x->shape)) {
+		diag_error(c->d, a[1]->loc, "the labels of '%s' must be %s, "
+			   "as the logits are, got %s", e->name,
+			   ir_type_str(c->a, x->dtype, &x->shape),
+			   ir_type_str(c->a, l->dtype, &l->shape));
+		return NULL;
+	}
+	return check_built(c, ir_xent(c->p, e->loc, x, l));
 }

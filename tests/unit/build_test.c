@@ -26,7 +26,7 @@ setup(void)
 	errs = open_memstream(&errtext, &errlen);
 	ASSERT(errs != NULL);
 	diag_init(&D, errs);
-	D.max = 0; /* every refusal is reported: no "too many errors" */
+	D.max = 0; /* no limit: every case's refusals go to this one diag */
 	P.diag = &D;
 }
 
@@ -134,6 +134,22 @@ t_reductions(void)
 	refused(ir_reduce(&P, L, OP_reduce_sum, x, 4, 0), "cannot reduce");
 	refused(ir_softmax(&P, L, OP_softmax, in(TFG_I64, shp(1, 4, 0, 0))),
 		"takes a float tensor");
+	is(ir_xent(&P, L, x, in(TFG_F32, shp(2, 2, 3, 0))), TFG_F32,
+	   shp(1, 2, 0, 0));
+}
+
+/* softmax_cross_entropy's labels have the logits' dtype and shape. */
+static void
+t_xent(void)
+{
+	IrNode *x = in(TFG_F32, shp(2, 2, 3, 0));
+
+	refused(ir_xent(&P, L, x, in(TFG_F32, shp(2, 2, 4, 0))),
+		"labels of their dtype and shape, got f32[2, 3] and f32[2, 4]");
+	refused(ir_xent(&P, L, x, in(TFG_F64, shp(2, 2, 3, 0))),
+		"got f32[2, 3] and f64[2, 3]");
+	refused(ir_xent(&P, L, in(TFG_I32, shp(1, 3, 0, 0)),
+			in(TFG_I32, shp(1, 3, 0, 0))), "takes float logits");
 }
 
 static void
@@ -326,7 +342,8 @@ t_every_op(void)
 }
 
 TEST_MAIN_FIXTURE(setup, teardown, {"elementwise", t_elementwise},
-		  {"reductions", t_reductions}, {"shapes", t_shapes},
+		  {"reductions", t_reductions}, {"xent", t_xent},
+		  {"shapes", t_shapes},
 		  {"makers_and_state", t_makers_and_state},
 		  {"made_by_passes", t_made_by_passes}, {"flags", t_flags},
 		  {"every_op", t_every_op})

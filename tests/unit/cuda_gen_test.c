@@ -394,6 +394,22 @@ t_softmax(void)
 				 in(TFG_F32, shp(2, 0, 5, 0)))), 0);
 }
 
+/* softmax_cross_entropy: a warp per row (K <= 256) or a block. */
+static void
+t_xent(void)
+{
+	static const int64_t K[] = {1, 10, 256, 257, 4096};
+
+	for (int i = 0; i < 5; i++) {
+		TfgDtype t = i & 1 ? TFG_F64 : TFG_F32;
+		IrNode *x = in(t, shp(2, 7, K[i], 0));
+		ASSERT_EQ(gen(ir_xent(&P, L, x, in(t, shp(2, 7, K[i], 0)))), 1);
+	}
+	ASSERT_EQ(gen(ir_xent(&P, L, in(TFG_F32, shp(2, 0, 5, 0)),
+			      in(TFG_F32, shp(2, 0, 5, 0)))), 0);
+	ASSERT(cu_has_kernel(OP_softmax_cross_entropy));
+}
+
 /* What has no kernel is refused with a message, and says so. */
 static void
 t_refused(void)
@@ -643,5 +659,6 @@ TEST_MAIN_FIXTURE(setup, teardown, {"elementwise", t_elementwise},
 		  {"dedup", t_dedup}, {"fused", t_fused},
 		  {"makers", t_makers}, {"movement", t_movement},
 		  {"reductions", t_reductions}, {"softmax", t_softmax},
+		  {"xent", t_xent},
 		  {"refused", t_refused}, {"ptx", t_ptx},
 		  {"prelude_host", t_prelude_host})

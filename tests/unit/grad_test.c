@@ -305,6 +305,22 @@ t_softmax(void)
 		 "softmax(x)[2]\n", -2, 2);
 }
 
+/* softmax_cross_entropy: logits (softmax(x) sum(l) - l) g, labels
+ * -log_softmax(x) g; labels of any sign, so that sum(l) is not 1. */
+static void
+t_xent(void)
+{
+	fd_check("input x: f64[3, 5]\ninput l: f64[3, 5]\ninput w: f64[3]\n"
+		 "y = reduce_sum(softmax_cross_entropy(x * 2.0, l) * w)\n",
+		 -2, 2);
+	fd_check("input x: f64[2, 2, 4]\ninput l: f64[2, 2, 4]\n"
+		 "y = reduce_mean(softmax_cross_entropy(labels=l * l, "
+		 "logits=x)) + reduce_sum(softmax_cross_entropy(x[0], l[1]))\n",
+		 -3, 3);
+	fd_check("input x: f64[7]\ninput l: f64[7]\n"
+		 "y = softmax_cross_entropy(x, softmax(l))\n", -2, 2);
+}
+
 static void
 t_matmul(void)
 {
@@ -421,6 +437,7 @@ t_variable(void)
 TEST_MAIN({"arith", t_arith}, {"pow", t_pow}, {"max_min", t_max_min},
 	  {"where", t_where}, {"broadcast", t_broadcast},
 	  {"reductions", t_reductions}, {"ties_and_zeros", t_ties_and_zeros},
-	  {"softmax", t_softmax}, {"matmul", t_matmul}, {"shapes", t_shapes},
+	  {"softmax", t_softmax}, {"xent", t_xent}, {"matmul", t_matmul},
+	  {"shapes", t_shapes},
 	  {"cast", t_cast}, {"chain", t_chain},
 	  {"independent", t_independent}, {"variable", t_variable})
