@@ -5,6 +5,7 @@
 #   make test-slurm   srun under a one-node Slurm started here (in test)
 #   make test-gpu     GPU results against the CPU's (in test; SKIP
 #                     without a GPU, NVRTC compiles kernels anyway)
+#   make mnist    the MNIST examples' full training runs (past 97%)
 #   make bench    benchmarks (not part of test)
 #   make bench-deps   NumPy and PyTorch, the references of make bench
 #   make bench-gpu-ref   build/bench/gpu_ref: the GPU's limits (GPU machine)
@@ -70,7 +71,7 @@ RUNTIME_OBJ  = $(call obj,$(RUNTIME_SRC))
 UNIT_SRC = $(wildcard tests/unit/*_test.c)
 UNIT_BIN = $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
 
-.PHONY: all run test deps unit golden golden-update integration asan bench \
+.PHONY: all run test deps unit golden golden-update integration asan bench mnist \
         lint 80 clean static bench-deps test-slurm test-gpu fuzz fuzz-replay \
         fuzz-seeds bench-gpu-ref bench-gpu
 all: tfgc $(BUILD)/libtfg.a
@@ -158,6 +159,11 @@ golden-update: tfgc
 
 integration: tfgc
 	@sh tests/integration/run.sh
+
+# The MNIST examples' full runs, each past 97% test accuracy (make test
+# runs them for one epoch); the data: $TFG_MNIST or ../shared/data/mnist
+mnist: tfgc
+	@FULL=1 sh tests/integration/mnist.sh
 
 # GPU kernels against the CPU (tests/gpu/run.sh): NVRTC compiles every
 # program's kernels; with a GPU each result is compared with the CPU's,

@@ -1330,21 +1330,27 @@ shape_opt(const CompileOptions *o, const char *name)
 }
 
 /* --shape x=D0,D1,...: the input's dims become these, so its `?` dims
- * are fixed (a specialisation); its rank and known dims must agree.
- * 0, or -1 (reported). */
+ * are fixed (a specialisation); its rank and known dims must agree.  A
+ * replicated input's copy k is x@k (spec §7.6 "Replicas"), which the
+ * runtime names when it specialises a worker's feeds, or x for all of
+ * them.  0, or -1 (reported). */
 static int
 apply_shape(Checker *c, AstNode *s, TfgDtype t, TfgShape *shape)
 {
 	const CompileOptions *o = c->p->opt;
-	int i = shape_opt(o, s->name), rank = 0;
+	const char *name = c->copy >= 0 ? arena_printf(c->a, "%s@%d", s->name,
+						       c->copy) : s->name;
+	int i = shape_opt(o, name), rank = 0;
 	const char *opt, *v;
 	TfgShape sh = {0, {0}};
 	char *end;
 
 	if (i < 0)
+		i = shape_opt(o, name = s->name);
+	if (i < 0)
 		return 0;
 	opt = o->shape[i];
-	v = opt + strlen(s->name) + 1;
+	v = opt + strlen(name) + 1;
 	while (*v) {
 		long long d;
 		if (*v < '0' || *v > '9' || rank == TFG_MAX_RANK ||
@@ -1392,7 +1398,21 @@ check_shape_opts(Checker *c)
 		const char *eq = strchr(o->shape[i], '=');
 		char *name = eq ? arena_strndup(c->a, o->shape[i],
 						eq - o->shape[i]) : NULL;
-		Sym *y = name ? check_find(&c->syms, name) : NULL;
+		char *at = name ? strchr(name, '@') : NULL;
+		Sym *y;
+
+		if (at) { /* x@k: copy k of a replicated input */
+			char *end;
+			long k = strtol(at + 1, &end, 10);
+			*at = 0;
+			y = check_find(&c->syms, name);
+			*at = '@';
+			if (y && (*end || at[1] < '0' || at[1] > '9' ||
+				  k >= y->ncopy))
+				y = NULL;
+		} else {
+			y = name ? check_find(&c->syms, name) : NULL;
+		}
 		if (!name || !*name) {
 			diag_error(c->d, (SrcLoc){0}, "--shape takes "
 				   "NAME=D0,D1,..., not '%s'", o->shape[i]);

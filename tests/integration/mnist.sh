@@ -1,0 +1,48 @@
+#!/bin/sh
+# The MNIST programs of record (spec §6.26 "minimize and optimizers",
+# §8.6.1 "batches"): examples/mnist.tfg in one task and
+# examples/mnist_distributed.tfg with a ps and two asynchronous workers
+# train the 784-100-10 classifier; one epoch each here (test accuracy
+# above 92%, and the ps counts exactly 600 updates an epoch), or with
+# FULL=1 (make mnist) the examples' own epochs, past 97%.  The data is
+# $TFG_MNIST or ../shared/data/mnist, never committed: SKIP without it.
+. tests/integration/common.inc
+
+DATA=${TFG_MNIST:-../shared/data/mnist}
+for f in train-images-idx3-ubyte train-labels-idx1-ubyte \
+	t10k-images-idx3-ubyte t10k-labels-idx1-ubyte; do
+	if [ ! -e "$DATA/$f.gz" ]; then
+		echo "SKIP: no MNIST at $DATA ($f.gz)"
+		exit 0
+	fi
+done
+if [ "${FULL:-0}" = 1 ]; then
+	EPOCHS="" WANT=0.97
+else
+	EPOCHS="--param epochs=1" WANT=0.92
+fi
+
+# last_accuracy FILE: the test accuracy of the last "epoch" line
+last_accuracy() {
+	sed -n 's/.*test accuracy \([0-9.]*\).*/\1/p' "$1" | tail -1
+}
+
+expect_rc 0 $TFGC run examples/mnist.tfg --param data="$DATA" $EPOCHS
+cat "$T/out"
+acc=$(last_accuracy "$T/out")
+[ -n "$acc" ] || fail "mnist.tfg printed no accuracy"
+python3 -c "import sys; sys.exit(not $acc >= $WANT)" ||
+	fail "mnist.tfg: test accuracy $acc, below $WANT"
+
+expect_rc 0 $TFGC run --free-ports examples/mnist_distributed.tfg \
+	--param data="$DATA" $EPOCHS
+cat "$T/out"
+acc=$(last_accuracy "$T/out")
+[ -n "$acc" ] || fail "mnist_distributed.tfg printed no accuracy"
+python3 -c "import sys; sys.exit(not $acc >= $WANT)" ||
+	fail "mnist_distributed.tfg: test accuracy $acc, below $WANT"
+epochs=$(grep -c "test accuracy" "$T/out")
+steps=$(sed -n 's/.*trained \([0-9]*\) global steps/\1/p' "$T/out")
+[ "$steps" = $((600 * epochs)) ] ||
+	fail "the ps counted $steps updates for $epochs epochs of 600"
+echo "ok"
