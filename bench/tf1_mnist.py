@@ -1,0 +1,276 @@
+"""bench/tf1_mnist.py: TF1's distributed MNIST, the peer of tfg's MNIST
+training (issue 11): the program of record, TF1's classic between-graph
+asynchronous example.
+
+One ps task holds the variables (W1, b1, W2, b2, the global step, the
+optimizer's slots); two worker tasks, each its own process and client,
+build the same graph under tf.compat.v1.train.replica_device_setter and
+train asynchronously.  Worker 0 (the chief) initialises the variables;
+worker 1 waits until report_uninitialized_variables is empty; then both
+meet at a barrier (a counter on the ps) and start the clock.  Worker k
+iterates its shard (the training examples k, k+2, ...: 30,000 each, 300
+steps of 100), reshuffled each epoch, feeding batches by feed_dict and
+fetching [train_op, global_step] as the TF1 example does.  The chief
+evaluates test accuracy (all 10,000 test images) after each of its epochs
+(and every --eval-every local steps if given) and prints
+
+    epoch E step S acc A time T
+
+(S: the global step; T: seconds since the workers began training, read
+when the evaluation ends).  At the end:
+
+    tf1_mnist_steps_per_s X global_steps S train_s T workers 2
+    tf1_mnist_target 0.97 time T step S epoch E acc A
+    (or: tf1_mnist_target 0.97 not_reached best A)
+    tf1_mnist_startup_s X   (launch of the tasks to the start of training)
+
+The model and flags are those of bench/mnist_data.py (784-100-10 MLP,
+batch 100; --act, --init, --opt, --lr, --target, --stop-at-target,
+--epochs, --max-steps, --data).  Tasks listen on free 127.0.0.1 ports;
+every task dies with this process (PR_SET_PDEATHSIG) and the ps is
+killed at the end.  Needs TF (make bench-deps: build/venv/bin/python3).
+
+    build/venv/bin/python3 bench/tf1_mnist.py --epochs 10 --stop-at-target
+"""
+import argparse
+import ctypes
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+sys.dont_write_bytecode = True  # no bench/__pycache__
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import mnist_data  # noqa: E402
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def die_with_parent():
+    # PR_SET_PDEATHSIG = 1: no task outlives the launcher.
+    ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)
+    if os.getppid() == 1:  # the launcher died before the prctl
+        sys.exit(1)
+
+
+def quiet_tf():
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    import tensorflow as tf
+    tf.compat.v1.disable_eager_execution()
+    tf.get_logger().setLevel("ERROR")
+    return tf
+
+
+def extra(p):
+    p.add_argument("--role", choices=["ps", "worker"], help=argparse.SUPPRESS)
+    p.add_argument("--task", type=int, default=0, help=argparse.SUPPRESS)
+    p.add_argument("--spec", help=argparse.SUPPRESS)
+    p.add_argument("--out", help=argparse.SUPPRESS)
+    p.add_argument("--workers", type=int, default=2)
+
+
+
+
+
+def serve(a):
+    tf = quiet_tf()
+    spec = tf.train.ClusterSpec(json.loads(a.spec))
+    server = tf.compat.v1.train.Server(spec, job_name="ps",
+                                       task_index=a.task)
+    server.join()
+
+
+def build(tf, a, nworkers):
+    v1 = tf.compat.v1
+    w1, b1, w2, b2 = mnist_data.init_weights(a.init, a.hidden, a.seed)
+    spec = json.loads(a.spec)
+    with v1.device(v1.train.replica_device_setter(
+            worker_device="/job:worker/task:%d" % a.task,
+            cluster=tf.train.ClusterSpec(spec))):
+        gs = v1.train.get_or_create_global_step()
+        W1 = v1.get_variable("W1", initializer=w1)
+        B1 = v1.get_variable("b1", initializer=b1)
+        W2 = v1.get_variable("W2", initializer=w2)
+        B2 = v1.get_variable("b2", initializer=b2)
+        x = v1.placeholder(tf.float32, [None, 784])
+        y = v1.placeholder(tf.int64, [None])
+        z = tf.matmul(x, W1) + B1
+        h = tf.sigmoid(z) if a.act == "sigmoid" else tf.nn.relu(z)
+        logits = tf.matmul(h, W2) + B2
+        loss = tf.reduce_mean(tf.nn.softmax_cross_entropy_with_logits(
+            labels=tf.one_hot(y, 10), logits=logits))
+        if a.opt == "sgd":
+            opt = v1.train.GradientDescentOptimizer(a.lr)
+        elif a.opt == "momentum":
+            opt = v1.train.MomentumOptimizer(a.lr, a.momentum)
+        else:
+            opt = v1.train.AdamOptimizer(a.lr)
+        train = opt.minimize(loss, global_step=gs)
+        acc = tf.reduce_mean(tf.cast(tf.equal(tf.argmax(logits, 1), y),
+                                     tf.float32))
+        # not model state: the barrier and the stop flag
+        ready = v1.get_variable("ready", [], tf.int32,
+                                v1.zeros_initializer(), trainable=False)
+        stop = v1.get_variable("stop", [], tf.int32,
+                               v1.zeros_initializer(), trainable=False)
+        arrive = v1.assign_add(ready, 1)
+        set_stop = v1.assign(stop, 1)
+    return dict(gs=gs, x=x, y=y, train=train, acc=acc, loss=loss,
+                ready=ready, stop=stop, arrive=arrive, set_stop=set_stop,
+                init=v1.global_variables_initializer(),
+                uninit=v1.report_uninitialized_variables())
+
+
+def work(a):
+    tf = quiet_tf()
+    v1 = tf.compat.v1
+    spec = json.loads(a.spec)
+    nworkers = len(spec["worker"])
+    server = v1.train.Server(tf.train.ClusterSpec(spec), job_name="worker",
+                             task_index=a.task)
+    tx, ty, ex, ey = mnist_data.load(a.data)
+    shard = tx[a.task::nworkers], ty[a.task::nworkers]
+    g = build(tf, a, nworkers)
+    chief = a.task == 0
+    config = v1.ConfigProto(device_filters=[
+        "/job:ps", "/job:worker/task:%d" % a.task])
+    res = {"evals": [], "target": None}
+    with v1.Session(server.target, config=config) as sess:
+        if chief:
+            sess.run(g["init"])
+        deadline = time.time() + 120
+        while len(sess.run(g["uninit"])) > 0:
+            if time.time() > deadline:
+                sys.exit("worker %d: variables never initialised" % a.task)
+            time.sleep(0.05)
+        sess.run(g["arrive"])
+        while sess.run(g["ready"]) < nworkers:
+            if time.time() > deadline:
+                sys.exit("worker %d: the other workers never came" % a.task)
+            time.sleep(0.001)
+        t0 = time.time()
+        res["t0"] = t0
+        rng = __import__("numpy").random.default_rng(a.seed + a.task)
+        n = len(shard[0]) // a.batch
+        local = 0
+        step = 0
+        done = False
+
+        def evaluate(epoch):
+            acc = float(sess.run(g["acc"], {g["x"]: ex, g["y"]: ey}))
+            s = int(sess.run(g["gs"]))
+            t = time.time() - t0
+            print("epoch %g step %d acc %.4f time %.3f" % (epoch, s, acc, t),
+                  flush=True)
+            res["evals"].append([epoch, s, acc, t, local])
+            if res["target"] is None and acc >= a.target:
+                res["target"] = [epoch, s, acc, t]
+                if a.stop_at_target:
+                    sess.run(g["set_stop"])
+                    return True
+            return False
+
+        for epoch in range(1, a.epochs + 1):
+            perm = rng.permutation(len(shard[0]))
+            for i in range(n):
+                idx = perm[i * a.batch:(i + 1) * a.batch]
+                _, step = sess.run([g["train"], g["gs"]],
+                                   {g["x"]: shard[0][idx],
+                                    g["y"]: shard[1][idx]})
+                local += 1
+                if a.max_steps and step >= a.max_steps:
+                    done = True
+                elif a.stop_at_target and local % 20 == 0 and \
+                        sess.run(g["stop"]):
+                    done = True
+                if chief and a.eval_every and local % a.eval_every == 0 \
+                        and i != n - 1:
+                    done = evaluate(epoch - 1 + (i + 1) / n) or done
+                if done:
+                    break
+            if chief and not (res["evals"] and res["evals"][-1][4] == local):
+                done = evaluate(epoch if i == n - 1 else
+                                epoch - 1 + (i + 1) / n) or done
+            if done:
+                break
+        res["t1"] = time.time()
+        res["local"] = local
+        res["gs"] = int(sess.run(g["gs"]))
+    with open(a.out, "w") as f:
+        json.dump(res, f)
+
+
+def main():
+    a = mnist_data.flags(__doc__, extra)
+    if a.role == "ps":
+        die_with_parent()
+        return serve(a)
+    if a.role == "worker":
+        die_with_parent()
+        return work(a)
+    spec = {"ps": ["127.0.0.1:%d" % free_port()],
+            "worker": ["127.0.0.1:%d" % free_port()
+                       for _ in range(a.workers)]}
+    print("tf1_mnist config: %s workers %d" % (mnist_data.config(a),
+                                               a.workers), flush=True)
+    me = os.path.abspath(__file__)
+    tmp = "/tmp/tf1_mnist.%d" % os.getpid()
+    base = [sys.executable, me] + sys.argv[1:] + ["--spec", json.dumps(spec)]
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    launch = time.time()
+    procs = [subprocess.Popen(base + ["--role", "ps", "--task", "0"])]
+    try:
+        workers = [subprocess.Popen(base + ["--role", "worker", "--task",
+                                            str(k), "--out",
+                                            "%s.%d" % (tmp, k)])
+                   for k in range(a.workers)]
+        procs += workers
+        # wait for every worker; the first failure ends the run
+        pending = list(workers)
+        while pending:
+            for w in list(pending):
+                rc = w.poll()
+                if rc is None:
+                    continue
+                pending.remove(w)
+                if rc != 0:
+                    sys.exit("tf1_mnist: a worker failed (exit %d)" % rc)
+            time.sleep(0.05)
+        res = []
+        for k in range(a.workers):
+            with open("%s.%d" % (tmp, k)) as f:
+                res.append(json.load(f))
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+            p.wait()
+        for k in range(a.workers):
+            if os.path.exists("%s.%d" % (tmp, k)):
+                os.unlink("%s.%d" % (tmp, k))
+    t0 = min(r["t0"] for r in res)
+    secs = max(r["t1"] for r in res) - t0
+    steps = max(r["gs"] for r in res)
+    print("tf1_mnist_steps_per_s %.1f global_steps %d train_s %.3f "
+          "workers %d" % (steps / secs, steps, secs, a.workers))
+    tg = res[0]["target"]
+    if tg:
+        print("tf1_mnist_target %g time %.3f step %d epoch %g acc %.4f" %
+              (a.target, tg[3], tg[1], tg[0], tg[2]))
+    else:
+        best = max([e[2] for e in res[0]["evals"]] or [0])
+        print("tf1_mnist_target %g not_reached best %.4f" % (a.target, best))
+    print("tf1_mnist_startup_s %.3f" % (t0 - launch))
+
+
+if __name__ == "__main__":
+    main()
