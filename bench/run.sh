@@ -110,3 +110,6 @@ done
 # The kernels of issue 3 (matmul included, through bench/matmul.sh) as a
 # table, each beside the machine's own limit measured in the same run.
 sh bench/kernels.sh
+
+# Training: the MLP step and MNIST against NumPy, PyTorch and TF1.
+sh bench/mnist.sh

@@ -1,0 +1,91 @@
+#!/bin/sh
+# bench/mnist.sh: training (issue 11), each tfg figure beside its peers
+# measured in the same run: one SGD step of the 784-100-10 MLP in one
+# task against NumPy and eager PyTorch (bench/mlp_step.tfg and .py), and
+# the program of record, asynchronous MNIST with 1 ps + 2 workers
+# (examples/mnist_distributed.tfg) against TF1 (bench/tf1_mnist.py), a
+# torch.distributed.rpc parameter server (bench/torch_rpc_mnist.py) and
+# single-process PyTorch (bench/torch_mnist.py): global steps per second
+# and the wall time to 97% test accuracy, with the same model (relu,
+# init scaled by 1/sqrt(fan-in)), sgd(0.5), batch 100, 5 epochs, the test
+# accuracy taken once an epoch by worker 0.  The peers come from make
+# bench-deps; the data from $TFG_MNIST or ../shared/data/mnist.
+set -u
+cd "$(dirname "$0")/.." || exit 1
+TFGC=${TFGC:-./tfgc}
+T=$(mktemp -d /tmp/tfg-bench.XXXXXX)
+trap 'rm -rf "$T"' EXIT
+PY=/usr/bin/python3
+TF=build/venv/bin/python3
+DATA=${TFG_MNIST:-../shared/data/mnist}
+median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+
+echo "== one SGD step of the 784-100-10 MLP, batch 100, one task =="
+if $PY -c 'import numpy' 2>/dev/null; then
+	$PY -c "
+import numpy as np
+r = np.random.default_rng(1)
+np.save('$T/x.npy', r.random((100, 784), dtype=np.float32))
+np.save('$T/y.npy', r.integers(0, 10, 100).astype(np.uint8))"
+	$TFGC run bench/mlp_step.tfg --param dir="$T" >"$T/step" || exit 1
+	tfg=$(sed -n 's/^tfg_step_us //p' "$T/step" | median)
+	echo "tfg step (bench/mlp_step.tfg, median of 9 x 200): $tfg us"
+	# each peer with the cores' threads and with one: its faster
+	$PY bench/mlp_step.py | tee "$T/peers"
+	$PY bench/mlp_step.py --threads 1 | tee -a "$T/peers"
+	for p in numpy torch; do
+		awk -v a="$tfg" -v p=$p '$1 == p "_step_us" && $2 > 0 &&
+			(b == 0 || $2 < b) { b = $2 }
+			END { if (b > 0) printf "ratio %s step (the faster " \
+			      "of the two) / tfg step: %.2fx\n", p, b / a }' \
+			"$T/peers"
+	done
+else
+	echo "skipped: no NumPy for /usr/bin/python3 (make bench-deps)"
+fi
+
+echo "== MNIST, 1 ps + 2 asynchronous workers, sgd(0.5), 5 epochs =="
+if [ ! -e "$DATA/train-images-idx3-ubyte.gz" ]; then
+	echo "skipped: no MNIST at $DATA"
+	exit 0
+fi
+# tfg: global steps per second over the training (worker 0's last line:
+# the global step then, over the time since it began), the time of the
+# first epoch at 97%; median of 3 runs
+for i in 1 2 3; do
+	$TFGC run --free-ports examples/mnist_distributed.tfg \
+		--param data="$DATA" --param epochs=5 >"$T/tfg.$i" || exit 1
+done
+cat "$T/tfg.1"
+rate=$(for i in 1 2 3; do
+	sed -n 's/.*global step \([0-9]*\) .* time \([0-9.]*\)$/\1 \2/p' \
+		"$T/tfg.$i" | tail -1 | awk '{print $1 / $2}'; done | median)
+t97=$(for i in 1 2 3; do
+	awk '/test accuracy/ && $9 >= 0.97 {print $11; exit}' "$T/tfg.$i" |
+		grep . || echo 1e9; done | median)
+echo "tfg: $rate global steps/s, 97% after $t97 s (medians of 3)"
+settings="--act relu --init scaled --opt sgd --lr 0.5 --epochs 5 --data $DATA"
+if [ -x $TF ] && $TF -c 'import tensorflow' 2>/dev/null; then
+	$TF bench/tf1_mnist.py $settings 2>/dev/null | tee "$T/tf1"
+	awk -v r="$rate" -v t="$t97" '
+		$1 == "tf1_mnist_steps_per_s" {
+			printf "ratio tfg / TF1 global steps/s: %.1fx\n", r / $2 }
+		$1 == "tf1_mnist_target" && $3 == "time" {
+			printf "ratio tfg / TF1 time to 97%%: %.2f\n", t / $4 }' \
+		"$T/tf1"
+else
+	echo "TF1: skipped (make bench-deps installs TF into build/venv)"
+fi
+if $PY -c 'import torch' 2>/dev/null; then
+	$PY bench/torch_rpc_mnist.py $settings 2>/dev/null | tee "$T/rpc"
+	awk -v r="$rate" '$1 == "torch_rpc_mnist_steps_per_s" {
+		printf "ratio tfg / torch.distributed.rpc global steps/s: %.1fx\n",
+		       r / $2 }' "$T/rpc"
+	$PY bench/torch_mnist.py $settings --threads 1 2>/dev/null |
+		tee "$T/torch"
+	awk -v t="$t97" '$1 == "torch_mnist_target" && $3 == "time" {
+		printf "ratio tfg / single-process PyTorch time to 97%%: %.2f\n",
+		       t / $4 }' "$T/torch"
+else
+	echo "PyTorch: skipped (make bench-deps)"
+fi
