@@ -30,6 +30,8 @@ typedef struct CgCtx {
 	LLVMTypeRef rt_ty;     /* i32 (ptr, i32, ptr): tfg_rt_recv/send */
 	LLVMValueRef rt_recv, rt_send;
 	LLVMValueRef rt_mark;  /* tfg_rt_mark; NULL: no trace */
+	LLVMTypeRef rt_check_ty; /* i32 (ptr, ptr, i64, i32, ptr) */
+	LLVMValueRef rt_check; /* tfg_rt_check; NULL: no --check-numerics */
 	LLVMTypeRef rt_var_ty; /* i32 (ptr, i32, i32, ptr, ptr): tfg_rt_var */
 	LLVMValueRef rt_var;   /* declared on first use (cpu_state.c) */
 	LLVMTypeRef rt_apply_ty; /* i32 (ptr, i32, i32, i32, ptr, ptr, ptr) */

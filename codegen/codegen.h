@@ -22,6 +22,9 @@ typedef struct CgOptions {
 	const char *cpu;      /* NULL: the host CPU; else e.g. "x86-64-v3" */
 	int opt_level;        /* 0..3; 2 by default */
 	int trace;            /* each kernel calls tfg_rt_mark (--trace) */
+	int check_numerics;   /* each float value of a CPU node is checked
+				 for NaN and infinities (tfg_rt_check,
+				 --check-numerics) */
 	/* GPUs (codegen/cuda.c) */
 	int gpu_cc;           /* compute capability to compile for (90:
 				 sm_90); 0: the probed device's, else 80 */

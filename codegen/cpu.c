@@ -792,6 +792,40 @@ traced(const IrNode *n)
 	       n->op != OP_recv;
 }
 
+/* --check-numerics: tfg_rt_check(ctx, n's buffer, elements, dtype,
+ * "op 'name' at file:line:col") after n's code, for a float value of a
+ * CPU node; the first non-finite value in the order the part computes
+ * fails the step there, naming the node (spec §6.26 "minimize and optimizers"). */
+static void
+check(CgCtx *C, const IrNode *n)
+{
+	const char *where, *op;
+	LLVMValueRef args[5];
+	char label[256];
+	int64_t numel = tfg_shape_numel(&n->shape);
+
+	if ((n->dtype != TFG_F32 && n->dtype != TFG_F64) || numel <= 0 ||
+	    n->op == OP_send || n->op == OP_const)
+		return;
+	where = n->loc.file ? n->loc.file->path : "?";
+	/* a fused group is named by its value's op, as written */
+	op = n->op == OP_fused && n->fuse && n->fuse->n > 0
+	    ? op_info[n->fuse->ops[n->fuse->n - 1].op].name : op_info[n->op].name;
+	if (n->name)
+		snprintf(label, sizeof label, "%s '%s' at %s:%u:%u", op,
+			 n->name, where, n->loc.line, n->loc.col);
+	else
+		snprintf(label, sizeof label, "%s at %s:%u:%u", op, where,
+			 n->loc.line, n->loc.col);
+	args[0] = C->ctx_arg;
+	args[1] = cg_buf(C, n);
+	args[2] = cg_i64c(C, numel);
+	args[3] = LLVMConstInt(C->i32, (unsigned)n->dtype, 0);
+	args[4] = LLVMBuildGlobalStringPtr(C->b, label, "");
+	cg_check_rc(C, LLVMBuildCall2(C->b, C->rt_check_ty, C->rt_check, args,
+				      5, "rc"));
+}
+
 /* tfg_rt_mark(ctx, m, "op name") before (m even) or after n's code. */
 static void
 mark(CgCtx *C, const IrNode *n, int m)
@@ -841,10 +875,13 @@ build_part(CgCtx *C, int s, const IrPart *part, const char *cpu,
 		C->cur = i;
 		if (C->rt_mark && traced(n))
 			mark(C, n, 2 * i);
-		if (n->dev.kind == DEV_GPU && n->op != OP_copy)
+		if (n->dev.kind == DEV_GPU && n->op != OP_copy) {
 			cg_gpu_emit(C, n);
-		else
+		} else {
 			cpu_emit[n->op](C, n);
+			if (C->rt_check && !C->err)
+				check(C, n);
+		}
 		if (C->rt_mark && traced(n))
 			mark(C, n, 2 * i + 1);
 	}
@@ -900,6 +937,12 @@ cg_build_module(LLVMContextRef c, LLVMModuleRef m, const Program *p,
 	C.rt_send = declare_rt(&C, "tfg_rt_send");
 	if (o && o->trace)
 		C.rt_mark = declare_rt(&C, "tfg_rt_mark");
+	if (o && o->check_numerics) {
+		LLVMTypeRef cp[5] = {C.ptr, C.ptr, C.i64, C.i32, C.ptr};
+
+		C.rt_check_ty = LLVMFunctionType(C.i32, cp, 5, 0);
+		C.rt_check = LLVMAddFunction(m, "tfg_rt_check", C.rt_check_ty);
+	}
 	C.b = LLVMCreateBuilderInContext(c);
 	if (cg_gpu_prepare(&C, o) != 0)
 		C.err = 1;

@@ -250,6 +250,8 @@ define_symbols(CgJit *j, const CgOptions *o)
 		 {(uintptr_t)tfg_rt_parallel, fl}},
 		{LLVMOrcLLJITMangleAndIntern(j->jit, "tfg_rt_var"),
 		 {(uintptr_t)(o && o->rt_var ? o->rt_var : tfg_rt_var), fl}},
+		{LLVMOrcLLJITMangleAndIntern(j->jit, "tfg_rt_check"),
+		 {(uintptr_t)tfg_rt_check, fl}},
 		{LLVMOrcLLJITMangleAndIntern(j->jit, "tfg_rt_apply"),
 		 {(uintptr_t)tfg_rt_apply, fl}},
 		{LLVMOrcLLJITMangleAndIntern(j->jit, "tfg_rt_mark"),

@@ -41,6 +41,7 @@ int cluster_hosts(const ClusterEnv *ce, Program *p);
 int jit_compile(void *cookie, const TfgPlan *plan, int task, RtPart *parts);
 extern int jit_trace; /* --trace: parts call tfg_rt_mark per kernel */
 extern int jit_soft, jit_tf32; /* --soft-placement, --gpu-tf32 */
+extern int jit_check; /* --check-numerics */
 int jit_specialise(void *cookie, const TfgPlan *plan, int sig,
 		   const TfgShape *feeds, int task, const TfgPlan **out,
 		   RtPart *parts, TfgError *e);

@@ -51,6 +51,7 @@ typedef struct Args {
 	int soft_placement;  /* --soft-placement */
 	int prefer_gpu;      /* --prefer-gpu */
 	int gpu_tf32;        /* --gpu-tf32 */
+	int check_numerics;  /* --check-numerics */
 	int gpu_cc;          /* --gpu-arch sm_NN: NN; 0 unset */
 	int shared;        /* compile --shared */
 	int task;          /* --task for server: index; -1 unset */
@@ -95,6 +96,8 @@ static const char usage[] =
     "--max-specs N,\n"
     "       --tls-cert FILE --tls-key FILE --tls-ca FILE,\n"
     "       --verbose; run, stop: --listen HOST:PORT\n"
+    "numerics: run, server, compile: --check-numerics (every float value "
+    "checked for NaN and inf)\n"
     "GPUs: --prefer-gpu (any command); run, server: --soft-placement, "
     "--gpu-tf32;\n       "
     "emit, compile: --gpu-arch sm_NN\n"
@@ -156,6 +159,8 @@ parse_args(Args *a, int argc, char **argv, Arena *ar)
 			a->prefer_gpu = 1;
 		} else if (FLAG("--gpu-tf32")) {
 			a->gpu_tf32 = 1;
+		} else if (FLAG("--check-numerics")) {
+			a->check_numerics = 1;
 		} else if (FLAG("--picked-ports")) {
 			a->picked_ports = 1; /* tfgc run to its servers */
 		} else if (FLAG("--shared")) {
@@ -486,6 +491,7 @@ cmd_server(Args *a, Program *p, ClusterEnv *ce)
 	jit_trace = o.trace_file != NULL;
 	jit_soft = a->soft_placement;
 	jit_tf32 = a->gpu_tf32;
+	jit_check = a->check_numerics;
 	return tfg_server_main(p->plan, task, &o, jit_compile, p);
 }
 
@@ -575,6 +581,7 @@ cmd_compile(Args *a, Program *p)
 	o.opt_level = a->opt_level;
 	o.gpu_cc = a->gpu_cc;
 	o.gpu_tf32 = a->gpu_tf32;
+	o.check_numerics = a->check_numerics;
 	aot.prefix = a->name ? a->name : default_prefix(p->arena, a->output);
 	aot.table = a->shared;
 	obj = a->shared ? arena_printf(p->arena, "%s.tmp%d.o", a->output,
@@ -643,6 +650,8 @@ common_args(PtrVec *v, const Args *a, Program *p)
 		vec_push(p->arena, v, "--prefer-gpu");
 	if (a->gpu_tf32)
 		vec_push(p->arena, v, "--gpu-tf32");
+	if (a->check_numerics)
+		vec_push(p->arena, v, "--check-numerics");
 	for (int i = 0; i < 3; i++)
 		if (a->tls[i]) {
 			static const char *const flag[3] = {

@@ -15,6 +15,7 @@
 
 int jit_trace;
 int jit_soft, jit_tf32; /* --soft-placement, --gpu-tf32 */
+int jit_check;          /* --check-numerics */
 static CgJit *the_jit;        /* the task's own parts */
 static TfgPartLib *the_part;  /* server --part */
 
@@ -31,6 +32,7 @@ jit_compile(void *cookie, const TfgPlan *plan, int task, RtPart *parts)
 	o.gpu_probe = 1;
 	o.soft_placement = jit_soft;
 	o.gpu_tf32 = jit_tf32;
+	o.check_numerics = jit_check;
 	if (cg_jit(&the_jit, p, task, &o, parts, &ms) != 0)
 		return 1;
 	if (getenv("TFG_JIT_TIME"))
@@ -172,6 +174,7 @@ jit_specialise(void *cookie, const TfgPlan *plan, int sig,
 	o.gpu_probe = 1;
 	o.soft_placement = jit_soft;
 	o.gpu_tf32 = jit_tf32;
+	o.check_numerics = jit_check;
 	if (cg_jit(&sp->jit, &sp->p, task, &o, parts, &ms) != 0) {
 		the_nspec--;
 		spec_dispose(sp);

@@ -17,6 +17,7 @@
  * fetches).
  */
 #include <stdlib.h>
+#include <math.h>
 #include <string.h>
 #include <sys/mman.h>
 
@@ -85,6 +86,31 @@ tfg_rt_apply(struct RtCtx *c, uint32_t var, uint32_t kind, uint32_t slot,
 	rc = c->apply(c, var, kind, slot, grad, hyper);
 	*(unsigned char *)dst = rc == TFG_OK;
 	return rc;
+}
+
+TFG_API int
+tfg_rt_check(struct RtCtx *c, const void *data, int64_t n, int32_t dtype,
+	     const char *label)
+{
+	int64_t i = 0;
+	double x = 0;
+
+	if (dtype == TFG_F32)
+		for (; i < n && isfinite(x = ((const float *)data)[i]); i++)
+			;
+	else
+		for (; i < n && isfinite(x = ((const double *)data)[i]); i++)
+			;
+	if (i == n)
+		return TFG_OK;
+	/* a task's errors reach the client behind its name */
+	int local = c->proc && c->client == c->proc->task;
+
+	return tfg_error(&c->err, TFG_EINVAL, "%s%s%s gave a non-finite value "
+			 "(%s at element %lld), the first of this step "
+			 "(--check-numerics)", local ? c->proc->name : "",
+			 local ? ": " : "", label, isnan(x) ? "NaN" : x > 0 ? "inf" : "-inf",
+			 (long long)i);
 }
 
 char *

@@ -57,6 +57,7 @@ typedef struct Sess {
 	char *out;         /* output not sent yet */
 	size_t nout, capout;
 	double last_flush;
+	unsigned long long nstep; /* steps this session began */
 } Sess;
 
 static void
@@ -760,6 +761,7 @@ step(Sess *ss, int sigi, const RtUse *u, CVal *args, RtTensor **fetch)
 	rt_vars_attach(ss->srv, &c);
 	c.tick = tick;
 	c.role = ss;
+	ss->nstep++;
 	if ((st = rt_step_begin(&c, u->plan, sigi)) != TFG_OK) {
 		ss->err = c.err;
 		return st;
@@ -770,7 +772,16 @@ step(Sess *ss, int sigi, const RtUse *u, CVal *args, RtTensor **fetch)
 		st = step_finish(ss, &c, sigi, u->parts, u->spare, args,
 				 fetch);
 	if (st != TFG_OK) {
+		size_t len = strlen(c.err.msg);
+
 		step_abort(&c, &u->plan->sigs[sigi], nstart);
+		/* a NaN or infinity found by minimize's updates or by
+		   --check-numerics (spec §6.26 "minimize and optimizers"): which
+		   step of the training it was */
+		if (strstr(c.err.msg, "non-finite") &&
+		    len + 40 < sizeof c.err.msg)
+			snprintf(c.err.msg + len, sizeof c.err.msg - len,
+				 " (step %llu of this session)", ss->nstep);
 		ss->err = c.err;
 		/* A task without the specialisation: the next run
 		   announces it again; this one fails, since a step runs at

@@ -16,6 +16,12 @@
  *             m = m + (g - m)(1 - beta1);  s = s + (g^2 - s)(1 - beta2)
  *             v -= lr_t m / (sqrt(s) + epsilon)
  *
+ * A gradient with a NaN or an infinity is not applied: the step fails
+ * instead, naming the variable (spec §6.26 "minimize and optimizers"),
+ * so that a diverging run stops where it diverged rather than training
+ * on garbage.  The check is one more vectorised pass over the gradient,
+ * before the locks are taken.
+ *
  * Adam counts its steps per variable (slot "v/Adam_t"), where TF keeps
  * beta1^t and beta2^t once per optimizer: with asynchronous workers TF's
  * powers are updated by whichever worker finishes last, here each
@@ -62,6 +68,22 @@
 			v[i] -= lr * m[i] / (sqrt(s[i]) + eps);         \
 		}                                                       \
 	}
+/* The index of the first element of g[0..n) that is NaN or infinite,
+ * or -1; the loop only ORs (x - x != 0, true for both) so that it
+ * vectorises, and the rare bad gradient is searched again. */
+#define FINITE(T)                                                       \
+	static int64_t nonfinite_##T(const T *restrict g, int64_t n)    \
+	{                                                               \
+		int bad = 0;                                            \
+		for (int64_t i = 0; i < n; i++)                         \
+			bad |= !(g[i] - g[i] == 0);                     \
+		for (int64_t i = 0; bad && i < n; i++)                  \
+			if (!(g[i] - g[i] == 0))                        \
+				return i;                               \
+		return -1;                                              \
+	}
+FINITE(float)
+FINITE(double)
 SGD(float)
 SGD(double)
 MOMENTUM(float)
@@ -146,6 +168,31 @@ rt_apply(RtCtx *c, uint32_t var, uint32_t kind, uint32_t slot,
 						       k))
 			goto bad;
 		s[k] = &srv->vars[i];
+	}
+	{
+		int64_t numel = tfg_shape_numel(&v->shape), at;
+		double x;
+
+		if (v->dtype == TFG_F32) {
+			at = nonfinite_float(grad, numel);
+			x = at >= 0 ? ((const float *)grad)[at] : 0;
+		} else {
+			at = nonfinite_double(grad, numel);
+			x = at >= 0 ? ((const double *)grad)[at] : 0;
+		}
+		/* a task's errors reach the client behind its name */
+		int local = c->client == srv->proc.task;
+
+		if (at >= 0)
+			return tfg_error(&c->err, TFG_EINVAL, "%s%sthe gradient "
+					 "of variable '%s' is non-finite (%s at "
+					 "element %lld): the update was not "
+					 "applied; run with --check-numerics to "
+					 "find the operation that produced it "
+					 "first", local ? srv->proc.name : "",
+					 local ? ": " : "", v->name,
+					 isnan(x) ? "NaN" : x > 0 ? "inf" : "-inf",
+					 (long long)at);
 	}
 	for (; locked < n; locked++)
 		pthread_mutex_lock(&s[locked]->mu);

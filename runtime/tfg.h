@@ -368,6 +368,11 @@ enum {
 TFG_API int tfg_rt_apply(struct RtCtx *ctx, uint32_t var, uint32_t kind,
 			 uint32_t slot, const void *grad, const double *hyper,
 			 void *dst);
+/* Parts compiled with --check-numerics call it after each float value of
+ * a CPU node: TFG_OK, or an error naming `label` when one of the n
+ * elements (of dtype TFG_F32 or TFG_F64) is NaN or infinite. */
+TFG_API int tfg_rt_check(struct RtCtx *ctx, const void *data, int64_t n,
+			 int32_t dtype, const char *label);
 /* Parts compiled for --trace call it around each kernel: mark 2i as
  * kernel i (named by the NUL-terminated name) begins, 2i + 1 as it ends
  * (runtime/trace.h).  Returns 0. */
