@@ -1,7 +1,8 @@
 /*
- * runtime/optim.c: the optimizers' updates of variables (spec §6.26
- * "minimize and optimizers"), tfg_rt_apply's work: one OP_apply of a
- * part is one call, on the task where the variable and its slots live.
+ * runtime/optim.c: the optimizers' updates of variables
+ * (spec §6.26 "minimize and optimizers"), tfg_rt_apply's work: one
+ * OP_apply of a part is one call, on the task where the variable and its
+ * slots live.
  *
  * An update holds the locks of the variable and its slots (in index
  * order, the slots coming after their variable) from its first read to
