@@ -26,10 +26,11 @@ SAN         ?=
 # graphviz for the test that renders --emit=dot; openmpi-bin, slurm-wlm
 # and munge for the launchers' tests: mpirun, and srun under a Slurm of
 # this machine; libssl-dev for the cluster key's MACs and TLS, openssl
-# for the certificates the TLS test makes).
+# for the certificates the TLS test makes; libcairo2 for tfgc plot, which
+# loads it with dlopen when it runs: nothing links it).
 PKGS = gcc make libc6-dev re2c lemon llvm-19-dev libopenblas-dev libnng-dev \
        libzstd-dev zlib1g-dev libssl-dev openssl python3 procps graphviz \
-       openmpi-bin slurm-wlm munge
+       openmpi-bin slurm-wlm munge libcairo2
 
 OPT     ?= -O2
 WARN     = -Wall -Wextra -Wpedantic

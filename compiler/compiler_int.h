@@ -9,6 +9,10 @@
 /* ports.c: --free-ports; -1 (reported) when none can be had */
 int free_ports(Program *p);
 
+/* plot.c: tfgc plot FILE.csv (argv[0] is "plot"); the exit status
+ * (spec/language.md §10.7 "Training curves") */
+int plot_main(int argc, char **argv);
+
 /* cluster.c: the cluster and a server's task from a cluster manager
  * (spec/language.md §10.6 "Launchers and cluster managers") */
 typedef struct ClusterEnv {

@@ -14,6 +14,7 @@
  *   tfgc stop FILE
  *   tfgc compile FILE --task J:T -o OUT.o|OUT.so [--shared] [--name PREFIX]
  *                [--cpu CPU] [-O N]
+ *   tfgc plot FILE.csv [-o OUT.png] [--x NAME] [--y NAME,...] [--size WxH]
  * with, for run, server and stop: [--addr /job:J/task:T=HOST:PORT]...
  * (every command that compiles takes --cluster FILE.json, and reads
  * TF_CONFIG: compiler/cluster.c)
@@ -23,6 +24,8 @@
  * [--cluster-key FILE] [--tls-cert F --tls-key F --tls-ca F]
  * [--max-specs N] [--verbose], and for run and stop
  * [--listen HOST:PORT].
+ *
+ * (plot is compiler/plot.c, which reads its own arguments.)
  *
  * Exit status: 0 success, 1 errors in the program or at run time, 2 a bad
  * command line.
@@ -90,6 +93,8 @@ static const char usage[] =
     "       tfgc stop FILE\n"
     "       tfgc compile FILE --task J:T -o OUT.o [--shared] [--name PREFIX]"
     " [--cpu CPU] [-O N]\n"
+    "       tfgc plot FILE.csv [-o OUT.png] [--x NAME] [--y NAME,...] "
+    "[--size WxH]\n"
     "options for run, server, stop: --addr /job:J/task:T=HOST:PORT, "
     "--startup-timeout S,\n"
     "       --step-timeout S, --heartbeat-timeout S, --cluster-key FILE, "
@@ -837,6 +842,10 @@ tfgc_main(int argc, char **argv)
 	int rc;
 
 	diag_init(&d, stderr);
+	if (argc >= 2 && strcmp(argv[1], "plot") == 0) {
+		arena_free(ar); /* plot reads a CSV, not a program */
+		return plot_main(argc - 1, argv + 1);
+	}
 	if (argc == 2 && strcmp(argv[1], "devices") == 0) {
 		arena_free(ar);
 		return cmd_devices();

@@ -2,7 +2,9 @@
 # tests/integration/run.sh [NAME...]: runs each tests/integration/*.sh
 # (all but this file, or only the NAMEs given) with `sh`, from the repo
 # root, under `timeout 120`, and prints the totals.  A script passes when it
-# exits 0; its output is shown only when it fails.  Scripts find the
+# exits 0; its output is shown only when it fails, but for the lines that
+# start with SKIP (a part it could not run here, such as plot's without
+# cairo), which are shown anyway.  Scripts find the
 # compiler in $TFGC (exported here, ./tfgc by default) and may use $TMPDIR,
 # a fresh directory per script.
 cd "$(dirname "$0")/../.." || exit 1
@@ -27,6 +29,7 @@ for t in tests/integration/*.sh; do
 	rc=$?
 	if [ "$rc" -eq 0 ]; then
 		pass=$((pass + 1))
+		grep '^SKIP' "$tmp/$n.log" | sed "s|^|$t: |"
 	else
 		fail=$((fail + 1))
 		why="exit $rc"; [ "$rc" -eq 124 ] && why="timed out after 120 s"
