@@ -114,7 +114,8 @@ cpu_emit_apply(CgCtx *C, IrNode *n)
 	}
 	args[0] = C->ctx_arg;
 	args[1] = LLVMConstInt(C->i32, (unsigned long long)n->var->index, 0);
-	args[2] = LLVMConstInt(C->i32, kind[n->opt->kind], 0);
+	args[2] = LLVMConstInt(C->i32, kind[n->opt->kind] |
+			       (n->opt->sync ? TFG_OPT_SYNC : 0), 0);
 	args[3] = LLVMConstInt(C->i32, n->opt->nslot ? (unsigned long long)
 				       n->opt->slot[0]->index : 0, 0);
 	args[4] = cg_buf(C, n->in[0]);

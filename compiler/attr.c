@@ -76,6 +76,7 @@ ir_attr_write(const IrNode *n, IrPut put, void *ctx)
 		put_i64(put, ctx, n->trans);
 	if (a & A_OPT) {
 		put_i64(put, ctx, n->opt ? (int64_t)n->opt->kind : -1);
+		put_i64(put, ctx, n->opt ? n->opt->sync : -1);
 		put_i64(put, ctx, n->opt && n->opt->nslot ?
 				  n->opt->slot[0]->index : -1);
 	}
@@ -271,6 +272,8 @@ ir_attr_dump(FILE *out, const IrNode *n)
 		static const char *const kind[IR_OPT__COUNT] = {
 			"sgd", "momentum", "adam"};
 		fprintf(out, " %s", kind[n->opt->kind]);
+		if (n->opt->sync)
+			fprintf(out, " sync=%d", n->opt->sync);
 		for (int k = 0; k < n->opt->nslot; k++)
 			fprintf(out, "%s%s", k ? ", " : " slots=",
 				n->opt->slot[k]->name);

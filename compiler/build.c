@@ -657,6 +657,12 @@ ir_opt_nhyper(IrOptKind k)
 	return (unsigned)k < IR_OPT__COUNT ? n[k] : -1;
 }
 
+int
+ir_opt_nhyper_of(const IrOpt *o)
+{
+	return ir_opt_nhyper(o->kind) + (o->sync > 0) * 2;
+}
+
 IrNode *
 ir_apply(Program *p, SrcLoc loc, IrVar *v, const IrOpt *o, IrNode *g,
 	 IrNode *h)
@@ -673,10 +679,10 @@ ir_apply(Program *p, SrcLoc loc, IrVar *v, const IrOpt *o, IrNode *g,
 		return NULL;
 	}
 	if (h->dtype != TFG_F64 || h->shape.rank != 1 ||
-	    h->shape.dims[0] != ir_opt_nhyper(o->kind)) {
+	    h->shape.dims[0] != ir_opt_nhyper_of(o)) {
 		diag_error(p->diag, loc, "an update of '%s' needs f64[%d] "
 			   "hyperparameters, got %s", v->name,
-			   ir_opt_nhyper(o->kind), type_s(p, h));
+			   ir_opt_nhyper_of(o), type_s(p, h));
 		return NULL;
 	}
 	for (int k = 0; k < o->nslot; k++)

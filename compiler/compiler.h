@@ -134,7 +134,12 @@ typedef enum IrOptKind {
 typedef struct IrOpt {
 	IrOptKind kind;
 	int nslot;
-	IrVar *slot[3];
+	IrVar *slot[6];
+	/* sync(OPT, replicas=N): N > 0, gradients of N steps averaged per
+	   update; the last three slots are the sum, its count and the
+	   number of updates made (the round), and the hyperparameters end
+	   with N and the round the step read */
+	int sync;
 } IrOpt;
 
 /* A variable (spec §4.4 "Variables"): state on one task that outlives steps.

@@ -109,8 +109,10 @@ IrNode *ir_apply(Program *p, SrcLoc loc, IrVar *v, const IrOpt *o,
 		 IrNode *g, IrNode *h);
 /* OP_after: in[0]'s value once in[1..nin) are computed */
 IrNode *ir_after(Program *p, SrcLoc loc, IrNode **in, int nin);
-/* The number of f64 hyperparameters of an optimizer (an OP_apply's in[1]) */
+/* The number of f64 hyperparameters of an optimizer kind, and of o (an
+ * OP_apply's in[1]: sync adds two) */
 int ir_opt_nhyper(IrOptKind k);
+int ir_opt_nhyper_of(const IrOpt *o);
 /* A part's end of an edge for graph node x (partition): an OP_send of
  * in, or an OP_recv (in NULL); not in the graph, the id x's. */
 IrNode *ir_comm(Program *p, const IrNode *x, IrNode *in, uint32_t key,

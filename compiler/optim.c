@@ -163,15 +163,29 @@ hypers(Checker *c, AstNode *e, int o, IrNode **h, double *lit)
 	return 0;
 }
 
-/* The f64[n] hyperparameters of one update, on v's task. */
+/* The f64[n] hyperparameters of one update, on v's task; with sync, then
+ * N and the round the step reads (cast to f64), n + 2 in all. */
 static IrNode *
 hyper_node(Checker *c, SrcLoc loc, const IrVar *v, IrNode **h,
-	   const double *lit, int n)
+	   const double *lit, int n, const IrOpt *r)
 {
 	TfgShape s1 = {1, {n}}, s0 = {0, {0}};
-	IrNode *in[4], *x;
+	IrNode *in[6], *x, *hh[6];
+	double ll[6];
 	int all = 1;
 
+	if (r->sync) {
+		memcpy(hh, h, n * sizeof *h);
+		memcpy(ll, lit, n * sizeof *lit);
+		hh[n] = NULL;
+		ll[n] = r->sync;
+		hh[n + 1] = ir_cast(c->p, loc, r->slot[r->nslot - 1]->read,
+				    TFG_F64);
+		if (!hh[n + 1])
+			return NULL;
+		hh[n + 1]->req = v->req;
+		h = hh, lit = ll, n += 2;
+	}
 	for (int k = 0; k < n; k++)
 		all &= h[k] == NULL;
 	if (all) {
@@ -247,8 +261,10 @@ make_slot(Checker *c, const IrVar *v, const char *suffix, TfgDtype t,
 /* The optimizer of call e (opts[o]) for v: its slots made by the first
  * copy of this minimize, shared by the others. */
 static IrOpt *
-opt_for(Checker *c, const AstNode *e, int o, const IrVar *v)
+opt_for(Checker *c, const AstNode *e, int o, int sync, const IrVar *v)
 {
+	static const char *const sync_slot[3] = {
+		"sync_sum", "sync_count", "sync_round"};
 	IrOpt *r;
 	OptSlots *rec;
 
@@ -259,10 +275,13 @@ opt_for(Checker *c, const AstNode *e, int o, const IrVar *v)
 	}
 	r = arena_alloc(c->a, sizeof *r);
 	r->kind = opts[o].kind;
-	r->nslot = opts[o].nslot;
+	r->sync = sync;
+	r->nslot = opts[o].nslot + (sync ? 3 : 0);
 	for (int k = 0; k < r->nslot; k++) {
-		int count = r->kind == IR_OPT_ADAM && k == 2;
-		r->slot[k] = make_slot(c, v, opts[o].slot[k],
+		int s = k - opts[o].nslot; /* >= 0: sync's */
+		int count = (r->kind == IR_OPT_ADAM && k == 2) || s >= 1;
+		r->slot[k] = make_slot(c, v, s >= 0 ? sync_slot[s]
+						 : opts[o].slot[k],
 				       count ? TFG_I64 : v->dtype, count,
 				       e->loc);
 		if (!r->slot[k])
@@ -370,9 +389,10 @@ listed_vars(Checker *c, AstNode *list, IrNode *loss, IrNode **out, int max)
 	return n;
 }
 
-/* global_step=NAME: an integer scalar variable, and its increment. */
+/* global_step=NAME: an integer scalar variable, and its increment: 1,
+ * or with sync whether the update `done` completed a round. */
 static IrNode *
-step_inc(Checker *c, AstNode *e)
+step_inc(Checker *c, AstNode *e, IrNode *done)
 {
 	Sym *s = e->kind == AST_NAME ? check_find(&c->syms, e->name) : NULL;
 	TfgShape s0 = {0, {0}};
@@ -397,11 +417,38 @@ step_inc(Checker *c, AstNode *e)
 		*(int32_t *)d = 1;
 	else
 		*(int64_t *)d = 1;
-	one = ir_const(c->p, e->loc, s->var->dtype, &s0, d, 0);
+	one = done ? check_built(c, ir_cast(c->p, e->loc, done, s->var->dtype))
+		   : ir_const(c->p, e->loc, s->var->dtype, &s0, d, 0);
 	if (!one)
 		return NULL;
-	one->req = s->var->req;
+	if (!done)
+		one->req = s->var->req;
 	return check_var_node(c, s->var, OP_assign_add, one, e->loc);
+}
+
+/* sync(OPT, replicas=N): N, or -1 (reported); OPT is checked by the
+ * caller. */
+static int
+sync_of(Checker *c, AstNode *e)
+{
+	static const char *const kw[] = {"replicas", NULL};
+	AstNode *n;
+	Lit l;
+
+	if (check_args(c, e, 1, kw) < 0)
+		return -1;
+	if (!(n = check_kwarg(e, "replicas"))) {
+		diag_error(c->d, e->loc, "sync() needs replicas=N: how many "
+			   "gradients make one update");
+		return -1;
+	}
+	l = check_lit_of(n);
+	if (l.kind != 1 || l.i < 1 || l.i > 1024) {
+		diag_error(c->d, ast_extent(n), "sync: replicas must be an "
+			   "integer from 1 to 1024");
+		return -1;
+	}
+	return (int)l.i;
 }
 
 /* minimize(loss, OPTIMIZER, vars=[...], global_step=step): the loss after
@@ -413,12 +460,17 @@ check_minimize(Checker *c, AstNode *e, OpKind op)
 	AstNode *oe, *vk, *sk;
 	IrNode *loss, *v[256], *h[4], *in[258];
 	double lit[4];
-	int o, nv, nin = 0, nh;
+	int o, nv, nin = 0, nh, sync = 0;
 
 	(void)op;
 	if (check_args(c, e, 2, kw) < 0)
 		return NULL;
 	oe = e->list[1];
+	if (oe->kind == AST_CALL && strcmp(oe->name, "sync") == 0 &&
+	    (sync = sync_of(c, oe)) <= 0)
+		return NULL;
+	if (sync)
+		oe = oe->list[0];
 	if (oe->kind != AST_CALL || (o = opt_lookup(oe->name)) < 0) {
 		diag_error(c->d, ast_extent(oe), "minimize: the second argument "
 			   "is an optimizer: sgd(lr), momentum(lr, m) or "
@@ -453,13 +505,13 @@ check_minimize(Checker *c, AstNode *e, OpKind op)
 	in[nin++] = loss;
 	for (int i = 0; i < nv; i++) {
 		IrVar *var = v[i]->var;
-		IrOpt *r = opt_for(c, e, o, var);
+		IrOpt *r = opt_for(c, e, o, sync, var);
 		IrNode *g, *hn, *up;
 
 		if (!r)
 			return NULL;
 		g = check_built(c, ir_grad(c->p, e->loc, loss, var->read));
-		hn = hyper_node(c, e->loc, var, h, lit, nh);
+		hn = hyper_node(c, e->loc, var, h, lit, nh, r);
 		if (!g || !hn || !(up = ir_apply(c->p, e->loc, var, r, g, hn)))
 			return NULL;
 		up->name = c->copy >= 0 ? arena_printf(c->a, "%s/update@%d",
@@ -470,7 +522,7 @@ check_minimize(Checker *c, AstNode *e, OpKind op)
 		in[nin++] = up;
 	}
 	if ((sk = check_kwarg(e, "global_step")) != NULL &&
-	    !(in[nin++] = step_inc(c, sk)))
+	    !(in[nin++] = step_inc(c, sk, sync ? in[1] : NULL)))
 		return NULL;
 	return check_built(c, ir_after(c->p, e->loc, in, nin));
 }

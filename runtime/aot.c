@@ -78,14 +78,10 @@ TFG_API int
 tfg_rt_apply(struct RtCtx *c, uint32_t var, uint32_t kind, uint32_t slot,
 	     const void *grad, const double *hyper, void *dst)
 {
-	int rc;
-
 	if (c->apply == NULL)
 		return tfg_error(&c->err, TFG_EINVAL, "variables live in a "
 				 "task server: this part runs without one");
-	rc = c->apply(c, var, kind, slot, grad, hyper);
-	*(unsigned char *)dst = rc == TFG_OK;
-	return rc;
+	return c->apply(c, var, kind, slot, grad, hyper, dst);
 }
 
 TFG_API int

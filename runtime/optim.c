@@ -31,6 +31,7 @@
  */
 #include <math.h>
 #include <string.h>
+#include <time.h>
 
 #include "runtime/role.h"
 
@@ -95,6 +96,16 @@ static const int nslots[] = {
 	[TFG_OPT_SGD] = 0, [TFG_OPT_MOMENTUM] = 1, [TFG_OPT_ADAM] = 3,
 };
 
+/* The hyperparameters of a kind (a sync update's follow them). */
+static int
+ir_nhyper(uint32_t kind)
+{
+	static const int n[] = {
+		[TFG_OPT_SGD] = 1, [TFG_OPT_MOMENTUM] = 2, [TFG_OPT_ADAM] = 4,
+	};
+	return n[kind & 0xff];
+}
+
 /* The update itself, every lock held and every slot initialized. */
 static void
 update(uint32_t kind, TfgDtype t, RtVarSlot **s, const void *g, int64_t n,
@@ -133,29 +144,144 @@ update(uint32_t kind, TfgDtype t, RtVarSlot **s, const void *g, int64_t n,
 }
 
 /* Whether slot k of an update of var (0: var itself) is what the kind
- * needs: of var's dtype and shape, Adam's count an i64 scalar. */
+ * needs: of var's dtype and shape, Adam's count an i64 scalar; with
+ * sync (ninner: the kind's slots), the sum as var, its count and the
+ * round i64 scalars. */
 static int
-slot_fits(const RtVar *v, const RtVar *s, uint32_t kind, int k)
+slot_fits(const RtVar *v, const RtVar *s, uint32_t kind, int ninner, int k)
 {
-	if (kind == TFG_OPT_ADAM && k == 3)
+	int scalar = ((kind & 0xff) == TFG_OPT_ADAM && k == 3) ||
+		     ((kind & TFG_OPT_SYNC) && k >= ninner + 2);
+
+	if (scalar)
 		return s->dtype == TFG_I64 && s->shape.rank == 0;
 	return s->dtype == v->dtype && tfg_shape_eq(&s->shape, &v->shape);
 }
 
+/* sum += g, and sum *= k (the mean of the sum), of dtype t. */
+#define SUM(T)                                                          \
+	static void add_##T(T *restrict d, const T *restrict g, int64_t n) \
+	{                                                               \
+		for (int64_t i = 0; i < n; i++)                         \
+			d[i] += g[i];                                   \
+	}                                                               \
+	static void scale_##T(T *restrict d, int64_t n, T k)            \
+	{                                                               \
+		for (int64_t i = 0; i < n; i++)                         \
+			d[i] *= k;                                      \
+	}
+SUM(float)
+SUM(double)
+
+/* Seconds a synchronous update waits for the other replicas' gradients
+ * of its round before it fails, so that a replica that is gone never
+ * hangs the others. */
+#define SYNC_WAIT_S 60.0
+
+static int64_t
+i64_at(const RtVarSlot *s)
+{
+	int64_t v;
+
+	memcpy(&v, s->data, sizeof v);
+	return v;
+}
+
+static void
+i64_set(RtVarSlot *s, int64_t v)
+{
+	memcpy(s->data, &v, sizeof v);
+}
+
+/* sync: s[0..n) locked and initialized (the variable, the kind's ninner
+ * slots, then the sum, the count and the round); adds g to the round's
+ * sum if the step read this round, and makes the update with the mean
+ * when it is the replicas-th; else waits, holding only the variable's
+ * lock, until another makes it.  *done: whether this call made it.
+ * Unlocks everything. */
+static int
+sync_update(RtCtx *c, const RtVar *v, uint32_t kind, RtVarSlot **s, int n,
+	    int ninner, const void *g, const double *hyper, int *done)
+{
+	RtVarSlot *sum = s[ninner + 1], *cnt = s[ninner + 2];
+	RtVarSlot *round = s[ninner + 3];
+	int64_t numel = tfg_shape_numel(&v->shape), tag, want;
+	int f = v->dtype == TFG_F32, rc = TFG_OK;
+	double t0, replicas = hyper[ir_nhyper(kind)];
+
+	tag = (int64_t)hyper[ir_nhyper(kind) + 1];
+	*done = 0;
+	if (tag < i64_at(round)) /* computed from an older round: dropped */
+		goto unlock;
+	if (f)
+		add_float((float *)sum->data, g, numel);
+	else
+		add_double((double *)sum->data, g, numel);
+	i64_set(cnt, i64_at(cnt) + 1);
+	if ((double)i64_at(cnt) >= replicas) {
+		if (f)
+			scale_float((float *)sum->data, numel,
+				    (float)(1 / replicas));
+		else
+			scale_double((double *)sum->data, numel,
+				     1 / replicas);
+		update(kind & 0xff, v->dtype, s, sum->data, numel, hyper);
+		memset(sum->data, 0, (size_t)numel * tfg_dtype_size(v->dtype));
+		i64_set(cnt, 0);
+		i64_set(round, i64_at(round) + 1);
+		pthread_cond_broadcast(&s[0]->cv);
+		*done = 1;
+		goto unlock;
+	}
+	/* wait for the round's last gradient: with only the variable's
+	   lock held, which every update of it takes */
+	while (n > 1)
+		pthread_mutex_unlock(&s[--n]->mu);
+	want = tag + 1;
+	t0 = rt_now();
+	while (i64_at(round) < want && !c->aborted) {
+		struct timespec ts;
+		double now = rt_now();
+
+		if (now - t0 > SYNC_WAIT_S) {
+			rc = tfg_error(&c->err, TFG_ETIMEDOUT, "sync: waited "
+				       "%.0f s for the other replicas' "
+				       "gradients of variable '%s' (%g "
+				       "needed a round, %lld came): is a "
+				       "replica gone?", SYNC_WAIT_S, v->name,
+				       replicas, (long long)i64_at(cnt));
+			break;
+		}
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += 50 * 1000000L;
+		if (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000L;
+		}
+		pthread_cond_timedwait(&s[0]->cv, &s[0]->mu, &ts);
+	}
+unlock:
+	while (n > 0)
+		pthread_mutex_unlock(&s[--n]->mu);
+	return rc;
+}
+
 static int
 rt_apply(RtCtx *c, uint32_t var, uint32_t kind, uint32_t slot,
-	 const void *grad, const double *hyper)
+	 const void *grad, const double *hyper, void *dst)
 {
 	RtServer *srv = c->store;
 	const TfgPlan *plan = srv->proc.plan;
-	RtVarSlot *s[4];
+	RtVarSlot *s[8];
 	const RtVar *v;
-	int n, rc = TFG_OK, locked = 0;
+	uint32_t inner = kind & 0xff;
+	int n, ninner, rc = TFG_OK, locked = 0, done = 1;
 
-	if (kind > TFG_OPT_ADAM || var >= (uint32_t)plan->nvar ||
-	    srv->vars == NULL)
+	if (inner > TFG_OPT_ADAM || (kind & ~0x1ffu) ||
+	    var >= (uint32_t)plan->nvar || srv->vars == NULL)
 		goto bad;
-	n = 1 + nslots[kind];
+	ninner = nslots[inner];
+	n = 1 + ninner + ((kind & TFG_OPT_SYNC) ? 3 : 0);
 	v = &plan->vars[var];
 	if (v->task != srv->proc.task || v->hidden ||
 	    (v->dtype != TFG_F32 && v->dtype != TFG_F64) ||
@@ -164,8 +290,8 @@ rt_apply(RtCtx *c, uint32_t var, uint32_t kind, uint32_t slot,
 	for (int k = 0; k < n; k++) {
 		uint32_t i = k ? slot + (uint32_t)k - 1 : var;
 		if (plan->vars[i].task != srv->proc.task ||
-		    plan->vars[i].hidden || !slot_fits(v, &plan->vars[i], kind,
-						       k))
+		    plan->vars[i].hidden ||
+		    !slot_fits(v, &plan->vars[i], kind, ninner, k))
 			goto bad;
 		s[k] = &srv->vars[i];
 	}
@@ -207,11 +333,16 @@ rt_apply(RtCtx *c, uint32_t var, uint32_t kind, uint32_t slot,
 				       srv->proc.name : "", local ? ": " : "",
 				       x->name, x->where);
 	}
-	if (rc == TFG_OK)
-		update(kind, v->dtype, s, grad, tfg_shape_numel(&v->shape),
+	if (rc == TFG_OK && (kind & TFG_OPT_SYNC)) {
+		rc = sync_update(c, v, kind, s, n, ninner, grad, hyper, &done);
+		locked = 0; /* it unlocked them */
+	} else if (rc == TFG_OK) {
+		update(inner, v->dtype, s, grad, tfg_shape_numel(&v->shape),
 		       hyper);
+	}
 	while (locked > 0)
 		pthread_mutex_unlock(&s[--locked]->mu);
+	*(unsigned char *)dst = rc == TFG_OK && done;
 	return rc;
 bad:
 	return tfg_error(&c->err, TFG_EINVAL, "%s: no update %u of variable "

@@ -345,7 +345,8 @@ struct RtCtx {
 	int (*var)(struct RtCtx *c, uint32_t var, uint32_t op,
 		   const void *src, void *dst);
 	int (*apply)(struct RtCtx *c, uint32_t var, uint32_t kind,
-		     uint32_t slot, const void *grad, const double *hyper);
+		     uint32_t slot, const void *grad, const double *hyper,
+		     void *dst);
 	void *store;           /* its state */
 	struct RtGpuStep *gpu; /* its arenas and streams on GPUs (gpu.c);
 				  NULL until its first GPU call */

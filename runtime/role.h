@@ -69,6 +69,7 @@ typedef struct RtRelease {
  * and runs of `tfgc run --attach`, until the process ends. */
 typedef struct RtVarSlot {
 	pthread_mutex_t mu;    /* one update at a time */
+	pthread_cond_t cv;     /* a sync update was made (optim.c) */
 	unsigned char *data;   /* RtVar.nbytes, 64-byte aligned; NULL until
 				  the first assign */
 	int init;              /* it has a value */

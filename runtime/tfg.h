@@ -362,8 +362,15 @@ TFG_API int tfg_rt_var(struct RtCtx *ctx, uint32_t var, uint32_t op,
 enum {
 	TFG_OPT_SGD,      /* v -= lr g                       lr */
 	TFG_OPT_MOMENTUM, /* a = m a + g, v -= lr a          lr, m */
-	TFG_OPT_ADAM      /* TF's Adam, t counted per variable:
+	TFG_OPT_ADAM,     /* TF's Adam, t counted per variable:
 			     lr, beta1, beta2, epsilon */
+	/* or'ed in: gradients are summed until `replicas` have come from
+	   the round the step read (hyperparameters: the kind's, then
+	   replicas, then that round), then their mean is applied; three
+	   more slots after the kind's: the sum, its count, the round.
+	   dst is 1 when this call made the update, else 0 (a stale
+	   gradient, dropped, or one that waited for the others) */
+	TFG_OPT_SYNC = 0x100
 };
 TFG_API int tfg_rt_apply(struct RtCtx *ctx, uint32_t var, uint32_t kind,
 			 uint32_t slot, const void *grad, const double *hyper,

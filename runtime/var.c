@@ -31,6 +31,7 @@ rt_vars_init(RtServer *s)
 		return TFG_ENOMEM;
 	for (int i = 0; i < plan->nvar; i++) {
 		pthread_mutex_init(&s->vars[i].mu, NULL);
+		pthread_cond_init(&s->vars[i].cv, NULL);
 		/* a random maker's count of draws starts at 0 */
 		if (plan->vars[i].hidden && plan->vars[i].task ==
 		    s->proc.task) {
@@ -95,6 +96,7 @@ rt_vars_free(RtServer *s)
 	for (int i = 0; s->vars && i < s->proc.plan->nvar; i++) {
 		free(s->vars[i].data);
 		pthread_mutex_destroy(&s->vars[i].mu);
+		pthread_cond_destroy(&s->vars[i].cv);
 	}
 	free(s->vars);
 	s->vars = NULL;
