@@ -1107,7 +1107,9 @@ call_graph(Checker *c, AstNode *e)
 {
 	int f = builtin_lookup(e->name);
 
-	if (strcmp(e->name, "run") == 0 || strcmp(e->name, "load") == 0) {
+	if (strcmp(e->name, "run") == 0 || strcmp(e->name, "load") == 0 ||
+	    strcmp(e->name, "progress") == 0 ||
+	    strcmp(e->name, "record") == 0) {
 		diag_error(c->d, e->a->loc,
 			   "'%s' can only be used in a session block",
 			   e->name);

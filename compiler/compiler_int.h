@@ -223,6 +223,9 @@ typedef struct Checker {
 	int session_task;  /* the session being checked (-1: none): run()
 			      picks its copy of replicated values */
 	PtrVec opts;       /* optim.c: the slots each minimize made */
+	PtrVec loops;      /* RtStmt *: the session's loops around the
+			      statement being checked, outermost first */
+	PtrVec csv;        /* RtCsv *: the session's record() files */
 } Checker;
 
 /* A literal's value: AST_INT, AST_FLOAT, AST_BOOL, or - of one. */

@@ -9,6 +9,7 @@
  *             |fused|llvm|memory [--task J:T] [--cpu CPU] [-O N] FILE
  *   tfgc run FILE [--log-device-placement] [--free-ports]
  *            [--attach [--stop]] [--restore DIR] [--trace OUT.json]
+ *            [--no-progress] [--progress-every S]
  *   tfgc server FILE [--job J --task T] [--chief J:T|none]
  *               [--part PART.so] [--restore DIR] [--trace OUT.json|-]
  *   tfgc stop FILE
@@ -51,6 +52,8 @@ typedef struct Args {
 	const char *chief;   /* server --chief J:T or none */
 	const char *listen;  /* run, stop --listen HOST:PORT */
 	int stop;            /* run --attach --stop */
+	int no_progress;     /* run --no-progress */
+	double progress_every; /* run --progress-every S; < 0 unset */
 	int soft_placement;  /* --soft-placement */
 	int prefer_gpu;      /* --prefer-gpu */
 	int gpu_tf32;        /* --gpu-tf32 */
@@ -85,6 +88,7 @@ static const char usage[] =
     "       tfgc run FILE [--log-device-placement] [--free-ports] "
     "[--attach [--stop]]\n"
     "                [--restore DIR] [--trace OUT.json]\n"
+    "                [--no-progress] [--progress-every S]\n"
     "                [--fetch NAME]... [--feed NAME=FILE.npy]... "
     "[--out FILE.npy]...\n"
     "       tfgc server FILE [--job J --task T] [--chief J:T|none] "
@@ -130,6 +134,7 @@ parse_args(Args *a, int argc, char **argv, Arena *ar)
 	a->startup_timeout = 30;
 	a->step_timeout = 0;
 	a->heartbeat_timeout = 1.5;
+	a->progress_every = -1;
 	if (argc < 2)
 		return bad_usage("no command given%s", "");
 	a->cmd = argv[1];
@@ -158,6 +163,8 @@ parse_args(Args *a, int argc, char **argv, Arena *ar)
 			a->attach = 1;
 		} else if (FLAG("--stop")) {
 			a->stop = 1;
+		} else if (FLAG("--no-progress")) {
+			a->no_progress = 1;
 		} else if (FLAG("--soft-placement")) {
 			a->soft_placement = 1;
 		} else if (FLAG("--prefer-gpu")) {
@@ -187,7 +194,8 @@ parse_args(Args *a, int argc, char **argv, Arena *ar)
 			   FLAG("--trace") || FLAG("--heartbeat-timeout") ||
 			   FLAG("--listen") || FLAG("--gpu-arch") ||
 			   FLAG("--startup-timeout") ||
-			   FLAG("--step-timeout") || FLAG("--max-specs")) {
+			   FLAG("--step-timeout") || FLAG("--max-specs") ||
+			   FLAG("--progress-every")) {
 			const char *v = VALUE();
 			char *end;
 			if (!v)
@@ -281,6 +289,14 @@ parse_args(Args *a, int argc, char **argv, Arena *ar)
 							 "count from 1 to "
 							 "100000, not '%s'", v);
 				a->max_specs = (int)n;
+			} else if (FLAG("--progress-every")) {
+				double t = strtod(v, &end);
+				if (*end || end == v || !(t >= 0) || t > 1e6)
+					return bad_usage("--progress-every takes "
+							 "a number of seconds "
+							 "(0: only at epochs' "
+							 "ends), not '%s'", v);
+				a->progress_every = t;
 			} else {
 				double t = strtod(v, &end);
 				if (*end || !(t > 0) || t > 1e6)
@@ -332,6 +348,8 @@ runtime_options(const Args *a)
 	o.trace_file = a->trace;
 	o.max_specs = a->max_specs;
 	o.verbose = a->verbose;
+	o.no_progress = a->no_progress;
+	o.progress_every = a->progress_every;
 	o.picked_ports = a->picked_ports;
 	o.controller_addr = a->listen ? a->listen : "127.0.0.1:0";
 	return o;
@@ -744,6 +762,13 @@ controller_args(const Args *a, Program *p, int chief)
 	if (a->trace && strcmp(a->trace, "-") != 0) {
 		vec_push(p->arena, &v, "--trace");
 		vec_push(p->arena, &v, (void *)a->trace);
+	}
+	if (a->no_progress)
+		vec_push(p->arena, &v, "--no-progress");
+	if (a->progress_every >= 0) {
+		snprintf(buf, sizeof buf, "%g", a->progress_every);
+		vec_push(p->arena, &v, "--progress-every");
+		vec_push(p->arena, &v, arena_strdup(p->arena, buf));
 	}
 	common_args(&v, a, p);
 	vec_push(p->arena, &v, NULL);

@@ -391,7 +391,8 @@ statement_call(const char *name)
 	return strcmp(name, "initialize") == 0 ||
 	       strcmp(name, "wait_initialized") == 0 ||
 	       strcmp(name, "sleep") == 0 || strcmp(name, "save") == 0 ||
-	       strcmp(name, "restore") == 0;
+	       strcmp(name, "restore") == 0 ||
+	       strcmp(name, "progress") == 0 || strcmp(name, "record") == 0;
 }
 
 static RtExpr *
@@ -457,7 +458,7 @@ call_session(Checker *c, AstNode *e)
 		static const char *const sess[] = {
 			"run", "load", "len", "now", "uninitialized",
 			"initialize", "wait_initialized", "sleep", "save",
-			"restore", "batches"};
+			"restore", "batches", "progress", "record"};
 		const char *w = check_nearest(e->name, sess, (int)(sizeof sess /
 							      sizeof *sess));
 		if (w)
@@ -467,8 +468,9 @@ call_session(Checker *c, AstNode *e)
 			diag_error(c->d, e->a->loc, "unknown function '%s' (a "
 				   "session can call run, load, len, now, "
 				   "uninitialized, initialize, "
-				   "wait_initialized, sleep, save, restore "
-				   "and, in a for loop, batches)", e->name);
+				   "wait_initialized, sleep, save, restore, "
+				   "progress, record and, in a for loop, "
+				   "batches)", e->name);
 	}
 	return NULL;
 }
@@ -777,6 +779,215 @@ checkpoint_stmt(Checker *c, AstNode *e, RtStmt *st, int save)
 	return st;
 }
 
+
+/* ------------------------------------------------- progress and record */
+
+/* A value of progress() or record(), keyword kw
+ * (spec §8.13 "progress"): what is known not to be a number (an integer
+ * when integer) is refused here, the rest when it runs. */
+static RtExpr *
+number_arg(Checker *c, const char *fn, AstNode *kw, int integer)
+{
+	RtExpr *x = sexpr(c, kw->a);
+	const char *why = NULL;
+	const IrSig *g;
+	const IrNode *f;
+	TfgDtype t;
+
+	if (!x)
+		return NULL;
+	if (is_str(x))
+		why = "this is a string";
+	switch (x->kind) {
+	case RT_E_CONST:
+		t = x->value->dtype;
+		if (x->value->shape.rank != 0)
+			why = "this is a tensor literal";
+		else if (t == TFG_STRING)
+			why = "this is a string";
+		else if (t == TFG_BOOL)
+			why = "this is a bool";
+		else if (integer && (t == TFG_F32 || t == TFG_F64))
+			why = "this is a float";
+		break;
+	case RT_E_RUN:
+		g = c->sigs.v[x->sig];
+		if (g->nfetch != 1) {
+			diag_error(c->d, ast_extent(kw->a), "%s(): %s= takes %s, "
+				   "but this run() fetches %d values", fn,
+				   kw->name, integer ? "an integer" :
+				   "a number", g->nfetch);
+			return NULL;
+		}
+		f = g->fetch[0];
+		if (f->shape.rank == 0 && f->dtype != TFG_STRING &&
+		    f->dtype != TFG_BOOL && !(integer && (f->dtype == TFG_F32 ||
+						      f->dtype == TFG_F64)))
+			break;
+		diag_error(c->d, ast_extent(kw->a), "%s(): %s= takes %s, but "
+			   "'%s' is %s", fn, kw->name, integer ? "an integer" :
+			   "a number", f->name,
+			   ir_type_str(c->a, f->dtype, &f->shape));
+		return NULL;
+	case RT_E_UNINIT:
+		why = "this is a string tensor";
+		break;
+	case RT_E_EQ: case RT_E_NE: case RT_E_LT: case RT_E_LE:
+	case RT_E_GT: case RT_E_GE:
+		why = "this is a bool";
+		break;
+	default:
+		break;
+	}
+	if (!why)
+		return x;
+	diag_error(c->d, ast_extent(kw->a), "%s(): %s= takes %s, but %s", fn,
+		   kw->name, integer ? "an integer" : "a number", why);
+	return NULL;
+}
+
+/* The keyword arguments of call e, each named once; -1 if reported
+ * (usage: the message for anything else). */
+static int
+named_args(Checker *c, AstNode *e, int first, const char *usage)
+{
+	int before = c->d->nerr;
+
+	if (e->b)
+		diag_error(c->d, e->b->loc, "%s", usage);
+	for (int i = first; i < e->n; i++) {
+		AstNode *a = e->list[i];
+
+		if (a->kind != AST_KWARG) {
+			diag_error(c->d, ast_extent(a), "%s", usage);
+			continue;
+		}
+		for (int j = first; j < i; j++)
+			if (e->list[j]->kind == AST_KWARG &&
+			    strcmp(e->list[j]->name, a->name) == 0) {
+				diag_error(c->d, a->tok.loc, "%s() is given "
+					   "%s= twice", e->name, a->name);
+				break;
+			}
+	}
+	return c->d->nerr > before ? -1 : 0;
+}
+
+/* progress(step=S, NAME=value, ...) (spec §8.13 "progress"): exprs[0]
+ * the step (NULL: the count of calls), then the values, named in
+ * paths.  The outermost of two loops or more around it is the epoch's. */
+static RtStmt *
+progress_stmt(Checker *c, AstNode *e, RtStmt *st)
+{
+	int n = 1, before = c->d->nerr;
+
+	if (named_args(c, e, 0, "progress() takes named numbers: "
+		       "progress(loss=l)") < 0)
+		return NULL;
+	st->kind = RT_S_PROGRESS;
+	st->exprs = arena_alloc(c->a, (e->n + 2) * sizeof *st->exprs);
+	st->paths = arena_alloc(c->a, (e->n + 2) * sizeof *st->paths);
+	for (int i = 0; i < e->n; i++) {
+		AstNode *a = e->list[i];
+
+		if (strcmp(a->name, "step") == 0) {
+			st->exprs[0] = number_arg(c, "progress", a, 1);
+			continue;
+		}
+		st->paths[n] = a->name;
+		st->exprs[n++] = number_arg(c, "progress", a, 0);
+	}
+	st->nexpr = n;
+	if (c->d->nerr > before)
+		return NULL;
+	if (c->loops.n >= 2)
+		((RtStmt *)c->loops.v[0])->epoch = 1;
+	return st;
+}
+
+/* record("FILE.csv", NAME=value, ...) (spec §8.14 "record"): a row of
+ * the session's file; its header gets the names it lacks. */
+static RtStmt *
+record_stmt(Checker *c, AstNode *e, RtStmt *st)
+{
+	static const char usage[] = "record() takes the CSV file's name, a "
+		"string literal, then named numbers: record(\"curves.csv\", "
+		"step=s, loss=l)";
+	int before = c->d->nerr, k;
+	RtCsv *f = NULL;
+
+	if (e->n < 2 || e->list[0]->kind != AST_STRING ||
+	    e->list[0]->str[0] == '\0') {
+		diag_error(c->d, e->n ? ast_extent(e->list[0]) : e->loc, "%s",
+			   usage);
+		return NULL;
+	}
+	if (named_args(c, e, 1, usage) < 0)
+		return NULL;
+	for (k = 0; k < c->csv.n; k++)
+		if (strcmp(((RtCsv *)c->csv.v[k])->path, e->list[0]->str) == 0)
+			f = c->csv.v[k];
+	if (!f) {
+		f = arena_alloc(c->a, sizeof *f);
+		f->path = e->list[0]->str;
+		k = c->csv.n;
+		vec_push(c->a, &c->csv, f);
+	} else {
+		for (k = 0; c->csv.v[k] != f; k++)
+			;
+	}
+	st->kind = RT_S_RECORD;
+	st->slot = k;
+	st->nexpr = e->n - 1;
+	st->exprs = arena_alloc(c->a, e->n * sizeof *st->exprs);
+	st->cols = arena_alloc(c->a, e->n * sizeof *st->cols);
+	for (int i = 1; i < e->n; i++) {
+		AstNode *a = e->list[i];
+		int col = 0;
+
+		while (col < f->ncol && strcmp(f->cols[col], a->name) != 0)
+			col++;
+		if (col == f->ncol) { /* a new column: the header grows */
+			const char **cols = arena_alloc(c->a, (f->ncol + 2) *
+							      sizeof *cols);
+			if (f->ncol)
+				memcpy(cols, f->cols, f->ncol * sizeof *cols);
+			cols[f->ncol++] = a->name;
+			f->cols = cols;
+		}
+		st->cols[i - 1] = col;
+		st->exprs[i - 1] = number_arg(c, "record", a, 0);
+	}
+	return c->d->nerr > before ? NULL : st;
+}
+
+/* The session's CSV files, each with a `time` column last unless a
+ * record() names one. */
+static void
+session_csv(Checker *c, RtSession *rs)
+{
+	rs->ncsv = c->csv.n;
+	rs->csv = arena_alloc(c->a, (c->csv.n + 1) * sizeof *rs->csv);
+	for (int k = 0; k < c->csv.n; k++) {
+		RtCsv *f = &rs->csv[k];
+		const char **cols;
+
+		*f = *(RtCsv *)c->csv.v[k];
+		f->time = -1;
+		for (int i = 0; i < f->ncol; i++)
+			if (strcmp(f->cols[i], "time") == 0)
+				break;
+			else if (i == f->ncol - 1)
+				f->time = f->ncol;
+		if (f->time < 0)
+			continue;
+		cols = arena_alloc(c->a, (f->ncol + 2) * sizeof *cols);
+		memcpy(cols, f->cols, f->ncol * sizeof *cols);
+		cols[f->ncol++] = "time";
+		f->cols = cols;
+	}
+}
+
 /* initialize(...), wait_initialized(...), sleep(ms)
  * (spec §8.9 "Variables in a session", §8.10 "sleep"), save and restore
  * (§8.11 "save and restore"). */
@@ -789,6 +1000,10 @@ call_stmt(Checker *c, AstNode *e, RtStmt *st)
 	st->nexpr = 1;
 	if (strcmp(e->name, "save") == 0 || strcmp(e->name, "restore") == 0)
 		return checkpoint_stmt(c, e, st, e->name[0] == 's');
+	if (strcmp(e->name, "progress") == 0)
+		return progress_stmt(c, e, st);
+	if (strcmp(e->name, "record") == 0)
+		return record_stmt(c, e, st);
 	if (strcmp(e->name, "initialize") == 0) {
 		st->kind = RT_S_EXPR;
 		return (st->exprs[0] = init_expr(c, e)) ? st : NULL;
@@ -1089,7 +1304,9 @@ batches_stmt(Checker *c, AstNode *s, RtStmt *st)
 	for (int i = 0; i < 2; i++)
 		if (pin[i])
 			pin[i]->pinned++;
+	vec_push(c->a, &c->loops, st);
 	sblock(c, s, &st->nbody, &st->body);
+	c->loops.n--;
 	for (int i = 0; i < 2; i++)
 		if (pin[i])
 			pin[i]->pinned--;
@@ -1148,7 +1365,9 @@ sstmt(Checker *c, AstNode *s)
 		st->exprs[0] = sexpr(c, s->a);
 		st->exprs[1] = sexpr(c, s->b);
 		loop_var(c, s, st, 1);
+		vec_push(c->a, &c->loops, st);
 		sblock(c, s, &st->nbody, &st->body);
+		c->loops.n--;
 		c->locals.n--;
 		return st;
 	case AST_ASSIGN:
@@ -1193,9 +1412,12 @@ session_on(Checker *c, AstNode *s, int task)
 	c->session_task = task; /* its copies of replicated values */
 	c->nslot = 0;
 	c->locals.n = 0;
+	c->loops.n = 0;
+	c->csv.n = 0;
 	sblock(c, s, &rs->nstmt, &rs->stmts);
 	c->session_task = -1;
 	rs->nslot = c->nslot;
+	session_csv(c, rs);
 	vec_push(c->a, &c->sessions, rs);
 }
 

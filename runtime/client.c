@@ -29,6 +29,7 @@
 #define HEARTBEAT_SECS 1.0 /* an empty OUTPUT tells the controller we live */
 #define ABORT_SECS 0.2     /* for all the ABORTs of a failed step */
 #define WAIT_INIT_SECS 60  /* wait_initialized() without --step-timeout */
+#define PROGRESS_SECS 0.1  /* at most one PROGRESS this often */
 
 enum { CV_NONE, CV_TENSOR, CV_LIST, CV_STR };
 
@@ -58,6 +59,12 @@ typedef struct Sess {
 	size_t nout, capout;
 	double last_flush;
 	unsigned long long nstep; /* steps this session began */
+	double start;      /* rt_now() when it began */
+	RtTrack track;     /* its loops, for progress() */
+	RtProgress prog;   /* the last progress() call's record */
+	int prog_epoch;    /* a call since the last epoch's end */
+	double prog_sent;  /* rt_now() of the last PROGRESS */
+	FILE **csv;        /* [s->ncsv]: record()'s files, once written */
 } Sess;
 
 static void
@@ -1009,6 +1016,7 @@ append_value(Sess *ss, const CVal *v, const char *where)
 }
 
 static tfg_status exec_stmts(Sess *ss, RtStmt **stmts, int n);
+static void epoch_end(Sess *ss);
 
 /* Every value is computed before any is written, so that a failing
  * print writes nothing. */
@@ -1074,15 +1082,162 @@ exec_for(Sess *ss, const RtStmt *st)
 	if ((rv = bound(ss, st->exprs[0], &lo)) ||
 	    (rv = bound(ss, st->exprs[1], &hi)))
 		return rv;
-	for (int64_t i = lo; i < hi; i++) {
-		if (rt_stop_requested)
-			return fail(ss, st->where, TFG_ECANCELED,
-				    "interrupted");
+	rt_track_push(&ss->track, hi > lo ? hi - lo : 0, -1);
+	for (int64_t i = lo; i < hi && rv == TFG_OK; i++) {
+		if (rt_stop_requested) {
+			rv = fail(ss, st->where, TFG_ECANCELED,
+				  "interrupted");
+			break;
+		}
 		*(int64_t *)ss->vals[st->slot].t->data = i;
-		if ((rv = exec_stmts(ss, st->body, st->nbody)) != TFG_OK)
-			return rv;
+		rt_track_at(&ss->track, i - lo, -1);
+		rv = exec_stmts(ss, st->body, st->nbody);
+		if (rv == TFG_OK && st->epoch)
+			epoch_end(ss);
 	}
-	return TFG_OK;
+	rt_track_pop(&ss->track);
+	return rv;
+}
+
+
+/* ---------------------------------------------------- progress, record */
+
+/* Sends the last progress() call's record, flagged end (RtProgress.end),
+ * after what was printed before it. */
+static void
+progress_send(Sess *ss, int end)
+{
+	char body[RT_PROGRESS_MAX];
+	size_t n;
+	TfgError e;
+
+	ss->prog.end = end;
+	n = rt_progress_encode(body, sizeof body, &ss->prog);
+	flush(ss, 1);
+	if (rt_send_text(ss->p, ss->url, RT_MSG_PROGRESS, 0,
+			 (uint32_t)ss->index, body, n, &e) != TFG_OK)
+		fprintf(stderr, "tfgc: error: %s: progress lost: %s\n",
+			ss->p->name, e.msg);
+	ss->prog_sent = rt_now();
+}
+
+/* An iteration of an epoch's loop ended: its last record, flagged. */
+static void
+epoch_end(Sess *ss)
+{
+	if (ss->prog_epoch)
+		progress_send(ss, 1);
+	ss->prog_epoch = 0;
+}
+
+/* A number of progress() or record() (fn), argument name=: an integer
+ * or float scalar (integer: an integer), in *v. */
+static tfg_status
+eval_number(Sess *ss, const RtExpr *x, const char *fn, const char *name,
+	    int integer, CVal *v)
+{
+	tfg_status st;
+	char buf[160];
+
+	if ((st = eval(ss, x, v)) != TFG_OK)
+		return st;
+	one_fetch(v);
+	if (v->kind == CV_TENSOR && v->t->shape.rank == 0 &&
+	    v->t->dtype != TFG_BOOL && v->t->dtype != TFG_STRING &&
+	    !(integer && is_float(v->t->dtype)))
+		return TFG_OK;
+	st = fail(ss, x->where, TFG_EDTYPE, "%s(): %s= takes %s, got %s", fn,
+		  name, integer ? "an integer" : "a number",
+		  v->kind == CV_STR ? "a string" :
+		  v->kind != CV_TENSOR ? "a list of values" :
+		  type_str(buf, sizeof buf, v->t->dtype, &v->t->shape));
+	cval_free(v);
+	return st;
+}
+
+/* progress(step=S, name=value, ...) (spec §8.13 "progress"): the
+ * record of the call, sent if none went for PROGRESS_SECS. */
+static tfg_status
+exec_progress(Sess *ss, const RtStmt *st)
+{
+	int n = st->nexpr - 1, *isint = calloc((size_t)n + 1, sizeof *isint);
+	double *val = calloc((size_t)n + 1, sizeof *val);
+	int64_t step = -1;
+	tfg_status rv = TFG_OK;
+	CVal v;
+
+	if (!isint || !val) {
+		free(isint);
+		free(val);
+		return fail(ss, st->where, TFG_ENOMEM, "out of memory");
+	}
+	if (st->exprs[0] && (rv = eval_number(ss, st->exprs[0], "progress",
+					      "step", 1, &v)) == TFG_OK) {
+		step = get_i(v.t);
+		cval_free(&v);
+	}
+	for (int i = 0; i < n && rv == TFG_OK; i++) {
+		if ((rv = eval_number(ss, st->exprs[i + 1], "progress",
+				      st->paths[i + 1], 0, &v)) != TFG_OK)
+			break;
+		isint[i] = !is_float(v.t->dtype);
+		val[i] = get_f(v.t);
+		cval_free(&v);
+	}
+	if (rv == TFG_OK) {
+		rt_track_call(&ss->track, &ss->prog, step, n, st->paths + 1,
+			      val, isint);
+		ss->prog.t = rt_now() - ss->start;
+		ss->prog_epoch = 1;
+		if (rt_now() - ss->prog_sent >= PROGRESS_SECS)
+			progress_send(ss, 0);
+	}
+	free(isint);
+	free(val);
+	return rv;
+}
+
+/* record("FILE.csv", name=value, ...) (spec §8.14 "record"): every
+ * value, then the row. */
+static tfg_status
+exec_record(Sess *ss, const RtStmt *st)
+{
+	const RtCsv *f = st->slot >= 0 && st->slot < ss->s->ncsv ?
+			 &ss->s->csv[st->slot] : NULL;
+	char **cells = f ? calloc((size_t)f->ncol + 1, sizeof *cells) : NULL;
+	tfg_status rv = TFG_OK;
+	TfgError e;
+	CVal v;
+
+	if (!f)
+		return fail(ss, st->where, TFG_EINVAL, "malformed record");
+	if (!cells)
+		return fail(ss, st->where, TFG_ENOMEM, "out of memory");
+	for (int i = 0; i < st->nexpr && rv == TFG_OK; i++) {
+		char num[32], **cell = &cells[st->cols[i]];
+
+		if ((rv = eval_number(ss, st->exprs[i], "record",
+				      f->cols[st->cols[i]], 0, &v)) != TFG_OK)
+			break;
+		if (is_float(v.t->dtype)) {
+			*cell = rt_format_str(v.t);
+		} else {
+			snprintf(num, sizeof num, "%lld",
+				 (long long)get_i(v.t));
+			*cell = strdup(num);
+		}
+		cval_free(&v);
+		if (!*cell)
+			rv = fail(ss, st->where, TFG_ENOMEM, "out of memory");
+	}
+	if (rv == TFG_OK &&
+	    (rv = rt_csv_row(&ss->csv[st->slot], f, cells,
+			     rt_now() - ss->start, &e)) != TFG_OK)
+		rv = fail(ss, st->where, rv, "%s", e.msg);
+	for (int i = 0; i < f->ncol; i++)
+		free(cells[i]);
+	free(cells);
+	return rv;
 }
 
 /* ------------------------------------------------------------ batches */
@@ -1227,6 +1382,7 @@ exec_batches(Sess *ss, const RtStmt *st)
 			     batch_slot(&b[2], 0) ||
 			     batch_slot(&b[4], 0)))
 		rv = fail(ss, st->where, TFG_ENOMEM, "out of memory");
+	rt_track_push(&ss->track, bt.count, 0);
 	for (int64_t i = 0; rv == TFG_OK && i < bt.count; i++) {
 		if (rt_stop_requested) {
 			rv = fail(ss, st->where, TFG_ECANCELED, "interrupted");
@@ -1238,8 +1394,12 @@ exec_batches(Sess *ss, const RtStmt *st)
 			b[1] = (CVal){.kind = CV_TENSOR, .t = bt.y};
 		*(int64_t *)b[2].t->data = i;
 		*(int64_t *)b[4].t->data = bt.n;
+		rt_track_at(&ss->track, i, bt.n);
 		rv = exec_stmts(ss, st->body, st->nbody);
+		if (rv == TFG_OK && st->epoch)
+			epoch_end(ss);
 	}
+	rt_track_pop(&ss->track);
 	for (int k = 0; k < 5; k++)
 		cval_free(&b[k]); /* x and y are borrowed: the loop's */
 	rt_batches_end(&bt);
@@ -1499,6 +1659,12 @@ exec_stmts(Sess *ss, RtStmt **stmts, int n)
 		case RT_S_BATCHES:
 			rv = exec_batches(ss, st);
 			break;
+		case RT_S_PROGRESS:
+			rv = exec_progress(ss, st);
+			break;
+		case RT_S_RECORD:
+			rv = exec_record(ss, st);
+			break;
 		}
 	}
 	return rv;
@@ -1547,7 +1713,7 @@ rt_client_session(RtServer *srv, int session, const char *url)
 	ss.p = p;
 	ss.url = url;
 	ss.index = session;
-	ss.last_flush = rt_now();
+	ss.last_flush = ss.start = rt_now();
 	s = ss.s = &p->plan->sessions[session];
 	if (s->task != p->task)
 		rv = tfg_error(&ss.err, TFG_EINVAL,
@@ -1555,6 +1721,9 @@ rt_client_session(RtServer *srv, int session, const char *url)
 			       p->plan->tasks[s->task].name);
 	if (rv == TFG_OK && s->nslot > 0 &&
 	    (ss.vals = calloc((size_t)s->nslot, sizeof *ss.vals)) == NULL)
+		rv = tfg_error(&ss.err, TFG_ENOMEM, "out of memory");
+	if (rv == TFG_OK && s->ncsv > 0 &&
+	    (ss.csv = calloc((size_t)s->ncsv, sizeof *ss.csv)) == NULL)
 		rv = tfg_error(&ss.err, TFG_ENOMEM, "out of memory");
 	/* loop variables: i64 scalars, weak in arithmetic */
 	if (rv == TFG_OK)
@@ -1564,6 +1733,12 @@ rt_client_session(RtServer *srv, int session, const char *url)
 	for (int i = 0; ss.vals && i < s->nslot; i++)
 		cval_free(&ss.vals[i]);
 	free(ss.vals);
+	for (int i = 0; ss.csv && i < s->ncsv; i++)
+		if (ss.csv[i])
+			fclose(ss.csv[i]);
+	free(ss.csv);
+	if (ss.track.calls > 0 && rv == TFG_OK)
+		progress_send(&ss, 2); /* its last: the bar's final state */
 	flush(&ss, 1);
 	free(ss.out);
 	if (rv != TFG_OK) {

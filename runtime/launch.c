@@ -304,14 +304,18 @@ write_out(const TfgPlan *plan, Running *r, const RtMsg *m)
 /* Session r ended, bad or not; why (when not NULL) to stderr, with its
  * label when it runs in a group. */
 static void
-end_session(const TfgPlan *plan, Running *r, int bad, const char *why,
-	    int n)
+end_session(const TfgPlan *plan, RtBars *bars, Running *r, int bad,
+	    const char *why, int n)
 {
 	const char *label = plan->sessions[r->index].label;
 
+	rt_bars_hide(bars);
 	if (r->midline)
 		fputs("\n", stdout);
 	r->midline = 0;
+	fflush(stdout);
+	rt_bars_end(bars, r->index);
+	rt_bars_hide(bars);
 	if (why)
 		fprintf(stderr, "%s%s%s%.*s\n", label ? "[" : "",
 			label ? label : "", label ? "] " : "", n, why);
@@ -319,11 +323,21 @@ end_session(const TfgPlan *plan, Running *r, int bad, const char *why,
 	r->bad = bad;
 }
 
+/* Whether a session's output ends inside a line. */
+static int
+any_midline(const Running *run, int n)
+{
+	for (int k = 0; k < n; k++)
+		if (run[k].midline)
+			return 1;
+	return 0;
+}
+
 /* Runs sessions [first, last), one group (or one session alone), at
  * once; 0 when all ended well.  One whose task dies or goes silent fails
  * and the others go on; a session alone fails the run at once. */
 static int
-run_group(RtProc *c, int first, int last, pid_t *pids)
+run_group(RtProc *c, int first, int last, pid_t *pids, RtBars *bars)
 {
 	const TfgPlan *plan = c->plan;
 	int n = last - first, left = n, bad = 0;
@@ -358,11 +372,11 @@ run_group(RtProc *c, int first, int last, pid_t *pids)
 				snprintf(why, sizeof why, "tfgc: error: no word "
 					 "from %s for %g s during its session",
 					 name, quiet);
-				end_session(plan, r, 1, why, (int)strlen(why));
+				end_session(plan, bars, r, 1, why, (int)strlen(why));
 			} else if ((died && n == 1) ||
 				   (pids && pids[r->task] == 0)) {
 				/* its task died: child_exited said how */
-				end_session(plan, r, 1, NULL, 0);
+				end_session(plan, bars, r, 1, NULL, 0);
 			} else if (rt_peer_lost(c, r->task, lost,
 						sizeof lost)) {
 				/* Give waitpid a moment to tell how it ended. */
@@ -372,7 +386,7 @@ run_group(RtProc *c, int first, int last, pid_t *pids)
 					 rt_now() - r->gone_at > 1.0) {
 					snprintf(why, sizeof why, "tfgc: error: "
 						 "%s during its session", lost);
-					end_session(plan, r, 1, why,
+					end_session(plan, bars, r, 1, why,
 						    (int)strlen(why));
 				}
 			}
@@ -383,6 +397,7 @@ run_group(RtProc *c, int first, int last, pid_t *pids)
 		}
 		if (left == 0 || (bad && n == 1))
 			break;
+		rt_bars_tick(bars, any_midline(run, n));
 		if (recv_one(c, &m, rt_now() + SLICE) != 0)
 			continue;
 		for (int k = 0; k < n; k++) {
@@ -393,10 +408,15 @@ run_group(RtProc *c, int first, int last, pid_t *pids)
 			    m.h.key != (uint32_t)r->index)
 				continue;
 			r->heard = rt_now();
-			if (m.h.type == RT_MSG_OUTPUT) {
+			if (m.h.type == RT_MSG_OUTPUT && m.h.nbytes) {
+				rt_bars_hide(bars);
 				write_out(plan, r, &m);
+				rt_bars_show(bars, any_midline(run, n));
+			} else if (m.h.type == RT_MSG_PROGRESS) {
+				rt_bars_take(bars, r->index, m.body,
+					     (size_t)m.h.nbytes, r->midline);
 			} else if (m.h.type == RT_MSG_SESSION_END) {
-				end_session(plan, r, m.h.nbytes > 0,
+				end_session(plan, bars, r, m.h.nbytes > 0,
 					    m.h.nbytes ? (const char *)m.body
 						       : NULL,
 					    (int)m.h.nbytes);
@@ -643,10 +663,12 @@ tfg_launch(const TfgPlan *plan, const TfgOptions *opt, const char *argv0,
 	int attach = mode & TFG_LAUNCH_ATTACH;
 	RtProc c;
 	pid_t *pids = NULL;
+	RtBars *bars;
 	int rc = 0;
 
 	if (ctl_open(&c, plan, opt))
 		return 1;
+	bars = rt_bars_new(plan, opt); /* NULL (no memory): none shown */
 	ctl_signals();
 	if (!attach) {
 		pids = calloc((size_t)plan->ntask, sizeof *pids);
@@ -674,7 +696,7 @@ tfg_launch(const TfgPlan *plan, const TfgOptions *opt, const char *argv0,
 		     j < plan->nsession &&
 		     plan->sessions[j].group == plan->sessions[i].group; j++)
 			;
-		rc = run_group(&c, i, j, pids);
+		rc = run_group(&c, i, j, pids, bars);
 	}
 	/* the trace of the run, whatever happened (a failed run is when
 	   one is wanted most), from every task still up */
@@ -698,6 +720,7 @@ tfg_launch(const TfgPlan *plan, const TfgOptions *opt, const char *argv0,
 	ctl_npid = 0;
 	ctl_pids = NULL;
 	free(pids);
+	rt_bars_free(bars);
 	rt_proc_free(&c);
 	return rc;
 }

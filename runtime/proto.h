@@ -67,6 +67,9 @@ enum {
 			      TRACE came and when this left), then its
 			      trace events as JSON text (runtime/trace.h),
 			      in its clock */
+	RT_MSG_PROGRESS, /* client -> controller; key: session; body: a
+			    progress() record, one line of text of at most
+			    RT_PROGRESS_MAX bytes (runtime/progress.c) */
 	RT_MSG__N
 };
 
@@ -89,14 +92,16 @@ enum {
 #define RT_SHUTDOWN_QUIET 1
 
 #define RT_WIRE_MAGIC 0x31474654u /* "TFG1" */
-#define RT_WIRE_VERSION 6 /* 2: the last header field is the epoch; 3: a
+#define RT_WIRE_VERSION 7 /* 2: the last header field is the epoch; 3: a
 			     step id carries its client's tag; 4: OUTPUT and
 			     SESSION_END name their session; 5: TRACE; 6: a
-			     large feed follows its START (rt_feed_apart) */
+			     large feed follows its START (rt_feed_apart);
+			     7: PROGRESS */
 #define RT_HDR_SIZE 112
 #define RT_SRC_CONTROLLER 0xffff
 #define RT_MAX_BODY ((uint64_t)1 << 30) /* largest body: 1 GiB */
 #define RT_ABORT_MAX 1024 /* longest reason an ABORT carries */
+#define RT_PROGRESS_MAX 1024 /* longest body a PROGRESS carries */
 
 /* A step id: client task << 48 | tag << 32 | counter.  The tag tells the
  * client's incarnations apart (rt_step_tag of its epoch), so that no step

@@ -9,6 +9,8 @@
  *              drives as their client
  *   spec.c     specialisations of a generic plan
  *   launch.c   the controller (tfgc run, tfgc stop)
+ *   progress.c progress() and record(): the client's records and CSV
+ *              files, the controller's bars
  *
  * The roles call the protocol, never the transport.  Their shared state
  * in a task process is the RtServer; RtServer.mu guards what is not the
@@ -21,6 +23,7 @@
 #define TFG_RUNTIME_ROLE_H
 
 #include <pthread.h>
+#include <stdio.h>
 #include <sys/types.h>
 
 #include "runtime/proto.h"
@@ -208,5 +211,74 @@ void rt_spec_refuse(RtCtx *ctx, const RtMsg *m);
 void rt_spec_forget(RtServer *s, int task, uint64_t epoch);
 /* Frees every specialisation (at exit: the compiler's to free). */
 void rt_spec_free(RtServer *s);
+
+/* -------------------------------------------------------- progress.c */
+
+/* spec §8.13 "progress", §8.14 "record"; design.md "Progress and
+ * curves". */
+#define RT_LOOP_MAX 32        /* loops a progress() looks through */
+
+/* A loop the client is in: at iteration pos of count; rows: the
+ * current batch's (a batches loop), -1 for a range. */
+typedef struct RtLoop {
+	int64_t pos, count, rows;
+} RtLoop;
+
+/* A session's progress() state, in its client. */
+typedef struct RtTrack {
+	RtLoop loops[RT_LOOP_MAX]; /* outermost first */
+	int depth;         /* loops entered (those past RT_LOOP_MAX are
+			      not kept) */
+	int64_t calls;     /* progress() calls so far */
+	int64_t examples;  /* rows of their batches */
+} RtTrack;
+
+/* One progress() call as the controller hears of it. */
+typedef struct RtProgress {
+	int end;           /* 0; 1 an epoch's end; 2 the session's */
+	double t;          /* seconds since the session began */
+	double frac;       /* done, 0 to 1; < 0: unknown (in no loop) */
+	int64_t epoch, nepoch; /* 0, 0: no epoch (fewer than two loops) */
+	int64_t step;
+	int64_t examples;  /* -1: in no batches loop */
+	char values[RT_PROGRESS_MAX - 200]; /* "loss 0.0731  acc 0.9100" */
+} RtProgress;
+
+/* The client's loops: entering one of count iterations, at one, leaving
+ * it. */
+void rt_track_push(RtTrack *tr, int64_t count, int64_t rows);
+void rt_track_at(RtTrack *tr, int64_t pos, int64_t rows);
+void rt_track_pop(RtTrack *tr);
+/* A progress() call: *pr from the loops, step (< 0: the count of calls)
+ * and the values vals[i] named names[i] (integer[i]: shown as one);
+ * pr->t and pr->end are the caller's. */
+void rt_track_call(RtTrack *tr, RtProgress *pr, int64_t step, int nval,
+		   const char *const *names, const double *vals,
+		   const int *integer);
+/* The body of a PROGRESS message: one line of text into buf (n bytes);
+ * its length.  decode: 0, or -1 for a malformed one. */
+size_t rt_progress_encode(char *buf, size_t n, const RtProgress *pr);
+int rt_progress_decode(RtProgress *pr, const unsigned char *body,
+		       size_t n);
+/* A row of CSV file f, opened in *fp (created with its header when
+ * NULL): cells[i] the text of column i, NULL empty; t the time column's
+ * value.  TFG_EIO naming the file. */
+tfg_status rt_csv_row(FILE **fp, const RtCsv *f, char *const *cells,
+		      double t, TfgError *e);
+
+/* The controller's drawing of the records: off (--no-progress), bars on
+ * a terminal, or plain lines.  take: a PROGRESS of session; hide: before
+ * anything else is written to the terminal; show: after it (not while
+ * midline: an output that ends inside a line); tick: draws what waits;
+ * end: session ended, its line stays.  All take NULL. */
+typedef struct RtBars RtBars;
+RtBars *rt_bars_new(const TfgPlan *plan, const TfgOptions *opt);
+void rt_bars_free(RtBars *b);
+void rt_bars_take(RtBars *b, int session, const unsigned char *body,
+		  size_t n, int midline);
+void rt_bars_hide(RtBars *b);
+void rt_bars_show(RtBars *b, int midline);
+void rt_bars_tick(RtBars *b, int midline);
+void rt_bars_end(RtBars *b, int session);
 
 #endif /* TFG_RUNTIME_ROLE_H */

@@ -257,10 +257,14 @@ typedef enum {
 	RT_S_RESTORE, /* restore(paths[0]): exprs[0] is the run of a step
 			assigning every variable the value fed for it (its
 			feeds, in the plan's order, come from the files) */
-	RT_S_BATCHES /* for b in batches(...): body once per batch; exprs
+	RT_S_BATCHES, /* for b in batches(...): body once per batch; exprs
 			(NULL where not given) [0] x, [1] y, [2] size, [3]
 			seed, [4] shard, [5] of, [6] drop_last; slot .. slot
 			+ 4: b.x, b.y, b.index, b.count, b.size */
+	RT_S_PROGRESS, /* progress(step=exprs[0] (NULL: the count of calls),
+			  paths[i]=exprs[i], i >= 1) */
+	RT_S_RECORD   /* record(): a row of CSV file .slot of the session,
+			 exprs[i] in column cols[i] */
 } RtStmtKind;
 
 typedef struct RtStmt {
@@ -275,8 +279,21 @@ typedef struct RtStmt {
 	int nelse;
 	struct RtStmt **else_; /* IF */
 	const char **paths;   /* SAVE: one per fetch, relative to the cwd;
-				 CHECKPOINT, RESTORE: the directory */
+				 CHECKPOINT, RESTORE: the directory;
+				 PROGRESS: the values' names */
+	int *cols;            /* RECORD: each value's column */
+	int epoch;            /* FOR, BATCHES: the outermost loop around a
+				 progress() in two loops or more: each
+				 iteration's end is an epoch's */
 } RtStmt;
+
+/* A CSV file of a session's record() calls (spec §8.14 "record"). */
+typedef struct RtCsv {
+	const char *path;  /* relative to the cwd */
+	int ncol;
+	const char **cols; /* the header's names */
+	int time;          /* the column of `time` to fill in, or -1 */
+} RtCsv;
 
 typedef struct RtSession {
 	int task; /* where it runs */
@@ -286,6 +303,8 @@ typedef struct RtSession {
 	int nslot; /* loop variables and lets */
 	int nstmt;
 	RtStmt **stmts;
+	int ncsv;
+	RtCsv *csv; /* the files its record() calls write */
 } RtSession;
 
 /* A variable (spec §4.4 "Variables"): state on task `task` that outlives
@@ -587,6 +606,12 @@ typedef struct TfgOptions {
 					which only tasks on its machine
 					reach */
 	int verbose;            /* log messages and steps to stderr */
+	int no_progress;        /* tfgc run --no-progress: progress() shows
+				   nothing */
+	double progress_every;  /* --progress-every S: seconds between plain
+				   progress lines when stdout is not a
+				   terminal (0: epochs' ends only; < 0: the
+				   default, 5) */
 	int picked_ports;       /* tfgc run --free-ports picked the tasks'
 				   ports just before starting them: a task
 				   whose port another process took meanwhile

@@ -53,6 +53,7 @@ static const char *const msg_names[RT_MSG__N] = {
 	[RT_MSG_ABORT] = "ABORT",
 	[RT_MSG_TRACE] = "TRACE",
 	[RT_MSG_TRACE_DATA] = "TRACE_DATA",
+	[RT_MSG_PROGRESS] = "PROGRESS",
 };
 
 const char *
@@ -338,6 +339,14 @@ check_key(const RtHdr *h, const TfgPlan *plan, int self, const char *who,
 	case RT_MSG_RUN_SESSION:
 		lim = (uint32_t)plan->nsession, what = "session";
 		break;
+	case RT_MSG_PROGRESS:
+		if (h->nbytes > RT_PROGRESS_MAX)
+			return tfg_error(e, TFG_EPROTO,
+					 "bad PROGRESS from %s: %llu body "
+					 "bytes, at most %d", who,
+					 (unsigned long long)h->nbytes,
+					 RT_PROGRESS_MAX);
+		/* fall through */
 	case RT_MSG_OUTPUT:
 	case RT_MSG_SESSION_END:
 		lim = (uint32_t)plan->nsession, what = "session";

@@ -91,7 +91,7 @@ done
 # (d) the runtime's layers (spec/design.md "Runtime layers"): transport
 #     (net.c net.h auth.c auth.h) -> protocol (wire.c proto.c rendezvous.c proto.h
 #     proto_int.h) -> roles (server.c client.c spec.c launch.c var.c
-#     optim.c ckpt.c role.h).
+#     optim.c ckpt.c progress.c role.h).
 #     A file includes no header of a layer above its own; the roles see
 #     the transport only through the protocol's header (no net.h, no call
 #     of rt_net_*), and the protocol's own header proto_int.h stays in it.
@@ -101,7 +101,8 @@ layer() {
 	runtime/wire.c|runtime/proto.c|runtime/rendezvous.c|runtime/proto.h|\
 	runtime/proto_int.h) echo 2 ;;
 	runtime/server.c|runtime/client.c|runtime/spec.c|runtime/launch.c|\
-	runtime/var.c|runtime/optim.c|runtime/ckpt.c|runtime/role.h) echo 3 ;;
+	runtime/var.c|runtime/optim.c|runtime/ckpt.c|runtime/progress.c|\
+	runtime/role.h) echo 3 ;;
 	*) echo 0 ;;
 	esac
 }

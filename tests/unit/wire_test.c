@@ -87,7 +87,7 @@ t_layout(void)
 	h.key = 0;
 	rt_hdr_encode(buf, &h);
 	ASSERT(memcmp(buf, "TFG1", 4) == 0);
-	ASSERT_EQ(buf[4], 6);     /* version 6: large feeds apart */
+	ASSERT_EQ(buf[4], 7);     /* version 7: PROGRESS */
 	ASSERT_EQ(buf[5], 0);
 	ASSERT_EQ(buf[6], RT_MSG_TENSOR);
 	ASSERT_EQ(buf[8], 0x78);  /* prog, little-endian */
@@ -171,7 +171,7 @@ t_bad_header(void)
 	EXPECT_BAD(x, RT_HDR_SIZE + 24, TFG_EPROTO, "127.0.0.1:5555: magic");
 	x = h, x.version = 1; /* whose last field had to be 0 */
 	EXPECT_BAD(x, RT_HDR_SIZE + 24, TFG_EPROTO,
-		   "/job:local/task:0 (127.0.0.1:5555): version 1, expected 6");
+		   "/job:local/task:0 (127.0.0.1:5555): version 1, expected 7");
 	x = h, x.type = 0;
 	EXPECT_BAD(x, RT_HDR_SIZE + 24, TFG_EPROTO, "unknown type 0");
 	x = h, x.type = RT_MSG__N;
@@ -231,6 +231,20 @@ t_bad_key(void)
 	EXPECT_BAD(x, RT_HDR_SIZE, TFG_EPROTO, "bad OUTPUT from "
 		   "/job:local/task:1 (127.0.0.1:5555): session 0 runs on "
 		   "/job:local/task:0");
+	/* PROGRESS (spec/design.md "Progress and curves"): as OUTPUT, and
+	   a body of at most RT_PROGRESS_MAX bytes */
+	rt_hdr_init(&x, &plan, RT_MSG_PROGRESS, 0, 0, 0, 20, EPOCH);
+	ASSERT_EQ(check(&x, RT_HDR_SIZE + 20), TFG_OK);
+	rt_hdr_init(&x, &plan, RT_MSG_PROGRESS, 0, 1, 0, 0, EPOCH);
+	EXPECT_BAD(x, RT_HDR_SIZE, TFG_EPROTO, "session 1 out of range");
+	rt_hdr_init(&x, &plan, RT_MSG_PROGRESS, 0, 0, 1, 0, EPOCH);
+	EXPECT_BAD(x, RT_HDR_SIZE, TFG_EPROTO, "bad PROGRESS from "
+		   "/job:local/task:1 (127.0.0.1:5555): session 0 runs on "
+		   "/job:local/task:0");
+	rt_hdr_init(&x, &plan, RT_MSG_PROGRESS, 0, 0, 0, RT_PROGRESS_MAX + 1,
+		    EPOCH);
+	EXPECT_BAD(x, RT_HDR_SIZE + RT_PROGRESS_MAX + 1, TFG_EPROTO,
+		   "1025 body bytes, at most 1024");
 	rt_hdr_init(&x, &plan, RT_MSG_ERROR, 3, RT_ERROR__N, 0, 0, EPOCH);
 	EXPECT_BAD(x, RT_HDR_SIZE, TFG_EPROTO, "error kind 2 out of range");
 	/* START from a task that does not drive the signature */
