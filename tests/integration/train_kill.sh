@@ -1,7 +1,8 @@
 #!/bin/sh
-# A worker killed mid-training, then restarted (spec §8.2, §10.1;
-# spec/design.md "Failures", "Restarts"): 1 ps + 2 workers train a linear
-# regression with minimize(..., global_step=) (spec §6.26, §7.6).
+# A worker killed mid-training, then restarted (spec §8.2 "Execution",
+# §10.1 "Failures"; spec/design.md "Failures", "Restarts"): 1 ps + 2
+# workers train a linear regression with minimize(..., global_step=)
+# (spec §6.26 "minimize and optimizers", §7.6 "Replicas").
 #   0. Under `tfgc run`, worker 1's server is killed (-9) once it has
 #      trained an epoch: the run names it once, at once, worker 0's
 #      session goes on and finishes its steps (the model converges), and
