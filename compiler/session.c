@@ -392,6 +392,7 @@ statement_call(const char *name)
 	       strcmp(name, "wait_initialized") == 0 ||
 	       strcmp(name, "sleep") == 0 || strcmp(name, "save") == 0 ||
 	       strcmp(name, "restore") == 0 ||
+	       strcmp(name, "save_every") == 0 ||
 	       strcmp(name, "progress") == 0 || strcmp(name, "record") == 0;
 }
 
@@ -412,6 +413,22 @@ call_session(Checker *c, AstNode *e)
 		if (!(x = new_expr(c, RT_E_LEN, e->loc, 1)) ||
 		    !(x->args[0] = sexpr(c, e->list[0])))
 			return NULL;
+		return x;
+	}
+	if (strcmp(e->name, "exists") == 0) {
+		if (e->n != 1 || e->b || e->list[0]->kind == AST_KWARG) {
+			diag_error(c->d, e->loc, "exists() takes one string: "
+				   "a path");
+			return NULL;
+		}
+		if (!(x = new_expr(c, RT_E_EXISTS, e->loc, 1)) ||
+		    !(x->args[0] = sexpr(c, e->list[0])))
+			return NULL;
+		if (!may_be_str(x->args[0])) {
+			diag_error(c->d, ast_extent(e->list[0]), "exists() "
+				   "takes one string: a path");
+			return NULL;
+		}
 		return x;
 	}
 	if (strcmp(e->name, "now") == 0) {
@@ -456,9 +473,10 @@ call_session(Checker *c, AstNode *e)
 	}
 	{
 		static const char *const sess[] = {
-			"run", "load", "len", "now", "uninitialized",
-			"initialize", "wait_initialized", "sleep", "save",
-			"restore", "batches", "progress", "record"};
+			"run", "load", "len", "now", "exists",
+			"uninitialized", "initialize", "wait_initialized",
+			"sleep", "save", "save_every", "restore", "batches",
+			"progress", "record"};
 		const char *w = check_nearest(e->name, sess, (int)(sizeof sess /
 							      sizeof *sess));
 		if (w)
@@ -467,10 +485,10 @@ call_session(Checker *c, AstNode *e)
 		else
 			diag_error(c->d, e->a->loc, "unknown function '%s' (a "
 				   "session can call run, load, len, now, "
-				   "uninitialized, initialize, "
-				   "wait_initialized, sleep, save, restore, "
-				   "progress, record and, in a for loop, "
-				   "batches)", e->name);
+				   "exists, uninitialized, initialize, "
+				   "wait_initialized, sleep, save, "
+				   "save_every, restore, progress, record "
+				   "and, in a for loop, batches)", e->name);
 	}
 	return NULL;
 }
@@ -732,13 +750,25 @@ checkpoint_stmt(Checker *c, AstNode *e, RtStmt *st, int save)
 {
 	PtrVec fetch = {0}, targets = {0}, inputs = {0};
 	RtExpr *run;
+	AstNode *dir = e->n >= 1 ? e->list[e->n - 1] : NULL;
+	int every = strcmp(e->name, "save_every") == 0;
 
-	if (e->n != 1 || e->b || e->list[0]->kind != AST_STRING ||
-	    e->list[0]->str[0] == '\0') {
+	if (every && (e->n != 2 || e->b || e->list[0]->kind == AST_KWARG ||
+		      dir->kind != AST_STRING || dir->str[0] == '\0')) {
+		diag_error(c->d, e->loc, "save_every() takes a number of "
+			   "steps and a string: save_every(1000, \"DIR\")");
+		return NULL;
+	}
+	if (!every && (e->n != 1 || e->b || dir->kind != AST_STRING ||
+		       dir->str[0] == '\0')) {
 		diag_error(c->d, e->loc, "%s() takes one string: the "
 			   "checkpoint's directory", e->name);
 		return NULL;
 	}
+	if (every && (!(st->exprs[1] = sexpr(c, e->list[0])) ||
+		      scalar_operand(c, e->list[0], st->exprs[1]) < 0))
+		return NULL;
+	st->nexpr = 1 + every;
 	for (int i = 0; i < c->p->vars.n; i++) {
 		IrVar *v = c->p->vars.v[i];
 
@@ -764,9 +794,10 @@ checkpoint_stmt(Checker *c, AstNode *e, RtStmt *st, int save)
 		vec_push(c->a, &targets, v->restore);
 		vec_push(c->a, &inputs, v->saved);
 	}
-	st->kind = save ? RT_S_CHECKPOINT : RT_S_RESTORE;
+	st->kind = every ? RT_S_SAVE_EVERY : save ? RT_S_CHECKPOINT
+						  : RT_S_RESTORE;
 	st->paths = arena_alloc(c->a, sizeof *st->paths);
-	st->paths[0] = e->list[0]->str;
+	st->paths[0] = dir->str;
 	run = new_expr(c, RT_E_RUN, e->loc, save ? 0 : c->p->vars.n);
 	if (save) {
 		PtrVec none = {0};
@@ -998,7 +1029,8 @@ call_stmt(Checker *c, AstNode *e, RtStmt *st)
 
 	st->exprs = arena_alloc(c->a, 2 * sizeof *st->exprs);
 	st->nexpr = 1;
-	if (strcmp(e->name, "save") == 0 || strcmp(e->name, "restore") == 0)
+	if (strcmp(e->name, "save") == 0 || strcmp(e->name, "restore") == 0 ||
+	    strcmp(e->name, "save_every") == 0)
 		return checkpoint_stmt(c, e, st, e->name[0] == 's');
 	if (strcmp(e->name, "progress") == 0)
 		return progress_stmt(c, e, st);

@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "runtime/role.h"
@@ -59,6 +60,11 @@ typedef struct Sess {
 	size_t nout, capout;
 	double last_flush;
 	unsigned long long nstep; /* steps this session began */
+	/* save_every(): the save to make (RT_S_SAVE_EVERY), every n-th step
+	   after it, since: steps since the last one; saving: making it */
+	const RtStmt *every;
+	int64_t every_n, since;
+	int saving;
 	double start;      /* rt_now() when it began */
 	RtTrack track;     /* its loops, for progress() */
 	RtProgress prog;   /* the last progress() call's record */
@@ -450,6 +456,31 @@ eval_compare(Sess *ss, const RtExpr *x, CVal *v)
 }
 
 /* len(x): a list's length, a tensor's first dim. */
+/* exists(path): whether something is at path (relative to the task's
+ * working directory, as load's). */
+static tfg_status
+eval_exists(Sess *ss, const RtExpr *x, CVal *v)
+{
+	CVal a;
+	tfg_status st;
+	struct stat sb;
+	int there;
+
+	if ((st = eval(ss, x->args[0], &a)) != TFG_OK)
+		return st;
+	if (a.kind != CV_STR) {
+		cval_free(&a);
+		return fail(ss, x->where, TFG_EINVAL, "exists() takes one "
+			    "string: a path");
+	}
+	there = stat(a.str, &sb) == 0;
+	cval_free(&a);
+	if ((st = scalar_new(&v->t, TFG_BOOL, there, there)) != TFG_OK)
+		return fail(ss, x->where, st, "out of memory");
+	v->kind = CV_TENSOR, v->own = 1;
+	return TFG_OK;
+}
+
 static tfg_status
 eval_len(Sess *ss, const RtExpr *x, CVal *v)
 {
@@ -809,6 +840,8 @@ step(Sess *ss, int sigi, const RtUse *u, CVal *args, RtTensor **fetch)
 	return st;
 }
 
+static tfg_status save_due(Sess *ss);
+
 /* run(...) x, with given[] (when not NULL) as the values of its feeds
  * rather than its arguments' (restore: read from files), taken. */
 static tfg_status
@@ -881,6 +914,8 @@ run_with(Sess *ss, const RtExpr *x, CVal *given, CVal *v)
 	if (st == TFG_OK && (st = step(ss, x->sig, &u, args, fetch)))
 		ss->where = x->where;
 	rt_spec_unuse(ss->srv, &u);
+	if (st == TFG_OK)
+		st = save_due(ss);
 	for (int i = 0; i < sig->nfeed; i++)
 		cval_free(&args[i]);
 	free(args);
@@ -971,6 +1006,8 @@ eval(Sess *ss, const RtExpr *x, CVal *v)
 		return eval_compare(ss, x, v);
 	case RT_E_LEN:
 		return eval_len(ss, x, v);
+	case RT_E_EXISTS:
+		return eval_exists(ss, x, v);
 	case RT_E_UNINIT:
 		return eval_uninit(ss, x, v);
 	case RT_E_NOW: {
@@ -1556,6 +1593,55 @@ exec_wait(Sess *ss, const RtStmt *st)
 	}
 }
 
+static tfg_status exec_checkpoint(Sess *ss, const RtStmt *st);
+
+/* After a step: the save of save_every() when it is due (spec §8.11 "save and restore"). */
+static tfg_status
+save_due(Sess *ss)
+{
+	tfg_status st;
+
+	if (ss->every_n <= 0 || ss->saving || ++ss->since < ss->every_n)
+		return TFG_OK;
+	ss->saving = 1;
+	st = exec_checkpoint(ss, ss->every);
+	ss->saving = 0;
+	ss->since = 0;
+	return st;
+}
+
+/* save_every(n, "DIR"): from now on; n = 0 stops it.  The steps since
+ * the last save are counted again from here. */
+static tfg_status
+exec_save_every(Sess *ss, const RtStmt *st)
+{
+	CVal v;
+	tfg_status rv;
+	double n;
+
+	if ((rv = eval(ss, st->exprs[1], &v)) != TFG_OK)
+		return rv;
+	one_fetch(&v);
+	if (v.kind != CV_TENSOR || v.t->shape.rank != 0 ||
+	    !(v.t->dtype == TFG_I32 || v.t->dtype == TFG_I64 ||
+	      v.t->dtype == TFG_U8)) {
+		cval_free(&v);
+		return fail(ss, st->where, TFG_EINVAL, "save_every() needs "
+			    "an integer number of steps");
+	}
+	n = v.t->dtype == TFG_I64 ? (double)*(int64_t *)v.t->data
+	  : v.t->dtype == TFG_I32 ? (double)*(int32_t *)v.t->data
+				   : (double)*(uint8_t *)v.t->data;
+	cval_free(&v);
+	if (n < 0)
+		return fail(ss, st->where, TFG_EINVAL, "save_every() needs "
+			    "a number of steps of 0 or more, got %.0f", n);
+	ss->every = st;
+	ss->every_n = (int64_t)n;
+	ss->since = 0;
+	return TFG_OK;
+}
+
 /* save("DIR"): every variable, fetched in one step, to files. */
 static tfg_status
 exec_checkpoint(Sess *ss, const RtStmt *st)
@@ -1665,6 +1751,9 @@ exec_stmts(Sess *ss, RtStmt **stmts, int n)
 		case RT_S_RECORD:
 			rv = exec_record(ss, st);
 			break;
+		case RT_S_SAVE_EVERY:
+			rv = exec_save_every(ss, st);
+			break;
 		}
 	}
 	return rv;
@@ -1730,6 +1819,11 @@ rt_client_session(RtServer *srv, int session, const char *url)
 		rv = loop_slots(&ss, s->stmts, s->nstmt, &scalar);
 	if (rv == TFG_OK)
 		rv = exec_stmts(&ss, s->stmts, s->nstmt);
+	/* the steps since save_every()'s last save are kept too */
+	if (rv == TFG_OK && ss.every_n > 0 && ss.since > 0) {
+		ss.saving = 1;
+		rv = exec_checkpoint(&ss, ss.every);
+	}
 	for (int i = 0; ss.vals && i < s->nslot; i++)
 		cval_free(&ss.vals[i]);
 	free(ss.vals);

@@ -226,7 +226,9 @@ typedef enum {
 	RT_E_UNINIT, /* args[0] is a run fetching, per variable .names[i],
 		       whether it is initialized (bool scalars): the names
 		       of those that are not, a 1-D string tensor */
-	RT_E_NOW    /* now(): seconds since 1970 (f64), the wall clock */
+	RT_E_NOW,   /* now(): seconds since 1970 (f64), the wall clock */
+	RT_E_EXISTS /* exists(args[0], a string): whether that path is
+		       there, a bool scalar */
 } RtExprKind;
 
 typedef struct RtExpr {
@@ -263,8 +265,11 @@ typedef enum {
 			+ 4: b.x, b.y, b.index, b.count, b.size */
 	RT_S_PROGRESS, /* progress(step=exprs[0] (NULL: the count of calls),
 			  paths[i]=exprs[i], i >= 1) */
-	RT_S_RECORD   /* record(): a row of CSV file .slot of the session,
+	RT_S_RECORD,  /* record(): a row of CSV file .slot of the session,
 			 exprs[i] in column cols[i] */
+	RT_S_SAVE_EVERY /* save_every(exprs[1], paths[0]): from now on, a
+			   save (exprs[0], as RT_S_CHECKPOINT's) after every
+			   exprs[1]-th step of the session; 0 stops it */
 } RtStmtKind;
 
 typedef struct RtStmt {
