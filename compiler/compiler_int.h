@@ -110,7 +110,7 @@ IrNode *ir_apply(Program *p, SrcLoc loc, IrVar *v, const IrOpt *o,
 /* OP_after: in[0]'s value once in[1..nin) are computed */
 IrNode *ir_after(Program *p, SrcLoc loc, IrNode **in, int nin);
 /* The number of f64 hyperparameters of an optimizer kind, and of o (an
- * OP_apply's in[1]: sync adds two) */
+ * OP_apply's in[1]: sync adds two, and the step's loss comes last) */
 int ir_opt_nhyper(IrOptKind k);
 int ir_opt_nhyper_of(const IrOpt *o);
 /* A part's end of an edge for graph node x (partition): an OP_send of

@@ -27,6 +27,7 @@
  * [10000, 1000] f32 (spec/design.md "Kernels").
  */
 #include <inttypes.h>
+#include <math.h>
 #include <string.h>
 
 #include "compiler/compiler_int.h"
@@ -262,22 +263,21 @@ check_softmax(Checker *c, AstNode *e, OpKind op)
  * the keywords logits= and labels= (TF requires keywords), in any order;
  * float logits of rank >= 1, labels of their dtype and shape; the
  * logits' shape without its last axis. */
-IrNode *
-check_xent(Checker *c, AstNode *e, OpKind op)
+/* The logits and labels arguments of call e, positional or by keyword;
+ * -1 (reported). */
+static int
+xent_args(Checker *c, AstNode *e, AstNode **a)
 {
 	static const char *const kw[] = {"logits", "labels", NULL};
 	static const char *const name[] = {"logits", "labels"};
-	AstNode *a[2] = {NULL, NULL};
-	IrNode *x, *l;
 	int npos;
 
-	(void)op;
 	if ((npos = check_args(c, e, -1, kw)) < 0)
-		return NULL;
+		return -1;
 	if (npos > 2) {
 		diag_error(c->d, e->loc, "'%s' expects 2 arguments (logits, "
 			   "labels), got %d", e->name, npos);
-		return NULL;
+		return -1;
 	}
 	for (int i = 0; i < 2; i++) {
 		for (int j = npos; j < e->n; j++)
@@ -287,7 +287,7 @@ check_xent(Checker *c, AstNode *e, OpKind op)
 						   "argument '%s' given twice: "
 						   "as argument %d and as %s=",
 						   name[i], i + 1, name[i]);
-					return NULL;
+					return -1;
 				}
 				a[i] = e->list[j]->a;
 			}
@@ -297,22 +297,43 @@ check_xent(Checker *c, AstNode *e, OpKind op)
 			diag_error(c->d, e->loc, "'%s' needs its %s (%s(logits,"
 				   " labels), or %s=)", e->name, name[i],
 				   e->name, name[i]);
-			return NULL;
+			return -1;
 		}
 	}
-	if (!(x = check_expr(c, a[0])) || !(l = check_expr(c, a[1])))
-		return NULL;
+	return 0;
+}
+
+/* Float logits of rank 1 or more: 0, or -1 (reported). */
+static int
+xent_logits(Checker *c, AstNode *e, AstNode *a, const IrNode *x)
+{
 	if (x->dtype != TFG_F32 && x->dtype != TFG_F64) {
-		diag_error(c->d, a[0]->loc, "'%s' takes float logits, got %s",
+		diag_error(c->d, a->loc, "'%s' takes float logits, got %s",
 			   e->name, ir_type_str(c->a, x->dtype, &x->shape));
-		return NULL;
+		return -1;
 	}
 	if (x->shape.rank == 0) {
-		diag_error(c->d, a[0]->loc, "'%s' needs logits of rank 1 or "
+		diag_error(c->d, a->loc, "'%s' needs logits of rank 1 or "
 			   "more, got %s", e->name,
 			   ir_type_str(c->a, x->dtype, &x->shape));
-		return NULL;
+		return -1;
 	}
+	return 0;
+}
+
+IrNode *
+check_xent(Checker *c, AstNode *e, OpKind op)
+{
+	AstNode *a[2] = {NULL, NULL};
+	IrNode *x, *l;
+
+	(void)op;
+	if (xent_args(c, e, a) < 0)
+		return NULL;
+	if (!(x = check_expr(c, a[0])) || !(l = check_expr(c, a[1])))
+		return NULL;
+	if (xent_logits(c, e, a[0], x) < 0)
+		return NULL;
 	if (l->dtype != x->dtype || !tfg_shape_eq(&l->shape, &x->shape)) {
 		diag_error(c->d, a[1]->loc, "the labels of '%s' must be %s, "
 			   "as the logits are, got %s", e->name,
@@ -321,4 +342,87 @@ check_xent(Checker *c, AstNode *e, OpKind op)
 		return NULL;
 	}
 	return check_built(c, ir_xent(c->p, e->loc, x, l));
+}
+
+/* sparse_softmax_cross_entropy(logits, labels)
+ * (spec §6.5.6 "softmax_cross_entropy"): integer labels of the logits'
+ * shape without its last axis, C = that axis; made of
+ * softmax_cross_entropy(logits, one_hot(labels, C)), NaN where a label
+ * is outside 0..C-1 (as TF's on a GPU), so that a bad label stops
+ * minimize rather than training on nothing. */
+IrNode *
+check_sparse_xent(Checker *c, AstNode *e, OpKind op)
+{
+	AstNode *a[2] = {NULL, NULL};
+	IrNode *x, *l, *h, *r, *in[3], *lo, *hi, *nan;
+	IrMake *m = arena_alloc(c->a, sizeof *m);
+	TfgShape s, s0 = {0, {0}};
+	int64_t depth;
+	int ok, rank;
+	void *d;
+
+	(void)op;
+	if (xent_args(c, e, a) < 0)
+		return NULL;
+	if (!(x = check_expr(c, a[0])) || !(l = check_expr(c, a[1])) ||
+	    xent_logits(c, e, a[0], x) < 0)
+		return NULL;
+	rank = x->shape.rank;
+	depth = x->shape.dims[rank - 1];
+	ok = dtype_is_int(l->dtype) && l->shape.rank == rank - 1 &&
+	     depth != IR_DIM_UNKNOWN;
+	for (int i = 0; ok && i < rank - 1; i++)
+		ok = l->shape.dims[i] == x->shape.dims[i] ||
+		     l->shape.dims[i] == IR_DIM_UNKNOWN ||
+		     x->shape.dims[i] == IR_DIM_UNKNOWN;
+	if (!ok) {
+		s = x->shape;
+		s.rank--;
+		diag_error(c->d, a[1]->loc, "the labels of '%s' must be "
+			   "integers of the logits' shape without its last "
+			   "axis (%s for logits %s), got %s", e->name,
+			   strchr(ir_type_str(c->a, TFG_I32, &s), '['),
+			   ir_type_str(c->a, x->dtype, &x->shape),
+			   ir_type_str(c->a, l->dtype, &l->shape));
+		return NULL;
+	}
+	m->f[0] = 1; /* on, off 0: the logits' dtype */
+	m->axis = rank - 1;
+	s = l->shape;
+	s.dims[s.rank++] = depth;
+	h = check_built(c, ir_make(c->p, e->loc, OP_one_hot, x->dtype, &s, m,
+				   &l, 1));
+	if (!h || !(r = check_built(c, ir_xent(c->p, e->loc, x, h))))
+		return NULL;
+	/* where(label >= 0, where(label < C, r, NaN), NaN) */
+	d = arena_alloc(c->a, 8);
+	memset(d, 0, 8);
+	lo = check_built(c, ir_const(c->p, e->loc, l->dtype, &s0, d, 0));
+	d = arena_alloc(c->a, 8);
+	if (l->dtype == TFG_U8)
+		*(uint8_t *)d = depth > 255 ? 255 : (uint8_t)depth;
+	else if (l->dtype == TFG_I32)
+		*(int32_t *)d = depth > INT32_MAX ? INT32_MAX : (int32_t)depth;
+	else
+		*(int64_t *)d = depth;
+	hi = check_built(c, ir_const(c->p, e->loc, l->dtype, &s0, d, 0));
+	d = arena_alloc(c->a, 8);
+	if (x->dtype == TFG_F32)
+		*(float *)d = NAN;
+	else
+		*(double *)d = NAN;
+	nan = check_built(c, ir_const(c->p, e->loc, x->dtype, &s0, d, 0));
+	if (!lo || !hi || !nan)
+		return NULL;
+	in[0] = check_built(c, ir_binary(c->p, e->loc, depth > 255 &&
+					 l->dtype == TFG_U8 ? OP_less_equal
+							    : OP_less, l, hi));
+	if (!in[0])
+		return NULL;
+	r = check_built(c, ir_where(c->p, e->loc, in[0], r, nan));
+	in[0] = check_built(c, ir_binary(c->p, e->loc, OP_greater_equal, l,
+					 lo));
+	if (!r || !in[0])
+		return NULL;
+	return check_built(c, ir_where(c->p, e->loc, in[0], r, nan));
 }

@@ -164,49 +164,41 @@ hypers(Checker *c, AstNode *e, int o, IrNode **h, double *lit)
 }
 
 /* The f64[n] hyperparameters of one update, on v's task; with sync, then
- * N and the round the step reads (cast to f64), n + 2 in all. */
+ * N and the round the step read (cast to f64); then the step's loss, so
+ * that an update of a NaN loss is refused where it would be applied. */
 static IrNode *
 hyper_node(Checker *c, SrcLoc loc, const IrVar *v, IrNode **h,
-	   const double *lit, int n, const IrOpt *r)
+	   const double *lit, int n, const IrOpt *r, IrNode *loss)
 {
-	TfgShape s1 = {1, {n}}, s0 = {0, {0}};
-	IrNode *in[6], *x, *hh[6];
-	double ll[6];
-	int all = 1;
+	TfgShape s0 = {0, {0}};
+	IrNode *in[8], *x;
 
-	if (r->sync) {
-		memcpy(hh, h, n * sizeof *h);
-		memcpy(ll, lit, n * sizeof *lit);
-		hh[n] = NULL;
-		ll[n] = r->sync;
-		hh[n + 1] = ir_cast(c->p, loc, r->slot[r->nslot - 1]->read,
-				    TFG_F64);
-		if (!hh[n + 1])
-			return NULL;
-		hh[n + 1]->req = v->req;
-		h = hh, lit = ll, n += 2;
-	}
 	for (int k = 0; k < n; k++)
-		all &= h[k] == NULL;
-	if (all) {
-		double *d = arena_alloc(c->a, n * sizeof *d);
-		memcpy(d, lit, n * sizeof *d);
-		x = ir_const(c->p, loc, TFG_F64, &s1, d, 0);
-	} else {
-		for (int k = 0; k < n; k++) {
-			double *d;
-			if (h[k]) {
-				in[k] = h[k];
-				continue;
-			}
-			d = arena_alloc(c->a, sizeof *d);
-			*d = lit[k];
-			in[k] = ir_const(c->p, loc, TFG_F64, &s0, d, 0);
-			if (in[k])
-				in[k]->req = v->req;
-		}
-		x = ir_stack(c->p, loc, in, n, 0);
+		in[k] = h[k];
+	if (r->sync) {
+		in[n] = NULL;
+		in[n + 1] = ir_cast(c->p, loc, r->slot[r->nslot - 1]->read,
+				    TFG_F64);
+		if (!in[n + 1])
+			return NULL;
+		in[n + 1]->req = v->req;
 	}
+	for (int k = 0; k < n + (r->sync ? 1 : 0); k++) {
+		double *d;
+		if (in[k])
+			continue;
+		d = arena_alloc(c->a, sizeof *d);
+		*d = k < n ? lit[k] : r->sync;
+		if ((in[k] = ir_const(c->p, loc, TFG_F64, &s0, d, 0)) == NULL)
+			return NULL;
+		in[k]->req = v->req;
+	}
+	n += r->sync ? 2 : 0;
+	in[n++] = loss->dtype == TFG_F64 ? loss
+		: check_built(c, ir_cast(c->p, loc, loss, TFG_F64));
+	if (!in[n - 1])
+		return NULL;
+	x = ir_stack(c->p, loc, in, n, 0);
 	if (x) {
 		x->req = v->req;
 		x->why = arena_printf(c->a, "hyperparameters of variable %s",
@@ -511,7 +503,7 @@ check_minimize(Checker *c, AstNode *e, OpKind op)
 		if (!r)
 			return NULL;
 		g = check_built(c, ir_grad(c->p, e->loc, loss, var->read));
-		hn = hyper_node(c, e->loc, var, h, lit, nh, r);
+		hn = hyper_node(c, e->loc, var, h, lit, nh, r, loss);
 		if (!g || !hn || !(up = ir_apply(c->p, e->loc, var, r, g, hn)))
 			return NULL;
 		up->name = c->copy >= 0 ? arena_printf(c->a, "%s/update@%d",

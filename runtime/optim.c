@@ -297,7 +297,8 @@ rt_apply(RtCtx *c, uint32_t var, uint32_t kind, uint32_t slot,
 	}
 	{
 		int64_t numel = tfg_shape_numel(&v->shape), at;
-		double x;
+		double x, loss = hyper[ir_nhyper(kind) +
+				       ((kind & TFG_OPT_SYNC) ? 2 : 0)];
 
 		if (v->dtype == TFG_F32) {
 			at = nonfinite_float(grad, numel);
@@ -309,6 +310,15 @@ rt_apply(RtCtx *c, uint32_t var, uint32_t kind, uint32_t slot,
 		/* a task's errors reach the client behind its name */
 		int local = c->client == srv->proc.task;
 
+		if (!isfinite(loss))
+			return tfg_error(&c->err, TFG_EINVAL, "%s%sthe loss is "
+					 "non-finite (%s): the update of "
+					 "variable '%s' was not applied; run "
+					 "with --check-numerics to find the "
+					 "operation that produced it first",
+					 local ? srv->proc.name : "",
+					 local ? ": " : "", isnan(loss) ? "NaN"
+					 : loss > 0 ? "inf" : "-inf", v->name);
 		if (at >= 0)
 			return tfg_error(&c->err, TFG_EINVAL, "%s%sthe gradient "
 					 "of variable '%s' is non-finite (%s at "

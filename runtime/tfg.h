@@ -379,7 +379,8 @@ TFG_API int tfg_rt_var(struct RtCtx *ctx, uint32_t var, uint32_t op,
 /* spec §6.26 "minimize and optimizers": an optimizer's update of
  * variable `var` (on this task) by gradient grad (the variable's dtype
  * and shape): kind TFG_OPT_*, its slot variables `slot`, slot + 1, ...
- * (as many as the kind keeps), its f64 hyperparameters hyper.  Done under
+ * (as many as the kind keeps), its f64 hyperparameters hyper (the last:
+ * the step's loss; a non-finite one, or gradient, is refused).  Done under
  * the locks of the variable and its slots, so that updates of one
  * variable from several steps never interleave; dst (one bool byte) is
  * set to 1. */
@@ -390,7 +391,7 @@ enum {
 			     lr, beta1, beta2, epsilon */
 	/* or'ed in: gradients are summed until `replicas` have come from
 	   the round the step read (hyperparameters: the kind's, then
-	   replicas, then that round), then their mean is applied; three
+	   replicas, then that round, then the loss), then their mean is applied; three
 	   more slots after the kind's: the sum, its count, the round.
 	   dst is 1 when this call made the update, else 0 (a stale
 	   gradient, dropped, or one that waited for the others) */

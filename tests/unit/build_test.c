@@ -230,15 +230,15 @@ t_makers_and_state(void)
 	   the after node that waits for it */
 	{
 		IrOpt *o = arena_alloc(P.arena, sizeof *o);
-		IrNode *h = in(TFG_F64, shp(1, 1, 0, 0)), *u, *a[2];
+		IrNode *h = in(TFG_F64, shp(1, 2, 0, 0)), *u, *a[2];
 
 		o->kind = IR_OPT_SGD;
 		is(u = ir_apply(&P, L, v, o, x, h), TFG_BOOL, shp(0, 0, 0, 0));
 		ASSERT(u->var == v && u->opt == o);
 		refused(ir_apply(&P, L, v, o, one, h), "needs its gradient as "
 			"f32[2, 3], got f64[]");
-		refused(ir_apply(&P, L, v, o, x, in(TFG_F64, shp(1, 2, 0, 0))),
-			"needs f64[1] hyperparameters");
+		refused(ir_apply(&P, L, v, o, x, in(TFG_F64, shp(1, 1, 0, 0))),
+			"needs f64[2] hyperparameters"); /* lr, the loss */
 		a[0] = x;
 		a[1] = u;
 		is(ir_after(&P, L, a, 2), TFG_F32, s);
