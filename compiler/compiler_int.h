@@ -259,6 +259,10 @@ void check_parallel(Checker *c, AstNode *s);
 /* vars.c (spec §4.4 "Variables"): `var` statements; the nodes of a
  * variable. */
 void check_var(Checker *c, AstNode *s);
+/* v (name, loc, dtype, shape, req, why set) becomes the program's next
+ * variable, with its read, its initializer of x (at init_loc) and its
+ * query (spec §4.4 "Variables"): `var` statements and optimizers' slots. */
+void check_var_add(Checker *c, IrVar *v, IrNode *x, SrcLoc init_loc);
 
 /* replicas.c (spec §7.6 "Replicas"): `device replicas(...)` and between-graph
  * replication.  check_replicas checks such a block; check_node_device is

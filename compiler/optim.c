@@ -233,20 +233,13 @@ make_slot(Checker *c, const IrVar *v, const char *suffix, TfgDtype t,
 	s->shape = sh;
 	s->req = v->req;
 	s->why = arena_printf(c->a, "slot of %s", v->name);
-	s->index = c->p->vars.n;
 	z = ir_make(c->p, loc, OP_zeros, t, &sh,
 		    arena_alloc(c->a, sizeof(IrMake)), NULL, 0);
 	if (!z)
 		return NULL;
 	z->req = v->req;
 	z->why = s->why;
-	s->read = check_var_node(c, s, OP_variable, NULL, loc);
-	s->read->name = name;
-	s->init = check_var_node(c, s, OP_assign, z, loc);
-	s->init->name = arena_printf(c->a, "%s/init", name);
-	s->inited = check_var_node(c, s, OP_var_initialized, NULL, loc);
-	s->inited->name = arena_printf(c->a, "%s/initialized", name);
-	vec_push(c->a, &c->p->vars, s);
+	check_var_add(c, s, z, loc);
 	return s;
 }
 

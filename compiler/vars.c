@@ -176,18 +176,23 @@ check_var(Checker *c, AstNode *s)
 	}
 	v->dtype = x->dtype;
 	v->shape = x->shape;
-	v->index = c->p->vars.n;
-	v->read = check_var_node(c, v, OP_variable, NULL, s->tok.loc);
-	v->read->name = s->name;
+	check_var_add(c, v, x, s->loc);
 	v->read->user_named = 1;
-	v->init = check_var_node(c, v, OP_assign, x, s->loc);
-	v->init->name = arena_printf(c->a, "%s/init", s->name);
-	v->inited = check_var_node(c, v, OP_var_initialized, NULL,
-				   s->tok.loc);
-	v->inited->name = arena_printf(c->a, "%s/initialized", s->name);
-	vec_push(c->a, &c->p->vars, v);
 	if ((sym = check_define(c, s->name, s->tok.loc, v->read)) != NULL)
 		sym->var = v;
+}
+
+void
+check_var_add(Checker *c, IrVar *v, IrNode *x, SrcLoc init_loc)
+{
+	v->index = c->p->vars.n;
+	v->read = check_var_node(c, v, OP_variable, NULL, v->loc);
+	v->read->name = v->name;
+	v->init = check_var_node(c, v, OP_assign, x, init_loc);
+	v->init->name = arena_printf(c->a, "%s/init", v->name);
+	v->inited = check_var_node(c, v, OP_var_initialized, NULL, v->loc);
+	v->inited->name = arena_printf(c->a, "%s/initialized", v->name);
+	vec_push(c->a, &c->p->vars, v);
 }
 
 IrVar *

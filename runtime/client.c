@@ -1086,8 +1086,10 @@ exec_print(Sess *ss, const RtStmt *st)
 	return TFG_OK;
 }
 
+/* x, an integer scalar (a run of one counts), into *out; else "WHAT
+ * must be an integer scalar". */
 static tfg_status
-bound(Sess *ss, const RtExpr *x, int64_t *out)
+int_scalar(Sess *ss, const RtExpr *x, const char *what, int64_t *out)
 {
 	CVal v;
 	tfg_status st;
@@ -1100,7 +1102,7 @@ bound(Sess *ss, const RtExpr *x, int64_t *out)
 	    v.t->dtype == TFG_STRING) {
 		cval_free(&v);
 		return fail(ss, x->where, TFG_EDTYPE,
-			    "a loop bound must be an integer scalar");
+			    "%s must be an integer scalar", what);
 	}
 	*out = get_i(v.t);
 	cval_free(&v);
@@ -1116,8 +1118,8 @@ exec_for(Sess *ss, const RtStmt *st)
 	if (st->nexpr != 2 || st->slot < 0 || st->slot >= ss->s->nslot)
 		return fail(ss, st->where, TFG_EINVAL,
 			    "malformed for statement");
-	if ((rv = bound(ss, st->exprs[0], &lo)) ||
-	    (rv = bound(ss, st->exprs[1], &hi)))
+	if ((rv = int_scalar(ss, st->exprs[0], "a loop bound", &lo)) ||
+	    (rv = int_scalar(ss, st->exprs[1], "a loop bound", &hi)))
 		return rv;
 	rt_track_push(&ss->track, hi > lo ? hi - lo : 0, -1);
 	for (int64_t i = lo; i < hi && rv == TFG_OK; i++) {
@@ -1615,29 +1617,18 @@ save_due(Sess *ss)
 static tfg_status
 exec_save_every(Sess *ss, const RtStmt *st)
 {
-	CVal v;
 	tfg_status rv;
-	double n;
+	int64_t n;
 
-	if ((rv = eval(ss, st->exprs[1], &v)) != TFG_OK)
+	if ((rv = int_scalar(ss, st->exprs[1], "save_every()'s number of "
+			     "steps", &n)) != TFG_OK)
 		return rv;
-	one_fetch(&v);
-	if (v.kind != CV_TENSOR || v.t->shape.rank != 0 ||
-	    !(v.t->dtype == TFG_I32 || v.t->dtype == TFG_I64 ||
-	      v.t->dtype == TFG_U8)) {
-		cval_free(&v);
-		return fail(ss, st->where, TFG_EINVAL, "save_every() needs "
-			    "an integer number of steps");
-	}
-	n = v.t->dtype == TFG_I64 ? (double)*(int64_t *)v.t->data
-	  : v.t->dtype == TFG_I32 ? (double)*(int32_t *)v.t->data
-				   : (double)*(uint8_t *)v.t->data;
-	cval_free(&v);
 	if (n < 0)
 		return fail(ss, st->where, TFG_EINVAL, "save_every() needs "
-			    "a number of steps of 0 or more, got %.0f", n);
+			    "a number of steps of 0 or more, got %lld",
+			    (long long)n);
 	ss->every = st;
-	ss->every_n = (int64_t)n;
+	ss->every_n = n;
 	ss->since = 0;
 	return TFG_OK;
 }
