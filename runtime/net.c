@@ -96,7 +96,8 @@ typedef struct RtConn {
 				  (a HELLO's nonce, a MAC) being read: */
 	int nx, wantx, xkind;  /* its bytes read, of wantx; X_* */
 	void *tls;             /* TLS (RtNet.tls): its session, */
-	int hs;                /* its handshake still under way */
+	int hs;                /* its handshake: 1 not begun (nothing read),
+				  2 under way, 0 done */
 	/* under RtNet.lmu: */
 	RtNetLand *land;       /* the place the frame's bytes go to */
 	int ldrop;             /* its place was taken back midway: the
@@ -1307,11 +1308,17 @@ conn_tls_step(RtNet *n, RtConn *c)
 	int want = 0, rv;
 
 	/* a peer without TLS says its first word in the clear: it is told
-	   so in a word it reads (a TLS alert would mean nothing to it) */
-	if (recv(c->fd, w, sizeof w, MSG_PEEK | MSG_DONTWAIT) == 8 &&
+	   so in a word it reads (a TLS alert would mean nothing to it).
+	   Only the connection's first bytes tell: later ones are the
+	   handshake's own records, whose encrypted bytes are anything
+	   (looked at under load, when a record came in a read of its own,
+	   they refused a TLS peer half the time) */
+	if (c->hs == 1 &&
+	    recv(c->fd, w, sizeof w, MSG_PEEK | MSG_DONTWAIT) == 8 &&
 	    (w[7] & 0x80))
 		return conn_deny(n, c, CTL_DENY_TLS, "it does not run TLS, "
 				 "this task does");
+	c->hs = 2;
 	rv = rt_tls_handshake(c->tls, &want, why, sizeof why);
 	if (rv == -2)
 		return -1; /* a peer that went away: nothing refused */

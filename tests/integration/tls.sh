@@ -39,6 +39,25 @@ wait_listen "$p1"
 expect_rc 0 $TFGC run --attach $opts p.tfg
 [ "$(cat out)" = "6.0" ] || fail "TLS run printed '$(cat out)'"
 
+# Each TLS record in a read of its own, as under load: the handshake's
+# encrypted records are not taken for a peer without TLS (they were,
+# half the time, each).  Four runs through a proxy that splits them.
+pp=$(free_port)
+python3 "$OLDPWD/tests/integration/progs/tls_split.py" "$pp" "$p1" 30 &
+proxy=$!
+_servers="$_servers $proxy"
+wait_listen "$pp"
+for i in 1 2 3 4; do
+	expect_rc 0 $TFGC run --attach --startup-timeout 10 $tls \
+		--addr /job:local/task:0=127.0.0.1:$p0 \
+		--addr /job:local/task:1=127.0.0.1:$pp p.tfg
+	[ "$(cat out)" = "6.0" ] || fail "split TLS run $i printed '$(cat out)'"
+done
+kill $proxy 2>/dev/null
+if grep -q "does not run TLS" "$T/s1"; then
+	fail "task 1 refused a TLS peer: $(cat "$T/s1")"
+fi
+
 # No TLS: the task tells it so, at once.
 expect_rc 1 $TFGC run --attach --startup-timeout 20 $addrs p.tfg
 expect_in err "it runs TLS, and this process not (give it --tls-cert, --tls-key, --tls-ca)"
