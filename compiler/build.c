@@ -660,7 +660,7 @@ ir_opt_nhyper(IrOptKind k)
 int
 ir_opt_nhyper_of(const IrOpt *o)
 {
-	return ir_opt_nhyper(o->kind) + (o->sync > 0) * 2 + 1;
+	return ir_opt_nhyper(o->kind) + (o->sync > 0) * 3 + 1;
 }
 
 IrNode *

@@ -138,8 +138,10 @@ typedef struct IrOpt {
 	/* sync(OPT, replicas=N): N > 0, gradients of N steps averaged per
 	   update; the last three slots are the sum, its count and the
 	   number of updates made (the round), and the hyperparameters end
-	   with N and the round the step read */
+	   with N, the round the step read and sync_wait */
 	int sync;
+	double sync_wait;  /* seconds a gradient waits for its round's last
+			      (sync's timeout=, 60 by default) */
 } IrOpt;
 
 /* A variable (spec §4.4 "Variables"): state on one task that outlives steps.

@@ -164,7 +164,8 @@ hypers(Checker *c, AstNode *e, int o, IrNode **h, double *lit)
 }
 
 /* The f64[n] hyperparameters of one update, on v's task; with sync, then
- * N and the round the step read (cast to f64); then the step's loss, so
+ * N, the round the step read (cast to f64) and the seconds it waits for
+ * the round; then the step's loss, so
  * that an update of a NaN loss is refused where it would be applied. */
 static IrNode *
 hyper_node(Checker *c, SrcLoc loc, const IrVar *v, IrNode **h,
@@ -176,24 +177,24 @@ hyper_node(Checker *c, SrcLoc loc, const IrVar *v, IrNode **h,
 	for (int k = 0; k < n; k++)
 		in[k] = h[k];
 	if (r->sync) {
-		in[n] = NULL;
+		in[n] = in[n + 2] = NULL;
 		in[n + 1] = ir_cast(c->p, loc, r->slot[r->nslot - 1]->read,
 				    TFG_F64);
 		if (!in[n + 1])
 			return NULL;
 		in[n + 1]->req = v->req;
 	}
-	for (int k = 0; k < n + (r->sync ? 1 : 0); k++) {
+	for (int k = 0; k < n + (r->sync ? 3 : 0); k++) {
 		double *d;
 		if (in[k])
 			continue;
 		d = arena_alloc(c->a, sizeof *d);
-		*d = k < n ? lit[k] : r->sync;
+		*d = k < n ? lit[k] : k == n ? r->sync : r->sync_wait;
 		if ((in[k] = ir_const(c->p, loc, TFG_F64, &s0, d, 0)) == NULL)
 			return NULL;
 		in[k]->req = v->req;
 	}
-	n += r->sync ? 2 : 0;
+	n += r->sync ? 3 : 0;
 	in[n++] = loss->dtype == TFG_F64 ? loss
 		: check_built(c, ir_cast(c->p, loc, loss, TFG_F64));
 	if (!in[n - 1])
@@ -246,7 +247,8 @@ make_slot(Checker *c, const IrVar *v, const char *suffix, TfgDtype t,
 /* The optimizer of call e (opts[o]) for v: its slots made by the first
  * copy of this minimize, shared by the others. */
 static IrOpt *
-opt_for(Checker *c, const AstNode *e, int o, int sync, const IrVar *v)
+opt_for(Checker *c, const AstNode *e, int o, int sync, double wait,
+	const IrVar *v)
 {
 	static const char *const sync_slot[3] = {
 		"sync_sum", "sync_count", "sync_round"};
@@ -261,6 +263,7 @@ opt_for(Checker *c, const AstNode *e, int o, int sync, const IrVar *v)
 	r = arena_alloc(c->a, sizeof *r);
 	r->kind = opts[o].kind;
 	r->sync = sync;
+	r->sync_wait = wait;
 	r->nslot = opts[o].nslot + (sync ? 3 : 0);
 	for (int k = 0; k < r->nslot; k++) {
 		int s = k - opts[o].nslot; /* >= 0: sync's */
@@ -411,13 +414,18 @@ step_inc(Checker *c, AstNode *e, IrNode *done)
 	return check_var_node(c, s->var, OP_assign_add, one, e->loc);
 }
 
-/* sync(OPT, replicas=N): N, or -1 (reported); OPT is checked by the
- * caller. */
+/* sync(OPT, replicas=N, timeout=S): N, or -1 (reported), and S in
+ * *wait; OPT is checked by the caller. */
+/* Seconds a synchronous update waits for the other replicas' gradients
+ * of its round before it fails, unless sync's timeout= says (so that a
+ * replica that is gone never hangs the others). */
+#define SYNC_WAIT_S 60.0
+
 static int
-sync_of(Checker *c, AstNode *e)
+sync_of(Checker *c, AstNode *e, double *wait)
 {
-	static const char *const kw[] = {"replicas", NULL};
-	AstNode *n;
+	static const char *const kw[] = {"replicas", "timeout", NULL};
+	AstNode *n, *t;
 	Lit l;
 
 	if (check_args(c, e, 1, kw) < 0)
@@ -433,6 +441,20 @@ sync_of(Checker *c, AstNode *e)
 			   "integer from 1 to 1024");
 		return -1;
 	}
+	*wait = SYNC_WAIT_S;
+	if ((t = check_kwarg(e, "timeout")) != NULL) {
+		Lit w = check_lit_of(t);
+		double s = w.kind == 1 ? (double)w.i : w.f;
+
+		if ((w.kind != 1 && w.kind != 2) || !(s > 0 && s <= 1e6)) {
+			diag_error(c->d, ast_extent(t), "sync: timeout is the "
+				   "seconds a replica waits for the others' "
+				   "gradients, a number from 0 (excluded) to "
+				   "1e6");
+			return -1;
+		}
+		*wait = s;
+	}
 	return (int)l.i;
 }
 
@@ -446,13 +468,14 @@ check_minimize(Checker *c, AstNode *e, OpKind op)
 	IrNode *loss, *v[256], *h[4], *in[258];
 	double lit[4];
 	int o, nv, nin = 0, nh, sync = 0;
+	double wait = 0;
 
 	(void)op;
 	if (check_args(c, e, 2, kw) < 0)
 		return NULL;
 	oe = e->list[1];
 	if (oe->kind == AST_CALL && strcmp(oe->name, "sync") == 0 &&
-	    (sync = sync_of(c, oe)) <= 0)
+	    (sync = sync_of(c, oe, &wait)) <= 0)
 		return NULL;
 	if (sync)
 		oe = oe->list[0];
@@ -490,7 +513,7 @@ check_minimize(Checker *c, AstNode *e, OpKind op)
 	in[nin++] = loss;
 	for (int i = 0; i < nv; i++) {
 		IrVar *var = v[i]->var;
-		IrOpt *r = opt_for(c, e, o, sync, var);
+		IrOpt *r = opt_for(c, e, o, sync, wait, var);
 		IrNode *g, *hn, *up;
 
 		if (!r)

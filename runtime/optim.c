@@ -173,11 +173,6 @@ slot_fits(const RtVar *v, const RtVar *s, uint32_t kind, int ninner, int k)
 SUM(float)
 SUM(double)
 
-/* Seconds a synchronous update waits for the other replicas' gradients
- * of its round before it fails, so that a replica that is gone never
- * hangs the others. */
-#define SYNC_WAIT_S 60.0
-
 static int64_t
 i64_at(const RtVarSlot *s)
 {
@@ -208,6 +203,7 @@ sync_update(RtCtx *c, const RtVar *v, uint32_t kind, RtVarSlot **s, int n,
 	int64_t numel = tfg_shape_numel(&v->shape), tag, want;
 	int f = v->dtype == TFG_F32, rc = TFG_OK;
 	double t0, replicas = hyper[ir_nhyper(kind)];
+	double wait = hyper[ir_nhyper(kind) + 2]; /* sync's timeout= */
 
 	tag = (int64_t)hyper[ir_nhyper(kind) + 1];
 	*done = 0;
@@ -243,12 +239,13 @@ sync_update(RtCtx *c, const RtVar *v, uint32_t kind, RtVarSlot **s, int n,
 		struct timespec ts;
 		double now = rt_now();
 
-		if (now - t0 > SYNC_WAIT_S) {
+		if (now - t0 > wait) {
 			rc = tfg_error(&c->err, TFG_ETIMEDOUT, "sync: waited "
-				       "%.0f s for the other replicas' "
+				       "%g s for the other replicas' "
 				       "gradients of variable '%s' (%g "
 				       "needed a round, %lld came): is a "
-				       "replica gone?", SYNC_WAIT_S, v->name,
+				       "replica gone? (sync(..., timeout=S) "
+				       "waits longer)", wait, v->name,
 				       replicas, (long long)i64_at(cnt));
 			break;
 		}
@@ -298,7 +295,7 @@ rt_apply(RtCtx *c, uint32_t var, uint32_t kind, uint32_t slot,
 	{
 		int64_t numel = tfg_shape_numel(&v->shape), at;
 		double x, loss = hyper[ir_nhyper(kind) +
-				       ((kind & TFG_OPT_SYNC) ? 2 : 0)];
+				       ((kind & TFG_OPT_SYNC) ? 3 : 0)];
 
 		if (v->dtype == TFG_F32) {
 			at = nonfinite_float(grad, numel);
