@@ -50,6 +50,7 @@ static volatile int ctl_npid;
 static void
 ctl_on_signal(int sig)
 {
+	rt_bars_signal();
 	for (int i = 0; i < ctl_npid; i++)
 		if (ctl_pids[i] > 0)
 			kill(ctl_pids[i], SIGKILL);

@@ -16,6 +16,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <unistd.h>
@@ -208,6 +209,30 @@ struct RtBars {
 	double drawn_at;    /* rt_now() of the last drawing */
 };
 
+/* Whether the bars end the terminal's last line: a process stopped by a
+ * signal then ends it, so that the shell's prompt starts a line of its
+ * own (rt_bars_signal). */
+static volatile sig_atomic_t onscreen;
+
+void
+rt_bars_signal(void)
+{
+	if (onscreen && write(1, "\n", 1) < 0) {
+		/* nothing to be done in a handler */
+	}
+	onscreen = 0;
+}
+
+/* SIGINT or SIGTERM where nothing else handles them: the line ended,
+ * then the signal's own default. */
+static void
+on_signal(int sig)
+{
+	rt_bars_signal();
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
 RtBars *
 rt_bars_new(const TfgPlan *plan, const TfgOptions *opt)
 {
@@ -225,6 +250,21 @@ rt_bars_new(const TfgPlan *plan, const TfgOptions *opt)
 		  isatty(1) && !(term && strcmp(term, "dumb") == 0) ? 1 : 2;
 	for (int i = 0; i < plan->nsession; i++)
 		b->bars[i].plain_step = -1;
+	if (b->mode == 1) {
+		static const int sigs[] = {SIGINT, SIGTERM};
+
+		for (int i = 0; i < 2; i++) {
+			struct sigaction sa;
+
+			if (sigaction(sigs[i], NULL, &sa) == 0 &&
+			    sa.sa_handler == SIG_DFL) {
+				memset(&sa, 0, sizeof sa);
+				sa.sa_handler = on_signal;
+				sigemptyset(&sa.sa_mask);
+				sigaction(sigs[i], &sa, NULL);
+			}
+		}
+	}
 	return b;
 }
 
@@ -368,6 +408,7 @@ rt_bars_hide(RtBars *b)
 	fputs("\033[J", stdout);
 	b->drawn = 0;
 	fflush(stdout);
+	onscreen = 0;
 }
 
 void
@@ -389,6 +430,8 @@ rt_bars_show(RtBars *b, int midline)
 		b->bars[i].dirty = 0;
 	}
 	b->drawn_at = rt_now();
+	onscreen = b->drawn > 0; /* before the bar shows: a Ctrl-C can
+				    follow it at once */
 	fflush(stdout);
 }
 

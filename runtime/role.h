@@ -277,6 +277,9 @@ void rt_bars_free(RtBars *b);
 void rt_bars_take(RtBars *b, int session, const unsigned char *body,
 		  size_t n, int midline);
 void rt_bars_hide(RtBars *b);
+/* Ends the bars' line if one is on the terminal; async-signal-safe, for
+ * the handlers of SIGINT and SIGTERM. */
+void rt_bars_signal(void);
 void rt_bars_show(RtBars *b, int midline);
 void rt_bars_tick(RtBars *b, int midline);
 void rt_bars_end(RtBars *b, int session);

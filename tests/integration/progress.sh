@@ -30,15 +30,17 @@ TFG
 
 # onpty CMD...: runs CMD with its stdout and stderr on a pseudo-terminal
 # 100 columns wide; what it wrote, in $T/tty (Python's repr escapes),
-# and its exit status
+# and its exit status.  With $ctrl_c set to N, the terminal's Ctrl-C
+# (SIGINT to its process group) comes once N bytes were written.
 onpty() {
 	python3 - "$@" >"$T/tty" <<'PY'
-import fcntl, os, pty, struct, sys, termios
+import fcntl, os, pty, signal, struct, sys, termios
 pid, fd = pty.fork()
 if pid == 0:
     os.environ["TERM"] = "xterm"
     os.execvp(sys.argv[1], sys.argv[1:])
 fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))
+ctrl_c = int(os.environ.get("ctrl_c", "0") or 0)
 out = b""
 while True:
     try:
@@ -48,6 +50,9 @@ while True:
     if not d:
         break
     out += d
+    if ctrl_c and len(out) >= ctrl_c:
+        ctrl_c = 0
+        os.killpg(pid, signal.SIGINT)
 _, st = os.waitpid(pid, 0)
 print(repr(out.decode()))
 print("exit", os.waitstatus_to_exitcode(st))
@@ -103,6 +108,14 @@ expect_in "$T/tty" "epoch 1/3 [>...................]   3%  step 1  loss 81.0000 
 expect_in "$T/tty" '\r\x1b[Jepoch 1 done\r\n'
 expect_in "$T/tty" "epoch 3/3 [====================] 100%  step 30  loss 104.0000  n 9"
 grep -q 'time 0:0[0-9]\\r\\n' "$T/tty" || { cat "$T/tty"; fail "no last bar"; }
+
+# -- Ctrl-C while a bar is drawn: the bar's line is ended, so that the
+# shell's prompt starts a line of its own
+ctrl_c=60 onpty $TFGC run "$T/p.tfg" --param pause=200
+expect_in "$T/tty" "exit 130"
+expect_in "$T/tty" "epoch 1/3 ["
+grep -q "\\\\r\\\\n'\$" "$T/tty" ||
+	{ cat "$T/tty"; fail "Ctrl-C left the bar's line open"; }
 
 # -- sessions at once: a labelled line each, one above the other
 p1=$(free_port) p2=$(free_port)
