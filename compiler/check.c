@@ -313,6 +313,7 @@ default_cluster(Checker *c)
 	p->tasks[0].job = "local";
 	p->tasks[0].addr = "localhost:2222";
 	p->tasks[0].name = "/job:local/task:0";
+	p->implicit = 1;
 }
 
 /* -------------------------------------------------------------- devices */

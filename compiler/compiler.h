@@ -270,6 +270,8 @@ typedef struct Program {
 	CJob *jobs;
 	int ntask;
 	CTask *tasks;
+	int implicit;      /* the one task of a program without a cluster
+			      (spec §7.1 "The cluster") */
 	IrGraph g;
 	int nsig;
 	IrSig *sigs;

@@ -784,7 +784,10 @@ static int
 cmd_run(Args *a, Program *p)
 {
 	TfgOptions o = runtime_options(a);
-	int pick = a->free_ports && !a->attach, rc;
+	/* the one task of a program without a cluster is dialed by this
+	   run alone: any port does (spec §7.1 "The cluster") */
+	int pick = (a->free_ports || (p->implicit && a->addr.n == 0)) &&
+		   !a->attach, rc;
 
 	if (a->log_placement)
 		dump_placement_log(stderr, p);
