@@ -299,6 +299,37 @@ check_cluster_note(Checker *c, const char *job)
 		  o->cluster_from);
 }
 
+/* --addr /job:J/task:T=HOST:PORT: task T's address replaced
+ * (spec §10 "Processes").  Done as soon as the cluster is made, so that
+ * a session's grpc:// target (spec §8.1 "Session blocks") sees the
+ * addresses the tasks listen on. */
+static int
+apply_addr(Program *p, const char *spec, Diag *d)
+{
+	const char *eq = strchr(spec, '='), *err;
+	Device dv;
+	int off, t;
+
+	if (!eq || !eq[1]) {
+		diag_error(d, (SrcLoc){0}, "--addr '%s': expected "
+			   "/job:J/task:T=HOST:PORT", spec);
+		return -1;
+	}
+	if (dev_parse(p->arena, &dv, arena_strndup(p->arena, spec, eq - spec),
+		      &err, &off) < 0 || !dv.job) {
+		diag_error(d, (SrcLoc){0}, "--addr '%s': expected "
+			   "/job:J/task:T=HOST:PORT", spec);
+		return -1;
+	}
+	if ((t = dev_task_index(p, dev_complete(p, dv))) < 0) {
+		diag_error(d, (SrcLoc){0}, "--addr '%s': the cluster has no "
+			   "such task", spec);
+		return -1;
+	}
+	p->tasks[t].addr = eq + 1;
+	return 0;
+}
+
 /* Without a cluster block a program has one task (spec §7.1 "The cluster"). */
 static void
 default_cluster(Checker *c)
@@ -327,6 +358,13 @@ check_device_of(Checker *c, AstNode *s, Device outer, Device *out)
 	int off;
 	Device d, m;
 
+	if (strncmp(s->str, "grpc://", 7) == 0) {
+		diag_error(c->d, s->loc, "'%s' is the address of a task, which "
+			   "names where a session runs (session \"%s\"); a "
+			   "device string names a job and task "
+			   "(\"/job:local/task:1\")", s->str, s->str);
+		return -1;
+	}
 	if (dev_parse(c->a, &d, s->str, &err, &off) < 0) {
 		SrcLoc l = s->loc;
 		if ((uint32_t)off + 1 < l.len) {
@@ -1669,6 +1707,9 @@ check_program(Program *p)
 		default_cluster(&c);
 	if (p->njob == 0)
 		return p->diag->nerr - before;
+	for (int i = 0; p->opt && i < p->opt->naddr; i++)
+		if (apply_addr(p, p->opt->addr[i], p->diag) < 0)
+			return p->diag->nerr - before;
 	prescan(&c, prog);
 	check_stmts(&c, prog, 1);
 	if (p->diag->nerr == before)

@@ -4,7 +4,7 @@
  * pass named once (for CompileOptions.until, -fno-NAME and --emit).
  *
  * The front passes do more than one thing, so they are small functions
- * here: parse reads and parses; check checks, applies --addr, and stops a
+ * here: parse reads and parses; check checks (--addr included), and stops a
  * program whose `?` dims are left where that is an error; specialise
  * prunes a specialisation to its signature, or makes a program with `?`
  * dims left a generic plan, which ends the pipeline (spec/design.md
@@ -15,33 +15,6 @@
 #include <string.h>
 
 #include "compiler/compiler_int.h"
-
-static int
-apply_addr(Program *p, const char *spec, Diag *d)
-{
-	const char *eq = strchr(spec, '='), *err;
-	Device dv;
-	int off, t;
-
-	if (!eq || !eq[1]) {
-		diag_error(d, (SrcLoc){0}, "--addr '%s': expected "
-			   "/job:J/task:T=HOST:PORT", spec);
-		return -1;
-	}
-	if (dev_parse(p->arena, &dv, arena_strndup(p->arena, spec, eq - spec),
-		      &err, &off) < 0 || !dv.job) {
-		diag_error(d, (SrcLoc){0}, "--addr '%s': expected "
-			   "/job:J/task:T=HOST:PORT", spec);
-		return -1;
-	}
-	if ((t = dev_task_index(p, dev_complete(p, dv))) < 0) {
-		diag_error(d, (SrcLoc){0}, "--addr '%s': the cluster has no "
-			   "such task", spec);
-		return -1;
-	}
-	p->tasks[t].addr = eq + 1;
-	return 0;
-}
 
 /* A program with `?` dims left is checked, never compiled to code
  * (spec §4.3 "Inputs"): each such input is an error naming --shape. */
@@ -88,7 +61,7 @@ pass_parse(Program *p)
 	return !p->ast || p->diag->nerr;
 }
 
-/* PASS_CHECK: the checker, then --addr; with `?` dims left, tfgc check
+/* PASS_CHECK: the checker; with `?` dims left, tfgc check
  * stops here, and a command that cannot make a generic plan or a
  * specialisation fails naming --shape. */
 static int
@@ -98,9 +71,6 @@ pass_check(Program *p)
 
 	if (check_program(p))
 		return 1;
-	for (int i = 0; o && i < o->naddr; i++)
-		if (apply_addr(p, o->addr[i], p->diag) < 0)
-			return 1;
 	if (p->nunknown && o && o->unknown_ok) {
 		p->done = 1;
 		return 0;

@@ -1431,6 +1431,151 @@ sblock(Checker *c, AstNode *block, int *n, RtStmt ***out)
 	c->locals.n = nlocal;
 }
 
+/* ------------------------------------------------ session "grpc://..." */
+
+#define GRPC "grpc://"
+
+static int
+is_target(const char *s)
+{
+	return strncmp(s, GRPC, strlen(GRPC)) == 0;
+}
+
+static int
+loopback(const char *h, size_t n)
+{
+	return n == 9 && (strncmp(h, "localhost", 9) == 0 ||
+			  strncmp(h, "127.0.0.1", 9) == 0);
+}
+
+/* Whether the cluster's address a ("host:port", as listed) is host:port:
+ * the hosts as written, except that localhost and 127.0.0.1 are one. */
+static int
+addr_is(const char *a, const char *host, size_t hlen, long port)
+{
+	const char *colon = strrchr(a, ':');
+	size_t alen;
+
+	if (!colon || strtol(colon + 1, NULL, 10) != port)
+		return 0;
+	alen = (size_t)(colon - a);
+	return (alen == hlen && strncmp(a, host, hlen) == 0) ||
+	       (loopback(a, alen) && loopback(host, hlen));
+}
+
+/* The address of task `index` of job `job` in the program's own cluster
+ * block as written (without one, the default cluster's,
+ * spec §7.1 "The cluster"); NULL when it has no such task. */
+static const char *
+block_addr(Checker *c, const char *job, int index)
+{
+	const AstNode *cl = c->cluster;
+
+	if (!cl)
+		return strcmp(job, "local") == 0 && index == 0
+			       ? "localhost:2222"
+			       : NULL;
+	for (int j = 0; j < cl->n; j++)
+		if (strcmp(cl->list[j]->name, job) == 0)
+			return index < cl->list[j]->n
+				       ? cl->list[j]->list[index]->str
+				       : NULL;
+	return NULL;
+}
+
+/* The task whose address in cluster cl (an AST_CLUSTER: jobs, each a list
+ * of addresses; NULL: the default cluster) is host:port, if the cluster
+ * in use has it; -1 if none. */
+static int
+match_in(Checker *c, const AstNode *cl, const char *host, size_t hlen,
+	 long port)
+{
+	for (int j = 0; cl ? j < cl->n : j < 1; j++) {
+		const char *job = cl ? cl->list[j]->name : "local";
+		int n = cl ? cl->list[j]->n : 1;
+
+		for (int k = 0; k < n; k++) {
+			const char *a = cl ? cl->list[j]->list[k]->str
+					   : "localhost:2222";
+			int t;
+
+			if (addr_is(a, host, hlen, port) &&
+			    (t = dev_task_index(c->p, (Device){job, k,
+							       DEV_UNSET,
+							       -1})) >= 0)
+				return t;
+		}
+	}
+	return -1;
+}
+
+/* The error of a target no task has: the cluster's tasks and addresses,
+ * each with its address in the program's block where that differs. */
+static void
+no_such_target(Checker *c, AstNode *str)
+{
+	char list[1024];
+	size_t n = 0;
+	int shown = 0;
+
+	list[0] = '\0';
+	for (int t = 0; t < c->p->ntask && n < sizeof list; t++) {
+		const CTask *k = &c->p->tasks[t];
+		const char *b = block_addr(c, k->job, k->index);
+
+		if (shown == 8) {
+			n += snprintf(list + n, sizeof list - n, ", and %d more",
+				      c->p->ntask - t);
+			break;
+		}
+		n += snprintf(list + n, sizeof list - n, "%s%s at %s",
+			      shown++ ? ", " : "", k->name, k->addr);
+		if (b && strcmp(b, k->addr) != 0 && n < sizeof list)
+			n += snprintf(list + n, sizeof list - n,
+				      " (%s in the program)", b);
+	}
+	diag_error(c->d, str->loc, "no task of the cluster listens on %s; its "
+		   "task%s %s %s", str->str, c->p->ntask == 1 ? "" : "s",
+		   c->p->ntask == 1 ? "is" : "are", list);
+}
+
+/* session "grpc://HOST:PORT": the index of the task at that address, as
+ * tf.Session(target) connects to it (spec §8.1 "Session blocks").  The
+ * addresses are those of the program's cluster as written, then of
+ * --cluster or TF_CONFIG, then after --addr: the program's come first so
+ * that every process resolves a target it names alike, whatever
+ * addresses its command line gave (tfgc run --free-ports gives the
+ * servers others).  -1 after reporting. */
+static int
+target_task(Checker *c, AstNode *str)
+{
+	const char *hp = str->str + strlen(GRPC);
+	const char *colon = strrchr(hp, ':');
+	size_t hlen = colon ? (size_t)(colon - hp) : 0;
+	char *end = NULL;
+	long port = colon ? strtol(colon + 1, &end, 10) : 0;
+	const CompileOptions *o = c->p->opt;
+	int t;
+
+	if (!colon || hlen == 0 || strchr(hp, '/') ||
+	    strspn(colon + 1, "0123456789") != strlen(colon + 1) ||
+	    end == colon + 1 || port < 1 || port > 65535) {
+		diag_error(c->d, str->loc, "invalid session target '%s': "
+			   "expected grpc://HOST:PORT, the address of a task "
+			   "of the cluster", str->str);
+		return -1;
+	}
+	if ((t = match_in(c, c->cluster, hp, hlen, port)) >= 0 ||
+	    (o && o->cluster &&
+	     (t = match_in(c, o->cluster, hp, hlen, port)) >= 0))
+		return t;
+	for (t = 0; t < c->p->ntask; t++)
+		if (addr_is(c->p->tasks[t].addr, hp, hlen, port))
+			return t;
+	no_such_target(c, str);
+	return -1;
+}
+
 /* One session on task `task`, of group c->group. */
 static void
 session_on(Checker *c, AstNode *s, int task)
@@ -1462,6 +1607,12 @@ each_session(Checker *c, AstNode *s)
 	const CJob *job = NULL;
 	int outer = c->group, before = c->d->nerr;
 
+	if (is_target(s->a->str)) {
+		diag_error(c->d, s->a->loc, "session each runs a session on "
+			   "every task of a job: name the job (\"/job:worker\"),"
+			   " not the address of one task");
+		return;
+	}
 	if (check_device_of(c, s->a, DEVICE_UNSET, &d) < 0)
 		return;
 	if (!d.job || d.task >= 0) {
@@ -1495,6 +1646,12 @@ check_session(Checker *c, AstNode *s)
 
 	if (s->ival) {
 		each_session(c, s);
+		return;
+	}
+	if (s->a && is_target(s->a->str)) {
+		if ((task = target_task(c, s->a)) < 0)
+			return;
+		session_on(c, s, task);
 		return;
 	}
 	if (s->a && check_device_of(c, s->a, DEVICE_UNSET, &d) < 0)

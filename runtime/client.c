@@ -15,6 +15,7 @@
  * empty one goes out when nothing did for a second, so the controller
  * can tell a long session from a hung one.
  */
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,8 +42,10 @@ typedef struct CVal {
 	int n;           /* CV_LIST: tensors */
 	RtTensor **list;
 	const char *str; /* CV_STR (owned: malloc'd, when own) */
-	int weak;        /* a scalar of the session's own arithmetic (loop
-			    variables, literals): converts when fed */
+	int let;         /* a let's value, never changed in place: conv of
+			    it may be kept */
+	RtTensor *conv;  /* a let's tensor converted for a feed to
+			    conv->dtype, kept for the next (owned with t) */
 } CVal;
 
 /* A session as it runs: one per RUN_SESSION, on the executor that took
@@ -76,8 +79,10 @@ typedef struct Sess {
 static void
 cval_free(CVal *v)
 {
-	if (v->kind == CV_TENSOR && v->own)
+	if (v->kind == CV_TENSOR && v->own) {
 		rt_tensor_free(v->t);
+		rt_tensor_free(v->conv);
+	}
 	if (v->kind == CV_STR && v->own)
 		free((char *)v->str);
 	if (v->kind == CV_LIST && v->own) {
@@ -121,6 +126,7 @@ cval_own(CVal *v)
 	if (v->own || v->kind == CV_NONE)
 		return 0;
 	c.own = 1;
+	c.conv = NULL; /* v's, borrowed */
 	if (v->kind == CV_STR && !(c.str = strdup(v->str))) {
 		memset(v, 0, sizeof *v);
 		return -1;
@@ -386,8 +392,7 @@ eval_arith(Sess *ss, const RtExpr *x, CVal *v)
 			st = scalar_new(&v->t, rt, r, 0);
 		}
 		if (st == TFG_OK)
-			v->kind = CV_TENSOR, v->own = 1,
-			v->weak = a[0].weak && (n == 1 || a[1].weak);
+			v->kind = CV_TENSOR, v->own = 1;
 		else
 			fail(ss, x->where, st, "out of memory");
 	}
@@ -504,7 +509,7 @@ eval_len(Sess *ss, const RtExpr *x, CVal *v)
 		return st;
 	if ((st = scalar_new(&v->t, TFG_I64, n, 0)) != TFG_OK)
 		return fail(ss, x->where, st, "out of memory");
-	v->kind = CV_TENSOR, v->own = 1, v->weak = 1;
+	v->kind = CV_TENSOR, v->own = 1;
 	return TFG_OK;
 }
 
@@ -567,26 +572,123 @@ out:
 	return st;
 }
 
-/* A weak scalar fed to a scalar input takes the input's dtype: ints
- * convert to any numeric dtype (i32 only when the value fits), floats to
- * float dtypes (spec §8.3 "run: fetches, feeds and steps"). */
-static tfg_status
-convert_weak(Sess *ss, const char *where, const RtFeed *f, CVal *v)
+/* Element i of t, as NumPy prints it: a float in the fewest digits that
+ * read back as the same value. */
+static const char *
+elem_str(char *buf, size_t n, const RtTensor *t, int64_t i)
 {
-	RtTensor *t;
-	int from_float = is_float(v->t->dtype);
-	int64_t i = from_float ? 0 : get_i(v->t);
-	double d = get_f(v->t);
-	tfg_status st;
+	const unsigned char *p = t->data;
+	double d;
 
-	if (!v->weak || v->t->shape.rank != 0 || f->shape.rank != 0 ||
-	    v->t->dtype == TFG_BOOL || f->dtype == TFG_BOOL ||
-	    (from_float && !is_float(f->dtype)) ||
-	    (f->dtype == TFG_I32 && (i < INT32_MIN || i > INT32_MAX)) ||
-	    (f->dtype == TFG_U8 && (i < 0 || i > UINT8_MAX)))
-		return TFG_EDTYPE;
-	if ((st = scalar_new(&t, f->dtype, i, from_float ? d : (double)i)))
+	switch (t->dtype) {
+	case TFG_BOOL: return p[i] ? "true" : "false";
+	case TFG_U8: snprintf(buf, n, "%u", p[i]); return buf;
+	case TFG_I32:
+		snprintf(buf, n, "%d", ((const int32_t *)t->data)[i]);
+		return buf;
+	case TFG_I64:
+		snprintf(buf, n, "%lld",
+			 (long long)((const int64_t *)t->data)[i]);
+		return buf;
+	case TFG_F32: d = ((const float *)t->data)[i]; break;
+	default: d = ((const double *)t->data)[i]; break;
+	}
+	if (isnan(d))
+		return "nan";
+	for (int prec = 1; prec <= 17; prec++) {
+		snprintf(buf, n, "%.*g", prec, d);
+		if (t->dtype == TFG_F32 ? (float)strtod(buf, NULL) == (float)d
+					: strtod(buf, NULL) == d)
+			break;
+	}
+	return buf;
+}
+
+/* The C-order index i in a tensor of shape s, as "[1, 2]". */
+static const char *
+index_str(char *buf, size_t n, const TfgShape *s, int64_t i)
+{
+	int64_t idx[TFG_MAX_RANK];
+	size_t k = 0;
+
+	for (int d = s->rank - 1; d >= 0; d--) {
+		idx[d] = s->dims[d] ? i % s->dims[d] : 0;
+		i = s->dims[d] ? i / s->dims[d] : 0;
+	}
+	k += (size_t)snprintf(buf, n, "[");
+	for (int d = 0; d < s->rank && k < n; d++)
+		k += (size_t)snprintf(buf + k, n - k, "%s%lld", d ? ", " : "",
+				      (long long)idx[d]);
+	if (k < n)
+		snprintf(buf + k, n - k, "]");
+	return buf;
+}
+
+/* A fed value of another dtype than its input's, converted as TF1's
+ * feed_dict converts a NumPy array, but strictly: an element that does
+ * not fit is an error (spec §8.3 "run: fetches, feeds and steps").  xa
+ * is the feed's expression: the conversion of a let's value is kept in
+ * its slot, so that a let fed at every step is converted once. */
+static tfg_status
+convert_feed(Sess *ss, const RtExpr *xa, const char *where, const RtFeed *f,
+	     CVal *v)
+{
+	CVal *slot = NULL;
+	RtTensor *t;
+	int64_t bad;
+	tfg_status st;
+	char want[160], got[160], buf[64], at[160], why[96];
+	const char *val;
+
+	if (xa && xa->kind == RT_E_VAR && xa->slot >= 0 &&
+	    xa->slot < ss->s->nslot && ss->vals[xa->slot].let &&
+	    ss->vals[xa->slot].t == v->t)
+		slot = &ss->vals[xa->slot];
+	if (slot && slot->conv && slot->conv->dtype == f->dtype) {
+		v->t = slot->conv; /* v borrows the slot's */
+		return TFG_OK;
+	}
+	st = rt_tensor_convert(&t, v->t, f->dtype, &bad);
+	if (st == TFG_ENOMEM)
 		return fail(ss, where, st, "out of memory");
+	type_str(want, sizeof want, f->dtype, &f->shape);
+	type_str(got, sizeof got, v->t->dtype, &v->t->shape);
+	if (st == TFG_EDTYPE)
+		return fail(ss, where, st, "feed '%s' expects %s, got %s",
+			    f->name, want, got);
+	if (st != TFG_OK) {
+		val = elem_str(buf, sizeof buf, v->t, bad);
+		if (f->dtype == TFG_BOOL)
+			snprintf(why, sizeof why, "but bool takes only 0 and "
+				 "1");
+		else if (f->dtype == TFG_F32)
+			snprintf(why, sizeof why, "too large for f32 (at "
+				 "most 3.4028235e+38)");
+		else if (strcmp(val, "nan") == 0)
+			snprintf(why, sizeof why, "which converts to no "
+				 "integer");
+		else
+			snprintf(why, sizeof why, "out of %s's range (%s)",
+				 tfg_dtype_name(f->dtype),
+				 f->dtype == TFG_U8 ? "0 to 255" :
+				 f->dtype == TFG_I32 ? "-2147483648 to "
+						       "2147483647"
+				 : "-9223372036854775808 to "
+				   "9223372036854775807");
+		if (v->t->shape.rank == 0)
+			return fail(ss, where, TFG_EDTYPE, "feed '%s' expects "
+				    "%s: the %s fed is %s, %s", f->name, want,
+				    got, val, why);
+		return fail(ss, where, TFG_EDTYPE, "feed '%s' expects %s: the "
+			    "%s fed has %s at %s, %s", f->name, want, got,
+			    val, index_str(at, sizeof at, &v->t->shape, bad),
+			    why);
+	}
+	if (slot) {
+		rt_tensor_free(slot->conv);
+		slot->conv = v->t = t;
+		return TFG_OK;
+	}
 	cval_free(v);
 	v->kind = CV_TENSOR, v->t = t, v->own = 1;
 	return TFG_OK;
@@ -609,6 +711,7 @@ static tfg_status
 check_feeds(Sess *ss, const RtExpr *x, const RtSig *sig, CVal *args)
 {
 	char want[160], got[160];
+	tfg_status st;
 
 	for (int i = 0; i < sig->nfeed; i++) {
 		const RtFeed *f = &sig->feeds[i];
@@ -623,19 +726,16 @@ check_feeds(Sess *ss, const RtExpr *x, const RtSig *sig, CVal *args)
 					     &f->shape),
 				    args[i].kind == CV_STR ? "a string" :
 				    "a list of values");
-		if (args[i].t->dtype != f->dtype &&
-		    convert_weak(ss, where, f, &args[i]) == TFG_OK)
-			continue;
-		if (args[i].t->dtype != f->dtype ||
-		    !shape_fits(&args[i].t->shape, &f->shape))
-			return fail(ss, where,
-				    args[i].t->dtype != f->dtype ? TFG_EDTYPE :
-				    TFG_ESHAPE,
+		if (!shape_fits(&args[i].t->shape, &f->shape))
+			return fail(ss, where, TFG_ESHAPE,
 				    "feed '%s' expects %s, got %s", f->name,
 				    type_str(want, sizeof want, f->dtype,
 					     &f->shape),
 				    type_str(got, sizeof got, args[i].t->dtype,
 					     &args[i].t->shape));
+		if (args[i].t->dtype != f->dtype &&
+		    (st = convert_feed(ss, x->args[i], where, f, &args[i])))
+			return st;
 	}
 	return TFG_OK;
 }
@@ -975,7 +1075,6 @@ eval(Sess *ss, const RtExpr *x, CVal *v)
 	switch (x->kind) {
 	case RT_E_CONST:
 		v->kind = CV_TENSOR, v->t = x->value;
-		v->weak = x->value->shape.rank == 0;
 		return TFG_OK;
 	case RT_E_STR:
 		v->kind = CV_STR, v->str = x->str;
@@ -1383,7 +1482,7 @@ batch_args(Sess *ss, const RtStmt *st, CVal v[2], RtBatchArgs *arg)
 	return TFG_OK;
 }
 
-/* The weak i64 scalar i in slot (b.index, b.count, b.size). */
+/* The i64 scalar i in slot (b.index, b.count, b.size). */
 static tfg_status
 batch_slot(CVal *slot, int64_t i)
 {
@@ -1392,7 +1491,7 @@ batch_slot(CVal *slot, int64_t i)
 	if (slot->kind == CV_NONE) {
 		if ((st = scalar_new(&slot->t, TFG_I64, i, 0)) != TFG_OK)
 			return st;
-		slot->kind = CV_TENSOR, slot->own = 1, slot->weak = 1;
+		slot->kind = CV_TENSOR, slot->own = 1;
 	}
 	*(int64_t *)slot->t->data = i;
 	return TFG_OK;
@@ -1481,6 +1580,7 @@ exec_let(Sess *ss, const RtStmt *st)
 	one_fetch(&v);
 	if (cval_own(&v) != 0)
 		return fail(ss, st->where, TFG_ENOMEM, "out of memory");
+	v.let = v.kind == CV_TENSOR;
 	cval_free(&ss->vals[st->slot]);
 	ss->vals[st->slot] = v;
 	return TFG_OK;
@@ -1767,7 +1867,7 @@ loop_slots(Sess *ss, RtStmt **stmts, int n, const TfgShape *scalar)
 				return tfg_error(&ss->err, TFG_ENOMEM,
 						 "out of memory");
 			*(int64_t *)v->t->data = 0;
-			v->kind = CV_TENSOR, v->own = 1, v->weak = 1;
+			v->kind = CV_TENSOR, v->own = 1;
 		}
 		rv = loop_slots(ss, st->body, st->nbody, scalar);
 		if (rv == TFG_OK)
@@ -1805,7 +1905,7 @@ rt_client_session(RtServer *srv, int session, const char *url)
 	if (rv == TFG_OK && s->ncsv > 0 &&
 	    (ss.csv = calloc((size_t)s->ncsv, sizeof *ss.csv)) == NULL)
 		rv = tfg_error(&ss.err, TFG_ENOMEM, "out of memory");
-	/* loop variables: i64 scalars, weak in arithmetic */
+	/* loop variables: i64 scalars */
 	if (rv == TFG_OK)
 		rv = loop_slots(&ss, s->stmts, s->nstmt, &scalar);
 	if (rv == TFG_OK)

@@ -23,6 +23,20 @@ char *rt_shape_str(char *buf, size_t n, const TfgShape *s);
  * exactly rt_shape_nbytes (else TFG_EINVAL). */
 tfg_status rt_tensor_new_nbytes(RtTensor **out, TfgDtype t,
 				const TfgShape *s, size_t nbytes);
+/* A feed's conversion to its input's dtype
+ * (spec §8.3 "run: fetches, feeds and steps"): NumPy's astype, made
+ * strict.  Floats round to nearest (an f64 too large for f32 does not
+ * fit; NaN and infinities stay), integers and bools convert when the
+ * value fits, floats to integers truncate toward zero when the result
+ * fits (never NaN or an infinity), to bool only 0 and 1.
+ * rt_dtype_converts: whether the dtypes convert at all (any two but
+ * string).  rt_tensor_convert: *out a new tensor (owned) of from's
+ * shape; TFG_EDTYPE when the dtypes do not convert, TFG_EINVAL with *bad
+ * the index (C order) of the first element that does not fit (else -1),
+ * TFG_ENOMEM. */
+int rt_dtype_converts(TfgDtype from, TfgDtype to);
+tfg_status rt_tensor_convert(RtTensor **out, const RtTensor *from,
+			     TfgDtype t, int64_t *bad);
 
 
 /* status.c, for every layer: monotonic seconds; "host:port" (or a URL)

@@ -10,7 +10,12 @@
  * A string tensor is its records then its text (tfg.h); the records are
  * read with memcpy, so buffers need no alignment, and every read is
  * bounds-checked, since buffers also come off the wire.
+ *
+ * rt_tensor_convert is a feed's conversion to its input's dtype: one
+ * loop per pair of dtypes (the macros below write them), so that the
+ * test of each element is a comparison or two, not a switch.
  */
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -282,3 +287,118 @@ rt_tensor_free(RtTensor *t)
 	free(t->data);
 	free(t);
 }
+
+/* ------------------------------------------------------------ conversions */
+
+/* Whether v is in lo .. hi. */
+static int
+int_fits(int64_t v, int64_t lo, int64_t hi)
+{
+	return v >= lo && v <= hi;
+}
+
+/* Whether v truncated toward zero is in lo .. hi - 1 (lo and hi exact
+ * doubles, hi one past the largest value: 2^63 is a double, 2^63 - 1 is
+ * not).  NaN and the infinities never are. */
+static int
+float_fits(double v, double lo, double hi)
+{
+	double w = trunc(v);
+
+	return w >= lo && w < hi;
+}
+
+/* Whether v rounds to a finite f32, or is not finite already: at or past
+ * FLT_MAX + half an ulp it rounds to infinity. */
+static int
+f32_fits(double v)
+{
+	return !(fabs(v) >= 0x1.ffffffp127 && isfinite(v));
+}
+
+/* One loop from source type ST to destination DT: OK tests the element v,
+ * VAL is what is stored. */
+#define CONV_LOOP(ST, DT, OK, VAL)                                           \
+	do {                                                                 \
+		const ST *s_ = from->data;                                   \
+		DT *d_ = to->data;                                           \
+		for (int64_t i = 0; i < n; i++) {                            \
+			ST v = s_[i];                                        \
+			if (!(OK)) {                                         \
+				*bad = i;                                    \
+				goto out_of_range;                           \
+			}                                                    \
+			d_[i] = (DT)(VAL);                                   \
+		}                                                            \
+	} while (0)
+
+/* The loops into DT from each numeric source: IOK tests an integer (or
+ * bool) element, FOK a float one. */
+#define CONV_FROM(DT, IOK, FOK)                                              \
+	switch (from->dtype) {                                               \
+	case TFG_BOOL:                                                       \
+	case TFG_U8: CONV_LOOP(uint8_t, DT, IOK, v); break;                  \
+	case TFG_I32: CONV_LOOP(int32_t, DT, IOK, v); break;                 \
+	case TFG_I64: CONV_LOOP(int64_t, DT, IOK, v); break;                 \
+	case TFG_F32: CONV_LOOP(float, DT, FOK, v); break;                   \
+	default: CONV_LOOP(double, DT, FOK, v); break;                       \
+	}
+
+int
+rt_dtype_converts(TfgDtype from, TfgDtype to)
+{
+	return (int)from >= 0 && from < TFG__NDTYPE && (int)to >= 0 &&
+	       to < TFG__NDTYPE && from != TFG_STRING && to != TFG_STRING;
+}
+
+tfg_status
+rt_tensor_convert(RtTensor **out, const RtTensor *from, TfgDtype t,
+		  int64_t *bad)
+{
+	int64_t n = tfg_shape_numel(&from->shape);
+	RtTensor *to;
+	tfg_status rv;
+
+	*out = NULL;
+	*bad = -1;
+	if (!rt_dtype_converts(from->dtype, t))
+		return TFG_EDTYPE;
+	if ((rv = rt_tensor_new(&to, t, &from->shape)) != TFG_OK)
+		return rv;
+	if (from->dtype == t) {
+		memcpy(to->data, from->data, to->nbytes);
+		*out = to;
+		return TFG_OK;
+	}
+	switch (t) {
+	case TFG_BOOL: /* 0 and 1 only: NumPy's "nonzero is true" would
+			  make 2 and 0.5 true, and nothing can tell */
+		CONV_FROM(uint8_t, int_fits(v, 0, 1), v == 0 || v == 1);
+		break;
+	case TFG_U8:
+		CONV_FROM(uint8_t, int_fits(v, 0, UINT8_MAX),
+			  float_fits(v, 0, 0x1p8));
+		break;
+	case TFG_I32:
+		CONV_FROM(int32_t, int_fits(v, INT32_MIN, INT32_MAX),
+			  float_fits(v, -0x1p31, 0x1p31));
+		break;
+	case TFG_I64:
+		CONV_FROM(int64_t, 1, float_fits(v, -0x1p63, 0x1p63));
+		break;
+	case TFG_F32:
+		CONV_FROM(float, 1, f32_fits(v));
+		break;
+	default:
+		CONV_FROM(double, 1, 1);
+		break;
+	}
+	*out = to;
+	return TFG_OK;
+out_of_range:
+	rt_tensor_free(to);
+	return TFG_EINVAL;
+}
+
+#undef CONV_FROM
+#undef CONV_LOOP

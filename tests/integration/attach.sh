@@ -21,4 +21,33 @@ wait $s1 || fail "server 1 exited $?: $(cat "$T/s1")"
 # Stopping what is not running is an error naming the tasks.
 expect_rc 1 $TFGC stop --startup-timeout 0.5 $addrs examples/hello.tfg
 expect_in "$T/err" "/job:local/task:0"
+# Feeds of another dtype, converted by the attached run's client before
+# they go to the task that consumes them; one that does not convert
+# fails the run and leaves the servers serving
+# (spec §8.3 "run: fetches, feeds and steps").
+cat >"$T/conv.tfg" <<'TFG'
+cluster { local = ["localhost:2222", "localhost:2223"] }
+input x: f32[4]
+input n: i32[4]
+device "/job:local/task:1" {
+    y = x * 2.0
+    k = n + 1
+}
+session {
+    print run(y, feed { x: load("tests/golden/run/feed_random.npy") })
+    print run(k, feed { n: load("tests/golden/run/feed_i64_big.npy") })
+}
+TFG
+$TFGC server "$T/conv.tfg" --job local --task 0 $addrs 2>"$T/s0" &
+s0=$!
+$TFGC server "$T/conv.tfg" --job local --task 1 $addrs 2>"$T/s1" &
+s1=$!
+_servers="$s0 $s1"
+expect_rc 1 $TFGC run --attach --startup-timeout 10 $addrs "$T/conv.tfg"
+[ "$(cat "$T/out")" = "[1.097627  1.4303787 1.2055267 1.0897664]" ] ||
+	fail "the converted feed gave '$(cat "$T/out")'"
+expect_in "$T/err" "feed 'n' expects i32[4]: the i64[4] fed has 2147483648 at [3], out of i32's range"
+expect_rc 0 $TFGC stop --startup-timeout 10 $addrs "$T/conv.tfg"
+wait $s0 || fail "server 0 exited $?: $(cat "$T/s0")"
+wait $s1 || fail "server 1 exited $?: $(cat "$T/s1")"
 echo "attach: ok"

@@ -1,7 +1,9 @@
 /*
  * tests/unit/tensor_test.c: dtypes, shapes, tensor allocation and the
- * status strings (runtime/tensor.c, runtime/status.c).
+ * status strings, a feed's dtype conversions (runtime/tensor.c,
+ * runtime/status.c).
  */
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -230,7 +232,189 @@ t_shape_size(void)
 	ASSERT_EQ(b, 8);
 }
 
+/* A tensor of n elements of dtype t holding data (copied). */
+static RtTensor *
+vec(TfgDtype t, int64_t n, const void *data)
+{
+	TfgShape s = {1, {n}};
+	RtTensor *x;
+
+	if (rt_tensor_new(&x, t, &s) != TFG_OK)
+		return NULL;
+	memcpy(x->data, data, x->nbytes);
+	return x;
+}
+
+/* rt_tensor_convert of the n values at data (dtype from) to `to`: its
+ * status, *bad, and the result in *out (NULL when it failed). */
+static tfg_status
+conv(RtTensor **out, TfgDtype from, int64_t n, const void *data,
+     TfgDtype to, int64_t *bad)
+{
+	RtTensor *x = vec(from, n, data);
+	tfg_status st;
+
+	if (x == NULL)
+		return TFG_ENOMEM;
+	st = rt_tensor_convert(out, x, to, bad);
+	rt_tensor_free(x);
+	return st;
+}
+
+/* spec §8.3 "run: fetches, feeds and steps": the table of feed
+ * conversions, at the edges of each dtype's range. */
+static void
+t_convert(void)
+{
+	RtTensor *r;
+	int64_t bad;
+
+	/* f64 -> f32 rounds to nearest, ties to even; -0.0, NaN and inf
+	   stay; a finite value past f32's range is out of it */
+	{
+		double d[] = {16777217.0, -0.0, 0.1, NAN, -INFINITY,
+			      3.4028235e38}; /* over FLT_MAX, rounds to it */
+		ASSERT_EQ(conv(&r, TFG_F64, 6, d, TFG_F32, &bad), TFG_OK);
+		ASSERT_EQ(bad, -1);
+		ASSERT(((float *)r->data)[0] == 16777216.0f);
+		ASSERT(((float *)r->data)[1] == 0 &&
+		       signbit(((float *)r->data)[1]));
+		ASSERT(((float *)r->data)[2] == 0.1f);
+		ASSERT(isnan(((float *)r->data)[3]));
+		ASSERT(isinf(((float *)r->data)[4]) &&
+		       ((float *)r->data)[4] < 0);
+		ASSERT(((float *)r->data)[5] == 3.4028234663852886e38f);
+		rt_tensor_free(r);
+	}
+	{
+		double d[] = {1.0, -1e300}, half[] = {0x1.ffffffp127};
+		ASSERT_EQ(conv(&r, TFG_F64, 2, d, TFG_F32, &bad), TFG_EINVAL);
+		ASSERT_EQ(bad, 1);
+		ASSERT(r == NULL);
+		/* FLT_MAX + half an ulp: a tie, to even, is infinity */
+		ASSERT_EQ(conv(&r, TFG_F64, 1, half, TFG_F32, &bad),
+			  TFG_EINVAL);
+	}
+	/* integers to f32: 2^24 + 1 rounds to 2^24 */
+	{
+		int64_t i[] = {16777217, -16777219, INT64_MAX};
+		ASSERT_EQ(conv(&r, TFG_I64, 3, i, TFG_F32, &bad), TFG_OK);
+		ASSERT(((float *)r->data)[0] == 16777216.0f);
+		ASSERT(((float *)r->data)[1] == -16777220.0f);
+		ASSERT(((float *)r->data)[2] == 9223372036854775808.0f);
+		rt_tensor_free(r);
+	}
+	/* integers into narrower integers: in range only */
+	{
+		int32_t i[] = {255, 0, -1};
+		ASSERT_EQ(conv(&r, TFG_I32, 3, i, TFG_U8, &bad), TFG_EINVAL);
+		ASSERT_EQ(bad, 2);
+		ASSERT_EQ(conv(&r, TFG_I32, 2, i, TFG_U8, &bad), TFG_OK);
+		ASSERT_EQ(((uint8_t *)r->data)[0], 255);
+		rt_tensor_free(r);
+	}
+	{
+		int64_t i[] = {INT32_MIN, INT32_MAX, INT64_C(1) << 31};
+		ASSERT_EQ(conv(&r, TFG_I64, 3, i, TFG_I32, &bad), TFG_EINVAL);
+		ASSERT_EQ(bad, 2);
+		ASSERT_EQ(conv(&r, TFG_I64, 2, i, TFG_I32, &bad), TFG_OK);
+		ASSERT_EQ(((int32_t *)r->data)[0], INT32_MIN);
+		ASSERT_EQ(((int32_t *)r->data)[1], INT32_MAX);
+		rt_tensor_free(r);
+	}
+	/* bools: from anything exact; into bool, 0 and 1 only */
+	{
+		uint8_t b[] = {1, 0};
+		ASSERT_EQ(conv(&r, TFG_BOOL, 2, b, TFG_F64, &bad), TFG_OK);
+		ASSERT(((double *)r->data)[0] == 1.0);
+		rt_tensor_free(r);
+		ASSERT_EQ(conv(&r, TFG_BOOL, 2, b, TFG_I64, &bad), TFG_OK);
+		ASSERT_EQ(((int64_t *)r->data)[0], 1);
+		rt_tensor_free(r);
+	}
+	{
+		int32_t i[] = {0, 1, 2};
+		ASSERT_EQ(conv(&r, TFG_I32, 3, i, TFG_BOOL, &bad), TFG_EINVAL);
+		ASSERT_EQ(bad, 2);
+		ASSERT_EQ(conv(&r, TFG_I32, 2, i, TFG_BOOL, &bad), TFG_OK);
+		ASSERT_EQ(((uint8_t *)r->data)[1], 1);
+		rt_tensor_free(r);
+	}
+	{
+		double d[] = {1.0, -0.0, 0.5};
+		ASSERT_EQ(conv(&r, TFG_F64, 3, d, TFG_BOOL, &bad), TFG_EINVAL);
+		ASSERT_EQ(bad, 2);
+		ASSERT_EQ(conv(&r, TFG_F64, 2, d, TFG_BOOL, &bad), TFG_OK);
+		ASSERT_EQ(((uint8_t *)r->data)[0], 1);
+		ASSERT_EQ(((uint8_t *)r->data)[1], 0);
+		rt_tensor_free(r);
+	}
+	/* floats into integers truncate toward zero; NaN, inf and what
+	   truncates out of range do not convert */
+	{
+		double d[] = {2.7, -2.7, -0.0, -0.5, 2147483647.9,
+			      -2147483648.9};
+		ASSERT_EQ(conv(&r, TFG_F64, 6, d, TFG_I32, &bad), TFG_OK);
+		ASSERT_EQ(((int32_t *)r->data)[0], 2);
+		ASSERT_EQ(((int32_t *)r->data)[1], -2);
+		ASSERT_EQ(((int32_t *)r->data)[2], 0);
+		ASSERT_EQ(((int32_t *)r->data)[3], 0);
+		ASSERT_EQ(((int32_t *)r->data)[4], INT32_MAX);
+		ASSERT_EQ(((int32_t *)r->data)[5], INT32_MIN);
+		rt_tensor_free(r);
+	}
+	{
+		double d[] = {0, NAN}, e[] = {INFINITY}, f[] = {2147483648.0},
+		       g[] = {-2147483649.0}, h[] = {9223372036854775808.0},
+		       k[] = {-9223372036854775808.0}, u[] = {255.9, 256.0};
+		ASSERT_EQ(conv(&r, TFG_F64, 2, d, TFG_I32, &bad), TFG_EINVAL);
+		ASSERT_EQ(bad, 1);
+		ASSERT_EQ(conv(&r, TFG_F64, 1, e, TFG_I64, &bad), TFG_EINVAL);
+		ASSERT_EQ(conv(&r, TFG_F64, 1, f, TFG_I32, &bad), TFG_EINVAL);
+		ASSERT_EQ(conv(&r, TFG_F64, 1, g, TFG_I32, &bad), TFG_EINVAL);
+		ASSERT_EQ(conv(&r, TFG_F64, 1, h, TFG_I64, &bad), TFG_EINVAL);
+		ASSERT_EQ(conv(&r, TFG_F64, 1, k, TFG_I64, &bad), TFG_OK);
+		ASSERT_EQ(((int64_t *)r->data)[0], INT64_MIN);
+		rt_tensor_free(r);
+		ASSERT_EQ(conv(&r, TFG_F64, 2, u, TFG_U8, &bad), TFG_EINVAL);
+		ASSERT_EQ(bad, 1);
+		ASSERT_EQ(conv(&r, TFG_F64, 1, u, TFG_U8, &bad), TFG_OK);
+		ASSERT_EQ(((uint8_t *)r->data)[0], 255);
+		rt_tensor_free(r);
+	}
+	{
+		float f[] = {-1.0f, 3.9f};
+		ASSERT_EQ(conv(&r, TFG_F32, 2, f, TFG_I64, &bad), TFG_OK);
+		ASSERT_EQ(((int64_t *)r->data)[0], -1);
+		ASSERT_EQ(((int64_t *)r->data)[1], 3);
+		rt_tensor_free(r);
+		ASSERT_EQ(conv(&r, TFG_F32, 1, f, TFG_U8, &bad), TFG_EINVAL);
+		ASSERT_EQ(bad, 0);
+	}
+	/* strings convert to nothing, nothing to strings */
+	ASSERT(!rt_dtype_converts(TFG_STRING, TFG_F32));
+	ASSERT(!rt_dtype_converts(TFG_I32, TFG_STRING));
+	ASSERT(rt_dtype_converts(TFG_BOOL, TFG_F64));
+	{
+		int32_t i[] = {1};
+		ASSERT_EQ(conv(&r, TFG_I32, 1, i, TFG_STRING, &bad),
+			  TFG_EDTYPE);
+		ASSERT_EQ(bad, -1);
+		ASSERT(r == NULL);
+	}
+	/* the same dtype: a copy; no elements: nothing to check */
+	{
+		int64_t i[] = {7};
+		ASSERT_EQ(conv(&r, TFG_I64, 1, i, TFG_I64, &bad), TFG_OK);
+		ASSERT_EQ(((int64_t *)r->data)[0], 7);
+		rt_tensor_free(r);
+		ASSERT_EQ(conv(&r, TFG_I64, 0, i, TFG_U8, &bad), TFG_OK);
+		ASSERT_EQ(r->nbytes, 0);
+		rt_tensor_free(r);
+	}
+}
+
 TEST_MAIN({"dtype", t_dtype}, {"shape", t_shape},
 	  {"shape_size", t_shape_size}, {"new", t_new},
 	  {"new_invalid", t_new_invalid}, {"status", t_status},
-	  {"string", t_string})
+	  {"string", t_string}, {"convert", t_convert})
