@@ -425,10 +425,11 @@ cg_aot_header(FILE *f, const Program *p, int task, const char *prefix,
 		"#endif\n\n");
 	fprintf(f, "/* The program's hash (tfgc refuses a part of another "
 		"program). */\nextern const uint64_t %s_hash;\n", prefix);
-	fprintf(f, "/* The part table: an AOT task server of %s is\n"
-		" *   int main(int argc, char **argv) { return "
-		"tfg_serve_part(argc, argv, &%s_parts); }\n"
-		" * linked with libtfg (spec/language.md section 10.3). */\n"
+	fprintf(f, "/* The part table.  An AOT task server of %s:\n"
+		" *   int main(int argc, char **argv)\n"
+		" *   { return tfg_serve_part(argc, argv, &%s_parts); }\n"
+		" * linked with libtfg, -lssl -lcrypto -lz -lpthread -lm\n"
+		" * (spec/language.md section 10.3). */\n"
 		"extern const struct TfgPartTable %s_parts;\n",
 		p->tasks[task].name, prefix, prefix);
 	for (int s = 0; s < p->nsig; s++) {

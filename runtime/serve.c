@@ -28,7 +28,7 @@
 #include "runtime/rt_int.h"
 
 static const char usage[] =
-    "usage: PROGRAM [--job J --task T] [--addr /job:J/task:T=HOST:PORT]...\n"
+    "usage: %s [--job J --task T] [--addr /job:J/task:T=HOST:PORT]...\n"
     "       [--chief J:T|none] [--cluster-key FILE]\n"
     "       [--tls-cert FILE --tls-key FILE --tls-ca FILE]\n"
     "       [--startup-timeout S] [--step-timeout S] "
@@ -44,12 +44,15 @@ typedef struct Opts {
 	TfgOptions o;
 } Opts;
 
+static const char *prog = "server"; /* argv[0], for the usage */
+
 static int
 bad_usage(const char *fmt, const char *arg)
 {
 	fprintf(stderr, "tfgc: error: ");
 	fprintf(stderr, fmt, arg);
-	fprintf(stderr, "\n%s", usage);
+	fputc('\n', stderr);
+	fprintf(stderr, usage, prog);
 	return 2;
 }
 
@@ -62,6 +65,8 @@ parse(Opts *a, int argc, char **argv)
 	a->o.heartbeat_timeout = 1.5;
 	a->o.progress_every = -1;
 	a->o.controller_addr = "127.0.0.1:0";
+	if (argc > 0 && argv[0])
+		prog = argv[0];
 	for (int i = 1; i < argc; i++) {
 		const char *s = argv[i], *v;
 		char name[64], *eq, *end;
@@ -71,7 +76,7 @@ parse(Opts *a, int argc, char **argv)
 			continue;
 		}
 		if (strcmp(s, "--help") == 0 || strcmp(s, "-h") == 0) {
-			fputs(usage, stdout);
+			printf(usage, prog);
 			return -1;
 		}
 		if (s[0] != '-')
