@@ -5,7 +5,8 @@
  * (spec/language.md §10.3 "Ahead-of-time compilation").
  *
  * The object exports one table, `tfg_parts` (TfgPartTable in tfg.h),
- * whatever its symbol prefix, so the server needs no name from the user.
+ * whatever its symbol prefix, so the server needs no name from the user
+ * (an object has it as PREFIX_parts only: runtime/serve.c serves that).
  * Its calls to tfg_rt_recv/tfg_rt_send resolve to the loading process
  * (tfgc exports them: it links with -rdynamic).  Three checks keep a
  * wrong object out before anything runs: the program hash (the source),
