@@ -6,17 +6,20 @@
  *   object   the module of codegen/jit.c's cg_compile_module, built the
  *            same way (passes, CPU) but position-independent (Debian
  *            links PIE), with the symbols renamed and exported under a
- *            prefix so that several parts link into one program
+ *            prefix so that several parts link into one program, and
+ *            the table PREFIX_parts: the parts and the plan's image
+ *            (runtime/planimg.c), all an AOT task server needs
+ *            (tfg_serve_part, runtime/serve.c)
  *   header   plain C: the symbols, and per signature that the task runs
  *            alone a static inline wrapper taking the caller's buffers,
  *            which calls libtfg's tfg_aot_run; it repeats runtime/tfg.h's
- *            TfgAotSig block under the same guard, so it includes only
- *            <stddef.h> and <stdint.h>
+ *            TfgAotSig block and tfg_serve_part under the same guards,
+ *            so it includes only <stddef.h> and <stdint.h>
  *   shared   the object linked by the system's C compiler (`cc -shared`,
  *            with -lopenblas as needed: large matmuls call cblas):
  *            LLVM's C API has no linker, and cc knows the platform's
- *            flags; the table `tfg_parts` has a fixed name so the server
- *            finds it without knowing the prefix
+ *            flags; its table is also `tfg_parts`, a fixed name, so the
+ *            server finds it without knowing the prefix
  */
 #include <errno.h>
 #include <spawn.h>
@@ -44,10 +47,12 @@ add_const(LLVMModuleRef m, const char *name, LLVMValueRef init, int private)
 	return g;
 }
 
-/* tfg_parts: a TfgPartTable (runtime/tfg.h) over the renamed parts. */
-static void
+/* PREFIX_parts: a TfgPartTable (runtime/tfg.h) over the renamed parts,
+ * with the plan's image; `tfg_parts` too (an alias) for a shared
+ * object, so that tfgc server --part finds it without the prefix. */
+static int
 add_table(LLVMContextRef c, LLVMModuleRef m, const Program *p, int task,
-	  LLVMValueRef *fns, const size_t *sizes)
+	  LLVMValueRef *fns, const size_t *sizes, const CgAot *a)
 {
 	LLVMTypeRef i32 = LLVMInt32TypeInContext(c);
 	LLVMTypeRef i64 = LLVMInt64TypeInContext(c);
@@ -56,7 +61,16 @@ add_table(LLVMContextRef c, LLVMModuleRef m, const Program *p, int task,
 	LLVMTypeRef et = LLVMStructTypeInContext(c, ety, 2, 0);
 	LLVMValueRef *ents = calloc((size_t)p->nsig + 1, sizeof *ents);
 	const char *tn = p->tasks[task].name;
+	unsigned char *img;
+	size_t nimg;
+	TfgError e;
+	char name[512];
 
+	if (tfg_plan_image(p->plan, &img, &nimg, &e) != TFG_OK) {
+		fprintf(stderr, "tfgc: error: %s\n", e.msg);
+		free(ents);
+		return -1;
+	}
 	for (int s = 0; s < p->nsig; s++) {
 		LLVMValueRef v[2] = {fns[s] ? fns[s] : LLVMConstNull(ptr),
 				     LLVMConstInt(i64, sizes[s], 0)};
@@ -65,30 +79,43 @@ add_table(LLVMContextRef c, LLVMModuleRef m, const Program *p, int task,
 	LLVMValueRef sigs = add_const(m, "tfg_parts.sigs",
 				      LLVMConstArray2(et, ents,
 						      (uint64_t)p->nsig), 1);
-	LLVMValueRef name = add_const(m, "tfg_parts.task",
-				      LLVMConstStringInContext2(c, tn,
-								strlen(tn), 0),
-				      1);
-	LLVMValueRef f[8] = {
+	LLVMValueRef tname = add_const(m, "tfg_parts.task",
+				       LLVMConstStringInContext2(c, tn,
+								 strlen(tn), 0),
+				       1);
+	LLVMValueRef plan = add_const(m, "tfg_parts.plan",
+				      LLVMConstStringInContext2(
+					  c, (const char *)img, nimg, 1), 1);
+	LLVMSetAlignment(plan, 8);
+	LLVMValueRef f[10] = {
 	    LLVMConstInt(i32, TFG_PART_MAGIC, 0),
 	    LLVMConstInt(i32, TFG_PART_VERSION, 0),
 	    LLVMConstInt(i64, p->plan->hash, 0),
 	    LLVMConstInt(i64, tfg_plan_digest(p->plan), 0),
 	    LLVMConstInt(i32, (unsigned long long)task, 0),
 	    LLVMConstInt(i32, (unsigned long long)p->nsig, 0),
-	    name, sigs};
-	add_const(m, "tfg_parts", LLVMConstStructInContext(c, f, 8, 0), 0);
+	    tname, sigs, plan, LLVMConstInt(i64, nimg, 0)};
+	snprintf(name, sizeof name, "%s_parts", a->prefix);
+	LLVMValueRef tab = add_const(m, name,
+				     LLVMConstStructInContext(c, f, 10, 0), 0);
+	if (a->table)
+		LLVMAddAlias2(m, LLVMGlobalGetValueType(tab), 0, tab,
+			      "tfg_parts");
+	free(img);
 	free(ents);
+	return 0;
 }
 
-/* Renames the parts and adds the exported constants. */
-static void
+/* Renames the parts and adds the exported constants; 0, or -1 after
+ * reporting. */
+static int
 export_symbols(LLVMContextRef c, LLVMModuleRef m, const Program *p,
 	       int task, const CgAot *a, const size_t *sizes, const int *has)
 {
 	LLVMTypeRef i64 = LLVMInt64TypeInContext(c);
 	LLVMValueRef *fns = calloc((size_t)p->nsig + 1, sizeof *fns);
 	char name[512];
+	int rc;
 
 	for (int s = 0; s < p->nsig; s++) {
 		if (!has[s])
@@ -102,9 +129,9 @@ export_symbols(LLVMContextRef c, LLVMModuleRef m, const Program *p,
 	}
 	snprintf(name, sizeof name, "%s_hash", a->prefix);
 	add_const(m, name, LLVMConstInt(i64, p->plan->hash, 0), 0);
-	if (a->table)
-		add_table(c, m, p, task, fns, sizes);
+	rc = add_table(c, m, p, task, fns, sizes, a);
 	free(fns);
+	return rc;
 }
 
 int
@@ -122,8 +149,9 @@ cg_aot_object(const Program *p, int task, const CgOptions *o, const CgAot *a)
 	char *triple = LLVMGetDefaultTargetTriple();
 	rc = cg_compile_module(c, p, task, o, triple, 1, &m, &tm, sizes, has);
 	if (rc == 0) {
-		export_symbols(c, m, p, task, a, sizes, has);
-		if (LLVMTargetMachineEmitToFile(tm, m, (char *)a->obj,
+		rc = export_symbols(c, m, p, task, a, sizes, has);
+		if (rc == 0 &&
+		    LLVMTargetMachineEmitToFile(tm, m, (char *)a->obj,
 						LLVMObjectFile, &err)) {
 			fprintf(stderr, "tfgc: error: cannot write '%s': %s\n",
 				a->obj, err);
@@ -387,8 +415,23 @@ cg_aot_header(FILE *f, const Program *p, int task, const char *prefix,
 		"int tfg_aot_run(const TfgAotSig *sig, const void *const "
 		"*feeds,\n\t\tvoid *const *fetches);\n"
 		"#endif\n\n");
+	/* The same as runtime/tfg.h's, under its guard. */
+	fprintf(f,
+		"#ifndef TFG_SERVE_PART_DEFINED\n"
+		"#define TFG_SERVE_PART_DEFINED\n"
+		"struct TfgPartTable;\n"
+		"int tfg_serve_part(int argc, char **argv,\n"
+		"\t\t   const struct TfgPartTable *parts);\n"
+		"#endif\n\n");
 	fprintf(f, "/* The program's hash (tfgc refuses a part of another "
 		"program). */\nextern const uint64_t %s_hash;\n", prefix);
+	fprintf(f, "/* The part table.  An AOT task server of %s:\n"
+		" *   int main(int argc, char **argv)\n"
+		" *   { return tfg_serve_part(argc, argv, &%s_parts); }\n"
+		" * linked with libtfg, -lssl -lcrypto -lz -lpthread -lm\n"
+		" * (spec/language.md section 10.3). */\n"
+		"extern const struct TfgPartTable %s_parts;\n",
+		p->tasks[task].name, prefix, prefix);
 	for (int s = 0; s < p->nsig; s++) {
 		if (p->sigs[s].parts[task].n == 0)
 			continue;

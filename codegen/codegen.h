@@ -74,12 +74,16 @@ void cg_jit_free(CgJit *j); /* accepts NULL */
  * spec/language.md §10.3 "Ahead-of-time compilation").  The object holds the
  * module of `task` built as for the JIT but position-independent, with
  * tfg_part_<s> renamed PREFIX_part_<s>, and exports const size_t
- * PREFIX_arena_<s> and const uint64_t PREFIX_hash (the plan's), plus, with
- * table, the TfgPartTable `tfg_parts` that `tfgc server --part` looks up. */
+ * PREFIX_arena_<s>, const uint64_t PREFIX_hash (the plan's) and the
+ * TfgPartTable PREFIX_parts with the plan's image, which an AOT task
+ * server serves (tfg_serve_part); with table, the same table as
+ * `tfg_parts` too, which `tfgc server --part` looks up.  Returns 0 or
+ * non-zero after printing an error. */
 typedef struct CgAot {
 	const char *obj;    /* the object file to write */
 	const char *prefix; /* a C identifier */
-	int table;          /* also export tfg_parts (shared objects) */
+	int table;          /* also export PREFIX_parts as tfg_parts (shared
+			       objects) */
 } CgAot;
 int cg_aot_object(const Program *p, int task, const CgOptions *o,
 		  const CgAot *a);

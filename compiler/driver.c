@@ -559,6 +559,42 @@ header_path(Arena *ar, const char *out)
 	return arena_printf(ar, "%.*s.h", (int)n, out);
 }
 
+/* Whether `task` has nothing to compile, after saying why: no run
+ * signature at all (tfcompile's config names its fetches; --fetch does
+ * here), or none with a part on the task, which runs no session either
+ * (a session's task is served even when it computes nothing). */
+static int
+nothing_to_compile(const Args *a, const Program *p, int task)
+{
+	const TfgPlan *pl = p->plan;
+	int sessions = 0;
+
+	if (pl->nsig == 0) {
+		fprintf(stderr, "tfgc: error: %s %s, so there is no run "
+			"signature to compile: name what to compute with "
+			"--fetch NAME (and --feed NAME=FILE.npy for its "
+			"inputs), as tfcompile's config does\n", a->file,
+			pl->nsession ? "has sessions that run no step"
+				     : "has no session");
+		return 1;
+	}
+	for (int s = 0; s < pl->nsig; s++)
+		for (int i = 0; i < pl->sigs[s].ntask; i++)
+			if (pl->sigs[s].tasks[i] == task)
+				return 0;
+	for (int i = 0; i < pl->nsession; i++)
+		sessions += pl->sessions[i].task == task;
+	if (sessions)
+		return 0;
+	fprintf(stderr, "tfgc: error: %s has no part in any of the %d run "
+		"signature%s of %s%s, and runs no session: there is nothing "
+		"to compile for it (tfgc emit --emit=partition shows each "
+		"task's parts)\n", p->tasks[task].name, pl->nsig,
+		pl->nsig == 1 ? "" : "s", a->file,
+		a->fetch.n ? " (with these --fetch flags)" : "");
+	return 1;
+}
+
 /* tfgc compile: spec/language.md §10.3 "Ahead-of-time compilation". */
 static int
 cmd_compile(Args *a, Program *p)
@@ -566,7 +602,7 @@ cmd_compile(Args *a, Program *p)
 	CgOptions o = {0};
 	CgAot aot = {0};
 	const char *hpath, *obj;
-	int task = -1, nwrap = 0, rc;
+	int task = -1, rc;
 	FILE *f;
 
 	if (!a->output)
@@ -586,15 +622,8 @@ cmd_compile(Args *a, Program *p)
 			a->task_s);
 		return 1;
 	}
-	for (int s = 0; s < p->nsig; s++)
-		nwrap += cg_aot_standalone(p, task, s);
-	if (nwrap == 0 && !a->shared) {
-		fprintf(stderr, "tfgc: error: every run signature of %s needs "
-			"other tasks, so it has no stand-alone function: use "
-			"--shared and serve it with tfgc server --part\n",
-			p->tasks[task].name);
+	if (nothing_to_compile(a, p, task))
 		return 1;
-	}
 	hpath = header_path(p->arena, a->output);
 	if (strcmp(hpath, a->output) == 0)
 		return bad_usage("-o '%s' would be overwritten by the header: "

@@ -5,7 +5,8 @@
  * (spec/language.md §10.3 "Ahead-of-time compilation").
  *
  * The object exports one table, `tfg_parts` (TfgPartTable in tfg.h),
- * whatever its symbol prefix, so the server needs no name from the user.
+ * whatever its symbol prefix, so the server needs no name from the user
+ * (an object has it as PREFIX_parts only: runtime/serve.c serves that).
  * Its calls to tfg_rt_recv/tfg_rt_send resolve to the loading process
  * (tfgc exports them: it links with -rdynamic).  Three checks keep a
  * wrong object out before anything runs: the program hash (the source),
@@ -97,40 +98,41 @@ tfg_plan_digest(const TfgPlan *plan)
 	return h;
 }
 
-static tfg_status
-check_table(const TfgPartTable *t, const char *path, const TfgPlan *plan,
-	    int task, TfgError *e)
+/* what: "part 'x.so'", as messages name it. */
+tfg_status
+rt_part_check(const TfgPartTable *t, const char *what, const TfgPlan *plan,
+	      int task, TfgError *e)
 {
 	const char *want = plan->tasks[task].name;
 
 	if (t->magic != TFG_PART_MAGIC || t->version != TFG_PART_VERSION)
-		return tfg_error(e, TFG_EFORMAT, "part '%s': not a part of "
-				 "this version of tfg (magic %#x, version %u)",
-				 path, t->magic, t->version);
+		return tfg_error(e, TFG_EFORMAT, "%s: not a part of this "
+				 "version of tfg (magic %#x, version %u)",
+				 what, t->magic, t->version);
 	if (t->hash != plan->hash)
-		return tfg_error(e, TFG_EINVAL, "part '%s' was compiled from "
-				 "a different program than '%s' (or with "
-				 "other --fetch/--feed/--shape flags)", path,
+		return tfg_error(e, TFG_EINVAL, "%s was compiled from a "
+				 "different program than '%s' (or with other "
+				 "--fetch/--feed/--shape flags)", what,
 				 plan->file);
 	if (t->task != task || !t->task_name ||
 	    strcmp(t->task_name, want) != 0)
-		return tfg_error(e, TFG_EINVAL, "part '%s' is the part of "
-				 "%s, not of %s", path,
-				 t->task_name ? t->task_name : "?", want);
+		return tfg_error(e, TFG_EINVAL, "%s is the part of %s, not of "
+				 "%s", what, t->task_name ? t->task_name : "?",
+				 want);
 	if (t->nsig != plan->nsig || t->digest != tfg_plan_digest(plan))
-		return tfg_error(e, TFG_EINVAL, "part '%s' was compiled for "
-				 "other run signatures than this server's "
-				 "(compile and serve with the same --fetch and "
-				 "--feed flags)", path);
+		return tfg_error(e, TFG_EINVAL, "%s was compiled for other "
+				 "run signatures than this server's (compile "
+				 "and serve with the same --fetch and --feed "
+				 "flags)", what);
 	for (int s = 0; s < plan->nsig; s++) {
 		const RtSig *g = &plan->sigs[s];
 		int has = 0;
 		for (int i = 0; i < g->ntask; i++)
 			has |= g->tasks[i] == task;
 		if (has != (t->sigs[s].fn != NULL))
-			return tfg_error(e, TFG_EINVAL, "part '%s': "
-					 "signature %d %s a part for %s", path,
-					 s, has ? "lacks" : "has unexpectedly",
+			return tfg_error(e, TFG_EINVAL, "%s: signature %d %s "
+					 "a part for %s", what, s,
+					 has ? "lacks" : "has unexpectedly",
 					 want);
 	}
 	return TFG_OK;
@@ -165,7 +167,8 @@ tfg_part_load(TfgPartLib **out, const char *path, const TfgPlan *plan,
 				 "table (make it with tfgc compile --shared)",
 				 path);
 	}
-	if ((st = check_table(t, path, plan, task, e)) != TFG_OK) {
+	snprintf(buf, sizeof buf, "part '%s'", path);
+	if ((st = rt_part_check(t, buf, plan, task, e)) != TFG_OK) {
 		dlclose(h);
 		return st;
 	}

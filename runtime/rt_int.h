@@ -61,6 +61,12 @@ int rt_gpu_step_end(struct RtCtx *c);
 void rt_gpu_host_pin(void *p, size_t n);
 void rt_gpu_host_unpin(void *p);
 
+/* part.c: whether table t holds the parts of `task` in plan (the
+ * program's hash, the task, tfg_plan_digest, a part exactly where the
+ * task has one); what names t in messages ("part 'x.so'"). */
+tfg_status rt_part_check(const TfgPartTable *t, const char *what,
+			 const TfgPlan *plan, int task, TfgError *e);
+
 /* batch.c: the mini-batches of a `for b in batches(...)`
  * (spec §8.6.1 "batches").  rt_permutation: 0..n-1 in the order seed
  * draws. */

@@ -532,10 +532,11 @@ TFG_API int tfg_aot_run(const TfgAotSig *sig, const void *const *feeds,
 			void *const *fetches);
 #endif
 
-/* What `tfgc compile --shared` exports as `tfg_parts`, for
- * `tfgc server --part`. */
+/* A part's table: what `tfgc compile` puts in every object as
+ * PREFIX_parts, and `--shared` exports as `tfg_parts` too, for
+ * `tfgc server --part` and for an AOT task server (tfg_serve_part). */
 #define TFG_PART_MAGIC 0x54524150u /* "PART" */
-#define TFG_PART_VERSION 1
+#define TFG_PART_VERSION 2 /* 2: with the plan's image */
 
 typedef struct TfgPartEntry {
 	RtPartFn fn;         /* NULL: the task has no part in this signature */
@@ -549,6 +550,8 @@ typedef struct TfgPartTable {
 	int32_t task, nsig;     /* task index; entries */
 	const char *task_name;  /* "/job:local/task:1" */
 	const TfgPartEntry *sigs; /* [nsig] */
+	const unsigned char *plan; /* the plan's image (tfg_plan_image) */
+	uint64_t plan_size;
 } TfgPartTable;
 
 /* Covers what compiled parts depend on beyond the source: the edges (keys,
@@ -564,6 +567,32 @@ TFG_API tfg_status tfg_part_load(TfgPartLib **out, const char *path,
 				 const TfgPlan *plan, int task, RtPart *parts,
 				 TfgError *e);
 TFG_API void tfg_part_close(TfgPartLib *lib); /* accepts NULL */
+
+/* The whole plan as bytes, sessions and constants included
+ * (runtime/planimg.c): what a part's table carries, so that an AOT task
+ * server needs no program file.  *out (owned, free()) gets *n bytes. */
+TFG_API tfg_status tfg_plan_image(const TfgPlan *plan, unsigned char **out,
+				  size_t *n, TfgError *e);
+/* The plan of an image, checked (TFG_EFORMAT names what is damaged);
+ * *out is owned: tfg_plan_free. */
+TFG_API tfg_status tfg_plan_read(TfgPlan **out, const void *img, size_t n,
+				 TfgError *e);
+TFG_API void tfg_plan_free(TfgPlan *plan); /* accepts NULL */
+
+/* An AOT task server (spec §10.3 "Ahead-of-time compilation",
+ * runtime/serve.c): serves the task whose part `parts` is (an object's
+ * PREFIX_parts) as `tfgc server FILE --part` would, with the plan the
+ * table carries, no program file and no compiler.  argv takes
+ * tfgc server's options: --job J --task T (or a launcher's rank),
+ * --addr, --chief, --cluster-key, --tls-*, the timeouts, --restore,
+ * --trace, --verbose.  Returns the exit code for main (2: a usage
+ * error). */
+#ifndef TFG_SERVE_PART_DEFINED
+#define TFG_SERVE_PART_DEFINED
+struct TfgPartTable;
+TFG_API int tfg_serve_part(int argc, char **argv,
+			   const struct TfgPartTable *parts);
+#endif
 
 /* ------------------------------------------------------------- processes */
 

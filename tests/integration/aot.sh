@@ -131,10 +131,32 @@ expect_in "$T/err" "is the part of /job:local/task:1, not of /job:local/task:0"
 # Not a shared object.
 expect_rc 1 $TFGC server "$T/model.tfg" --job local --task 0 --part "$T/model.o"
 expect_in "$T/err" "cannot load part"
-# Every signature needs the other task (unfolded): no stand-alone function.
-expect_rc 1 $TFGC compile examples/hello.tfg --task local:0 -o "$T/h0.o"
-expect_in "$T/err" "use --shared"
-[ -e "$T/h0.o" ] && fail "a refused compile wrote h0.o"
+# Every signature needs the other task (unfolded): no stand-alone function,
+# but an object all the same, for an AOT task server (aot_server.sh).
+expect_rc 0 $TFGC compile examples/hello.tfg --task local:0 -o "$T/h0.o"
+grep -q "static inline" "$T/h0.h" && fail "h0.h has a stand-alone function"
+expect_in "$T/h0.h" "extern const struct TfgPartTable h0_parts;"
+# Nothing to compile: no session (and no --fetch), or no part on the task.
+printf 'x = 2\ny = x * 3\n' >"$T/nosess.tfg"
+expect_rc 1 $TFGC compile "$T/nosess.tfg" -o "$T/ns.o"
+expect_in "$T/err" "tfgc: error: $T/nosess.tfg has no session, so there is no run signature to compile: name what to compute with --fetch NAME (and --feed NAME=FILE.npy for its inputs), as tfcompile's config does"
+[ -e "$T/ns.o" ] && fail "a refused compile wrote ns.o"
+printf 'x = 2\ny = x * 3\nsession { print "hi" }\n' >"$T/noruns.tfg"
+expect_rc 1 $TFGC compile "$T/noruns.tfg" -o "$T/ns.o"
+expect_in "$T/err" "has sessions that run no step, so there is no run signature"
+# With --fetch it compiles: a stand-alone function for y.
+expect_rc 0 $TFGC compile "$T/nosess.tfg" --fetch y -o "$T/ns.o"
+expect_in "$T/ns.h" "ns_y(int32_t *y)"
+cat >"$T/three.tfg" <<'TFG'
+cluster { local = ["localhost:2222", "localhost:2223", "localhost:2224"] }
+x = 2
+device "/job:local/task:1" { y = x * 3 }
+session "/job:local/task:0" { print run(y) }
+TFG
+expect_rc 1 $TFGC compile "$T/three.tfg" --task local:2 -o "$T/t2.o"
+expect_in "$T/err" "tfgc: error: /job:local/task:2 has no part in any of the 1 run signature of $T/three.tfg, and runs no session: there is nothing to compile for it"
+# The session's task computes nothing, but serves its session: an object.
+expect_rc 0 $TFGC compile "$T/three.tfg" --task local:0 -o "$T/t0.o"
 # Usage: -o, --task with several tasks, a bad --name.
 expect_rc 2 $TFGC compile examples/hello.tfg --task local:0
 expect_rc 2 $TFGC compile examples/hello.tfg -o "$T/x.o"
