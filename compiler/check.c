@@ -13,6 +13,7 @@
  * directly as operands are weak (spec §5.3 "Weak operands"): they are
  * materialised only once the other operand's dtype is known.
  */
+#include <assert.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
@@ -128,7 +129,7 @@ check_lookup(Checker *c, AstNode *e)
 		diag_error(c->d, e->loc, "'%s' is used before it is defined",
 			   e->name);
 		diag_note(c->d, later->loc, "'%s' is defined here", e->name);
-	} else {
+	} else if (!habit_report(c, e)) {
 		diag_error(c->d, e->loc, "unknown name '%s'%s", e->name,
 			   mean_sym(c, &c->syms, e->name));
 	}
@@ -922,6 +923,8 @@ call_cast(Checker *c, AstNode *e)
 
 	if (check_args(c, e, 2, NULL) < 0)
 		return NULL;
+	if (d->kind != AST_NAME && habit_report(c, d))
+		return NULL;
 	if (d->kind != AST_NAME) {
 		diag_error(c->d, d->loc, "the second argument of 'cast' must "
 			   "be a dtype: bool, u8, i32, i64, f32, f64 or "
@@ -1009,17 +1012,71 @@ call_where(Checker *c, AstNode *e)
 	return check_elem(c, OP_where, e->loc, in, 3, t, &s3);
 }
 
+/* Whether name is one of the parameters of signature sig (as
+ * compiler/builtins.def writes them: "x, axis=, keepdims="), so that a
+ * keyword of that name means something. */
+static int
+sig_has(const char *sig, const char *name)
+{
+	size_t n = strlen(name);
+
+	for (const char *p = sig; (p = strstr(p, name)) != NULL; p += n)
+		if ((p == sig || p[-1] == ' ' || p[-1] == '[') &&
+		    (p[n] == '=' || p[n] == ',' || p[n] == '\0'))
+			return 1;
+	return 0;
+}
+
+/* The keyword of kw[0..n) that an unknown keyword name most likely
+ * means: a near one (keepdim for keepdims), or tfg's for TF's name of it
+ * (lr for learning_rate: *tf set) or for a near miss of that; NULL if
+ * none. */
+static const char *
+kw_nearest(const char *name, const char *const *kw, int n, int *tf)
+{
+	static const char *const alias[][2] = {
+		{"learning_rate", "lr"}, {"keep_dims", "keepdims"},
+		{"reduction_indices", "axis"}, {"dimension", "axis"},
+	};
+	enum { NALIAS = sizeof alias / sizeof alias[0] };
+	const char *cand[NALIAS], *w;
+
+	*tf = 0;
+	if (!kw)
+		return NULL;
+	if ((w = check_nearest(name, kw, n)) != NULL)
+		return w;
+	for (int i = 0; i < NALIAS; i++) {
+		cand[i] = NULL; /* only the aliases of kw's names */
+		for (int k = 0; k < n; k++)
+			if (strcmp(kw[k], alias[i][1]) == 0)
+				cand[i] = alias[i][0];
+		if (cand[i] && strcmp(cand[i], name) == 0) {
+			*tf = 1;
+			return alias[i][1];
+		}
+	}
+	if ((w = check_nearest(name, cand, NALIAS)) != NULL)
+		for (int i = 0; i < NALIAS; i++)
+			if (cand[i] == w)
+				return alias[i][1];
+	return NULL;
+}
+
 /* A call's arguments: no keywords (unless listed in kw, NULL-terminated)
  * and, when nin >= 0, exactly nin positional ones.  Keywords must come
- * after the positional arguments. */
+ * after the positional arguments.  An unknown keyword is most often a
+ * near miss of a known one (keepdim for keepdims): that one is named,
+ * else the function's parameters. */
 int
 check_args(Checker *c, AstNode *e, int nin, const char *const *kw)
 {
+	const char *sig = builtin_signature(e->name);
 	int npos = 0;
 
 	for (int i = 0; i < e->n; i++) {
 		AstNode *x = e->list[i];
-		int ok = 0;
+		int ok = 0, nkw = 0;
 		if (x->kind != AST_KWARG) {
 			if (npos++ != i) {
 				diag_error(c->d, x->loc, "positional argument "
@@ -1028,8 +1085,11 @@ check_args(Checker *c, AstNode *e, int nin, const char *const *kw)
 			}
 			continue;
 		}
-		for (int k = 0; kw && kw[k]; k++)
+		for (int k = 0; kw && kw[k]; k++, nkw++) {
 			ok |= strcmp(kw[k], x->name) == 0;
+			/* the table's signatures are what errors show */
+			assert(!sig || sig_has(sig, kw[k]));
+		}
 		for (int j = 0; ok && j < i; j++)
 			if (e->list[j]->kind == AST_KWARG &&
 			    strcmp(e->list[j]->name, x->name) == 0) {
@@ -1038,18 +1098,46 @@ check_args(Checker *c, AstNode *e, int nin, const char *const *kw)
 				return -1;
 			}
 		if (!ok) {
-			diag_error(c->d, x->tok.loc,
-				   "'%s' has no argument named '%s'", e->name,
-				   x->name);
+			int tf;
+			const char *w = kw_nearest(x->name, kw, nkw, &tf);
+			if (w && tf)
+				diag_error(c->d, x->tok.loc, "'%s' has no "
+					   "argument named '%s': tfg calls it "
+					   "'%s'", e->name, x->name, w);
+			else if (w)
+				diag_error(c->d, x->tok.loc, "'%s' has no "
+					   "argument named '%s'; did you mean "
+					   "'%s'?", e->name, x->name, w);
+			else if (sig)
+				diag_error(c->d, x->tok.loc, "'%s' has no "
+					   "argument named '%s': it takes (%s)",
+					   e->name, x->name, sig);
+			else
+				diag_error(c->d, x->tok.loc, "'%s' has no "
+					   "argument named '%s'", e->name,
+					   x->name);
 			return -1;
 		}
 	}
 	if (nin >= 0 && npos != nin) {
+		if (sig)
+			return check_arity(c, e, npos);
 		diag_error(c->d, e->loc, "'%s' expects %d argument%s, got %d",
 			   e->name, nin, nin == 1 ? "" : "s", npos);
 		return -1;
 	}
 	return npos;
+}
+
+int
+check_arity(Checker *c, AstNode *e, int got)
+{
+	const char *sig = builtin_signature(e->name);
+
+	assert(sig); /* only graph functions have their count checked */
+	diag_error(c->d, e->loc, "'%s' takes (%s), got %d argument%s", e->name,
+		   sig, got, got == 1 ? "" : "s");
+	return -1;
 }
 
 /* The value of keyword argument `name` of call e, or NULL. */
@@ -1116,8 +1204,9 @@ static const struct {
 	const char *name;
 	OpKind op;
 	IrNode *(*check)(Checker *c, AstNode *e, OpKind op);
+	const char *sig;
 } builtins[] = {
-#define CALL(name, op, check) {#name, OP_##op, check_##check},
+#define CALL(name, op, check, sig) {#name, OP_##op, check_##check, sig},
 #include "compiler/builtins.def"
 };
 
@@ -1128,6 +1217,14 @@ builtin_lookup(const char *name)
 		if (strcmp(builtins[i].name, name) == 0)
 			return (int)i;
 	return -1;
+}
+
+const char *
+builtin_signature(const char *name)
+{
+	int f = builtin_lookup(name);
+
+	return f < 0 ? NULL : builtins[f].sig;
 }
 
 const char *
@@ -1154,6 +1251,8 @@ call_graph(Checker *c, AstNode *e)
 			   e->name);
 		return NULL;
 	}
+	if (f < 0 && habit_report(c, e))
+		return NULL;
 	if (f < 0) {
 		const char *w = builtin_nearest(e->name);
 		diag_error(c->d, e->a->loc, "unknown function '%s'%s%s%s",
@@ -1323,6 +1422,11 @@ expr_node(Checker *c, AstNode *e)
 		return index_graph(c, e);
 	case AST_STRING: /* a string scalar (spec §5.7 "Strings") */
 		return check_string_lit(c, e);
+	case AST_METHOD: /* tf.reduce_sum(x) */
+	case AST_FIELD:  /* tf.float32 */
+		if (habit_report(c, e))
+			return NULL;
+		/* fall through */
 	default:
 		diag_error(c->d, e->loc, "this is not a value");
 		return NULL;

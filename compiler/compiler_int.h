@@ -311,6 +311,10 @@ IrNode *check_lit_node(Checker *c, AstNode *e, Lit l, TfgDtype t);
  * may be NULL), and exactly nin positional ones when nin >= 0.  Returns
  * the number of positional arguments, or -1 (reported). */
 int check_args(Checker *c, AstNode *e, int nin, const char *const *kw);
+/* Reports that call e has the wrong number (got) of arguments, with the
+ * function's parameters from compiler/builtins.def: "'one_hot' takes
+ * (indices, depth, *, on_value=1, ...), got 6 arguments".  Returns -1. */
+int check_arity(Checker *c, AstNode *e, int got);
 AstNode *check_kwarg(AstNode *e, const char *name);
 
 /* ops_shape.c: list values (spec §6.22 "split and lists").  check_list_sym:
@@ -336,7 +340,7 @@ void check_strings(Checker *c);
 
 /* The checker of each function a graph may call (compiler/builtins.def):
  * check_<check>(c, call, op) returns the node or NULL (reported). */
-#define CALL(name, op, check)                                                \
+#define CALL(name, op, check, sig)                                           \
 	IrNode *check_##check(Checker *c, AstNode *e, OpKind op);
 #include "compiler/builtins.def"
 /* The index of a graph function of compiler/builtins.def, or -1. */
@@ -345,6 +349,18 @@ int builtin_lookup(const char *name);
  * enough to be a typo of it, else NULL; check_nearest: the same among
  * cand[0..n) (check.c). */
 const char *builtin_nearest(const char *name);
+/* habits.c: when e (a call, method call, field or name that the checker
+ * could not make sense of) is a TF1 habit (tf.reduce_sum(x),
+ * Variable(3), sess.run(y), True), reports what tfg writes instead and
+ * returns 1; else 0 and nothing is reported. */
+int habit_report(Checker *c, AstNode *e);
+/* Reports fetch f of a run(), which is not a name: how to write it
+ * (run([a, b]) is run(a, b); run(reduce_sum(y)) needs the value named in
+ * the graph). */
+void habit_fetch(Checker *c, AstNode *f);
+/* The parameters of graph function name as compiler/builtins.def writes
+ * them ("x, axis=, keepdims="), or NULL for any other name. */
+const char *builtin_signature(const char *name);
 const char *check_nearest(const char *name, const char *const *cand, int n);
 
 

@@ -65,6 +65,8 @@ typedef struct Args {
 	int opt_level;
 	int log_placement, free_ports, attach, verbose;
 	int picked_ports; /* server: --picked-ports, from tfgc run */
+	int from_run;     /* server: --from-run, started by tfgc run (with
+			     --free-ports too when its ports are picked) */
 	unsigned skip;     /* -fno-NAME: CompileOptions.skip */
 	double startup_timeout, step_timeout; /* step: 0, none */
 	double heartbeat_timeout;
@@ -175,6 +177,8 @@ parse_args(Args *a, int argc, char **argv, Arena *ar)
 			a->check_numerics = 1;
 		} else if (FLAG("--picked-ports")) {
 			a->picked_ports = 1; /* tfgc run to its servers */
+		} else if (FLAG("--from-run")) {
+			a->from_run = 1; /* the same */
 		} else if (FLAG("--shared")) {
 			a->shared = 1;
 		} else if (strncmp(name, "-fno-", 5) == 0 && !val &&
@@ -351,6 +355,7 @@ runtime_options(const Args *a)
 	o.no_progress = a->no_progress;
 	o.progress_every = a->progress_every;
 	o.picked_ports = a->picked_ports;
+	o.from_run = a->from_run ? 1 + a->free_ports : 0;
 	o.controller_addr = a->listen ? a->listen : "127.0.0.1:0";
 	return o;
 }
@@ -761,6 +766,9 @@ server_args(const Args *a, Program *p, int picked)
 	}
 	if (picked)
 		vec_push(p->arena, &v, "--picked-ports");
+	vec_push(p->arena, &v, "--from-run");
+	if (a->free_ports)
+		vec_push(p->arena, &v, "--free-ports");
 	vec_push(p->arena, &v, NULL);
 	return (char *const *)v.v;
 }

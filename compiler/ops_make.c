@@ -298,8 +298,7 @@ make_range(Checker *c, AstNode *e)
 	if (np < 0)
 		return NULL;
 	if (np < 1 || np > 3) {
-		diag_error(c->d, e->loc, "'range' expects 1 to 3 arguments, "
-			   "got %d", np);
+		check_arity(c, e, np);
 		return NULL;
 	}
 	for (int i = 0; i < np; i++) {

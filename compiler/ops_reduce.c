@@ -108,11 +108,8 @@ arg_pos_or_kw(Checker *c, AstNode *e, int npos, int max, int pos,
 	      const char *name, AstNode **out)
 {
 	*out = NULL;
-	if (npos < 1 || npos > max) {
-		diag_error(c->d, e->loc, "'%s' expects 1 %s %d arguments, got "
-			   "%d", e->name, max == 2 ? "or" : "to", max, npos);
-		return -1;
-	}
+	if (npos < 1 || npos > max)
+		return check_arity(c, e, npos);
 	for (int i = 0; i < e->n; i++) {
 		AstNode *k = e->list[i];
 		if (k->kind != AST_KWARG || strcmp(k->name, name) != 0)
@@ -274,11 +271,8 @@ xent_args(Checker *c, AstNode *e, AstNode **a)
 
 	if ((npos = check_args(c, e, -1, kw)) < 0)
 		return -1;
-	if (npos > 2) {
-		diag_error(c->d, e->loc, "'%s' expects 2 arguments (logits, "
-			   "labels), got %d", e->name, npos);
-		return -1;
-	}
+	if (npos > 2)
+		return check_arity(c, e, npos);
 	for (int i = 0; i < 2; i++) {
 		for (int j = npos; j < e->n; j++)
 			if (strcmp(e->list[j]->name, name[i]) == 0) {

@@ -60,17 +60,8 @@ params(Checker *c, AstNode *e, const char *const *names, int nreq,
 		}
 		ngiven += i >= npos && kw;
 	}
-	if (npos > np || ngiven < nreq) {
-		if (nreq == np)
-			diag_error(c->d, e->loc, "'%s' expects %d argument%s, "
-				   "got %d", e->name, np, np == 1 ? "" : "s",
-				   npos > np ? npos : ngiven);
-		else
-			diag_error(c->d, e->loc, "'%s' expects %d or %d "
-				   "arguments, got %d", e->name, nreq, np,
-				   npos > np ? npos : ngiven);
-		return -1;
-	}
+	if (npos > np || ngiven < nreq)
+		return check_arity(c, e, npos > np ? npos : ngiven);
 	for (int i = 0; i < nreq; i++)
 		if (!out[i]) {
 			diag_error(c->d, e->loc, "'%s' needs its argument '%s'",

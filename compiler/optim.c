@@ -129,12 +129,8 @@ hypers(Checker *c, AstNode *e, int o, IrNode **h, double *lit)
 
 	if (npos < 0)
 		return -1;
-	if (npos > opts[o].npos) {
-		diag_error(c->d, e->loc, "'%s' expects at most %d argument%s, "
-			   "got %d", e->name, opts[o].npos,
-			   opts[o].npos == 1 ? "" : "s", npos);
-		return -1;
-	}
+	if (npos > opts[o].npos)
+		return check_arity(c, e, npos);
 	for (int k = 0; k < n; k++) {
 		AstNode *a = check_kwarg(e, opts[o].kw[k]);
 		int is_lit;
@@ -480,6 +476,8 @@ check_minimize(Checker *c, AstNode *e, OpKind op)
 	if (sync)
 		oe = oe->list[0];
 	if (oe->kind != AST_CALL || (o = opt_lookup(oe->name)) < 0) {
+		if (habit_report(c, oe)) /* GradientDescentOptimizer(lr) */
+			return NULL;
 		diag_error(c->d, ast_extent(oe), "minimize: the second argument "
 			   "is an optimizer: sgd(lr), momentum(lr, m) or "
 			   "adam(lr)");

@@ -228,9 +228,7 @@ run_expr(Checker *c, AstNode *e)
 		AstNode *f = e->list[i];
 		IrNode *n;
 		if (f->kind != AST_NAME) {
-			diag_error(c->d, f->kind == AST_KWARG ? f->tok.loc
-							      : f->loc,
-				   "run() fetches graph values by name");
+			habit_fetch(c, f);
 			continue;
 		}
 		if (check_find(&c->locals, f->name)) {
@@ -396,6 +394,22 @@ statement_call(const char *name)
 	       strcmp(name, "progress") == 0 || strcmp(name, "record") == 0;
 }
 
+/* What a session may call (spec §6.7 "Calls"). */
+static const char *const session_fns[] = {
+	"run", "load", "len", "now", "exists", "uninitialized", "initialize",
+	"wait_initialized", "sleep", "save", "save_every", "restore",
+	"batches", "progress", "record"};
+enum { NSESSION_FNS = sizeof session_fns / sizeof *session_fns };
+
+static int
+session_fn(const char *name)
+{
+	for (int i = 0; i < NSESSION_FNS; i++)
+		if (strcmp(session_fns[i], name) == 0)
+			return 1;
+	return 0;
+}
+
 static RtExpr *
 call_session(Checker *c, AstNode *e)
 {
@@ -471,17 +485,19 @@ call_session(Checker *c, AstNode *e)
 			   "run()", e->name);
 		return NULL;
 	}
+	if (habit_report(c, e)) /* Variable(3), Session() */
+		return NULL;
 	{
-		static const char *const sess[] = {
-			"run", "load", "len", "now", "exists",
-			"uninitialized", "initialize", "wait_initialized",
-			"sleep", "save", "save_every", "restore", "batches",
-			"progress", "record"};
-		const char *w = check_nearest(e->name, sess, (int)(sizeof sess /
-							      sizeof *sess));
+		const char *w = check_nearest(e->name, session_fns, NSESSION_FNS);
+		const char *g = w ? NULL : builtin_nearest(e->name);
 		if (w)
 			diag_error(c->d, e->a->loc, "unknown function '%s'; "
 				   "did you mean '%s'?", e->name, w);
+		else if (g)
+			diag_error(c->d, e->a->loc, "unknown function '%s'; "
+				   "did you mean '%s'? (a graph op: define the "
+				   "value outside the session and fetch it "
+				   "with run())", e->name, g);
 		else
 			diag_error(c->d, e->a->loc, "unknown function '%s' (a "
 				   "session can call run, load, len, now, "
@@ -732,7 +748,13 @@ sexpr(Checker *c, AstNode *e)
 	case AST_CALL:
 		return call_session(c, e);
 	case AST_FIELD:
+		if (habit_report(c, e)) /* tf.float32 */
+			return NULL;
 		return field(c, e);
+	case AST_METHOD: /* sess.run(y) */
+		if (habit_report(c, e))
+			return NULL;
+		/* fall through */
 	default:
 		diag_error(c->d, e->loc, "this expression is not available "
 			   "in a session block");
@@ -1363,6 +1385,13 @@ sstmt(Checker *c, AstNode *s)
 	case AST_EXPRSTMT:
 		if (s->a->kind == AST_CALL && statement_call(s->a->name))
 			return call_stmt(c, s->a, st);
+		/* an unknown function, a graph op or TF's spelling is
+		   reported as such, not as a value left unused */
+		if (s->a->kind == AST_METHOD || (s->a->kind == AST_CALL &&
+						 !session_fn(s->a->name))) {
+			sexpr(c, s->a);
+			return NULL;
+		}
 		if (s->a->kind != AST_CALL || strcmp(s->a->name, "run") != 0) {
 			diag_error(c->d, s->a->loc, "this expression has no "
 				   "effect: print it, or call run()");

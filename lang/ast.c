@@ -87,6 +87,7 @@ ast_kind_name(AstKind k)
 		[AST_VAR] = "var",           [AST_PARALLEL] = "parallel",
 		[AST_LET] = "let",           [AST_IF] = "if",
 		[AST_FIELD] = "field",       [AST_PARAM] = "param",
+		[AST_METHOD] = "method",
 	};
 	_Static_assert(sizeof names / sizeof names[0] == AST__COUNT,
 		       "ast_kind_name: a kind has no name");
@@ -159,7 +160,7 @@ dump_head(FILE *out, const AstNode *n)
 	switch (n->kind) {
 	case AST_JOB: case AST_ASSIGN: case AST_FOR: case AST_NAME:
 	case AST_CALL: case AST_KWARG: case AST_FEEDITEM: case AST_LET:
-	case AST_FIELD: case AST_PARAM:
+	case AST_FIELD: case AST_PARAM: case AST_METHOD:
 		fprintf(out, " %s", n->name);
 		break;
 	case AST_VAR:

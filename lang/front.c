@@ -352,6 +352,41 @@ contextual(const Token *first, const int *exp, int n, int *out)
 	return k;
 }
 
+static int
+is_word(const Token *t, const char *w)
+{
+	return t->kind == TK_IDENT && t->len == strlen(w) &&
+	       memcmp(t->p, w, t->len) == 0;
+}
+
+/* A syntax error that is TF1's (Python's) way of writing something tfg
+ * writes otherwise: says what to write, and returns 1.  Such a statement
+ * is skipped whole, as any other that fails (lang_parse). */
+static int
+tf_habit(Parser *ps, const Token *tok)
+{
+	if (tok->kind == TK_LBRACE && ps->before[1].kind == TK_ASSIGN &&
+	    is_word(&ps->before[0], "feed_dict")) {
+		diag_error(ps->d, ps->before[0].loc, "tfg has no feed_dict=: "
+			   "the feed is run()'s last argument, 'feed { x: "
+			   "value, ... }'");
+		return 1;
+	}
+	if (is_word(&ps->first, "with") && !ps->stmt_start) {
+		diag_error(ps->d, ps->first.loc, "tfg has no 'with' blocks: "
+			   "a device block is 'device \"/job:J/task:T\" "
+			   "{ ... }', a session 'session { ... }'");
+		return 1;
+	}
+	if (is_word(&ps->first, "import") && !ps->stmt_start) {
+		diag_error(ps->d, ps->first.loc, "tfg has no 'import': its "
+			   "functions are built in (reduce_sum(x), not "
+			   "tf.reduce_sum(x))");
+		return 1;
+	}
+	return 0;
+}
+
 void
 parse_report(Parser *ps, const Token *tok, const int *expected, int n)
 {
@@ -365,6 +400,8 @@ parse_report(Parser *ps, const Token *tok, const int *expected, int n)
 				  (int)ps->open.len, ps->open.p);
 		return;
 	}
+	if (tf_habit(ps, tok))
+		return;
 	const char *found = tok_describe(ps->arena, tok);
 	if (ps->stmt_start) {
 		/* Lemon has already reduced the empty statement, so the
@@ -441,6 +478,7 @@ lang_parse(Arena *a, const SrcFile *f, Diag *d)
 	ps.arena = a;
 	ps.file = f;
 	ps.d = d;
+	ps.before[0].kind = ps.before[1].kind = -1;
 	int nerr0 = d->nerr;
 	void *p = lang_parserAlloc(malloc, &ps);
 	if (!p) {
@@ -479,6 +517,8 @@ lang_parse(Arena *a, const SrcFile *f, Diag *d)
 		int nsyntax = ps.nsyntax;
 		ps.cur = t;
 		lang_parser(p, t.kind, t);
+		ps.before[0] = ps.before[1];
+		ps.before[1] = t;
 		if (t.kind == 0)
 			break;
 		if (ps.nsyntax > nsyntax) {

@@ -144,6 +144,11 @@ typedef enum {
 	AST_SLICE,    /* a: lo or NULL, b: hi or NULL  (lo:hi) */
 	AST_FIELD,    /* a.name: a session's `w.index`, `w.count` */
 	AST_PARAM,    /* name; a: value (a literal; spec §4.5 "Params") */
+	AST_METHOD,   /* a.name(...): as AST_CALL, a the value before the dot.
+			 tfg has no methods: this is TF's tf.reduce_sum(x),
+			 sess.run(y) or opt.minimize(loss), parsed so that
+			 the checker can say what tfg writes instead
+			 (compiler/habits.c) */
 	AST__COUNT
 } AstKind;
 

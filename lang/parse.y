@@ -451,6 +451,15 @@ postfix(A) ::= postfix(P) DOT IDENT(N). {
 	A->a = P;
 	A->name = tok_name(ps, &N);
 }
+/* x.f(...): no tfg construct, but TF's tf.reduce_sum(x) and sess.run(y)
+   (compiler/habits.c says what to write instead) */
+postfix(A) ::= postfix(P) DOT IDENT(N) LPAREN args(G) RPAREN(R). {
+	A = ast_new(ps->arena, AST_METHOD, loc_span(ast_extent(P), R.loc), &N);
+	A->a = P;
+	A->name = tok_name(ps, &N);
+	A->b = G->b;
+	ast_take_list(A, G);
+}
 postfix(A) ::= postfix(P) LBRACKET(L) indices(I) RBRACKET(R). {
 	A = ast_new(ps->arena, AST_INDEX, loc_span(ast_extent(P), R.loc),
 		    &L);

@@ -309,10 +309,15 @@ read_manifest(const char *dir, Entry **out, int *n, TfgError *e)
 	*out = NULL;
 	*n = 0;
 	snprintf(path, sizeof path, "%s/%s", dir, MANIFEST);
-	if ((f = fopen(path, "r")) == NULL)
-		return tfg_error(e, errno == ENOENT ? TFG_ENOENT : TFG_EIO,
-				 "no checkpoint in %s: %s: %s", dir, path,
-				 strerror(errno));
+	if ((f = fopen(path, "r")) == NULL) {
+		int err = errno;
+		char note[PATH_MAX + 100];
+
+		return tfg_error(e, err == ENOENT ? TFG_ENOENT : TFG_EIO,
+				 "no checkpoint in %s: %s: %s%s", dir, path,
+				 strerror(err), err == ENOENT ?
+				 rt_relative_note(note, sizeof note, dir) : "");
+	}
 	while (st == TFG_OK && fgets(line, sizeof line, f)) {
 		size_t len = strlen(line);
 

@@ -294,8 +294,7 @@ rt_load(RtTensor **out, const char *path, TfgError *e)
 	*out = NULL;
 	if ((f = fopen(path, "rb")) == NULL) {
 		if (errno == ENOENT)
-			return tfg_error(e, TFG_ENOENT, "%s: no such file",
-					 path);
+			return rt_no_such_file(e, path);
 		return tfg_error(e, TFG_EIO, "%s: cannot open: %s", path,
 				 strerror(errno));
 	}

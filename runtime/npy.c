@@ -307,8 +307,7 @@ npy_open(FILE **f, long long *size, const char *path, TfgError *e)
 
 	if ((*f = fopen(path, "rb")) == NULL) {
 		if (errno == ENOENT)
-			return tfg_error(e, TFG_ENOENT, "%s: no such file",
-					 path);
+			return rt_no_such_file(e, path);
 		return tfg_error(e, TFG_EIO, "%s: cannot open: %s", path,
 				 strerror(errno));
 	}

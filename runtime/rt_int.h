@@ -43,6 +43,17 @@ tfg_status rt_tensor_convert(RtTensor **out, const RtTensor *from,
  * as a URL, "tcp://host:port". */
 double rt_now(void);
 void rt_url(char *buf, size_t n, const char *addr);
+/* Missing files (spec §8.4 "load"): a relative path is looked for from
+ * the process's working directory, which is where tfgc run (or, with
+ * --attach, tfgc server) started, and not the program file's: so the
+ * error says which that is.  rt_started_by: "tfgc run" (the default) or
+ * "tfgc server", for this process.  rt_relative_note: for a relative
+ * path, " (a relative path starts from CWD, the directory tfgc run
+ * started in)" into buf, else "".  rt_no_such_file: "PATH: no such
+ * file" and that note, as e. */
+void rt_started_by(const char *who);
+const char *rt_relative_note(char *buf, size_t n, const char *path);
+tfg_status rt_no_such_file(TfgError *e, const char *path);
 
 /* aot.c: a 64-byte-aligned arena of at least size bytes (owned; free);
  * a large one on huge pages where the system gives them. */

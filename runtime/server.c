@@ -684,6 +684,8 @@ tfg_server_main(const TfgPlan *plan, int task, const TfgOptions *opt,
 	pthread_t watcher;
 	int rc;
 
+	/* where relative paths start (the process's working directory) */
+	rt_started_by(opt->from_run ? "tfgc run" : "tfgc server");
 	if (task < 0 || task >= plan->ntask) {
 		fprintf(stderr, "tfgc: error: no task %d in the cluster "
 			"(it has %d)\n", task, plan->ntask);
@@ -713,7 +715,19 @@ tfg_server_main(const TfgPlan *plan, int task, const TfgOptions *opt,
 	if (rt_proc_open(&s->proc, url, &e) != TFG_OK) {
 		int taken = e.code == TFG_EADDRINUSE && opt->picked_ports;
 
-		if (!taken)
+		/* what to do about it (spec §7.1 "The cluster") */
+		if (e.code == TFG_EADDRINUSE && !taken && opt->from_run == 1)
+			fprintf(stderr, "tfgc: error: %s (another process has "
+				"that port: tfgc run --free-ports puts the "
+				"tasks on free ports, or --addr %s=HOST:PORT "
+				"moves this one)\n", e.msg, s->proc.name);
+		else if (e.code == TFG_EADDRINUSE && !taken && !opt->from_run)
+			fprintf(stderr, "tfgc: error: %s (another process has "
+				"that port: give this task another with --addr "
+				"%s=HOST:PORT, the same on the command line of "
+				"every task and of tfgc run)\n", e.msg,
+				s->proc.name);
+		else if (!taken)
 			fprintf(stderr, "tfgc: error: %s\n", e.msg);
 		rt_server_free(s);
 		free(s);

@@ -9,8 +9,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include <limits.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "runtime/rt_int.h"
 
@@ -48,6 +50,35 @@ tfg_assert_fail(const char *what, const char *file, int line)
 	fflush(stdout);
 	fprintf(stderr, "%s:%d: assertion failed: %s\n", file, line, what);
 	abort();
+}
+
+static const char *started_by = "tfgc run";
+
+void
+rt_started_by(const char *who)
+{
+	started_by = who;
+}
+
+const char *
+rt_relative_note(char *buf, size_t n, const char *path)
+{
+	char cwd[PATH_MAX];
+
+	if (path[0] == '/' || getcwd(cwd, sizeof cwd) == NULL)
+		return "";
+	snprintf(buf, n, " (a relative path starts from %s, the directory "
+		 "%s started in)", cwd, started_by);
+	return buf;
+}
+
+tfg_status
+rt_no_such_file(TfgError *e, const char *path)
+{
+	char note[PATH_MAX + 100];
+
+	return tfg_error(e, TFG_ENOENT, "%s: no such file%s", path,
+			 rt_relative_note(note, sizeof note, path));
 }
 
 double

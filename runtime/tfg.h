@@ -652,6 +652,11 @@ typedef struct TfgOptions {
 				   whose port another process took meanwhile
 				   exits with TFG_EXIT_PORT_TAKEN, silently,
 				   and tfg_launch returns that */
+	int from_run;           /* started by tfgc run: 1 on the cluster's
+				   own ports (one in use suggests
+				   --free-ports), 2 on ports --free-ports
+				   picked; 0: tfgc server (one in use
+				   suggests --addr) */
 	TfgSpecialiseFn specialise; /* servers of a generic plan; NULL: such
 				       a plan cannot run */
 	TfgReleaseFn release;   /* frees what specialise made; NULL: kept

@@ -15,7 +15,9 @@
 # areas when none); any other argument picks one test: NAME, NAME.tfg or
 # AREA/NAME.  UPDATE=1 writes or deletes the expected files instead.
 # Runs from the repo root so FILE is always tests/golden/<area>/<name>.tfg:
-# diagnostics print paths as given, which keeps the goldens stable.
+# diagnostics print paths as given, which keeps the goldens stable; where
+# one names the working directory (a missing file's "a relative path
+# starts from DIR"), DIR is written <root> in the expected stderr.
 cd "$(dirname "$0")/../.." || exit 1
 TFGC=${TFGC:-./tfgc}
 unset TF_CONFIG # a cluster of the environment's is not the goldens'
@@ -84,6 +86,12 @@ runtest() { # AREA FILE
 	if [ -s "$tmp/err" ] || [ "$rc" -ne 0 ]; then
 		[ -n "$(tail -c 1 "$tmp/err")" ] && echo >>"$tmp/err"
 		echo "exit: $rc" >>"$tmp/err"
+		awk -v r="$PWD" '{
+			while (r != "" && (i = index($0, r)) > 0)
+				$0 = substr($0, 1, i - 1) "<root>" \
+				     substr($0, i + length(r))
+			print
+		}' "$tmp/err" >"$tmp/err2" && mv "$tmp/err2" "$tmp/err"
 	fi
 	: >"$tmp/log"
 	[ "$rc" -eq 124 ] && echo "    timed out after 60 s" >"$tmp/log"
