@@ -15,11 +15,16 @@
 #                 (tests/fuzz/); FUZZ_MIN: make the corpus again, smaller
 #   make static   build/static/tfgc(.xz): needs only libc and libm
 #   make golden-update [AREA=..] [T=..]   rewrite golden files for review
+#   make install [PREFIX=/usr/local] [DESTDIR=]   tfgc, its man page,
+#                 libtfg.a and its header; make uninstall removes them
+#   make man      man/tfgc.1 again from compiler/help.def (committed)
 
 CC          ?= cc
 LLVM_CONFIG ?= llvm-config-19
 BUILD       ?= build
 SAN         ?=
+PREFIX      ?= /usr/local
+DESTDIR     ?=
 
 # Debian 12 packages the build and the tests need (libnng-dev only for
 # bench/nng_rtt, the reference round trip the benchmarks compare with;
@@ -27,10 +32,11 @@ SAN         ?=
 # and munge for the launchers' tests: mpirun, and srun under a Slurm of
 # this machine; libssl-dev for the cluster key's MACs and TLS, openssl
 # for the certificates the TLS test makes; libcairo2 for tfgc plot, which
-# loads it with dlopen when it runs: nothing links it).
+# loads it with dlopen when it runs: nothing links it; groff-base for the
+# test that renders man/tfgc.1).
 PKGS = gcc make libc6-dev re2c lemon llvm-19-dev libopenblas-dev libnng-dev \
        libzstd-dev zlib1g-dev libssl-dev openssl python3 procps graphviz \
-       openmpi-bin slurm-wlm munge libcairo2
+       openmpi-bin slurm-wlm munge libcairo2 groff-base
 
 OPT     ?= -O2
 WARN     = -Wall -Wextra -Wpedantic
@@ -74,7 +80,7 @@ UNIT_BIN = $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
 
 .PHONY: all run test deps unit golden golden-update integration asan bench mnist \
         lint 80 clean static bench-deps test-slurm test-gpu fuzz fuzz-replay \
-        fuzz-seeds bench-gpu-ref bench-gpu
+        fuzz-seeds bench-gpu-ref bench-gpu man install uninstall
 all: tfgc $(BUILD)/libtfg.a
 
 tfgc: $(BUILD)/tfgc
@@ -126,6 +132,37 @@ $(BUILD)/tests/libcuda_mock.so: tests/unit/cuda_mock.c
 	$(CC) $(CFLAGS) -fPIC -shared -o $@ $<
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
+
+# The man page is tfgc's own help (compiler/help.def) as troff, committed
+# so that an installation needs no build to have it; make man writes it
+# again after a change to the table, and tests/integration/help.sh fails
+# while the two differ.
+man: $(BUILD)/tfgc
+	@mkdir -p man
+	$(BUILD)/tfgc help --man >man/tfgc.1.tmp
+	@if cmp -s man/tfgc.1.tmp man/tfgc.1; then rm -f man/tfgc.1.tmp; \
+	else mv -f man/tfgc.1.tmp man/tfgc.1; echo "man: man/tfgc.1 updated"; fi
+
+# tfgc (self-contained: run starts its servers as /proc/self/exe), its
+# man page, and for programs that link what tfgc compile writes (spec
+# §10.3 "Ahead-of-time compilation"), libtfg.a and the runtime's header
+# as <tfg/tfg.h> (with the error list it includes, beside it).
+BINDIR = $(DESTDIR)$(PREFIX)/bin
+MANDIR = $(DESTDIR)$(PREFIX)/share/man/man1
+LIBDIR = $(DESTDIR)$(PREFIX)/lib
+INCDIR = $(DESTDIR)$(PREFIX)/include/tfg
+install: all
+	install -d $(BINDIR) $(MANDIR) $(LIBDIR) $(INCDIR)/runtime
+	install -m 755 $(BUILD)/tfgc $(BINDIR)/tfgc
+	install -m 644 man/tfgc.1 $(MANDIR)/tfgc.1
+	install -m 644 $(BUILD)/libtfg.a $(LIBDIR)/libtfg.a
+	install -m 644 runtime/tfg.h $(INCDIR)/tfg.h
+	install -m 644 runtime/errors.def $(INCDIR)/runtime/errors.def
+
+uninstall:
+	rm -f $(BINDIR)/tfgc $(MANDIR)/tfgc.1 $(LIBDIR)/libtfg.a \
+		$(INCDIR)/tfg.h $(INCDIR)/runtime/errors.def
+	rmdir $(INCDIR)/runtime $(INCDIR) 2>/dev/null || true
 
 # ------------------------------------------------------------ set-up, tests
 

@@ -9,9 +9,72 @@
 /* ports.c: --free-ports; -1 (reported) when none can be had */
 int free_ports(Program *p);
 
-/* plot.c: tfgc plot FILE.csv (argv[0] is "plot"); the exit status
- * (spec/language.md §10.7 "Training curves") */
-int plot_main(int argc, char **argv);
+/* plot.c: tfgc plot FILE.csv, its options parsed by the driver; the
+ * exit status (spec/language.md §10.7 "Training curves") */
+typedef struct PlotArgs {
+	const char *file, *out; /* FILE.csv, -o (NULL: FILE.png) */
+	const char *x, *y;      /* --x NAME, --y NAME,...; NULL: unset */
+	const char *size;       /* --size WxH; NULL: unset */
+} PlotArgs;
+int plot_main(const PlotArgs *a);
+
+/* help.c: tfgc's commands and options (compiler/help.def), the table
+ * the option parser reads and the help and the man page print. */
+typedef enum HelpCmdId {
+#define CMD(id, ...) CMD_##id,
+#include "compiler/help.def"
+	CMD__N
+} HelpCmdId;
+typedef enum HelpOptId { /* no OPT__N: the parser's switch has no default */
+#define OPT(id, ...) OPT_##id,
+#include "compiler/help.def"
+} HelpOptId;
+enum {
+#define OPT(id, ...) + 1
+	OPT__N = 0
+#include "compiler/help.def"
+};
+enum { /* HelpOpt.flags */
+	OPTF_REPEAT = 1, /* may be given more than once */
+	OPTF_PREFIX = 2, /* name is a prefix, arg a skippable pass: -fno-PASS */
+	OPTF_HIDDEN = 4, /* tfgc's own: in no help */
+	OPTF_GLOBAL = 8  /* handled before the command's options */
+};
+typedef struct HelpCmd {
+	const char *name, *args; /* "run", "[OPTION]... FILE" */
+	const char *line, *about, *example;
+} HelpCmd;
+typedef struct HelpOpt {
+	HelpOptId id;
+	const char *name, *alias; /* "--verbose", "-v" (or NULL) */
+	const char *arg;          /* "N"; NULL: a flag */
+	unsigned cmds;            /* bit CMD_<ID>: that command takes it */
+	int flags;                /* OPTF_* */
+	const char *line;
+} HelpOpt;
+extern const HelpCmd help_cmds[CMD__N];
+extern const HelpOpt help_opts[OPT__N];
+/* CMD_<ID> of a command's name, or -1; the command nearest to a name
+ * that is none, or NULL (as check_nearest). */
+int help_command(const char *name);
+const char *help_nearest_command(const char *name);
+/* The option that the n bytes at s name (an argument up to its '='),
+ * among those of command cmd (-1: of any), or NULL. */
+const HelpOpt *help_option(int cmd, const char *s, size_t n);
+/* The commands (bit CMD_<ID>) that take such an option: 0 if none. */
+unsigned help_option_cmds(const char *s, size_t n);
+/* The options of cmd nearest to the n bytes at s, or NULL (as
+ * check_nearest). */
+const char *help_nearest_option(int cmd, const char *s, size_t n);
+/* "tfgc: error: " and the message, then cmd's usage (-1: tfgc's) and
+ * where to read more, on stderr; returns 2, a usage error's status. */
+int help_usage_error(int cmd, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* tfgc --help; tfgc help CMD and tfgc CMD --help: on f. */
+void help_overview(FILE *f);
+void help_print(FILE *f, int cmd);
+/* tfgc help [COMMAND | --man] (argv[0] is "help"): the exit status. */
+int help_main(int argc, char **argv);
 
 /* cluster.c: the cluster and a server's task from a cluster manager
  * (spec/language.md §10.6 "Launchers and cluster managers") */

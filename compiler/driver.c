@@ -4,29 +4,15 @@
  * (JIT, specialisations, --part) live in compiler/jit.c, and
  * --free-ports in compiler/ports.c.
  *
- *   tfgc check FILE
- *   tfgc emit --emit=tokens|ast|grad|folded|cse|dce|placed|dot|partition
- *             |fused|llvm|memory [--task J:T] [--cpu CPU] [-O N] FILE
- *   tfgc run FILE [--log-device-placement] [--free-ports]
- *            [--attach [--stop]] [--restore DIR] [--trace OUT.json]
- *            [--no-progress] [--progress-every S]
- *   tfgc server FILE [--job J --task T] [--chief J:T|none]
- *               [--part PART.so] [--restore DIR] [--trace OUT.json|-]
- *   tfgc stop FILE
- *   tfgc compile FILE --task J:T -o OUT.o|OUT.so [--shared] [--name PREFIX]
- *                [--cpu CPU] [-O N]
- *   tfgc plot FILE.csv [-o OUT.png] [--x NAME] [--y NAME,...] [--size WxH]
- * with, for run, server and stop: [--addr /job:J/task:T=HOST:PORT]...
- * (every command that compiles takes --cluster FILE.json, and reads
- * TF_CONFIG: compiler/cluster.c)
- * (run, server and compile also take --fetch/--feed/--out; every command
- * takes --shape NAME=D0,D1,... to fix an input's `?` dims)
- * [--startup-timeout S] [--step-timeout S] [--heartbeat-timeout S]
- * [--cluster-key FILE] [--tls-cert F --tls-key F --tls-ca F]
- * [--max-specs N] [--verbose], and for run and stop
- * [--listen HOST:PORT].
+ * The commands and the options each takes are the table of
+ * compiler/help.def, which the parser below reads (an option is what the
+ * table names, for the commands it names) and switches on, and from
+ * which compiler/help.c prints tfgc --help, tfgc help COMMAND and the
+ * man page: see those for what each does.
  *
- * (plot is compiler/plot.c, which reads its own arguments.)
+ *   tfgc check|emit|run|server|stop|compile [OPTION]... FILE
+ *   tfgc plot [OPTION]... FILE.csv     (compiler/plot.c draws it)
+ *   tfgc devices | tfgc help [COMMAND | --man] | tfgc --version
  *
  * Exit status: 0 success, 1 errors in the program or at run time, 2 a bad
  * command line.
@@ -37,13 +23,17 @@
 #include <unistd.h>
 
 #include <openssl/crypto.h>
+#include <zlib.h>
 
 #include "codegen/codegen.h"
 #include "compiler/compiler_int.h"
 
 typedef struct Args {
-	const char *cmd, *file, *emit, *job, *cpu;
-	const char *output, *name, *part; /* compile -o, --name; server --part */
+	int cmd;           /* CMD_<ID> of compiler/help.def */
+	const char *file, *emit, *job, *cpu;
+	const char *output, *name, *part; /* compile, plot -o; compile --name;
+					     server --part */
+	const char *x, *y, *size; /* plot --x, --y, --size */
 	const char *cluster; /* --cluster FILE.json */
 	const char *restore; /* run, server --restore DIR */
 	const char *key;     /* --cluster-key FILE */
@@ -80,53 +70,39 @@ typedef struct Args {
 char *openblas_get_config(void); /* OpenBLAS's cblas.h, which tfgc
 				     otherwise does not need */
 
-static const char usage[] =
-    "usage: tfgc check FILE\n"
-    "       tfgc --help | --version\n"
-    "       tfgc devices\n"
-    "       tfgc emit --emit=tokens|ast|grad|folded|cse|dce|placed|dot|"
-    "partition|fused|llvm|memory|cuda|ptx\n"
-    "                 [--task J:T] [--cpu CPU] [-O N] [--gpu-arch sm_NN] FILE\n"
-    "       tfgc run FILE [--log-device-placement] [--free-ports] "
-    "[--attach [--stop]]\n"
-    "                [--restore DIR] [--trace OUT.json]\n"
-    "                [--no-progress] [--progress-every S]\n"
-    "                [--fetch NAME]... [--feed NAME=FILE.npy]... "
-    "[--out FILE.npy]...\n"
-    "       tfgc server FILE [--job J --task T] [--chief J:T|none] "
-    "[--part PART.so]\n"
-    "                [--restore DIR] [--trace OUT.json|-]\n"
-    "       tfgc stop FILE\n"
-    "       tfgc compile FILE --task J:T -o OUT.o [--shared] [--name PREFIX]"
-    " [--cpu CPU] [-O N]\n"
-    "       tfgc plot FILE.csv [-o OUT.png] [--x NAME] [--y NAME,...] "
-    "[--size WxH]\n"
-    "options for run, server, stop: --addr /job:J/task:T=HOST:PORT, "
-    "--startup-timeout S,\n"
-    "       --step-timeout S, --heartbeat-timeout S, --cluster-key FILE, "
-    "--max-specs N,\n"
-    "       --tls-cert FILE --tls-key FILE --tls-ca FILE,\n"
-    "       --verbose; run, stop: --listen HOST:PORT\n"
-    "numerics: run, server, compile: --check-numerics (every float value "
-    "checked for NaN and inf)\n"
-    "GPUs: --prefer-gpu (any command); run, server: --soft-placement, "
-    "--gpu-tf32;\n       "
-    "emit, compile: --gpu-arch sm_NN\n"
-    "passes (any command): -fno-fold, -fno-cse, -fno-dce, -fno-fuse\n"
-    "the cluster (any command): --cluster FILE.json, or TF_CONFIG\n"
-    "dims left '?' (any command): --shape NAME=D0,D1,...\n"
-    "params (any command): --param NAME=VALUE\n";
-
-static int
-bad_usage(const char *fmt, const char *arg)
-{
-	fprintf(stderr, "tfgc: error: ");
-	fprintf(stderr, fmt, arg);
-	fprintf(stderr, "\n%s", usage);
-	return 2;
-}
+/* A usage error of a's command: the message, the command's usage, and
+ * where to read more (compiler/help.c); 2. */
+#define bad_usage(a, ...) help_usage_error((a)->cmd, __VA_ARGS__)
 
 /* ---------------------------------------------------------- the commands */
+
+/* An option that a's command does not take: another command's, or none
+ * (with the nearest of the command's, where one is near); 2. */
+static int
+unknown_option(const Args *a, const char *s, size_t n)
+{
+	unsigned cmds = help_option_cmds(s, n);
+	int left = __builtin_popcount(cmds);
+	char who[256] = "";
+	const char *w;
+
+	if (cmds) {
+		for (int c = 0; c < CMD__N; c++)
+			if (cmds >> c & 1) {
+				size_t m = strlen(who);
+				snprintf(who + m, sizeof who - m, "%s'tfgc %s'",
+					 !m ? "" : --left > 1 ? ", " : " and ",
+					 help_cmds[c].name);
+			}
+		return bad_usage(a, "'%.*s' is not an option of 'tfgc %s', but "
+				 "of %s", (int)n, s, help_cmds[a->cmd].name,
+				 who);
+	}
+	w = help_nearest_option(a->cmd, s, n);
+	return bad_usage(a, "unknown option '%s'%s%s%s", s,
+			 w ? "; did you mean '" : "", w ? w : "",
+			 w ? "'?" : "");
+}
 
 static int
 parse_args(Args *a, int argc, char **argv, Arena *ar)
@@ -137,202 +113,242 @@ parse_args(Args *a, int argc, char **argv, Arena *ar)
 	a->step_timeout = 0;
 	a->heartbeat_timeout = 1.5;
 	a->progress_every = -1;
-	if (argc < 2)
-		return bad_usage("no command given%s", "");
-	a->cmd = argv[1];
 	for (int i = 2; i < argc; i++) {
-		char *s = argv[i], *val = NULL, *eq;
-		char name[64];
+		char *s = argv[i], *end;
+		const char *eq = strchr(s, '='), *v = NULL;
+		size_t n = eq ? (size_t)(eq - s) : strlen(s);
+		const HelpOpt *o;
+		double t;
+		long l;
+
 		if (s[0] != '-' || !s[1]) {
 			if (a->file)
-				return bad_usage("unexpected argument '%s'", s);
+				return bad_usage(a, "unexpected argument '%s'",
+						 s);
 			a->file = s;
 			continue;
 		}
-		snprintf(name, sizeof name, "%s", s);
-		if ((eq = strchr(name, '=')) != NULL) {
-			*eq = 0;
-			val = s + (eq - name) + 1;
-		}
-#define FLAG(n) (strcmp(name, n) == 0)
-#define VALUE()                                                               \
-	(val ? val : i + 1 < argc ? argv[++i] : NULL)
-		if (FLAG("--log-device-placement")) {
-			a->log_placement = 1;
-		} else if (FLAG("--free-ports")) {
-			a->free_ports = 1;
-		} else if (FLAG("--attach")) {
-			a->attach = 1;
-		} else if (FLAG("--stop")) {
-			a->stop = 1;
-		} else if (FLAG("--no-progress")) {
-			a->no_progress = 1;
-		} else if (FLAG("--soft-placement")) {
-			a->soft_placement = 1;
-		} else if (FLAG("--prefer-gpu")) {
-			a->prefer_gpu = 1;
-		} else if (FLAG("--gpu-tf32")) {
-			a->gpu_tf32 = 1;
-		} else if (FLAG("--check-numerics")) {
-			a->check_numerics = 1;
-		} else if (FLAG("--picked-ports")) {
-			a->picked_ports = 1; /* tfgc run to its servers */
-		} else if (FLAG("--from-run")) {
-			a->from_run = 1; /* the same */
-		} else if (FLAG("--shared")) {
-			a->shared = 1;
-		} else if (strncmp(name, "-fno-", 5) == 0 && !val &&
-			   pass_skippable(pass_lookup(name + 5))) {
-			a->skip |= 1u << pass_lookup(name + 5);
-		} else if (FLAG("--verbose") || FLAG("-v")) {
-			a->verbose = 1;
-		} else if (FLAG("--emit") || FLAG("--job") || FLAG("--task") ||
-			   FLAG("--cpu") || FLAG("-O") || FLAG("--addr") ||
-			   FLAG("--feed") || FLAG("--fetch") || FLAG("--out") ||
-			   FLAG("--shape") || FLAG("--param") ||
-			   FLAG("-o") || FLAG("--name") || FLAG("--part") ||
-			   FLAG("--cluster") || FLAG("--chief") ||
-			   FLAG("--restore") || FLAG("--cluster-key") ||
-			   FLAG("--tls-cert") || FLAG("--tls-key") ||
-			   FLAG("--tls-ca") ||
-			   FLAG("--trace") || FLAG("--heartbeat-timeout") ||
-			   FLAG("--listen") || FLAG("--gpu-arch") ||
-			   FLAG("--startup-timeout") ||
-			   FLAG("--step-timeout") || FLAG("--max-specs") ||
-			   FLAG("--progress-every")) {
-			const char *v = VALUE();
-			char *end;
+		if (!(o = help_option(a->cmd, s, n)))
+			return unknown_option(a, s, n);
+		if (o->arg && !(o->flags & OPTF_PREFIX)) {
+			v = eq ? eq + 1 : i + 1 < argc ? argv[++i] : NULL;
 			if (!v)
-				return bad_usage("option '%s' needs a value",
-						 name);
-			if (FLAG("--emit"))
-				a->emit = v;
-			else if (FLAG("--job"))
-				a->job = v;
-			else if (FLAG("--cpu"))
-				a->cpu = v;
-			else if (FLAG("-o"))
-				a->output = v;
-			else if (FLAG("--name"))
-				a->name = v;
-			else if (FLAG("--part"))
-				a->part = v;
-			else if (FLAG("--cluster"))
-				a->cluster = v;
-			else if (FLAG("--restore"))
-				a->restore = v;
-			else if (FLAG("--cluster-key"))
-				a->key = v;
-			else if (FLAG("--tls-cert"))
-				a->tls[0] = v;
-			else if (FLAG("--tls-key"))
-				a->tls[1] = v;
-			else if (FLAG("--tls-ca"))
-				a->tls[2] = v;
-			else if (FLAG("--trace"))
-				a->trace = v;
-			else if (FLAG("--chief"))
-				a->chief = v;
-			else if (FLAG("--gpu-arch")) {
-				long cc = strtol(strncmp(v, "sm_", 3) == 0 ||
-						 strncmp(v, "compute_", 8) == 0
-						     ? strchr(v, '_') + 1 : v,
-						 &end, 10);
-				if (*end || cc < 50 || cc > 200)
-					return bad_usage("--gpu-arch takes sm_NN "
-							 "(a compute capability "
-							 "such as sm_90), not "
-							 "'%s'", v);
-				a->gpu_cc = (int)cc;
-			}
-			else if (FLAG("--listen")) {
-				const char *c = strrchr(v, ':');
-				long port = c ? strtol(c + 1, &end, 10) : -1;
-
-				if (!c || c == v || end == c + 1 || *end ||
-				    port < 0 || port > 65535)
-					return bad_usage("--listen takes HOST:"
-							 "PORT (PORT 0: any "
-							 "free one), not '%s'",
-							 v);
-				a->listen = v;
-			}
-			else if (FLAG("--addr"))
-				vec_push(ar, &a->addr, (void *)v);
-			else if (FLAG("--feed")) {
-				if (!strchr(v, '=') || *v == '=')
-					return bad_usage("--feed takes NAME=FILE."
-							 "npy, not '%s'", v);
-				vec_push(ar, &a->feed, (void *)v);
-			} else if (FLAG("--shape")) {
-				if (!strchr(v, '=') || *v == '=')
-					return bad_usage("--shape takes NAME=D0,"
-							 "D1,..., not '%s'", v);
-				vec_push(ar, &a->shape, (void *)v);
-			} else if (FLAG("--param")) {
-				if (!strchr(v, '=') || *v == '=')
-					return bad_usage("--param takes NAME=VALUE"
-							 ", not '%s'", v);
-				vec_push(ar, &a->param, (void *)v);
-			} else if (FLAG("--fetch"))
-				vec_push(ar, &a->fetch, (void *)v);
-			else if (FLAG("--out"))
-				vec_push(ar, &a->out, (void *)v);
-			else if (FLAG("--task"))
-				a->task_s = v;
-			else if (FLAG("-O")) {
-				a->opt_level = (int)strtol(v, &end, 10);
-				if (*end || a->opt_level < 0 ||
-				    a->opt_level > 3)
-					return bad_usage("-O takes 0 to 3, "
-							 "not '%s'", v);
-			} else if (FLAG("--max-specs")) {
-				long n = strtol(v, &end, 10);
-				if (*end || end == v || n < 1 || n > 100000)
-					return bad_usage("--max-specs takes a "
-							 "count from 1 to "
-							 "100000, not '%s'", v);
-				a->max_specs = (int)n;
-			} else if (FLAG("--progress-every")) {
-				double t = strtod(v, &end);
-				if (*end || end == v || !(t >= 0) || t > 1e6)
-					return bad_usage("--progress-every takes "
-							 "a number of seconds "
-							 "(0: only at epochs' "
-							 "ends), not '%s'", v);
-				a->progress_every = t;
-			} else {
-				double t = strtod(v, &end);
-				if (*end || !(t > 0) || t > 1e6)
-					return bad_usage("a timeout is a "
-							 "number of seconds, "
-							 "not '%s'", v);
-				if (FLAG("--startup-timeout"))
-					a->startup_timeout = t;
-				else if (FLAG("--step-timeout"))
-					a->step_timeout = t;
-				else
-					a->heartbeat_timeout = t;
-			}
-		} else {
-			return bad_usage("unknown option '%s'", s);
+				return bad_usage(a, "option '%s' needs a value",
+						 s);
+		} else if (eq) {
+			return bad_usage(a, "option '%.*s' takes no value",
+					 (int)n, s);
 		}
-#undef FLAG
-#undef VALUE
+		switch (o->id) {
+		case OPT_HELP:
+		case OPT_VERSION:
+		case OPT_MAN:
+			break; /* tfgc_main, help_main answered them */
+		case OPT_LOG_PLACEMENT:
+			a->log_placement = 1;
+			break;
+		case OPT_FREE_PORTS:
+			a->free_ports = 1;
+			break;
+		case OPT_ATTACH:
+			a->attach = 1;
+			break;
+		case OPT_STOP:
+			a->stop = 1;
+			break;
+		case OPT_NO_PROGRESS:
+			a->no_progress = 1;
+			break;
+		case OPT_SOFT_PLACEMENT:
+			a->soft_placement = 1;
+			break;
+		case OPT_PREFER_GPU:
+			a->prefer_gpu = 1;
+			break;
+		case OPT_GPU_TF32:
+			a->gpu_tf32 = 1;
+			break;
+		case OPT_CHECK_NUMERICS:
+			a->check_numerics = 1;
+			break;
+		case OPT_PICKED_PORTS:
+			a->picked_ports = 1; /* tfgc run to its servers */
+			break;
+		case OPT_FROM_RUN:
+			a->from_run = 1; /* the same */
+			break;
+		case OPT_RUN_PICKED:
+			a->free_ports = 1; /* the same: its ports */
+			break;
+		case OPT_SHARED:
+			a->shared = 1;
+			break;
+		case OPT_VERBOSE:
+			a->verbose = 1;
+			break;
+		case OPT_NO_PASS: /* help_option checked the pass */
+			a->skip |= 1u << pass_lookup(s + strlen(o->name));
+			break;
+		case OPT_EMIT:
+			a->emit = v;
+			break;
+		case OPT_JOB:
+			a->job = v;
+			break;
+		case OPT_CPU:
+		case OPT_CPU_AOT:
+			a->cpu = v;
+			break;
+		case OPT_OUTPUT:
+		case OPT_PLOT_OUT:
+			a->output = v;
+			break;
+		case OPT_NAME:
+			a->name = v;
+			break;
+		case OPT_PART:
+			a->part = v;
+			break;
+		case OPT_PLOT_X:
+			a->x = v;
+			break;
+		case OPT_PLOT_Y:
+			a->y = v;
+			break;
+		case OPT_PLOT_SIZE:
+			a->size = v;
+			break;
+		case OPT_CLUSTER:
+			a->cluster = v;
+			break;
+		case OPT_RESTORE:
+			a->restore = v;
+			break;
+		case OPT_CLUSTER_KEY:
+			a->key = v;
+			break;
+		case OPT_TLS_CERT:
+			a->tls[0] = v;
+			break;
+		case OPT_TLS_KEY:
+			a->tls[1] = v;
+			break;
+		case OPT_TLS_CA:
+			a->tls[2] = v;
+			break;
+		case OPT_TRACE:
+		case OPT_TRACE_TASK:
+			a->trace = v;
+			break;
+		case OPT_CHIEF:
+			a->chief = v;
+			break;
+		case OPT_TASK:
+		case OPT_TASK_AOT:
+		case OPT_TASK_INDEX:
+			a->task_s = v;
+			break;
+		case OPT_GPU_ARCH:
+			l = strtol(strncmp(v, "sm_", 3) == 0 ||
+				   strncmp(v, "compute_", 8) == 0
+				       ? strchr(v, '_') + 1 : v, &end, 10);
+			if (*end || l < 50 || l > 200)
+				return bad_usage(a, "--gpu-arch takes sm_NN (a "
+						 "compute capability such as "
+						 "sm_90), not '%s'", v);
+			a->gpu_cc = (int)l;
+			break;
+		case OPT_LISTEN: {
+			const char *c = strrchr(v, ':');
+
+			l = c ? strtol(c + 1, &end, 10) : -1;
+			if (!c || c == v || end == c + 1 || *end || l < 0 ||
+			    l > 65535)
+				return bad_usage(a, "--listen takes HOST:PORT "
+						 "(PORT 0: any free one), not "
+						 "'%s'", v);
+			a->listen = v;
+			break;
+		}
+		case OPT_ADDR:
+			vec_push(ar, &a->addr, (void *)v);
+			break;
+		case OPT_FEED:
+			if (!strchr(v, '=') || *v == '=')
+				return bad_usage(a, "--feed takes NAME=FILE."
+						 "npy, not '%s'", v);
+			vec_push(ar, &a->feed, (void *)v);
+			break;
+		case OPT_SHAPE:
+			if (!strchr(v, '=') || *v == '=')
+				return bad_usage(a, "--shape takes NAME=D0,D1,"
+						 "..., not '%s'", v);
+			vec_push(ar, &a->shape, (void *)v);
+			break;
+		case OPT_PARAM:
+			if (!strchr(v, '=') || *v == '=')
+				return bad_usage(a, "--param takes NAME=VALUE, "
+						 "not '%s'", v);
+			vec_push(ar, &a->param, (void *)v);
+			break;
+		case OPT_FETCH:
+			vec_push(ar, &a->fetch, (void *)v);
+			break;
+		case OPT_OUT:
+			vec_push(ar, &a->out, (void *)v);
+			break;
+		case OPT_OPT_LEVEL:
+			a->opt_level = (int)strtol(v, &end, 10);
+			if (*end || a->opt_level < 0 || a->opt_level > 3)
+				return bad_usage(a, "-O takes 0 to 3, not '%s'",
+						 v);
+			break;
+		case OPT_MAX_SPECS:
+			l = strtol(v, &end, 10);
+			if (*end || end == v || l < 1 || l > 100000)
+				return bad_usage(a, "--max-specs takes a count "
+						 "from 1 to 100000, not '%s'",
+						 v);
+			a->max_specs = (int)l;
+			break;
+		case OPT_PROGRESS_EVERY:
+			t = strtod(v, &end);
+			if (*end || end == v || !(t >= 0) || t > 1e6)
+				return bad_usage(a, "--progress-every takes a "
+						 "number of seconds (0: only "
+						 "at epochs' ends), not '%s'",
+						 v);
+			a->progress_every = t;
+			break;
+		case OPT_STARTUP_TIMEOUT:
+		case OPT_STEP_TIMEOUT:
+		case OPT_HEARTBEAT_TIMEOUT:
+			t = strtod(v, &end);
+			if (*end || !(t > 0) || t > 1e6)
+				return bad_usage(a, "a timeout is a number of "
+						 "seconds, not '%s'", v);
+			if (o->id == OPT_STARTUP_TIMEOUT)
+				a->startup_timeout = t;
+			else if (o->id == OPT_STEP_TIMEOUT)
+				a->step_timeout = t;
+			else
+				a->heartbeat_timeout = t;
+			break;
+		}
 	}
 	if (!a->file)
-		return bad_usage("no input file%s", "");
+		return bad_usage(a, "no input file");
 	if ((a->feed.n || a->out.n) && !a->fetch.n)
-		return bad_usage("--feed and --out go with --fetch%s", "");
+		return bad_usage(a, "--feed and --out go with --fetch");
 	if (a->out.n && a->out.n != a->fetch.n)
-		return bad_usage("give one --out per --fetch, or none%s", "");
+		return bad_usage(a, "give one --out per --fetch, or none");
 	if (a->restore && a->attach)
-		return bad_usage("--restore starts servers from a checkpoint: "
-				 "give it to each 'tfgc server', not to "
-				 "--attach%s", "");
+		return bad_usage(a, "--restore starts servers from a "
+				 "checkpoint: give it to each 'tfgc server', "
+				 "not to --attach");
 	if (a->stop && !a->attach)
-		return bad_usage("--stop goes with run --attach (without it, "
-				 "tfgc run stops the tasks it started)%s", "");
+		return bad_usage(a, "--stop goes with run --attach (without "
+				 "it, tfgc run stops the tasks it started)");
 	return 0;
 }
 
@@ -376,7 +392,7 @@ cmd_emit(Args *a, Program *p, CompileOptions *co, Diag *d)
 	int u;
 
 	if (!a->emit)
-		return bad_usage("emit needs --emit=MODE%s", "");
+		return bad_usage(a, "emit needs --emit=MODE");
 	if (strcmp(a->emit, "tokens") == 0) {
 		Arena *ar = arena_new();
 		int e = 0;
@@ -393,7 +409,7 @@ cmd_emit(Args *a, Program *p, CompileOptions *co, Diag *d)
 		return rc;
 	}
 	if ((u = pass_of_emit(a->emit)) < 0)
-		return bad_usage("unknown emit mode '%s' (expected tokens, "
+		return bad_usage(a, "unknown emit mode '%s' (expected tokens, "
 				 "ast, grad, folded, cse, dce, placed, dot, "
 				 "partition, fused, llvm, memory, cuda or ptx)",
 				 a->emit);
@@ -450,7 +466,7 @@ chief_of(const Args *a, const Program *p, int env)
 	for (int t = 0; t < p->ntask; t++)
 		if (task_matches(a->chief, &p->tasks[t]))
 			return t;
-	bad_usage("--chief '%s': the cluster has no such task (give J:T, "
+	bad_usage(a, "--chief '%s': the cluster has no such task (give J:T, "
 		  "/job:J/task:T or none)", a->chief);
 	return -2;
 }
@@ -472,13 +488,12 @@ cmd_server(Args *a, Program *p, ClusterEnv *ce)
 		if ((task = cluster_task(ce, p, p->diag)) == -1)
 			return 1;
 		if (task == -2)
-			return bad_usage("server needs --job J and --task T, "
+			return bad_usage(a, "server needs --job J and --task T, "
 					 "or TF_CONFIG, or the rank a launcher "
 					 "gives (OMPI_COMM_WORLD_RANK, "
-					 "PMI_RANK, SLURM_PROCID)%s", "");
+					 "PMI_RANK, SLURM_PROCID)");
 	} else if (!a->job || !a->task_s) {
-		return bad_usage("server needs both --job J and --task T%s",
-				 "");
+		return bad_usage(a, "server needs both --job J and --task T");
 	} else {
 		t = strtol(a->task_s, &end, 10);
 		for (int i = 0; i < p->ntask && !*end; i++)
@@ -611,9 +626,9 @@ cmd_compile(Args *a, Program *p)
 	FILE *f;
 
 	if (!a->output)
-		return bad_usage("compile needs -o OUT.o%s", "");
+		return bad_usage(a, "compile needs -o OUT.o");
 	if (a->name && !is_c_ident(a->name))
-		return bad_usage("--name takes a C identifier, not '%s'",
+		return bad_usage(a, "--name takes a C identifier, not '%s'",
 				 a->name);
 	for (int t = 0; t < p->ntask; t++)
 		if (a->task_s ? task_matches(a->task_s, &p->tasks[t])
@@ -621,8 +636,8 @@ cmd_compile(Args *a, Program *p)
 			task = t;
 	if (task < 0) {
 		if (!a->task_s)
-			return bad_usage("compile needs --task J:T (the "
-					 "cluster has several tasks)%s", "");
+			return bad_usage(a, "compile needs --task J:T (the "
+					 "cluster has several tasks)");
 		fprintf(stderr, "tfgc: error: the cluster has no task '%s'\n",
 			a->task_s);
 		return 1;
@@ -631,7 +646,7 @@ cmd_compile(Args *a, Program *p)
 		return 1;
 	hpath = header_path(p->arena, a->output);
 	if (strcmp(hpath, a->output) == 0)
-		return bad_usage("-o '%s' would be overwritten by the header: "
+		return bad_usage(a, "-o '%s' would be overwritten by the header: "
 				 "name the object OUT.o or OUT.so", a->output);
 	o.cpu = !a->cpu ? "x86-64-v3" : strcmp(a->cpu, "host") == 0 ? NULL
 								   : a->cpu;
@@ -767,7 +782,8 @@ server_args(const Args *a, Program *p, int picked)
 	if (picked)
 		vec_push(p->arena, &v, "--picked-ports");
 	vec_push(p->arena, &v, "--from-run");
-	if (a->free_ports)
+	if ((a->free_ports || (p->implicit && a->addr.n == 0)) &&
+	    !a->attach) /* cmd_run picked them */
 		vec_push(p->arena, &v, "--free-ports");
 	vec_push(p->arena, &v, NULL);
 	return (char *const *)v.v;
@@ -844,28 +860,43 @@ cmd_run(Args *a, Program *p)
 	}
 }
 
-/* tfgc --version: tfgc's and its libraries' versions, and whether the
- * CUDA driver and NVRTC were found. */
+/* tfgc --version: tfgc's version, the libraries it links (LLVM,
+ * OpenBLAS, zlib, OpenSSL's libcrypto and libssl), and whether the CUDA
+ * driver and NVRTC, which it opens with dlopen, were found, with the
+ * GPUs. */
 static int
 cmd_version(void)
 {
+	const char *blas = openblas_get_config(); /* "OpenBLAS 0.3.21 ..." */
+	const char *sp = strchr(blas, ' ');
+	int n = (int)(sp && strchr(sp + 1, ' ') ? strchr(sp + 1, ' ') - blas
+						: (long)strlen(blas));
 	TfgGpuInfo gi;
 	char err[512];
-	int nv = cg_nvrtc_version(err, sizeof err);
+	int nv = cg_nvrtc_version(err, sizeof err), ngpu = tfg_gpu_probe(&gi);
 
 	printf("tfgc %s\n", TFG_VERSION);
-	printf("LLVM %s (ORC JIT), %s, %s\n", cg_llvm_version(),
-	       openblas_get_config(), OpenSSL_version(OPENSSL_VERSION));
-	if (tfg_gpu_probe(&gi) > 0)
-		printf("CUDA driver %d.%d, %d GPU%s (%s)\n", gi.driver / 1000,
-		       gi.driver % 1000 / 10, gi.count, gi.count == 1 ? "" : "s",
-		       gi.name[0]);
+	printf("LLVM %s (ORC JIT)\n", cg_llvm_version());
+	if (blas[n])
+		printf("%.*s (%s)\n", n, blas, blas + n + 1); /* the build */
 	else
-		printf("CUDA driver: none (%s)\n", gi.why);
+		printf("%s\n", blas);
+	printf("zlib %s\n", zlibVersion());
+	printf("%s\n", OpenSSL_version(OPENSSL_VERSION));
+	if (gi.driver > 0)
+		printf("CUDA driver %d.%d (libcuda): ", gi.driver / 1000,
+		       gi.driver % 1000 / 10);
+	else
+		printf("CUDA driver: ");
+	if (ngpu > 0)
+		printf("%d GPU%s (%s%s)\n", gi.count, gi.count == 1 ? "" : "s",
+		       gi.name[0], gi.count > 1 ? ", ..." : "");
+	else
+		printf("no GPU (%s)\n", gi.why);
 	if (nv >= 0)
-		printf("NVRTC %d.%d\n", nv / 1000, nv % 1000 / 10);
+		printf("NVRTC %d.%d (libnvrtc)\n", nv / 1000, nv % 1000 / 10);
 	else
-		printf("NVRTC: none (%s)\n", err);
+		printf("NVRTC: not found (%s)\n", err);
 	return 0;
 }
 
@@ -895,10 +926,46 @@ cmd_devices(void)
 	return 0;
 }
 
+/* The command's own help, or the version, when an argument asks:
+ * its exit status, or -1. */
+static int
+help_asked(int cmd, int argc, char **argv)
+{
+	for (int i = 2; i < argc; i++)
+		if (strcmp(argv[i], "--help") == 0 ||
+		    strcmp(argv[i], "-h") == 0) {
+			help_print(stdout, cmd);
+			return 0;
+		} else if (strcmp(argv[i], "--version") == 0) {
+			return cmd_version();
+		}
+	return -1;
+}
+
+/* tfgc COMMAND: CMD_<ID>, or -1 after a usage error. */
+static int
+command(const char *s)
+{
+	const char *w;
+	int c = help_command(s);
+
+	if (c >= 0)
+		return c;
+	if (s[0] == '-') {
+		help_usage_error(-1, "the command comes first, before '%s'", s);
+		return -1;
+	}
+	w = help_nearest_command(s);
+	help_usage_error(-1, "unknown command '%s'%s%s%s", s,
+			 w ? "; did you mean '" : "", w ? w : "",
+			 w ? "'?" : "");
+	return -1;
+}
+
 int
 tfgc_main(int argc, char **argv)
 {
-	Arena *ar = arena_new();
+	Arena *ar;
 	Args a = {0};
 	Program p = {0};
 	CompileOptions co = {0};
@@ -906,28 +973,35 @@ tfgc_main(int argc, char **argv)
 	Diag d;
 	int rc;
 
+	if (argc < 2)
+		return help_usage_error(-1, "no command given");
+	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+		help_overview(stdout);
+		return 0;
+	}
+	if (strcmp(argv[1], "--version") == 0)
+		return cmd_version();
+	if ((a.cmd = command(argv[1])) < 0)
+		return 2;
+	if (a.cmd == CMD_HELP)
+		return help_main(argc - 1, argv + 1);
+	if ((rc = help_asked(a.cmd, argc, argv)) >= 0)
+		return rc;
+	if (a.cmd == CMD_DEVICES)
+		return argc > 2 ? bad_usage(&a, "unexpected argument '%s'",
+					    argv[2])
+				: cmd_devices();
 	diag_init(&d, stderr);
-	if (argc >= 2 && strcmp(argv[1], "plot") == 0) {
-		arena_free(ar); /* plot reads a CSV, not a program */
-		return plot_main(argc - 1, argv + 1);
-	}
-	if (argc == 2 && strcmp(argv[1], "devices") == 0) {
-		arena_free(ar);
-		return cmd_devices();
-	}
-	for (int i = 1; i < argc; i++)
-		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0 ||
-		    (i == 1 && strcmp(argv[i], "help") == 0)) {
-			fputs(usage, stdout);
-			arena_free(ar);
-			return 0;
-		} else if (strcmp(argv[i], "--version") == 0) {
-			arena_free(ar);
-			return cmd_version();
-		}
+	ar = arena_new();
 	if ((rc = parse_args(&a, argc, argv, ar)) != 0) {
 		arena_free(ar);
 		return rc;
+	}
+	if (a.cmd == CMD_PLOT) { /* a CSV, not a program */
+		PlotArgs pa = {a.file, a.output, a.x, a.y, a.size};
+
+		arena_free(ar);
+		return plot_main(&pa);
 	}
 	/* the cluster of --cluster or TF_CONFIG, for every command that
 	   compiles the program (all but --emit=tokens) */
@@ -946,37 +1020,41 @@ tfgc_main(int argc, char **argv)
 	co.shape = (const char **)a.shape.v;
 	co.nparam = a.param.n;
 	co.param = (const char **)a.param.v;
-	if (strcmp(a.cmd, "run") == 0 || strcmp(a.cmd, "server") == 0 ||
-	    strcmp(a.cmd, "compile") == 0) {
-		co.nfetch = a.fetch.n, co.fetch = (const char **)a.fetch.v;
-		co.nfeed = a.feed.n, co.feed = (const char **)a.feed.v;
-		co.nout = a.out.n, co.out = (const char **)a.out.v;
-	}
-	if (strcmp(a.cmd, "emit") == 0) {
+	co.nfetch = a.fetch.n, co.fetch = (const char **)a.fetch.v;
+	co.nfeed = a.feed.n, co.feed = (const char **)a.feed.v;
+	co.nout = a.out.n, co.out = (const char **)a.out.v;
+	switch (a.cmd) {
+	case CMD_EMIT:
 		rc = cmd_emit(&a, &p, &co, &d);
-	} else if (strcmp(a.cmd, "compile") == 0) {
+		break;
+	case CMD_COMPILE:
 		rc = compile_file(&p, a.file, &co, &d) ? 1 : cmd_compile(&a, &p);
-	} else if (strcmp(a.cmd, "check") == 0) {
+		break;
+	case CMD_CHECK:
 		co.until = "plan";
 		co.unknown_ok = 1; /* `?` dims are checked, not compiled */
 		rc = compile_file(&p, a.file, &co, &d) ? 1 : 0;
-	} else if (strcmp(a.cmd, "run") == 0 || strcmp(a.cmd, "server") == 0 ||
-		   strcmp(a.cmd, "stop") == 0) {
+		break;
+	case CMD_RUN:
+	case CMD_SERVER:
+	case CMD_STOP:
 		co.generic_ok = 1; /* `?` dims left: specialised per run */
 		if (compile_file(&p, a.file, &co, &d)) {
 			rc = 1;
-		} else if (strcmp(a.cmd, "server") == 0) {
+		} else if (a.cmd == CMD_SERVER) {
 			rc = cmd_server(&a, &p, &ce);
 		} else if (cluster_hosts(&ce, &p) < 0) {
 			rc = 1; /* run, stop: tasks without a host are here */
-		} else if (strcmp(a.cmd, "run") == 0) {
+		} else if (a.cmd == CMD_RUN) {
 			rc = cmd_run(&a, &p);
 		} else {
 			TfgOptions o = runtime_options(&a);
 			rc = tfg_stop(p.plan, &o);
 		}
-	} else {
-		rc = bad_usage("unknown command '%s'", a.cmd);
+		break;
+	default: /* devices, help, plot: above */
+		rc = 2;
+		break;
 	}
 	jit_free_all();
 	arena_free(p.arena);

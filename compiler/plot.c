@@ -51,15 +51,6 @@
 #define M_BOTTOM 46
 #define M_LEFT_MIN 48
 
-static const char plot_usage[] =
-    "usage: tfgc plot FILE.csv [-o OUT.png] [--x NAME] [--y NAME,...]"
-    " [--size WxH]\n"
-    "draws each column of FILE.csv (a header of column names, then rows of\n"
-    "numbers; empty or nan: not measured) against the first column, or\n"
-    "--x's, one panel a column (the columns of --y; by default all but\n"
-    "x and 'time'), as a PNG of WxH pixels (default 800 wide, 300 high a\n"
-    "panel), OUT.png or FILE.png\n";
-
 /* ------------------------------------------------------------ cairo's API */
 
 enum {
@@ -739,23 +730,13 @@ done:
 
 /* -------------------------------------------------------------- command */
 
-typedef struct PlotArgs {
-	const char *file, *out, *x, *y;
+typedef struct Size {
 	int w, h; /* --size; 0: the default */
-} PlotArgs;
-
-static int
-plot_bad_usage(const char *fmt, const char *arg)
-{
-	fprintf(stderr, "tfgc plot: ");
-	fprintf(stderr, fmt, arg);
-	fprintf(stderr, "\n%s", plot_usage);
-	return 2;
-}
+} Size;
 
 /* --size WxH: 0, or -1 when it is not two numbers of pixels. */
 static int
-parse_size(PlotArgs *a, const char *v)
+parse_size(Size *a, const char *v)
 {
 	char *end;
 	long w, h;
@@ -770,42 +751,6 @@ parse_size(PlotArgs *a, const char *v)
 	    h < PLOT_MIN_PANEL_H || h > PLOT_MAX_SIDE)
 		return -1;
 	a->w = (int)w, a->h = (int)h;
-	return 0;
-}
-
-static int
-plot_args(PlotArgs *a, int argc, char **argv)
-{
-	for (int i = 1; i < argc; i++) {
-		const char *s = argv[i], *v;
-
-		if (s[0] != '-' || !s[1]) {
-			if (a->file)
-				return plot_bad_usage("unexpected argument "
-						      "'%s'", s);
-			a->file = s;
-			continue;
-		}
-		if (strcmp(s, "-o") != 0 && strcmp(s, "--x") != 0 &&
-		    strcmp(s, "--y") != 0 && strcmp(s, "--size") != 0)
-			return plot_bad_usage("unknown option '%s'", s);
-		if (i + 1 >= argc)
-			return plot_bad_usage("option '%s' needs a value", s);
-		v = argv[++i];
-		if (strcmp(s, "-o") == 0)
-			a->out = v;
-		else if (strcmp(s, "--x") == 0)
-			a->x = v;
-		else if (strcmp(s, "--y") == 0)
-			a->y = v;
-		else if (parse_size(a, v) != 0)
-			return plot_bad_usage("--size takes WIDTHxHEIGHT in "
-					      "pixels, such as 800x600 (200 to "
-					      "8192 wide, 120 to 8192 high), "
-					      "not '%s'", v);
-	}
-	if (!a->file)
-		return plot_bad_usage("no input file%s", "");
 	return 0;
 }
 
@@ -850,36 +795,33 @@ plot_columns(Plot *pl, Arena *ar, const PlotArgs *a)
 }
 
 int
-plot_main(int argc, char **argv)
+plot_main(const PlotArgs *a)
 {
-	Arena *ar = arena_new();
-	PlotArgs a = {0};
+	Arena *ar;
+	Size sz = {0, 0};
 	Csv t = {0};
 	Plot pl = {0};
-	int rc;
+	const char *out = a->out;
+	int rc = 1;
 
-	for (int i = 1; i < argc; i++)
-		if (strcmp(argv[i], "-h") == 0 ||
-		    strcmp(argv[i], "--help") == 0) {
-			fputs(plot_usage, stdout);
-			arena_free(ar);
-			return 0;
-		}
-	if ((rc = plot_args(&a, argc, argv)) != 0)
-		goto done;
-	rc = 1;
-	if (csv_read(&t, ar, a.file) != 0)
+	if (a->size && parse_size(&sz, a->size) != 0)
+		return help_usage_error(CMD_PLOT, "--size takes WIDTHxHEIGHT "
+					"in pixels, such as 800x600 (200 to "
+					"8192 wide, 120 to 8192 high), not "
+					"'%s'", a->size);
+	ar = arena_new();
+	if (csv_read(&t, ar, a->file) != 0)
 		goto done;
 	pl.t = &t;
-	if (a.x && (pl.xcol = csv_column(&t, a.x, strlen(a.x), "--x")) < 0)
+	if (a->x && (pl.xcol = csv_column(&t, a->x, strlen(a->x), "--x")) < 0)
 		goto done;
-	if (plot_columns(&pl, ar, &a) != 0)
+	if (plot_columns(&pl, ar, a) != 0)
 		goto done;
-	pl.w = a.w ? a.w : PLOT_DEFAULT_W;
-	pl.ph = a.h ? a.h / pl.npanel : PLOT_PANEL_H;
+	pl.w = sz.w ? sz.w : PLOT_DEFAULT_W;
+	pl.ph = sz.h ? sz.h / pl.npanel : PLOT_PANEL_H;
 	if (pl.ph < PLOT_MIN_PANEL_H) {
 		fprintf(stderr, "tfgc plot: --size %dx%d gives each of the %d "
-			"panels %d pixels; a panel needs %d\n", a.w, a.h,
+			"panels %d pixels; a panel needs %d\n", sz.w, sz.h,
 			pl.npanel, pl.ph, PLOT_MIN_PANEL_H);
 		goto done;
 	}
@@ -889,14 +831,14 @@ plot_main(int argc, char **argv)
 			PLOT_MAX_SIDE);
 		goto done;
 	}
-	if (!a.out) {
-		size_t n = strlen(a.file);
+	if (!out) {
+		size_t n = strlen(a->file);
 
-		if (n > 4 && strcasecmp(a.file + n - 4, ".csv") == 0)
+		if (n > 4 && strcasecmp(a->file + n - 4, ".csv") == 0)
 			n -= 4;
-		a.out = arena_printf(ar, "%.*s.png", (int)n, a.file);
+		out = arena_printf(ar, "%.*s.png", (int)n, a->file);
 	}
-	rc = plot_render(&pl, a.out);
+	rc = plot_render(&pl, out);
 done:
 	arena_free(ar);
 	return rc;

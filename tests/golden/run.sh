@@ -7,7 +7,9 @@
 #   partition fused llvm memory cuda
 #   errors                                  tfgc check ARGS FILE
 #   run                                     tfgc run --free-ports ARGS FILE
-# ARGS come from an optional first line "# args: ...".  stdout must equal
+# ARGS come from an optional first line "# args: ...".  The area cli has
+# <name>.args instead of .tfg: its one line is all of tfgc's arguments
+# (the help, usage errors: compiler/help.def).  stdout must equal
 # <name>.out and stderr plus "exit: N" (added when stderr is non-empty or
 # N != 0) must equal <name>.err; an absent file means "expect nothing".
 # An expected file that is missing, or left over with nothing to match,
@@ -34,7 +36,7 @@ for a; do
 	if [ -n "$a" ] && [ -d "$G/$a" ]; then areas="$areas $a"; continue; fi
 	[ -z "$a" ] && continue
 	[ -n "$only" ] && { echo "golden: more than one test named: $only $a"; exit 2; }
-	only=${a%.tfg}; only=${only#"$G/"}
+	only=${a%.tfg}; only=${only%.args}; only=${only#"$G/"}
 done
 if [ -z "$areas" ]; then
 	for d in "$G"/*/; do [ -d "$d" ] && d=${d%/} && areas="$areas ${d##*/}"; done
@@ -69,18 +71,20 @@ check() {
 }
 
 runtest() { # AREA FILE
-	area=$1 f=$2 base=${2%.tfg}
+	area=$1 f=$2 base=${2%.*} file=$2
 	args=$(sed -n '1s/^# args://p' "$f")
 	case $area in
 	tokens|ast|grad|folded|cse|dce|placed|dot|partition|fused|llvm|memory|cuda)
 		set -- emit "--emit=$area" ;;
 	errors) set -- check ;;
 	run) set -- run --free-ports ;;
+	cli) set --; args=$(cat "$f"); file= ;;
 	*) echo "FAIL $f: no command for area '$area' in $0"; return 1 ;;
 	esac
 	set -f # ARGS are split on blanks, never globbed
 	# shellcheck disable=SC2086
-	timeout -k 5 60 "$TFGC" "$@" $args "$f" >"$tmp/out" 2>"$tmp/err" </dev/null
+	timeout -k 5 60 "$TFGC" "$@" $args ${file:+"$file"} >"$tmp/out" \
+		2>"$tmp/err" </dev/null
 	rc=$?
 	set +f
 	if [ -s "$tmp/err" ] || [ "$rc" -ne 0 ]; then
@@ -111,16 +115,17 @@ runtest() { # AREA FILE
 }
 
 for area in $areas; do
-	for f in "$G/$area"/*.tfg; do
+	for f in "$G/$area"/*.tfg "$G/$area"/*.args; do
 		[ -e "$f" ] || continue
-		n=${f##*/}; n=${n%.tfg}
+		n=${f##*/}; n=${n%.*}
 		case $only in ""|"$n"|"$area/$n") ;; *) continue ;; esac
 		if runtest "$area" "$f"; then pass=$((pass + 1)); else fail=$((fail + 1)); fi
 	done
 	[ -n "$only" ] && continue
 	# expected files whose test is gone
 	for e in "$G/$area"/*.out "$G/$area"/*.err; do
-		if [ ! -e "$e" ] || [ -e "${e%.*}.tfg" ]; then continue; fi
+		if [ ! -e "$e" ] || [ -e "${e%.*}.tfg" ] || [ -e "${e%.*}.args" ]
+		then continue; fi
 		if [ "$UPDATE" = 1 ]; then rm -f "$e"; echo "DELETE $e"; continue; fi
 		echo "FAIL $e: left over, no ${e%.*}.tfg"; fail=$((fail + 1))
 	done

@@ -34,14 +34,28 @@ else
 	echo "SKIP: GPU comparisons: $(printf '%s\n' "$gpus" | grep -i 'gpu' | head -1)"
 fi
 
+# emit_args ARGS...: of a run's ARGS, those tfgc emit takes too (the
+# graph's: --param, --shape, --gpu-tf32, -fno-*); the rest are the run's,
+# and emit refuses them.
+emit_args() {
+	while [ $# -gt 0 ]; do
+		case $1 in
+		--param|--shape) printf ' %s %s' "$1" "$2"; shift ;;
+		--param=*|--shape=*|--gpu-tf32|-fno-*) printf ' %s' "$1" ;;
+		esac
+		shift
+	done
+}
+
 if printf '%s\n' "$gpus" | grep -q '^nvrtc: [0-9]'; then
 	for f in tests/golden/cuda/*.tfg tests/gpu/*.tfg examples/*gpu*.tfg \
 	    tests/golden/run/*.tfg; do
 		base=${f%.tfg}
 		[ -e "$base.err" ] && continue
 		grep -q '^input .*?' "$f" && continue # dims known at run time
-		args=$(sed -n '1s/^# args://p' "$f")
 		set -f
+		# shellcheck disable=SC2046
+		args=$(emit_args $(sed -n '1s/^# args://p' "$f"))
 		# shellcheck disable=SC2086
 		if TFG_CUDA_CACHE=off timeout -k 5 120 "$TFGC" emit --emit=ptx \
 		    --prefer-gpu -fno-fold $args "$f" >/dev/null 2>"$tmp/err"; then

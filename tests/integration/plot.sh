@@ -59,10 +59,14 @@ expect_err 1 "--size 800x200 gives each of the 2 panels 100 pixels" \
 	"$T/run.csv" --size 800x200 --y loss,accuracy
 expect_err 2 "unknown option '--colour'" "$T/run.csv" --colour
 expect_err 2 "no input file" -o "$T/a.png"
+expect_err 2 "'--trace' is not an option of 'tfgc plot'" "$T/run.csv" \
+	--trace t.json
+expect_in "$T/err" "usage: tfgc plot [-o OUT.png] [OPTION]... FILE.csv"
 expect_rc 0 $TFGC plot -h
-expect_in "$T/out" "usage: tfgc plot FILE.csv [-o OUT.png]"
+expect_in "$T/out" "usage: tfgc plot [-o OUT.png] [OPTION]... FILE.csv"
+expect_in "$T/out" "  --size WxH "
 expect_rc 0 $TFGC --help
-expect_in "$T/out" "tfgc plot FILE.csv"
+expect_in "$T/out" "tfgc plot [-o OUT.png] [OPTION]... FILE.csv"
 [ -e "$T/a.png" ] && fail "a failed plot wrote a file"
 
 # cairo is dlopen'd: no executable links it, and a missing one is named.
