@@ -16,6 +16,7 @@
  *   tfgc compile FILE --task J:T -o OUT.o|OUT.so [--shared] [--name PREFIX]
  *                [--cpu CPU] [-O N]
  *   tfgc plot FILE.csv [-o OUT.png] [--x NAME] [--y NAME,...] [--size WxH]
+ *   tfgc fmt [-w | --check] [FILE...]
  * with, for run, server and stop: [--addr /job:J/task:T=HOST:PORT]...
  * (every command that compiles takes --cluster FILE.json, and reads
  * TF_CONFIG: compiler/cluster.c)
@@ -26,7 +27,8 @@
  * [--max-specs N] [--verbose], and for run and stop
  * [--listen HOST:PORT].
  *
- * (plot is compiler/plot.c, which reads its own arguments.)
+ * (plot is compiler/plot.c, which reads its own arguments; so does fmt,
+ * whose formatter is lang/fmt.c.)
  *
  * Exit status: 0 success, 1 errors in the program or at run time, 2 a bad
  * command line.
@@ -34,6 +36,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <openssl/crypto.h>
@@ -99,6 +102,8 @@ static const char usage[] =
     " [--cpu CPU] [-O N]\n"
     "       tfgc plot FILE.csv [-o OUT.png] [--x NAME] [--y NAME,...] "
     "[--size WxH]\n"
+    "       tfgc fmt [-w | --check] [FILE...]   (the canonical layout; "
+    "-w: rewrite FILE)\n"
     "options for run, server, stop: --addr /job:J/task:T=HOST:PORT, "
     "--startup-timeout S,\n"
     "       --step-timeout S, --heartbeat-timeout S, --cluster-key FILE, "
@@ -804,6 +809,137 @@ cmd_run(Args *a, Program *p)
 	}
 }
 
+/* ------------------------------------------------------------------ fmt */
+
+/* Replaces the file at path by text: a temporary file in the same
+ * directory, renamed over it, so that a reader (or a crash) never sees
+ * half a program.  Keeps the file's permissions; a symbolic link is
+ * followed, and its target replaced. */
+static int
+fmt_write(Arena *ar, const char *path, const char *text, size_t len)
+{
+	char *real = realpath(path, NULL);
+	const char *target = real ? real : path, *slash;
+	char *tmp;
+	struct stat st;
+	size_t done = 0;
+	int fd, err = 0;
+
+	slash = strrchr(target, '/');
+	tmp = slash ? arena_printf(ar, "%.*s.%s.fmt-XXXXXX",
+				   (int)(slash - target + 1), target, slash + 1)
+		    : arena_printf(ar, ".%s.fmt-XXXXXX", target);
+	if (stat(target, &st) != 0 || (fd = mkstemp(tmp)) < 0) {
+		fprintf(stderr, "tfgc: error: cannot write '%s': %s\n", path,
+			strerror(errno));
+		free(real);
+		return 1;
+	}
+	while (done < len && !err) {
+		ssize_t w = write(fd, text + done, len - done);
+		if (w < 0 && errno != EINTR)
+			err = errno;
+		else if (w > 0)
+			done += (size_t)w;
+	}
+	if (!err && fchmod(fd, st.st_mode & 07777) != 0)
+		err = errno;
+	if (close(fd) != 0 && !err)
+		err = errno;
+	if (!err && rename(tmp, target) != 0)
+		err = errno;
+	if (err) {
+		unlink(tmp);
+		fprintf(stderr, "tfgc: error: cannot write '%s': %s\n", path,
+			strerror(err));
+	}
+	free(real);
+	return err ? 1 : 0;
+}
+
+/* tfgc fmt [-w | --check] [FILE...] (spec §10.8 "Formatting"): each
+ * program in the canonical layout on stdout; -w rewrites the files that
+ * change; --check names those that would.  No FILE: standard input to
+ * standard output.  A program that does not parse is reported and left
+ * as it is.  Exit 1 after such a program, or with --check a file that is
+ * not formatted. */
+static int
+cmd_fmt(int argc, char **argv)
+{
+	const char **files = calloc((size_t)argc, sizeof *files);
+	int write = 0, check = 0, nfile = 0, rc = 0;
+
+	if (!files) {
+		fputs("tfgc: error: out of memory\n", stderr);
+		return 1;
+	}
+	for (int i = 2; i < argc; i++) {
+		if (strcmp(argv[i], "-w") == 0)
+			write = 1;
+		else if (strcmp(argv[i], "--check") == 0)
+			check = 1;
+		else if (argv[i][0] == '-' && argv[i][1])
+			rc = bad_usage("fmt: unknown option '%s'", argv[i]);
+		else
+			files[nfile++] = argv[i];
+		if (rc)
+			break;
+	}
+	if (!rc && write && check)
+		rc = bad_usage("fmt takes -w or --check, not both%s", "");
+	if (nfile == 0)
+		files[nfile++] = "-";
+	for (int i = 0; !rc && i < nfile; i++)
+		if (write && strcmp(files[i], "-") == 0)
+			rc = bad_usage("fmt -w needs the FILEs to rewrite, not "
+				       "standard input%s", "");
+	if (rc) {
+		free(files);
+		return rc;
+	}
+	for (int i = 0; i < nfile; i++) {
+		int in = strcmp(files[i], "-") == 0, e = 0;
+		Arena *ar = arena_new();
+		SrcFile *f = src_read(ar, in ? "/dev/stdin" : files[i], &e);
+		char *out = NULL;
+		size_t len = 0;
+		Diag d;
+
+		diag_init(&d, stderr);
+		if (!f) {
+			fprintf(stderr, "tfgc: error: cannot read '%s': %s\n",
+				in ? "<stdin>" : files[i], strerror(e));
+			rc = 1;
+		} else {
+			if (in)
+				f->path = "<stdin>";
+			out = lang_format(ar, f, &d, &len);
+		}
+		if (!out) {
+			rc = 1; /* and nothing written */
+		} else if (check) {
+			if (len != f->len || memcmp(out, f->text, len) != 0) {
+				printf("%s\n", f->path);
+				rc = 1;
+			}
+		} else if (write) {
+			if ((len != f->len || memcmp(out, f->text, len) != 0) &&
+			    fmt_write(ar, files[i], out, len) != 0)
+				rc = 1;
+		} else {
+			fwrite(out, 1, len, stdout);
+		}
+		arena_free(ar);
+	}
+	free(files);
+	if (fflush(stdout) != 0) {
+		fprintf(stderr, "tfgc: error: cannot write the output: %s\n",
+			strerror(errno));
+		rc = 1;
+	}
+	return rc;
+}
+
 /* tfgc --version: tfgc's and its libraries' versions, and whether the
  * CUDA driver and NVRTC were found. */
 static int
@@ -870,6 +1006,16 @@ tfgc_main(int argc, char **argv)
 	if (argc >= 2 && strcmp(argv[1], "plot") == 0) {
 		arena_free(ar); /* plot reads a CSV, not a program */
 		return plot_main(argc - 1, argv + 1);
+	}
+	if (argc >= 2 && strcmp(argv[1], "fmt") == 0) {
+		arena_free(ar);
+		for (int i = 2; i < argc; i++)
+			if (!strcmp(argv[i], "--help") ||
+			    !strcmp(argv[i], "-h")) {
+				fputs(usage, stdout);
+				return 0;
+			}
+		return cmd_fmt(argc, argv);
 	}
 	if (argc == 2 && strcmp(argv[1], "devices") == 0) {
 		arena_free(ar);

@@ -6,6 +6,7 @@
 #                                           (dot: also rendered by dot -Tsvg)
 #   partition fused llvm memory cuda
 #   errors                                  tfgc check ARGS FILE
+#   fmt                                     tfgc fmt ARGS FILE
 #   run                                     tfgc run --free-ports ARGS FILE
 # ARGS come from an optional first line "# args: ...".  stdout must equal
 # <name>.out and stderr plus "exit: N" (added when stderr is non-empty or
@@ -73,6 +74,7 @@ runtest() { # AREA FILE
 	tokens|ast|grad|folded|cse|dce|placed|dot|partition|fused|llvm|memory|cuda)
 		set -- emit "--emit=$area" ;;
 	errors) set -- check ;;
+	fmt) set -- fmt ;;
 	run) set -- run --free-ports ;;
 	*) echo "FAIL $f: no command for area '$area' in $0"; return 1 ;;
 	esac
