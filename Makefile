@@ -338,8 +338,9 @@ $(BUILD)/bench/nng_rtt: bench/nng_rtt.c
 	$(CC) $(CFLAGS) -o $@ $< -lnng -lpthread
 
 # No include may go upward: runtime/ and stdlib/ see only themselves,
-# lang/ sees no compiler/ or codegen/, compiler/ no codegen/.
-lint:
+# lang/ sees no compiler/ or codegen/, compiler/ no codegen/; and every
+# example and golden program is formatted (tfgc fmt --check).
+lint: tfgc
 	@sh tests/lint.sh
 
 80:

@@ -1,7 +1,7 @@
 /*
- * compiler/replicas.c: `device replicas(ps = "/job:ps", worker =
- * "/job:worker") { ... }`, TF's replica_device_setter, and between-graph
- * replication (spec §7.6 "Replicas").  Part of the check phase.
+ * compiler/replicas.c: `device replicas(ps="/job:ps",
+ * worker="/job:worker") { ... }`, TF's replica_device_setter, and
+ * between-graph replication (spec §7.6 "Replicas").  Part of the check phase.
  *
  * Inside such a block a variable goes to the ps job, its task chosen
  * round-robin in declaration order; every other node requests the worker

@@ -129,7 +129,7 @@ emit(Diag *d, Severity sev, SrcLoc loc, const char *fmt, va_list ap)
 		d->nerr++;
 	else if (sev == SEV_WARNING)
 		d->nwarn++;
-	if (d->capped)
+	if (d->capped || !d->out)
 		return;
 	if (sev == SEV_ERROR && d->max > 0 && d->nerr > d->max) {
 		d->capped = 1;

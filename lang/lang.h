@@ -65,6 +65,7 @@ typedef struct Diag {
 	int capped;  /* "too many errors" already said */
 } Diag;
 
+/* out NULL: count the diagnostics, print none. */
 void diag_init(Diag *d, FILE *out);
 /* file:line:col: error: message, the source line, a caret under loc
  * (with ~ for the rest of loc.len).  A loc with file == NULL prints
@@ -180,6 +181,14 @@ SrcLoc ast_extent(const AstNode *n);
 /* --emit=ast: an indented tree, one node per line with its line:col. */
 void ast_dump(FILE *out, const AstNode *n);
 const char *ast_kind_name(AstKind k);
+
+/* ------------------------------------------------------------- formatting */
+
+/* tfgc fmt (lang/fmt.c): the program of f in the canonical layout (spec
+ * §10.8 "Formatting"), NUL-terminated in the arena, its length in *len.
+ * NULL when f does not parse (its errors reported through d), or, which
+ * would be a bug, when the result would not parse to the same AST. */
+char *lang_format(Arena *a, const SrcFile *f, Diag *d, size_t *len);
 
 /* ------------------------------------------------------------------- JSON */
 

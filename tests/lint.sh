@@ -25,8 +25,10 @@
 #  (e) every section of spec/language.md cited as §N.M names its title as
 #      the heading has it now (tests/spec_refs.py), so a renumbered
 #      section cannot leave a citation pointing at another one.
-# Needs the generated parser header (build/lang/parse.h) for (b): run after
-# a build.  Prints "lint: ok", or the problems and exits 1.
+#  (f) every example and golden program is in tfgc fmt's layout (spec
+#      §10.8 "Formatting"): `tfgc fmt --check` passes.
+# Needs the generated parser header (build/lang/parse.h) for (b) and the
+# compiler ($TFGC, ./tfgc by default) for (f): run after a build.  Prints "lint: ok", or the problems and exits 1.
 cd "$(dirname "$0")/.." || exit 1
 CC=${CC:-cc}
 LLVM_INC=$(llvm-config-19 --includedir 2>/dev/null || echo /usr/lib/llvm-19/include)
@@ -153,6 +155,35 @@ fi
 if ! python3 tests/spec_refs.py >"$out" 2>&1; then
 	problem "citations of spec/language.md that do not match it:"
 	sed 's/^/    /' "$out"
+fi
+
+# (f) formatted programs.  Left out, on purpose:
+#   - programs that do not parse, which fmt refuses (tests/golden/errors
+#     has those): each is told apart by fmt's own output, which for them
+#     is diagnostics, not the file's name;
+#   - tests/golden/tokens: the lexer's tests, written in odd layouts on
+#     purpose (`0..3`, `a.b`, statements after ';' on one line);
+#   - tests/golden/fmt/*.tfg: the formatter's inputs, unformatted on
+#     purpose (what fmt makes of them, the .out files, is checked instead:
+#     formatting a formatted program changes nothing);
+#   - tests/golden/ast/exprs.tfg: its `[3, 4,]` keeps the parser's
+#     trailing comma covered, which fmt drops.
+TFGC=${TFGC:-./tfgc}
+if ! [ -x "$TFGC" ]; then
+	problem "no compiler at $TFGC for the formatting check (make tfgc)"
+else
+	for f in examples/*.tfg tests/golden/*/*.tfg tests/golden/fmt/*.out; do
+		case $f in
+		tests/golden/tokens/*|tests/golden/fmt/*.tfg) continue ;;
+		tests/golden/ast/exprs.tfg) continue ;;
+		esac
+		got=$("$TFGC" fmt --check "$f" 2>&1) && continue
+		if [ "$got" = "$f" ]; then
+			problem "$f is not formatted: tfgc fmt -w $f"
+		elif printf '%s\n' "$got" | grep -q 'bug in tfgc fmt'; then
+			problem "tfgc fmt fails on $f: $got"
+		fi
+	done
 fi
 
 [ "$bad" -eq 0 ] && echo "lint: ok"

@@ -10,10 +10,14 @@
  * included, with a NUL after them.  Diagnostics go to /dev/null, and so
  * do the dumps.  Beyond "no crash, no leak, no exit": the compiler fails
  * exactly when it reported an error, and the token dump agrees with the
- * parser on whether there was a lexical one.
+ * parser on whether there was a lexical one.  tfgc fmt too: it formats
+ * exactly the programs that parse (to the same AST: lang_format checks
+ * that itself, and refuses otherwise), and formatting its result again
+ * changes nothing.
  */
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "compiler/compiler.h"
 
@@ -26,9 +30,12 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	CompileOptions co = {0};
 	Program p;
 	Arena *a;
-	SrcFile *f;
+	SrcFile *f, g;
 	Diag d;
 	int rc, nlex;
+	char *text, *again;
+	size_t len, len2;
+	AstNode *ast;
 
 	if (null == NULL && (null = fopen("/dev/null", "w")) == NULL) {
 		perror("front_fuzz: /dev/null");
@@ -56,6 +63,20 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		dump_placement_log(null, &p);
 		if (!p.plan->generic)
 			dump_partition(null, &p);
+	}
+	/* tfgc fmt */
+	diag_init(&d, null);
+	ast = lang_parse(a, f, &d);
+	diag_init(&d, null);
+	text = lang_format(a, f, &d, &len);
+	TFG_ASSERT((text != NULL) == (ast != NULL));
+	if (text) {
+		g = *f;
+		g.text = text;
+		g.len = len;
+		again = lang_format(a, &g, &d, &len2);
+		TFG_ASSERT(again && len2 == len &&
+			   memcmp(again, text, len) == 0);
 	}
 	arena_free(p.arena);
 	arena_free(a);

@@ -6,6 +6,7 @@
 #                                           (dot: also rendered by dot -Tsvg)
 #   partition fused llvm memory cuda
 #   errors                                  tfgc check ARGS FILE
+#   fmt                                     tfgc fmt ARGS FILE
 #   run                                     tfgc run --free-ports ARGS FILE
 # ARGS come from an optional first line "# args: ...".  The area cli has
 # <name>.args instead of .tfg: its one line is all of tfgc's arguments
@@ -77,6 +78,7 @@ runtest() { # AREA FILE
 	tokens|ast|grad|folded|cse|dce|placed|dot|partition|fused|llvm|memory|cuda)
 		set -- emit "--emit=$area" ;;
 	errors) set -- check ;;
+	fmt) set -- fmt ;;
 	run) set -- run --free-ports ;;
 	cli) set --; args=$(cat "$f"); file= ;;
 	*) echo "FAIL $f: no command for area '$area' in $0"; return 1 ;;

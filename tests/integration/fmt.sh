@@ -1,0 +1,106 @@
+#!/bin/sh
+# tests/integration/fmt.sh: tfgc fmt (spec §10.8 "Formatting"): -w,
+# --check and standard input on files of a scratch directory; then, over
+# every example and golden program that parses, that formatting keeps
+# the program (the same --emit=ast, positions aside) and that formatting
+# twice is formatting once.  (The layout itself: tests/golden/fmt.)
+. tests/integration/common.inc
+
+D=$T/fmt
+mkdir "$D"
+printf 'x=1\ny = x+2 # two\n' >"$D/a.tfg"
+printf 'x = 1\ny = x + 2  # two\n' >"$D/want.tfg"
+cp "$D/want.tfg" "$D/b.tfg"
+printf 'x = (1 +\n' >"$D/bad.tfg"
+cp "$D/bad.tfg" "$D/bad.orig"
+chmod 640 "$D/a.tfg"
+
+# stdout; the file is left alone
+expect_rc 0 "$TFGC" fmt "$D/a.tfg"
+cmp -s "$T/out" "$D/want.tfg" || fail "fmt printed $(cat "$T/out")"
+[ -s "$T/err" ] && fail "fmt said: $(cat "$T/err")"
+grep -q 'x=1' "$D/a.tfg" || fail "fmt without -w changed the file"
+
+# several files, one after the other
+expect_rc 0 "$TFGC" fmt "$D/a.tfg" "$D/b.tfg"
+cat "$D/want.tfg" "$D/want.tfg" | cmp -s - "$T/out" ||
+	fail "fmt of two files printed $(cat "$T/out")"
+
+# standard input, with no FILE and with -
+expect_rc 0 sh -c "\"$TFGC\" fmt <\"$D/a.tfg\""
+cmp -s "$T/out" "$D/want.tfg" || fail "fmt of stdin printed $(cat "$T/out")"
+expect_rc 0 sh -c "\"$TFGC\" fmt - <\"$D/a.tfg\""
+cmp -s "$T/out" "$D/want.tfg" || fail "fmt - printed $(cat "$T/out")"
+
+# --check: the names of the files not formatted, exit 1; 0 when all are
+expect_rc 1 "$TFGC" fmt --check "$D/a.tfg" "$D/b.tfg"
+[ "$(cat "$T/out")" = "$D/a.tfg" ] || fail "--check printed $(cat "$T/out")"
+expect_rc 0 "$TFGC" fmt --check "$D/b.tfg" "$D/want.tfg"
+[ -s "$T/out" ] && fail "--check of formatted files printed $(cat "$T/out")"
+grep -q 'x=1' "$D/a.tfg" || fail "--check changed the file"
+
+# -w: rewrites what changes, keeps the mode, leaves no temporary file
+ls -i "$D/b.tfg" >"$T/inode.before"
+expect_rc 0 "$TFGC" fmt -w "$D/a.tfg" "$D/b.tfg"
+[ -s "$T/out" ] && fail "-w printed $(cat "$T/out")"
+cmp -s "$D/a.tfg" "$D/want.tfg" || fail "-w wrote $(cat "$D/a.tfg")"
+[ "$(stat -c %a "$D/a.tfg")" = 640 ] ||
+	fail "-w changed the mode to $(stat -c %a "$D/a.tfg")"
+ls -i "$D/b.tfg" | cmp -s - "$T/inode.before" ||
+	fail "-w replaced a file that was formatted already"
+ls -A "$D" | grep -q 'fmt-' && fail "-w left $(ls -A "$D")"
+
+# -w through a symbolic link replaces its target, not the link
+printf 'z=3\n' >"$D/target.tfg"
+ln -s target.tfg "$D/link.tfg"
+expect_rc 0 "$TFGC" fmt -w "$D/link.tfg"
+[ -L "$D/link.tfg" ] || fail "-w replaced the symbolic link"
+[ "$(cat "$D/target.tfg")" = "z = 3" ] || fail "-w wrote $(cat "$D/target.tfg")"
+
+# a program that does not parse: its errors, exit 1, nothing written
+# (the other files are still done)
+printf 'y=2\n' >"$D/c.tfg"
+expect_rc 1 "$TFGC" fmt -w "$D/bad.tfg" "$D/c.tfg"
+expect_in "$T/err" "$D/bad.tfg:1:9: error: unexpected end of input"
+cmp -s "$D/bad.tfg" "$D/bad.orig" || fail "-w changed a program with errors"
+[ "$(cat "$D/c.tfg")" = "y = 2" ] || fail "-w skipped the file after an error"
+expect_rc 1 "$TFGC" fmt "$D/bad.tfg"
+[ -s "$T/out" ] && fail "fmt printed a program with errors"
+expect_rc 1 "$TFGC" fmt "$D/missing.tfg"
+expect_in "$T/err" "cannot read '$D/missing.tfg'"
+
+# a bad command line
+expect_rc 2 "$TFGC" fmt -w --check "$D/b.tfg"
+expect_in "$T/err" "not both"
+expect_rc 2 "$TFGC" fmt -w
+expect_rc 2 "$TFGC" fmt --frobnicate "$D/b.tfg"
+expect_in "$T/err" "unknown option '--frobnicate'"
+expect_rc 0 "$TFGC" fmt --help
+expect_in "$T/out" "tfgc fmt [-w | --check]"
+
+# every program that parses: the same AST, and formatting is idempotent
+n=0
+for f in examples/*.tfg tests/golden/*/*.tfg; do
+	"$TFGC" fmt "$f" >"$D/once.tfg" 2>"$D/err" || {
+		grep -q 'bug in tfgc fmt' "$D/err" && fail "$(cat "$D/err")"
+		continue # does not parse: an errors golden
+	}
+	n=$((n + 1))
+	"$TFGC" fmt "$D/once.tfg" >"$D/twice.tfg" 2>&1 ||
+		fail "the formatted $f does not format: $(cat "$D/twice.tfg")"
+	cmp -s "$D/once.tfg" "$D/twice.tfg" || {
+		diff -u "$D/once.tfg" "$D/twice.tfg" >&2
+		fail "formatting $f twice is not formatting it once"
+	}
+	"$TFGC" emit --emit=ast "$f" 2>&1 | sed 's/ @[0-9]*:[0-9]*$//' \
+		>"$D/ast.before"
+	"$TFGC" emit --emit=ast "$D/once.tfg" 2>&1 |
+		sed 's/ @[0-9]*:[0-9]*$//' >"$D/ast.after"
+	[ -s "$D/ast.before" ] || fail "no --emit=ast of $f"
+	cmp -s "$D/ast.before" "$D/ast.after" || {
+		diff -u "$D/ast.before" "$D/ast.after" >&2
+		fail "formatting $f changed its AST"
+	}
+done
+[ "$n" -gt 250 ] || fail "only $n programs formatted"
+echo "fmt: $n programs keep their AST and format to themselves"
