@@ -764,6 +764,27 @@ sexpr(Checker *c, AstNode *e)
 
 static void sblock(Checker *c, AstNode *block, int *n, RtStmt ***out);
 
+/* The path that argument e of a session statement names, when the
+ * program is compiled: a string literal, a param, or + of them (the
+ * session joins them now); NULL after reporting what else it is. */
+static const char *
+const_path(Checker *c, AstNode *e, const char *fn, const char *what)
+{
+	int before = c->d->nerr;
+	RtExpr *x = sexpr(c, e);
+
+	if (x && x->kind == RT_E_STR && x->str[0] != '\0')
+		return x->str;
+	if (c->d->nerr == before && x)
+		diag_error(c->d, ast_extent(e), "%s() takes %s, a string the "
+			   "compiler knows: a literal, a param, or + of them "
+			   "(%s)", fn, what, x->kind == RT_E_STR
+			   ? "this one is empty" : x->kind == RT_E_CONST
+			   ? "not a number" : "this one is known only when the "
+			   "session runs, as a let's value is");
+	return NULL;
+}
+
 /* save("DIR"): a step fetching every variable, hidden ones included,
  * in their order; restore("DIR"): a step feeding and assigning every
  * one (spec §8.11 "save and restore"). */
@@ -774,19 +795,22 @@ checkpoint_stmt(Checker *c, AstNode *e, RtStmt *st, int save)
 	RtExpr *run;
 	AstNode *dir = e->n >= 1 ? e->list[e->n - 1] : NULL;
 	int every = strcmp(e->name, "save_every") == 0;
+	const char *path;
 
 	if (every && (e->n != 2 || e->b || e->list[0]->kind == AST_KWARG ||
-		      dir->kind != AST_STRING || dir->str[0] == '\0')) {
+		      dir->kind == AST_KWARG)) {
 		diag_error(c->d, e->loc, "save_every() takes a number of "
 			   "steps and a string: save_every(1000, \"DIR\")");
 		return NULL;
 	}
-	if (!every && (e->n != 1 || e->b || dir->kind != AST_STRING ||
-		       dir->str[0] == '\0')) {
+	if (!every && (e->n != 1 || e->b || dir->kind == AST_KWARG)) {
 		diag_error(c->d, e->loc, "%s() takes one string: the "
 			   "checkpoint's directory", e->name);
 		return NULL;
 	}
+	if (!(path = const_path(c, dir, e->name, "the checkpoint's "
+				"directory")))
+		return NULL;
 	if (every && (!(st->exprs[1] = sexpr(c, e->list[0])) ||
 		      scalar_operand(c, e->list[0], st->exprs[1]) < 0))
 		return NULL;
@@ -819,7 +843,7 @@ checkpoint_stmt(Checker *c, AstNode *e, RtStmt *st, int save)
 	st->kind = every ? RT_S_SAVE_EVERY : save ? RT_S_CHECKPOINT
 						  : RT_S_RESTORE;
 	st->paths = arena_alloc(c->a, sizeof *st->paths);
-	st->paths[0] = dir->str;
+	st->paths[0] = path;
 	run = new_expr(c, RT_E_RUN, e->loc, save ? 0 : c->p->vars.n);
 	if (save) {
 		PtrVec none = {0};
@@ -964,25 +988,28 @@ static RtStmt *
 record_stmt(Checker *c, AstNode *e, RtStmt *st)
 {
 	static const char usage[] = "record() takes the CSV file's name, a "
-		"string literal, then named numbers: record(\"curves.csv\", "
+		"string, then named numbers: record(\"curves.csv\", "
 		"step=s, loss=l)";
 	int before = c->d->nerr, k;
 	RtCsv *f = NULL;
+	const char *path;
 
-	if (e->n < 2 || e->list[0]->kind != AST_STRING ||
-	    e->list[0]->str[0] == '\0') {
+	if (e->n < 2 || e->list[0]->kind == AST_KWARG) {
 		diag_error(c->d, e->n ? ast_extent(e->list[0]) : e->loc, "%s",
 			   usage);
 		return NULL;
 	}
+	if (!(path = const_path(c, e->list[0], "record", "the CSV file's "
+				"name")))
+		return NULL;
 	if (named_args(c, e, 1, usage) < 0)
 		return NULL;
 	for (k = 0; k < c->csv.n; k++)
-		if (strcmp(((RtCsv *)c->csv.v[k])->path, e->list[0]->str) == 0)
+		if (strcmp(((RtCsv *)c->csv.v[k])->path, path) == 0)
 			f = c->csv.v[k];
 	if (!f) {
 		f = arena_alloc(c->a, sizeof *f);
-		f->path = e->list[0]->str;
+		f->path = path;
 		k = c->csv.n;
 		vec_push(c->a, &c->csv, f);
 	} else {

@@ -155,4 +155,17 @@ kill -TERM $pid
 wait $pid
 [ "$(cut -d, -f1 "$T/k.csv" | tr '\n' ' ')" = "i 0 1 2 " ] ||
 	{ cat "$T/k.csv"; fail "the killed run's rows"; }
+
+# -- the file's name made of a param and a literal, as save's directory
+cat >"$T/joined.tfg" <<'TFG'
+param out = "."
+session {
+    for i in 0..2 { record(out + "/j.csv", i=i, time=i) }
+    save(out + "/ck")
+}
+TFG
+expect_rc 0 $TFGC run "$T/joined.tfg" --param out="$T"
+[ "$(tr '\n' ' ' <"$T/j.csv")" = "i,time 0,0 1,1 " ] ||
+	{ cat "$T/j.csv"; fail "record() of a joined name"; }
+[ -e "$T/ck/MANIFEST" ] || fail "save() of a joined name"
 echo "ok"
