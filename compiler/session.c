@@ -1179,10 +1179,15 @@ loop_var(Checker *c, AstNode *s, RtStmt *st, int nslot)
 {
 	Sym *v;
 
-	if ((v = check_find(&c->locals, s->name)) != NULL) {
+	if ((v = check_find(&c->locals, s->name)) != NULL && v->loop) {
 		diag_error(c->d, s->tok.loc, "loop variable '%s' is already "
 			   "the variable of an enclosing loop", s->name);
 		diag_note(c->d, v->loc, "the enclosing loop is here");
+	} else if (v) {
+		diag_error(c->d, s->tok.loc, "loop variable '%s' would hide "
+			   "the let '%s': give the loop another name",
+			   s->name, s->name);
+		diag_note(c->d, v->loc, "'%s' is set here", s->name);
 	} else if ((v = check_find(&c->syms, s->name)) != NULL) {
 		diag_error(c->d, s->tok.loc, "loop variable '%s' would hide "
 			   "the graph value '%s'", s->name, s->name);
