@@ -56,6 +56,8 @@
 
 #define FRAME_HDR 8
 #define SMALL_FRAME ((size_t)64 << 10) /* keyed: MACed before it leaves */
+#define MAC_PIECE ((size_t)64 << 10) /* keyed: the most read at once */
+#define SEND_PIECE ((size_t)512 << 10) /* keyed: the most written at once */
 #define DIAL_MIN 0.01  /* seconds between dials of a link, growing */
 #define DIAL_MAX 0.2
 #define IO_TICK_MS 20  /* the I/O thread looks at its dials this often */
@@ -439,6 +441,20 @@ iov_rest(struct iovec *iov, const struct iovec *part, int npart, size_t skip)
 		iov[niov].iov_base = (char *)part[i].iov_base + skip;
 		iov[niov++].iov_len = part[i].iov_len - skip;
 		skip = 0;
+	}
+	return niov;
+}
+
+/* iov[0..niov) cut to its first max bytes; returns how many are left. */
+static int
+iov_cap(struct iovec *iov, int niov, size_t max)
+{
+	for (int i = 0; i < niov; i++) {
+		if (iov[i].iov_len >= max) {
+			iov[i].iov_len = max;
+			return i + 1;
+		}
+		max -= iov[i].iov_len;
 	}
 	return niov;
 }
@@ -1287,6 +1303,12 @@ conn_body(RtNet *n, RtConn *c)
 		    room > RT_LAND_HEAD - c->got)
 			room = RT_LAND_HEAD - c->got;
 	}
+	/* keyed, a read of at most a sixteenth of the frame (MAC_PIECE at
+	   least), MACed while in the cache and while the sender is still
+	   writing the rest: one read of a whole frame that had come left
+	   its MAC for after */
+	if (n->keyed && room > MAC_PIECE && room > c->want / 16)
+		room = c->want / 16 > MAC_PIECE ? c->want / 16 : MAC_PIECE;
 	r = io_read(c->tls, c->fd, at, room);
 	if (r > 0 && n->keyed && rt_auth_add(&c->in, at, (size_t)r) != 0) {
 		errno = EPROTO;
@@ -1602,8 +1624,10 @@ write_frame(RtNet *n, RtLink *k, RtBuf *b, double deadline,
 
 	word_put(hdr, (uint64_t)len);
 	/* Keyed, the MAC follows the bytes out: each piece is MACed just
-	   after the kernel took it (pieces kept small for the cache took
-	   longer here: more wake-ups of the receiver). */
+	   after the kernel took it.  Pieces of 512 KiB: a 1 MiB frame in
+	   one write was MACed only after the receiver had it all (and
+	   MACed it itself, after one read of it all: conn_body), 128 KiB
+	   pieces cost the receiver more wake-ups than they saved. */
 	if (tagged && (rt_auth_begin(&k->out) != 0 ||
 		       /* a small frame is MACed first, so that the tag leaves
 			  in the same segment: a second one costs the
@@ -1622,8 +1646,12 @@ write_frame(RtNet *n, RtLink *k, RtBuf *b, double deadline,
 		ssize_t w;
 		struct pollfd pfd;
 
-		/* the tag (part 3) only once the MAC is done */
+		/* the tag (part 3) only once the MAC is done; a large frame
+		   in pieces of SEND_PIECE, each MACed once the kernel took
+		   it, while the receiver reads it */
 		niov = iov_rest(iov, part, macked < body ? 3 : 4, off);
+		if (tagged && macked < body)
+			niov = iov_cap(iov, niov, SEND_PIECE);
 		w = io_sendv(k->tls, k->fd, iov, niov);
 		if (w > 0) {
 			off += (size_t)w;
