@@ -1,8 +1,8 @@
 /*
  * compiler/sig.c: a call's arguments bound to its function's parameters,
- * as compiler/builtins.def's signature column gives them (spec §6.7
- * "Calls"), and the spec's table of those signatures (spec §6.7.1
- * "Signatures", tfgc help --ops).
+ * as compiler/builtins.def's signature column gives them
+ * (spec §6.7 "Calls"), and the spec's table of those signatures
+ * (spec §6.7.1 "Signatures", tfgc help --ops).
  *
  * A signature is written as Python writes one, with TF's names beside
  * tfg's where they differ:
@@ -48,8 +48,8 @@ typedef struct Param {
 } Param;
 
 /* The parameters of sig into p[]; their count.  The table's signatures
- * are all well formed (the unit test parses each), so a malformed one
- * is a bug here. */
+ * are all well formed (tfgc help --ops, which make lint runs, parses
+ * each one), so a malformed one is a bug here. */
 static int
 sig_parse(const char *sig, Param *p)
 {
