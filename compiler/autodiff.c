@@ -627,7 +627,7 @@ check_grad(Checker *c, AstNode *e, OpKind op)
 	IrNode *y, *x;
 
 	(void)op;
-	if (check_args(c, e, 2, NULL) < 0)
+	if (check_bind(c, e) < 0)
 		return NULL;
 	if (!(y = check_expr(c, e->list[0])) ||
 	    !(x = check_expr(c, e->list[1])))

@@ -913,20 +913,21 @@ binary(Checker *c, AstNode *e)
 }
 
 
-/* cast(x, DTYPE) (spec §6.12 "cast"): DTYPE is a dtype name, not a value. */
+/* cast(x, dtype) (spec §6.12 "cast"): dtype is a dtype name, not a value. */
 static IrNode *
 call_cast(Checker *c, AstNode *e)
 {
-	AstNode *d = e->n == 2 ? e->list[1] : NULL;
+	AstNode *d;
 	IrNode *x, *n;
 	TfgDtype t;
 
-	if (check_args(c, e, 2, NULL) < 0)
+	if (check_bind(c, e) < 0)
 		return NULL;
+	d = e->list[1];
 	if (d->kind != AST_NAME && habit_report(c, d))
 		return NULL;
 	if (d->kind != AST_NAME) {
-		diag_error(c->d, d->loc, "the second argument of 'cast' must "
+		diag_error(c->d, d->loc, "'dtype' of 'cast' must "
 			   "be a dtype: bool, u8, i32, i64, f32, f64 or "
 			   "string");
 		return NULL;
@@ -1012,71 +1013,21 @@ call_where(Checker *c, AstNode *e)
 	return check_elem(c, OP_where, e->loc, in, 3, t, &s3);
 }
 
-/* Whether name is one of the parameters of signature sig (as
- * compiler/builtins.def writes them: "x, axis=, keepdims="), so that a
- * keyword of that name means something. */
-static int
-sig_has(const char *sig, const char *name)
-{
-	size_t n = strlen(name);
-
-	for (const char *p = sig; (p = strstr(p, name)) != NULL; p += n)
-		if ((p == sig || p[-1] == ' ' || p[-1] == '[') &&
-		    (p[n] == '=' || p[n] == ',' || p[n] == '\0'))
-			return 1;
-	return 0;
-}
-
-/* The keyword of kw[0..n) that an unknown keyword name most likely
- * means: a near one (keepdim for keepdims), or tfg's for TF's name of it
- * (lr for learning_rate: *tf set) or for a near miss of that; NULL if
- * none. */
-static const char *
-kw_nearest(const char *name, const char *const *kw, int n, int *tf)
-{
-	static const char *const alias[][2] = {
-		{"learning_rate", "lr"}, {"keep_dims", "keepdims"},
-		{"reduction_indices", "axis"}, {"dimension", "axis"},
-	};
-	enum { NALIAS = sizeof alias / sizeof alias[0] };
-	const char *cand[NALIAS], *w;
-
-	*tf = 0;
-	if (!kw)
-		return NULL;
-	if ((w = check_nearest(name, kw, n)) != NULL)
-		return w;
-	for (int i = 0; i < NALIAS; i++) {
-		cand[i] = NULL; /* only the aliases of kw's names */
-		for (int k = 0; k < n; k++)
-			if (strcmp(kw[k], alias[i][1]) == 0)
-				cand[i] = alias[i][0];
-		if (cand[i] && strcmp(cand[i], name) == 0) {
-			*tf = 1;
-			return alias[i][1];
-		}
-	}
-	if ((w = check_nearest(name, cand, NALIAS)) != NULL)
-		for (int i = 0; i < NALIAS; i++)
-			if (cand[i] == w)
-				return alias[i][1];
-	return NULL;
-}
-
-/* A call's arguments: no keywords (unless listed in kw, NULL-terminated)
+/* The arguments of a call that is not one of compiler/builtins.def's
+ * (replicas(...)): no keywords (unless listed in kw, NULL-terminated)
  * and, when nin >= 0, exactly nin positional ones.  Keywords must come
  * after the positional arguments.  An unknown keyword is most often a
- * near miss of a known one (keepdim for keepdims): that one is named,
- * else the function's parameters. */
+ * near miss of a known one: that one is named.  The graph's functions
+ * bind theirs with check_bind (compiler/sig.c). */
 int
 check_args(Checker *c, AstNode *e, int nin, const char *const *kw)
 {
-	const char *sig = builtin_signature(e->name);
 	int npos = 0;
 
 	for (int i = 0; i < e->n; i++) {
 		AstNode *x = e->list[i];
 		int ok = 0, nkw = 0;
+		const char *w;
 		if (x->kind != AST_KWARG) {
 			if (npos++ != i) {
 				diag_error(c->d, x->loc, "positional argument "
@@ -1085,11 +1036,8 @@ check_args(Checker *c, AstNode *e, int nin, const char *const *kw)
 			}
 			continue;
 		}
-		for (int k = 0; kw && kw[k]; k++, nkw++) {
+		for (int k = 0; kw && kw[k]; k++, nkw++)
 			ok |= strcmp(kw[k], x->name) == 0;
-			/* the table's signatures are what errors show */
-			assert(!sig || sig_has(sig, kw[k]));
-		}
 		for (int j = 0; ok && j < i; j++)
 			if (e->list[j]->kind == AST_KWARG &&
 			    strcmp(e->list[j]->name, x->name) == 0) {
@@ -1097,47 +1045,23 @@ check_args(Checker *c, AstNode *e, int nin, const char *const *kw)
 					   "given twice", x->name);
 				return -1;
 			}
-		if (!ok) {
-			int tf;
-			const char *w = kw_nearest(x->name, kw, nkw, &tf);
-			if (w && tf)
-				diag_error(c->d, x->tok.loc, "'%s' has no "
-					   "argument named '%s': tfg calls it "
-					   "'%s'", e->name, x->name, w);
-			else if (w)
-				diag_error(c->d, x->tok.loc, "'%s' has no "
-					   "argument named '%s'; did you mean "
-					   "'%s'?", e->name, x->name, w);
-			else if (sig)
-				diag_error(c->d, x->tok.loc, "'%s' has no "
-					   "argument named '%s': it takes (%s)",
-					   e->name, x->name, sig);
-			else
-				diag_error(c->d, x->tok.loc, "'%s' has no "
-					   "argument named '%s'", e->name,
-					   x->name);
-			return -1;
-		}
+		if (ok)
+			continue;
+		if ((w = kw ? check_nearest(x->name, kw, nkw) : NULL) != NULL)
+			diag_error(c->d, x->tok.loc, "'%s' has no argument "
+				   "named '%s'; did you mean '%s'?", e->name,
+				   x->name, w);
+		else
+			diag_error(c->d, x->tok.loc, "'%s' has no argument "
+				   "named '%s'", e->name, x->name);
+		return -1;
 	}
 	if (nin >= 0 && npos != nin) {
-		if (sig)
-			return check_arity(c, e, npos);
 		diag_error(c->d, e->loc, "'%s' expects %d argument%s, got %d",
 			   e->name, nin, nin == 1 ? "" : "s", npos);
 		return -1;
 	}
 	return npos;
-}
-
-int
-check_arity(Checker *c, AstNode *e, int got)
-{
-	const char *sig = builtin_signature(e->name);
-
-	assert(sig); /* only graph functions have their count checked */
-	diag_error(c->d, e->loc, "'%s' takes (%s), got %d argument%s", e->name,
-		   sig, got, got == 1 ? "" : "s");
-	return -1;
 }
 
 /* The value of keyword argument `name` of call e, or NULL. */
@@ -1158,7 +1082,7 @@ check_unary(Checker *c, AstNode *e, OpKind op)
 {
 	if (op == OP_cast)
 		return call_cast(c, e);
-	if (check_args(c, e, 1, NULL) < 0)
+	if (check_bind(c, e) < 0)
 		return NULL;
 	return call_unary(c, e, op);
 }
@@ -1170,7 +1094,7 @@ check_broadcast(Checker *c, AstNode *e, OpKind op)
 	TfgDtype t;
 	TfgShape s;
 
-	if (check_args(c, e, op_info[op].nin, NULL) < 0)
+	if (check_bind(c, e) < 0)
 		return NULL;
 	if (op == OP_where)
 		return call_where(c, e);
@@ -1193,7 +1117,7 @@ check_compare(Checker *c, AstNode *e, OpKind op)
 	TfgDtype t;
 	TfgShape s;
 
-	if (check_args(c, e, 2, NULL) < 0 ||
+	if (check_bind(c, e) < 0 ||
 	    check_operands(c, e, 0, e->name, e->list[0], e->list[1],
 			   eq ? 3 : 0, in, &t, &s) < 0)
 		return NULL;
@@ -1205,8 +1129,10 @@ static const struct {
 	OpKind op;
 	IrNode *(*check)(Checker *c, AstNode *e, OpKind op);
 	const char *sig;
+	const char *sec;
 } builtins[] = {
-#define CALL(name, op, check, sig) {#name, OP_##op, check_##check, sig},
+#define CALL(name, op, check, sig, sec)                                      \
+	{#name, OP_##op, check_##check, sig, sec},
 #include "compiler/builtins.def"
 };
 
@@ -1225,6 +1151,17 @@ builtin_signature(const char *name)
 	int f = builtin_lookup(name);
 
 	return f < 0 ? NULL : builtins[f].sig;
+}
+
+int
+builtin_info(int f, const char **name, const char **sig, const char **sec)
+{
+	if (f < 0 || f >= (int)(sizeof builtins / sizeof builtins[0]))
+		return -1;
+	*name = builtins[f].name;
+	*sig = builtins[f].sig;
+	*sec = builtins[f].sec;
+	return 0;
 }
 
 const char *

@@ -370,14 +370,28 @@ int check_static_int(Checker *c, AstNode *e, int64_t *v);
 int check_dtype_named(const char *s, TfgDtype *t);
 TfgDtype check_lit_default(Lit l);
 IrNode *check_lit_node(Checker *c, AstNode *e, Lit l, TfgDtype t);
-/* Checks a call's arguments: keywords only those in kw (NULL-terminated,
- * may be NULL), and exactly nin positional ones when nin >= 0.  Returns
- * the number of positional arguments, or -1 (reported). */
+/* Checks the arguments of a call that is not a graph function
+ * (replicas(...)): keywords only those in kw (NULL-terminated, may be
+ * NULL), and exactly nin positional ones when nin >= 0.  Returns the
+ * number of positional arguments, or -1 (reported). */
 int check_args(Checker *c, AstNode *e, int nin, const char *const *kw);
-/* Reports that call e has the wrong number (got) of arguments, with the
- * function's parameters from compiler/builtins.def: "'one_hot' takes
- * (indices, depth, *, on_value=1, ...), got 6 arguments".  Returns -1. */
-int check_arity(Checker *c, AstNode *e, int got);
+/* sig.c: binds the arguments of call e, a graph function of
+ * compiler/builtins.def, to its signature (positional in its order, by
+ * keyword under any of a parameter's names) and rewrites them in place
+ * into the canonical form the checkers read: the leading parameters
+ * without a default positional, every other one given as name= under
+ * tfg's name.  0, or -1 (reported: too many, unknown, twice, missing). */
+int check_bind(Checker *c, AstNode *e);
+/* ops_make.c: shape argument e of call (a list literal of integer
+ * literals, each >= 0) into *s; 0, or -1 (reported). */
+int check_shape_arg(Checker *c, AstNode *call, AstNode *e, TfgShape *s);
+/* Parameter k, named name, of a bound call: positional or keyword. */
+AstNode *check_param(AstNode *e, int k, const char *name);
+/* A signature as errors show it, TF's names left out, in buf. */
+const char *sig_show(char *buf, size_t size, const char *sig);
+/* tfgc help --ops: the markdown table of every graph function's
+ * signature (spec §6.7.1 "Signatures"). */
+void sig_table(FILE *f);
 AstNode *check_kwarg(AstNode *e, const char *name);
 
 /* ops_shape.c: list values (spec §6.22 "split and lists").  check_list_sym:
@@ -403,7 +417,7 @@ void check_strings(Checker *c);
 
 /* The checker of each function a graph may call (compiler/builtins.def):
  * check_<check>(c, call, op) returns the node or NULL (reported). */
-#define CALL(name, op, check, sig)                                           \
+#define CALL(name, op, check, sig, sec)                                      \
 	IrNode *check_##check(Checker *c, AstNode *e, OpKind op);
 #include "compiler/builtins.def"
 /* The index of a graph function of compiler/builtins.def, or -1. */
@@ -422,8 +436,13 @@ int habit_report(Checker *c, AstNode *e);
  * the graph). */
 void habit_fetch(Checker *c, AstNode *f);
 /* The parameters of graph function name as compiler/builtins.def writes
- * them ("x, axis=, keepdims="), or NULL for any other name. */
+ * them ("x|input_tensor, axis|reduction_indices=, ..."), or NULL for any
+ * other name. */
 const char *builtin_signature(const char *name);
+/* Function f of compiler/builtins.def (from 0): its name, signature and
+ * section; -1 past the last. */
+int builtin_info(int f, const char **name, const char **sig,
+		 const char **sec);
 const char *check_nearest(const char *name, const char *const *cand, int n);
 
 

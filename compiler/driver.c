@@ -13,7 +13,7 @@
  *   tfgc check|emit|run|server|stop|compile [OPTION]... FILE
  *   tfgc plot [OPTION]... FILE.csv     (compiler/plot.c draws it)
  *   tfgc fmt [-w | --check] [FILE...]  (lang/fmt.c formats)
- *   tfgc devices | tfgc help [COMMAND | --man] | tfgc --version
+ *   tfgc devices | tfgc help [COMMAND | --man | --ops] | tfgc --version
  *
  * Exit status: 0 success, 1 errors in the program or at run time, 2 a bad
  * command line.
@@ -145,6 +145,7 @@ parse_args(Args *a, int argc, char **argv, Arena *ar)
 		case OPT_HELP:
 		case OPT_VERSION:
 		case OPT_MAN:
+		case OPT_OPS:
 			break; /* tfgc_main, help_main answered them */
 		case OPT_LOG_PLACEMENT:
 			a->log_placement = 1;

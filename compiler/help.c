@@ -10,6 +10,9 @@
  *                                    to read more
  *   tfgc help --man                  all of it as a man page (troff),
  *                                    committed as man/tfgc.1 (make man)
+ *   tfgc help --ops                  the graph functions' signatures as
+ *                                    spec §6.7.1 "Signatures" has them
+ *                                    (compiler/sig.c; make lint compares)
  *
  * Text is filled to 79 columns here, and by troff in the man page, so
  * the table holds each paragraph as one string.
@@ -470,6 +473,10 @@ help_main(int argc, char **argv)
 	o = help_option(CMD_HELP, argv[1], strlen(argv[1]));
 	if (o && o->id == OPT_MAN) {
 		help_man(stdout);
+		return 0;
+	}
+	if (o && o->id == OPT_OPS) {
+		sig_table(stdout);
 		return 0;
 	}
 	if (o && o->id == OPT_HELP) {

@@ -26,20 +26,11 @@
 
 #define MAX_BYTES ((double)TFG_MAX_BYTES) /* as an input's limit */
 
-static const char *const kw_dtype[] = {"dtype", NULL};
-static const char *const kw_range[] = {"dtype", NULL};
-static const char *const kw_one_hot[] = {"on_value", "off_value", "axis",
-					 "dtype", NULL};
-static const char *const kw_uniform[] = {"min", "max", "seed", "dtype",
-					 NULL};
-static const char *const kw_normal[] = {"mean", "stddev", "seed", "dtype",
-					NULL};
-
 /* --------------------------------------------------------------- helpers */
 
 /* A shape argument: a list literal of non-negative integer literals. */
-static int
-shape_arg(Checker *c, AstNode *call, AstNode *e, TfgShape *s)
+int
+check_shape_arg(Checker *c, AstNode *call, AstNode *e, TfgShape *s)
 {
 	if (e->kind != AST_TENSOR) {
 		diag_error(c->d, e->loc, "the shape of '%s' must be a list of "
@@ -196,8 +187,7 @@ make_const(Checker *c, AstNode *e, OpKind op)
 	TfgDtype t = TFG_F32;
 	TfgShape s;
 
-	if (check_args(c, e, 1, kw_dtype) < 0 ||
-	    shape_arg(c, e, e->list[0], &s) < 0 || dtype_kw(c, e, &t) < 0)
+	if (check_shape_arg(c, e, e->list[0], &s) < 0 || dtype_kw(c, e, &t) < 0)
 		return NULL;
 	m->i[0] = op == OP_ones;
 	m->f[0] = op == OP_ones;
@@ -212,8 +202,7 @@ make_like(Checker *c, AstNode *e, OpKind op)
 	IrNode *x;
 	TfgDtype t;
 
-	if (check_args(c, e, 1, kw_dtype) < 0 ||
-	    !(x = check_expr(c, e->list[0])))
+	if (!(x = check_expr(c, e->list[0])))
 		return NULL;
 	t = x->dtype;
 	if (dtype_kw(c, e, &t) < 0)
@@ -230,12 +219,12 @@ static IrNode *
 make_fill(Checker *c, AstNode *e)
 {
 	IrMake *m = arena_alloc(c->a, sizeof *m);
-	AstNode *v = e->n == 2 ? e->list[1] : NULL;
+	AstNode *v = e->list[1];
 	TfgShape s;
 	IrNode *x;
 	Lit l;
 
-	if (check_args(c, e, 2, NULL) < 0 || shape_arg(c, e, e->list[0], &s) < 0)
+	if (check_shape_arg(c, e, e->list[0], &s) < 0)
 		return NULL;
 	if ((l = check_lit_of(v)).kind) {
 		TfgDtype t = check_lit_default(l);
@@ -281,41 +270,37 @@ range_count(Lit a, Lit b, Lit d, TfgDtype t)
 	}
 }
 
-/* range(limit) or range(start, limit, delta=1), like tf.range. */
+/* range(limit) or range(start, limit, delta=1, dtype=), like tf.range:
+ * all three by keyword once bound (start and delta may be absent). */
 static IrNode *
 make_range(Checker *c, AstNode *e)
 {
 	IrMake *m = arena_alloc(c->a, sizeof *m), lim;
-	static const char *const what[] = {"argument 1", "argument 2",
-					   "argument 3"};
+	static const char *const what[] = {"start", "limit", "delta"};
 	Lit l[3] = {{1, 0, 0}, {0, 0, 0}, {1, 1, 0}};
-	int np = check_args(c, e, -1, kw_range), any_f = 0, any_64 = 0;
+	int any_f = 0, any_64 = 0;
 	AstNode *at[3];
 	TfgDtype t;
 	TfgShape s = {1, {0}};
 	double n;
 
-	if (np < 0)
-		return NULL;
-	if (np < 1 || np > 3) {
-		check_arity(c, e, np);
-		return NULL;
-	}
-	for (int i = 0; i < np; i++) {
-		int k = np == 1 ? 1 : i;
-		at[k] = e->list[i];
-		if (lit_arg(c, e, e->list[i], what[i], &l[k]) < 0)
+	for (int k = 0; k < 3; k++) {
+		AstNode *a = check_kwarg(e, what[k]);
+
+		/* an absent start or delta: errors about it point at the
+		   limit */
+		at[k] = a ? a : check_kwarg(e, "limit");
+		if (!a)
+			continue;
+		if (lit_arg(c, e, a, arena_printf(c->a, "the %s", what[k]),
+			    &l[k]) < 0)
 			return NULL;
 		if (l[k].kind == 3) {
-			diag_error(c->d, e->list[i]->loc, "%s of 'range' must "
-				   "be a number, got a bool", what[i]);
+			diag_error(c->d, a->loc, "the %s of 'range' must be a "
+				   "number, got a bool", what[k]);
 			return NULL;
 		}
 	}
-	if (np == 1)
-		at[0] = at[2] = e->list[0];
-	else if (np == 2)
-		at[2] = e->list[1];
 	for (int k = 0; k < 3; k++) {
 		any_f |= l[k].kind == 2;
 		any_64 |= check_lit_default(l[k]) == TFG_I64;
@@ -366,8 +351,7 @@ make_one_hot(Checker *c, AstNode *e)
 	int64_t depth, axis = -1;
 	IrNode *x;
 
-	if (check_args(c, e, 2, kw_one_hot) < 0 ||
-	    !(x = check_expr(c, e->list[0])))
+	if (!(x = check_expr(c, e->list[0])))
 		return NULL;
 	if (!dtype_is_int(x->dtype)) {
 		diag_error(c->d, e->list[0]->loc, "the indices of 'one_hot' "
@@ -445,8 +429,9 @@ next_stream(Checker *c)
 	return k;
 }
 
-/* random_uniform(shape, min=0, max=1, seed=, dtype=f32) and
- * random_normal(shape, mean=0, stddev=1, seed=, dtype=f32). */
+/* random_uniform(shape, min=0, max=1, dtype=f32, seed=) and
+ * random_normal(shape, mean=0, stddev=1, dtype=f32, seed=), in TF's
+ * order (min and max are TF's minval and maxval). */
 static IrNode *
 make_random(Checker *c, AstNode *e, OpKind op)
 {
@@ -461,8 +446,7 @@ make_random(Checker *c, AstNode *e, OpKind op)
 	int64_t seed = 0;
 	IrNode *d;
 
-	if (check_args(c, e, 1, uni ? kw_uniform : kw_normal) < 0 ||
-	    shape_arg(c, e, e->list[0], &s) < 0 || dtype_kw(c, e, &t) < 0)
+	if (check_shape_arg(c, e, e->list[0], &s) < 0 || dtype_kw(c, e, &t) < 0)
 		return NULL;
 	if (t == TFG_BOOL || t == TFG_U8 || (!uni && !dtype_is_float(t))) {
 		diag_error(c->d, ed->loc, "'%s' makes %s: dtype must be %s",
@@ -506,6 +490,8 @@ make_random(Checker *c, AstNode *e, OpKind op)
 IrNode *
 check_make(Checker *c, AstNode *e, OpKind op)
 {
+	if (check_bind(c, e) < 0)
+		return NULL;
 	switch (op) {
 	case OP_zeros:
 	case OP_ones:

@@ -5,14 +5,15 @@
  * compiler/builtins.def:
  *
  *   check_reduce     reduce_sum reduce_mean reduce_max reduce_min
- *                    reduce_prod (x, axis=, keepdims=)
- *   check_argreduce  argmax argmin (x, axis=)
- *   check_softmax    softmax log_softmax (x), over the last axis
+ *                    reduce_prod (x, axis=, keepdims=false)
+ *   check_argreduce  argmax argmin (x, axis=0, *, output_type=i64)
+ *   check_softmax    softmax log_softmax (x, axis=-1)
  *   check_xent       softmax_cross_entropy (logits, labels), over the
  *                    last axis (spec §6.5.6 "softmax_cross_entropy")
  *
- * axis and keepdims may also come positionally, in TF's order (x, axis,
- * keepdims): reduce_sum(t, 1), argmax(y, 1).
+ * Their arguments are bound by check_bind (compiler/sig.c): axis and
+ * keepdims come positionally in TF's order too (reduce_sum(t, 1),
+ * argmax(y, 1)), and by TF1's names (reduction_indices=, keep_dims=).
  *
  * Each makes one IR node.  A reduction records its reduced axes as a bit
  * mask over the input's axes in IrNode.axes, and keepdims; the output
@@ -99,35 +100,6 @@ axes_of(Checker *c, AstNode *e, AstNode *ax, int rank, int list_ok,
 	return 0;
 }
 
-/* Argument `name` of call e, which has npos positional arguments (at
- * most max): positional argument pos or keyword name=, NULL when neither
- * is given, into *out.  Returns 0, or -1 after reporting both given or
- * too many positional arguments. */
-static int
-arg_pos_or_kw(Checker *c, AstNode *e, int npos, int max, int pos,
-	      const char *name, AstNode **out)
-{
-	*out = NULL;
-	if (npos < 1 || npos > max)
-		return check_arity(c, e, npos);
-	for (int i = 0; i < e->n; i++) {
-		AstNode *k = e->list[i];
-		if (k->kind != AST_KWARG || strcmp(k->name, name) != 0)
-			continue;
-		if (pos < npos) {
-			diag_error(c->d, k->tok.loc, "argument '%s' given "
-				   "twice: as argument %d and as %s=", name,
-				   pos + 1, name);
-			return -1;
-		}
-		*out = k->a;
-		return 0;
-	}
-	if (pos < npos)
-		*out = e->list[pos];
-	return 0;
-}
-
 /* The node reducing x over mask, with keepdims (ir_reduce: the input's
  * dtype, i64 positions for argmax and argmin). */
 static IrNode *
@@ -173,17 +145,15 @@ check_nonempty(Checker *c, AstNode *e, const IrNode *x, uint32_t mask)
 IrNode *
 check_reduce(Checker *c, AstNode *e, OpKind op)
 {
-	static const char *const kw[] = {"axis", "keepdims", NULL};
 	AstNode *ax, *kd;
 	IrNode *x;
 	uint32_t mask;
-	int keep = 0, npos;
+	int keep = 0;
 
-	if ((npos = check_args(c, e, -1, kw)) < 0 ||
-	    arg_pos_or_kw(c, e, npos, 3, 1, "axis", &ax) < 0 ||
-	    arg_pos_or_kw(c, e, npos, 3, 2, "keepdims", &kd) < 0 ||
-	    !(x = numeric_arg(c, e)))
+	if (check_bind(c, e) < 0 || !(x = numeric_arg(c, e)))
 		return NULL;
+	ax = check_kwarg(e, "axis");
+	kd = check_kwarg(e, "keepdims");
 	if (axes_of(c, e, ax, x->shape.rank, 1, &mask) < 0)
 		return NULL;
 	if (kd) {
@@ -201,20 +171,29 @@ check_reduce(Checker *c, AstNode *e, OpKind op)
 	return reduce_node(c, e, op, x, mask, keep);
 }
 
-/* argmax argmin (x, axis=0) (spec §6.5.4 "argmax, argmin"): one axis, TF1's
- * default 0, also positional (argmax(y, 1)); i64 positions. */
+/* argmax argmin (x, axis=0, *, output_type=i64)
+ * (spec §6.5.4 "argmax, argmin"): one axis, TF1's default 0, also
+ * positional (argmax(y, 1)); i64 positions, or i32 ones with
+ * output_type=i32 as TF's. */
 IrNode *
 check_argreduce(Checker *c, AstNode *e, OpKind op)
 {
-	static const char *const kw[] = {"axis", NULL};
-	AstNode *ax;
-	IrNode *x;
+	AstNode *ax, *ot;
+	IrNode *x, *r;
+	TfgDtype t = TFG_I64;
 	uint32_t mask;
-	int npos;
 
-	if ((npos = check_args(c, e, -1, kw)) < 0 ||
-	    arg_pos_or_kw(c, e, npos, 2, 1, "axis", &ax) < 0 ||
-	    !(x = numeric_arg(c, e)))
+	if (check_bind(c, e) < 0)
+		return NULL;
+	ax = check_kwarg(e, "axis");
+	if ((ot = check_kwarg(e, "output_type")) != NULL &&
+	    (ot->kind != AST_NAME || check_dtype_named(ot->name, &t) < 0 ||
+	     (t != TFG_I32 && t != TFG_I64))) {
+		diag_error(c->d, ot->loc, "'output_type' of '%s' must be i32 "
+			   "or i64", e->name);
+		return NULL;
+	}
+	if (!(x = numeric_arg(c, e)))
 		return NULL;
 	if (ax) {
 		if (axes_of(c, e, ax, x->shape.rank, 0, &mask) < 0)
@@ -227,19 +206,24 @@ check_argreduce(Checker *c, AstNode *e, OpKind op)
 	} else {
 		mask = 1; /* axis 0 */
 	}
-	if (check_nonempty(c, e, x, mask) < 0)
+	if (check_nonempty(c, e, x, mask) < 0 ||
+	    !(r = reduce_node(c, e, op, x, mask, 0)))
 		return NULL;
-	return reduce_node(c, e, op, x, mask, 0);
+	return t == TFG_I64 ? r : check_built(c, ir_cast(c->p, e->loc, r, t));
 }
 
-/* softmax log_softmax (x) (spec §6.5.5 "softmax, log_softmax"): floats of
- * rank >= 1, over the last axis; same dtype and shape. */
+/* softmax log_softmax (x, axis=-1) (spec §6.5.5 "softmax, log_softmax"):
+ * floats of rank >= 1, along one axis; same dtype and shape.  The node
+ * works along the last axis: another is moved there and back by two
+ * transposes. */
 IrNode *
 check_softmax(Checker *c, AstNode *e, OpKind op)
 {
-	IrNode *x;
+	AstNode *ax;
+	IrNode *x, *y;
+	int perm[TFG_MAX_RANK], k;
 
-	if (check_args(c, e, 1, NULL) < 0 || !(x = check_expr(c, e->list[0])))
+	if (check_bind(c, e) < 0 || !(x = check_expr(c, e->list[0])))
 		return NULL;
 	if (x->dtype != TFG_F32 && x->dtype != TFG_F64) {
 		diag_error(c->d, e->loc, "'%s' takes a float tensor, got %s",
@@ -252,7 +236,21 @@ check_softmax(Checker *c, AstNode *e, OpKind op)
 			   ir_type_str(c->a, x->dtype, &x->shape));
 		return NULL;
 	}
-	return check_built(c, ir_softmax(c->p, e->loc, op, x));
+	k = x->shape.rank - 1;
+	if ((ax = check_kwarg(e, "axis")) != NULL &&
+	    (k = axis_of(c, ax, x->shape.rank, e->name, 0)) < 0)
+		return NULL;
+	if (k == x->shape.rank - 1)
+		return check_built(c, ir_softmax(c->p, e->loc, op, x));
+	/* swap axis k with the last: its own inverse */
+	for (int i = 0; i < x->shape.rank; i++)
+		perm[i] = i;
+	perm[k] = x->shape.rank - 1;
+	perm[x->shape.rank - 1] = k;
+	if (!(y = check_built(c, ir_transpose(c->p, e->loc, x, perm))) ||
+	    !(y = check_built(c, ir_softmax(c->p, e->loc, op, y))))
+		return NULL;
+	return check_built(c, ir_transpose(c->p, e->loc, y, perm));
 }
 
 /* softmax_cross_entropy(logits, labels)
@@ -260,40 +258,15 @@ check_softmax(Checker *c, AstNode *e, OpKind op)
  * the keywords logits= and labels= (TF requires keywords), in any order;
  * float logits of rank >= 1, labels of their dtype and shape; the
  * logits' shape without its last axis. */
-/* The logits and labels arguments of call e, positional or by keyword;
- * -1 (reported). */
+/* The logits and labels arguments of call e, positional or by keyword
+ * (check_bind); -1 (reported). */
 static int
 xent_args(Checker *c, AstNode *e, AstNode **a)
 {
-	static const char *const kw[] = {"logits", "labels", NULL};
-	static const char *const name[] = {"logits", "labels"};
-	int npos;
-
-	if ((npos = check_args(c, e, -1, kw)) < 0)
+	if (check_bind(c, e) < 0)
 		return -1;
-	if (npos > 2)
-		return check_arity(c, e, npos);
-	for (int i = 0; i < 2; i++) {
-		for (int j = npos; j < e->n; j++)
-			if (strcmp(e->list[j]->name, name[i]) == 0) {
-				if (i < npos) {
-					diag_error(c->d, e->list[j]->tok.loc,
-						   "argument '%s' given twice: "
-						   "as argument %d and as %s=",
-						   name[i], i + 1, name[i]);
-					return -1;
-				}
-				a[i] = e->list[j]->a;
-			}
-		if (i < npos)
-			a[i] = e->list[i];
-		if (!a[i]) {
-			diag_error(c->d, e->loc, "'%s' needs its %s (%s(logits,"
-				   " labels), or %s=)", e->name, name[i],
-				   e->name, name[i]);
-			return -1;
-		}
-	}
+	a[0] = e->list[0];
+	a[1] = e->list[1];
 	return 0;
 }
 

@@ -36,38 +36,16 @@ type_s(Checker *c, const IrNode *n)
 	return ir_type_str(c->a, n->dtype, &n->shape);
 }
 
-/* The parameters of call e into out[]: names[] (NULL-terminated) in
- * order, the first nreq required; every parameter but the first may also
- * be given by name.  0, or -1 (reported). */
+/* The parameters of call e into out[], bound (check_bind) and read by
+ * their tfg names, names[] (NULL-terminated), in the signature's order;
+ * an absent one is NULL.  0, or -1 (reported). */
 static int
-params(Checker *c, AstNode *e, const char *const *names, int nreq,
-       AstNode **out)
+params(Checker *c, AstNode *e, const char *const *names, AstNode **out)
 {
-	int np = 0, npos, ngiven;
-
-	while (names[np])
-		np++;
-	if ((npos = check_args(c, e, -1, names + 1)) < 0)
+	if (check_bind(c, e) < 0)
 		return -1;
-	ngiven = npos;
-	for (int i = 0; i < np; i++) {
-		AstNode *kw = i ? check_kwarg(e, names[i]) : NULL;
-		out[i] = i < npos ? e->list[i] : kw;
-		if (i < npos && kw) {
-			diag_error(c->d, e->loc, "argument '%s' of '%s' is "
-				   "given twice", names[i], e->name);
-			return -1;
-		}
-		ngiven += i >= npos && kw;
-	}
-	if (npos > np || ngiven < nreq)
-		return check_arity(c, e, npos > np ? npos : ngiven);
-	for (int i = 0; i < nreq; i++)
-		if (!out[i]) {
-			diag_error(c->d, e->loc, "'%s' needs its argument '%s'",
-				   e->name, names[i]);
-			return -1;
-		}
+	for (int i = 0; names[i]; i++)
+		out[i] = check_param(e, i, names[i]);
 	return 0;
 }
 
@@ -124,15 +102,48 @@ axis_arg(Checker *c, AstNode *e, const char *fn, int rank, int *axis)
 
 /* ------------------------------------------------------------- matmul */
 
-/* matmul(a, b) and a @ b (spec §6.18 "matmul and `@`"): NumPy's matmul.  The
- * last two axes are matrices, the axes before them broadcast
- * (§6.1 "Broadcasting"); a rank-1 operand is a row (left) or a column (right)
- * whose axis is dropped from the result. */
+/* matmul(a, b, transpose_a=false, transpose_b=false) and a @ b (spec
+ * §6.18 "matmul and `@`"): NumPy's matmul.  The last two axes are
+ * matrices, the axes before them broadcast (§6.1 "Broadcasting"); a rank-1
+ * operand is a row (left) or a column (right) whose axis is dropped from
+ * the result.  transpose_a=true, as TF's, is a transpose of a's last two
+ * axes first. */
+/* transpose_a= or transpose_b= of matmul call e, arg: x with its last
+ * two axes swapped when true, else x; NULL (reported). */
+static IrNode *
+matmul_t(Checker *c, AstNode *e, AstNode *arg, IrNode *x)
+{
+	int perm[TFG_MAX_RANK], r = x->shape.rank;
+	Lit l;
+
+	if (!arg)
+		return x;
+	if ((l = check_lit_of(arg)).kind != 3) {
+		diag_error(c->d, arg->loc, "'%s' of 'matmul' must be true or "
+			   "false", arg == check_kwarg(e, "transpose_a") ?
+			   "transpose_a" : "transpose_b");
+		return NULL;
+	}
+	if (!l.i)
+		return x;
+	if (r < 2) {
+		diag_error(c->d, arg->loc, "'matmul' can transpose only a "
+			   "matrix (rank 2 or more), got %s", type_s(c, x));
+		return NULL;
+	}
+	for (int i = 0; i < r; i++)
+		perm[i] = i;
+	perm[r - 2] = r - 1;
+	perm[r - 1] = r - 2;
+	return check_built(c, ir_transpose(c->p, arg->loc, x, perm));
+}
+
 IrNode *
 check_matmul(Checker *c, AstNode *e, OpKind op)
 {
-	static const char *const names[] = {"a", "b", NULL};
-	AstNode *arg[2];
+	static const char *const names[] = {"a", "b", "transpose_a",
+					    "transpose_b", NULL};
+	AstNode *arg[4] = {NULL, NULL, NULL, NULL};
 	IrNode *x, *y;
 	const char *what = e->kind == AST_CALL ? "'matmul'" : "operator '@'";
 	TfgShape bx = {0, {0}}, by = {0, {0}}, bo;
@@ -141,12 +152,13 @@ check_matmul(Checker *c, AstNode *e, OpKind op)
 	TfgDtype t;
 
 	if (e->kind == AST_CALL) {
-		if (params(c, e, names, 2, arg) < 0)
+		if (params(c, e, names, arg) < 0)
 			return NULL;
 	} else {
 		arg[0] = e->a, arg[1] = e->b;
 	}
-	if (!(x = check_expr(c, arg[0])) || !(y = check_expr(c, arg[1])))
+	if (!(x = check_expr(c, arg[0])) || !(y = check_expr(c, arg[1])) ||
+	    !(x = matmul_t(c, e, arg[2], x)) || !(y = matmul_t(c, e, arg[3], y)))
 		return NULL;
 	rx = x->shape.rank, ry = y->shape.rank;
 	if (x->dtype == TFG_BOOL || y->dtype == TFG_BOOL ||
@@ -203,7 +215,7 @@ check_transpose(Checker *c, AstNode *e, OpKind op)
 	uint32_t seen = 0;
 	int r;
 
-	if (params(c, e, names, 1, arg) < 0 || !(x = check_expr(c, arg[0])))
+	if (params(c, e, names, arg) < 0 || !(x = check_expr(c, arg[0])))
 		return NULL;
 	r = x->shape.rank;
 	for (int i = 0; i < r; i++)
@@ -246,7 +258,7 @@ check_reshape(Checker *c, AstNode *e, OpKind op)
 	int64_t d[TFG_MAX_RANK], known = 1, total;
 	int k, hole = -1;
 
-	if (params(c, e, names, 2, arg) < 0 || !(x = check_expr(c, arg[0])))
+	if (params(c, e, names, arg) < 0 || !(x = check_expr(c, arg[0])))
 		return NULL;
 	if ((k = int_list(c, arg[1], "reshape", "shape", d, TFG_MAX_RANK)) < 0)
 		return NULL;
@@ -308,7 +320,7 @@ check_slice(Checker *c, AstNode *e, OpKind op)
 	int64_t b[TFG_MAX_RANK], s[TFG_MAX_RANK];
 	int r;
 
-	if (params(c, e, names, 3, arg) < 0 || !(x = check_expr(c, arg[0])))
+	if (params(c, e, names, arg) < 0 || !(x = check_expr(c, arg[0])))
 		return NULL;
 	r = x->shape.rank;
 	if (int_list(c, arg[1], "slice", "begin", b, TFG_MAX_RANK) < 0 ||
@@ -517,7 +529,7 @@ check_concat(Checker *c, AstNode *e, OpKind op)
 	TfgShape s;
 	int axis;
 
-	if (params(c, e, names, 2, arg) < 0 || !(v = list_arg(c, e, arg[0], 1)))
+	if (params(c, e, names, arg) < 0 || !(v = list_arg(c, e, arg[0], 1)))
 		return NULL;
 	x0 = v->v[0];
 	if (axis_arg(c, arg[1], "concat", x0->shape.rank, &axis) < 0)
@@ -558,7 +570,7 @@ check_stack(Checker *c, AstNode *e, OpKind op)
 	TfgShape s;
 	int axis = 0, r;
 
-	if (params(c, e, names, 1, arg) < 0 || !(v = list_arg(c, e, arg[0], 0)))
+	if (params(c, e, names, arg) < 0 || !(v = list_arg(c, e, arg[0], 0)))
 		return NULL;
 	x0 = v->v[0];
 	r = x0->shape.rank;
@@ -648,7 +660,7 @@ split_list(Checker *c, AstNode *e)
 	int64_t *sz, len, sum = 0, off = 0;
 	int axis = 0, np, hole = -1;
 
-	if (params(c, e, names, 2, arg) < 0 || !(x = check_expr(c, arg[0])))
+	if (params(c, e, names, arg) < 0 || !(x = check_expr(c, arg[0])))
 		return NULL;
 	if (x->shape.rank == 0) {
 		diag_error(c->d, e->loc, "'split' cannot split a scalar");
@@ -745,7 +757,7 @@ check_meta(Checker *c, AstNode *e, OpKind op)
 	TfgShape s = {0, {0}};
 	void *data;
 
-	if (check_args(c, e, 1, NULL) < 0 || !(x = check_expr(c, e->list[0])))
+	if (check_bind(c, e) < 0 || !(x = check_expr(c, e->list[0])))
 		return NULL;
 	data = arena_alloc(c->a, 8 * (TFG_MAX_RANK + 1));
 	(void)op; /* OP_const: size, shape and rank build constants */

@@ -28,7 +28,6 @@
  * double a value per statement, so refuse absurd ones early. */
 #define STR_MAX_BYTES ((size_t)1 << 24)
 
-static const char *const kw_dtype[] = {"dtype", NULL};
 
 static void
 put_u64(unsigned char *p, uint64_t v)
@@ -71,21 +70,17 @@ check_string_lit(Checker *c, AstNode *e)
 				       data, strbytes));
 }
 
-/* constant(value, dtype=) (spec §6.24 "constant"): value is a literal, as a
- * tensor literal's elements are (§5.6 "Tensor literals"), or a tensor literal;
- * dtype= converts it by §5.5 "Conversions". */
-IrNode *
-check_constant(Checker *c, AstNode *e, OpKind op)
+/* The value of constant(value, dtype=) (spec §6.24 "constant"): value is
+ * a literal, as a tensor literal's elements are (§5.6 "Tensor literals"),
+ * or a tensor literal; dtype= converts it by §5.5 "Conversions". */
+static IrNode *
+constant_value(Checker *c, AstNode *e)
 {
-	AstNode *v, *d = check_kwarg(e, "dtype");
+	AstNode *v = e->list[0], *d = check_kwarg(e, "dtype");
 	TfgDtype t = TFG_F32;
 	Lit l;
 	IrNode *n;
 
-	(void)op;
-	if (check_args(c, e, 1, kw_dtype) < 0)
-		return NULL;
-	v = e->list[0];
 	if (d && d->kind != AST_NAME) {
 		diag_error(c->d, d->loc, "'dtype' of 'constant' must be a "
 			   "dtype: bool, u8, i32, i64, f32, f64 or "
@@ -123,6 +118,45 @@ check_constant(Checker *c, AstNode *e, OpKind op)
 		return NULL;
 	}
 	return check_lit_node(c, v, l, d ? t : check_lit_default(l));
+}
+
+/* constant(value, dtype=, shape=): with shape=, as TF's, a scalar value
+ * fills the shape and a tensor literal of as many elements is reshaped
+ * to it. */
+IrNode *
+check_constant(Checker *c, AstNode *e, OpKind op)
+{
+	AstNode *sh;
+	IrNode *n;
+	TfgShape s;
+
+	(void)op;
+	if (check_bind(c, e) < 0 || !(n = constant_value(c, e)))
+		return NULL;
+	if (!(sh = check_kwarg(e, "shape")))
+		return n;
+	if (check_shape_arg(c, e, sh, &s) < 0)
+		return NULL;
+	if (n->dtype == TFG_STRING) {
+		diag_error(c->d, sh->loc, "'constant' takes no shape= for "
+			   "strings: write the tensor literal");
+		return NULL;
+	}
+	if (n->shape.rank == 0) {
+		IrMake *m = arena_alloc(c->a, sizeof *m);
+		return check_built(c, ir_make(c->p, e->loc, OP_fill, n->dtype,
+					      &s, m, &n, 1));
+	}
+	if (tfg_shape_numel(&n->shape) != tfg_shape_numel(&s)) {
+		diag_error(c->d, sh->loc, "the value of 'constant' has %"
+			   PRId64 " elements, and shape %s needs %" PRId64
+			   " (or a scalar, which fills it)",
+			   tfg_shape_numel(&n->shape),
+			   strchr(ir_type_str(c->a, n->dtype, &s), '['),
+			   tfg_shape_numel(&s));
+		return NULL;
+	}
+	return check_built(c, ir_reshape(c->p, e->loc, n, &s));
 }
 
 /* ------------------------------------------------------------ evaluation */

@@ -41,16 +41,16 @@ typedef struct OptSlots {
 static const struct {
 	const char *name;
 	IrOptKind kind;
-	int npos;                 /* positional hyperparameters at most */
-	const char *const kw[5];  /* their names, in order */
+	const char *const kw[5];  /* the hyperparameters' names, in the order
+				     of their signatures */
 	double dflt[4];           /* NAN: required */
 	const char *slot[3];      /* slot name suffixes */
 	int nslot;
 } opts[] = {
-	{"sgd", IR_OPT_SGD, 1, {"lr"}, {NAN}, {0}, 0},
-	{"momentum", IR_OPT_MOMENTUM, 2, {"lr", "momentum"}, {NAN, NAN},
+	{"sgd", IR_OPT_SGD, {"lr"}, {NAN}, {0}, 0},
+	{"momentum", IR_OPT_MOMENTUM, {"lr", "momentum"}, {NAN, NAN},
 	 {"Momentum"}, 1},
-	{"adam", IR_OPT_ADAM, 4, {"lr", "beta1", "beta2", "epsilon"},
+	{"adam", IR_OPT_ADAM, {"lr", "beta1", "beta2", "epsilon"},
 	 {0.001, 0.9, 0.999, 1e-8}, {"Adam", "Adam_1", "Adam_t"}, 3},
 };
 
@@ -124,24 +124,14 @@ hyper(Checker *c, int o, int k, AstNode *e, double *lit, int *is_lit)
 static int
 hypers(Checker *c, AstNode *e, int o, IrNode **h, double *lit)
 {
-	int npos = check_args(c, e, -1, opts[o].kw);
 	int n = ir_opt_nhyper(opts[o].kind);
 
-	if (npos < 0)
+	if (check_bind(c, e) < 0)
 		return -1;
-	if (npos > opts[o].npos)
-		return check_arity(c, e, npos);
 	for (int k = 0; k < n; k++) {
-		AstNode *a = check_kwarg(e, opts[o].kw[k]);
+		AstNode *a = check_param(e, k, opts[o].kw[k]);
 		int is_lit;
 
-		if (a && k < npos) {
-			diag_error(c->d, a->loc, "%s: argument '%s' given "
-				   "twice", e->name, opts[o].kw[k]);
-			return -1;
-		}
-		if (k < npos)
-			a = e->list[k];
 		h[k] = NULL;
 		lit[k] = opts[o].dflt[k];
 		if (!a) {
@@ -420,11 +410,10 @@ step_inc(Checker *c, AstNode *e, IrNode *done)
 static int
 sync_of(Checker *c, AstNode *e, double *wait)
 {
-	static const char *const kw[] = {"replicas", "timeout", NULL};
 	AstNode *n, *t;
 	Lit l;
 
-	if (check_args(c, e, 1, kw) < 0)
+	if (check_bind(c, e) < 0)
 		return -1;
 	if (!(n = check_kwarg(e, "replicas"))) {
 		diag_error(c->d, e->loc, "sync() needs replicas=N: how many "
@@ -459,7 +448,6 @@ sync_of(Checker *c, AstNode *e, double *wait)
 IrNode *
 check_minimize(Checker *c, AstNode *e, OpKind op)
 {
-	static const char *const kw[] = {"vars", "global_step", NULL};
 	AstNode *oe, *vk, *sk;
 	IrNode *loss, *v[256], *h[4], *in[258];
 	double lit[4];
@@ -467,7 +455,7 @@ check_minimize(Checker *c, AstNode *e, OpKind op)
 	double wait = 0;
 
 	(void)op;
-	if (check_args(c, e, 2, kw) < 0)
+	if (check_bind(c, e) < 0)
 		return NULL;
 	oe = e->list[1];
 	if (oe->kind == AST_CALL && strcmp(oe->name, "sync") == 0 &&

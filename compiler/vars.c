@@ -232,7 +232,7 @@ check_varop(Checker *c, AstNode *e, OpKind op)
 	IrVar *v;
 	Lit l;
 
-	if (check_args(c, e, 2, NULL) < 0)
+	if (check_bind(c, e) < 0)
 		return NULL;
 	target = e->list[0];
 	val = e->list[1];

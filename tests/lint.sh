@@ -27,8 +27,12 @@
 #      section cannot leave a citation pointing at another one.
 #  (f) every example and golden program is in tfgc fmt's layout (spec
 #      §10.8 "Formatting"): `tfgc fmt --check` passes.
+#  (g) the table of signatures in spec/language.md (between its begin and
+#      end markers, spec §6.7.1 "Signatures") is what `tfgc help --ops`
+#      prints from compiler/builtins.def, so that the spec and the op
+#      table cannot drift apart.
 # Needs the generated parser header (build/lang/parse.h) for (b) and the
-# compiler ($TFGC, ./tfgc by default) for (f): run after a build.  Prints "lint: ok", or the problems and exits 1.
+# compiler ($TFGC, ./tfgc by default) for (f) and (g): run after a build.  Prints "lint: ok", or the problems and exits 1.
 cd "$(dirname "$0")/.." || exit 1
 CC=${CC:-cc}
 LLVM_INC=$(llvm-config-19 --includedir 2>/dev/null || echo /usr/lib/llvm-19/include)
@@ -184,6 +188,18 @@ else
 			problem "tfgc fmt fails on $f: $got"
 		fi
 	done
+fi
+
+# (g) the spec's table of signatures
+if [ -x "$TFGC" ]; then
+	sed -n '/^<!-- tfgc help --ops: begin -->$/,/^<!-- tfgc help --ops: end -->$/p' \
+		spec/language.md | sed '1d;$d' >"$out"
+	if ! [ -s "$out" ]; then
+		problem "spec/language.md has no table of signatures between '<!-- tfgc help --ops: begin -->' and '<!-- tfgc help --ops: end -->'"
+	elif ! "$TFGC" help --ops | cmp -s - "$out"; then
+		problem "spec/language.md's table of signatures is not what 'tfgc help --ops' prints (compiler/builtins.def): paste its output between the markers"
+		"$TFGC" help --ops | diff "$out" - | sed 's/^/    /'
+	fi
 fi
 
 [ "$bad" -eq 0 ] && echo "lint: ok"

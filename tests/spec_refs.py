@@ -10,8 +10,11 @@ so that a section renumbered or retitled makes every stale citation of it
 fail here instead of pointing at another section.  Files checked: the C
 sources and headers, the lexer and grammar, the op tables, scripts and
 programs under tests/, examples/ and bench/, the Makefile, and
-spec/design.md and README.md.  Prints one line per bad citation, file:line
-first; exits 1 if there was one.
+spec/design.md and README.md, and in spec/language.md itself the table
+of signatures that `tfgc help --ops` makes from compiler/builtins.def
+(between the OPS_BEGIN and OPS_END markers; tests/lint.sh checks that it
+is what the compiler prints).  Prints one line per bad citation,
+file:line first; exits 1 if there was one.
 """
 import os
 import re
@@ -24,6 +27,8 @@ EXTS = (".c", ".h", ".re", ".y", ".def", ".sh", ".inc", ".py", ".tfg")
 DIRS = ("lang", "compiler", "codegen", "runtime", "stdlib", "tests",
         "examples", "bench")
 FILES = ("Makefile", "spec/design.md", "README.md")
+OPS_BEGIN = "<!-- tfgc help --ops: begin -->"
+OPS_END = "<!-- tfgc help --ops: end -->"
 
 
 def sections(path):
@@ -57,9 +62,13 @@ def main():
     os.chdir(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
     secs = sections("spec/language.md")
     bad = 0
-    for path in sources():
+    for path in list(sources()) + ["spec/language.md"]:
         with open(path, encoding="utf-8", errors="replace") as f:
+            inside = path != "spec/language.md"
             for no, line in enumerate(f, 1):
+                if not inside or line.startswith(OPS_END):
+                    inside = line.startswith(OPS_BEGIN)
+                    continue
                 for m in CITE.finditer(line):
                     num, title = m.group(1), m.group(2)
                     want = secs.get(num)
