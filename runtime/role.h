@@ -6,7 +6,9 @@
  *              of the process's queue and run them (a step's part, a
  *              session, a SPECIALISE, ...)
  *   client.c   sessions: a session's statements, and the steps it
- *              drives as their client
+ *              drives as their client (with client_eval.c, its values
+ *              and expressions, and client_run.c, its run(...) steps;
+ *              their shared header is client_int.h)
  *   spec.c     specialisations of a generic plan
  *   launch.c   the controller (tfgc run, tfgc stop)
  *   progress.c progress() and record(): the client's records and CSV

@@ -96,8 +96,8 @@ done
 
 # (d) the runtime's layers (spec/design.md "Runtime layers"): transport
 #     (net.c net.h auth.c auth.h) -> protocol (wire.c proto.c rendezvous.c proto.h
-#     proto_int.h) -> roles (server.c client.c spec.c launch.c var.c
-#     optim.c ckpt.c progress.c role.h).
+#     proto_int.h) -> roles (server.c client.c client_eval.c client_run.c
+#     spec.c launch.c var.c optim.c ckpt.c progress.c role.h client_int.h).
 #     A file includes no header of a layer above its own; the roles see
 #     the transport only through the protocol's header (no net.h, no call
 #     of rt_net_*), and the protocol's own header proto_int.h stays in it.
@@ -106,9 +106,10 @@ layer() {
 	runtime/net.c|runtime/net.h|runtime/auth.c|runtime/auth.h) echo 1 ;;
 	runtime/wire.c|runtime/proto.c|runtime/rendezvous.c|runtime/proto.h|\
 	runtime/proto_int.h) echo 2 ;;
-	runtime/server.c|runtime/client.c|runtime/spec.c|runtime/launch.c|\
+	runtime/server.c|runtime/client.c|runtime/client_eval.c|\
+	runtime/client_run.c|runtime/spec.c|runtime/launch.c|\
 	runtime/var.c|runtime/optim.c|runtime/ckpt.c|runtime/progress.c|\
-	runtime/role.h) echo 3 ;;
+	runtime/role.h|runtime/client_int.h) echo 3 ;;
 	*) echo 0 ;;
 	esac
 }

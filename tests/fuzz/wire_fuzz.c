@@ -94,7 +94,7 @@ task_records(void *arg)
 	}
 }
 
-/* The end of step c of this task's as its client (client.c step_finish):
+/* The end of step c of this task's as its client (client_run.c step_finish):
  * its feeds to itself, its own part, its fetches, the DONEs. */
 static void
 client_end(RtServer *s, RtCtx *c)
