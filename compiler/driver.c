@@ -768,9 +768,10 @@ common_args(PtrVec *v, const Args *a, Program *p)
 }
 
 /* The arguments of every `tfgc server` that tfgc run starts (the task's
- * --job and --task follow); picked: --picked-ports. */
+ * --job and --task follow); pick: tfgc run picked the ports, picked:
+ * --picked-ports (not on the last try). */
 static char *const *
-server_args(const Args *a, Program *p, int picked)
+server_args(const Args *a, Program *p, int pick, int picked)
 {
 	PtrVec v = {0};
 
@@ -788,8 +789,7 @@ server_args(const Args *a, Program *p, int picked)
 	if (picked)
 		vec_push(p->arena, &v, "--picked-ports");
 	vec_push(p->arena, &v, "--from-run");
-	if ((a->free_ports || (p->implicit && a->addr.n == 0)) &&
-	    !a->attach) /* cmd_run picked them */
+	if (pick)
 		vec_push(p->arena, &v, "--free-ports");
 	vec_push(p->arena, &v, NULL);
 	return (char *const *)v.v;
@@ -855,7 +855,7 @@ cmd_run(Args *a, Program *p)
 			return 1;
 		o.picked_ports = pick && try < PORT_TRIES;
 		rc = tfg_launch(p->plan, &o, "/proc/self/exe",
-				server_args(a, p, o.picked_ports),
+				server_args(a, p, pick, o.picked_ports),
 				(a->attach ? TFG_LAUNCH_ATTACH : 0) |
 				(a->stop ? TFG_LAUNCH_STOP : 0));
 		if (rc != TFG_EXIT_PORT_TAKEN || !o.picked_ports)

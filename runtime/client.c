@@ -240,10 +240,7 @@ eval_number(Sess *ss, const RtExpr *x, const char *fn, const char *name,
 	st = rt_sess_fail(ss, x->where, TFG_EDTYPE,
 			  "%s(): %s= takes %s, got %s", fn,
 			  name, integer ? "an integer" : "a number",
-			  v->kind == CV_STR ? "a string" :
-			  v->kind != CV_TENSOR ? "a list of values" :
-			  rt_sess_type_str(buf, sizeof buf, v->t->dtype,
-					   &v->t->shape));
+			  rt_cval_what(buf, sizeof buf, v));
 	rt_cval_free(v);
 	return st;
 }
@@ -354,10 +351,7 @@ batch_array(Sess *ss, const RtExpr *x, const char *what, CVal *v)
 	st = rt_sess_fail(ss, x->where, TFG_ESHAPE,
 			  "batches() takes arrays with rows (of rank 1 or "
 			  "more, not strings), but %s is %s", what,
-			  v->kind == CV_STR ? "a string" :
-			  v->kind != CV_TENSOR ? "a list of values" :
-			  rt_sess_type_str(buf, sizeof buf, v->t->dtype,
-					   &v->t->shape));
+			  rt_cval_what(buf, sizeof buf, v));
 	rt_cval_free(v);
 	return st;
 }
@@ -388,10 +382,7 @@ batch_int(Sess *ss, const RtExpr *x, const char *what, int64_t *out)
 	st = rt_sess_fail(ss, x->where, TFG_EDTYPE,
 			  "batches(): %s must be %s, got %s",
 			  what, isbool ? "true or false" : "an integer scalar",
-			  v.kind == CV_STR ? "a string" :
-			  v.kind != CV_TENSOR ? "a list of values" :
-			  rt_sess_type_str(buf, sizeof buf, v.t->dtype,
-					   &v.t->shape));
+			  rt_cval_what(buf, sizeof buf, &v));
 	rt_cval_free(&v);
 	return st;
 }

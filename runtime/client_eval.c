@@ -188,6 +188,16 @@ rt_sess_type_str(char *buf, size_t n, TfgDtype t, const TfgShape *s)
 	return buf;
 }
 
+/* What v is, for an error: "a string", "a list of values", or its
+ * tensor's type. */
+const char *
+rt_cval_what(char *buf, size_t n, const CVal *v)
+{
+	return v->kind == CV_STR ? "a string"
+	     : v->kind != CV_TENSOR ? "a list of values"
+	     : rt_sess_type_str(buf, n, v->t->dtype, &v->t->shape);
+}
+
 static const char *const op_names[] = {
 	[RT_E_NEG] = "-", [RT_E_ADD] = "+", [RT_E_SUB] = "-",
 	[RT_E_MUL] = "*", [RT_E_DIV] = "/",
@@ -357,7 +367,6 @@ eval_compare(Sess *ss, const RtExpr *x, CVal *v)
 	return TFG_OK;
 }
 
-/* len(x): a list's length, a tensor's first dim. */
 /* exists(path): whether something is at path (relative to the task's
  * working directory, as load's). */
 static tfg_status
@@ -384,6 +393,7 @@ eval_exists(Sess *ss, const RtExpr *x, CVal *v)
 	return TFG_OK;
 }
 
+/* len(x): a list's length, a tensor's first dim. */
 static tfg_status
 eval_len(Sess *ss, const RtExpr *x, CVal *v)
 {

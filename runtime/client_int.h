@@ -74,6 +74,8 @@ tfg_status rt_sess_scalar_new(RtTensor **out, TfgDtype t, int64_t i,
 			      double f);
 const char *rt_sess_type_str(char *buf, size_t n, TfgDtype t,
 			     const TfgShape *s); /* "f32[100]" */
+/* v for an error: "a string", "a list of values" or its type */
+const char *rt_cval_what(char *buf, size_t n, const CVal *v);
 
 /* client_run.c */
 tfg_status rt_sess_run_with(Sess *ss, const RtExpr *x, CVal *given,
