@@ -4,20 +4,28 @@
  * cblas_sgemm called directly on buffers of the same size.
  *
  * The part runs on an arena filled once with random values; bench/bench.h
- * defines tfg_rt_recv and tfg_rt_send as no-ops (this does not link
- * libtfg), so the time is the part's own: the product, nothing copied.
- * Runs alternate between the two so that both see the same machine; the
- * figure is the median of REPS runs each (a run of small products
- * repeats the call, to last at least about 50 us).
+ * defines tfg_rt_recv and tfg_rt_send as no-ops (libtfg is linked only
+ * for tfg_rt_gemm and its thread pool), so the time is the part's own:
+ * the product, nothing copied.  Runs alternate between the two so that
+ * both see the same machine; the figure is the median of REPS runs each
+ * (a run of small products repeats the call, to last at least about
+ * 50 us).  The part runs OpenBLAS on one thread per block of the pool
+ * (runtime/gemm.c) and stops OpenBLAS's own threads; the reference is
+ * OpenBLAS as a program calls it, on its own threads, one per core: they
+ * are made again (outside the timing) before its runs and stopped after,
+ * so that they do not spin beside the part's.
  *
  *   usage: matmul M K N REPS    prints one line of GFLOP/s and the ratio
  */
 #include <cblas.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "bench/bench.h"
 #include "mm.h"
+
+int blas_thread_shutdown_(void); /* OpenBLAS's, as runtime/gemm.c */
 
 static float *
 rand_buf(size_t nbytes)
@@ -47,6 +55,8 @@ main(int argc, char **argv)
 	double flop = 2.0 * m * (double)k * n;
 	int inner = flop < 1e7 ? (int)(1e7 / flop) + 1 : 1; /* >= ~50 us */
 
+	int cores = (int)sysconf(_SC_NPROCESSORS_ONLN);
+
 	if (!tp || !tb)
 		return 2;
 	mm_part_0(NULL, (char *)arena); /* warm up both */
@@ -57,12 +67,18 @@ main(int argc, char **argv)
 		for (int i = 0; i < inner; i++)
 			if (mm_part_0(NULL, (char *)arena) != 0)
 				return 1;
+		double ta = bench_now_s();
+		openblas_set_num_threads(cores);
+		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k,
+			    1.0f, a, k, b, n, 0.0f, c, n); /* its threads up */
 		double t1 = bench_now_s();
 		for (int i = 0; i < inner; i++)
 			cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans,
 				    m, n, k, 1.0f, a, k, b, n, 0.0f, c, n);
 		double t2 = bench_now_s();
-		tp[r] = (t1 - t0) / inner;
+		openblas_set_num_threads(1);
+		blas_thread_shutdown_();
+		tp[r] = (ta - t0) / inner;
 		tb[r] = (t2 - t1) / inner;
 	}
 	double gp = flop / bench_median(tp, reps) / 1e9;

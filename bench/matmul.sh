@@ -38,6 +38,6 @@ PY
 	$TFGC compile "$T/mm.tfg" --task local:0 -o "$T/mm.o" --name mm \
 		--fetch c --feed a="$T/a.npy" --feed b="$T/b.npy" || exit 1
 	$CC -std=c11 -O2 -D_GNU_SOURCE -I. -I"$T" -o "$T/mm" bench/matmul.c \
-		"$T/mm.o" -lopenblas -lm || exit 1
+		"$T/mm.o" build/libtfg.a -lopenblas -lpthread -lm || exit 1
 	"$T/mm" "$m" "$k" "$n" "$reps" || exit 1
 done

@@ -15,8 +15,9 @@
  * contiguous in out and b, so LLVM vectorises it.  Float products and
  * sums may fuse (spec §6.2 "Addition, subtraction, multiplication").
  *
- * Large f32/f64 products call cblas_sgemm/cblas_dgemm instead (OpenBLAS;
- * spec §6.18 "matmul and `@`"): row-major, no transpose, lda = k,
+ * Large f32/f64 products call tfg_rt_gemm instead (runtime/gemm.c:
+ * OpenBLAS's cblas_sgemm/cblas_dgemm, cut over the kernel pool; spec
+ * §6.18 "matmul and `@`"): row-major, no transpose, lda = k,
  * ldb = ldc = n, beta = 0, one call per batch element at the batch offsets
  * of the same Nest, or one call for the whole batch when b has no batch
  * axes and a all of them (then the batch is just more rows).  The rule,
@@ -25,14 +26,14 @@
  * products (2-3x from 32^3 on), and by 10x when n = 1, where the loop
  * does not vectorise; with fewer than 8 rows the loop streams b at
  * memory speed and OpenBLAS's packing and threads lose (3-5x at
- * [1..4, 1024] @ [1024, 1024]).  OpenBLAS keeps its own thread pool
- * (one per process, sized by OPENBLAS_NUM_THREADS or the cores).
+ * [1..4, 1024] @ [1024, 1024]).  OpenBLAS runs on one thread: the
+ * threads are the kernel pool's (runtime/pool.c, $TFG_THREADS).
  *
  * A matmul carrying an epilogue (compiler/pass_fuse.c: an elementwise
  * program whose anchor is the product element) is computed a block of
  * rows at a time into its output, and the program runs over each block
  * right after it, while the block is in cache, instead of as a separate
- * pass over memory: blocks of R rows per cblas_*gemm call with R * n
+ * pass over memory: blocks of R rows per tfg_rt_gemm call with R * n
  * elements in EPI_BLOCK_BYTES (a share of the L3), or one row at a time
  * on the loop path, whose sums keep the unfused order (bit-identical
  * results).  The batch is more rows when the plain product would be one
@@ -199,36 +200,32 @@ mm_match(const IrNode *n)
 	return k == kb;
 }
 
-/* void cblas_<s|d>gemm(order, transa, transb, M, N, K, alpha, A, lda,
- * B, ldb, beta, C, ldc), declared once per module.  trans: IrNode.trans;
- * lda is the row length of a as stored (k, or m transposed), ldb b's (nn,
- * or k). */
+/* tfg_rt_gemm(dtype, trans, m, n, k, alpha, a, lda, b, ldb, beta, c,
+ * ldc) (runtime/gemm.c: OpenBLAS over the kernel pool), declared once
+ * per module.  trans: IrNode.trans; lda is the row length of a as stored
+ * (k, or m transposed), ldb b's (nn, or k). */
 static void
 blas_call(CgCtx *C, TfgDtype t, LLVMValueRef a, LLVMValueRef b,
 	  LLVMValueRef out, int64_t m, int64_t k, int64_t nn, int trans,
 	  int64_t lda)
 {
-	enum { ROW_MAJOR = 101, NO_TRANS = 111, TRANS = 112 }; /* cblas.h */
-	const char *name = t == TFG_F32 ? "cblas_sgemm" : "cblas_dgemm";
-	LLVMTypeRef ft = cg_elty(C, t);
-	LLVMTypeRef ps[14] = {C->i32, C->i32, C->i32, C->i32, C->i32, C->i32,
-			      ft, C->ptr, C->i32, C->ptr, C->i32, ft, C->ptr,
-			      C->i32};
+	LLVMTypeRef dt = LLVMDoubleTypeInContext(C->c);
+	LLVMTypeRef ps[13] = {C->i32, C->i32, C->i64, C->i64, C->i64, dt,
+			      C->ptr, C->i64, C->ptr, C->i64, dt, C->ptr,
+			      C->i64};
 	LLVMTypeRef fty = LLVMFunctionType(LLVMVoidTypeInContext(C->c), ps,
-					   14, 0);
-	LLVMValueRef f = LLVMGetNamedFunction(C->m, name);
+					   13, 0);
+	LLVMValueRef f = LLVMGetNamedFunction(C->m, "tfg_rt_gemm");
 	if (!f)
-		f = LLVMAddFunction(C->m, name, fty);
-#define I32(v) LLVMConstInt(C->i32, (unsigned long long)(v), 0)
-	LLVMValueRef args[14] = {I32(ROW_MAJOR),
-				 I32(trans & 1 ? TRANS : NO_TRANS),
-				 I32(trans & 2 ? TRANS : NO_TRANS),
-				 I32(m), I32(nn), I32(k),
-				 LLVMConstReal(ft, 1.0), a, I32(lda), b,
-				 I32(trans & 2 ? k : nn),
-				 LLVMConstReal(ft, 0.0), out, I32(nn)};
-#undef I32
-	LLVMBuildCall2(C->b, fty, f, args, 14, "");
+		f = LLVMAddFunction(C->m, "tfg_rt_gemm", fty);
+	LLVMValueRef args[13] = {
+		LLVMConstInt(C->i32, (unsigned long long)t, 0),
+		LLVMConstInt(C->i32, (unsigned long long)trans, 0),
+		cg_i64c(C, m), cg_i64c(C, nn), cg_i64c(C, k),
+		LLVMConstReal(dt, 1.0), a, cg_i64c(C, lda), b,
+		cg_i64c(C, trans & 2 ? k : nn), LLVMConstReal(dt, 0.0), out,
+		cg_i64c(C, nn)};
+	LLVMBuildCall2(C->b, fty, f, args, 13, "");
 }
 
 /* One product through BLAS at the batch offsets off[] (elements). */
@@ -252,8 +249,8 @@ body_blas(CgCtx *C, const Nest *L, LLVMValueRef *off, LLVMValueRef acc)
  * a time, each block followed at once by the program over it */
 
 /* A BLAS block of product rows: a share of the L3 (32 MiB per core
- * complex on the 2-core EPYC), not the L2.  Each cblas_sgemm call packs
- * all of b again and wakes OpenBLAS's threads, so with bench/kernels.sh's
+ * complex on the 2-core EPYC), not the L2.  Each GEMM call packs
+ * all of b again and wakes the pool's threads, so with bench/kernels.sh's
  * [4096, 1024] @ [1024, 1024] blocks of 256 KiB (64 calls) cost 40-65%
  * over the bare product and 1 MiB 15-30%.  From 4 MiB on what is left is
  * the epilogue's own arithmetic and the machine's noise: medians of 31

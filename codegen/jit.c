@@ -10,8 +10,8 @@
  *                   goes in through a ThreadSafeContext.  tfg_rt_recv and
  *                   tfg_rt_send are absolute symbols (or the test fakes in
  *                   CgOptions), and so are tfg_rt_parallel (large loop
- *                   nests, codegen/cpu_nest.c), cblas_sgemm and cblas_dgemm
- *                   (large matmuls, codegen/cpu_shape.c); libc's fmod,
+ *                   nests, codegen/cpu_nest.c) and tfg_rt_gemm (large
+ *                   matmuls, codegen/cpu_shape.c); libc's fmod,
  *                   fmodf, memcpy, memset and memmove (which LLVM may
  *                   call for frem or copy loops)
  *                   and the libm functions of process_filter's list
@@ -25,7 +25,6 @@
 #include <string.h>
 #include <time.h>
 
-#include <cblas.h>
 #include <llvm-c/Analysis.h>
 #include <llvm-c/Error.h>
 #include <llvm-c/LLJIT.h>
@@ -242,10 +241,8 @@ define_symbols(CgJit *j, const CgOptions *o)
 		 {recv, fl}},
 		{LLVMOrcLLJITMangleAndIntern(j->jit, "tfg_rt_send"),
 		 {send, fl}},
-		{LLVMOrcLLJITMangleAndIntern(j->jit, "cblas_sgemm"),
-		 {(uintptr_t)cblas_sgemm, fl}},
-		{LLVMOrcLLJITMangleAndIntern(j->jit, "cblas_dgemm"),
-		 {(uintptr_t)cblas_dgemm, fl}},
+		{LLVMOrcLLJITMangleAndIntern(j->jit, "tfg_rt_gemm"),
+		 {(uintptr_t)tfg_rt_gemm, fl}},
 		{LLVMOrcLLJITMangleAndIntern(j->jit, "tfg_rt_parallel"),
 		 {(uintptr_t)tfg_rt_parallel, fl}},
 		{LLVMOrcLLJITMangleAndIntern(j->jit, "tfg_rt_var"),

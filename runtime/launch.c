@@ -104,12 +104,14 @@ rt_spawn(char *const *argv)
 }
 
 /* The tasks that tfg_launch starts share this machine's cores: each gets
- * cores / ntask threads (at least one) for its kernels (TFG_THREADS,
- * runtime/pool.c) and for OpenBLAS (OPENBLAS_NUM_THREADS, read when it
- * loads), unless the environment sets them.  Three task processes on two
- * cores each with two BLAS threads that spin while they wait took turns
- * with each other's spinning: asynchronous MNIST (1 ps + 2 workers) made
- * 1,200-1,490 global steps/s so, 1,550 with one thread each. */
+ * cores / ntask threads (at least one) for its kernels and products
+ * (TFG_THREADS, runtime/pool.c), unless the environment sets it.  Three
+ * task processes on two cores each with two threads that spin while
+ * they wait took turns with each other's spinning: asynchronous MNIST
+ * (1 ps + 2 workers) made 1,200-1,490 global steps/s so, 1,550 with one
+ * thread each.  OpenBLAS computes on the pool's threads (runtime/gemm.c):
+ * OPENBLAS_NUM_THREADS=1, read when it loads, keeps it from making
+ * threads of its own at all. */
 static void
 share_cores(int ntask)
 {
@@ -124,7 +126,7 @@ share_cores(int ntask)
 	n = ntask > 0 && cores / ntask > 1 ? cores / ntask : 1;
 	snprintf(buf, sizeof buf, "%d", n);
 	setenv("TFG_THREADS", buf, 0);
-	setenv("OPENBLAS_NUM_THREADS", buf, 0);
+	setenv("OPENBLAS_NUM_THREADS", "1", 1);
 }
 
 /* `tfgc server` for task t: argv0, server_args, then --job J --task T. */

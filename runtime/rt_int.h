@@ -59,6 +59,10 @@ tfg_status rt_no_such_file(TfgError *e, const char *path);
  * a large one on huge pages where the system gives them. */
 char *rt_arena_alloc(size_t size);
 
+/* pool.c: the threads a loop of n iterations would run on now (1: the
+ * caller's alone); makes the pool on first use. */
+int rt_pool_threads(int64_t n);
+
 /* gpu.c: what a step's GPU calls left (RtCtx.gpu): waits for the streams
  * it used and gives its device arenas back; NULL state is a no-op.
  * Returns 0, or TFG_EGPU when a stream failed, with the step's error set

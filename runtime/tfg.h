@@ -425,6 +425,18 @@ TFG_API void tfg_rt_parallel(TfgKernelFn k, void *const *bases, int64_t n);
  * caller).  Before the first parallel loop this also sizes the pool;
  * later it is capped at the pool's size.  Returns the number in use. */
 TFG_API int tfg_set_threads(int n);
+/* c = alpha op(a) op(b) + beta c for row-major f32 or f64 (dtype
+ * TFG_F32 or TFG_F64) matrices: op(a) is m x k, op(b) k x n; bit 0 of
+ * trans transposes a (stored k x m), bit 1 b (stored n x k); lda, ldb
+ * and ldc are the stored row lengths.  A large product is cut into one
+ * block of rows (or of columns) per thread of the pool, each computed
+ * by OpenBLAS on its thread (runtime/gemm.c); OpenBLAS's own threads
+ * are not used.  Generated parts call it for large float matmuls, so an
+ * object that does links -lopenblas too. */
+TFG_API void tfg_rt_gemm(int32_t dtype, int32_t trans, int64_t m, int64_t n,
+			 int64_t k, double alpha, const void *a, int64_t lda,
+			 const void *b, int64_t ldb, double beta, void *c,
+			 int64_t ldc);
 
 /* --------------------------- GPUs (runtime/gpu.c, spec/design.md "GPUs") */
 

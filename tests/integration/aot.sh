@@ -161,8 +161,9 @@ expect_rc 0 $TFGC compile "$T/three.tfg" --task local:0 -o "$T/t0.o"
 expect_rc 2 $TFGC compile examples/hello.tfg --task local:0
 expect_rc 2 $TFGC compile examples/hello.tfg -o "$T/x.o"
 expect_rc 2 $TFGC compile "$T/model.tfg" -o "$T/x.o" --name 9lives
-# (d) A large matmul calls cblas_sgemm (spec §6.18 "matmul and `@`"): the
-# object links with -lopenblas, and --shared links the part with it.
+# (d) A large matmul calls libtfg's tfg_rt_gemm, which calls OpenBLAS's
+# cblas_sgemm (spec §6.18 "matmul and `@`"): the object links with
+# -lopenblas, and --shared links the part with it.
 cat >"$T/mm.tfg" <<'TFG'
 cluster { local = ["localhost:2222"] }
 input a: f32[64, 48]
@@ -181,7 +182,7 @@ PY
 mmflags="--fetch c --feed a=$T/a.npy --feed b=$T/b.npy"
 # shellcheck disable=SC2086
 expect_rc 0 $TFGC compile "$T/mm.tfg" -o "$T/mm.o" $mmflags
-nm -u "$T/mm.o" | grep -q cblas_sgemm || fail "mm.o does not call cblas_sgemm"
+nm -u "$T/mm.o" | grep -q tfg_rt_gemm || fail "mm.o does not call tfg_rt_gemm"
 expect_in "$T/mm.h" "-lopenblas"
 cat >"$T/mm.c" <<'C'
 #include <math.h>
@@ -217,6 +218,35 @@ expect_rc 0 "$T/mm"
 expect_in "$T/out" "mm ok"
 # shellcheck disable=SC2086
 expect_rc 0 $TFGC compile "$T/mm.tfg" --shared -o "$T/mm.so" $mmflags
-objdump -p "$T/mm.so" | grep -q "NEEDED.*openblas" ||
-	fail "mm.so is not linked with OpenBLAS"
+# The shared part takes tfg_rt_gemm (and with it OpenBLAS) from the
+# server that loads it: served, it computes c = a @ b of ones, 48s.
+nm -D --undefined-only "$T/mm.so" | grep -q tfg_rt_gemm ||
+	fail "mm.so does not call tfg_rt_gemm"
+python3 - "$T" <<'PY' || fail "cannot write the feeds of ones"
+import struct, sys
+for name, r, c in (("a1", 64, 48), ("b1", 48, 40)):
+    h = "{'descr': '<f4', 'fortran_order': False, 'shape': (%d, %d), }" % (r, c)
+    h += " " * (63 - (10 + len(h)) % 64) + "\n"
+    with open("%s/%s.npy" % (sys.argv[1], name), "wb") as f:
+        f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(h)) + h.encode())
+        f.write(struct.pack("<f", 1.0) * (r * c))
+PY
+pm=$(free_port)
+# The server takes the run's flags and runs the session, writing c1.npy:
+# §10.2 "Feeds and fetches from the command line"
+ones="--fetch c --feed a=$T/a1.npy --feed b=$T/b1.npy --out $T/c1.npy"
+# shellcheck disable=SC2086
+$TFGC server "$T/mm.tfg" --job local --task 0 $ones \
+	--addr /job:local/task:0=127.0.0.1:$pm --part "$T/mm.so" 2>"$T/sm" &
+sm=$!
+# shellcheck disable=SC2086
+expect_rc 0 $TFGC run --attach --stop --startup-timeout 10 \
+	--addr /job:local/task:0=127.0.0.1:$pm "$T/mm.tfg" $ones
+wait $sm || fail "the server of mm.so exited $?: $(cat "$T/sm")"
+python3 - "$T/c1.npy" <<'PY' || fail "mm.so computed a wrong c"
+import struct, sys
+d = open(sys.argv[1], "rb").read()
+v = struct.unpack("<%df" % (64 * 40), d[len(d) - 4 * 64 * 40:])
+sys.exit(0 if all(x == 48.0 for x in v) else 1)
+PY
 echo "aot: ok"

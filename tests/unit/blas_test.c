@@ -1,13 +1,16 @@
 /*
  * tests/unit/blas_test.c: large f32/f64 matmuls, which codegen/cpu_shape.c
- * hands to cblas_sgemm/cblas_dgemm (spec §6.18 "matmul and `@`":
- * m * n * k >= 32^3 and m >= 8), against a plain C reference written here.
+ * hands to tfg_rt_gemm (runtime/gemm.c: cblas_sgemm/cblas_dgemm cut over
+ * the kernel pool; spec §6.18 "matmul and `@`": m * n * k >= 32^3 and
+ * m >= 8), against a plain C reference written here.
  *
  * Shapes are random, 100..300 per axis and a few larger, plain, batched
  * (one call per batch element), with broadcast batch axes (base pointers
  * at stride 0), the batch folded into rows (b without batch axes), and a
- * vector on the right (n = 1).  Each part is JIT-compiled, so the cblas
- * symbols resolve as in tfgc (codegen/jit.c).
+ * vector on the right (n = 1).  Each part is JIT-compiled, so
+ * tfg_rt_gemm resolves as in tfgc (codegen/jit.c).  tfg_rt_gemm is also
+ * called directly, on 1, 2 and 3 threads, with every transpose, alpha
+ * and beta, blocks of rows and of columns.
  *
  * Tolerance: BLAS sums in its own order and blocks, so within
  * 4 (k + 1) eps of the sum of |a b| (eps of the dtype; the reference sums
@@ -195,8 +198,7 @@ calls_blas(TfgDtype t, int64_t m, int64_t k, int64_t n)
 	char *buf = jh_emit(prog(t, &sa, &sb, &so), NULL);
 	if (!buf)
 		return -1;
-	int r = strstr(buf, "@cblas_sgemm(") != NULL ||
-		strstr(buf, "@cblas_dgemm(") != NULL;
+	int r = strstr(buf, "@tfg_rt_gemm(") != NULL;
 	free(buf);
 	return r;
 }
@@ -211,12 +213,69 @@ t_rule(void)
 	ASSERT_EQ(calls_blas(TFG_I32, 64, 64, 64), 0);
 }
 
+/* c = alpha op(a) op(b) + beta c through tfg_rt_gemm on `threads`
+ * threads, against long double: trans as IrNode.trans, a stored k x m
+ * when transposed, b n x k. */
+static void
+direct(TfgDtype t, int threads, int trans, int64_t m, int64_t n, int64_t k)
+{
+	int64_t lda = trans & 1 ? m : k, ldb = trans & 2 ? k : n;
+	void *a = fill(t, m * k), *b = fill(t, k * n), *c = fill(t, m * n);
+	void *c0 = fill(t, m * n);
+	size_t sz = t == TFG_F32 ? 4 : 8;
+	long double eps = t == TFG_F32 ? 6e-8L : 1.2e-16L;
+
+	memcpy(c0, c, (size_t)(m * n) * sz);
+	ASSERT_EQ(tfg_set_threads(threads), threads);
+	tfg_rt_gemm(t, trans, m, n, k, -0.5, a, lda, b, ldb, 2.0, c, n);
+	for (int64_t i = 0; i < m; i++)
+		for (int64_t j = 0; j < n; j++) {
+			long double s = 0, mag = 0;
+			for (int64_t q = 0; q < k; q++) {
+				long double pr =
+				    getl(a, t, trans & 1 ? q * lda + i
+						  : i * lda + q) *
+				    getl(b, t, trans & 2 ? j * ldb + q
+						  : q * ldb + j);
+				s += pr;
+				mag += fabsl(pr);
+			}
+			s = -0.5L * s + 2.0L * getl(c0, t, i * n + j);
+			mag = 0.5L * mag + 2.0L * fabsl(getl(c0, t, i * n + j));
+			nchecked++;
+			if (fabsl(getl(c, t, i * n + j) - s) >
+			    4 * (k + 2) * eps * mag)
+				TEST_FAIL_("%s trans %d on %d threads [%lld, "
+					   "%lld]: %Lg != %Lg",
+					   tfg_dtype_name(t), trans, threads,
+					   (long long)i, (long long)j,
+					   getl(c, t, i * n + j), s);
+		}
+}
+
+/* Blocks of rows (m large), of columns (m too small to cut), none
+ * (too little work), on 3, 2 and 1 threads; then 3 for the other tests. */
+static void
+t_split(void)
+{
+	/* the first product sizes the pool: 3 first */
+	for (int threads = 3; threads >= 1; threads--)
+		for (int trans = 0; trans < 4; trans++) {
+			TfgDtype t = trans % 2 ? TFG_F64 : TFG_F32;
+			direct(t, threads, trans, 301, 157, 97);
+			direct(t, threads, trans, 20, 700, 150);
+			direct(t, threads, trans, 40, 30, 20);
+		}
+	ASSERT_EQ(tfg_set_threads(3), 3);
+}
+
+
 static void
 t_count(void)
 {
 	ASSERT(nchecked > 100000);
 }
 
-TEST_MAIN({"plain", t_plain}, {"batched", t_batched},
+TEST_MAIN({"split", t_split}, {"plain", t_plain}, {"batched", t_batched},
 	  {"batch_rows", t_batch_rows}, {"vector", t_vector},
-	  {"rule", t_rule}, {"count", t_count})
+	  {"rule", t_rule}, {"split", t_split}, {"count", t_count})

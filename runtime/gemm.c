@@ -1,0 +1,120 @@
+/*
+ * runtime/gemm.c: large float matrix products (tfg_rt_gemm, spec/design.md
+ * "Kernels"), which generated parts call for a matmul that codegen sends
+ * to BLAS (codegen/cpu_shape.c).
+ *
+ * OpenBLAS runs each call on one thread here: a product of at least
+ * PAR_MIN multiply-adds is cut into one block of rows of c per thread of
+ * the kernel pool (runtime/pool.c), or of columns when c has too few
+ * rows, and each block is one cblas_*gemm call on the thread that takes
+ * it.  OpenBLAS's own threads start and stop around every call and its
+ * hand-off sleeps, which on the 2-core EPYC made the 100x784x100
+ * products of the MNIST step slower on two threads than on one (150-320
+ * us against 164 us); cut here, with the pool's spinning hand-off, they
+ * take 85-92 us.  The blocks are as even as the rows allow: each thread
+ * packs its own copy of b (of a, when columns are cut), which is little
+ * next to its product from this size on.  A block computes its elements
+ * exactly as one call over all of c would, so the result does not
+ * depend on the number of threads.
+ */
+#include <cblas.h>
+#include <pthread.h>
+
+#include "runtime/rt_int.h"
+
+#define PAR_MIN (1 << 20) /* multiply-adds: about 10 us on one core */
+#define BLOCK_MIN 16      /* rows or columns per block, at least */
+
+typedef struct Gemm {
+	int32_t dtype, trans;
+	int64_t m, n, k, lda, ldb, ldc, parts;
+	int cols; /* blocks of columns, not of rows */
+	double alpha, beta;
+	const void *a, *b;
+	void *c;
+} Gemm;
+
+static pthread_once_t blas_once = PTHREAD_ONCE_INIT;
+
+/* OpenBLAS's own (libopenblas, not in cblas.h): stops and joins its
+ * threads, as it does before a fork.  With one thread set they are not
+ * made again. */
+int blas_thread_shutdown_(void);
+
+/* OpenBLAS on the caller's thread from now on, and its threads gone:
+ * left alone, each spins on sched_yield for a while after every wake,
+ * on the cores the pool computes on (a step of the MNIST MLP took 510
+ * us so, 285 without them). */
+static void
+rt_blas_one_thread(void)
+{
+	openblas_set_num_threads(1);
+	blas_thread_shutdown_();
+}
+
+/* c[r0..r1) or c[.., r0..r1) of g, on this thread. */
+static void
+block(const Gemm *g, int64_t r0, int64_t r1)
+{
+	size_t sz = g->dtype == TFG_F32 ? sizeof(float) : sizeof(double);
+	const char *a = g->a, *b = g->b;
+	char *c = g->c;
+	int64_t m = g->m, n = g->n;
+
+	if (g->cols) { /* columns r0..r1 of op(b) and c */
+		b += (size_t)(g->trans & 2 ? r0 * g->ldb : r0) * sz;
+		c += (size_t)r0 * sz;
+		n = r1 - r0;
+	} else { /* rows r0..r1 of op(a) and c */
+		a += (size_t)(g->trans & 1 ? r0 : r0 * g->lda) * sz;
+		c += (size_t)(r0 * g->ldc) * sz;
+		m = r1 - r0;
+	}
+	if (g->dtype == TFG_F32)
+		cblas_sgemm(CblasRowMajor, g->trans & 1 ? CblasTrans
+			    : CblasNoTrans, g->trans & 2 ? CblasTrans
+			    : CblasNoTrans, (int)m, (int)n, (int)g->k,
+			    (float)g->alpha, (const float *)a, (int)g->lda,
+			    (const float *)b, (int)g->ldb, (float)g->beta,
+			    (float *)c, (int)g->ldc);
+	else
+		cblas_dgemm(CblasRowMajor, g->trans & 1 ? CblasTrans
+			    : CblasNoTrans, g->trans & 2 ? CblasTrans
+			    : CblasNoTrans, (int)m, (int)n, (int)g->k,
+			    g->alpha, (const double *)a, (int)g->lda,
+			    (const double *)b, (int)g->ldb, g->beta,
+			    (double *)c, (int)g->ldc);
+}
+
+/* Blocks [b, e) of the product at bases[0] (a TfgKernelFn). */
+static void
+blocks(void *const *bases, int64_t b, int64_t e)
+{
+	const Gemm *g = bases[0];
+	int64_t len = g->cols ? g->n : g->m;
+	for (int64_t i = b; i < e; i++)
+		block(g, len * i / g->parts, len * (i + 1) / g->parts);
+}
+
+TFG_API void
+tfg_rt_gemm(int32_t dtype, int32_t trans, int64_t m, int64_t n, int64_t k,
+	    double alpha, const void *a, int64_t lda, const void *b,
+	    int64_t ldb, double beta, void *c, int64_t ldc)
+{
+	Gemm g = {dtype, trans, m, n, k, lda, ldb, ldc, 1, 0, alpha, beta,
+		  a, b, c};
+	void *base = &g;
+	int t = 1;
+
+	pthread_once(&blas_once, rt_blas_one_thread);
+	if (m > 0 && n > 0 && k > 0 && m * n * k >= PAR_MIN)
+		t = rt_pool_threads(m > n ? m : n);
+	if (t > 1 && m >= (int64_t)t * BLOCK_MIN)
+		g.parts = t;
+	else if (t > 1 && n >= (int64_t)t * BLOCK_MIN)
+		g.parts = t, g.cols = 1;
+	if (g.parts > 1)
+		tfg_rt_parallel(blocks, &base, g.parts);
+	else
+		block(&g, 0, g.m);
+}
