@@ -325,8 +325,17 @@ step_finish(Sess *ss, RtCtx *c, int sigi, const RtPart *parts,
 		for (int j = 0; j < sig->ntask; j++)
 			with_part |= sig->tasks[j] == e->dst &&
 				     e->dst != p->task && e->src == p->task;
-		if (!with_part &&
-		    (st = tfg_rt_send(c, sig->feeds[i].key, args[i].t->data)))
+		if (with_part)
+			continue;
+		/* the own part reads the session's value itself: args
+		   are held until the run returns */
+		if (e->dst == p->task)
+			st = rt_feed_local(c, sig->feeds[i].key,
+					   args[i].t->data);
+		else
+			st = (tfg_status)tfg_rt_send(c, sig->feeds[i].key,
+						     args[i].t->data);
+		if (st)
 			return st;
 	}
 	if (parts && parts[sigi].fn &&

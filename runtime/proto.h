@@ -387,6 +387,11 @@ tfg_status rt_step_poll(RtCtx *c, TfgError *e);
 /* Files the feeds a START carries as TENSOR entries pointing into its
  * body: m must outlive the step (free it after rt_step_end). */
 void rt_start_feeds(RtCtx *c, const RtMsg *start);
+/* Files a feed of the client's own part, edge key, as a TENSOR entry
+ * pointing at src, not a copy: src must outlive the step (the session's
+ * value, held for the run).  The part's receive copies it once, into
+ * its buffer. */
+tfg_status rt_feed_local(RtCtx *c, uint32_t key, const void *src);
 /* Waits for a DONE of step c from `task`; why: what it is waited for to
  * do, for the messages ("finish" if NULL).  *word (if not NULL) gets the
  * first 8 bytes of its body, 0 if it has fewer; *epoch (if not NULL) the

@@ -667,6 +667,34 @@ rdv_send(struct RtCtx *c, uint32_t key, const void *src)
 	return TFG_OK;
 }
 
+tfg_status
+rt_feed_local(RtCtx *c, uint32_t key, const void *src)
+{
+	RtProc *p = c->proc;
+	const RtEdge *e;
+	RtMsg m;
+	tfg_status st;
+
+	if (key >= (uint32_t)c->plan->nedge ||
+	    c->plan->edges[key].dst != p->task)
+		return tfg_error(&c->err, TFG_EINVAL, "%s: edge %u is not a "
+				 "feed of this task", p->name, key);
+	if ((st = rt_step_poll(c, &c->err)) != TFG_OK)
+		return st;
+	e = &c->plan->edges[key];
+	rt_hdr_init(&m.h, c->plan, RT_MSG_TENSOR, c->step, key, p->task,
+		    rt_edge_nbytes(e), p->epoch);
+	m.m = NULL; /* the session owns the bytes */
+	m.body = src;
+	m.lost = 0;
+	pthread_mutex_lock(&p->mu);
+	st = rt_tab_push_locked(p, &m) == 0 ? TFG_OK : TFG_ENOMEM;
+	pthread_mutex_unlock(&p->mu);
+	if (st != TFG_OK)
+		return tfg_error(&c->err, TFG_ENOMEM, "out of memory");
+	return TFG_OK;
+}
+
 void
 rt_start_feeds(RtCtx *c, const RtMsg *start)
 {
