@@ -3,8 +3,8 @@
  * one translation unit linked with a part from `tfgc compile`, and times
  * the part's function alone against a reference in the same process:
  *
- *   tfg_rt_recv, tfg_rt_send  no-ops that the part's object calls, so a
- *                             call of the part is its kernel alone,
+ *   tfg_rt_recv(_ref),        no-ops that the part's object calls, so a
+ *   tfg_rt_send               call of the part is its kernel alone,
  *                             nothing fed or fetched (the inputs are
  *                             whatever the arena holds)
  *   bench_now_s               CLOCK_MONOTONIC, in seconds
@@ -12,7 +12,8 @@
  *   bench_alloc               aligned memory, huge pages when large,
  *                             or exit 2
  *
- * Defines tfg_rt_recv and tfg_rt_send: include it in one file per binary.
+ * Defines tfg_rt_recv, tfg_rt_recv_ref and tfg_rt_send: include it in
+ * one file per binary.
  */
 #ifndef TFG_BENCH_BENCH_H
 #define TFG_BENCH_BENCH_H
@@ -29,6 +30,14 @@ int
 tfg_rt_recv(struct RtCtx *c, uint32_t key, void *dst)
 {
 	(void)c, (void)key, (void)dst;
+	return 0;
+}
+
+int
+tfg_rt_recv_ref(struct RtCtx *c, uint32_t key, void *dst, void **data)
+{
+	(void)c, (void)key;
+	*data = dst; /* the arena's slot, as it is */
 	return 0;
 }
 

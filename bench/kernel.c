@@ -9,7 +9,7 @@
  * non-temporal stores, so that a part that streams its output is
  * compared with the machine's best copy, not with a cached one.
  *
- * How the part is timed: bench/bench.h defines tfg_rt_recv and
+ * How the part is timed: bench/bench.h defines tfg_rt_recv(_ref) and
  * tfg_rt_send as no-ops (this links libtfg.a only for tfg_rt_parallel,
  * the thread pool of runtime/pool.c, whose object needs nothing else),
  * so a call of k_part_0 is the kernel alone, nothing fed or fetched:

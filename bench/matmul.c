@@ -4,7 +4,7 @@
  * cblas_sgemm called directly on buffers of the same size.
  *
  * The part runs on an arena filled once with random values; bench/bench.h
- * defines tfg_rt_recv and tfg_rt_send as no-ops (libtfg is linked only
+ * defines tfg_rt_recv(_ref) and tfg_rt_send as no-ops (libtfg is linked only
  * for tfg_rt_gemm and its thread pool), so the time is the part's own:
  * the product, nothing copied.  Runs alternate between the two so that
  * both see the same machine; the figure is the median of REPS runs each

@@ -29,6 +29,9 @@ typedef struct CgCtx {
 	LLVMTypeRef i1, i8, i32, i64, f32, f64, ptr, void_;
 	LLVMTypeRef rt_ty;     /* i32 (ptr, i32, ptr): tfg_rt_recv/send */
 	LLVMValueRef rt_recv, rt_send;
+	LLVMTypeRef rt_ref_ty; /* i32 (ptr, i32, ptr, ptr): tfg_rt_recv_ref */
+	LLVMValueRef rt_recv_ref;
+	LLVMValueRef ref_slot; /* the part's ptr alloca for tfg_rt_recv_ref */
 	LLVMValueRef rt_mark;  /* tfg_rt_mark; NULL: no trace */
 	LLVMTypeRef rt_check_ty; /* i32 (ptr, ptr, i64, i32, ptr) */
 	LLVMValueRef rt_check; /* tfg_rt_check; NULL: no --check-numerics */

@@ -33,9 +33,11 @@ typedef struct CgOptions {
 				 no (or too few) GPUs run on its CPU (or
 				 share its GPUs) with a warning */
 	int gpu_tf32;         /* --gpu-tf32: f32 matmuls on tensor cores */
-	/* Tests only: what tfg_rt_recv/tfg_rt_send/tfg_rt_var bind to in
+	/* Tests only: what tfg_rt_recv(_ref)/tfg_rt_send/tfg_rt_var bind to in
 	   the JIT; NULL: the runtime's own. */
 	int (*rt_recv)(struct RtCtx *ctx, uint32_t key, void *dst);
+	int (*rt_recv_ref)(struct RtCtx *ctx, uint32_t key, void *dst,
+			   void **data);
 	int (*rt_send)(struct RtCtx *ctx, uint32_t key, const void *src);
 	int (*rt_var)(struct RtCtx *ctx, uint32_t var, uint32_t op,
 		      const void *src, void *dst);

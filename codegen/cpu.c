@@ -458,13 +458,32 @@ cpu_emit_const(CgCtx *C, IrNode *n)
 	return 0;
 }
 
-/* A feed or a recv: the runtime fills the node's slot. */
+/* A feed or a recv: tfg_rt_recv_ref fills the node's slot, or says
+ * where the value already is (a feed of the client's own part, which
+ * stays put and unchanged for the step: runtime/rendezvous.c), and the
+ * node's buffer is that from here on.  Nothing writes into a node's
+ * input buffers (codegen/memplan.c gives no slot in place), so the
+ * value is only read. */
 int
 cpu_emit_input(CgCtx *C, IrNode *n)
 {
-	LLVMValueRef args[3] = {C->ctx_arg, LLVMConstInt(C->i32, n->key, 0),
-				cg_buf(C, n)};
-	cg_check_rc(C, LLVMBuildCall2(C->b, C->rt_ty, C->rt_recv, args, 3, "rc"));
+	if (!C->ref_slot) {
+		LLVMBuilderRef b = LLVMCreateBuilderInContext(C->c);
+		LLVMBasicBlockRef e = LLVMGetEntryBasicBlock(C->fn);
+		LLVMValueRef first = LLVMGetFirstInstruction(e);
+		if (first)
+			LLVMPositionBuilderBefore(b, first);
+		else
+			LLVMPositionBuilderAtEnd(b, e);
+		C->ref_slot = LLVMBuildAlloca(b, C->ptr, "ref");
+		LLVMDisposeBuilder(b);
+	}
+	LLVMValueRef args[4] = {C->ctx_arg, LLVMConstInt(C->i32, n->key, 0),
+				cg_buf(C, n), C->ref_slot};
+	cg_check_rc(C, LLVMBuildCall2(C->b, C->rt_ref_ty, C->rt_recv_ref,
+				      args, 4, "rc"));
+	C->val[C->cur] = LLVMBuildLoad2(C->b, C->ptr, C->ref_slot,
+					n->name ? n->name : "");
 	return 0;
 }
 
@@ -864,6 +883,7 @@ build_part(CgCtx *C, int s, const IrPart *part, const char *cpu,
 					       C->c, C->fn, "entry"));
 	C->part = part;
 	C->par_bases = NULL;
+	C->ref_slot = NULL;
 	C->val = calloc((size_t)part->n, sizeof *C->val);
 	layout(C);
 	for (int i = 0; i < part->n && !C->err; i++) {
@@ -935,6 +955,11 @@ cg_build_module(LLVMContextRef c, LLVMModuleRef m, const Program *p,
 	C.rt_ty = LLVMFunctionType(C.i32, rt_params, 3, 0);
 	C.rt_recv = declare_rt(&C, "tfg_rt_recv");
 	C.rt_send = declare_rt(&C, "tfg_rt_send");
+	LLVMTypeRef ref_params[4] = {C.ptr, C.i32, C.ptr, C.ptr};
+	C.rt_ref_ty = LLVMFunctionType(C.i32, ref_params, 4, 0);
+	C.rt_recv_ref = LLVMAddFunction(m, "tfg_rt_recv_ref", C.rt_ref_ty);
+	enum_attr(&C, C.rt_recv_ref, LLVMAttributeFunctionIndex, "nounwind",
+		  0);
 	if (o && o->trace)
 		C.rt_mark = declare_rt(&C, "tfg_rt_mark");
 	if (o && o->check_numerics) {

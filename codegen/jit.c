@@ -241,6 +241,9 @@ define_symbols(CgJit *j, const CgOptions *o)
 		 {recv, fl}},
 		{LLVMOrcLLJITMangleAndIntern(j->jit, "tfg_rt_send"),
 		 {send, fl}},
+		{LLVMOrcLLJITMangleAndIntern(j->jit, "tfg_rt_recv_ref"),
+		 {(uintptr_t)(o && o->rt_recv_ref ? o->rt_recv_ref
+						 : tfg_rt_recv_ref), fl}},
 		{LLVMOrcLLJITMangleAndIntern(j->jit, "tfg_rt_gemm"),
 		 {(uintptr_t)tfg_rt_gemm, fl}},
 		{LLVMOrcLLJITMangleAndIntern(j->jit, "tfg_rt_parallel"),

@@ -41,6 +41,15 @@ tfg_rt_recv(struct RtCtx *c, uint32_t key, void *dst)
 }
 
 TFG_API int
+tfg_rt_recv_ref(struct RtCtx *c, uint32_t key, void *dst, void **data)
+{
+	if (c->recv_ref)
+		return c->recv_ref(c, key, dst, data);
+	*data = dst;
+	return c->recv(c, key, dst);
+}
+
+TFG_API int
 tfg_rt_send(struct RtCtx *c, uint32_t key, const void *src)
 {
 	return c->send(c, key, src);

@@ -326,6 +326,9 @@ struct RtCtx {
 	   tfg_aot_run's buffers */
 	int (*recv)(struct RtCtx *c, uint32_t key, void *dst);
 	int (*send)(struct RtCtx *c, uint32_t key, const void *src);
+	/* tfg_rt_recv_ref's (NULL: recv, into dst) */
+	int (*recv_ref)(struct RtCtx *c, uint32_t key, void *dst,
+			void **data);
 	const TfgAotSig *aot;  /* tfg_aot_run only: the signature, */
 	const void *const *aot_feeds; /* its feed buffers */
 	void *const *aot_fetches;     /* and its fetch buffers */

@@ -41,6 +41,8 @@
 
 static int rdv_recv(struct RtCtx *c, uint32_t key, void *dst);
 static int rdv_send(struct RtCtx *c, uint32_t key, const void *src);
+static int rdv_recv_ref(struct RtCtx *c, uint32_t key, void *dst,
+			void **data);
 
 void
 rt_ctx_init(RtCtx *c, RtProc *p)
@@ -48,6 +50,7 @@ rt_ctx_init(RtCtx *c, RtProc *p)
 	memset(c, 0, sizeof *c);
 	c->recv = rdv_recv;
 	c->send = rdv_send;
+	c->recv_ref = rdv_recv_ref;
 	c->proc = p;
 	c->plan = p->plan;
 	c->client = -1;
@@ -604,6 +607,37 @@ rdv_recv(struct RtCtx *c, uint32_t key, void *dst)
 		rt_trace_event("recv", what, RT_STEP_NO(c->step),
 			       rt_edge_nbytes(edge), t0, rt_trace_clock());
 	return TFG_OK;
+}
+
+/* A value filed here without a message of its own (rt_feed_local: the
+ * session's tensor; rt_start_feeds: the START's body, freed after the
+ * step) stays put and unchanged until the step ends, so the part may
+ * read it where it is when it is aligned as the part's slots are; any
+ * other is received into dst. */
+static int
+rdv_recv_ref(struct RtCtx *c, uint32_t key, void *dst, void **data)
+{
+	RtProc *p = c->proc;
+	int i;
+
+	*data = dst;
+	if (key >= (uint32_t)c->plan->nedge ||
+	    c->plan->edges[key].dst != p->task ||
+	    c->plan->edges[key].dtype == TFG_STRING)
+		return rdv_recv(c, key, dst);
+	pthread_mutex_lock(&p->mu);
+	i = tab_find(p, RT_MSG_TENSOR, c->step, key, -1);
+	if (i >= 0 && p->tab[i].m == NULL && p->tab[i].h.prog ==
+	    c->plan->hash && p->tab[i].h.nbytes ==
+	    rt_edge_nbytes(&c->plan->edges[key]) &&
+	    ((uintptr_t)p->tab[i].body & 63) == 0) {
+		*data = (void *)p->tab[i].body;
+		tab_remove(p, i);
+		pthread_mutex_unlock(&p->mu);
+		return TFG_OK;
+	}
+	pthread_mutex_unlock(&p->mu);
+	return rdv_recv(c, key, dst);
 }
 
 static int

@@ -364,6 +364,12 @@ typedef struct TfgPlan {
 /* Called by generated code. Return 0 or a tfg_status. */
 TFG_API int tfg_rt_recv(struct RtCtx *ctx, uint32_t key, void *dst);
 TFG_API int tfg_rt_send(struct RtCtx *ctx, uint32_t key, const void *src);
+/* tfg_rt_recv for a value the part only reads: *data gets where it is,
+ * dst after a copy or, for a value that stays where it is, unchanged,
+ * until the step ends (a feed of the client's own part: the session's
+ * tensor), that value's own 64-byte aligned bytes, with no copy. */
+TFG_API int tfg_rt_recv_ref(struct RtCtx *ctx, uint32_t key, void *dst,
+			    void **data);
 /* Variable `var` of the plan (on this task): READ copies its value to
  * dst; ASSIGN, ADD, SUB change it by src (with SCALAR: a scalar src for
  * every element), atomically, and copy the new value to dst; INITED

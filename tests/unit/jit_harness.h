@@ -7,7 +7,7 @@
  * below; the functions are static inline so that a test need not use
  * them all.
  *
- *   fake runtime  jh_recv/jh_send stand for tfg_rt_recv/tfg_rt_send in
+ *   fake runtime  jh_recv(_ref)/jh_send stand for tfg_rt_recv(_ref)/tfg_rt_send in
  *                 the JIT (CgOptions.rt_recv/rt_send).  A recv of key k
  *                 copies jh_feed_data[k] (set by jh_feed); a send of key
  *                 k copies the value into jh_sent[k] before returning,
@@ -73,6 +73,14 @@ jh_recv(struct RtCtx *ctx, uint32_t key, void *dst)
 		return 99;
 	memcpy(dst, jh_feed_data[key], jh_feed_size[key]);
 	return 0;
+}
+
+/* tfg_rt_recv_ref's fake: the value is copied to dst, which it names */
+static inline int
+jh_recv_ref(struct RtCtx *ctx, uint32_t key, void *dst, void **data)
+{
+	*data = dst;
+	return jh_recv(ctx, key, dst);
 }
 
 static inline int
@@ -334,6 +342,7 @@ jh_jit(JhRun *r, const Program *p, int task, const CgOptions *o)
 	r->task = task;
 	jh_reset();
 	co.rt_recv = jh_recv;
+	co.rt_recv_ref = jh_recv_ref;
 	co.rt_send = jh_send;
 	co.rt_var = jh_var;
 	if (p->nsig > JH_MAXSIG)
