@@ -142,19 +142,28 @@ pool_take(size_t len)
 	return b;
 }
 
+/* Where a buffer's data starts: 16 bytes past a 64-byte boundary, so
+ * that a message's body, after its 112-byte header (RT_HDR_SIZE), is
+ * 64-byte aligned, as the parts' slots are: a feed in a START's body is
+ * then read by the part where it is (runtime/rendezvous.c,
+ * rdv_recv_ref), not copied.  A frame that grows (conn_room) keeps its
+ * data right behind the struct. */
+#define BUF_OFF (((sizeof(RtBuf) + 63) & ~(size_t)63) + 16)
+
 RtBuf *
 rt_buf_new(size_t len)
 {
 	RtBuf *b = len >= RT_BUF_POOL_MIN ? pool_take(len) : NULL;
 
 	if (b == NULL) {
-		if (len > SIZE_MAX - sizeof *b - 64 ||
-		    (b = malloc(sizeof *b + (len ? len : 1))) == NULL)
+		if (len > SIZE_MAX - BUF_OFF - 64 ||
+		    (b = aligned_alloc(64, (BUF_OFF + (len ? len : 1) + 63) &
+					       ~(size_t)63)) == NULL)
 			return NULL;
 		b->cap = len;
 	}
 	b->len = len;
-	b->data = (unsigned char *)(b + 1);
+	b->data = (unsigned char *)b + BUF_OFF;
 	b->tail = NULL;
 	b->ntail = 0;
 	b->from[0] = '\0';
@@ -1028,12 +1037,12 @@ conn_room(RtConn *c)
 	} else if ((b = realloc(c->cur, sizeof *b + (cap ? cap : 1))) !=
 		   NULL) {
 		b->cap = cap;
+		b->data = (unsigned char *)(b + 1);
 	} else {
 		return -1;
 	}
 	if (!c->cur)
 		snprintf(b->from, sizeof b->from, "%s", c->addr);
-	b->data = (unsigned char *)(b + 1);
 	b->tail = NULL;
 	b->ntail = 0;
 	b->landed = NULL;

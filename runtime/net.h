@@ -62,8 +62,8 @@ enum { RT_REFUSED_MAC = 1, /* its cluster key is another, or it has one
 typedef struct RtBuf {
 	size_t len;
 	size_t cap;            /* bytes allocated at data (>= len) */
-	unsigned char *data;   /* len bytes (the allocation follows the
-				  struct) */
+	unsigned char *data;   /* len bytes, in the allocation that the
+				  struct starts (net.c BUF_OFF) */
 	const void *tail;      /* sent: borrowed bytes that follow data,
 				  read only during rt_net_send (a tensor
 				  sent from where its part left it, with no
