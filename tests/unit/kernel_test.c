@@ -15,6 +15,10 @@
  *            never splits a reduction
  *   pool     tfg_rt_parallel runs every iteration once, some of them on
  *            the workers, and a loop of fewer iterations than threads
+ *   handoff  tens of thousands of short loops back to back, some after
+ *            a pause long enough for the workers to sleep, from two
+ *            threads at once: each runs every iteration exactly once
+ *            (the ticket, slots and active count of runtime/pool.c)
  * Feeds come through a fake tfg_rt_recv; fetches are copied by a fake
  * tfg_rt_send.  tfg_rt_parallel is libtfg's own (the threads are real,
  * which ASan and UBSan see in make asan).
@@ -280,4 +284,59 @@ t_pool(void)
 	ASSERT_EQ(atomic_load(&by_worker), 0);
 }
 
-TEST_MAIN({"shared", t_shared}, {"same", t_same}, {"pool", t_pool})
+/* Short loops, no sleeping in the kernel: hand-offs race with the
+ * caller's own chunks.  Each caller thread has its own counts. */
+enum { HO_N = 257, HO_LOOPS = 20000 };
+static _Atomic int ho_hits[2][HO_N];
+static _Atomic long ho_by_worker;
+
+static void
+k_ho(void *const *bases, int64_t b, int64_t e)
+{
+	_Atomic int *h = bases[0];
+	for (int64_t i = b; i < e; i++)
+		atomic_fetch_add(&h[i], 1);
+	if (!pthread_equal(pthread_self(), caller))
+		atomic_fetch_add(&ho_by_worker, 1);
+}
+
+static void *
+ho_loops(void *arg)
+{
+	int who = (int)(intptr_t)arg;
+	void *base = ho_hits[who];
+	long bad = 0;
+	for (int l = 0; l < HO_LOOPS; l++) {
+		int64_t n = 1 + (l * 7919 + who * 13) % HO_N;
+		for (int i = 0; i < HO_N; i++)
+			atomic_store(&ho_hits[who][i], 0);
+		if (who == 0 && l % 2000 == 1999)
+			usleep(300); /* past the workers' spin: they sleep */
+		tfg_rt_parallel(k_ho, &base, n);
+		for (int i = 0; i < HO_N; i++)
+			bad += atomic_load(&ho_hits[who][i]) != (i < n);
+	}
+	return (void *)bad;
+}
+
+static void
+t_handoff(void)
+{
+	pthread_t other;
+	void *bad0, *bad1;
+	caller = pthread_self();
+	ASSERT_EQ(tfg_set_threads(3), 3);
+	atomic_store(&ho_by_worker, 0);
+	bad0 = ho_loops((void *)0);
+	ASSERT(bad0 == NULL);
+	ASSERT(atomic_load(&ho_by_worker) > 0);
+	/* two callers: one has the pool at a time, the other runs alone */
+	ASSERT_EQ(pthread_create(&other, NULL, ho_loops, (void *)1), 0);
+	bad0 = ho_loops((void *)0);
+	ASSERT_EQ(pthread_join(other, &bad1), 0);
+	ASSERT(bad0 == NULL);
+	ASSERT(bad1 == NULL);
+}
+
+TEST_MAIN({"shared", t_shared}, {"same", t_same}, {"pool", t_pool},
+	  {"handoff", t_handoff})
