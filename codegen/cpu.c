@@ -467,17 +467,8 @@ cpu_emit_const(CgCtx *C, IrNode *n)
 int
 cpu_emit_input(CgCtx *C, IrNode *n)
 {
-	if (!C->ref_slot) {
-		LLVMBuilderRef b = LLVMCreateBuilderInContext(C->c);
-		LLVMBasicBlockRef e = LLVMGetEntryBasicBlock(C->fn);
-		LLVMValueRef first = LLVMGetFirstInstruction(e);
-		if (first)
-			LLVMPositionBuilderBefore(b, first);
-		else
-			LLVMPositionBuilderAtEnd(b, e);
-		C->ref_slot = LLVMBuildAlloca(b, C->ptr, "ref");
-		LLVMDisposeBuilder(b);
-	}
+	if (!C->ref_slot)
+		C->ref_slot = cg_entry_alloca(C, C->ptr, 8, "ref");
 	LLVMValueRef args[4] = {C->ctx_arg, LLVMConstInt(C->i32, n->key, 0),
 				cg_buf(C, n), C->ref_slot};
 	cg_check_rc(C, LLVMBuildCall2(C->b, C->rt_ref_ty, C->rt_recv_ref,

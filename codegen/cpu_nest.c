@@ -826,18 +826,10 @@ call_parallel(CgCtx *C, const Nest *L, CgKernel *q)
 				"nounwind", 0);
 		}
 	}
-	if (!C->par_bases) {
-		LLVMBuilderRef b = LLVMCreateBuilderInContext(C->c);
-		LLVMBasicBlockRef e = LLVMGetEntryBasicBlock(C->fn);
-		LLVMValueRef first = LLVMGetFirstInstruction(e);
-		if (first)
-			LLVMPositionBuilderBefore(b, first);
-		else
-			LLVMPositionBuilderAtEnd(b, e);
-		C->par_bases = LLVMBuildAlloca(b, LLVMArrayType2(C->ptr,
-							 CG_MAX_OPS), "bases");
-		LLVMDisposeBuilder(b);
-	}
+	if (!C->par_bases)
+		C->par_bases = cg_entry_alloca(C, LLVMArrayType2(C->ptr,
+								 CG_MAX_OPS),
+					       8, "bases");
 	for (int o = 0; o < L->nop; o++) {
 		LLVMValueRef i = cg_i64c(C, o);
 		LLVMBuildStore(C->b, L->base[o],

@@ -37,8 +37,8 @@
 
 /* Each loop is compiled for AVX-512, AVX2 and the baseline, and the
  * loader picks the best the CPU has (GCC's target_clones): the runtime
- * is built for any x86-64, and a 784x100 update took 19 us in SSE2
- * against 6 with AVX-512 here. */
+ * is built for any x86-64, and a 784x100 sgd update (its finiteness
+ * check included) took 19 us in SSE2 against 11 with AVX-512 here. */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #define CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
 #else
@@ -46,7 +46,8 @@
 #endif
 
 #define SGD(T)                                                          \
-	CLONES static void sgd_##T(T *restrict v, const T *restrict g, int64_t n, \
+	CLONES                                                          \
+	static void sgd_##T(T *restrict v, const T *restrict g, int64_t n, \
 			    const double *h)                            \
 	{                                                               \
 		T lr = (T)h[0];                                         \
@@ -54,7 +55,8 @@
 			v[i] -= lr * g[i];                              \
 	}
 #define MOMENTUM(T)                                                     \
-	CLONES static void momentum_##T(T *restrict v, T *restrict a,          \
+	CLONES                                                          \
+	static void momentum_##T(T *restrict v, T *restrict a,          \
 				 const T *restrict g, int64_t n,        \
 				 const double *h)                       \
 	{                                                               \
@@ -65,7 +67,8 @@
 		}                                                       \
 	}
 #define ADAM(T)                                                         \
-	CLONES static void adam_##T(T *restrict v, T *restrict m, T *restrict s, \
+	CLONES                                                          \
+	static void adam_##T(T *restrict v, T *restrict m, T *restrict s, \
 			     const T *restrict g, int64_t n, int64_t t,   \
 			     const double *h)                           \
 	{                                                               \
@@ -83,7 +86,8 @@
  * or -1; the loop only ORs (x - x != 0, true for both) so that it
  * vectorises, and the rare bad gradient is searched again. */
 #define FINITE(T)                                                       \
-	CLONES static int64_t nonfinite_##T(const T *restrict g, int64_t n)    \
+	CLONES                                                          \
+	static int64_t nonfinite_##T(const T *restrict g, int64_t n)    \
 	{                                                               \
 		int bad = 0;                                            \
 		for (int64_t i = 0; i < n; i++)                         \

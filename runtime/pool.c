@@ -91,26 +91,39 @@ now_ns(void)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-/* Spins until the ticket differs from old or SPIN_NS pass; returns it. */
-static uint64_t
-spin_ticket(uint64_t old)
+static int
+ticket_is(uint64_t old)
+{
+	return atomic_load(&ticket) == old;
+}
+
+static int
+workers_active(uint64_t unused)
+{
+	(void)unused;
+	return atomic_load(&active) > 0;
+}
+
+/* Spins while busy(arg), for SPIN_NS at most: pausing, and after the
+ * first rounds also yielding the core, which a thread of this process
+ * may share.  Returns whether busy(arg) still holds. */
+static int
+spin(int (*busy)(uint64_t), uint64_t arg)
 {
 	int64_t end = 0;
-	for (int i = 1;; i++) {
-		uint64_t t = atomic_load(&ticket);
-		if (t != old)
-			return t;
+	for (int i = 1; busy(arg); i++) {
 		if (i % 64 == 0) {
 			int64_t now = now_ns();
 			if (end == 0)
 				end = now + SPIN_NS;
 			else if (now > end)
-				return t;
+				return 1;
 			if (i >= 1024)
 				sched_yield();
 		}
 		cpu_relax();
 	}
+	return 0;
 }
 
 static void
@@ -138,18 +151,18 @@ take_slot(void)
 static void *
 worker(void *arg)
 {
-	uint64_t seen = 0, t;
+	uint64_t seen = 0;
 	(void)arg;
 	for (;;) {
-		if ((t = spin_ticket(seen)) == seen) {
+		if (spin(ticket_is, seen)) {
 			pthread_mutex_lock(&mu);
 			sleepers++;
-			while ((t = atomic_load(&ticket)) == seen)
+			while (atomic_load(&ticket) == seen)
 				pthread_cond_wait(&wake, &mu);
 			sleepers--;
 			pthread_mutex_unlock(&mu);
 		}
-		seen = t;
+		seen = atomic_load(&ticket); /* the newest loop, if several */
 		atomic_fetch_add(&active, 1);
 		if (take_slot())
 			run_chunks(&job);
@@ -255,25 +268,13 @@ tfg_rt_parallel(TfgKernelFn k, void *const *bases, int64_t n)
 	pthread_mutex_unlock(&mu);
 	run_chunks(&job);
 	atomic_store(&slots, 0); /* no one joins from now on */
-	int64_t end = 0;
-	for (int i = 1; atomic_load(&active) > 0; i++) {
-		if (i % 64 == 0) {
-			int64_t now = now_ns();
-			if (i >= 1024)
-				sched_yield(); /* a worker on this core */
-			if (end == 0) {
-				end = now + SPIN_NS;
-			} else if (now > end) {
-				pthread_mutex_lock(&mu);
-				waiting = 1;
-				while (atomic_load(&active) > 0)
-					pthread_cond_wait(&done, &mu);
-				waiting = 0;
-				pthread_mutex_unlock(&mu);
-				break;
-			}
-		}
-		cpu_relax();
+	if (spin(workers_active, 0)) {
+		pthread_mutex_lock(&mu);
+		waiting = 1;
+		while (atomic_load(&active) > 0)
+			pthread_cond_wait(&done, &mu);
+		waiting = 0;
+		pthread_mutex_unlock(&mu);
 	}
 	pthread_mutex_unlock(&submit);
 }

@@ -701,12 +701,27 @@ rdv_send(struct RtCtx *c, uint32_t key, const void *src)
 	return TFG_OK;
 }
 
+/* Files a TENSOR entry of edge key for step c->step whose bytes are
+ * borrowed (m.m NULL): whoever owns them keeps them until the step
+ * ends.  0, or -1 out of memory. */
+static int
+push_borrowed_locked(RtCtx *c, uint32_t key, int src, uint64_t epoch,
+		     const void *body)
+{
+	RtMsg m;
+
+	rt_hdr_init(&m.h, c->plan, RT_MSG_TENSOR, c->step, key, (uint16_t)src,
+		    rt_edge_nbytes(&c->plan->edges[key]), epoch);
+	m.m = NULL;
+	m.body = body;
+	m.lost = 0;
+	return rt_tab_push_locked(c->proc, &m);
+}
+
 tfg_status
 rt_feed_local(RtCtx *c, uint32_t key, const void *src)
 {
 	RtProc *p = c->proc;
-	const RtEdge *e;
-	RtMsg m;
 	tfg_status st;
 
 	if (key >= (uint32_t)c->plan->nedge ||
@@ -715,14 +730,9 @@ rt_feed_local(RtCtx *c, uint32_t key, const void *src)
 				 "feed of this task", p->name, key);
 	if ((st = rt_step_poll(c, &c->err)) != TFG_OK)
 		return st;
-	e = &c->plan->edges[key];
-	rt_hdr_init(&m.h, c->plan, RT_MSG_TENSOR, c->step, key, p->task,
-		    rt_edge_nbytes(e), p->epoch);
-	m.m = NULL; /* the session owns the bytes */
-	m.body = src;
-	m.lost = 0;
-	pthread_mutex_lock(&p->mu);
-	st = rt_tab_push_locked(p, &m) == 0 ? TFG_OK : TFG_ENOMEM;
+	pthread_mutex_lock(&p->mu); /* the session owns the bytes */
+	st = push_borrowed_locked(c, key, p->task, p->epoch, src) == 0
+		     ? TFG_OK : TFG_ENOMEM;
 	pthread_mutex_unlock(&p->mu);
 	if (st != TFG_OK)
 		return tfg_error(&c->err, TFG_ENOMEM, "out of memory");
@@ -735,7 +745,6 @@ rt_start_feeds(RtCtx *c, const RtMsg *start)
 	RtProc *p = c->proc;
 	const RtSig *sig = &c->plan->sigs[start->h.key];
 	const unsigned char *b = start->body;
-	RtMsg m;
 
 	pthread_mutex_lock(&p->mu);
 	for (int i = 0; i < sig->nfeed; i++) {
@@ -745,15 +754,12 @@ rt_start_feeds(RtCtx *c, const RtMsg *start)
 		if (e->dst != p->task || e->src != sig->client ||
 		    rt_feed_apart(e))
 			continue; /* apart: its TENSOR comes behind */
-		rt_hdr_init(&m.h, c->plan, RT_MSG_TENSOR, start->h.step, key,
-			    start->h.src, rt_edge_nbytes(e), start->h.epoch);
-		m.m = NULL; /* the START owns the bytes */
-		m.body = b;
-		m.lost = 0;
-		b += rt_edge_nbytes(e);
-		if (rt_tab_push_locked(p, &m) != 0)
+		/* the START owns the bytes */
+		if (push_borrowed_locked(c, key, start->h.src, start->h.epoch,
+					 b) != 0)
 			fprintf(stderr, "tfgc: error: %s: out of memory\n",
 				p->name);
+		b += rt_edge_nbytes(e);
 	}
 	pthread_mutex_unlock(&p->mu);
 }

@@ -163,7 +163,8 @@ expect_rc 2 $TFGC compile examples/hello.tfg -o "$T/x.o"
 expect_rc 2 $TFGC compile "$T/model.tfg" -o "$T/x.o" --name 9lives
 # (d) A large matmul calls libtfg's tfg_rt_gemm, which calls OpenBLAS's
 # cblas_sgemm (spec §6.18 "matmul and `@`"): the object links with
-# -lopenblas, and --shared links the part with it.
+# -lopenblas; a --shared part takes both from the server that loads it.
+# Feeds: a, b of zeros (the signature), a1, b1 of ones (a served run).
 cat >"$T/mm.tfg" <<'TFG'
 cluster { local = ["localhost:2222"] }
 input a: f32[64, 48]
@@ -172,12 +173,13 @@ c = a @ b
 TFG
 python3 - "$T" <<'PY' || fail "cannot write the feeds"
 import struct, sys
-for name, r, c in (("a", 64, 48), ("b", 48, 40)):
+for name, r, c, v in (("a", 64, 48, 0.0), ("b", 48, 40, 0.0),
+                      ("a1", 64, 48, 1.0), ("b1", 48, 40, 1.0)):
     h = "{'descr': '<f4', 'fortran_order': False, 'shape': (%d, %d), }" % (r, c)
     h += " " * (63 - (10 + len(h)) % 64) + "\n"
     with open("%s/%s.npy" % (sys.argv[1], name), "wb") as f:
         f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(h)) + h.encode())
-        f.write(b"\0" * 4 * r * c)
+        f.write(struct.pack("<f", v) * (r * c))
 PY
 mmflags="--fetch c --feed a=$T/a.npy --feed b=$T/b.npy"
 # shellcheck disable=SC2086
@@ -222,15 +224,6 @@ expect_rc 0 $TFGC compile "$T/mm.tfg" --shared -o "$T/mm.so" $mmflags
 # server that loads it: served, it computes c = a @ b of ones, 48s.
 nm -D --undefined-only "$T/mm.so" | grep -q tfg_rt_gemm ||
 	fail "mm.so does not call tfg_rt_gemm"
-python3 - "$T" <<'PY' || fail "cannot write the feeds of ones"
-import struct, sys
-for name, r, c in (("a1", 64, 48), ("b1", 48, 40)):
-    h = "{'descr': '<f4', 'fortran_order': False, 'shape': (%d, %d), }" % (r, c)
-    h += " " * (63 - (10 + len(h)) % 64) + "\n"
-    with open("%s/%s.npy" % (sys.argv[1], name), "wb") as f:
-        f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(h)) + h.encode())
-        f.write(struct.pack("<f", 1.0) * (r * c))
-PY
 pm=$(free_port)
 # The server takes the run's flags and runs the session, writing c1.npy:
 # §10.2 "Feeds and fetches from the command line"
