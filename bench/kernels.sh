@@ -4,7 +4,10 @@
 # compiled by `tfgc compile` and called on its arena with no-op
 # recv/send, so no feed or fetch is timed).  Prints one table:
 #   | workload | tfgc | reference (same run) | ratio | goal |
-# Run from `make bench` (bench/run.sh); REPS=n changes the repetitions.
+# Run from `make bench` (bench/run.sh); REPS=n changes the repetitions,
+# CPU=c the LLVM CPU the parts are compiled for (default host; CPU=znver2
+# with OPENBLAS_CORETYPE=Zen: the AVX2 code a Zen 2 runs, on this
+# machine).
 set -u
 cd "$(dirname "$0")/.." || exit 1
 TFGC=${TFGC:-./tfgc}
@@ -12,6 +15,7 @@ LIBTFG=${LIBTFG:-build/libtfg.a} # tfg_rt_parallel: runtime/pool.c
 CC=${CC:-cc}
 PY=${PY:-/usr/bin/python3} # Debian's, where python3-numpy/-torch install
 REPS=${REPS:-15}
+CPU=${CPU:-host}
 T=$(mktemp -d /tmp/tfg-kern.XXXXXX)
 trap 'rm -rf "$T"' EXIT
 
@@ -43,7 +47,7 @@ part() {
 	args=""
 	for f in $feeds; do args="$args --feed $f=$T/$f.npy"; done
 	# shellcheck disable=SC2086
-	$TFGC compile --cpu host "$@" "$T/prog.tfg" --task local:0 \
+	$TFGC compile --cpu "$CPU" "$@" "$T/prog.tfg" --task local:0 \
 		-o "$T/$p.o" --name "$p" --fetch "$fetch" $args || exit 1
 }
 

@@ -107,8 +107,10 @@ tfg_rt_gemm(int32_t dtype, int32_t trans, int64_t m, int64_t n, int64_t k,
 	int t = 1;
 
 	pthread_once(&blas_once, rt_blas_one_thread);
-	if (m > 0 && n > 0 && k > 0 && m * n * k >= PAR_MIN)
+	if (m > 0 && n > 0 && k > 0 && m * n * k >= PAR_MIN) {
+		rt_flush_before_work(); /* long work: held sends go first */
 		t = rt_pool_threads(m > n ? m : n);
+	}
 	if (t > 1 && m >= (int64_t)t * BLOCK_MIN)
 		g.parts = t;
 	else if (t > 1 && n >= (int64_t)t * BLOCK_MIN)

@@ -55,6 +55,9 @@
 #include "runtime/rt_int.h"
 
 #define FRAME_HDR 8
+#define FLUSH_FRAMES 32 /* queued frames gathered into one write */
+#define READ_AHEAD 8192 /* bytes a connection reads at once for small
+			   reads */
 #define SMALL_FRAME ((size_t)64 << 10) /* keyed: MACed before it leaves */
 #define MAC_PIECE ((size_t)64 << 10) /* keyed: the most read at once */
 #define SEND_PIECE ((size_t)512 << 10) /* keyed: the most written at once */
@@ -97,6 +100,9 @@ typedef struct RtConn {
 	unsigned char x[RT_TAG_BYTES]; /* what follows a word or a frame
 				  (a HELLO's nonce, a MAC) being read: */
 	int nx, wantx, xkind;  /* its bytes read, of wantx; X_* */
+	unsigned char ra[READ_AHEAD]; /* read ahead: small frames that came
+				  together are read in one call (conn_in) */
+	size_t ra_at, ra_len;  /* its bytes from ra_at to ra_len are unread */
 	void *tls;             /* TLS (RtNet.tls): its session, */
 	int hs;                /* its handshake: 1 not begun (nothing read),
 				  2 under way, 0 done */
@@ -365,7 +371,7 @@ link_arm(RtNet *n, RtLink *k, int add)
 
 	ev.events = EPOLLRDHUP | EPOLLONESHOT |
 		    (k->connecting == 3 && k->tls_want == 2 ? 0 : EPOLLIN) |
-		    (k->connecting == 1 || k->nq || k->lcbuf ||
+		    (k->connecting == 1 || (k->nq && !k->held) || k->lcbuf ||
 		     (k->connecting == 3 && k->tls_want == 2) ? EPOLLOUT : 0);
 	ev.data.ptr = k;
 	epoll_ctl(n->ep, add ? EPOLL_CTL_ADD : EPOLL_CTL_MOD, k->fd, &ev);
@@ -384,6 +390,8 @@ link_broken(RtNet *n, RtLink *k)
 	k->fd = -1;
 	k->connecting = 0;
 	k->qoff = 0;
+	k->ntagged = 0;
+	k->held = 0; /* all goes when the next connection is up */
 	k->ncbuf = k->lcbuf = 0;
 	k->nrbuf = 0;
 	k->ready = 0; /* the next connection has keys of its own */
@@ -535,26 +543,38 @@ link_flush(RtNet *n, RtLink *k)
 		k->ncbuf = k->lcbuf = 0;
 	}
 	while (k->nq > 0) {
-		RtBuf *b = k->queue[0];
-		unsigned char hdr[FRAME_HDR];
-		const int tagged = n->keyed ? RT_TAG_BYTES : 0;
-		struct iovec part[3], iov[3];
-		size_t total = FRAME_HDR + b->len + (size_t)tagged;
+		const size_t tagged = n->keyed ? RT_TAG_BYTES : 0;
+		const int nf = k->nq < FLUSH_FRAMES ? k->nq : FLUSH_FRAMES;
+		unsigned char hdr[FLUSH_FRAMES][FRAME_HDR];
+		struct iovec part[3 * FLUSH_FRAMES], iov[3 * FLUSH_FRAMES];
+		int np = 0, done = 0;
 		ssize_t w;
-		int niov;
 
-		word_put(hdr, (uint64_t)b->len);
-		if (tagged && k->qoff == 0 && frame_tag(k, hdr, b->data,
-							 b->len, NULL, 0,
-							 k->qtag) != 0) {
-			link_broken(n, k);
-			return -1;
+		/* the first nf frames in one write, each with its MAC
+		   (keyed: made once per frame, kept until it is written) */
+		for (int i = 0; i < nf; i++) {
+			RtBuf *b = k->queue[i];
+
+			word_put(hdr[i], (uint64_t)b->len);
+			if (tagged && i >= k->ntagged) {
+				if (frame_tag(k, hdr[i], b->data, b->len, NULL,
+					      0, k->qtag[i]) != 0) {
+					link_broken(n, k);
+					return -1;
+				}
+				k->ntagged = i + 1;
+			}
+			part[np].iov_base = hdr[i];
+			part[np++].iov_len = FRAME_HDR;
+			part[np].iov_base = b->data;
+			part[np++].iov_len = b->len;
+			if (tagged) {
+				part[np].iov_base = k->qtag[i];
+				part[np++].iov_len = tagged;
+			}
 		}
-		part[0].iov_base = hdr, part[0].iov_len = FRAME_HDR;
-		part[1].iov_base = b->data, part[1].iov_len = b->len;
-		part[2].iov_base = k->qtag, part[2].iov_len = (size_t)tagged;
-		niov = iov_rest(iov, part, 3, k->qoff);
-		w = io_sendv(k->tls, k->fd, iov, niov);
+		w = io_sendv(k->tls, k->fd, iov,
+			     iov_rest(iov, part, np, k->qoff));
 		if (w < 0) {
 			if (errno == EAGAIN || errno == EINTR)
 				return 1;
@@ -562,13 +582,23 @@ link_flush(RtNet *n, RtLink *k)
 			return -1;
 		}
 		k->qoff += (size_t)w;
-		if (k->qoff < total)
-			continue;
-		rt_buf_free(b);
-		memmove(k->queue, k->queue + 1,
-			sizeof k->queue[0] * (size_t)--k->nq);
-		k->qoff = 0;
+		if (w > 0)
+			k->alive = rt_now(); /* the peer takes it: alive */
+		while (done < nf && k->qoff >= FRAME_HDR +
+		       k->queue[done]->len + tagged) {
+			k->qoff -= FRAME_HDR + k->queue[done]->len + tagged;
+			rt_buf_free(k->queue[done++]);
+		}
+		k->nq -= done;
+		memmove(k->queue, k->queue + done,
+			sizeof k->queue[0] * (size_t)k->nq);
+		if (tagged) {
+			k->ntagged -= done;
+			memmove(k->qtag, k->qtag + done,
+				sizeof k->qtag[0] * (size_t)k->ntagged);
+		}
 	}
+	k->held = 0;
 	return 0;
 }
 
@@ -761,7 +791,13 @@ link_beat(RtNet *n, RtLink *k, double now)
 			       ? n->hb_dead / 6 : RT_NET_BEAT) ||
 	    pthread_mutex_trylock(&k->mu) != 0)
 		return;
-	if (k->fd >= 0 && !k->connecting && k->nq == 0 && k->lcbuf == 0) {
+	/* between frames: none queued, or only held ones, none begun
+	   (keyed: none MACed yet, as the MACs go in the order made; TLS:
+	   none tried, as a write that must be retried must be retried
+	   with the same bytes) */
+	if (k->fd >= 0 && !k->connecting && (k->nq == 0 ||
+	    (k->held && k->qoff == 0 && k->ntagged == 0 && !k->tls)) &&
+	    k->lcbuf == 0) {
 		k->pinged = now;
 		link_word(n, k, CTL_PING);
 	}
@@ -851,6 +887,14 @@ tend_links(RtNet *n)
 
 		if (k->open)
 			link_beat(n, k, now);
+		if (k->held && pthread_mutex_trylock(&k->mu) == 0) {
+			/* held too long: its sender is busy computing */
+			if (k->held && now - k->held_since > RT_NET_HOLD_S &&
+			    k->fd >= 0 && !k->connecting &&
+			    link_flush(n, k) >= 0)
+				link_arm(n, k, 0);
+			pthread_mutex_unlock(&k->mu);
+		}
 		if (!k->open || k->fd >= 0 || k->next_dial > now)
 			continue;
 		pthread_mutex_lock(&k->mu);
@@ -1277,6 +1321,32 @@ conn_extra(RtNet *n, RtConn *c)
 
 static int conn_read(RtNet *n, RtConn *c);
 
+/* Reads up to len bytes of c into dst: from what was read ahead, else
+ * from the socket, through the read-ahead buffer for a small read (the
+ * frames of a held batch, net.c rt_net_hold, come together: one call
+ * reads them all, where a header and a body each cost one). */
+static ssize_t
+conn_in(RtConn *c, void *dst, size_t len)
+{
+	if (c->ra_at == c->ra_len && len < READ_AHEAD) {
+		ssize_t r = io_read(c->tls, c->fd, c->ra, READ_AHEAD);
+
+		if (r <= 0)
+			return r;
+		c->ra_at = 0;
+		c->ra_len = (size_t)r;
+	}
+	if (c->ra_at < c->ra_len) {
+		size_t k = c->ra_len - c->ra_at < len ? c->ra_len - c->ra_at
+						      : len;
+
+		memcpy(dst, c->ra + c->ra_at, k);
+		c->ra_at += k;
+		return (ssize_t)k;
+	}
+	return io_read(c->tls, c->fd, dst, len);
+}
+
 /* Reads the next bytes of c's frame, into its buffer or its place
  * (conn_land), and MACs them (keyed) while they are in the cache: the
  * read's result, -1 with errno ENOMEM when there is no room. */
@@ -1318,7 +1388,7 @@ conn_body(RtNet *n, RtConn *c)
 	   its MAC for after */
 	if (n->keyed && room > MAC_PIECE && room > c->want / 16)
 		room = c->want / 16 > MAC_PIECE ? c->want / 16 : MAC_PIECE;
-	r = io_read(c->tls, c->fd, at, room);
+	r = conn_in(c, at, room);
 	if (r > 0 && n->keyed && rt_auth_add(&c->in, at, (size_t)r) != 0) {
 		errno = EPROTO;
 		r = -1;
@@ -1378,10 +1448,10 @@ conn_read(RtNet *n, RtConn *c)
 		ssize_t r;
 
 		if (c->wantx) {
-			r = io_read(c->tls, c->fd, c->x + c->nx,
+			r = conn_in(c, c->x + c->nx,
 				    (size_t)(c->wantx - c->nx));
 		} else if (c->nhdr < FRAME_HDR) {
-			r = io_read(c->tls, c->fd, c->hdr + c->nhdr,
+			r = conn_in(c, c->hdr + c->nhdr,
 				    (size_t)(FRAME_HDR - c->nhdr));
 		} else {
 			r = conn_body(n, c);
@@ -1798,6 +1868,79 @@ rt_net_send(RtNet *n, int peer, RtBuf *b, double deadline, RtNetStopFn stop,
 	return link_send(n, &n->peers[peer], b, deadline, stop, arg, e);
 }
 
+/* ------------------------------------------------------ held sends */
+
+/* The links this thread holds frames back on (rt_net_hold). */
+#define HELD_LINKS 16
+static __thread struct {
+	RtNet *n;
+	RtLink *k;
+} held[HELD_LINKS];
+static __thread int nheld;
+
+void
+rt_net_flush_held(void)
+{
+	for (int i = 0; i < nheld; i++) {
+		RtNet *n = held[i].n;
+		RtLink *k = held[i].k;
+
+		pthread_mutex_lock(&k->mu);
+		/* else written meanwhile, by a send or the I/O thread; a link
+		   that broke keeps them for its next connection */
+		if (k->held && k->fd >= 0 && !k->connecting &&
+		    link_flush(n, k) > 0) {
+			k->held = 0; /* the rest when there is room */
+			link_arm(n, k, 0);
+		}
+		pthread_mutex_unlock(&k->mu);
+	}
+	nheld = 0;
+	rt_held_flush = NULL;
+}
+
+tfg_status
+rt_net_hold(RtNet *n, int peer, RtBuf *b, double deadline, RtNetStopFn stop,
+	    void *arg, TfgError *e)
+{
+	RtLink *k;
+	int i;
+
+	if (peer < 0 || peer >= n->npeer || !n->peers[peer].open ||
+	    b->len + b->ntail > RT_NET_HOLD_MAX)
+		return rt_net_send(n, peer, b, deadline, stop, arg, e);
+	k = &n->peers[peer];
+	for (i = 0; i < nheld && held[i].k != k; i++)
+		;
+	if (i == HELD_LINKS) {
+		rt_net_flush_held();
+		i = 0;
+	}
+	pthread_mutex_lock(&k->mu);
+	/* not up, or frames wait for room: sent as any other */
+	if (k->fd < 0 || k->connecting || k->nq >= RT_NET_QUEUE ||
+	    (k->nq > 0 && !k->held) || k->lcbuf > 0) {
+		pthread_mutex_unlock(&k->mu);
+		return link_send(n, k, b, deadline, stop, arg, e);
+	}
+	if (b->ntail && (b = untail(b)) == NULL) {
+		pthread_mutex_unlock(&k->mu);
+		return tfg_error(e, TFG_ENOMEM, "out of memory for a message "
+				 "to %s", k->name);
+	}
+	if (!k->held)
+		k->held_since = rt_now();
+	k->queue[k->nq++] = b;
+	k->held = 1;
+	pthread_mutex_unlock(&k->mu);
+	if (i == nheld) {
+		held[nheld].n = n;
+		held[nheld++].k = k;
+	}
+	rt_held_flush = rt_net_flush_held;
+	return TFG_OK;
+}
+
 /* The reply link to url, dialed on first use; under n->mu.  Past
  * RT_NET_REPLIES (many controllers over time: tfgc stop, --attach) the
  * oldest is closed to make room, and freed at rt_net_close (a send may
@@ -1964,6 +2107,13 @@ link_free(RtLink *k)
 void
 rt_net_close(RtNet *n)
 {
+	int j = 0;
+
+	for (int i = 0; i < nheld; i++) /* this thread's, dropped */
+		if (held[i].n != n)
+			held[j++] = held[i];
+	if ((nheld = j) == 0)
+		rt_held_flush = NULL;
 	n->closing = 1;
 	if (n->io_started) {
 		wake_io(n);

@@ -95,6 +95,10 @@ typedef struct RtLink {
 	RtBuf *queue[RT_NET_QUEUE]; /* waiting for the connection, FIFO */
 	int nq;
 	size_t qoff;           /* bytes of queue[0]'s frame already written */
+	_Atomic int held;      /* the queue's frames are held back by a
+				  sender while the link is up (rt_net_hold):
+				  no EPOLLOUT for them */
+	double held_since;     /* rt_now() when the first was held */
 	int busy;              /* reply links: sends in progress */
 	int why;               /* RT_GONE_*: how it went, once gone */
 	_Atomic double alive;  /* rt_now() of its last sign of life: the
@@ -112,7 +116,9 @@ typedef struct RtLink {
 	int ready;             /* both ends' HELLO exchanged */
 	RtAuth out, in;        /* MACs of what it sends, and reads back */
 	unsigned char nonce[RT_NONCE_BYTES]; /* this end's part */
-	unsigned char qtag[RT_TAG_BYTES]; /* the MAC of queue[0] */
+	unsigned char qtag[RT_NET_QUEUE][RT_TAG_BYTES]; /* the MACs of the
+				  queue's first ntagged frames */
+	int ntagged;
 	int refused;           /* RT_REFUSED_*: the peer's last word */
 	/* TLS (RtNet.tls): connecting is 3 during the handshake */
 	void *tls;             /* the session of this connection */
@@ -239,6 +245,24 @@ tfg_status rt_net_send(RtNet *n, int peer, RtBuf *b, double deadline,
 tfg_status rt_net_send_url(RtNet *n, const char *url, RtBuf *b,
 			   double deadline, RtNetStopFn stop, void *arg,
 			   TfgError *e);
+/* Sends b to peer i as rt_net_send does, but a small one (b with its
+ * tail at most RT_NET_HOLD_MAX bytes, to a peer that is up) is held
+ * back, its tail copied, to leave with whatever this thread sends next
+ * on that link, or at the latest at rt_net_flush_held: a step's sends
+ * go out together, in one write per link, when the step next waits,
+ * ends, or starts long work (spec/design.md "Transport", *Held
+ * sends*).  Takes b in every case. */
+#define RT_NET_HOLD_MAX ((size_t)64 << 10)
+#define RT_NET_HOLD_S 0.002 /* the I/O thread writes what was held longer
+			       (a part busy in work of its own), at its
+			       next tick */
+tfg_status rt_net_hold(RtNet *n, int peer, RtBuf *b, double deadline,
+		       RtNetStopFn stop, void *arg, TfgError *e);
+/* Writes what this thread holds back, on every link it holds some on,
+ * without waiting: what the socket has no room for the I/O thread
+ * writes when it has.  Before this thread waits for anything, and
+ * before the RtNet goes. */
+void rt_net_flush_held(void);
 int rt_net_peer_up(RtNet *n, int peer);   /* connected now */
 int rt_net_peer_gone(RtNet *n, int peer); /* was up, went away */
 int rt_net_url_gone(RtNet *n, const char *url);

@@ -625,6 +625,13 @@ rt_send(RtProc *p, int peer, RtBuf *m, double deadline, RtCtx *step,
 }
 
 tfg_status
+rt_send_held(RtProc *p, int peer, RtBuf *m, double deadline, RtCtx *step,
+	     TfgError *e)
+{
+	return rt_net_hold(&p->net, peer, m, deadline, send_stop, step, e);
+}
+
+tfg_status
 rt_send_text(RtProc *p, const char *url, int type, uint64_t step,
 	     uint32_t key, const char *buf, size_t n, TfgError *e)
 {

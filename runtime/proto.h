@@ -292,6 +292,10 @@ tfg_status rt_msg_new(RtProc *p, const TfgPlan *plan, RtBuf **out,
  * m in every case. */
 tfg_status rt_send(RtProc *p, int peer, RtBuf *m, double deadline,
 		   RtCtx *step, TfgError *e);
+/* The same, held back while small (rt_net_hold): it leaves with this
+ * thread's next send to the peer, or at rt_net_flush_held. */
+tfg_status rt_send_held(RtProc *p, int peer, RtBuf *m, double deadline,
+			RtCtx *step, TfgError *e);
 /* A message with a body copied from buf, to a reply URL. */
 tfg_status rt_send_text(RtProc *p, const char *url, int type, uint64_t step,
 			uint32_t key, const char *buf, size_t n, TfgError *e);

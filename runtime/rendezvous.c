@@ -250,6 +250,7 @@ rt_step_end(RtCtx *c)
 	uint32_t tag = RT_STEP_TAG(c->step);
 	int client = c->client;
 
+	rt_net_flush_held();
 	if (!c->active)
 		return;
 	pthread_mutex_lock(&p->mu);
@@ -495,6 +496,14 @@ rdv_wait(RtCtx *c, int type, long key, int src, int peer, const char *what,
 			if (tab_find(p, type, c->step, key, src) >= 0)
 				continue;
 		}
+		if (rt_held_flush) {
+			/* about to wait: first what this thread held back,
+			   which may be what is waited on out there */
+			pthread_mutex_unlock(&p->mu);
+			rt_net_flush_held();
+			pthread_mutex_lock(&p->mu);
+			continue;
+		}
 		rt_cond_wait(&c->cv, &p->mu, deadline);
 	}
 	pthread_mutex_unlock(&p->mu);
@@ -663,18 +672,28 @@ rdv_send(struct RtCtx *c, uint32_t key, const void *src)
 	if ((st = rt_step_poll(c, &c->err)) != TFG_OK)
 		return st;
 	if (edge->dst != p->task) {
-		/* the tensor leaves from the part's buffer, no copy */
-		if ((st = rt_msg_new(p, c->plan, &m.m, NULL, RT_MSG_TENSOR,
-				     c->step, key, edge, n, &c->err)))
+		int hold = n + RT_HDR_SIZE <= RT_NET_HOLD_MAX;
+
+		/* small: copied, and held back to leave with the step's next
+		   sends to that task, when it next waits or ends; else the
+		   tensor leaves from the part's buffer, no copy (after what
+		   this thread held back for that task) */
+		if ((st = rt_msg_new(p, c->plan, &m.m, hold ? &body : NULL,
+				     RT_MSG_TENSOR, c->step, key, edge, n,
+				     &c->err)))
 			return st;
-		m.m->tail = src;
-		m.m->ntail = n;
+		if (hold && n)
+			memcpy(body, src, n);
+		if (!hold) {
+			m.m->tail = src;
+			m.m->ntail = n;
+		}
+		t0 = rt_tracing ? rt_trace_clock() : 0;
+		st = (hold ? rt_send_held : rt_send)(p, edge->dst, m.m,
+						     rt_step_deadline(p), c,
+						     &c->err);
 		if (!rt_tracing)
-			return rt_send(p, edge->dst, m.m, rt_step_deadline(p),
-				       c, &c->err);
-		t0 = rt_trace_clock();
-		st = rt_send(p, edge->dst, m.m, rt_step_deadline(p), c,
-			     &c->err);
+			return st;
 		snprintf(what, sizeof what, "'%.*s' to %s",
 			 (int)strcspn(edge->name, ";"), edge->name,
 			 p->plan->tasks[edge->dst].name);
@@ -798,6 +817,7 @@ rt_reply(RtCtx *c, uint32_t key, const char *text)
 	TfgError e;
 	size_t n = 0;
 
+	rt_net_flush_held(); /* the step's sends before its end */
 	if (text) {
 		n = (size_t)snprintf(buf, sizeof buf, "%s: %s", p->name, text);
 		if (n >= sizeof buf)

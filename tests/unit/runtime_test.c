@@ -2185,10 +2185,12 @@ t_many_steps(void)
 #define main test_main
 /* ---------------------------------------------------------------- land */
 
-/* What the receiving end of t_land got: its messages, in order. */
+/* What the receiving end of t_land and t_hold got: its messages, in
+ * order. */
+#define LAND_GOT 128
 static pthread_mutex_t land_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t land_cv = PTHREAD_COND_INITIALIZER;
-static RtBuf *land_got[4];
+static RtBuf *land_got[LAND_GOT];
 static int land_n;
 
 static void
@@ -2196,7 +2198,7 @@ land_done_cb(RtNetRecv *r, RtBuf *b)
 {
 	(void)r;
 	pthread_mutex_lock(&land_mu);
-	if (land_n < 4)
+	if (land_n < LAND_GOT)
 		land_got[land_n++] = b;
 	else
 		rt_buf_free(b);
@@ -2304,6 +2306,118 @@ t_land(void)
 	}
 }
 
+/* Whether message i got is land_msg(len, seed); it is freed. */
+static int
+got_is(int i, size_t len, int seed)
+{
+	RtBuf *m = land_next(i), *ref = land_msg(len, seed);
+	int same = m && ref && m->len == len &&
+		   memcmp(m->data, ref->data, len) == 0;
+
+	rt_buf_free(m);
+	rt_buf_free(ref);
+	return same;
+}
+
+/* spec/design.md "Transport", *Held sends*: small frames held back
+ * (rt_net_hold) leave, in order and whole, with the thread's next send
+ * on the link, at rt_net_flush_held, before a large product, or from
+ * the I/O thread once held too long; their tails are copied when held;
+ * keyed or not, and read back through the receiver's read-ahead. */
+static void
+t_hold(void)
+{
+	static const unsigned char key[RT_KEY_BYTES] = {4, 5, 6};
+	static float x[256 * 256], y[256 * 256];
+	const size_t big = RT_NET_HOLD_MAX + 1;
+
+	for (int keyed = 0; keyed < 2; keyed++) {
+		RtNet a, b;
+		RtNetRecv r = {land_done_cb};
+		TfgError e;
+		unsigned char tail[100];
+		double t0;
+		int i, n = 0, threads;
+
+		land_n = 0;
+		ASSERT_EQ(rt_net_init(&a, "a", 0), TFG_OK);
+		ASSERT_EQ(rt_net_init(&b, "b", 1), TFG_OK);
+		if (keyed) {
+			rt_net_key(&a, key);
+			rt_net_key(&b, key);
+		}
+		ASSERT_EQ(rt_net_listen(&a, "tcp://127.0.0.1:0", 1 << 20, &e),
+			  TFG_OK);
+		ASSERT_EQ(rt_net_recv_start(&a, &r, &e), TFG_OK);
+		ASSERT_EQ(rt_net_dial(&b, 0, a.url, "a", &e), TFG_OK);
+		/* up: the first is sent as it comes */
+		ASSERT_EQ(rt_net_send(&b, 0, land_msg(10, 0), rt_now() + 10,
+				      NULL, NULL, &e), TFG_OK);
+		ASSERT(got_is(n++, 10, 0));
+		/* 60 held, of sizes 1 to 6,000, one with a borrowed tail
+		   that changes once it is held */
+		t0 = rt_now();
+		for (i = 1; i <= 60; i++) {
+			RtBuf *m = land_msg((size_t)i * 100 - (i == 7 ? 100 : 0),
+					    i);
+
+			if (i == 7) {
+				RtBuf *whole = land_msg(700, 7);
+
+				memcpy(tail, whole->data + 600, 100);
+				rt_buf_free(whole);
+				m->tail = tail, m->ntail = 100;
+			}
+			ASSERT_EQ(rt_net_hold(&b, 0, m, rt_now() + 10, NULL,
+					      NULL, &e), TFG_OK);
+			if (i == 7)
+				memset(tail, 0xee, sizeof tail);
+		}
+		usleep(1000);
+		pthread_mutex_lock(&land_mu);
+		/* nothing left yet, unless the I/O thread found them held too
+		   long (a machine that stalled) */
+		ASSERT(land_n == n || rt_now() - t0 > RT_NET_HOLD_S);
+		pthread_mutex_unlock(&land_mu);
+		rt_net_flush_held();
+		for (i = 1; i <= 60; i++)
+			ASSERT(got_is(n++, (size_t)i * 100, i));
+		/* held ones go before the next frame sent on the link */
+		for (i = 61; i <= 63; i++)
+			ASSERT_EQ(rt_net_hold(&b, 0, land_msg(50, i),
+					      rt_now() + 10, NULL, NULL, &e),
+				  TFG_OK);
+		ASSERT_EQ(rt_net_send(&b, 0, land_msg(big, 64), rt_now() + 10,
+				      NULL, NULL, &e), TFG_OK);
+		for (i = 61; i <= 63; i++)
+			ASSERT(got_is(n++, 50, i));
+		ASSERT(got_is(n++, big, 64));
+		/* one held and too large to be: sent at once */
+		ASSERT_EQ(rt_net_hold(&b, 0, land_msg(big, 65), rt_now() + 10,
+				      NULL, NULL, &e), TFG_OK);
+		ASSERT(got_is(n++, big, 65));
+		/* a large product writes them first, on one thread too (on
+		   more, its loop over the pool does too) */
+		ASSERT_EQ(rt_net_hold(&b, 0, land_msg(30, 66), rt_now() + 10,
+				      NULL, NULL, &e), TFG_OK);
+		ASSERT(rt_held_flush != NULL);
+		threads = rt_pool_threads(1 << 30);
+		tfg_set_threads(1);
+		tfg_rt_gemm(TFG_F32, 0, 256, 256, 256, 1.0, x, 256, x, 256,
+			    0.0, y, 256);
+		tfg_set_threads(threads);
+		ASSERT(rt_held_flush == NULL);
+		ASSERT(got_is(n++, 30, 66));
+		/* held and then left alone: the I/O thread sends them */
+		ASSERT_EQ(rt_net_hold(&b, 0, land_msg(40, 67), rt_now() + 10,
+				      NULL, NULL, &e), TFG_OK);
+		ASSERT(got_is(n++, 40, 67));
+		rt_net_flush_held();
+		rt_net_close(&b);
+		rt_net_close(&a);
+	}
+}
+
 TEST_MAIN({"hello", t_hello}, {"loop_print", t_loop_print},
 	  {"bad_feed", t_bad_feed}, {"generic", t_generic},
 	  {"generic_fail", t_generic_fail}, {"generic_many", t_generic_many},
@@ -2327,4 +2441,5 @@ TEST_MAIN({"hello", t_hello}, {"loop_print", t_loop_print},
 	  {"restart_tensor", t_restart_tensor}, {"step_ids", t_step_ids},
 	  {"restart_specs", t_restart_specs},
 	  {"many_steps", t_many_steps},
-	  {"land", t_land}) /* last: its threads end before no fork */
+	  {"land", t_land}, {"hold", t_hold}) /* last: their threads end
+						  before no fork */
