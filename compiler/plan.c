@@ -48,6 +48,26 @@ plan_hash(const Program *p, const TfgPlan *pl)
 	return h;
 }
 
+/* TfgPlan.runs: the --fetch step's options, in order, or 0. */
+static uint64_t
+runs_hash(const Program *p)
+{
+	const CompileOptions *o = p->opt;
+	uint64_t h = IR_FNV_BASIS;
+
+	if (!o || o->nfetch == 0)
+		return 0;
+	for (int i = 0; i < 3; i++) {
+		const char **v = i == 0 ? o->fetch : i == 1 ? o->feed : o->out;
+		int n = i == 0 ? o->nfetch : i == 1 ? o->nfeed : o->nout;
+
+		h = fnv_i64(h, n);
+		for (int k = 0; k < n; k++)
+			h = ir_fnv(h, v[k], strlen(v[k]) + 1);
+	}
+	return h ? h : 1;
+}
+
 /* Whether the client could get its last message from task t's part
  * before every change of state (OPF_EFFECT) that the part makes: then t
  * reports DONE at its end, so that run() returns after every change the
@@ -148,6 +168,7 @@ plan_program(Program *p)
 	for (int i = 0; i < p->edges.n; i++)
 		pl->edges[i] = *(RtEdge *)p->edges.v[i];
 	pl->hash = plan_hash(p, pl);
+	pl->runs = runs_hash(p);
 	p->plan = pl;
 	return 0;
 }
@@ -183,6 +204,7 @@ plan_generic(Program *p)
 	pl->generic = 1;
 	pl->edges = arena_alloc(p->arena, sizeof *pl->edges);
 	pl->hash = plan_hash(p, pl);
+	pl->runs = runs_hash(p);
 	p->plan = pl;
 	return 0;
 }

@@ -282,6 +282,24 @@ wait_up(RtProc *c, pid_t *pids)
 		}
 		if (recv_one(c, &m, deadline) != 0)
 			continue;
+		if (m.h.type == RT_MSG_PONG && m.h.key == RT_PONG_REFUSED) {
+			fputs("tfgc: error: ", stderr);
+			for (uint64_t i = 0; i < m.h.nbytes && i < 400; i++)
+				fputc(m.body[i] >= ' ' && m.body[i] <= '~' ?
+				      m.body[i] : '?', stderr);
+			fputc('\n', stderr);
+			rt_msg_free(&m);
+			break;
+		}
+		if (m.h.type == RT_MSG_PONG && m.h.nbytes == 8 &&
+		    rt_get_le(m.body, 8) != plan->runs) {
+			fprintf(stderr, "tfgc: error: %s runs other sessions "
+				"than this run: its --fetch, --feed or --out "
+				"differ (start the servers with the run's)\n",
+				plan->tasks[m.h.src].name);
+			rt_msg_free(&m);
+			break;
+		}
 		if (m.h.type == RT_MSG_PONG && !up[m.h.src]) {
 			up[m.h.src] = 1;
 			nup++;

@@ -234,6 +234,26 @@ rt_proc_plan_remove(RtProc *p, const TfgPlan *plan)
 
 /* ----------------------------------------------------------- receive */
 
+/* Whether m, which failed its checks, is a well-formed PING from a
+ * controller of another program, with a reply address: a run of
+ * another file or other options, which this task tells so
+ * (RT_EV_FOREIGN_PING).  h is m's header, decoded. */
+static int
+foreign_ping(const RtProc *p, const RtHdr *h, const RtBuf *m)
+{
+	if (p->task < 0 || m->len < RT_HDR_SIZE ||
+	    h->magic != RT_WIRE_MAGIC || h->version != RT_WIRE_VERSION ||
+	    h->type != RT_MSG_PING || h->src != RT_SRC_CONTROLLER ||
+	    h->prog == p->plan->hash || h->epoch == 0 ||
+	    h->nbytes != m->len - RT_HDR_SIZE || h->nbytes == 0 ||
+	    h->nbytes >= RT_URL_MAX)
+		return 0;
+	for (size_t i = RT_HDR_SIZE; i < m->len; i++)
+		if (m->data[i] <= ' ' || m->data[i] > '~')
+			return 0;
+	return 1;
+}
+
 void
 rt_proc_take(RtProc *p, RtBuf *m)
 {
@@ -261,6 +281,17 @@ rt_proc_take(RtProc *p, RtBuf *m)
 	    TFG_OK) {
 		/* Again, now naming the transport address as well. */
 		check(&out.h, plan, p->task, m->data, m->len, m->from, &e);
+		if (foreign_ping(p, &out.h, m)) {
+			out.h.type = RT_EV_FOREIGN_PING;
+			out.m = m;
+			out.body = m->data + RT_HDR_SIZE;
+			if (rt_queue_push_locked(p, &out) == 0) {
+				pthread_mutex_unlock(&p->mu);
+				fprintf(stderr, "tfgc: error: %s: %s (refused: "
+					"the run is told)\n", p->name, e.msg);
+				return;
+			}
+		}
 		pthread_mutex_unlock(&p->mu);
 		fprintf(stderr, "tfgc: error: %s: %s (ignored)\n", p->name,
 			e.msg);
@@ -667,13 +698,49 @@ void
 rt_answer_ping(RtProc *p, const RtMsg *m)
 {
 	char url[RT_URL_MAX];
+	unsigned char runs[8]; /* what its sessions are (TfgPlan.runs) */
 	TfgError e;
 
 	rt_body_url(url, m);
+	rt_put_le(runs, p->plan->runs, 8);
 	if (url[0] == '\0')
 		fprintf(stderr, "tfgc: error: %s: PING without a reply "
 			"address (ignored)\n", p->name);
-	else if (rt_send_text(p, url, RT_MSG_PONG, 0, 0, NULL, 0, &e))
+	else if (rt_send_text(p, url, RT_MSG_PONG, 0, 0, (const char *)runs,
+			      sizeof runs, &e))
+		fprintf(stderr, "tfgc: error: %s: %s\n", p->name, e.msg);
+}
+
+void
+rt_refuse_ping(RtProc *p, const RtMsg *m)
+{
+	char url[RT_URL_MAX], text[400];
+	unsigned char *body;
+	RtBuf *b;
+	RtHdr h;
+	TfgError e;
+	size_t n;
+
+	rt_body_url(url, m);
+	if (url[0] == '\0')
+		return;
+	n = (size_t)snprintf(text, sizeof text, "%s serves another program "
+			     "(plan %016llx, the run's %016llx): start the "
+			     "servers and the run with the same file, "
+			     "--param, --fetch, --feed and --out", p->name,
+			     (unsigned long long)p->plan->hash,
+			     (unsigned long long)m->h.prog);
+	if (n >= sizeof text)
+		n = sizeof text - 1;
+	if (rt_msg_new(p, NULL, &b, &body, RT_MSG_PONG, 0, RT_PONG_REFUSED,
+		       NULL, n, &e) != TFG_OK)
+		return;
+	memcpy(body, text, n);
+	rt_hdr_decode(&h, b->data); /* in the run's plan */
+	h.prog = m->h.prog;
+	rt_hdr_encode(b->data, &h);
+	if (rt_net_send_url(&p->net, url, b, rt_step_deadline(p), send_stop,
+			    NULL, &e))
 		fprintf(stderr, "tfgc: error: %s: %s\n", p->name, e.msg);
 }
 

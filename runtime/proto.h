@@ -76,6 +76,14 @@ enum {
 /* A record of the queue that no message carries: task h.src restarted,
  * its new incarnation is h.epoch (rt_proc_next). */
 #define RT_EV_RESTARTED 0x100
+/* A record of a PING that a controller of another program sent (a run
+ * of another file, --param, --fetch, --feed or --out): h.prog is its
+ * plan, the body its reply address; answered with a refusing PONG
+ * (rt_refuse_ping), so that the run fails at once, saying why, rather
+ * than at its start-up deadline. */
+#define RT_EV_FOREIGN_PING 0x101
+/* PONG's key: 0 up, RT_PONG_REFUSED "not your program" (body: why). */
+#define RT_PONG_REFUSED 1
 
 /* ERROR's key: why the step failed. */
 enum {
@@ -301,6 +309,9 @@ tfg_status rt_send_text(RtProc *p, const char *url, int type, uint64_t step,
 			uint32_t key, const char *buf, size_t n, TfgError *e);
 /* PONG for a PING (reply URL from its body). */
 void rt_answer_ping(RtProc *p, const RtMsg *m);
+/* Answers an RT_EV_FOREIGN_PING: a PONG of key RT_PONG_REFUSED, in the
+ * PING's plan (so its controller takes it), saying why. */
+void rt_refuse_ping(RtProc *p, const RtMsg *m);
 /* Copies a URL body into buf ("" if malformed). */
 void rt_body_url(char *buf, const RtMsg *m);
 void rt_msg_free(RtMsg *m);

@@ -335,6 +335,9 @@ handle(RtServer *s, RtCtx *ctx, RtMsg *m)
 	case RT_EV_RESTARTED:
 		rt_spec_forget(s, m->h.src, m->h.epoch);
 		break;
+	case RT_EV_FOREIGN_PING:
+		rt_refuse_ping(&s->proc, m);
+		break;
 	case RT_MSG_SHUTDOWN:
 		/* before the BYE: a launched chief's controller may exit
 		   as soon as it has it */

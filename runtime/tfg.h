@@ -359,6 +359,12 @@ typedef struct TfgPlan {
 	int generic;
 	int nvar;
 	RtVar *vars;
+	/* What runs instead of the sessions (tfgc run --fetch): a digest of
+	   the --fetch, --feed and --out options, 0 for the program's own
+	   sessions.  A task's PONG carries it, so that a run attached to
+	   servers started with other ones (whose clients would run their
+	   own) is refused (runtime/launch.c). */
+	uint64_t runs;
 } TfgPlan;
 
 /* Called by generated code. Return 0 or a tfg_status. */

@@ -23,8 +23,9 @@
  * it (its own part, its fetches received and printed, the DONEs).
  *
  * Nothing leaves the process: its peers are never dialed, so every send
- * fails at once, and PING, RUN_SESSION and SHUTDOWN, which answer to a
- * URL in their body, only have it read (rt_body_url), not dialed.  The
+ * fails at once, and PING (another program's too), RUN_SESSION and
+ * SHUTDOWN, which answer to a URL in their body, only have it read
+ * (rt_body_url), not dialed.  The
  * waits of a step last WE_WAIT: within one input, what has not come will
  * not.  The controller takes its messages as tfgc run does, writing what
  * OUTPUT and SESSION_END carry (to /dev/null).
@@ -80,6 +81,7 @@ task_records(void *arg)
 			return;
 		switch (m.h.type) {
 		case RT_MSG_PING:
+		case RT_EV_FOREIGN_PING: /* another program's: refused */
 		case RT_MSG_RUN_SESSION:
 		case RT_MSG_SHUTDOWN:
 			rt_body_url(url, &m);

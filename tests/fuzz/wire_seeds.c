@@ -242,6 +242,20 @@ concrete(void)
 	seed_run(&s);
 	seed_write("task1-control", &s);
 
+	/* a PING of another program's run: answered with a refusal
+	   (RT_EV_FOREIGN_PING), not dropped */
+	seed_begin(&s, 1, 0, 0, 1);
+	{
+		RtHdr h;
+
+		rt_hdr_init(&h, p, RT_MSG_PING, 0, 0, RT_SRC_CONTROLLER,
+			    strlen(url), epoch_of(RT_SRC_CONTROLLER));
+		h.prog ^= 1;
+		seed_hdr(&s, &h, url);
+	}
+	seed_run(&s);
+	seed_write("task1-foreign-ping", &s);
+
 	/* task 2 restarts: a newer incarnation, then an older one */
 	seed_begin(&s, 1, 0, 0, 1);
 	seed_start(&s, p, 1, 1, step_of(0, 1, 1));

@@ -56,7 +56,8 @@ expect_rc 0 $TFGC run --attach --startup-timeout 10 $addrs examples/hello.tfg
 expect_rc 0 $TFGC run --attach --startup-timeout 10 $addrs examples/hello.tfg
 [ "$(cat "$T/out")" = "238" ] || fail "second run printed '$(cat "$T/out")'"
 
-# (b) Another program (x = 3): the AOT server refuses its messages.
+# (b) Another program (x = 3): the AOT server refuses its messages, and
+# tells the run so at once.
 sed 's/^x = 2$/x = 3/' examples/hello.tfg >"$T/other.tfg"
 cmp -s examples/hello.tfg "$T/other.tfg" && fail "other.tfg is hello.tfg"
 # shellcheck disable=SC2086
@@ -73,7 +74,7 @@ s0=$!
 _servers="$_servers $s0"
 # shellcheck disable=SC2086
 expect_rc 1 $TFGC run --attach --startup-timeout 3 $addrs "$T/other.tfg"
-expect_in "$T/err" "task /job:local/task:1 did not come up"
+expect_in "$T/err" "/job:local/task:1 serves another program"
 expect_in "$T/s1" "different source or plan"
 # Each serves its own program on: SIGTERM stops both.
 kill $s0 $s1

@@ -91,7 +91,7 @@ t_digest(void)
 	int stasks[1] = {0}, done[1] = {0};
 	RtSig sigs[1] = {{0, 1, feeds, 1, fetches, 1, stasks, done}};
 	TfgPlan plan = {42, "p.tfg", 1, tasks, 2, edges, 1, sigs, 0, NULL, 0,
-			0, NULL};
+			0, NULL, 0};
 	uint64_t d = tfg_plan_digest(&plan);
 
 	ASSERT_EQ(tfg_plan_digest(&plan), d);

@@ -30,7 +30,7 @@ static int sig_tasks[2] = {0, 1}, sig_done[2] = {0, 0};
 static RtSig sigs[1] = {{0, 1, feeds, 1, fetches, 2, sig_tasks, sig_done}};
 static RtSession sessions[1] = {{.task = 0}};
 static const TfgPlan plan = {0xfeedface12345678ull, "t.tfg", 2, tasks, 3,
-			     edges, 1, sigs, 1, sessions, 0, 0, NULL};
+			     edges, 1, sigs, 1, sessions, 0, 0, NULL, 0};
 
 static const TfgPlan *cur = &plan; /* the plan check() validates with */
 
