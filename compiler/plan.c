@@ -48,23 +48,28 @@ plan_hash(const Program *p, const TfgPlan *pl)
 	return h;
 }
 
+/* h and the n strings of v, with their count. */
+static uint64_t
+fnv_strs(uint64_t h, const char **v, int n)
+{
+	h = fnv_i64(h, n);
+	for (int i = 0; i < n; i++)
+		h = ir_fnv(h, v[i], strlen(v[i]) + 1);
+	return h;
+}
+
 /* TfgPlan.runs: the --fetch step's options, in order, or 0. */
 static uint64_t
 runs_hash(const Program *p)
 {
 	const CompileOptions *o = p->opt;
-	uint64_t h = IR_FNV_BASIS;
+	uint64_t h;
 
 	if (!o || o->nfetch == 0)
 		return 0;
-	for (int i = 0; i < 3; i++) {
-		const char **v = i == 0 ? o->fetch : i == 1 ? o->feed : o->out;
-		int n = i == 0 ? o->nfetch : i == 1 ? o->nfeed : o->nout;
-
-		h = fnv_i64(h, n);
-		for (int k = 0; k < n; k++)
-			h = ir_fnv(h, v[k], strlen(v[k]) + 1);
-	}
+	h = fnv_strs(IR_FNV_BASIS, o->fetch, o->nfetch);
+	h = fnv_strs(h, o->feed, o->nfeed);
+	h = fnv_strs(h, o->out, o->nout);
 	return h ? h : 1;
 }
 

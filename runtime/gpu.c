@@ -1104,13 +1104,12 @@ tfg_rt_gpu_copy(struct RtCtx *ctx, uint32_t dst_dev, void *dst,
 		uint32_t src_dev, const void *src, uint64_t n)
 {
 	double t0 = rt_tracing ? rt_trace_clock() : 0;
+	char name[64];
+	CUresult r;
 	int rv;
 
 	rt_flush_before_work(); /* a copy may wait for the device */
 	rv = copy_any(ctx, dst_dev, dst, src_dev, src, n);
-	char name[64];
-	CUresult r;
-
 	if (!rt_tracing || rv != TFG_OK || n == 0 ||
 	    (dst_dev == TFG_DEV_HOST && src_dev == TFG_DEV_HOST))
 		return rv;

@@ -602,6 +602,20 @@ link_flush(RtNet *n, RtLink *k)
 	return 0;
 }
 
+/* Writes what is held on k, if anything still is (a send or the I/O
+ * thread may have written it meanwhile; a link that broke keeps it for
+ * its next connection): what the socket has no room for is held no
+ * more, and the I/O thread writes it when there is.  Under k->mu. */
+static void
+link_release(RtNet *n, RtLink *k)
+{
+	if (k->held && k->fd >= 0 && !k->connecting &&
+	    link_flush(n, k) > 0) {
+		k->held = 0;
+		link_arm(n, k, 0);
+	}
+}
+
 /* The bytes that follow word w when it comes back on a link. */
 static int
 word_extra(const RtNet *n, uint64_t w)
@@ -889,10 +903,8 @@ tend_links(RtNet *n)
 			link_beat(n, k, now);
 		if (k->held && pthread_mutex_trylock(&k->mu) == 0) {
 			/* held too long: its sender is busy computing */
-			if (k->held && now - k->held_since > RT_NET_HOLD_S &&
-			    k->fd >= 0 && !k->connecting &&
-			    link_flush(n, k) >= 0)
-				link_arm(n, k, 0);
+			if (now - k->held_since > RT_NET_HOLD_S)
+				link_release(n, k);
 			pthread_mutex_unlock(&k->mu);
 		}
 		if (!k->open || k->fd >= 0 || k->next_dial > now)
@@ -1886,13 +1898,7 @@ rt_net_flush_held(void)
 		RtLink *k = held[i].k;
 
 		pthread_mutex_lock(&k->mu);
-		/* else written meanwhile, by a send or the I/O thread; a link
-		   that broke keeps them for its next connection */
-		if (k->held && k->fd >= 0 && !k->connecting &&
-		    link_flush(n, k) > 0) {
-			k->held = 0; /* the rest when there is room */
-			link_arm(n, k, 0);
-		}
+		link_release(n, k);
 		pthread_mutex_unlock(&k->mu);
 	}
 	nheld = 0;

@@ -234,24 +234,25 @@ rt_proc_plan_remove(RtProc *p, const TfgPlan *plan)
 
 /* ----------------------------------------------------------- receive */
 
-/* Whether m, which failed its checks, is a well-formed PING from a
- * controller of another program, with a reply address: a run of
- * another file or other options, which this task tells so
- * (RT_EV_FOREIGN_PING).  h is m's header, decoded. */
+/* Whether out (m, decoded), which failed its checks, is a well-formed
+ * PING from a controller of another program, with a reply address: a
+ * run of another file or other options, which this task tells so
+ * (RT_EV_FOREIGN_PING).  Sets out->body. */
 static int
-foreign_ping(const RtProc *p, const RtHdr *h, const RtBuf *m)
+foreign_ping(const RtProc *p, RtMsg *out, const RtBuf *m)
 {
+	const RtHdr *h = &out->h;
+	char url[RT_URL_MAX];
+
 	if (p->task < 0 || m->len < RT_HDR_SIZE ||
 	    h->magic != RT_WIRE_MAGIC || h->version != RT_WIRE_VERSION ||
 	    h->type != RT_MSG_PING || h->src != RT_SRC_CONTROLLER ||
 	    h->prog == p->plan->hash || h->epoch == 0 ||
-	    h->nbytes != m->len - RT_HDR_SIZE || h->nbytes == 0 ||
-	    h->nbytes >= RT_URL_MAX)
+	    h->nbytes != m->len - RT_HDR_SIZE)
 		return 0;
-	for (size_t i = RT_HDR_SIZE; i < m->len; i++)
-		if (m->data[i] <= ' ' || m->data[i] > '~')
-			return 0;
-	return 1;
+	out->body = m->data + RT_HDR_SIZE;
+	rt_body_url(url, out);
+	return url[0] != '\0';
 }
 
 void
@@ -281,10 +282,9 @@ rt_proc_take(RtProc *p, RtBuf *m)
 	    TFG_OK) {
 		/* Again, now naming the transport address as well. */
 		check(&out.h, plan, p->task, m->data, m->len, m->from, &e);
-		if (foreign_ping(p, &out.h, m)) {
+		if (foreign_ping(p, &out, m)) {
 			out.h.type = RT_EV_FOREIGN_PING;
 			out.m = m;
-			out.body = m->data + RT_HDR_SIZE;
 			if (rt_queue_push_locked(p, &out) == 0) {
 				pthread_mutex_unlock(&p->mu);
 				fprintf(stderr, "tfgc: error: %s: %s (refused: "
@@ -662,9 +662,11 @@ rt_send_held(RtProc *p, int peer, RtBuf *m, double deadline, RtCtx *step,
 	return rt_net_hold(&p->net, peer, m, deadline, send_stop, step, e);
 }
 
-tfg_status
-rt_send_text(RtProc *p, const char *url, int type, uint64_t step,
-	     uint32_t key, const char *buf, size_t n, TfgError *e)
+/* rt_send_text in the plan of hash prog (0: the own plan). */
+static tfg_status
+send_text(RtProc *p, const char *url, uint64_t prog, int type,
+	  uint64_t step, uint32_t key, const char *buf, size_t n,
+	  TfgError *e)
 {
 	RtBuf *m;
 	unsigned char *body = NULL;
@@ -675,8 +677,22 @@ rt_send_text(RtProc *p, const char *url, int type, uint64_t step,
 		return st;
 	if (n)
 		memcpy(body, buf, n);
+	if (prog) {
+		RtHdr h;
+
+		rt_hdr_decode(&h, m->data);
+		h.prog = prog;
+		rt_hdr_encode(m->data, &h);
+	}
 	return rt_net_send_url(&p->net, url, m, rt_step_deadline(p),
 			       send_stop, NULL, e);
+}
+
+tfg_status
+rt_send_text(RtProc *p, const char *url, int type, uint64_t step,
+	     uint32_t key, const char *buf, size_t n, TfgError *e)
+{
+	return send_text(p, url, 0, type, step, key, buf, n, e);
 }
 
 void
@@ -715,32 +731,20 @@ void
 rt_refuse_ping(RtProc *p, const RtMsg *m)
 {
 	char url[RT_URL_MAX], text[400];
-	unsigned char *body;
-	RtBuf *b;
-	RtHdr h;
 	TfgError e;
-	size_t n;
+	int n;
 
 	rt_body_url(url, m);
 	if (url[0] == '\0')
 		return;
-	n = (size_t)snprintf(text, sizeof text, "%s serves another program "
-			     "(plan %016llx, the run's %016llx): start the "
-			     "servers and the run with the same file, "
-			     "--param, --fetch, --feed and --out", p->name,
-			     (unsigned long long)p->plan->hash,
-			     (unsigned long long)m->h.prog);
-	if (n >= sizeof text)
-		n = sizeof text - 1;
-	if (rt_msg_new(p, NULL, &b, &body, RT_MSG_PONG, 0, RT_PONG_REFUSED,
-		       NULL, n, &e) != TFG_OK)
-		return;
-	memcpy(body, text, n);
-	rt_hdr_decode(&h, b->data); /* in the run's plan */
-	h.prog = m->h.prog;
-	rt_hdr_encode(b->data, &h);
-	if (rt_net_send_url(&p->net, url, b, rt_step_deadline(p), send_stop,
-			    NULL, &e))
+	n = snprintf(text, sizeof text, "%s serves another program (plan "
+		     "%016llx, the run's %016llx): start the servers and the "
+		     "run with the same file, --param, --fetch, --feed and "
+		     "--out", p->name, (unsigned long long)p->plan->hash,
+		     (unsigned long long)m->h.prog);
+	/* in the run's plan, so that its controller takes it */
+	if (send_text(p, url, m->h.prog, RT_MSG_PONG, 0, RT_PONG_REFUSED, text,
+		      n < (int)sizeof text ? (size_t)n : sizeof text - 1, &e))
 		fprintf(stderr, "tfgc: error: %s: %s\n", p->name, e.msg);
 }
 

@@ -682,11 +682,11 @@ rdv_send(struct RtCtx *c, uint32_t key, const void *src)
 				     RT_MSG_TENSOR, c->step, key, edge, n,
 				     &c->err)))
 			return st;
-		if (hold && n)
-			memcpy(body, src, n);
 		if (!hold) {
 			m.m->tail = src;
 			m.m->ntail = n;
+		} else if (n) {
+			memcpy(body, src, n);
 		}
 		t0 = rt_tracing ? rt_trace_clock() : 0;
 		st = (hold ? rt_send_held : rt_send)(p, edge->dst, m.m,
