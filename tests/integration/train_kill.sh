@@ -153,7 +153,7 @@ pids() {
 	echo $pid_ps_0 $pid_worker_0 $pid_worker_1 $run
 }
 # No server outlives the test, whatever fails.
-trap 'for p in $(pids); do kill -9 $p 2>/dev/null; done; rm -rf "$T"' EXIT
+trap 'for p in $(pids); do kill -9 $p 2>/dev/null; done; release_ports; rm -rf "$T"' EXIT
 
 # 0. Under tfgc run: its server for worker 1 killed.
 $TFGC run --free-ports --heartbeat-timeout 1 "$T/p.tfg" >"$T/out" 2>"$T/err" &

@@ -41,7 +41,7 @@ stop_daemons() {
 	done
 	for p in $_left; do kill -9 "$p" 2>/dev/null; done
 }
-trap 'stop_daemons; rm -rf "$T"' EXIT
+trap 'stop_daemons; release_ports; rm -rf "$T"' EXIT
 trap 'exit 130' INT TERM
 
 t0=$(now)

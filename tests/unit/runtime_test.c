@@ -767,21 +767,55 @@ msleep(int ms)
 	nanosleep(&ts, NULL);
 }
 
-/* A free port of 127.0.0.1, its socket left bound in *fd so that the
- * next pick differs (the caller closes it). */
+/* A free port of 127.0.0.1 below the kernel's ephemeral range, reserved
+ * in /tmp/tfg-ports as tests/free_port.py does (it says why) until
+ * port_release. */
 static int
-free_port(int *fd)
+free_port(void)
 {
-	struct sockaddr_in a = {0};
-	socklen_t n = sizeof a;
+	FILE *f = fopen("/proc/sys/net/ipv4/ip_local_port_range", "r");
+	int low = 32768, first, i;
+	static int seeded;
 
-	*fd = socket(AF_INET, SOCK_STREAM, 0);
-	a.sin_family = AF_INET;
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	TFG_ASSERT(*fd >= 0);
-	TFG_ASSERT(bind(*fd, (struct sockaddr *)&a, sizeof a) == 0);
-	TFG_ASSERT(getsockname(*fd, (struct sockaddr *)&a, &n) == 0);
-	return ntohs(a.sin_port);
+	if (!seeded++)
+		srandom((unsigned)getpid());
+	if (f) {
+		if (fscanf(f, "%d", &low) != 1)
+			low = 32768;
+		fclose(f);
+	}
+	first = low - 12000 > 1024 ? low - 12000 : 1024;
+	mkdir("/tmp/tfg-ports", 01777);
+	for (i = 0; i < 1000 && low - first >= 100; i++) {
+		int port = first + (int)(random() % (low - first)), fd, ok;
+		struct sockaddr_in a = {0};
+		char path[64];
+
+		snprintf(path, sizeof path, "/tmp/tfg-ports/%d", port);
+		if (mkdir(path, 0755) != 0)
+			continue;
+		a.sin_family = AF_INET;
+		a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		a.sin_port = htons((uint16_t)port);
+		fd = socket(AF_INET, SOCK_STREAM, 0);
+		TFG_ASSERT(fd >= 0);
+		ok = bind(fd, (struct sockaddr *)&a, sizeof a) == 0;
+		close(fd);
+		if (ok)
+			return port;
+		rmdir(path);
+	}
+	TFG_ASSERT(!"no free port below the ephemeral range");
+	return -1;
+}
+
+static void
+port_release(const char *port)
+{
+	char path[64];
+
+	snprintf(path, sizeof path, "/tmp/tfg-ports/%s", port);
+	rmdir(path);
 }
 
 typedef struct Run {
@@ -795,13 +829,9 @@ typedef struct Run {
 static void
 run_init(Run *r)
 {
-	int fd[2];
-
 	memset(r, 0, sizeof *r);
-	snprintf(r->p0, sizeof r->p0, "%d", free_port(&fd[0]));
-	snprintf(r->p1, sizeof r->p1, "%d", free_port(&fd[1]));
-	close(fd[0]);
-	close(fd[1]);
+	snprintf(r->p0, sizeof r->p0, "%d", free_port());
+	snprintf(r->p1, sizeof r->p1, "%d", free_port());
 	snprintf(r->dir, sizeof r->dir, "/tmp/tfg-rt-XXXXXX");
 	TFG_ASSERT(mkdtemp(r->dir) != NULL);
 }
@@ -823,6 +853,8 @@ run_done(Run *r)
 	if (d)
 		closedir(d);
 	rmdir(r->dir);
+	port_release(r->p0);
+	port_release(r->p1);
 }
 
 static void
