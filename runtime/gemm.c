@@ -16,6 +16,9 @@
  * next to its product from this size on.  A block computes its elements
  * exactly as one call over all of c would, so the result does not
  * depend on the number of threads.
+ *
+ * An f32 product whose left operand is mostly zeros goes to
+ * runtime/gemm_sparse.c first, which walks its nonzeros instead.
  */
 #include <cblas.h>
 #include <pthread.h>
@@ -109,6 +112,10 @@ tfg_rt_gemm(int32_t dtype, int32_t trans, int64_t m, int64_t n, int64_t k,
 	pthread_once(&blas_once, rt_blas_one_thread);
 	if (m > 0 && n > 0 && k > 0 && m * n * k >= PAR_MIN) {
 		rt_flush_before_work(); /* long work: held sends go first */
+		if (dtype == TFG_F32 && !(trans & 2) &&
+		    rt_gemm_sparse(trans & 1, m, n, k, alpha, a, lda, b, ldb,
+				   beta, c, ldc))
+			return;
 		t = rt_pool_threads(m > n ? m : n);
 	}
 	if (t > 1 && m >= (int64_t)t * BLOCK_MIN)

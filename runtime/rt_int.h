@@ -59,6 +59,18 @@ tfg_status rt_no_such_file(TfgError *e, const char *path);
  * a large one on huge pages where the system gives them. */
 char *rt_arena_alloc(size_t size);
 
+/* gemm_sparse.c: c = alpha op(a) b + beta c (f32, b not transposed;
+ * trans: a stored k x m) by the nonzeros of op(a) when it is sparse
+ * enough, the host has the vector units and b is finite: returns 1 when
+ * it did, 0 for BLAS to do it. */
+int rt_gemm_sparse(int trans, int64_t m, int64_t n, int64_t k, double alpha,
+		   const float *a, int64_t lda, const float *b, int64_t ldb,
+		   double beta, float *c, int64_t ldc);
+/* Tests: the kernels rt_gemm_sparse uses from now on ("avx512", "avx2",
+ * "off"; 0 when the host has not the set), and its products so far. */
+int rt_gemm_sparse_isa(const char *name);
+extern uint64_t rt_gemm_sparse_runs;
+
 /* pool.c: the threads a loop of n iterations would run on now (1: the
  * caller's alone); makes the pool on first use. */
 int rt_pool_threads(int64_t n);
