@@ -85,9 +85,9 @@ typedef struct Lists {
 #define STORE(p, v) _mm512_storeu_ps(p, v)
 #define STOREM(p, m, v) _mm512_mask_storeu_ps(p, m, v)
 #define FMA(a, b, c) _mm512_fmadd_ps(a, b, c)
-#define NZ(p, n)                                                              \
-	((unsigned)_mm512_mask_cmp_ps_mask(TAILMASK(n), LOADM(p, TAILMASK(n)), \
-					   ZERO(), _CMP_NEQ_UQ))
+#define NZV(x, n)                                                             \
+	((unsigned)_mm512_mask_cmp_ps_mask(TAILMASK(n), x, ZERO(), _CMP_NEQ_UQ))
+#define NZ(p, n) NZV(LOADM(p, TAILMASK(n)), n)
 #define NONFINITE(p, n)                                                       \
 	((unsigned)_mm512_mask_cmp_ps_mask(                                   \
 	    TAILMASK(n), _mm512_mul_ps(LOADM(p, TAILMASK(n)), ZERO()), ZERO(), \
@@ -100,6 +100,8 @@ typedef struct Lists {
 				      _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6,  \
 							7, 8, 9, 10, 11, 12,  \
 							13, 14, 15))))
+#define LISTV(out, bits, x)                                                   \
+	_mm512_storeu_ps(out, _mm512_maskz_compress_ps((__mmask16)(bits), x))
 #include "runtime/gemm_sparse.inc"
 #undef SP
 #undef SP_TARGET
@@ -117,6 +119,8 @@ typedef struct Lists {
 #undef NZ
 #undef NONFINITE
 #undef LIST
+#undef LISTV
+#undef NZV
 #undef VMAX
 #undef SP_EACH_CASE
 
@@ -125,8 +129,9 @@ typedef struct Lists {
 #define SP_TARGET __attribute__((target("avx2,fma,bmi")))
 #define VEC __m256
 #define W 8
-#define VMAX 6 /* 12 accumulators of 16 registers */
-#define SP_EACH_CASE(X) X(1) X(2) X(3) X(4) X(5) X(6)
+#define VMAX 13 /* 13 accumulators of 16 registers: 104 columns */
+#define SP_EACH_CASE(X)                                                       \
+	X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11) X(12) X(13)
 #define MASK __m256i
 #define TAILMASK(n)                                                           \
 	_mm256_cmpgt_epi32(_mm256_set1_epi32(n),                              \
@@ -138,10 +143,10 @@ typedef struct Lists {
 #define STORE(p, v) _mm256_storeu_ps(p, v)
 #define STOREM(p, m, v) _mm256_maskstore_ps(p, m, v)
 #define FMA(a, b, c) _mm256_fmadd_ps(a, b, c)
-#define NZ(p, n)                                                              \
-	((unsigned)_mm256_movemask_ps(_mm256_cmp_ps(                          \
-	     LOADM(p, TAILMASK(n)), ZERO(), _CMP_NEQ_UQ)) &                   \
+#define NZV(x, n)                                                             \
+	((unsigned)_mm256_movemask_ps(_mm256_cmp_ps(x, ZERO(), _CMP_NEQ_UQ)) & \
 	 ((1u << (n)) - 1))
+#define NZ(p, n) NZV(LOADM(p, TAILMASK(n)), n)
 #define NONFINITE(p, n)                                                       \
 	((unsigned)_mm256_movemask_ps(_mm256_cmp_ps(                          \
 	     _mm256_mul_ps(LOADM(p, TAILMASK(n)), ZERO()), ZERO(),            \
@@ -153,6 +158,10 @@ typedef struct Lists {
 	    _mm256_add_epi32(_mm256_set1_epi32(base),                         \
 			     _mm256_cvtepu8_epi32(_mm_cvtsi64_si128(           \
 				 (long long)lut8[bits]))))
+#define LISTV(out, bits, x)                                                   \
+	_mm256_storeu_ps(out, _mm256_permutevar8x32_ps(                        \
+				  x, _mm256_cvtepu8_epi32(_mm_cvtsi64_si128(  \
+					 (long long)lut8[bits]))))
 #include "runtime/gemm_sparse.inc"
 #undef SP
 #undef SP_TARGET
@@ -170,6 +179,8 @@ typedef struct Lists {
 #undef NZ
 #undef NONFINITE
 #undef LIST
+#undef LISTV
+#undef NZV
 #undef VMAX
 #undef SP_EACH_CASE
 
