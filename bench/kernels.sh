@@ -99,6 +99,10 @@ fi
 # threads), its lines as rows; 100x784x100 is the MNIST step's product
 sh bench/matmul.sh 1024 2048 4096 100x784x100 | sed -n \
 	's/^matmul \(.*\): tfg \(.*\), cblas_sgemm \(.*\), ratio \(.*\)$/| matmul \1 | \2 | cblas_sgemm: \3 | \4 | >= 0.95 |/p'
+# the same product with 81% of a's elements zero, as an MNIST batch's
+# pixels (runtime/gemm_sparse.c); GFLOP/s of the dense product's flop
+DENSITY=0.19 sh bench/matmul.sh 100x784x100 | sed -n \
+	's/^matmul \(.*\): tfg \(.*\), cblas_sgemm \(.*\), ratio \(.*\)$/| matmul \1 (19% nonzero) | \2 | cblas_sgemm: \3 | \4 | — |/p'
 
 M=67108864 # 64M f32: 256 MiB
 npy x $M

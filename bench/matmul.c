@@ -15,7 +15,14 @@
  * are made again (outside the timing) before its runs and stopped after,
  * so that they do not spin beside the part's.
  *
- *   usage: matmul M K N REPS    prints one line of GFLOP/s and the ratio
+ * With DENSITY (0 < DENSITY < 1), each element of the operands (and of
+ * the part's arena, which holds its copies) is zero with probability
+ * 1 - DENSITY, as an MNIST batch's pixels are (19% nonzero): the part
+ * then takes runtime/gemm_sparse.c's path, cblas_sgemm the dense one.
+ *
+ *   usage: matmul M K N REPS [DENSITY]
+ *   prints one line of GFLOP/s (of the dense product's 2 M K N flop)
+ *   and the ratio
  */
 #include <cblas.h>
 #include <stdio.h>
@@ -36,20 +43,36 @@ rand_buf(size_t nbytes)
 	return p;
 }
 
+/* Each of p[0..n) zero with probability 1 - density. */
+static void
+thin(float *p, size_t n, double density)
+{
+	for (size_t i = 0; i < n; i++)
+		if ((double)rand() / RAND_MAX >= density)
+			p[i] = 0;
+}
+
 int
 main(int argc, char **argv)
 {
 	int m = argc > 3 ? atoi(argv[1]) : 0, k = argc > 3 ? atoi(argv[2]) : 0;
 	int n = argc > 3 ? atoi(argv[3]) : 0;
 	int reps = argc > 4 ? atoi(argv[4]) : 0;
-	if (m <= 0 || k <= 0 || n <= 0 || reps <= 0) {
-		fprintf(stderr, "usage: matmul M K N REPS\n");
+	double density = argc > 5 ? atof(argv[5]) : 1.0;
+	if (m <= 0 || k <= 0 || n <= 0 || reps <= 0 || !(density > 0) ||
+	    density > 1) {
+		fprintf(stderr, "usage: matmul M K N REPS [DENSITY]\n");
 		return 2;
 	}
 	float *arena = rand_buf(mm_arena_0);
 	float *a = rand_buf((size_t)m * k * 4);
 	float *b = rand_buf((size_t)k * n * 4);
 	float *c = rand_buf((size_t)m * n * 4);
+	if (density < 1) {
+		thin(arena, mm_arena_0 / 4, density);
+		thin(a, (size_t)m * k, density);
+		thin(b, (size_t)k * n, density);
+	}
 	double *tp = calloc((size_t)reps, sizeof *tp);
 	double *tb = calloc((size_t)reps, sizeof *tb);
 	double flop = 2.0 * m * (double)k * n;
@@ -83,9 +106,9 @@ main(int argc, char **argv)
 	}
 	double gp = flop / bench_median(tp, reps) / 1e9;
 	double gb = flop / bench_median(tb, reps) / 1e9;
-	printf("matmul f32[%d, %d] @ f32[%d, %d]: tfg %.1f GFLOP/s, "
+	printf("matmul f32[%d, %d] @ f32[%d, %d]%s: tfg %.1f GFLOP/s, "
 	       "cblas_sgemm %.1f GFLOP/s, ratio %.3f\n",
-	       m, k, k, n, gp, gb, gp / gb);
+	       m, k, k, n, density < 1 ? " sparse" : "", gp, gb, gp / gb);
 	free(arena), free(a), free(b), free(c), free(tp), free(tb);
 	return 0;
 }

@@ -2,6 +2,8 @@
 # bench/matmul.sh [N | MxKxN ...]: `c = a @ b` on f32[M, K] @ f32[K, N]
 # (N alone: square) compiled by tfgc ahead of time, against cblas_sgemm
 # called directly (bench/matmul.c); sizes default to 1024 2048 4096.  Run from `make bench` (bench/run.sh).
+# DENSITY=0.19 zeroes 81% of the operands' elements, as in an MNIST batch
+# (runtime/gemm_sparse.c's path).
 set -u
 cd "$(dirname "$0")/.." || exit 1
 TFGC=${TFGC:-./tfgc}
@@ -39,5 +41,5 @@ PY
 		--fetch c --feed a="$T/a.npy" --feed b="$T/b.npy" || exit 1
 	$CC -std=c11 -O2 -D_GNU_SOURCE -I. -I"$T" -o "$T/mm" bench/matmul.c \
 		"$T/mm.o" build/libtfg.a -lopenblas -lpthread -lm || exit 1
-	"$T/mm" "$m" "$k" "$n" "$reps" || exit 1
+	"$T/mm" "$m" "$k" "$n" "$reps" ${DENSITY:+"$DENSITY"} || exit 1
 done

@@ -281,8 +281,9 @@ rt_gemm_sparse(int trans, int64_t m, int64_t n, int64_t k, double alpha,
 	pthread_once(&isa_once, isa_init);
 	isa = __atomic_load_n(&isa_now, __ATOMIC_RELAXED);
 	bases[1] = (void *)isa;
-	if (!isa || m <= 0 || n <= 0 || k <= 0)
-		return 0;
+	if (!isa || m <= 0 || n <= 0 || k <= 0 || m > INT32_MAX ||
+	    k > INT32_MAX || n > INT32_MAX)
+		return 0; /* the lists hold int32 indices */
 	look = (SAMPLE + cols - 1) / cols;
 	if (look > rows)
 		look = rows;
