@@ -135,4 +135,9 @@ int cu_compile(const char *src, int cc, char **ptx, int *cached,
 /* NVRTC's version as major*1000 + minor*10, or -1 with why in err. */
 int cu_nvrtc_version(char *err, size_t errlen);
 
+/* mkdir -p path (modified while it runs, restored), each directory made
+ * with mode: 0, or -1 (errno).  codegen/jit.c; the caches of jit.c and
+ * nvrtc.c use it. */
+int cg_mkdirs(char *path, unsigned mode);
+
 #endif /* TFG_CODEGEN_CUDA_H */

@@ -20,19 +20,27 @@
  * A CgJit owns the LLJIT, which owns the code: parts[].fn stay valid until
  * cg_jit_free.
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
+
+#include <openssl/evp.h>
 
 #include <llvm-c/Analysis.h>
 #include <llvm-c/Error.h>
 #include <llvm-c/LLJIT.h>
 #include <llvm-c/Orc.h>
 #include <llvm-c/Target.h>
+#include <llvm-c/TargetMachine.h>
 #include <llvm-c/Transforms/PassBuilder.h>
 
 #include "codegen/cg_int.h"
+#include "codegen/cuda.h"
 
 struct CgJit {
 	LLVMOrcLLJITRef jit;
@@ -136,11 +144,193 @@ cg_llvm_version(void)
 	return v;
 }
 
+/* ------------------------------------------------------------ cache */
+
+/* The JIT's object cache (spec/design.md "JIT cache"): a task's code,
+ * optimised and generated, kept on disk under the SHA-256 of its module
+ * before the passes (cache_key), so that the next run of the same part
+ * (another run of the program, the same specialisation) loads it instead
+ * of compiling again.  A file is CACHE_MAGIC, the object's length (8
+ * bytes, little-endian), its SHA-256 and the object; one that does not
+ * check out is compiled again and written over.  Writes go to a
+ * temporary file renamed into place, so processes may share the
+ * directory.  The directory: $TFG_JIT_CACHE ("off": none), else
+ * $XDG_CACHE_HOME/tfg/jit or ~/.cache/tfg/jit, made 0700; one not owned
+ * by this user or writable by others is not used (it holds code this
+ * process runs). */
+#define CACHE_MAGIC "TFGJIT1\n"
+#define CACHE_HDR (8 + 8 + 32)
+#define CACHE_MAX ((size_t)1 << 30)
+
+static char cache_path_buf[4096];
+static const char *cache_where; /* the directory, or NULL */
+static pthread_once_t cache_once = PTHREAD_ONCE_INIT;
+
 int
-cg_compile_module(LLVMContextRef c, const Program *p, int task,
-		  const CgOptions *o, const char *triple, int pic,
-		  LLVMModuleRef *mp, LLVMTargetMachineRef *tmp, size_t *sizes,
-		  int *has)
+cg_mkdirs(char *path, unsigned mode)
+{
+	for (char *q = path + 1; *q; q++)
+		if (*q == '/') {
+			*q = '\0';
+			int r = mkdir(path, (mode_t)mode);
+			*q = '/';
+			if (r != 0 && errno != EEXIST)
+				return -1;
+		}
+	return mkdir(path, (mode_t)mode) != 0 && errno != EEXIST ? -1 : 0;
+}
+
+static void
+cache_init(void)
+{
+	const char *env = getenv("TFG_JIT_CACHE"), *base;
+	struct stat st;
+	int n;
+
+	if (env && strcmp(env, "off") == 0)
+		return;
+	if (env && *env)
+		n = snprintf(cache_path_buf, sizeof cache_path_buf, "%s", env);
+	else if ((base = getenv("XDG_CACHE_HOME")) && *base)
+		n = snprintf(cache_path_buf, sizeof cache_path_buf,
+			     "%s/tfg/jit", base);
+	else if ((base = getenv("HOME")) && *base)
+		n = snprintf(cache_path_buf, sizeof cache_path_buf,
+			     "%s/.cache/tfg/jit", base);
+	else
+		return;
+	if (n <= 0 || (size_t)n >= sizeof cache_path_buf - 80 ||
+	    cg_mkdirs(cache_path_buf, 0700) != 0 || lstat(cache_path_buf, &st) != 0 ||
+	    !S_ISDIR(st.st_mode))
+		return;
+	if (st.st_uid != geteuid() || (st.st_mode & 022)) {
+		fprintf(stderr, "tfgc: warning: JIT cache %s is %s: not "
+			"used\n", cache_path_buf, st.st_uid != geteuid()
+			? "another user's" : "writable by others");
+		return;
+	}
+	cache_where = cache_path_buf;
+}
+
+/* The cache's directory, or NULL when there is none. */
+static const char *
+cache_dir(void)
+{
+	pthread_once(&cache_once, cache_init);
+	return cache_where;
+}
+
+static void
+cache_file(char *buf, size_t n, const char *dir, const unsigned char *key)
+{
+	char hex[65];
+	for (int i = 0; i < 32; i++)
+		snprintf(hex + 2 * i, 3, "%02x", key[i]);
+	snprintf(buf, n, "%s/%s.o", dir, hex);
+}
+
+static int
+sha256(const void *data, size_t n, unsigned char out[32])
+{
+	unsigned len = 32;
+	return EVP_Digest(data, n, out, &len, EVP_sha256(), NULL) ? 0 : -1;
+}
+
+/* The object cached under key, or NULL (none, or not whole). */
+static LLVMMemoryBufferRef
+cache_read(const char *dir, const unsigned char *key)
+{
+	char path[4200];
+	unsigned char *buf = NULL, sum[32];
+	LLVMMemoryBufferRef mb = NULL;
+	struct stat st;
+	uint64_t len = 0;
+	size_t got = 0;
+	int fd;
+
+	cache_file(path, sizeof path, dir, key);
+	if ((fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) < 0)
+		return NULL;
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
+	    st.st_size < CACHE_HDR || (size_t)st.st_size > CACHE_MAX ||
+	    (buf = malloc((size_t)st.st_size)) == NULL)
+		goto out;
+	while (got < (size_t)st.st_size) {
+		ssize_t r = read(fd, buf + got, (size_t)st.st_size - got);
+		if (r <= 0)
+			goto out;
+		got += (size_t)r;
+	}
+	for (int i = 0; i < 8; i++)
+		len |= (uint64_t)buf[8 + i] << (8 * i);
+	if (memcmp(buf, CACHE_MAGIC, 8) != 0 || len != got - CACHE_HDR ||
+	    sha256(buf + CACHE_HDR, len, sum) != 0 ||
+	    memcmp(sum, buf + 16, 32) != 0)
+		goto out;
+	mb = LLVMCreateMemoryBufferWithMemoryRangeCopy(
+	    (const char *)buf + CACHE_HDR, len, "tfg-jit-cache");
+out:
+	free(buf);
+	close(fd);
+	return mb;
+}
+
+/* Keeps obj under key, if it can (the cache is an optimisation: a
+ * failure leaves it as it was). */
+static void
+cache_write(const char *dir, const unsigned char *key, const char *obj,
+	    size_t len)
+{
+	char path[4200], tmp[4200];
+	unsigned char hdr[CACHE_HDR];
+	int fd, ok;
+
+	if (len > CACHE_MAX - CACHE_HDR)
+		return;
+	memcpy(hdr, CACHE_MAGIC, 8);
+	for (int i = 0; i < 8; i++)
+		hdr[8 + i] = (unsigned char)((uint64_t)len >> (8 * i));
+	if (sha256(obj, len, hdr + 16) != 0)
+		return;
+	cache_file(path, sizeof path, dir, key);
+	snprintf(tmp, sizeof tmp, "%s/.tmp-XXXXXX", dir);
+	if ((fd = mkstemp(tmp)) < 0)
+		return;
+	ok = write(fd, hdr, sizeof hdr) == (ssize_t)sizeof hdr &&
+	     write(fd, obj, len) == (ssize_t)len;
+	if (close(fd) != 0 || !ok || rename(tmp, path) != 0)
+		unlink(tmp);
+}
+
+/* The cache key of a module before its passes: SHA-256 of its text, the
+ * CPU, features and level it is compiled for, LLVM's version and this
+ * build of tfgc (so a rebuilt tfgc never reads another's code). */
+static void
+cache_key(LLVMModuleRef m, const char *cpu, const char *features, int level,
+	  unsigned char key[32])
+{
+	char *text = LLVMPrintModuleToString(m), tail[512];
+	EVP_MD_CTX *h = EVP_MD_CTX_new();
+	unsigned n = 32;
+
+	snprintf(tail, sizeof tail, "\n%s\n%s\nO%d\nLLVM %s\ntfgc %s %s %s",
+		 cpu, features, level, cg_llvm_version(), TFG_VERSION,
+		 __DATE__, __TIME__);
+	if (!h || !EVP_DigestInit_ex(h, EVP_sha256(), NULL) ||
+	    !EVP_DigestUpdate(h, text, strlen(text)) ||
+	    !EVP_DigestUpdate(h, tail, strlen(tail)) ||
+	    !EVP_DigestFinal_ex(h, key, &n))
+		memset(key, 0, 32); /* no key: the cache is not used */
+	EVP_MD_CTX_free(h);
+	LLVMDisposeMessage(text);
+}
+
+static int
+compile_module(LLVMContextRef c, const Program *p, int task,
+	       const CgOptions *o, const char *triple, int pic,
+	       LLVMModuleRef *mp, LLVMTargetMachineRef *tmp, size_t *sizes,
+	       int *has, const char *cache, unsigned char *key,
+	       LLVMMemoryBufferRef *obj)
 {
 	char *cpu = NULL, *features = NULL, *msg = NULL, name[32];
 	LLVMTargetMachineRef tm = make_tm(triple, o, pic, &cpu, &features);
@@ -161,8 +351,14 @@ cg_compile_module(LLVMContextRef c, const Program *p, int task,
 			msg);
 		goto out;
 	}
+	if (cache) { /* the passes' and code generator's work, done before */
+		cache_key(m, cpu, features, opt_level(o), key);
+		if ((*obj = cache_read(cache, key)) != NULL)
+			goto done;
+	}
 	if (run_passes(m, tm, opt_level(o)))
 		goto out;
+done:
 	rc = 0;
 out:
 	LLVMDisposeMessage(msg);
@@ -176,6 +372,16 @@ out:
 	*mp = m;
 	*tmp = tm;
 	return 0;
+}
+
+int
+cg_compile_module(LLVMContextRef c, const Program *p, int task,
+		  const CgOptions *o, const char *triple, int pic,
+		  LLVMModuleRef *mp, LLVMTargetMachineRef *tmp, size_t *sizes,
+		  int *has)
+{
+	return compile_module(c, p, task, o, triple, pic, mp, tmp, sizes, has,
+			      NULL, NULL, NULL);
 }
 
 int
@@ -324,32 +530,52 @@ cg_jit(CgJit **out, const Program *p, int task, const CgOptions *o,
 	double t0 = now_ms();
 	LLVMModuleRef m;
 	LLVMTargetMachineRef tm;
+	LLVMMemoryBufferRef obj = NULL;
 	size_t *sizes = calloc((size_t)p->nsig + 1, sizeof *sizes);
 	int *has = calloc((size_t)p->nsig + 1, sizeof *has);
 	CgJit *j = calloc(1, sizeof *j);
-	int rc = -1;
+	const char *cache = o && o->no_cache ? NULL : cache_dir();
+	unsigned char key[32];
+	char *msg = NULL;
+	int rc = -1, hit;
 	*out = NULL;
 	memset(parts, 0, (size_t)p->nsig * sizeof *parts);
 	pthread_once(&init_once, init_llvm);
 	char *triple = LLVMGetDefaultTargetTriple();
-	LLVMOrcThreadSafeContextRef tsc = LLVMOrcCreateNewThreadSafeContext();
-	LLVMContextRef c = LLVMOrcThreadSafeContextGetContext(tsc);
-	if (cg_compile_module(c, p, task, o, triple, 0, &m, &tm, sizes, has))
+	LLVMContextRef c = LLVMContextCreate();
+	if (!sizes || !has || !j ||
+	    compile_module(c, p, task, o, triple, 0, &m, &tm, sizes, has,
+			   cache, key, &obj))
 		goto out;
-	if (make_jit(j, tm) || define_symbols(j, o)) {
+	/* the code: from the cache, or generated here (and kept there) */
+	hit = obj != NULL;
+	if (!hit && LLVMTargetMachineEmitToMemoryBuffer(tm, m, LLVMObjectFile,
+							&msg, &obj)) {
+		fprintf(stderr, "tfgc: error: codegen: %s\n", msg);
+		LLVMDisposeMessage(msg);
 		LLVMDisposeModule(m);
+		LLVMDisposeTargetMachine(tm);
 		goto out;
 	}
-	LLVMOrcThreadSafeModuleRef tsm = LLVMOrcCreateNewThreadSafeModule(m, tsc);
-	LLVMErrorRef err = LLVMOrcLLJITAddLLVMIRModule(
-	    j->jit, LLVMOrcLLJITGetMainJITDylib(j->jit), tsm);
+	LLVMDisposeModule(m);
+	if (!hit && cache)
+		cache_write(cache, key, LLVMGetBufferStart(obj),
+			    LLVMGetBufferSize(obj));
+	if (o && o->cache_hit)
+		*o->cache_hit = hit;
+	if (make_jit(j, tm) || define_symbols(j, o)) {
+		LLVMDisposeMemoryBuffer(obj);
+		goto out;
+	}
+	LLVMErrorRef err = LLVMOrcLLJITAddObjectFile(
+	    j->jit, LLVMOrcLLJITGetMainJITDylib(j->jit), obj);
 	if (err) {
-		llvm_fail("adding the module", err);
+		llvm_fail("adding the code", err);
 		goto out;
 	}
 	rc = lookup_parts(j, p, sizes, has, parts);
 out:
-	LLVMOrcDisposeThreadSafeContext(tsc);
+	LLVMContextDispose(c);
 	LLVMDisposeMessage(triple);
 	free(sizes);
 	free(has);

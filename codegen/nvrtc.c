@@ -243,7 +243,6 @@ static int
 cache_dir(char *dir, size_t n)
 {
 	const char *env = getenv("TFG_CUDA_CACHE"), *base;
-	char *p;
 
 	if (env && strcmp(env, "off") == 0)
 		return 0;
@@ -255,17 +254,7 @@ cache_dir(char *dir, size_t n)
 		snprintf(dir, n, "%s/.cache/tfg/cuda", base);
 	else
 		return 0;
-	/* mkdir -p */
-	for (p = dir + 1; *p; p++)
-		if (*p == '/') {
-			*p = '\0';
-			if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
-				*p = '/';
-				return 0;
-			}
-			*p = '/';
-		}
-	return mkdir(dir, 0755) == 0 || errno == EEXIST;
+	return cg_mkdirs(dir, 0755) == 0;
 }
 
 /* The unit's key as 64 hex digits. */

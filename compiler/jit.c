@@ -25,6 +25,7 @@ jit_compile(void *cookie, const TfgPlan *plan, int task, RtPart *parts)
 	Program *p = cookie;
 	CgOptions o = {0};
 	double ms = 0;
+	int hit = 0;
 
 	(void)plan;
 	o.opt_level = 2;
@@ -33,11 +34,12 @@ jit_compile(void *cookie, const TfgPlan *plan, int task, RtPart *parts)
 	o.soft_placement = jit_soft;
 	o.gpu_tf32 = jit_tf32;
 	o.check_numerics = jit_check;
+	o.cache_hit = &hit;
 	if (cg_jit(&the_jit, p, task, &o, parts, &ms) != 0)
 		return 1;
 	if (getenv("TFG_JIT_TIME"))
-		fprintf(stderr, "tfgc: %s: JIT %.2f ms\n", p->tasks[task].name,
-			ms);
+		fprintf(stderr, "tfgc: %s: JIT %.2f ms%s\n",
+			p->tasks[task].name, ms, hit ? " (cached)" : "");
 	return 0;
 }
 
@@ -128,6 +130,7 @@ jit_specialise(void *cookie, const TfgPlan *plan, int sig,
 	CgOptions o = {0};
 	Diag d;
 	double ms = 0;
+	int hit = 0;
 	int rc, n = 0;
 
 	v = realloc(the_specs, sizeof *v * ((size_t)the_nspec + 1));
@@ -175,14 +178,15 @@ jit_specialise(void *cookie, const TfgPlan *plan, int sig,
 	o.soft_placement = jit_soft;
 	o.gpu_tf32 = jit_tf32;
 	o.check_numerics = jit_check;
+	o.cache_hit = &hit;
 	if (cg_jit(&sp->jit, &sp->p, task, &o, parts, &ms) != 0) {
 		the_nspec--;
 		spec_dispose(sp);
 		return tfg_error(e, TFG_EINVAL, "code generation failed");
 	}
 	if (getenv("TFG_JIT_TIME"))
-		fprintf(stderr, "tfgc: %s: JIT %.2f ms (specialisation)\n",
-			sp->p.tasks[task].name, ms);
+		fprintf(stderr, "tfgc: %s: JIT %.2f ms (specialisation%s)\n",
+			sp->p.tasks[task].name, ms, hit ? ", cached" : "");
 	*out = sp->p.plan;
 	return 0;
 }

@@ -28,6 +28,10 @@ G=tests/golden
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/tfg-golden.XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT
 trap 'exit 130' INT TERM
+# The JIT cache (spec/design.md "JIT cache"): a fresh one for the run,
+# not the user's, unless the caller set TFG_JIT_CACHE.
+TFG_JIT_CACHE=${TFG_JIT_CACHE-$tmp/jit-cache}
+export TFG_JIT_CACHE
 pass=0 fail=0 areas="" only=""
 if ! command -v "$TFGC" >/dev/null 2>&1; then
 	echo "golden: no compiler at '$TFGC' (make tfgc, or set TFGC)"; exit 2

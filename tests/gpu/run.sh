@@ -24,6 +24,10 @@ unset TF_CONFIG
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/tfg-gpu.XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT
 trap 'exit 130' INT TERM
+# The JIT cache (spec/design.md "JIT cache"): a fresh one for the run,
+# not the user's, unless the caller set TFG_JIT_CACHE.
+TFG_JIT_CACHE=${TFG_JIT_CACHE-$tmp/jit-cache}
+export TFG_JIT_CACHE
 pass=0 fail=0 skip=0
 gpus=$("$TFGC" devices 2>&1)
 if printf '%s\n' "$gpus" | grep -q '^/gpu:0'; then

@@ -13,6 +13,10 @@ export TFGC
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/tfg-integration.XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT
 trap 'exit 130' INT TERM
+# The JIT cache (spec/design.md "JIT cache"): a fresh one for the run,
+# not the user's, unless the caller set TFG_JIT_CACHE.
+TFG_JIT_CACHE=${TFG_JIT_CACHE-$tmp/jit-cache}
+export TFG_JIT_CACHE
 pass=0 fail=0
 
 for t in tests/integration/*.sh; do
