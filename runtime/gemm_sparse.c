@@ -102,27 +102,7 @@ typedef struct Lists {
 							13, 14, 15))))
 #define LISTV(out, bits, x)                                                   \
 	_mm512_storeu_ps(out, _mm512_maskz_compress_ps((__mmask16)(bits), x))
-#include "runtime/gemm_sparse.inc"
-#undef SP
-#undef SP_TARGET
-#undef VEC
-#undef W
-#undef MASK
-#undef TAILMASK
-#undef ZERO
-#undef BCAST
-#undef LOAD
-#undef LOADM
-#undef STORE
-#undef STOREM
-#undef FMA
-#undef NZ
-#undef NONFINITE
-#undef LIST
-#undef LISTV
-#undef NZV
-#undef VMAX
-#undef SP_EACH_CASE
+#include "runtime/gemm_sparse.inc" /* which undefines these */
 
 /* -------------------------------------------------------------- AVX2 */
 #define SP(name) name##_avx2
@@ -162,27 +142,7 @@ typedef struct Lists {
 	_mm256_storeu_ps(out, _mm256_permutevar8x32_ps(                        \
 				  x, _mm256_cvtepu8_epi32(_mm_cvtsi64_si128(  \
 					 (long long)lut8[bits]))))
-#include "runtime/gemm_sparse.inc"
-#undef SP
-#undef SP_TARGET
-#undef VEC
-#undef W
-#undef MASK
-#undef TAILMASK
-#undef ZERO
-#undef BCAST
-#undef LOAD
-#undef LOADM
-#undef STORE
-#undef STOREM
-#undef FMA
-#undef NZ
-#undef NONFINITE
-#undef LIST
-#undef LISTV
-#undef NZV
-#undef VMAX
-#undef SP_EACH_CASE
+#include "runtime/gemm_sparse.inc" /* which undefines these */
 
 /* ------------------------------------------------------------ driver */
 
