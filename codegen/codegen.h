@@ -33,9 +33,8 @@ typedef struct CgOptions {
 				 no (or too few) GPUs run on its CPU (or
 				 share its GPUs) with a warning */
 	int gpu_tf32;         /* --gpu-tf32: f32 matmuls on tensor cores */
-	/* cg_jit: the JIT cache (codegen/jit.c) not read nor written; where
-	   set, whether the code came from it */
-	int no_cache;
+	/* cg_jit: where set, whether the code came from the JIT cache
+	   (codegen/jit.c) */
 	int *cache_hit;
 	/* Tests only: what tfg_rt_recv(_ref)/tfg_rt_send/tfg_rt_var bind to in
 	   the JIT; NULL: the runtime's own. */

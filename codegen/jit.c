@@ -305,31 +305,32 @@ cache_write(const char *dir, const unsigned char *key, const char *obj,
 /* The cache key of a module before its passes: SHA-256 of its text, the
  * CPU, features and level it is compiled for, LLVM's version and this
  * build of tfgc (so a rebuilt tfgc never reads another's code). */
-static void
+static int
 cache_key(LLVMModuleRef m, const char *cpu, const char *features, int level,
 	  unsigned char key[32])
 {
 	char *text = LLVMPrintModuleToString(m), tail[512];
 	EVP_MD_CTX *h = EVP_MD_CTX_new();
 	unsigned n = 32;
+	int ok;
 
 	snprintf(tail, sizeof tail, "\n%s\n%s\nO%d\nLLVM %s\ntfgc %s %s %s",
 		 cpu, features, level, cg_llvm_version(), TFG_VERSION,
 		 __DATE__, __TIME__);
-	if (!h || !EVP_DigestInit_ex(h, EVP_sha256(), NULL) ||
-	    !EVP_DigestUpdate(h, text, strlen(text)) ||
-	    !EVP_DigestUpdate(h, tail, strlen(tail)) ||
-	    !EVP_DigestFinal_ex(h, key, &n))
-		memset(key, 0, 32); /* no key: the cache is not used */
+	ok = h && EVP_DigestInit_ex(h, EVP_sha256(), NULL) &&
+	     EVP_DigestUpdate(h, text, strlen(text)) &&
+	     EVP_DigestUpdate(h, tail, strlen(tail)) &&
+	     EVP_DigestFinal_ex(h, key, &n);
 	EVP_MD_CTX_free(h);
 	LLVMDisposeMessage(text);
+	return ok ? 0 : -1;
 }
 
 static int
 compile_module(LLVMContextRef c, const Program *p, int task,
 	       const CgOptions *o, const char *triple, int pic,
 	       LLVMModuleRef *mp, LLVMTargetMachineRef *tmp, size_t *sizes,
-	       int *has, const char *cache, unsigned char *key,
+	       int *has, const char *cache, unsigned char *key, int *keyed,
 	       LLVMMemoryBufferRef *obj)
 {
 	char *cpu = NULL, *features = NULL, *msg = NULL, name[32];
@@ -351,8 +352,10 @@ compile_module(LLVMContextRef c, const Program *p, int task,
 			msg);
 		goto out;
 	}
-	if (cache) { /* the passes' and code generator's work, done before */
-		cache_key(m, cpu, features, opt_level(o), key);
+	/* the passes' and code generator's work, done before; with no key
+	   (out of memory) the module is compiled and not kept */
+	if (cache && cache_key(m, cpu, features, opt_level(o), key) == 0) {
+		*keyed = 1;
 		if ((*obj = cache_read(cache, key)) != NULL)
 			goto done;
 	}
@@ -381,7 +384,7 @@ cg_compile_module(LLVMContextRef c, const Program *p, int task,
 		  int *has)
 {
 	return compile_module(c, p, task, o, triple, pic, mp, tmp, sizes, has,
-			      NULL, NULL, NULL);
+			      NULL, NULL, NULL, NULL);
 }
 
 int
@@ -534,10 +537,10 @@ cg_jit(CgJit **out, const Program *p, int task, const CgOptions *o,
 	size_t *sizes = calloc((size_t)p->nsig + 1, sizeof *sizes);
 	int *has = calloc((size_t)p->nsig + 1, sizeof *has);
 	CgJit *j = calloc(1, sizeof *j);
-	const char *cache = o && o->no_cache ? NULL : cache_dir();
+	const char *cache = cache_dir();
 	unsigned char key[32];
 	char *msg = NULL;
-	int rc = -1, hit;
+	int rc = -1, hit, keyed = 0;
 	*out = NULL;
 	memset(parts, 0, (size_t)p->nsig * sizeof *parts);
 	pthread_once(&init_once, init_llvm);
@@ -545,7 +548,7 @@ cg_jit(CgJit **out, const Program *p, int task, const CgOptions *o,
 	LLVMContextRef c = LLVMContextCreate();
 	if (!sizes || !has || !j ||
 	    compile_module(c, p, task, o, triple, 0, &m, &tm, sizes, has,
-			   cache, key, &obj))
+			   cache, key, &keyed, &obj))
 		goto out;
 	/* the code: from the cache, or generated here (and kept there) */
 	hit = obj != NULL;
@@ -558,7 +561,7 @@ cg_jit(CgJit **out, const Program *p, int task, const CgOptions *o,
 		goto out;
 	}
 	LLVMDisposeModule(m);
-	if (!hit && cache)
+	if (!hit && keyed)
 		cache_write(cache, key, LLVMGetBufferStart(obj),
 			    LLVMGetBufferSize(obj));
 	if (o && o->cache_hit)

@@ -6,20 +6,16 @@
  * Pixels are: 81% of an MNIST batch's are 0, and both large products of
  * its training step take the batch on the left, x @ w1 forward and
  * x^T @ dh for w1's gradient.  A dense product multiplies every zero;
- * this one walks the nonzeros of op(a), found 16 (AVX-512) or 8 (AVX2)
- * at a time by a compare to zero and a bit mask, and for each adds a
- * multiple of one row of b:
- *
- *   op(a) = a:    c[r, :] = alpha * sum over nonzero a[r, q] of
- *                 a[r, q] b[q, :], the sum in registers, in order of q;
- *   op(a) = a^T:  c = beta c (or 0), then for q in order, for each
- *                 nonzero a[q, r]: c[r, :] += alpha a[q, r] b[q, :],
- *                 b's row in registers.
- *
- * Column blocks are up to 8 vectors wide; the last vector of a block is
- * masked, so no load or store passes the end of a row.  Threads take
- * blocks of rows of c (tfg_rt_parallel); every element is summed in
- * the same order whatever their number, as the dense path.
+ * this one walks the nonzeros of op(a) only.  c is computed TILE rows at
+ * a time, summed in a scratch tile, over SEGQ rows of b at a time: the
+ * nonzeros of each row of op(a) in the segment are listed first, with
+ * their values (a compare to zero, a bit mask, a compress; no branch per
+ * element), then each adds its multiple of a row of b to the row's
+ * registers (runtime/gemm_sparse.inc).  Column blocks are up to VMAX
+ * vectors wide; the last vector of a block is masked, so no load or
+ * store passes the end of a row.  Threads take rows of c
+ * (tfg_rt_parallel); every element is summed in order of k whatever
+ * their number.
  *
  * It runs when it can only win and gives the same values BLAS could:
  *   - f32, b not transposed (its rows contiguous), at least PAR_MIN
@@ -50,7 +46,7 @@
 #define SEGQ 64         /* rows of b at a time, for each tile */
 
 /* For AVX2's LIST: byte i of lut8[bits] is the lane of the i-th set bit
- * of bits (host_isa fills it). */
+ * of bits (isa_init fills it). */
 static uint64_t lut8[256];
 
 typedef struct Sp {
@@ -235,7 +231,8 @@ rt_gemm_sparse(int trans, int64_t m, int64_t n, int64_t k, double alpha,
 	const Isa *isa;
 	Sp s = {trans, m, n, k, lda, ldb, ldc, (float)alpha, (float)beta,
 		a, b, c};
-	int64_t rows = trans ? k : m, cols = trans ? m : k, look;
+	int64_t rows = trans ? k : m, cols = trans ? m : k, look, nz;
+	int64_t most = (int64_t)(SPARSE_MAX * (double)(m * k));
 	void *bases[2] = {&s, NULL};
 
 	pthread_once(&isa_once, isa_init);
@@ -247,12 +244,11 @@ rt_gemm_sparse(int trans, int64_t m, int64_t n, int64_t k, double alpha,
 	look = (SAMPLE + cols - 1) / cols;
 	if (look > rows)
 		look = rows;
-	if (isa->count(a, look, cols, lda, INT64_MAX) >
-	    (int64_t)(1.5 * SPARSE_MAX * (double)(look * cols)))
+	nz = isa->count(a, look, cols, lda, INT64_MAX);
+	if (nz > (int64_t)(1.5 * SPARSE_MAX * (double)(look * cols)))
 		return 0;
-	if (isa->count(a, rows, cols, lda,
-		       (int64_t)(SPARSE_MAX * (double)(m * k))) >
-	    (int64_t)(SPARSE_MAX * (double)(m * k)))
+	if (nz + isa->count(a + look * lda, rows - look, cols, lda, most - nz) >
+	    most)
 		return 0;
 	if (isa->nonfinite(b, k, n, ldb))
 		return 0;
