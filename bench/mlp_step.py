@@ -3,7 +3,9 @@ hand) and eager PyTorch, the peers of tfg's MNIST step (issue 11).
 
 784-100-10, batch 100, f32, sigmoid hidden layer, mean softmax
 cross-entropy against one-hot labels, plain SGD lr 0.1, on one fixed
-random batch.  NumPy: forward, backward by hand and in-place updates, as
+batch: random uniform pixels in [0, 1), or with --feed DIR the one in
+DIR/x.npy (f32 [B, 784]) and DIR/y.npy (labels), which bench/mnist.sh
+writes from MNIST's first training images for tfg and the peers alike.  NumPy: forward, backward by hand and in-place updates, as
 a user would write them.  PyTorch: nn.Linear layers, F.cross_entropy,
 autograd and torch.optim.SGD.  After a warm-up, R rounds of S steps are
 timed; each round gives microseconds per step; the median round is
@@ -11,6 +13,7 @@ printed.
 
     python3 bench/mlp_step.py [--steps S] [--rounds R] [--threads T]
                               [--act sigmoid|relu] [--only numpy|torch]
+                              [--feed DIR]
 
 Prints one line per peer:
 
@@ -42,6 +45,8 @@ def args():
     p.add_argument("--hidden", type=int, default=100)
     p.add_argument("--act", choices=["sigmoid", "relu"], default="sigmoid")
     p.add_argument("--only", choices=["numpy", "torch"])
+    p.add_argument("--feed", metavar="DIR",
+                   help="the batch: DIR/x.npy and DIR/y.npy")
     return p.parse_args()
 
 
@@ -54,6 +59,13 @@ B, H = a.batch, a.hidden
 rng = np.random.default_rng(1)
 X = rng.uniform(0, 1, (B, 784)).astype(np.float32)
 Y = rng.integers(0, 10, B)
+if a.feed:
+    X = np.ascontiguousarray(np.load(os.path.join(a.feed, "x.npy")),
+                             np.float32)
+    Y = np.load(os.path.join(a.feed, "y.npy")).astype(np.int64)
+    if X.shape != (B, 784) or Y.shape != (B,):
+        sys.exit("mlp_step.py: %s: x.npy must be f32 [%d, 784] and y.npy "
+                 "[%d]" % (a.feed, B, B))
 W1 = (rng.standard_normal((784, H)) / np.sqrt(784)).astype(np.float32)
 W2 = (rng.standard_normal((H, 10)) / np.sqrt(H)).astype(np.float32)
 

@@ -1,7 +1,8 @@
 #!/bin/sh
 # bench/mnist.sh: training (issue 11), each tfg figure beside its peers
 # measured in the same run: one SGD step of the 784-100-10 MLP in one
-# task against NumPy and eager PyTorch (bench/mlp_step.tfg and .py), and
+# task against NumPy and eager PyTorch (bench/mlp_step.tfg and .py), on
+# a batch of random pixels and on MNIST's first 100 training images, and
 # the program of record, asynchronous MNIST with 1 ps + 2 workers
 # (examples/mnist_distributed.tfg) against TF1 (bench/tf1_mnist.py), a
 # torch.distributed.rpc parameter server (bench/torch_rpc_mnist.py) and
@@ -20,26 +21,55 @@ TF=build/venv/bin/python3
 DATA=${TFG_MNIST:-../shared/data/mnist}
 median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 
-echo "== one SGD step of the 784-100-10 MLP, batch 100, one task =="
-if $PY -c 'import numpy' 2>/dev/null; then
-	$PY -c "
-import numpy as np
-r = np.random.default_rng(1)
-np.save('$T/x.npy', r.random((100, 784), dtype=np.float32))
-np.save('$T/y.npy', r.integers(0, 10, 100).astype(np.uint8))"
-	$TFGC run bench/mlp_step.tfg --param dir="$T" >"$T/step" || exit 1
-	tfg=$(sed -n 's/^tfg_step_us //p' "$T/step" | median)
-	echo "tfg step (bench/mlp_step.tfg, median of 9 x 200): $tfg us"
-	# each peer with the cores' threads and with one: its faster
-	$PY bench/mlp_step.py | tee "$T/peers"
-	$PY bench/mlp_step.py --threads 1 | tee -a "$T/peers"
+# step DIR: tfg's step and its peers' on the batch in DIR/x.npy, y.npy,
+# each with the cores' threads and with one: its faster
+step() {
+	tfg=
+	for n in "" 1; do
+		TFG_THREADS=$n $TFGC run bench/mlp_step.tfg --param dir="$1" \
+			>"$1/step" || exit 1
+		us=$(sed -n 's/^tfg_step_us //p' "$1/step" | median)
+		echo "tfg_step_us $us threads ${n:-$(nproc)} (bench/mlp_step.tfg," \
+			"median of 9 x 200)"
+		tfg=$(awk -v a="$tfg" -v b="$us" \
+			'BEGIN { print (a == "" || b + 0 < a + 0) ? b : a }')
+	done
+	$PY bench/mlp_step.py --feed "$1" | tee "$1/peers"
+	$PY bench/mlp_step.py --feed "$1" --threads 1 | tee -a "$1/peers"
 	for p in numpy torch; do
 		awk -v a="$tfg" -v p=$p '$1 == p "_step_us" && $2 > 0 &&
 			(b == 0 || $2 < b) { b = $2 }
 			END { if (b > 0) printf "ratio %s step (the faster " \
 			      "of the two) / tfg step: %.2fx\n", p, b / a }' \
-			"$T/peers"
+			"$1/peers"
 	done
+}
+
+echo "== one SGD step of the 784-100-10 MLP, batch 100, one task =="
+if $PY -c 'import numpy' 2>/dev/null; then
+	mkdir "$T/random" "$T/mnist"
+	echo "-- a batch of random pixels, uniform in [0, 1) (all nonzero)"
+	$PY -c "
+import numpy as np
+r = np.random.default_rng(1)
+np.save('$T/random/x.npy', r.random((100, 784), dtype=np.float32))
+np.save('$T/random/y.npy', r.integers(0, 10, 100).astype(np.uint8))"
+	step "$T/random"
+	if [ -e "$DATA/train-images-idx3-ubyte.gz" ]; then
+		echo "-- MNIST's first 100 training images, scaled to [0, 1]"
+		$PY -c "
+import sys
+import numpy as np
+sys.path.insert(0, 'bench')
+import mnist_data
+x, y, _, _ = mnist_data.load('$DATA')
+np.save('$T/mnist/x.npy', x[:100])
+np.save('$T/mnist/y.npy', y[:100].astype(np.uint8))
+print('nonzero pixels: %.1f%%' % (100.0 * np.count_nonzero(x[:100]) / x[:100].size))"
+		step "$T/mnist"
+	else
+		echo "-- MNIST's batch skipped: no MNIST at $DATA"
+	fi
 else
 	echo "skipped: no NumPy for /usr/bin/python3 (make bench-deps)"
 fi
