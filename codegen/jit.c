@@ -20,6 +20,7 @@
  * A CgJit owns the LLJIT, which owns the code: parts[].fn stay valid until
  * cg_jit_free.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -157,13 +158,19 @@ cg_llvm_version(void)
  * directory.  The directory: $TFG_JIT_CACHE ("off": none), else
  * $XDG_CACHE_HOME/tfg/jit or ~/.cache/tfg/jit, made 0700; one not owned
  * by this user or writable by others is not used (it holds code this
- * process runs). */
+ * process runs).  A hit touches its file; a write that takes the
+ * directory past $TFG_JIT_CACHE_MAX bytes (CACHE_LIMIT by default)
+ * removes the files used least recently, down to three quarters of it
+ * (cache_trim). */
 #define CACHE_MAGIC "TFGJIT1\n"
 #define CACHE_HDR (8 + 8 + 32)
-#define CACHE_MAX ((size_t)1 << 30)
+#define CACHE_MAX ((size_t)1 << 30)          /* one file, at most */
+#define CACHE_LIMIT ((uint64_t)256 << 20)    /* the directory, by default */
+#define CACHE_TMP_STALE 3600                 /* seconds: a dead writer's */
 
 static char cache_path_buf[4096];
 static const char *cache_where; /* the directory, or NULL */
+static uint64_t cache_limit;    /* bytes the directory may hold */
 static pthread_once_t cache_once = PTHREAD_ONCE_INIT;
 
 int
@@ -180,6 +187,33 @@ cg_mkdirs(char *path, unsigned mode)
 	return mkdir(path, (mode_t)mode) != 0 && errno != EEXIST ? -1 : 0;
 }
 
+/* TFG_JIT_CACHE_MAX: bytes, or a whole number with K, M or G (binary).
+ * 0 keeps nothing. */
+static int
+cache_size_arg(const char *s, uint64_t *out)
+{
+	char *end;
+	unsigned long long v;
+	int shift = 0;
+
+	if (*s < '0' || *s > '9')
+		return -1;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno)
+		return -1;
+	switch (*end) {
+	case 'K': case 'k': shift = 10; end++; break;
+	case 'M': case 'm': shift = 20; end++; break;
+	case 'G': case 'g': shift = 30; end++; break;
+	default: break;
+	}
+	if (*end || v > (UINT64_MAX >> shift))
+		return -1;
+	*out = (uint64_t)v << shift;
+	return 0;
+}
+
 static void
 cache_init(void)
 {
@@ -189,6 +223,15 @@ cache_init(void)
 
 	if (env && strcmp(env, "off") == 0)
 		return;
+	cache_limit = CACHE_LIMIT;
+	if ((env = getenv("TFG_JIT_CACHE_MAX")) && *env &&
+	    cache_size_arg(env, &cache_limit) != 0) {
+		fprintf(stderr, "tfgc: warning: TFG_JIT_CACHE_MAX=%s is not a "
+			"size (bytes, or a number with K, M or G): %llu MiB "
+			"used\n", env, (unsigned long long)(CACHE_LIMIT >> 20));
+		cache_limit = CACHE_LIMIT;
+	}
+	env = getenv("TFG_JIT_CACHE");
 	if (env && *env)
 		n = snprintf(cache_path_buf, sizeof cache_path_buf, "%s", env);
 	else if ((base = getenv("XDG_CACHE_HOME")) && *base)
@@ -269,10 +312,114 @@ cache_read(const char *dir, const unsigned char *key)
 		goto out;
 	mb = LLVMCreateMemoryBufferWithMemoryRangeCopy(
 	    (const char *)buf + CACHE_HDR, len, "tfg-jit-cache");
+	/* used now: the last that cache_trim removes */
+	if (mb)
+		futimens(fd, NULL);
 out:
 	free(buf);
 	close(fd);
 	return mb;
+}
+
+/* A cache file's name: 64 hex digits and ".o". */
+static int
+cache_name(const char *name)
+{
+	size_t n = strlen(name);
+
+	if (n != 66 || strcmp(name + 64, ".o") != 0)
+		return 0;
+	for (size_t i = 0; i < 64; i++)
+		if (!((name[i] >= '0' && name[i] <= '9') ||
+		      (name[i] >= 'a' && name[i] <= 'f')))
+			return 0;
+	return 1;
+}
+
+typedef struct CacheEnt {
+	struct timespec used; /* the file's mtime: written or last hit */
+	uint64_t size;
+	char name[67];
+} CacheEnt;
+
+static int
+ent_older(const void *x, const void *y)
+{
+	const CacheEnt *a = x, *b = y;
+
+	if (a->used.tv_sec != b->used.tv_sec)
+		return a->used.tv_sec < b->used.tv_sec ? -1 : 1;
+	if (a->used.tv_nsec != b->used.tv_nsec)
+		return a->used.tv_nsec < b->used.tv_nsec ? -1 : 1;
+	return strcmp(a->name, b->name);
+}
+
+/* Holds the directory to cache_limit bytes: when its objects are over
+ * it, removes those used least recently (oldest mtime) until they are
+ * within three quarters of it, so that a cache at its limit is not
+ * trimmed again at every write.  Also removes the temporary files of
+ * writers that died (older than CACHE_TMP_STALE).  Other processes may
+ * trim, read and write at once: a file gone already is not an error, a
+ * reader that opened one still reads it whole, and a removed object is
+ * compiled again when next needed.  keep, the file just written, stays
+ * (cache_write takes none larger than the limit). */
+static void
+cache_trim(const char *dir, const char *keep)
+{
+	DIR *d = opendir(dir);
+	CacheEnt *e = NULL;
+	size_t n = 0, cap = 0;
+	uint64_t total = 0, kept = 0;
+	struct dirent *de;
+	struct stat ks;
+	time_t now = time(NULL);
+
+	if (d == NULL)
+		return;
+	if (fstatat(dirfd(d), keep, &ks, AT_SYMLINK_NOFOLLOW) == 0)
+		kept = (uint64_t)ks.st_size;
+	while ((de = readdir(d)) != NULL) {
+		struct stat st;
+		int tmp = strncmp(de->d_name, ".tmp-", 5) == 0;
+
+		if ((!tmp && !cache_name(de->d_name)) ||
+		    strcmp(de->d_name, keep) == 0 ||
+		    fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) !=
+			0 || !S_ISREG(st.st_mode))
+			continue;
+		if (tmp) {
+			if (now - st.st_mtime > CACHE_TMP_STALE)
+				unlinkat(dirfd(d), de->d_name, 0);
+			continue;
+		}
+		if (n == cap) {
+			size_t c2 = cap ? 2 * cap : 64;
+			CacheEnt *e2 = realloc(e, c2 * sizeof *e);
+			if (e2 == NULL)
+				goto out;
+			e = e2;
+			cap = c2;
+		}
+		e[n].used = st.st_mtim;
+		e[n].size = (uint64_t)st.st_size;
+		memcpy(e[n].name, de->d_name, sizeof e[n].name);
+		total += e[n].size;
+		n++;
+	}
+	if (total + kept > cache_limit) {
+		uint64_t goal = cache_limit / 4 * 3;
+
+		goal = goal > kept ? goal - kept : 0;
+
+		qsort(e, n, sizeof *e, ent_older);
+		for (size_t i = 0; i < n && total > goal; i++)
+			if (unlinkat(dirfd(d), e[i].name, 0) == 0 ||
+			    errno == ENOENT)
+				total -= e[i].size;
+	}
+out:
+	free(e);
+	closedir(d);
 }
 
 /* Keeps obj under key, if it can (the cache is an optimisation: a
@@ -285,7 +432,7 @@ cache_write(const char *dir, const unsigned char *key, const char *obj,
 	unsigned char hdr[CACHE_HDR];
 	int fd, ok;
 
-	if (len > CACHE_MAX - CACHE_HDR)
+	if (len > CACHE_MAX - CACHE_HDR || len + CACHE_HDR > cache_limit)
 		return;
 	memcpy(hdr, CACHE_MAGIC, 8);
 	for (int i = 0; i < 8; i++)
@@ -300,6 +447,8 @@ cache_write(const char *dir, const unsigned char *key, const char *obj,
 	     write(fd, obj, len) == (ssize_t)len;
 	if (close(fd) != 0 || !ok || rename(tmp, path) != 0)
 		unlink(tmp);
+	else
+		cache_trim(dir, strrchr(path, '/') + 1);
 }
 
 /* The cache key of a module before its passes: SHA-256 of its text, the

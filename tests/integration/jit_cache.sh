@@ -2,8 +2,9 @@
 # The JIT cache (spec/design.md "JIT cache", spec §10 "Processes"): a
 # task's code is kept under $TFG_JIT_CACHE and loaded by the next run of
 # the same part, a specialisation's too; a damaged or foreign file is
-# compiled again (and written over), never run; a directory that others
-# may write is not used; "off" turns it off.  TFG_JIT_TIME=1 makes each
+# compiled again (and written over), never run; past its limit the
+# objects used least recently go; a directory that others may write is
+# not used; "off" turns it off.  TFG_JIT_TIME=1 makes each
 # task say how it got its code.
 . tests/integration/common.inc
 
@@ -56,6 +57,50 @@ expect_rc 0 $TFGC run "$T/u.tfg"
 [ "$(cat "$T/out")" = "12.0" ] || fail "u printed '$(cat "$T/out")'"
 expect_rc 0 $TFGC run "$T/u.tfg"
 expect_in "$T/err" "(specialisation, cached)"
+
+# The limit (TFG_JIT_CACHE_MAX): a write that takes the directory past
+# it removes the objects used least recently, down to three quarters of
+# it; a hit counts as a use.  Four stand-in objects of 100 KiB, used
+# 4, 3, 2 and 1 hours ago; hello's two, then made older than all of
+# them, then used again by a run; then u.tfg's written under a limit of
+# 400 KiB: the two oldest stand-ins go, hello's stay.  A writer's
+# temporary file two hours old goes too, a fresh one stays.
+L=$T/lru
+mkdir -m 700 "$L"
+TFG_JIT_CACHE=$L
+for h in 4 3 2 1; do
+	f=$L/$(printf "%064x" "$h").o
+	head -c 102400 /dev/zero >"$f"
+	touch -d "$h hours ago" "$f"
+done
+touch -d "2 hours ago" "$L/.tmp-stale1"
+touch "$L/.tmp-fresh1"
+run_hello 0
+for f in "$L"/*.o; do
+	case $f in */000000*) ;; *) touch -d "5 hours ago" "$f";; esac
+done
+run_hello 1
+TFG_JIT_CACHE_MAX=400K
+export TFG_JIT_CACHE_MAX
+expect_rc 0 $TFGC run "$T/u.tfg"
+gone() { [ ! -e "$L/$(printf "%064x" "$1").o" ]; }
+gone 4 && gone 3 || fail "the least recently used did not go: $(ls -la "$L")"
+gone 2 || gone 1 && fail "more went than needed: $(ls -la "$L")"
+[ "$(ls "$L" | grep -vc '^0000')" = 3 ] ||
+	fail "hello's (used by the last run) or u's went: $(ls -la "$L")"
+[ "$(du -sb --exclude='.tmp-*' "$L" | cut -f1)" -le $((400 * 1024 + 4096)) ] ||
+	fail "the cache is over its limit: $(ls -la "$L")"
+[ ! -e "$L/.tmp-stale1" ] || fail "a dead writer's temporary file stayed"
+[ -e "$L/.tmp-fresh1" ] || fail "a live writer's temporary file went"
+run_hello 1
+# 0 keeps nothing; a limit that is not a size warns and keeps the default
+rm -rf "$L"/*
+TFG_JIT_CACHE_MAX=0 expect_rc 0 $TFGC run --free-ports examples/hello.tfg
+[ -z "$(ls "$L")" ] || fail "TFG_JIT_CACHE_MAX=0 kept $(ls "$L")"
+TFG_JIT_CACHE_MAX=12X run_hello 0
+expect_in "$T/err" "TFG_JIT_CACHE_MAX=12X is not a size"
+unset TFG_JIT_CACHE_MAX
+TFG_JIT_CACHE=$C
 
 # A directory others may write: not used, with a warning.
 chmod 777 "$C"
