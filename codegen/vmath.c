@@ -36,17 +36,20 @@
  *         over all t in [-104, 0] (checked exhaustively against libm,
  *         with and without FMA, when written and again for Estrin's
  *         scheme).
- *   sigmoid  z = exp_nonpos(-|x|); 1 / (1 + z) for x >= 0, else
- *         z / (1 + z): never NaN for non-NaN x, exactly 0 and 1 at the
- *         ends.  Of f32, all three scaled by 2^64, which leaves out
- *         exp_nonpos's last multiply and gives the same bits (all 2^32
- *         inputs compared, AVX-512, AVX2 and x86-64, when written), and
- *         the side picked by x's sign bit (a blend, no compare).  With
- *         Estrin's scheme, bench/kernels.sh's sigmoid took 2.59 ms
- *         (AVX2: 3.59 ms) for 2.78 (4.23) on this Zen 4.  The division stays: a reciprocal estimate and a Newton
- *         step exist only as vector instructions (the scalar remainder
- *         of a loop would round differently), and removing it outright
- *         gained under 10% in cache.
+ *   sigmoid  of f32: 2^-23 / (2^-23 + e^-x 2^-23), one formula for
+ *         every x, e^-x computed as exp_nonpos computes e^t but for x
+ *         clamped to [-104, 71] (so no |x| and no side to pick: 17
+ *         vector operations); of f64: z = exp(-|x|), 1 / (1 + z) for
+ *         x >= 0, else z / (1 + z).  Never NaN for non-NaN x, exactly
+ *         0 and 1 at the ends.  2 ulps over all 2^32 inputs, with
+ *         FMA and without.  With exp_nonpos's Estrin scheme this took
+ *         bench/kernels.sh's sigmoid from 2.78 to 2.54-2.91 ms (the
+ *         AVX2 code: 4.23 to 3.27-3.38 ms) on this Zen 4; alone, 9-10%
+ *         of that in a one-thread A/B.  The division stays:
+ *         a reciprocal estimate and a Newton step exist only as vector
+ *         instructions (the scalar remainder of a loop would round
+ *         differently), and removing it outright gained under 10% in
+ *         cache.
  *
  * Measured errors (tests/unit/vmath_test.c; exhaustive sweep over all
  * 2^32 inputs recorded in spec/language.md §6.8 "Unary elementwise functions")
@@ -308,26 +311,40 @@ sigmoid(const Vm *v, LLVMValueRef x,
 	return LLVMBuildFDiv(B, num, LLVMBuildFAdd(B, one, z, ""), "");
 }
 
-/* sigmoid of f32: the same quotients scaled by 2^64, Z = z 2^64 from
- * exp_nonpos_scaled, so that exp_nonpos's last multiply goes: 2^64 / (2^64
- * + Z) for x >= 0, else Z / (2^64 + Z).  Every value is the unscaled
- * one times 2^64 and normal (Z >= 2^-86), so each rounding is the same,
- * but the quotient's: where z is subnormal, 2^64 + Z is 2^64 exactly and
- * Z / 2^64 rounds once into the subnormals, as Z 2^-64 did. */
+/* sigmoid of f32: 2^-23 / (2^-23 + E), E = e^-x 2^-23, for every x:
+ * no |x|, no side to pick.  x is clamped to [-104, 71] (sigmoid is 1 in
+ * f32 from 17, and rounds to 0 at -104), so that e^-x = 2^n (1 + q(r))
+ * has n in [-103, 150] and 2^(n - 23) is normal.  The reduction runs
+ * on s = x + k ln2 = -r, with P's odd terms negated, so that no
+ * negation is needed: q(r) = -s + s^2 (P4 - P3 s + s^2 (P2 - P1 s +
+ * P0 s^2)). */
 LLVMValueRef
 cg_vsigmoid(CgCtx *C, LLVMValueRef x)
 {
+	static const double P[] = {1.381454058e-03, 8.368745446e-03,
+				   4.166838899e-02, 1.666652113e-01,
+				   4.999999404e-01};
 	Vm v = vm_of(C, x);
 	LLVMBuilderRef B = v.b;
-	LLVMValueRef big = fc(&v, 0x1p64);
-	LLVMValueRef ax = cg_intrinsic(C, "llvm.fabs", &x, 1);
-	LLVMValueRef z = exp_nonpos_scaled(&v, LLVMBuildFNeg(B, ax, ""), 64);
-	/* x's sign bit picks (a blend on it alone, no compare); -0 takes
-	   z's side, 2^64 / 2^65 as well */
-	LLVMValueRef neg = LLVMBuildICmp(B, LLVMIntSLT,
-		LLVMBuildBitCast(B, x, v.ity, ""), ic(&v, 0), "");
-	LLVMValueRef num = LLVMBuildSelect(B, neg, z, big, "");
-	return LLVMBuildFDiv(B, num, LLVMBuildFAdd(B, big, z, ""), "");
+	LLVMValueRef shifter = fc(&v, 0x1.8p23), tiny = fc(&v, 0x1p-23);
+	/* NaN passes both clamps */
+	x = fsel(&v, LLVMRealOLT, x, fc(&v, -104.0), fc(&v, -104.0), x);
+	x = fsel(&v, LLVMRealOGT, x, fc(&v, 71.0), fc(&v, 71.0), x);
+	LLVMValueRef kk = fma_(&v, x, fc(&v, -M_LOG2E), shifter);
+	LLVMValueRef k = LLVMBuildFSub(B, kk, shifter, "");
+	LLVMValueRef s = fma_(&v, k, fc(&v, 0.693359375), x);
+	s = fma_(&v, k, fc(&v, -2.12194440e-4), s);
+	LLVMValueRef s2 = LLVMBuildFMul(B, s, s, "");
+	LLVMValueRef lo = fma_(&v, s, fc(&v, -P[3]), fc(&v, P[4]));
+	LLVMValueRef hi = fma_(&v, s, fc(&v, P[0]), fc(&v, -P[1]));
+	hi = fma_(&v, hi, s, fc(&v, P[2]));
+	LLVMValueRef q = fma_(&v, fma_(&v, hi, s2, lo), s2,
+			      LLVMBuildFNeg(B, s, ""));
+	LLVMValueRef e = LLVMBuildAdd(B, LLVMBuildBitCast(B, kk, v.ity, ""),
+				      ic(&v, 127 - 23 - 0x4b400000), "");
+	e = LLVMBuildBitCast(B, LLVMBuildShl(B, e, ic(&v, 23), ""), v.fty, "");
+	LLVMValueRef E = fma_(&v, q, e, e);
+	return LLVMBuildFDiv(B, tiny, LLVMBuildFAdd(B, tiny, E, ""), "");
 }
 
 /* ------------------------------------------------------------------ f64 */
