@@ -286,9 +286,12 @@ rt_proc_take(RtProc *p, RtBuf *m)
 			out.h.type = RT_EV_FOREIGN_PING;
 			out.m = m;
 			if (rt_queue_push_locked(p, &out) == 0) {
-				pthread_mutex_unlock(&p->mu);
+				/* said before the lock goes, so before the
+				   refusal it queued can leave (a test reads the
+				   log once the run has it) */
 				fprintf(stderr, "tfgc: error: %s: %s (refused: "
 					"the run is told)\n", p->name, e.msg);
+				pthread_mutex_unlock(&p->mu);
 				return;
 			}
 		}
