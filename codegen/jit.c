@@ -406,11 +406,10 @@ cache_trim(const char *dir, const char *keep)
 		total += e[n].size;
 		n++;
 	}
-	if (total + kept > cache_limit) {
+	if (n > 0 && total + kept > cache_limit) {
 		uint64_t goal = cache_limit / 4 * 3;
 
 		goal = goal > kept ? goal - kept : 0;
-
 		qsort(e, n, sizeof *e, ent_older);
 		for (size_t i = 0; i < n && total > goal; i++)
 			if (unlinkat(dirfd(d), e[i].name, 0) == 0 ||
