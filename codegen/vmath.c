@@ -25,8 +25,8 @@
  *   tanh  |x| < 0.625: odd polynomial (Cephes); else 1 - 2 / (e^2|x| + 1),
  *         which saturates to 1 (e^2|x| = inf gives exactly 1); the sign is
  *         copied from x, so tanh(-0) = -0.
- *   exp_nonpos  e^t for t <= 0 only (sigmoid's e^-|x|, softmax's
- *         e^(x - max)): no overflow to handle, so one clamp, a degree-6
+ *   exp_nonpos  e^t for t <= 0 only (softmax's e^(x - max); sigmoid's
+ *         e^-x is the same code, exp_scaled): no overflow to handle, so one clamp, a degree-6
  *         p(r) = 1 + q(r), q by Estrin's scheme (a chain of four
  *         multiply-adds after r^2, against Horner's six, for as many
  *         operations), then 2^(n + 64) (1 + q) as one multiply-add
@@ -237,14 +237,19 @@ cg_vtanh(CgCtx *C, LLVMValueRef x)
 	return cg_intrinsic(C, "llvm.copysign", cs, 2);
 }
 
-/* e^t * 2^c for t <= 0 (or NaN) and c in [24, 64]: the exp of sigmoid
- * and softmax, cheaper than cg_vexp's.  One clamp (t >= -104; NaN
- * passes), the same reduction, p(r) = 1 + q, q = r + r^2 P(r) with P of
- * degree 4 (fitted for the relative error over |r| <= ln2/2: 3.1e-9)
- * by Estrin's scheme, and the scaling by 2^(n + c), n in [-150, 0]: a
- * normal number, so that 2^(n + c) + 2^(n + c) q rounds once. */
+/* e^(sx) 2^c, s = +1 or -1, x clamped to -104 from below and, for
+ * s = -1, to hi from above: the exp of softmax (s = 1, x <= 0, c in
+ * [24, 64]) and of sigmoid (s = -1, hi = 71, c = -23), cheaper than
+ * cg_vexp's.  NaN passes the clamps.  n = round(sx log2 e) by the
+ * shifter, the
+ * reduction in two steps on u = x - s k ln2 (so r = su: no negation
+ * for s < 0), p(r) = 1 + q, q = r + r^2 P(r) with P of degree 4
+ * (fitted for the relative error over |r| <= ln2/2: 3.1e-9) by
+ * Estrin's scheme, in u with P's odd terms times s, and the scaling
+ * by 2^(n + c), a normal number for these ranges, so that 2^(n + c) +
+ * 2^(n + c) q rounds once. */
 static LLVMValueRef
-exp_nonpos_scaled(const Vm *v, LLVMValueRef t, int c)
+exp_scaled(const Vm *v, LLVMValueRef x, int s, double hi, int c)
 {
 	/* P(r) = P[0] r^4 + ... + P[4] */
 	static const double P[] = {1.381454058e-03, 8.368745446e-03,
@@ -252,19 +257,22 @@ exp_nonpos_scaled(const Vm *v, LLVMValueRef t, int c)
 				   4.999999404e-01};
 	LLVMBuilderRef B = v->b;
 	LLVMValueRef shifter = fc(v, 0x1.8p23);
-	t = fsel(v, LLVMRealOLT, t, fc(v, -104.0), fc(v, -104.0), t);
-	LLVMValueRef kk = fma_(v, t, fc(v, M_LOG2E), shifter);
+	x = fsel(v, LLVMRealOLT, x, fc(v, -104.0), fc(v, -104.0), x);
+	if (s < 0)
+		x = fsel(v, LLVMRealOGT, x, fc(v, hi), fc(v, hi), x);
+	LLVMValueRef kk = fma_(v, x, fc(v, s * M_LOG2E), shifter);
 	LLVMValueRef k = LLVMBuildFSub(B, kk, shifter, "");
-	LLVMValueRef r = fma_(v, k, fc(v, -0.693359375), t);
-	r = fma_(v, k, fc(v, 2.12194440e-4), r);
-	/* q = p(r) - 1 = r + r^2 (P0 + P1 r + r^2 (P2 + P3 r + P4 r^2)),
+	LLVMValueRef u = fma_(v, k, fc(v, -s * 0.693359375), x);
+	u = fma_(v, k, fc(v, s * 2.12194440e-4), u);
+	/* q = r + r^2 (P4 + P3 r + r^2 (P2 + P1 r + P0 r^2)), r = su,
 	   Estrin's way: a shorter chain than Horner's for the same
 	   number of operations */
-	LLVMValueRef r2 = LLVMBuildFMul(B, r, r, "");
-	LLVMValueRef lo = fma_(v, r, fc(v, P[3]), fc(v, P[4]));
-	LLVMValueRef hi = fma_(v, r, fc(v, P[0]), fc(v, P[1]));
-	hi = fma_(v, hi, r, fc(v, P[2]));
-	LLVMValueRef q = fma_(v, fma_(v, hi, r2, lo), r2, r);
+	LLVMValueRef u2 = LLVMBuildFMul(B, u, u, "");
+	LLVMValueRef lo = fma_(v, u, fc(v, s * P[3]), fc(v, P[4]));
+	LLVMValueRef up = fma_(v, u, fc(v, P[0]), fc(v, s * P[1]));
+	up = fma_(v, up, u, fc(v, P[2]));
+	LLVMValueRef q = fma_(v, fma_(v, up, u2, lo), u2,
+			      s > 0 ? u : LLVMBuildFNeg(B, u, ""));
 	/* kk's low mantissa bits hold n: bits(kk) - bits(shifter) = n, so
 	   2^(n + c) = (bits(kk) - bits(shifter) + 127 + c) << 23 */
 	LLVMValueRef e = LLVMBuildAdd(B, LLVMBuildBitCast(B, kk, v->ity, ""),
@@ -272,6 +280,12 @@ exp_nonpos_scaled(const Vm *v, LLVMValueRef t, int c)
 	e = LLVMBuildBitCast(B, LLVMBuildShl(B, e, ic(v, 23), ""), v->fty, "");
 	/* e (1 + q) = e + e q, one rounding (e is a power of two) */
 	return fma_(v, q, e, e);
+}
+
+static LLVMValueRef
+exp_nonpos_scaled(const Vm *v, LLVMValueRef t, int c)
+{
+	return exp_scaled(v, t, 1, 0.0, c);
 }
 
 /* e^t for t <= 0: e^t 2^64, then 2^-64 (exact, or one rounding into
@@ -297,54 +311,17 @@ cg_vexp_nonpos_2p24(CgCtx *C, LLVMValueRef x)
 	return exp_nonpos_scaled(&v, x, 24);
 }
 
-/* sigmoid(x) with the exp of the dtype: z = e^-|x|, then 1 / (1 + z)
- * for x >= 0 and z / (1 + z) otherwise. */
-static LLVMValueRef
-sigmoid(const Vm *v, LLVMValueRef x,
-	LLVMValueRef (*expf_)(const Vm *, LLVMValueRef))
-{
-	LLVMBuilderRef B = v->b;
-	LLVMValueRef one = fc(v, 1.0);
-	LLVMValueRef ax = cg_intrinsic(v->C, "llvm.fabs", &x, 1);
-	LLVMValueRef z = expf_(v, LLVMBuildFNeg(B, ax, ""));
-	LLVMValueRef num = fsel(v, LLVMRealOGE, x, fc(v, 0.0), one, z);
-	return LLVMBuildFDiv(B, num, LLVMBuildFAdd(B, one, z, ""), "");
-}
-
 /* sigmoid of f32: 2^-23 / (2^-23 + E), E = e^-x 2^-23, for every x:
  * no |x|, no side to pick.  x is clamped to [-104, 71] (sigmoid is 1 in
- * f32 from 17, and rounds to 0 at -104), so that e^-x = 2^n (1 + q(r))
- * has n in [-103, 150] and 2^(n - 23) is normal.  The reduction runs
- * on s = x + k ln2 = -r, with P's odd terms negated, so that no
- * negation is needed: q(r) = -s + s^2 (P4 - P3 s + s^2 (P2 - P1 s +
- * P0 s^2)). */
+ * f32 from 17, and rounds to 0 at -104), so that E = 2^(n - 23) (1 + q)
+ * has n in [-103, 150] and 2^(n - 23) is normal. */
 LLVMValueRef
 cg_vsigmoid(CgCtx *C, LLVMValueRef x)
 {
-	static const double P[] = {1.381454058e-03, 8.368745446e-03,
-				   4.166838899e-02, 1.666652113e-01,
-				   4.999999404e-01};
 	Vm v = vm_of(C, x);
-	LLVMBuilderRef B = v.b;
-	LLVMValueRef shifter = fc(&v, 0x1.8p23), tiny = fc(&v, 0x1p-23);
-	/* NaN passes both clamps */
-	x = fsel(&v, LLVMRealOLT, x, fc(&v, -104.0), fc(&v, -104.0), x);
-	x = fsel(&v, LLVMRealOGT, x, fc(&v, 71.0), fc(&v, 71.0), x);
-	LLVMValueRef kk = fma_(&v, x, fc(&v, -M_LOG2E), shifter);
-	LLVMValueRef k = LLVMBuildFSub(B, kk, shifter, "");
-	LLVMValueRef s = fma_(&v, k, fc(&v, 0.693359375), x);
-	s = fma_(&v, k, fc(&v, -2.12194440e-4), s);
-	LLVMValueRef s2 = LLVMBuildFMul(B, s, s, "");
-	LLVMValueRef lo = fma_(&v, s, fc(&v, -P[3]), fc(&v, P[4]));
-	LLVMValueRef hi = fma_(&v, s, fc(&v, P[0]), fc(&v, -P[1]));
-	hi = fma_(&v, hi, s, fc(&v, P[2]));
-	LLVMValueRef q = fma_(&v, fma_(&v, hi, s2, lo), s2,
-			      LLVMBuildFNeg(B, s, ""));
-	LLVMValueRef e = LLVMBuildAdd(B, LLVMBuildBitCast(B, kk, v.ity, ""),
-				      ic(&v, 127 - 23 - 0x4b400000), "");
-	e = LLVMBuildBitCast(B, LLVMBuildShl(B, e, ic(&v, 23), ""), v.fty, "");
-	LLVMValueRef E = fma_(&v, q, e, e);
-	return LLVMBuildFDiv(B, tiny, LLVMBuildFAdd(B, tiny, E, ""), "");
+	LLVMValueRef tiny = fc(&v, 0x1p-23);
+	LLVMValueRef E = exp_scaled(&v, x, -1, 71.0, -23);
+	return LLVMBuildFDiv(v.b, tiny, LLVMBuildFAdd(v.b, tiny, E, ""), "");
 }
 
 /* ------------------------------------------------------------------ f64 */
@@ -493,10 +470,16 @@ cg_vtanh64(CgCtx *C, LLVMValueRef x)
 	return cg_intrinsic(C, "llvm.copysign", cs, 2);
 }
 
-/* sigmoid of f64: as the f32 one, with exp64. */
+/* sigmoid of f64: z = e^-|x| (exp64), then 1 / (1 + z) for x >= 0 and
+ * z / (1 + z) otherwise. */
 LLVMValueRef
 cg_vsigmoid64(CgCtx *C, LLVMValueRef x)
 {
 	Vm v = vm_of(C, x);
-	return sigmoid(&v, x, exp64);
+	LLVMBuilderRef B = v.b;
+	LLVMValueRef one = fc(&v, 1.0);
+	LLVMValueRef ax = cg_intrinsic(C, "llvm.fabs", &x, 1);
+	LLVMValueRef z = exp64(&v, LLVMBuildFNeg(B, ax, ""));
+	LLVMValueRef num = fsel(&v, LLVMRealOGE, x, fc(&v, 0.0), one, z);
+	return LLVMBuildFDiv(B, num, LLVMBuildFAdd(B, one, z, ""), "");
 }
