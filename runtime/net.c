@@ -1763,15 +1763,18 @@ write_frame(RtNet *n, RtLink *k, RtBuf *b, double deadline,
 			link_broken(n, k);
 			return gone_error(n, k, e);
 		}
-		/* a frame given up breaks the connection if any of it left
-		   (or, keyed, if its number was taken) */
+		/* a frame given up breaks the connection if any of it left,
+		   or, keyed, if its number was taken, or on TLS, whose
+		   write that found no room took a record of it: kept, the
+		   connection would send that record as the next frame's
+		   first bytes */
 		if (stop && stop(arg, e)) {
-			if (off > 0 || tagged)
+			if (off > 0 || tagged || k->tls)
 				link_broken(n, k);
 			return e ? e->code : TFG_ECANCELED;
 		}
 		if (rt_now() >= deadline) {
-			if (off > 0 || tagged)
+			if (off > 0 || tagged || k->tls)
 				link_broken(n, k);
 			return tfg_error(e, TFG_ETIMEDOUT, "timed out sending "
 					 "to %s (not up?)", k->name);
