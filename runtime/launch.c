@@ -36,6 +36,7 @@
 #include "runtime/trace.h"
 
 #define SLICE 0.05
+#define EXIT_POLL 0.002 /* seconds between looks for children's exits */
 #define SHUTDOWN_GRACE 3.0 /* seconds for tasks to exit after SHUTDOWN */
 #define REPING_SECS 1.0
 
@@ -499,7 +500,9 @@ shutdown_all(RtProc *c, pid_t *pids, double timeout, int report, int *bad)
 				left++;
 		if (left == 0 || rt_now() >= deadline)
 			break;
-		if (recv_one(c, &m, deadline) != 0)
+		/* children are waited for, in short slices: no message
+		   says that one exited */
+		if (recv_one(c, &m, pids ? rt_now() + EXIT_POLL : deadline) != 0)
 			continue;
 		if (m.h.type == RT_MSG_BYE && bye)
 			bye[m.h.src] = 1;

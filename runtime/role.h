@@ -98,6 +98,7 @@ typedef struct RtServer {
 	int nthread, capthread;
 	int nidle;             /* executors waiting for a record */
 	int stopping;          /* SHUTDOWN or a signal: no more records */
+	pthread_cond_t stopcv; /* the watcher waits on it: stopping set */
 	/* launched servers (TfgOptions.launched, spec/design.md
 	   "Launchers") */
 	int controlled;        /* a controller has pinged this server */

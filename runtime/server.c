@@ -297,6 +297,20 @@ serve_shutdown(RtServer *s, const RtMsg *m)
 
 static void handle(RtServer *s, RtCtx *ctx, RtMsg *m);
 
+/* A stop was requested: the executors waiting for a record, and the
+ * watcher, wake now rather than at the end of their slice (a launched
+ * run's servers exit as soon as they are shut down). */
+static void
+stop_wake(RtServer *s)
+{
+	pthread_mutex_lock(&s->proc.mu);
+	pthread_cond_broadcast(&s->proc.qcv);
+	pthread_mutex_unlock(&s->proc.mu);
+	pthread_mutex_lock(&s->mu);
+	pthread_cond_broadcast(&s->stopcv);
+	pthread_mutex_unlock(&s->mu);
+}
+
 void
 rt_server_handle(RtServer *s, RtCtx *ctx, RtMsg *m)
 {
@@ -350,6 +364,7 @@ handle(RtServer *s, RtCtx *ctx, RtMsg *m)
 		pthread_mutex_unlock(&s->mu);
 		/* steps and sessions still running end now */
 		rt_stop_requested = 1;
+		stop_wake(s);
 		break;
 	default:
 		break;
@@ -446,6 +461,7 @@ stop_launched(RtServer *s, int code, const char *why)
 	s->exit_code = code;
 	pthread_mutex_unlock(&s->mu);
 	rt_stop_requested = 1;
+	stop_wake(s);
 }
 
 /* The exit status of a process that ended with wait status st, as a
@@ -488,8 +504,8 @@ controller_exited(RtServer *s, int st)
 }
 
 /* A launched server's watcher: no such server waits for ever for a run
- * that is not coming (spec/design.md "Launchers").  Polls every
- * NEXT_WAIT until the server stops. */
+ * that is not coming (spec/design.md "Launchers").  Looks every
+ * NEXT_WAIT, or when woken, until the server stops. */
 static void *
 watch(void *arg)
 {
@@ -498,7 +514,7 @@ watch(void *arg)
 	const TfgOptions *o = &p->opt;
 	const char *chief = p->plan->tasks[o->chief].name;
 	double start = rt_now(), gone = 0;
-	struct timespec ts = {0, (long)(NEXT_WAIT * 1e9)};
+	struct timespec ts;
 	char why[300];
 
 	for (;;) {
@@ -536,7 +552,15 @@ watch(void *arg)
 				stop_launched(s, 1, why);
 			}
 		}
-		nanosleep(&ts, NULL);
+		/* or at once when stopped (stop_wake) */
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += (long)(NEXT_WAIT * 1e9);
+		if (ts.tv_nsec >= 1000000000L)
+			ts.tv_sec++, ts.tv_nsec -= 1000000000L;
+		pthread_mutex_lock(&s->mu);
+		if (!s->stopping && !rt_stop_requested)
+			pthread_cond_timedwait(&s->stopcv, &s->mu, &ts);
+		pthread_mutex_unlock(&s->mu);
 	}
 }
 
@@ -586,6 +610,7 @@ rt_server_init(RtServer *s, const TfgPlan *plan, int task,
 	memset(s, 0, sizeof *s);
 	s->controller_status = -1;
 	pthread_mutex_init(&s->mu, NULL);
+	pthread_cond_init(&s->stopcv, NULL);
 	if ((st = rt_proc_init(&s->proc, plan, task, opt)) != TFG_OK)
 		return st;
 	s->parts = calloc((size_t)plan->nsig + 1, sizeof *s->parts);
@@ -628,6 +653,7 @@ rt_server_free(RtServer *s)
 	free(s->threads);
 	free(s->pending);
 	pthread_mutex_destroy(&s->mu);
+	pthread_cond_destroy(&s->stopcv);
 	memset(s, 0, sizeof *s);
 }
 
@@ -770,8 +796,9 @@ tfg_server_main(const TfgPlan *plan, int task, const TfgOptions *opt,
 		return 1;
 	}
 	serve(s);
-	/* the others stop within a slice, or when their step ends (every
-	   wait ends at once once a stop is requested) */
+	/* the others stop at once (stop_wake) or within a slice (a
+	   signal), or when their step ends (every wait ends once a stop
+	   is requested) */
 	for (int i = 0; i < s->nthread; i++)
 		pthread_join(s->threads[i], NULL);
 	rc = write_own_trace(s);
