@@ -63,6 +63,7 @@
 #define SEND_PIECE ((size_t)512 << 10) /* keyed: the most written at once */
 #define DIAL_MIN 0.01  /* seconds between dials of a link, growing */
 #define DIAL_MAX 0.2
+#define TLS_RECORD 16384 /* a TLS record's most bytes (io_sendv) */
 #define IO_TICK_MS 20  /* the I/O thread looks at its dials this often */
 #define GROW ((size_t)256 << 20) /* a frame's buffer grows by this much at
 				   most before its bytes are there */
@@ -326,16 +327,37 @@ io_send(void *tls, int fd, const void *buf, size_t n)
 		   : send(fd, buf, n, MSG_NOSIGNAL | MSG_DONTWAIT);
 }
 
+/* On TLS, the pieces go in one record, copied together up to a record's
+ * size (a piece as large goes as it is): a record per piece cost a frame
+ * two records and two writes, and held frames one each.  A write that
+ * must be retried is (OpenSSL takes its record at once, and sends it
+ * again whatever bytes the retry passes): each caller retries from the
+ * same offset into the same pieces, or more of them (frames queued
+ * meanwhile), so the retry's bytes begin with the same ones. */
 static ssize_t
 io_sendv(void *tls, int fd, struct iovec *iov, int niov)
 {
+	static __thread unsigned char rec[TLS_RECORD];
+	size_t n = 0;
+	int i = 0;
+
 	if (!tls)
 		return send_iov(fd, iov, niov);
-	for (int i = 0; i < niov; i++) /* TLS writes a piece at a time */
-		if (iov[i].iov_len > 0)
-			return (ssize_t)rt_tls_write(tls, iov[i].iov_base,
-						     iov[i].iov_len);
-	return 0;
+	while (i < niov && iov[i].iov_len == 0)
+		i++;
+	if (i == niov)
+		return 0;
+	if (iov[i].iov_len >= TLS_RECORD)
+		return (ssize_t)rt_tls_write(tls, iov[i].iov_base,
+					     iov[i].iov_len);
+	for (; i < niov && n < TLS_RECORD; i++) {
+		size_t k = iov[i].iov_len < TLS_RECORD - n ? iov[i].iov_len
+							   : TLS_RECORD - n;
+
+		memcpy(rec + n, iov[i].iov_base, k);
+		n += k;
+	}
+	return (ssize_t)rt_tls_write(tls, rec, n);
 }
 
 static void

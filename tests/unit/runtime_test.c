@@ -2452,10 +2452,10 @@ t_hold(void)
 }
 
 /* t_tls_giveup's frames: frame i is i in 4 bytes and i % 5 bytes more,
- * as small as a frame's header, so that either may be the write that
- * finds the socket full. */
+ * a TLS record with its header (io_sendv): the write that finds the
+ * socket full takes a whole frame's record. */
 #define GATE_MAX (1 << 22)
-#define GATE_ROUNDS 6
+#define GATE_ROUNDS 3
 static int gate_shut, gate_bad;
 static unsigned char gate_seen[GATE_MAX / 8];
 
@@ -2535,9 +2535,8 @@ tls_make(const char *dir, const char *name, const char *ca)
  * (and the kernel, maybe, part of it), so the connection is broken and
  * dialed again: kept, the next frame's first bytes would go out as the
  * given-up frame's.  Every frame that comes is one sent, whole, once,
- * and those sent after each give-up come.  The write that finds the
- * socket full is a frame's header or its bytes, by chance: 24 rounds.
- * (Frames that waited in the broken connection may be lost with it, or
+ * and those sent after each give-up come; three rounds, each a new
+ * connection.  (Frames that waited in the broken connection may be lost with it, or
  * come after the next connection's: order is only one connection's.) */
 static void
 t_tls_giveup(void)
