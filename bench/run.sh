@@ -104,6 +104,26 @@ echo "tfg scalar step A->B->A reading a variable, keyed (bench/var_scalar.tfg, 1
 $B/nng_rtt 10000 | tee "$T/rtt"
 awk "BEGIN {printf \"ratio keyed scalar step / bare nng round trip: %.2f\\n\", $sc / $(rtt_median <"$T/rtt")}"
 
+echo "== the same with TLS: every connection TLS 1.3 (spec/design.md \"TLS\") =="
+# a CA and the tasks' certificate, made here as tests/integration/tls.sh
+# makes them
+(cd "$T" &&
+ openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
+	-keyout ca.key -out ca.csr -subj "/CN=bench CA" &&
+ openssl x509 -req -in ca.csr -signkey ca.key -out ca.pem -days 2 &&
+ openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
+	-keyout task.key -out task.csr -subj "/CN=bench task" &&
+ openssl x509 -req -in task.csr -CA ca.pem -CAkey ca.key -CAcreateserial \
+	-out task.pem -days 2) >/dev/null 2>&1 || exit 1
+flags="--tls-cert $T/task.pem --tls-key $T/task.key --tls-ca $T/ca.pem"
+tstep=$(per_step step 10000)
+echo "tfg step under TLS (bench/step.tfg, median of 3 x 10000 steps): $tstep us (without: $step us)"
+sc=$(per_step var_scalar 10000)
+echo "tfg scalar step A->B->A reading a variable, TLS (bench/var_scalar.tfg, 10000 steps): $sc us"
+us=$(per_step transfer 32 "s/ELEMS/$((64 * 262144))/g")
+awk "BEGIN {printf \"tfg 64 MiB task to task, TLS: %.0f us (%.2f GB/s)\\n\", $us, 64 * 1048.576 / $us}"
+flags=""
+
 echo "== start-up and failure detection (issue 10) =="
 sh bench/failover.sh
 
