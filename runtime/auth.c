@@ -295,10 +295,18 @@ rt_tls_close(void *s)
 	SSL_free(s);
 }
 
+/* SSL_get_error reads the thread's error queue, not the call's: a
+ * failure left on it (a peer refused in its handshake) made the next
+ * call on this thread that found nothing to read or no room, on any
+ * connection, look failed, and that connection closed.  So the queue is
+ * emptied before every call, as OpenSSL asks, and after every failure. */
 int
 rt_tls_handshake(void *s, int *want, char *why, size_t n)
 {
-	int rv = SSL_do_handshake(s), err;
+	int rv, err;
+
+	ERR_clear_error();
+	rv = SSL_do_handshake(s);
 
 	if (rv == 1)
 		return 1;
@@ -315,11 +323,12 @@ rt_tls_handshake(void *s, int *want, char *why, size_t n)
 		ERR_clear_error();
 		return -2;
 	}
-	if (SSL_get_verify_result(s) != X509_V_OK)
+	if (SSL_get_verify_result(s) != X509_V_OK) {
 		snprintf(why, n, "its certificate: %s",
 			 X509_verify_cert_error_string(
 				 SSL_get_verify_result(s)));
-	else
+		ERR_clear_error();
+	} else
 		ssl_why(why, n, err == SSL_ERROR_SYSCALL ? "the connection "
 			"closed in the TLS handshake" : "the TLS handshake "
 			"failed");
@@ -362,7 +371,10 @@ tls_fail(void *s, int rv)
 long
 rt_tls_read(void *s, void *buf, size_t n)
 {
-	int rv = SSL_read(s, buf, n > INT_MAX ? INT_MAX : (int)n);
+	int rv;
+
+	ERR_clear_error(); /* see rt_tls_handshake */
+	rv = SSL_read(s, buf, n > INT_MAX ? INT_MAX : (int)n);
 
 	return rv > 0 ? rv : tls_fail(s, rv);
 }
@@ -374,6 +386,7 @@ rt_tls_write(void *s, const void *buf, size_t n)
 
 	if (n == 0)
 		return 0;
+	ERR_clear_error();
 	rv = SSL_write(s, buf, n > INT_MAX ? INT_MAX : (int)n);
 	return rv > 0 ? rv : tls_fail(s, rv) == 0 ? (errno = EPIPE, -1) : -1;
 }

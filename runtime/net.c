@@ -871,6 +871,7 @@ link_event(RtNet *n, RtLink *k, uint32_t events)
 				k->why = 0;
 				k->down_since = 0;
 				k->state = 1;
+				k->ups++;
 				k->next_dial = 0;
 				k->backoff = 0;
 				if (link_flush(n, k) >= 0)

@@ -101,6 +101,7 @@ typedef struct RtLink {
 	double held_since;     /* rt_now() when the first was held */
 	int busy;              /* reply links: sends in progress */
 	int why;               /* RT_GONE_*: how it went, once gone */
+	_Atomic int ups;       /* connections that came up, all told */
 	_Atomic double alive;  /* rt_now() of its last sign of life: the
 				  connect, an answer to a ping, a write of a
 				  frame that made progress */
