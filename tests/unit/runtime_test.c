@@ -2239,6 +2239,19 @@ land_done_cb(RtNetRecv *r, RtBuf *b)
 	pthread_mutex_unlock(&land_mu);
 }
 
+/* Waits on land_cv for 10 ms at most; under land_mu. */
+static void
+land_wait(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_nsec += 10000000;
+	if (ts.tv_nsec >= 1000000000L)
+		ts.tv_sec++, ts.tv_nsec -= 1000000000L;
+	pthread_cond_timedwait(&land_cv, &land_mu, &ts);
+}
+
 /* The next message t_land's receiver got (waits up to 10 s), or NULL. */
 static RtBuf *
 land_next(int i)
@@ -2247,15 +2260,8 @@ land_next(int i)
 	double end = rt_now() + 10;
 
 	pthread_mutex_lock(&land_mu);
-	while (land_n <= i && rt_now() < end) {
-		struct timespec ts;
-
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_nsec += 10000000;
-		if (ts.tv_nsec >= 1000000000L)
-			ts.tv_sec++, ts.tv_nsec -= 1000000000L;
-		pthread_cond_timedwait(&land_cv, &land_mu, &ts);
-	}
+	while (land_n <= i && rt_now() < end)
+		land_wait();
 	if (land_n > i)
 		b = land_got[i];
 	pthread_mutex_unlock(&land_mu);
@@ -2491,15 +2497,8 @@ gate_cb(RtNetRecv *r, RtBuf *b)
 	     memcmp(ref->data, b->data, b->len) == 0;
 	rt_buf_free(ref);
 	pthread_mutex_lock(&land_mu);
-	while (gate_shut && rt_now() < end) {
-		struct timespec ts;
-
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_nsec += 10000000;
-		if (ts.tv_nsec >= 1000000000L)
-			ts.tv_sec++, ts.tv_nsec -= 1000000000L;
-		pthread_cond_timedwait(&land_cv, &land_mu, &ts);
-	}
+	while (gate_shut && rt_now() < end)
+		land_wait();
 	if (!ok || (gate_seen[i / 8] & (1 << i % 8))) {
 		if (gate_bad++ == 0)
 			fprintf(stderr, "a frame of %zu bytes came as %d: %s\n",
