@@ -243,6 +243,10 @@ typedef struct RtProc {
 /* Set by the SIGINT/SIGTERM handlers of servers: waits end early. */
 extern volatile int rt_stop_requested;
 
+/* Waits on cv (with mu held) until signalled, until `until` (rt_now()
+ * scale), or for one RT_NET_SLICE at most, whichever comes first. */
+void rt_cond_wait(pthread_cond_t *cv, pthread_mutex_t *mu, double until);
+
 /* Fills in defaults; no sockets yet.  TFG_EINVAL for a plan whose edges
  * disagree with their byte counts. */
 tfg_status rt_proc_init(RtProc *p, const TfgPlan *plan, int task,

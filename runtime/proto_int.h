@@ -8,10 +8,6 @@
 
 #include "runtime/proto.h"
 
-/* Waits on cv (with mu held) until signalled, until `until` (rt_now()
- * scale), or for one RT_NET_SLICE at most, whichever comes first. */
-void rt_cond_wait(pthread_cond_t *cv, pthread_mutex_t *mu, double until);
-
 /* proto.c */
 int rt_tab_push_locked(RtProc *p, const RtMsg *m);   /* 0, -1: no memory */
 int rt_queue_push_locked(RtProc *p, const RtMsg *m); /* wakes a waiter */

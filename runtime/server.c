@@ -514,7 +514,6 @@ watch(void *arg)
 	const TfgOptions *o = &p->opt;
 	const char *chief = p->plan->tasks[o->chief].name;
 	double start = rt_now(), gone = 0;
-	struct timespec ts;
 	char why[300];
 
 	for (;;) {
@@ -553,13 +552,9 @@ watch(void *arg)
 			}
 		}
 		/* or at once when stopped (stop_wake) */
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_nsec += (long)(NEXT_WAIT * 1e9);
-		if (ts.tv_nsec >= 1000000000L)
-			ts.tv_sec++, ts.tv_nsec -= 1000000000L;
 		pthread_mutex_lock(&s->mu);
 		if (!s->stopping && !rt_stop_requested)
-			pthread_cond_timedwait(&s->stopcv, &s->mu, &ts);
+			rt_cond_wait(&s->stopcv, &s->mu, rt_now() + NEXT_WAIT);
 		pthread_mutex_unlock(&s->mu);
 	}
 }

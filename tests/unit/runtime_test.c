@@ -2549,14 +2549,39 @@ tls_load(const char *dir, const char *name, const char *ca)
 	return t;
 }
 
+/* A TLS listener a (receiving on r) and b dialing it, both with dir's
+ * task certificate of dir's CA, made in a new dir (room for 64), and no
+ * heartbeat deadline: the tests hold a's I/O thread, or count b's
+ * connections, which a loaded machine's late answer would break. */
+static void
+tls_pair(char *dir, RtNet *a, RtNet *b, RtNetRecv *r)
+{
+	TfgError e;
+
+	signal(SIGPIPE, SIG_IGN); /* as every tfgc process has it */
+	snprintf(dir, 64, "/tmp/tfg-tls-XXXXXX");
+	ASSERT(mkdtemp(dir) != NULL);
+	tls_make(dir, "ca", NULL);
+	tls_make(dir, "task", "ca");
+	ASSERT_EQ(rt_net_init(a, "a", 0), TFG_OK);
+	ASSERT_EQ(rt_net_init(b, "b", 1), TFG_OK);
+	a->hb_dead = b->hb_dead = 0;
+	rt_net_tls(a, tls_load(dir, "task", "ca"));
+	rt_net_tls(b, tls_load(dir, "task", "ca"));
+	ASSERT_EQ(rt_net_listen(a, "tcp://127.0.0.1:0", 1 << 20, &e), TFG_OK);
+	ASSERT_EQ(rt_net_recv_start(a, r, &e), TFG_OK);
+	ASSERT_EQ(rt_net_dial(b, 0, a->url, "a", &e), TFG_OK);
+}
+
 /* spec/design.md "TLS": a send given up at its deadline on a TLS link
  * whose socket is full.  OpenSSL has then taken a record of the frame
  * (and the kernel, maybe, part of it), so the connection is broken and
  * dialed again: kept, the next frame's first bytes would go out as the
  * given-up frame's.  Every frame that comes is one sent, whole, once,
  * and those sent after each give-up come; three rounds, each a new
- * connection.  (Frames that waited in the broken connection may be lost with it, or
- * come after the next connection's: order is only one connection's.) */
+ * connection.  (Frames that waited in the broken connection may be lost
+ * with it, or come after the next connection's: order is only one
+ * connection's.) */
 static void
 t_tls_giveup(void)
 {
@@ -2567,22 +2592,9 @@ t_tls_giveup(void)
 	int sent = 0, given_up = 0;
 	double end;
 
-	signal(SIGPIPE, SIG_IGN); /* as every tfgc process has it */
-	snprintf(dir, sizeof dir, "/tmp/tfg-tls-XXXXXX");
-	ASSERT(mkdtemp(dir) != NULL);
-	tls_make(dir, "ca", NULL);
-	tls_make(dir, "task", "ca");
 	gate_shut = gate_bad = 0;
 	memset(gate_seen, 0, sizeof gate_seen);
-	ASSERT_EQ(rt_net_init(&a, "a", 0), TFG_OK);
-	ASSERT_EQ(rt_net_init(&b, "b", 1), TFG_OK);
-	a.hb_dead = b.hb_dead = 0; /* a's I/O thread waits at the gate */
-	rt_net_tls(&a, tls_load(dir, "task", "ca"));
-	rt_net_tls(&b, tls_load(dir, "task", "ca"));
-	ASSERT_EQ(rt_net_listen(&a, "tcp://127.0.0.1:0", 1 << 20, &e),
-		  TFG_OK);
-	ASSERT_EQ(rt_net_recv_start(&a, &r, &e), TFG_OK);
-	ASSERT_EQ(rt_net_dial(&b, 0, a.url, "a", &e), TFG_OK);
+	tls_pair(dir, &a, &b, &r);
 	for (int round = 0; round < GATE_ROUNDS; round++) {
 		int last;
 
@@ -2648,26 +2660,11 @@ t_tls_refused_peer(void)
 	int n = 0;
 	const char *port;
 
-	signal(SIGPIPE, SIG_IGN);
-	snprintf(dir, sizeof dir, "/tmp/tfg-tls-XXXXXX");
-	ASSERT(mkdtemp(dir) != NULL);
-	tls_make(dir, "ca", NULL);
-	tls_make(dir, "task", "ca");
+	land_n = 0;
+	tls_pair(dir, &a, &b, &r);
 	tls_make(dir, "other", NULL);
 	tls_make(dir, "intruder", "other");
-	land_n = 0;
-	ASSERT_EQ(rt_net_init(&a, "a", 0), TFG_OK);
-	ASSERT_EQ(rt_net_init(&b, "b", 1), TFG_OK);
-	/* no heartbeat deadline: a loaded machine's late answer would
-	   break the link too, and the test counts its connections */
-	a.hb_dead = b.hb_dead = 0;
-	rt_net_tls(&a, tls_load(dir, "task", "ca"));
-	rt_net_tls(&b, tls_load(dir, "task", "ca"));
-	ASSERT_EQ(rt_net_listen(&a, "tcp://127.0.0.1:0", 1 << 20, &e),
-		  TFG_OK);
 	ASSERT((port = strrchr(a.url, ':')) != NULL);
-	ASSERT_EQ(rt_net_recv_start(&a, &r, &e), TFG_OK);
-	ASSERT_EQ(rt_net_dial(&b, 0, a.url, "a", &e), TFG_OK);
 	ASSERT_EQ(rt_net_send(&b, 0, land_msg(100, n), rt_now() + 10, NULL,
 			      NULL, &e), TFG_OK);
 	ASSERT(got_is(n++, 100, 0));
