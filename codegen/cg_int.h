@@ -44,6 +44,8 @@ typedef struct CgCtx {
 	const IrPart *part;    /* the part being built */
 	int cur;               /* index in part of the node being emitted */
 	LLVMValueRef *val;     /* [part->n]: each node's buffer (ptr) */
+	LLVMValueRef *slot;    /* [nslot]: the slot pointers layout() made */
+	int nslot;
 	size_t *off;           /* [part->n]: arena offset, (size_t)-1: none */
 	size_t arena_size;     /* of the part being built */
 	int no_dedup;          /* $TFG_KERNEL_DEDUP=0: no kernel shared */

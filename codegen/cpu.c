@@ -780,6 +780,8 @@ layout(CgCtx *C)
 	LLVMValueRef base[1 + TFG_MAX_GPUS] = {0};
 	int ns = cg_plan_part(C->part, &s, &C->arena_size, NULL);
 	base[0] = C->arena_arg;
+	C->nslot = 0;
+	C->slot = ns > 0 ? malloc((size_t)ns * sizeof *C->slot) : NULL;
 	for (int k = 0; k < ns; k++) {
 		const IrNode *n = C->part->nodes[s[k].node];
 		int sp = s[k].space;
@@ -789,6 +791,8 @@ layout(CgCtx *C)
 						cg_space_peak(s, ns, sp));
 		C->val[s[k].node] = LLVMBuildInBoundsGEP2(C->b, C->i8,
 			base[sp], &o, 1, n->name ? n->name : "");
+		if (C->slot)
+			C->slot[C->nslot++] = C->val[s[k].node];
 	}
 	free(s);
 }
@@ -851,6 +855,78 @@ mark(CgCtx *C, const IrNode *n, int m)
 	LLVMBuildCall2(C->b, C->rt_ty, C->rt_mark, args, 3, "");
 }
 
+/* The part function is glue: a call per node (kernels, the runtime),
+ * with the check of each return code, so its code is as long as the
+ * graph while the kernels' is not (cpu_nest.c shares them).  It is
+ * optnone: the passes leave it alone and the code generator takes its
+ * fast path on it (FastISel, no machine-level optimisation), as it
+ * would at -O0; a call is a call either way.  The passes still see its
+ * call sites, so the kernels get its constant arguments (IPSCCP).
+ * layout() made every slot's pointer in the entry block (C->slot),
+ * where the emitters look them up by identity (cg_buf, cpu_nest.c's
+ * base_root); once the part is built, each use gets its own copy right
+ * before it instead (sink_slots), so that no pointer is live across
+ * the part's calls: with hundreds of such live ranges the register
+ * allocator took most of the part's code generation time
+ * (spec/design.md "Kernels"). */
+static void
+sink_slots(CgCtx *C)
+{
+	LLVMBasicBlockRef entry = LLVMGetEntryBasicBlock(C->fn);
+	LLVMValueRef *users = NULL;
+	size_t cap = 0;
+
+	for (int i = 0; i < C->nslot; i++) {
+		LLVMValueRef g = C->slot[i], base, idx;
+		const char *name;
+		size_t nu = 0, len;
+		int keep = 0;
+
+		if (!LLVMIsAGetElementPtrInst(g) ||
+		    LLVMGetInstructionParent(g) != entry ||
+		    LLVMGetNumOperands(g) != 2 ||
+		    !LLVMIsAConstantInt(idx = LLVMGetOperand(g, 1)))
+			continue;
+		base = LLVMGetOperand(g, 0);
+		name = LLVMGetValueName2(g, &len);
+		for (LLVMUseRef u = LLVMGetFirstUse(g); u; u = LLVMGetNextUse(u)) {
+			LLVMValueRef v = LLVMGetUser(u);
+			if (nu == cap) {
+				cap = cap ? 2 * cap : 64;
+				LLVMValueRef *t = realloc(users, cap * sizeof *t);
+				if (!t) {
+					keep = 1;
+					break;
+				}
+				users = t;
+			}
+			users[nu++] = v;
+		}
+		for (size_t k = 0; k < nu && !keep; k++) {
+			LLVMValueRef v = users[k];
+			if (LLVMIsAPHINode(v)) {
+				keep = 1;
+				continue;
+			}
+			int done = 0;
+			LLVMPositionBuilderBefore(C->b, v);
+			LLVMValueRef h = LLVMBuildInBoundsGEP2(C->b,
+				LLVMGetGEPSourceElementType(g), base, &idx, 1,
+				name);
+			for (int j = 0; j < LLVMGetNumOperands(v); j++)
+				if (LLVMGetOperand(v, j) == g) {
+					LLVMSetOperand(v, j, h);
+					done = 1;
+				}
+			if (!done) /* v was met before */
+				LLVMInstructionEraseFromParent(h);
+		}
+		if (!keep && !LLVMGetFirstUse(g))
+			LLVMInstructionEraseFromParent(g);
+	}
+	free(users);
+}
+
 static void
 build_part(CgCtx *C, int s, const IrPart *part, const char *cpu,
 	   const char *features)
@@ -861,6 +937,8 @@ build_part(CgCtx *C, int s, const IrPart *part, const char *cpu,
 	C->fn = LLVMAddFunction(C->m, name,
 				LLVMFunctionType(C->i32, params, 2, 0));
 	enum_attr(C, C->fn, LLVMAttributeFunctionIndex, "nounwind", 0);
+	enum_attr(C, C->fn, LLVMAttributeFunctionIndex, "optnone", 0);
+	enum_attr(C, C->fn, LLVMAttributeFunctionIndex, "noinline", 0);
 	enum_attr(C, C->fn, 2, "align", CG_SLOT_ALIGN);
 	if (cpu && *cpu)
 		str_attr(C, C->fn, "target-cpu", cpu);
@@ -897,7 +975,11 @@ build_part(CgCtx *C, int s, const IrPart *part, const char *cpu,
 			mark(C, n, 2 * i + 1);
 	}
 	LLVMBuildRet(C->b, LLVMConstNull(C->i32));
+	if (!C->err)
+		sink_slots(C);
 	free(C->val);
+	free(C->slot);
+	C->slot = NULL;
 	C->val = NULL;
 }
 

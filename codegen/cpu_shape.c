@@ -33,10 +33,10 @@
  * program whose anchor is the product element) is computed a block of
  * rows at a time into its output, and the program runs over each block
  * right after it, while the block is in cache, instead of as a separate
- * pass over memory: blocks of R rows per tfg_rt_gemm call with R * n
- * elements in EPI_BLOCK_BYTES (a share of the L3), or one row at a time
- * on the loop path, whose sums keep the unfused order (bit-identical
- * results).  The batch is more rows when the plain product would be one
+ * pass over memory: blocks of R rows with R * n elements in
+ * EPI_BLOCK_BYTES (a share of the L3), each one tfg_rt_gemm call or, on
+ * the loop path, one kernel over the block's rows (body_row_product)
+ * whose sums keep the unfused order (bit-identical results).  The batch is more rows when the plain product would be one
  * GEMM and every input the program reads walks the rows as one axis;
  * else a loop over the batch elements runs the blocks of each.
  */
@@ -127,6 +127,24 @@ body_matmul(CgCtx *C, const Nest *L, LLVMValueRef *off, LLVMValueRef acc)
 	mm_dims(n, &m, &k, &nn);
 	loop_product(C, n->dtype, L->base[0], off[0], L->base[1], off[1],
 		     L->base[2], off[2], m, k, nn, n->trans,
+		     n->trans & 1 ? m : k);
+	return acc;
+}
+
+/* One row of an epilogue's block (epi_block, the loop path): out[i, :]
+ * = a[i, :] @ b at the row's offsets, in loop_product's order, inside a
+ * kernel like body_matmul's (the part function is glue, compiled
+ * without optimisation: spec/design.md "Kernels").  Not shared: the key
+ * does not cover n->trans. */
+static LLVMValueRef
+body_row_product(CgCtx *C, const Nest *L, LLVMValueRef *off,
+		 LLVMValueRef acc)
+{
+	const IrNode *n = L->n;
+	int64_t m, k, nn;
+	mm_dims(n, &m, &k, &nn);
+	loop_product(C, n->dtype, L->base[0], off[0], L->base[1], off[1],
+		     L->base[2], off[2], 1, k, nn, n->trans,
 		     n->trans & 1 ? m : k);
 	return acc;
 }
@@ -326,12 +344,9 @@ epi_plan(const CgCtx *C, const IrNode *n, int flat, Epi *E)
 	for (int x = 0; flat && x < nb; x++)
 		E->m *= P->dims[x];
 	E->blas = use_blas(E->t, E->m, E->k, E->nn);
-	E->rows = 1;
-	if (E->blas) {
-		E->rows = (C->epi_block > 0 ? C->epi_block : EPI_BLOCK_BYTES) /
-			  (E->nn * (int64_t)tfg_dtype_size(E->t));
-		E->rows = E->rows < 1 ? 1 : E->rows > E->m ? E->m : E->rows;
-	}
+	E->rows = (C->epi_block > 0 ? C->epi_block : EPI_BLOCK_BYTES) /
+		  (E->nn * (int64_t)tfg_dtype_size(E->t));
+	E->rows = E->rows < 1 ? 1 : E->rows > E->m ? E->m : E->rows;
 	return 0;
 }
 
@@ -357,12 +372,12 @@ epi_block(CgCtx *C, const Epi *E, LLVMValueRef *p, LLVMValueRef row0,
 	LLVMValueRef out = row_at(C, t, p[0], row0, E->nn);
 	int ta = n->trans & 1;
 	LLVMValueRef a = row_at(C, t, p[1], row0, ta ? 1 : E->k);
-	LLVMValueRef zero = cg_i64c(C, 0);
 
 	if (E->blas) {
 		blas_call(C, t, a, p[2], out, R, E->k, E->nn, n->trans,
 			  ta ? E->m : E->k);
 	} else { /* as cg_emit_matmul_to's loops, a block at a time */
+		Nest P = {0};
 		Z.rank = 1;
 		Z.dim[0] = R * E->nn;
 		Z.stride[0][0] = 1;
@@ -372,10 +387,20 @@ epi_block(CgCtx *C, const Epi *E, LLVMValueRef *p, LLVMValueRef row0,
 		Z.flags = CG_NEST_SHARE | CG_NEST_ELEM;
 		Z.base[0] = out;
 		cg_nest_emit(C, &Z);
+		P.rank = 1;
+		P.dim[0] = R;
+		P.nop = 3;
+		P.n = n;
+		P.body = body_row_product;
+		P.flags = CG_NEST_ELEM; /* a row of out per iteration */
+		P.row = E->nn;
+		P.base[0] = out;
+		P.base[1] = a;
+		P.base[2] = p[2];
+		P.stride[0][0] = E->nn;
+		P.stride[1][0] = ta ? 1 : E->k;
 		if (E->k > 0)
-			loop_product(C, t, out, zero, a, zero, p[2], zero,
-				     R, E->k, E->nn, n->trans,
-				     ta ? E->m : E->k);
+			cg_nest_emit(C, &P);
 	}
 	L.rank = 2;
 	L.dim[0] = R;
