@@ -36,9 +36,10 @@
  * pass over memory: blocks of R rows with R * n elements in
  * EPI_BLOCK_BYTES (a share of the L3), each one tfg_rt_gemm call or, on
  * the loop path, one kernel over the block's rows (body_row_product)
- * whose sums keep the unfused order (bit-identical results).  The batch is more rows when the plain product would be one
- * GEMM and every input the program reads walks the rows as one axis;
- * else a loop over the batch elements runs the blocks of each.
+ * whose sums keep the unfused order (bit-identical results).  The batch
+ * is more rows when the plain product would be one GEMM and every input
+ * the program reads walks the rows as one axis; else a loop over the
+ * batch elements runs the blocks of each.
  */
 #include <string.h>
 
@@ -116,36 +117,38 @@ loop_product(CgCtx *C, TfgDtype t, LLVMValueRef out, LLVMValueRef oo,
 	cg_loop_end(C, &li, m, NULL);
 }
 
+/* Node n's product at the operands' offsets off[], all its m rows or
+ * (all = 0) one, in loop_product's order. */
+static void
+product_at(CgCtx *C, const Nest *L, LLVMValueRef *off, int all)
+{
+	const IrNode *n = L->n;
+	int64_t m, k, nn;
+	mm_dims(n, &m, &k, &nn);
+	loop_product(C, n->dtype, L->base[0], off[0], L->base[1], off[1],
+		     L->base[2], off[2], all ? m : 1, k, nn, n->trans,
+		     n->trans & 1 ? m : k);
+}
+
 /* One product at the batch offsets off[]: m, k, n from the node; a rank-1
  * operand has m = 1 (left) or n = 1 (right), and the same row-major
  * strides hold. */
 static LLVMValueRef
 body_matmul(CgCtx *C, const Nest *L, LLVMValueRef *off, LLVMValueRef acc)
 {
-	const IrNode *n = L->n;
-	int64_t m, k, nn;
-	mm_dims(n, &m, &k, &nn);
-	loop_product(C, n->dtype, L->base[0], off[0], L->base[1], off[1],
-		     L->base[2], off[2], m, k, nn, n->trans,
-		     n->trans & 1 ? m : k);
+	product_at(C, L, off, 1);
 	return acc;
 }
 
-/* One row of an epilogue's block (epi_block, the loop path): out[i, :]
- * = a[i, :] @ b at the row's offsets, in loop_product's order, inside a
- * kernel like body_matmul's (the part function is glue, compiled
- * without optimisation: spec/design.md "Kernels").  Not shared: the key
- * does not cover n->trans. */
+/* One row of an epilogue's block (epi_block, the loop path), in a
+ * kernel as body_matmul's product is (the part function is glue,
+ * compiled without optimisation: spec/design.md "Kernels").  Not
+ * shared: the key does not cover n->trans. */
 static LLVMValueRef
 body_row_product(CgCtx *C, const Nest *L, LLVMValueRef *off,
 		 LLVMValueRef acc)
 {
-	const IrNode *n = L->n;
-	int64_t m, k, nn;
-	mm_dims(n, &m, &k, &nn);
-	loop_product(C, n->dtype, L->base[0], off[0], L->base[1], off[1],
-		     L->base[2], off[2], 1, k, nn, n->trans,
-		     n->trans & 1 ? m : k);
+	product_at(C, L, off, 0);
 	return acc;
 }
 
