@@ -284,7 +284,9 @@ t_route(void)
 static void
 t_count(void)
 {
-	ASSERT(nchecked > 1000000 || !rt_gemm_sparse_isa("avx2"));
+	/* 839,636 elements a kernel set: a host with AVX2 alone (a Zen 3)
+	   runs one set, one with AVX-512 both */
+	ASSERT(nchecked > 800000 || !rt_gemm_sparse_isa("avx2"));
 }
 
 TEST_MAIN({"shapes", t_shapes}, {"threads", t_threads},
