@@ -21,6 +21,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -59,6 +60,8 @@ typedef struct Args {
 	int picked_ports; /* server: --picked-ports, from tfgc run */
 	int from_run;     /* server: --from-run, started by tfgc run (with
 			     --free-ports too when its ports are picked) */
+	uint64_t run_id;  /* run: its identity (not --attach); server:
+			     --run-id, its run's (TfgOptions.run) */
 	unsigned skip;     /* -fno-NAME: CompileOptions.skip */
 	double startup_timeout, step_timeout; /* step: 0, none */
 	double heartbeat_timeout;
@@ -264,6 +267,13 @@ parse_args(Args *a, int argc, char **argv, Arena *ar)
 						 "sm_90), not '%s'", v);
 			a->gpu_cc = (int)l;
 			break;
+		case OPT_RUN_ID:
+			errno = 0;
+			a->run_id = strtoull(v, &end, 16);
+			if (strlen(v) != 16 || *end || errno || a->run_id == 0)
+				return bad_usage(a, "--run-id takes 16 hex "
+						 "digits, not '%s'", v);
+			break;
 		case OPT_LISTEN: {
 			const char *c = strrchr(v, ':');
 
@@ -378,6 +388,7 @@ runtime_options(const Args *a)
 	o.progress_every = a->progress_every;
 	o.picked_ports = a->picked_ports;
 	o.from_run = a->from_run ? 1 + a->free_ports : 0;
+	o.run = a->run_id;
 	o.controller_addr = a->listen ? a->listen : "127.0.0.1:0";
 	return o;
 }
@@ -789,6 +800,9 @@ server_args(const Args *a, Program *p, int pick, int picked)
 	if (picked)
 		vec_push(p->arena, &v, "--picked-ports");
 	vec_push(p->arena, &v, "--from-run");
+	vec_push(p->arena, &v, "--run-id");
+	vec_push(p->arena, &v, arena_printf(p->arena, "%016llx",
+					    (unsigned long long)a->run_id));
 	if (pick)
 		vec_push(p->arena, &v, "--free-ports");
 	vec_push(p->arena, &v, NULL);
@@ -850,6 +864,17 @@ cmd_run(Args *a, Program *p)
 
 	if (a->log_placement)
 		dump_placement_log(stderr, p);
+	/* The run's identity: the servers it starts carry it in every
+	   message, and refuse anyone else's (spec/design.md "Runs").
+	   Attached runs have none: servers of tfgc server have none. */
+	while (!a->attach && a->run_id == 0)
+		if (getrandom(&a->run_id, sizeof a->run_id, 0) < 0 &&
+		    errno != EINTR) {
+			fprintf(stderr, "tfgc: error: cannot make the run's "
+				"identity: %s\n", strerror(errno));
+			return 1;
+		}
+	o.run = a->run_id;
 	for (int try = 1;; try++) {
 		if (pick && free_ports(p) < 0)
 			return 1;

@@ -39,6 +39,10 @@
 #define EXIT_POLL 0.002 /* seconds between looks for children's exits */
 #define SHUTDOWN_GRACE 3.0 /* seconds for tasks to exit after SHUTDOWN */
 #define REPING_SECS 1.0
+#define SAY_ATTACHED 1.0 /* seconds of waiting for attached servers, and */
+#define SAY_OWN 5.0      /* for those it started, before it says why */
+#define HELD_WAIT 1.0 /* seconds for whoever holds a task's port to say
+			 whose it is (port_held) */
 
 /* child_exited's report: REPORT_BAD says only how those exited that
  * did not exit 0 (after SHUTDOWN), and returns 2 for them. */
@@ -159,9 +163,12 @@ spawn(const char *argv0, char *const *server_args, const RtTask *t)
 
 /* Reports a child that exited; returns 1 if one did.  With taken, a
  * child that exited with TFG_EXIT_PORT_TAKEN sets *taken instead of being
- * reported. */
+ * reported; with held, one that exited with TFG_EXIT_PORT_HELD sets
+ * held[task] to the time instead, and does not count (wait_up finds out
+ * who holds the port). */
 static int
-child_exited(const TfgPlan *plan, pid_t *pids, int report, int *taken)
+child_exited(const TfgPlan *plan, pid_t *pids, int report, int *taken,
+	     double *held)
 {
 	int status, any = 0, bad;
 
@@ -172,6 +179,11 @@ child_exited(const TfgPlan *plan, pid_t *pids, int report, int *taken)
 		    pids[i])
 			continue;
 		pids[i] = 0;
+		if (held && WIFEXITED(status) &&
+		    WEXITSTATUS(status) == TFG_EXIT_PORT_HELD) {
+			held[i] = rt_now();
+			continue;
+		}
 		if (!any)
 			any = 1;
 		bad = !WIFEXITED(status) || WEXITSTATUS(status) != 0;
@@ -199,13 +211,20 @@ send_simple(RtProc *c, int task, int type, uint32_t key)
 {
 	RtBuf *m;
 	unsigned char *body;
-	size_t n = strlen(c->net.url);
+	char text[RT_URL_MAX + 64];
+	/* the reply URL; a PING's also names the run and this process, for
+	   a task of another run to say whose it is (rt_refuse_ping) */
+	int n = type == RT_MSG_PING
+		? snprintf(text, sizeof text, "%s %016llx %ld", c->net.url,
+			   (unsigned long long)rt_run, (long)getpid())
+		: snprintf(text, sizeof text, "%s", c->net.url);
 	TfgError e;
 
-	if (rt_msg_new(c, NULL, &m, &body, type, 0, key, NULL, n, &e) !=
-	    TFG_OK)
+	if (n < 0 || (size_t)n >= sizeof text ||
+	    rt_msg_new(c, NULL, &m, &body, type, 0, key, NULL, (size_t)n,
+		       &e) != TFG_OK)
 		return;
-	memcpy(body, c->net.url, n);
+	memcpy(body, text, (size_t)n);
 	/* The links queue while a peer is not up: this returns at
 	 * once, and the wait for the answer carries the deadline. */
 	rt_send(c, task, m, rt_now() + SLICE, NULL, &e);
@@ -225,17 +244,89 @@ recv_one(RtProc *c, RtMsg *m, double deadline)
 	return rt_proc_next(c, m, NULL, left);
 }
 
+/* Whether a task whose port was in use (held[task], when its server
+ * found it so) is to be reported now: a task of another run of this
+ * program, or a server of it for attaching, holds the address when it
+ * answers the PING with a refusal that says whose it is (wait_up); one
+ * that has said nothing for HELD_WAIT is another process, said here. */
+static int
+port_held(RtProc *c, const double *held, int *nheld, double now)
+{
+	const TfgPlan *plan = c->plan;
+	int n = 0;
+
+	for (int i = 0; i < plan->ntask; i++)
+		if (held[i] > 0) {
+			char url[RT_URL_MAX];
+
+			n++;
+			if (now - held[i] < HELD_WAIT)
+				continue;
+			rt_url(url, sizeof url, plan->tasks[i].addr);
+			fprintf(stderr, "tfgc: error: %s: cannot listen on %s: "
+				"address in use (another process has that "
+				"port: tfgc run --free-ports puts the tasks on "
+				"free ports, or --addr %s=HOST:PORT moves this "
+				"one)\n", plan->tasks[i].name, url,
+				plan->tasks[i].name);
+			return 1;
+		}
+	/* a PING to the holder at once, not at the next round */
+	if (n > *nheld)
+		for (int i = 0; i < plan->ntask; i++)
+			if (held[i] > 0 && now - held[i] < SLICE)
+				send_simple(c, i, RT_MSG_PING, 0);
+	*nheld = n;
+	return 0;
+}
+
+/* Says, for each task that is not up yet (and whose port is not held),
+ * what the wait is for, once a wait has gone on for `after` seconds and
+ * again when it changes: "tfgc: waiting for /job:local/task:0 at
+ * localhost:2222: connection refused".  said[task] holds what was said. */
+static void
+say_waits(RtProc *c, const int *up, const double *held, char (*said)[64],
+	  double waited)
+{
+	const TfgPlan *plan = c->plan;
+
+	for (int i = 0; i < plan->ntask; i++) {
+		char why[64];
+
+		if (up[i] || held[i] > 0)
+			continue;
+		rt_peer_absent(c, i, why, sizeof why);
+		if (strcmp(why, said[i]) == 0)
+			continue;
+		snprintf(said[i], sizeof said[i], "%s", why);
+		fprintf(stderr, "tfgc: waiting for %s at %s: %s (%.0f of %g s; "
+			"--startup-timeout)\n", plan->tasks[i].name,
+			plan->tasks[i].addr, why, waited,
+			c->opt.startup_timeout);
+	}
+}
+
 static int
 wait_up(RtProc *c, pid_t *pids)
 {
 	const TfgPlan *plan = c->plan;
-	double deadline = rt_now() + c->opt.startup_timeout, last = -1e9;
+	double start = rt_now(), deadline = start + c->opt.startup_timeout;
+	double last = -1e9;
+	/* servers of this run compile before they answer; attached ones
+	   answer at once when they are up */
+	double say_after = pids ? SAY_OWN : SAY_ATTACHED;
+	char (*said)[64] = calloc((size_t)plan->ntask, sizeof *said);
 	int *up = calloc((size_t)plan->ntask, sizeof *up), nup = 0, rc = 1;
-	int taken = 0;
+	double *held = calloc((size_t)plan->ntask, sizeof *held);
+	int taken = 0, nheld = 0;
 	RtMsg m;
 
-	if (up == NULL)
+	if (up == NULL || held == NULL || said == NULL) {
+		free(up);
+		free(held);
+		free(said);
 		return 1;
+	}
 	for (;;) {
 		double now = rt_now();
 
@@ -246,11 +337,15 @@ wait_up(RtProc *c, pid_t *pids)
 			last = now;
 		}
 		if (child_exited(plan, pids, 1, c->opt.picked_ports ? &taken
-								   : NULL)) {
+				 : NULL, held)) {
 			if (taken)
 				rc = TFG_EXIT_PORT_TAKEN;
 			break;
 		}
+		if (port_held(c, held, &nheld, now))
+			break;
+		if (now - start >= say_after && nup < plan->ntask)
+			say_waits(c, up, held, said, now - start);
 		if (nup == plan->ntask) {
 			rc = 0;
 			break;
@@ -269,15 +364,16 @@ wait_up(RtProc *c, pid_t *pids)
 			break;
 		if (now >= deadline || rt_stop_requested) {
 			for (int i = 0; i < plan->ntask; i++) {
-				char url[RT_URL_MAX];
+				char url[RT_URL_MAX], why[64];
 
 				if (up[i])
 					continue;
 				rt_url(url, sizeof url, plan->tasks[i].addr);
+				rt_peer_absent(c, i, why, sizeof why);
 				fprintf(stderr, "tfgc: error: task %s did not "
-					"come up within %g s (%s)\n",
+					"come up within %g s (%s: %s)\n",
 					plan->tasks[i].name,
-					c->opt.startup_timeout, url);
+					c->opt.startup_timeout, url, why);
 			}
 			break;
 		}
@@ -285,7 +381,7 @@ wait_up(RtProc *c, pid_t *pids)
 			continue;
 		if (m.h.type == RT_MSG_PONG && m.h.key == RT_PONG_REFUSED) {
 			fputs("tfgc: error: ", stderr);
-			for (uint64_t i = 0; i < m.h.nbytes && i < 400; i++)
+			for (uint64_t i = 0; i < m.h.nbytes && i < 600; i++)
 				fputc(m.body[i] >= ' ' && m.body[i] <= '~' ?
 				      m.body[i] : '?', stderr);
 			fputc('\n', stderr);
@@ -308,6 +404,8 @@ wait_up(RtProc *c, pid_t *pids)
 		rt_msg_free(&m);
 	}
 	free(up);
+	free(held);
+	free(said);
 	return rc;
 }
 
@@ -405,7 +503,7 @@ run_group(RtProc *c, int first, int last, pid_t *pids, RtBars *bars)
 			    (uint32_t)(first + k));
 	}
 	while (left > 0) {
-		int died = child_exited(plan, pids, 1, NULL);
+		int died = child_exited(plan, pids, 1, NULL, NULL);
 
 		for (int k = 0; k < n; k++) {
 			Running *r = &run[k];
@@ -492,7 +590,7 @@ shutdown_all(RtProc *c, pid_t *pids, double timeout, int report, int *bad)
 		send_simple(c, i, RT_MSG_SHUTDOWN,
 			    pids && pids[i] > 0 ? RT_SHUTDOWN_QUIET : 0);
 	for (;;) {
-		if (child_exited(plan, pids, REPORT_BAD, NULL) == 2 && bad)
+		if (child_exited(plan, pids, REPORT_BAD, NULL, NULL) == 2 && bad)
 			*bad = 1;
 		left = 0;
 		for (int i = 0; i < plan->ntask; i++)
@@ -542,7 +640,7 @@ stop_all(RtProc *c, pid_t *pids)
 		if (pids[i] > 0)
 			kill(pids[i], SIGTERM);
 	do {
-		child_exited(c->plan, pids, 0, NULL);
+		child_exited(c->plan, pids, 0, NULL, NULL);
 		left = 0;
 		for (int i = 0; i < c->plan->ntask; i++)
 			left += pids[i] > 0;
@@ -774,15 +872,96 @@ tfg_launch(const TfgPlan *plan, const TfgOptions *opt, const char *argv0,
 	return rc;
 }
 
+/* tfgc stop's view of a task. */
+enum { STOP_ASKING, STOP_SHUT, STOP_GONE, STOP_ABSENT, STOP_REFUSED };
+
+/* tfgc stop: a PING to every task first, so that each is known at once
+ * for what it is: a server that answers gets SHUTDOWN and is waited for
+ * (its BYE); an address where nothing listens is a task not running; a
+ * task of a run's own (tfg_launch's servers serve that run alone) or of
+ * another program refuses, saying whose it is.  Only a task that is
+ * there and does not answer is waited for until the deadline. */
 TFG_API int
 tfg_stop(const TfgPlan *plan, const TfgOptions *opt)
 {
 	RtProc c;
-	int missing;
+	int *st, left, rc = 0, nabsent = 0;
+	double deadline, last = -1e9;
+	RtMsg m;
 
 	if (ctl_open(&c, plan, opt))
 		return 1;
-	missing = shutdown_all(&c, NULL, c.opt.startup_timeout, 1, NULL);
+	if ((st = calloc((size_t)plan->ntask, sizeof *st)) == NULL) {
+		rt_proc_free(&c);
+		return 1;
+	}
+	deadline = rt_now() + c.opt.startup_timeout;
+	for (;;) {
+		double now = rt_now();
+
+		left = 0;
+		for (int i = 0; i < plan->ntask; i++) {
+			char why[64];
+
+			if (st[i] == STOP_ASKING &&
+			    rt_peer_absent(&c, i, why, sizeof why) ==
+			    ECONNREFUSED)
+				st[i] = STOP_ABSENT;
+			left += st[i] == STOP_ASKING || st[i] == STOP_SHUT;
+		}
+		if (left == 0 || now >= deadline || rt_stop_requested)
+			break;
+		if (now - last >= REPING_SECS) {
+			for (int i = 0; i < plan->ntask; i++)
+				if (st[i] == STOP_ASKING)
+					send_simple(&c, i, RT_MSG_PING, 0);
+			last = now;
+		}
+		if (recv_one(&c, &m, deadline) != 0)
+			continue;
+		if (m.h.src < plan->ntask && m.h.type == RT_MSG_PONG &&
+		    st[m.h.src] == STOP_ASKING) {
+			if (m.h.key == RT_PONG_REFUSED) {
+				fprintf(stderr, "tfgc: error: %.*s\n",
+					(int)(m.h.nbytes < 600 ? m.h.nbytes
+					      : 600), (const char *)m.body);
+				st[m.h.src] = STOP_REFUSED;
+			} else {
+				send_simple(&c, m.h.src, RT_MSG_SHUTDOWN, 0);
+				st[m.h.src] = STOP_SHUT;
+			}
+		} else if (m.h.src < plan->ntask &&
+			   m.h.type == RT_MSG_BYE) {
+			st[m.h.src] = STOP_GONE;
+		}
+		rt_msg_free(&m);
+	}
+	for (int i = 0; i < plan->ntask; i++) {
+		char why[64];
+
+		nabsent += st[i] == STOP_ABSENT;
+		if (st[i] == STOP_REFUSED)
+			rc = 1;
+		if (st[i] != STOP_ASKING && st[i] != STOP_SHUT)
+			continue;
+		rt_peer_absent(&c, i, why, sizeof why);
+		fprintf(stderr, "tfgc: error: task %s did not answer within "
+			"%g s (%s: %s)\n", plan->tasks[i].name,
+			c.opt.startup_timeout, plan->tasks[i].addr,
+			st[i] == STOP_SHUT ? "it was asked to stop" : why);
+		rc = 1;
+	}
+	if (nabsent == plan->ntask)
+		fprintf(stderr, "tfgc: no server of this program is running "
+			"(nothing listens at its tasks' addresses)\n");
+	else
+		for (int i = 0; i < plan->ntask; i++)
+			if (st[i] == STOP_ABSENT)
+				fprintf(stderr, "tfgc: %s was not running "
+					"(nothing listens at %s)\n",
+					plan->tasks[i].name,
+					plan->tasks[i].addr);
+	free(st);
 	rt_proc_free(&c);
-	return missing != 0;
+	return rc;
 }

@@ -445,14 +445,19 @@ link_dial(RtNet *n, RtLink *k)
 	hints.ai_family = AF_UNSPEC;
 	hints.ai_socktype = SOCK_STREAM;
 	k->next_dial = rt_now() + DIAL_MAX;
-	if (getaddrinfo(k->host, k->port, &hints, &ai) != 0 || ai == NULL)
+	if (getaddrinfo(k->host, k->port, &hints, &ai) != 0 || ai == NULL) {
+		k->dial_err = -1;
 		return;
+	}
 	fd = socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
 		    0);
+	if (fd < 0)
+		k->dial_err = errno;
 	if (fd >= 0) {
 		nodelay(fd);
 		rv = connect(fd, ai->ai_addr, ai->ai_addrlen);
 		if (rv != 0 && errno != EINPROGRESS) {
+			k->dial_err = errno;
 			close(fd);
 			fd = -1;
 		}
@@ -852,12 +857,16 @@ link_event(RtNet *n, RtLink *k, uint32_t events)
 		if (k->fd >= 0 && k->connecting == 1) {
 			if (getsockopt(k->fd, SOL_SOCKET, SO_ERROR, &err,
 				       &len) != 0 || err != 0 ||
-			    (events & (EPOLLHUP | EPOLLERR)))
+			    (events & (EPOLLHUP | EPOLLERR))) {
+				k->dial_err = err ? err : ECONNREFUSED;
 				link_broken(n, k);
-			else if (n->tls)
-				link_tls_start(n, k);
-			else
-				link_hello(n, k);
+			} else {
+				k->dial_err = 0; /* something listens */
+				if (n->tls)
+					link_tls_start(n, k);
+				else
+					link_hello(n, k);
+			}
 		} else if (k->fd >= 0 && k->connecting == 3) {
 			link_tls_step(n, k);
 		} else if (k->fd >= 0 && k->connecting == 2) {
@@ -871,6 +880,7 @@ link_event(RtNet *n, RtLink *k, uint32_t events)
 				k->why = 0;
 				k->down_since = 0;
 				k->state = 1;
+				k->dial_err = 0;
 				k->ups++;
 				k->next_dial = 0;
 				k->backoff = 0;
@@ -2102,6 +2112,21 @@ rt_net_peer_why(RtNet *n, int peer)
 	    n->peers[peer].state != 2)
 		return 0;
 	return n->peers[peer].why;
+}
+
+int
+rt_net_peer_dial_err(RtNet *n, int peer)
+{
+	RtLink *k;
+	int err;
+
+	if (peer < 0 || peer >= n->npeer || !n->peers[peer].open)
+		return 0;
+	k = &n->peers[peer];
+	pthread_mutex_lock(&k->mu);
+	err = k->state == 1 ? 0 : k->dial_err;
+	pthread_mutex_unlock(&k->mu);
+	return err;
 }
 
 double

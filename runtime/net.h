@@ -121,6 +121,10 @@ typedef struct RtLink {
 				  queue's first ntagged frames */
 	int ntagged;
 	int refused;           /* RT_REFUSED_*: the peer's last word */
+	int dial_err;          /* errno of the last connect that failed
+				  (ECONNREFUSED: nothing listens there;
+				  -1: the host did not resolve), 0 once one
+				  came up (rt_net_peer_dial_err) */
 	/* TLS (RtNet.tls): connecting is 3 during the handshake */
 	void *tls;             /* the session of this connection */
 	int tls_want;          /* what the handshake waits for: 1 read, 2
@@ -272,6 +276,10 @@ int rt_net_peer_why(RtNet *n, int peer);
 /* Whether peer i refused this process's last connection (RT_REFUSED_*),
  * 0 if not. */
 int rt_net_peer_refused(RtNet *n, int peer);
+/* Why the last connect to peer i failed (RtLink.dial_err): an errno,
+ * -1 for a host that did not resolve, 0 when none failed since it was
+ * last up. */
+int rt_net_peer_dial_err(RtNet *n, int peer);
 /* Seconds since peer i was last up (or was dialed, if it never came);
  * 0 while it is up. */
 double rt_net_peer_down(RtNet *n, int peer);

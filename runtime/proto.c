@@ -21,11 +21,13 @@
  * the table's and the queue's entries) is forgotten before its first
  * message is filed (spec/design.md "Restarts").
  */
+#include <ctype.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "runtime/proto.h"
 #include "runtime/proto_int.h"
@@ -101,6 +103,7 @@ rt_proc_init(RtProc *p, const TfgPlan *plan, int task, const TfgOptions *opt)
 		p->opt.heartbeat_timeout = RT_NET_DEAD;
 	if (p->opt.controller_addr == NULL)
 		p->opt.controller_addr = "127.0.0.1:0";
+	rt_run = p->opt.run; /* one run a process */
 	p->epoch = incarnation();
 	p->tag = rt_step_tag(p->epoch);
 	p->recv.done = on_recv;
@@ -234,6 +237,27 @@ rt_proc_plan_remove(RtProc *p, const TfgPlan *plan)
 
 /* ----------------------------------------------------------- receive */
 
+/* What a PING body says past its URL: the run of its controller and the
+ * controller's pid (0 when it does not say). */
+static uint64_t
+ping_run(const RtMsg *m, long *pid)
+{
+	char buf[64];
+	size_t n = (size_t)m->h.nbytes, k;
+	unsigned long long run = 0;
+
+	*pid = 0;
+	for (k = 0; k < n && m->body[k] != ' '; k++)
+		;
+	if (k == n || n - k >= sizeof buf)
+		return 0;
+	memcpy(buf, m->body + k, n - k);
+	buf[n - k] = '\0';
+	if (sscanf(buf, " %16llx %ld", &run, pid) != 2)
+		*pid = 0;
+	return run;
+}
+
 /* Whether out (m, decoded), which failed its checks, is a well-formed
  * PING from a controller of another program, with a reply address: a
  * run of another file or other options, which this task tells so
@@ -272,7 +296,7 @@ rt_proc_take(RtProc *p, RtBuf *m)
 	   START of a specialisation this task lost, which gets in to be
 	   answered (rt_wire_check_lost). */
 	if (m->len >= RT_HDR_SIZE)
-		plan = plan_of_locked(p, rt_get_le(m->data + 8, 8));
+		plan = plan_of_locked(p, rt_get_le(m->data + 8, 8) ^ rt_run);
 	if (plan == NULL) {
 		plan = p->plan;
 		lost = plan->generic;
@@ -289,8 +313,23 @@ rt_proc_take(RtProc *p, RtBuf *m)
 				/* said before the lock goes, so before the
 				   refusal it queued can leave (a test reads the
 				   log once the run has it) */
-				fprintf(stderr, "tfgc: error: %s: %s (refused: "
-					"the run is told)\n", p->name, e.msg);
+				long pid;
+				uint64_t run = ping_run(&out, &pid);
+
+				if ((out.h.prog ^ run ^ rt_run) ==
+				    p->plan->hash)
+					fprintf(stderr, "tfgc: warning: %s: "
+						"refused another run of this "
+						"program (its controller: pid "
+						"%ld at %s): this task serves "
+						"%s (refused: the run is told)"
+						"\n", p->name, pid, m->from,
+						rt_run ? "its own run alone" :
+						"runs started with --attach");
+				else
+					fprintf(stderr, "tfgc: error: %s: %s "
+						"(refused: the run is told)\n",
+						p->name, e.msg);
 				pthread_mutex_unlock(&p->mu);
 				return;
 			}
@@ -701,16 +740,62 @@ rt_send_text(RtProc *p, const char *url, int type, uint64_t step,
 void
 rt_body_url(char *buf, const RtMsg *m)
 {
-	size_t n = (size_t)m->h.nbytes;
+	size_t n = (size_t)m->h.nbytes, k;
 
 	buf[0] = '\0';
-	if (n == 0 || n >= RT_URL_MAX)
+	/* a PING's URL is followed by its run and pid */
+	for (k = 0; k < n && m->body[k] != ' '; k++)
+		;
+	if (k == 0 || k >= RT_URL_MAX)
 		return;
 	for (size_t i = 0; i < n; i++)
-		if (m->body[i] <= ' ' || m->body[i] > '~')
+		if (m->body[i] < ' ' || m->body[i] > '~')
 			return;
-	memcpy(buf, m->body, n);
-	buf[n] = '\0';
+	memcpy(buf, m->body, k);
+	buf[k] = '\0';
+}
+
+/* The text refusing m, a PING of another run or another program
+ * (RT_EV_FOREIGN_PING): whose servers these are, and what to do. */
+static int
+refusal_text(const RtProc *p, const RtMsg *m, char *text, size_t size)
+{
+	long pid;
+	uint64_t run = ping_run(m, &pid);
+	/* its program: m->h.prog was decoded in this process's run */
+	uint64_t prog = m->h.prog ^ run ^ rt_run;
+	const char *addr = p->plan->tasks[p->task].addr;
+
+	if (prog != p->plan->hash)
+		return snprintf(text, size, "%s serves another program (plan "
+				"%016llx, the run's %016llx): start the servers "
+				"and the run with the same file, --param, "
+				"--fetch, --feed and --out", p->name,
+				(unsigned long long)p->plan->hash,
+				(unsigned long long)prog);
+	if (rt_run != 0 && run != 0)
+		return snprintf(text, size, "%s: %s is held by another run of "
+				"this program (tfgc run, pid %ld), whose "
+				"servers serve it alone: run this one with "
+				"--free-ports (every task on a free port), "
+				"move the tasks with --addr %s=HOST:PORT, or, "
+				"to share servers between runs, start them "
+				"with tfgc server and run with tfgc run "
+				"--attach", p->name, addr, (long)getppid(),
+				p->name);
+	if (rt_run != 0)
+		return snprintf(text, size, "%s: %s is held by a run of this "
+				"program (tfgc run, pid %ld), whose servers "
+				"serve it alone and stop with it (interrupt "
+				"it, or kill %ld): tfgc run --attach and tfgc "
+				"stop act on servers started with tfgc server",
+				p->name, addr, (long)getppid(),
+				(long)getppid());
+	return snprintf(text, size, "%s: %s is served by a tfgc server of "
+			"this program (pid %ld), which serves runs started "
+			"with tfgc run --attach: add --attach to run on it, "
+			"or --free-ports to start this run's own servers",
+			p->name, addr, (long)getpid());
 }
 
 void
@@ -733,18 +818,14 @@ rt_answer_ping(RtProc *p, const RtMsg *m)
 void
 rt_refuse_ping(RtProc *p, const RtMsg *m)
 {
-	char url[RT_URL_MAX], text[400];
+	char url[RT_URL_MAX], text[600];
 	TfgError e;
 	int n;
 
 	rt_body_url(url, m);
 	if (url[0] == '\0')
 		return;
-	n = snprintf(text, sizeof text, "%s serves another program (plan "
-		     "%016llx, the run's %016llx): start the servers and the "
-		     "run with the same file, --param, --fetch, --feed and "
-		     "--out", p->name, (unsigned long long)p->plan->hash,
-		     (unsigned long long)m->h.prog);
+	n = refusal_text(p, m, text, sizeof text);
 	/* in the run's plan, so that its controller takes it */
 	if (send_text(p, url, m->h.prog, RT_MSG_PONG, 0, RT_PONG_REFUSED, text,
 		      n < (int)sizeof text ? (size_t)n : sizeof text - 1, &e))
@@ -797,6 +878,24 @@ rt_peer_refused(RtProc *p, int task, char *why, size_t n)
 		return 1;
 	}
 	return 0;
+}
+
+int
+rt_peer_absent(RtProc *p, int task, char *why, size_t n)
+{
+	int err = rt_net_peer_dial_err(&p->net, task);
+
+	if (err > 0)
+		snprintf(why, n, "%s", strerror(err));
+	else if (err < 0)
+		snprintf(why, n, "cannot resolve its host");
+	else if (rt_net_peer_up(&p->net, task))
+		snprintf(why, n, "connected, no answer yet");
+	else
+		snprintf(why, n, "connecting");
+	if (err > 0)
+		why[0] = (char)tolower((unsigned char)why[0]);
+	return err;
 }
 
 int

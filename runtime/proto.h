@@ -100,11 +100,12 @@ enum {
 #define RT_SHUTDOWN_QUIET 1
 
 #define RT_WIRE_MAGIC 0x31474654u /* "TFG1" */
-#define RT_WIRE_VERSION 7 /* 2: the last header field is the epoch; 3: a
+#define RT_WIRE_VERSION 8 /* 2: the last header field is the epoch; 3: a
 			     step id carries its client's tag; 4: OUTPUT and
 			     SESSION_END name their session; 5: TRACE; 6: a
 			     large feed follows its START (rt_feed_apart);
-			     7: PROGRESS */
+			     7: PROGRESS; 8: prog xor the run, a
+			     PING names its run and pid */
 #define RT_HDR_SIZE 112
 #define RT_SRC_CONTROLLER 0xffff
 #define RT_MAX_BODY ((uint64_t)1 << 30) /* largest body: 1 GiB */
@@ -140,6 +141,10 @@ typedef struct RtHdr {
 
 /* ------------------------------------------------------------ wire.c */
 
+/* The run this process belongs to (TfgOptions.run; rt_proc_init sets
+ * it): a message's prog on the wire is the program's hash xor it, which
+ * rt_hdr_encode and rt_hdr_decode apply (spec/design.md "Runs"). */
+extern uint64_t rt_run;
 void rt_put_le(unsigned char *p, uint64_t v, int n); /* n bytes */
 uint64_t rt_get_le(const unsigned char *p, int n);
 const char *rt_msg_name(int type); /* "TENSOR", "?" if unknown */
@@ -326,6 +331,12 @@ int rt_peer_gone(RtProc *p, int task);
  * up for longer than the start-up deadline.  A task that is only busy is
  * not lost (spec/design.md "Failures"). */
 int rt_peer_lost(RtProc *p, int task, char *why, size_t n);
+/* Why task is not up yet, in why[n], for a wait that says what it waits
+ * for: "connection refused" (nothing listens at its address), another
+ * connect error, "connected, no answer yet", or "connecting".  Returns
+ * the connect error (an errno; -1: its host did not resolve), 0 when
+ * none. */
+int rt_peer_absent(RtProc *p, int task, char *why, size_t n);
 /* Whether task refused this process's connection for its cluster key
  * (spec/design.md "Cluster keys"), with what to say in why[n]. */
 int rt_peer_refused(RtProc *p, int task, char *why, size_t n);

@@ -738,13 +738,13 @@ tfg_server_main(const TfgPlan *plan, int task, const TfgOptions *opt,
 	rt_url(url, sizeof url, plan->tasks[task].addr);
 	if (rt_proc_open(&s->proc, url, &e) != TFG_OK) {
 		int taken = e.code == TFG_EADDRINUSE && opt->picked_ports;
+		/* tfgc run asks who holds it, and says what to do */
+		int held = e.code == TFG_EADDRINUSE && !taken &&
+			   opt->from_run == 1;
 
 		/* what to do about it (spec §7.1 "The cluster") */
-		if (e.code == TFG_EADDRINUSE && !taken && opt->from_run == 1)
-			fprintf(stderr, "tfgc: error: %s (another process has "
-				"that port: tfgc run --free-ports puts the "
-				"tasks on free ports, or --addr %s=HOST:PORT "
-				"moves this one)\n", e.msg, s->proc.name);
+		if (held)
+			;
 		else if (e.code == TFG_EADDRINUSE && !taken && !opt->from_run)
 			fprintf(stderr, "tfgc: error: %s (another process has "
 				"that port: give this task another with --addr "
@@ -755,7 +755,8 @@ tfg_server_main(const TfgPlan *plan, int task, const TfgOptions *opt,
 			fprintf(stderr, "tfgc: error: %s\n", e.msg);
 		rt_server_free(s);
 		free(s);
-		return taken ? TFG_EXIT_PORT_TAKEN : 1;
+		return taken ? TFG_EXIT_PORT_TAKEN : held ? TFG_EXIT_PORT_HELD
+			     : 1;
 	}
 	/* A generic plan has nothing to compile before its first run. */
 	if (compile && !plan->generic &&

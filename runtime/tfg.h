@@ -681,6 +681,13 @@ typedef struct TfgOptions {
 				   --free-ports), 2 on ports --free-ports
 				   picked; 0: tfgc server (one in use
 				   suggests --addr) */
+	uint64_t run;           /* the run these processes belong to: tfgc
+				   run's random identity for the controller
+				   and the servers it starts, 0 for servers
+				   started to be attached to (tfgc server)
+				   and their controllers.  Every message
+				   carries it (spec/design.md "Runs"), and
+				   a process refuses another run's */
 	TfgSpecialiseFn specialise; /* servers of a generic plan; NULL: such
 				       a plan cannot run */
 	TfgReleaseFn release;   /* frees what specialise made; NULL: kept
@@ -717,6 +724,11 @@ TFG_API int tfg_server_main(const TfgPlan *plan, int task,
  * ran, so that tfgc run picks the ports again (75 is sysexits.h's
  * EX_TEMPFAIL). */
 #define TFG_EXIT_PORT_TAKEN 75
+/* The exit code of a server that tfgc run started on the cluster's own
+ * ports (TfgOptions.from_run 1) whose port is in use: silently, since
+ * tfgc run says who holds it (another run of the program, a server for
+ * attaching, or another process). */
+#define TFG_EXIT_PORT_HELD 76
 
 /* tfgc run: starts `tfgc server` for every task (fork + exec of argv0 with
  * server_args followed by "--job J --task T"), waits until all are up,

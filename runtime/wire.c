@@ -13,11 +13,17 @@
  * that a step costs one message out and one back per remote task, but
  * for large ones, each of which follows its START as a TENSOR of its own
  * (rt_feed_apart) that the receiver reads straight into the part's
- * buffer; PING,
- * RUN_SESSION and SHUTDOWN the URL to reply to; ERROR and SESSION_END a
+ * buffer; RUN_SESSION and SHUTDOWN the URL to reply to, PING the URL,
+ * a space, the controller's run (16 hex digits), a space and its pid; ERROR and SESSION_END a
  * message; OUTPUT text for stdout; SPECIALISE the feeds' shapes, and the
  * DONE answering it the plan hash; RELEASE the plan hash of the
  * specialisation released (runtime/spec.c); ABORT why its step failed.
+ *
+ * prog is the program's hash xor the run's identity, rt_run (TfgOptions.run,
+ * spec/design.md "Runs"): encoding and decoding apply it, so that past
+ * them every prog is the program's hash, and a message of another run of
+ * the same program decodes to another program and is refused as one;
+ * a TENSOR landed straight into a part's buffer is matched on it too.
  *
  * The last field, epoch, is the sending process's incarnation: the wall
  * clock when it started, so that a restarted task is told from the one
@@ -35,6 +41,8 @@
 #include <string.h>
 
 #include "runtime/proto.h"
+
+uint64_t rt_run;
 
 static const char *const msg_names[RT_MSG__N] = {
 	[RT_MSG_PING] = "PING",
@@ -87,7 +95,7 @@ rt_hdr_encode(unsigned char *out, const RtHdr *h)
 	rt_put_le(out + 0, h->magic, 4);
 	rt_put_le(out + 4, h->version, 2);
 	rt_put_le(out + 6, h->type, 2);
-	rt_put_le(out + 8, h->prog, 8);
+	rt_put_le(out + 8, h->prog ^ rt_run, 8);
 	rt_put_le(out + 16, h->step, 8);
 	rt_put_le(out + 24, h->key, 4);
 	rt_put_le(out + 28, h->src, 2);
@@ -105,7 +113,7 @@ rt_hdr_decode(RtHdr *h, const unsigned char *in)
 	h->magic = (uint32_t)rt_get_le(in + 0, 4);
 	h->version = (uint16_t)rt_get_le(in + 4, 2);
 	h->type = (uint16_t)rt_get_le(in + 6, 2);
-	h->prog = rt_get_le(in + 8, 8);
+	h->prog = rt_get_le(in + 8, 8) ^ rt_run;
 	h->step = rt_get_le(in + 16, 8);
 	h->key = (uint32_t)rt_get_le(in + 24, 4);
 	h->src = (uint16_t)rt_get_le(in + 28, 2);

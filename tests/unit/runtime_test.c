@@ -1323,7 +1323,8 @@ t_startup_deadline(void)
 	ctl(&r, "nocome", NULL, 20);
 	ASSERT(r.status != 0);
 	snprintf(want, sizeof want, "tfgc: error: task /job:local/task:1 did "
-		 "not come up within 0.5 s (tcp://127.0.0.1:%s)", r.p1);
+		 "not come up within 0.5 s (tcp://127.0.0.1:%s: connection "
+		 "refused)", r.p1);
 	ASSERT_HAS(r.err, want);
 	ASSERT(r.secs < 5);
 	run_done(&r);
@@ -2187,10 +2188,30 @@ t_stop(void)
 	ASSERT_EQ(r.status, 0);
 	finish(&r, s1, "server1", 5);
 	ASSERT_EQ(r.status, 0);
-	/* Nobody there: reported within the deadline. */
+	/* Nobody there: nothing to stop, said at once, and no error. */
 	ctl(&r, "stop-none", "stop", 10);
+	ASSERT_EQ(r.status, 0);
+	ASSERT_HAS(r.err, "tfgc: no server of this program is running");
+	ASSERT(r.secs < 5);
+	/* Something listens at task 0's address and never answers: an
+	   error at the deadline, naming it; task 1 was not running. */
+	{
+		struct sockaddr_in a;
+		int fd = socket(AF_INET, SOCK_STREAM, 0), one = 1;
+
+		memset(&a, 0, sizeof a);
+		a.sin_family = AF_INET;
+		a.sin_port = htons((uint16_t)atoi(r.p0));
+		a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+		ASSERT(fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof a) ==
+		       0 && listen(fd, 4) == 0);
+		ctl(&r, "stop-none", "stop", 10);
+		close(fd);
+	}
 	ASSERT_EQ(r.status, 1);
 	ASSERT_HAS(r.err, "task /job:local/task:0 did not answer within 0.5 s");
+	ASSERT_HAS(r.err, "/job:local/task:1 was not running");
 	ASSERT(r.secs < 5);
 	run_done(&r);
 }

@@ -87,7 +87,7 @@ t_layout(void)
 	h.key = 0;
 	rt_hdr_encode(buf, &h);
 	ASSERT(memcmp(buf, "TFG1", 4) == 0);
-	ASSERT_EQ(buf[4], 7);     /* version 7: PROGRESS */
+	ASSERT_EQ(buf[4], 8);     /* version 8: the run in prog */
 	ASSERT_EQ(buf[5], 0);
 	ASSERT_EQ(buf[6], RT_MSG_TENSOR);
 	ASSERT_EQ(buf[8], 0x78);  /* prog, little-endian */
@@ -171,7 +171,7 @@ t_bad_header(void)
 	EXPECT_BAD(x, RT_HDR_SIZE + 24, TFG_EPROTO, "127.0.0.1:5555: magic");
 	x = h, x.version = 1; /* whose last field had to be 0 */
 	EXPECT_BAD(x, RT_HDR_SIZE + 24, TFG_EPROTO,
-		   "/job:local/task:0 (127.0.0.1:5555): version 1, expected 7");
+		   "/job:local/task:0 (127.0.0.1:5555): version 1, expected 8");
 	x = h, x.type = 0;
 	EXPECT_BAD(x, RT_HDR_SIZE + 24, TFG_EPROTO, "unknown type 0");
 	x = h, x.type = RT_MSG__N;
@@ -626,10 +626,45 @@ t_epoch(void)
 		   "incarnation (epoch) 0");
 }
 
+/* A run's identity (rt_run) on the wire: prog is the program's hash xor
+ * it, so that a message of one run of a program is a message of another
+ * program to the processes of any other run (spec/design.md "Runs"),
+ * a PING from another run's controller included, and the same run
+ * decodes it as sent. */
+static void
+t_run(void)
+{
+	RtHdr x;
+
+	rt_run = 0x1122334455667788ull;
+	x = tensor_hdr();
+	ASSERT_EQ(check(&x, RT_HDR_SIZE + 24), TFG_OK); /* the same run */
+	ASSERT(got.prog == plan.hash);
+	ASSERT_EQ(buf[8], (0x78 ^ 0x88) & 0xff); /* xor on the wire */
+	rt_hdr_encode(buf, &x);
+	rt_run = 0x1122334455667789ull; /* read by another run */
+	ASSERT_EQ(rt_wire_check(&got, cur, 1, buf, RT_HDR_SIZE + 24,
+				"127.0.0.1:5555", &err), TFG_EPROTO);
+	ASSERT_HAS(err.msg, "bad TENSOR from /job:local/task:0 "
+		   "(127.0.0.1:5555): program");
+	ASSERT(got.prog == (plan.hash ^ 1));
+	rt_run = 0; /* by servers for attaching: refused too */
+	ASSERT_EQ(rt_wire_check(&got, cur, 1, buf, RT_HDR_SIZE + 24,
+				"127.0.0.1:5555", &err), TFG_EPROTO);
+	rt_hdr_init(&x, &plan, RT_MSG_PING, 0, 0, RT_SRC_CONTROLLER, 0, 1);
+	rt_run = 42;
+	rt_hdr_encode(buf, &x);
+	rt_run = 0;
+	ASSERT_EQ(rt_wire_check(&got, cur, 1, buf, RT_HDR_SIZE,
+				"127.0.0.1:5555", &err), TFG_EPROTO);
+	ASSERT_HAS(err.msg, "bad PING from the controller");
+	ASSERT(got.prog == (plan.hash ^ 42));
+}
+
 TEST_MAIN({"layout", t_layout}, {"round_trip", t_round_trip},
 	  {"valid", t_valid}, {"bad_header", t_bad_header},
 	  {"bad_size", t_bad_size}, {"bad_key", t_bad_key},
 	  {"bad_tensor", t_bad_tensor}, {"string", t_string},
 	  {"specialise", t_specialise}, {"release", t_release},
 	  {"lost_start", t_lost_start}, {"abort", t_abort},
-	  {"epoch", t_epoch})
+	  {"epoch", t_epoch}, {"run", t_run})
