@@ -176,16 +176,8 @@ static Token
 lex_bad_number(Lexer *lx, Cursor p, Cursor end)
 {
 	int dot = memchr(p, '.', (size_t)(end - p)) != NULL;
-	if (end[-1] == '.')
-		lex_error(lx, p, end, "expected a digit after '.' in '%.*s'",
-			  (int)(end - p), (const char *)p);
-	else if (*p == '.')
-		lex_error(lx, p, end, "expected a digit before '.' in '%.*s' "
-			  "(write 0%.*s)", (int)(end - p), (const char *)p,
-			  (int)(end - p), (const char *)p);
-	else
-		lex_error(lx, p, end, "invalid number '%.*s'", (int)(end - p),
-			  (const char *)p);
+	lex_error(lx, p, end, "invalid number '%.*s'", (int)(end - p),
+		  (const char *)p);
 	return lex_tok(lx, dot ? TK_FLOAT : TK_INT, p, end);
 }
 
@@ -338,20 +330,17 @@ lex_next(Lexer *lx)
 
 		hex { return lex_int(lx, tok, YYCURSOR); }
 		dec { return lex_int(lx, tok, YYCURSOR); }
-		flt = dec "." dec exp? | dec exp;
+		/* As Python and NumPy write them: `2.5', `1.', `.5', `1e-5',
+		 * `1.e5' (spec §2.6) */
+		flt = dec "." dec exp? | dec "." exp | "." dec exp? | dec exp;
 		num_tail = [a-zA-Z0-9_]+;
 
 		flt { return lex_float(lx, tok, YYCURSOR); }
-		/* A number run into letters, or a dot with no digit after it
-		 * (but `0..3' is a range). */
+		/* `1.': a dot after digits with none after it, but `0..3' is
+		 * a range */
+		dec "." / [^.a-zA-Z0-9_] { return lex_float(lx, tok, YYCURSOR); }
+		/* A number run into letters. */
 		dec "." num_tail | flt num_tail | [0-9] num_tail? {
-			return lex_bad_number(lx, tok, YYCURSOR);
-		}
-		dec "." / [^.a-zA-Z0-9_] {
-			return lex_bad_number(lx, tok, YYCURSOR);
-		}
-		/* `.5': a number needs a digit before its point */
-		"." [0-9] [a-zA-Z0-9_.]* {
 			return lex_bad_number(lx, tok, YYCURSOR);
 		}
 
