@@ -1373,6 +1373,25 @@ expr_node(Checker *c, AstNode *e)
 /* ----------------------------------------------------------- statements */
 
 int
+check_dtype_decl(Checker *c, const AstNode *d, TfgDtype *t)
+{
+	TfgDtype tf;
+
+	if (d->kind != AST_FIELD)
+		return check_dtype_named(d->name, t) < 0 ? -1 : 0;
+	/* tf.float32, np.float32 */
+	if (d->a && d->a->kind == AST_NAME &&
+	    check_dtype_named(d->name, &tf) == 0 && tf != TFG_STRING)
+		diag_error(c->d, d->loc, "write '%s' for TF's dtype '%s.%s' "
+			   "(tfg's dtypes: bool, u8, i32, i64, f32, f64)",
+			   tfg_dtype_name(tf), d->a->name, d->name);
+	else
+		diag_error(c->d, d->loc, "a dtype is one of bool, u8, i32, "
+			   "i64, f32 and f64, not '%s'", d->name);
+	return -2;
+}
+
+int
 check_dtype_named(const char *s, TfgDtype *t)
 {
 	/* TF's spellings (spec §5.1 "Dtypes") */
@@ -1516,9 +1535,11 @@ make_input(Checker *c, AstNode *s)
 	TfgDtype t;
 	TfgShape sh;
 	double numel = 1;
-	int zero = 0;
+	int zero = 0, rc;
 
-	if (check_dtype_named(s->a->name, &t) < 0) {
+	if ((rc = check_dtype_decl(c, s->a, &t)) == -2)
+		return NULL;
+	if (rc < 0) {
 		diag_error(c->d, s->a->loc,
 			   "unknown dtype '%s' (expected bool, u8, i32, i64, "
 			   "f32 or f64)",

@@ -368,6 +368,10 @@ int check_operands(Checker *c, AstNode *e, int op_tk, const char *name,
 		   TfgDtype *t, TfgShape *s);
 int check_static_int(Checker *c, AstNode *e, int64_t *v);
 int check_dtype_named(const char *s, TfgDtype *t);
+/* A declaration's dtype node (an input's or a var's): 0 with *t, -1 for
+ * an unknown name (the caller says so), -2 for TF's spelling
+ * (tf.float32, an AST_FIELD), reported with what to write. */
+int check_dtype_decl(Checker *c, const AstNode *d, TfgDtype *t);
 TfgDtype check_lit_default(Lit l);
 IrNode *check_lit_node(Checker *c, AstNode *e, Lit l, TfgDtype t);
 /* Checks the arguments of a call that is not a graph function

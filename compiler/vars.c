@@ -64,11 +64,14 @@ input_of(Checker *c, IrNode *x)
 static int
 declared_type(Checker *c, AstNode *s, TfgDtype *t, TfgShape *sh)
 {
-	if (check_dtype_named(s->b->name, t) < 0 || *t == TFG_STRING) {
+	int rc = check_dtype_decl(c, s->b, t);
+
+	if (rc == -2)
+		return -1;
+	if (rc < 0 || *t == TFG_STRING) {
 		diag_error(c->d, s->b->loc, "%s dtype '%s' for a variable "
 			   "(expected bool, u8, i32, i64, f32 or f64)",
-			   *t == TFG_STRING ? "no string" : "unknown",
-			   s->b->name);
+			   rc < 0 ? "unknown" : "no string", s->b->name);
 		return -1;
 	}
 	if (s->n > TFG_MAX_RANK) {

@@ -228,12 +228,12 @@ stmt(A) ::= IDENT(N) ASSIGN expr(E). {
 	A->name = tok_name(ps, &N);
 	A->a = E;
 }
-stmt(A) ::= INPUT(K) IDENT(N) COLON name(T). {
+stmt(A) ::= INPUT(K) IDENT(N) COLON tname(T). {
 	A = ast_new(ps->arena, AST_INPUT, loc_span(K.loc, T->loc), &N);
 	A->name = tok_name(ps, &N);
 	A->a = T;
 }
-stmt(A) ::= INPUT(K) IDENT(N) COLON name(T) LBRACKET dims(D) RBRACKET(R). {
+stmt(A) ::= INPUT(K) IDENT(N) COLON tname(T) LBRACKET dims(D) RBRACKET(R). {
 	A = ast_new(ps->arena, AST_INPUT, loc_span(K.loc, R.loc), &N);
 	A->name = tok_name(ps, &N);
 	A->a = T;
@@ -250,10 +250,10 @@ stmt(A) ::= IDENT(K) IDENT(N) ASSIGN expr(E). {
 		A = var_stmt(ps, &K, &N, NULL, NULL, 0, E);
 	}
 }
-stmt(A) ::= IDENT(K) IDENT(N) COLON name(T) ASSIGN expr(E). {
+stmt(A) ::= IDENT(K) IDENT(N) COLON tname(T) ASSIGN expr(E). {
 	A = var_stmt(ps, &K, &N, T, NULL, 0, E);
 }
-stmt(A) ::= IDENT(K) IDENT(N) COLON name(T) LBRACKET dims(D) RBRACKET
+stmt(A) ::= IDENT(K) IDENT(N) COLON tname(T) LBRACKET dims(D) RBRACKET
 	    ASSIGN expr(E). {
 	A = var_stmt(ps, &K, &N, T, D, 1, E);
 }
@@ -324,6 +324,18 @@ dims(A) ::= dimlist(L). { A = L; }
 dimlist(A) ::= dim(I). { A = add(ps, scratch(ps), I); }
 dimlist(A) ::= dimlist(L) COMMA dim(I). { A = add(ps, L, I); }
 dim(A) ::= int(I). { A = I; }
+/* TF's None, or a name: reported here, and taken as `?' so that nothing
+   else is said of it */
+dim(A) ::= IDENT(T). {
+	if (T.len == 4 && memcmp(T.p, "None", 4) == 0)
+		diag_error(ps->d, T.loc, "write '?' for a dim of any size "
+			   "('None' is TF's spelling)");
+	else
+		diag_error(ps->d, T.loc, "a dim is a number, or '?' for any "
+			   "size, not '%.*s'", (int)T.len, T.p);
+	A = ast_new(ps->arena, AST_INT, T.loc, &T);
+	A->ival = -1;
+}
 /* An unknown dim (spec §4.3 "Inputs"): an AST_INT with ival -1, fixed by
    --shape or by the feed. */
 dim(A) ::= QUESTION(T). {
@@ -547,3 +559,11 @@ string(A) ::= STRING(T). {
 	A->ival = (int64_t)len;
 }
 name(A) ::= IDENT(T). { A = name_node(ps, &T); }
+/* A declaration's dtype: a name, or TF's `tf.float32', an AST_FIELD that
+   the checker tells what to write instead (check_dtype_decl). */
+tname(A) ::= name(T). { A = T; }
+tname(A) ::= name(T) DOT IDENT(N). {
+	A = ast_new(ps->arena, AST_FIELD, loc_span(T->loc, N.loc), &N);
+	A->a = T;
+	A->name = tok_name(ps, &N);
+}
