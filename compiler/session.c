@@ -55,7 +55,7 @@ const_expr(Checker *c, SrcLoc loc, TfgDtype t, const TfgShape *s,
 static int
 is_str(const RtExpr *x)
 {
-	return x->kind == RT_E_STR ||
+	return x->kind == RT_E_STR || x->kind == RT_E_FORMAT ||
 	       (x->kind == RT_E_ADD && (is_str(x->args[0]) ||
 					is_str(x->args[1])));
 }
@@ -394,9 +394,33 @@ statement_call(const char *name)
 	       strcmp(name, "progress") == 0 || strcmp(name, "record") == 0;
 }
 
+/* val formatted by fmt (spec §8.5 "Formatting"): printf-style (`"%.3f"
+ * % x`) or a format spec (format(x, ".3f")); a format the compiler
+ * knows is checked now, at f. */
+static RtExpr *
+format_expr(Checker *c, AstNode *f, RtExpr *fmt, RtExpr *val,
+	    int printf_style)
+{
+	char why[300];
+	RtExpr *x;
+
+	if (fmt->kind == RT_E_STR &&
+	    tfg_format_check(fmt->str, printf_style, why, sizeof why) < 0) {
+		diag_error(c->d, ast_extent(f), "format '%s': %s", fmt->str,
+			   why);
+		return NULL;
+	}
+	x = new_expr(c, RT_E_FORMAT, f->loc, 2);
+	x->args[0] = fmt;
+	x->args[1] = val;
+	x->slot = printf_style;
+	return x;
+}
+
 /* What a session may call (spec §6.7 "Calls"). */
 static const char *const session_fns[] = {
-	"run", "load", "len", "now", "exists", "uninitialized", "initialize",
+	"run", "load", "len", "now", "exists", "format", "uninitialized",
+	"initialize",
 	"wait_initialized", "sleep", "save", "save_every", "restore",
 	"batches", "progress", "record"};
 enum { NSESSION_FNS = sizeof session_fns / sizeof *session_fns };
@@ -444,6 +468,34 @@ call_session(Checker *c, AstNode *e)
 			return NULL;
 		}
 		return x;
+	}
+	if (strcmp(e->name, "format") == 0) { /* Python's format() */
+		AstNode *v = e->n >= 1 ? e->list[0] : NULL;
+		AstNode *f = e->n == 2 ? e->list[1] : NULL;
+		RtExpr *val, *spec;
+
+		if (e->n < 1 || e->n > 2 || e->b ||
+		    v->kind == AST_KWARG || (f && f->kind == AST_KWARG)) {
+			diag_error(c->d, e->loc, "format() takes a value and a "
+				   "format spec: format(x, \".3f\")");
+			return NULL;
+		}
+		if (!(val = sexpr(c, v)))
+			return NULL;
+		if (f) {
+			if (!(spec = sexpr(c, f)))
+				return NULL;
+			if (!may_be_str(spec)) {
+				diag_error(c->d, ast_extent(f), "format()'s "
+					   "spec is a string: format(x, "
+					   "\".3f\")");
+				return NULL;
+			}
+		} else {
+			spec = new_expr(c, RT_E_STR, e->loc, 0);
+			spec->str = "";
+		}
+		return format_expr(c, f ? f : e, spec, val, 0);
 	}
 	if (strcmp(e->name, "now") == 0) {
 		if (e->n != 0 || e->b) {
@@ -673,7 +725,8 @@ sexpr(Checker *c, AstNode *e)
 	static const RtExprKind ops[] = {[TK_PLUS] = RT_E_ADD,
 					 [TK_MINUS] = RT_E_SUB,
 					 [TK_STAR] = RT_E_MUL,
-					 [TK_SLASH] = RT_E_DIV};
+					 [TK_SLASH] = RT_E_DIV,
+					 [TK_PERCENT] = RT_E_MOD};
 	TfgShape s = {0, {0}};
 	Lit l = check_lit_of(e);
 	RtExpr *x, *a, *b;
@@ -727,7 +780,7 @@ sexpr(Checker *c, AstNode *e)
 	case AST_BINARY:
 		if (check_is_compare(e->op))
 			return compare(c, e);
-		if (e->op == TK_PERCENT || e->op == TK_AT) {
+		if (e->op == TK_AT) {
 			diag_error(c->d, e->loc, "operator '%s' is not "
 				   "available in session expressions",
 				   check_op_spelling(e->op));
@@ -735,10 +788,15 @@ sexpr(Checker *c, AstNode *e)
 		}
 		a = sexpr(c, e->a);
 		b = sexpr(c, e->b);
+		/* "%.3f ms" % x: Python's formatting (spec §8.5) */
+		if (a && b && e->op == TK_PERCENT && is_str(a))
+			return format_expr(c, e->a, a, b, 1);
 		if (a && b && e->op == TK_PLUS && (is_str(a) || is_str(b)) &&
 		    may_be_str(a) && may_be_str(b))
 			return join(c, e, a, b);
-		if (!a || !b || scalar_operand(c, e->a, a) < 0 ||
+		if (!a || !b ||
+		    (!(e->op == TK_PERCENT && a->kind == RT_E_VAR) &&
+		     scalar_operand(c, e->a, a) < 0) ||
 		    scalar_operand(c, e->b, b) < 0)
 			return NULL;
 		x = new_expr(c, ops[e->op], e->loc, 2);

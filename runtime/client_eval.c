@@ -9,6 +9,7 @@
  * prints nothing and changes no state of the session, save through the
  * run(...) it hands to client_run.c (rt_sess_eval_run).
  */
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -200,8 +201,24 @@ rt_cval_what(char *buf, size_t n, const CVal *v)
 
 static const char *const op_names[] = {
 	[RT_E_NEG] = "-", [RT_E_ADD] = "+", [RT_E_SUB] = "-",
-	[RT_E_MUL] = "*", [RT_E_DIV] = "/",
+	[RT_E_MUL] = "*", [RT_E_DIV] = "/", [RT_E_MOD] = "%",
 };
+
+static tfg_status format_vals(Sess *ss, const RtExpr *x, CVal a[2],
+			      int printf_style, CVal *v);
+
+/* NumPy's floating remainder (spec §6.3): fmod, moved to b's sign. */
+static double
+float_mod(double a, double b)
+{
+	double r = fmod(a, b);
+
+	if (r != 0 && (r < 0) != (b < 0))
+		r += b;
+	else if (r == 0)
+		r = copysign(0.0, b);
+	return r;
+}
 
 /* a + b of two strings: the two joined
  * (spec §8.5 "Session expressions"); they are freed. */
@@ -243,6 +260,9 @@ eval_arith(Sess *ss, const RtExpr *x, CVal *v)
 		rt_sess_one_fetch(&a[i]);
 		if (x->kind == RT_E_ADD && a[i].kind == CV_STR)
 			continue; /* checked below */
+		/* a let's string % a value: Python's formatting */
+		if (x->kind == RT_E_MOD && a[0].kind == CV_STR)
+			continue;
 		if (a[i].kind != CV_TENSOR || a[i].t->shape.rank != 0 ||
 		    a[i].t->dtype == TFG_BOOL || a[i].t->dtype == TFG_STRING)
 			st = rt_sess_fail(ss, x->where, TFG_ESHAPE,
@@ -254,6 +274,8 @@ eval_arith(Sess *ss, const RtExpr *x, CVal *v)
 							   a[i].t->dtype,
 							   &a[i].t->shape));
 	}
+	if (st == TFG_OK && x->kind == RT_E_MOD && a[0].kind == CV_STR)
+		return format_vals(ss, x, a, 1, v);
 	if (st == TFG_OK && (a[0].kind == CV_STR || a[1].kind == CV_STR)) {
 		if (a[0].kind == CV_STR && a[1].kind == CV_STR)
 			return join(ss, x, a, v);
@@ -277,7 +299,8 @@ eval_arith(Sess *ss, const RtExpr *x, CVal *v)
 			double r = x->kind == RT_E_NEG ? -p :
 				   x->kind == RT_E_ADD ? p + q :
 				   x->kind == RT_E_SUB ? p - q :
-				   x->kind == RT_E_MUL ? p * q : p / q;
+				   x->kind == RT_E_MUL ? p * q :
+				   x->kind == RT_E_MOD ? float_mod(p, q) : p / q;
 
 			if (rt == TFG_F32)
 				r = (float)r;
@@ -290,6 +313,8 @@ eval_arith(Sess *ss, const RtExpr *x, CVal *v)
 				    x->kind == RT_E_ADD ? (int64_t)(up + uq) :
 				    x->kind == RT_E_SUB ? (int64_t)(up - uq) :
 				    x->kind == RT_E_MUL ? (int64_t)(up * uq) :
+				    x->kind == RT_E_MOD ?
+				    tfg_int_mod(p, q, rt == TFG_I32 ? 32 : 64) :
 				    tfg_int_div(p, q, rt == TFG_I32 ? 32
 							    : 64);
 
@@ -511,6 +536,56 @@ eval_load(Sess *ss, const RtExpr *x, CVal *v)
 	return st;
 }
 
+/* args[1] formatted by args[0] (spec §8.5 "Formatting"): a string. */
+static tfg_status
+eval_format(Sess *ss, const RtExpr *x, CVal *v)
+{
+	CVal a[2] = {{0}, {0}};
+	tfg_status st = TFG_OK;
+
+	if (x->nargs != 2)
+		return rt_sess_fail(ss, x->where, TFG_EINVAL,
+				    "malformed format");
+	for (int i = 0; i < 2 && st == TFG_OK; i++)
+		if ((st = rt_sess_eval(ss, x->args[i], &a[i])) == TFG_OK)
+			rt_sess_one_fetch(&a[i]);
+	if (st != TFG_OK) {
+		rt_cval_free(&a[0]);
+		rt_cval_free(&a[1]);
+		return st;
+	}
+	return format_vals(ss, x, a, x->slot == 1, v);
+}
+
+/* a[1] formatted by a[0] (printf-style or a format spec) into v; a is
+ * freed. */
+static tfg_status
+format_vals(Sess *ss, const RtExpr *x, CVal a[2], int printf_style,
+	    CVal *v)
+{
+	tfg_status st = TFG_OK;
+	char why[300], *s = NULL;
+
+	if (a[0].kind != CV_STR)
+		st = rt_sess_fail(ss, x->where, TFG_EDTYPE, "a format is a "
+				  "string");
+	else if (st == TFG_OK && a[1].kind != CV_STR &&
+		 a[1].kind != CV_TENSOR)
+		st = rt_sess_fail(ss, x->where, TFG_ESHAPE, "a format takes "
+				  "one value, not a list of them");
+	else if (st == TFG_OK &&
+		 (s = tfg_format_value(a[0].str, printf_style,
+				       a[1].kind == CV_TENSOR ? a[1].t : NULL,
+				       a[1].kind == CV_STR ? a[1].str : NULL,
+				       why, sizeof why)) == NULL)
+		st = rt_sess_fail(ss, x->where, TFG_EINVAL, "format '%s': %s",
+				  a[0].str, why);
+	if (st == TFG_OK)
+		v->kind = CV_STR, v->str = s, v->own = 1;
+	rt_cval_free(&a[0]);
+	rt_cval_free(&a[1]);
+	return st;
+}
 
 tfg_status
 rt_sess_eval(Sess *ss, const RtExpr *x, CVal *v)
@@ -539,7 +614,10 @@ rt_sess_eval(Sess *ss, const RtExpr *x, CVal *v)
 	case RT_E_SUB:
 	case RT_E_MUL:
 	case RT_E_DIV:
+	case RT_E_MOD:
 		return eval_arith(ss, x, v);
+	case RT_E_FORMAT:
+		return eval_format(ss, x, v);
 	case RT_E_EQ:
 	case RT_E_NE:
 	case RT_E_LT:

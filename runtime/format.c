@@ -791,3 +791,344 @@ rt_format(FILE *f, const RtTensor *t)
 	fputs(s, f);
 	free(s);
 }
+
+/* ------------------------------------------- format() and '%' of a session */
+
+/* One directive, Python's: printf-style ("%-8.3f") or a format spec
+ * ("<8.3f"), both read into this (spec §8.5 "Formatting"). */
+typedef struct Directive {
+	char fill, align; /* align: '<', '>', '^', '=' (after the sign), or
+			     0: the kind's default */
+	char sign;        /* '+', ' ', or 0 */
+	int alt;          /* '#' */
+	int width, prec;  /* -1: none */
+	char type;        /* d i o x X e E f F g G s r %, or 0 (format():
+			     as print() shows it) */
+} Directive;
+
+#define DIR_TYPES "dioxXeEfFgGsr%"
+
+static int
+dir_digits(const char **p)
+{
+	long v = 0;
+
+	if (**p < '0' || **p > '9')
+		return -1;
+	while (**p >= '0' && **p <= '9') {
+		v = v * 10 + (**p - '0');
+		if (v > 1000)
+			v = 1001; /* refused by the caller */
+		(*p)++;
+	}
+	return (int)v;
+}
+
+/* Reads the printf-style directive after a '%' at *p (advanced past
+ * it); 0, or -1 with why. */
+static int
+dir_printf(const char **p, Directive *d, char *why, size_t n)
+{
+	const char *s = *p;
+
+	memset(d, 0, sizeof *d);
+	d->fill = ' ', d->width = d->prec = -1;
+	for (;; s++) {
+		if (*s == '-')
+			d->align = '<';
+		else if (*s == '+')
+			d->sign = '+';
+		else if (*s == ' ' && d->sign != '+')
+			d->sign = ' ';
+		else if (*s == ' ')
+			;
+		else if (*s == '0')
+			d->fill = '0';
+		else if (*s == '#')
+			d->alt = 1;
+		else
+			break;
+	}
+	d->width = dir_digits(&s);
+	if (*s == '.') {
+		s++;
+		if ((d->prec = dir_digits(&s)) < 0)
+			d->prec = 0;
+	}
+	if (*s == '\0' || !strchr(DIR_TYPES, *s)) {
+		snprintf(why, n, "%s conversion%s%c%s (supported: %%d %%i %%o "
+			 "%%x %%X %%e %%E %%f %%F %%g %%G %%s %%r %%%%, with "
+			 "flags - + space 0 #, a width and a .precision)",
+			 *s ? "unknown" : "a directive without its",
+			 *s ? " '" : "", *s ? *s : ' ', *s ? "'" : "");
+		return -1;
+	}
+	if (d->width > 1000 || d->prec > 1000) {
+		snprintf(why, n, "a width or precision over 1000");
+		return -1;
+	}
+	d->type = *s == 'i' ? 'd' : *s;
+	if (d->fill == '0' && d->align == '<')
+		d->fill = ' ';
+	*p = s + 1;
+	return 0;
+}
+
+/* Reads a format spec, all of s; 0, or -1 with why. */
+static int
+dir_spec(const char *s, Directive *d, char *why, size_t n)
+{
+	memset(d, 0, sizeof *d);
+	d->fill = ' ', d->width = d->prec = -1;
+	if (s[0] && s[1] && strchr("<>^=", s[1])) {
+		d->fill = s[0], d->align = s[1], s += 2;
+	} else if (s[0] && strchr("<>^=", s[0])) {
+		d->align = s[0], s++;
+	}
+	if (*s == '+' || *s == '-' || *s == ' ')
+		d->sign = *s == '-' ? 0 : *s, s++;
+	if (*s == '#')
+		d->alt = 1, s++;
+	if (*s == '0' && !d->align)
+		d->fill = '0', d->align = '=', s++;
+	if (*s >= '0' && *s <= '9')
+		d->width = dir_digits(&s);
+	if (*s == '.') {
+		s++;
+		if ((d->prec = dir_digits(&s)) < 0) {
+			snprintf(why, n, "'.' without a precision after it");
+			return -1;
+		}
+	}
+	if (*s && strchr("dxXoeEfFgGs%", *s) && s[1] == '\0')
+		d->type = *s;
+	else if (*s) {
+		snprintf(why, n, "'%s' is not understood here (supported: "
+			 "[[fill]align][sign][#][0][width][.precision][type], "
+			 "align one of < > ^ =, type one of d x X o e E f F g G "
+			 "s %%)", s);
+		return -1;
+	}
+	if (d->width > 1000 || d->prec > 1000) {
+		snprintf(why, n, "a width or precision over 1000");
+		return -1;
+	}
+	return 0;
+}
+
+/* The value, one of: a tensor (t) or a string (str). */
+static int
+val_is_str(const RtTensor *t, const char *str)
+{
+	return str || (t && t->dtype == TFG_STRING && t->shape.rank == 0);
+}
+
+/* Appends d applied to the value, or -1 with why. */
+static int
+dir_apply(Sb *b, const Directive *d, const RtTensor *t, const char *str,
+	  int printf_style, char *why, size_t n)
+{
+	char body[1200], num[1100], cf[16];
+	const char *sign = "";
+	char *own = NULL;
+	int isnum = !val_is_str(t, str) && t && t->shape.rank == 0,
+	    isint = isnum && t->dtype != TFG_F32 && t->dtype != TFG_F64,
+	    prec = d->prec;
+	size_t blen, pad;
+	char align = d->align;
+
+	if (d->type == 0 || d->type == 's' || d->type == 'r') {
+		const char *text = str;
+
+		if (!str && t && d->type == 0 && d->prec >= 0 && isnum &&
+		    !isint)
+			goto number; /* format(x, ".3"): 'g' */
+		if (!str)
+			text = own = t ? rt_format_str(t) : NULL;
+		if (text == NULL) {
+			snprintf(why, n, "out of memory");
+			return -1;
+		}
+		blen = strlen(text);
+		if (d->prec >= 0 && (size_t)d->prec < blen)
+			blen = (size_t)d->prec;
+		if (blen >= sizeof body)
+			blen = sizeof body - 1;
+		memcpy(body, text, blen);
+		body[blen] = '\0';
+		free(own);
+		if (!align)
+			align = printf_style || !isnum ? (printf_style ? '>' :
+							  '<') : '>';
+		goto pad;
+	}
+number:
+	if (!isnum) {
+		snprintf(why, n, "'%c' formats a number, not %s", d->type ? d->type
+			 : 'g', val_is_str(t, str) ? "a string" : "a tensor of "
+			 "rank 1 or more");
+		return -1;
+	}
+	{
+		double x = isint ? (double)fmt_get_i(t, 0) : fmt_get_f(t, 0);
+		long long v = isint ? fmt_get_i(t, 0) : 0;
+		char type = d->type ? d->type : 'g';
+
+		if (t->dtype == TFG_BOOL)
+			x = v = *(const unsigned char *)t->data != 0;
+		if (strchr("dxXo", type)) {
+			unsigned long long u;
+
+			if (!isint && !printf_style) {
+				snprintf(why, n, "'%c' formats an integer, not a "
+					 "float (use '.0f', or \"%%d\" %% x, "
+					 "which truncates it)", type);
+				return -1;
+			}
+			if (!isint) {
+				if (!isfinite(x) || fabs(x) >= 9.2e18) {
+					snprintf(why, n, "%g has no integer value",
+						 x);
+					return -1;
+				}
+				v = (long long)x; /* Python truncates */
+			}
+			u = v < 0 ? 0ull - (unsigned long long)v
+				  : (unsigned long long)v;
+			snprintf(num, sizeof num, type == 'd' ? "%llu" :
+				 type == 'o' ? "%llo" : type == 'x' ? "%llx" :
+				 "%llX", u);
+			sign = v < 0 ? "-" : d->sign == '+' ? "+" :
+			       d->sign == ' ' ? " " : "";
+			if (d->alt && type != 'd')
+				sign = v < 0 ? (type == 'o' ? "-0o" : type ==
+						'x' ? "-0x" : "-0X")
+				     : (type == 'o' ? "0o" : type == 'x' ? "0x"
+							      : "0X");
+		} else {
+			double y = type == '%' ? x * 100 : x;
+
+			if (prec < 0)
+				prec = 6;
+			snprintf(cf, sizeof cf, "%%%s.*%c", d->alt ? "#" : "",
+				 type == '%' ? 'f' : type);
+			snprintf(num, sizeof num, cf, prec, fabs(y));
+			if (isnan(y))
+				snprintf(num, sizeof num, "%s",
+					 strchr("EFG", type) ? "NAN" : "nan");
+			if (type == '%')
+				strcat(num, "%");
+			sign = signbit(y) && !isnan(y) ? "-" : d->sign == '+' ?
+			       "+" : d->sign == ' ' ? " " : "";
+		}
+		if (!align)
+			align = d->fill == '0' ? '=' : '>';
+		if (align == '=') {
+			size_t w = strlen(sign) + strlen(num);
+
+			sb_puts(b, sign);
+			for (pad = w; d->width > 0 && pad < (size_t)d->width;
+			     pad++)
+				sb_putn(b, &d->fill, 1);
+			sb_puts(b, num);
+			return 0;
+		}
+		snprintf(body, sizeof body, "%s%s", sign, num);
+	}
+pad:
+	blen = strlen(body);
+	pad = d->width > 0 && (size_t)d->width > blen
+		      ? (size_t)d->width - blen : 0;
+	for (size_t i = 0; i < (align == '<' ? 0 : align == '^' ? pad / 2
+						  : pad); i++)
+		sb_putn(b, &d->fill, 1);
+	sb_puts(b, body);
+	for (size_t i = 0; i < (align == '<' ? pad : align == '^' ?
+				pad - pad / 2 : 0); i++)
+		sb_putn(b, &d->fill, 1);
+	return 0;
+}
+
+/* The directives of printf-style fmt that take a value ("%%" takes
+ * none): their count, or -1 with why. */
+static int
+printf_walk(const char *fmt, Sb *b, const RtTensor *t, const char *str,
+	    char *why, size_t n)
+{
+	int count = 0;
+
+	for (const char *p = fmt; *p;) {
+		const char *q = strchr(p, '%');
+		Directive d;
+
+		if (q == NULL) {
+			if (b)
+				sb_puts(b, p);
+			break;
+		}
+		if (b)
+			sb_putn(b, p, (size_t)(q - p));
+		if (q[1] == '%') {
+			if (b)
+				sb_puts(b, "%");
+			p = q + 2;
+			continue;
+		}
+		p = q + 1;
+		if (dir_printf(&p, &d, why, n) < 0)
+			return -1;
+		if (d.type == '%') {
+			snprintf(why, n, "'%%%%' is a percent sign; a directive "
+				 "ends with its conversion");
+			return -1;
+		}
+		if (++count == 1 && b &&
+		    dir_apply(b, &d, t, str, 1, why, n) < 0)
+			return -1;
+	}
+	if (count != 1) {
+		snprintf(why, n, count == 0 ? "it has no directive for the "
+			 "value (%%d, %%.3f, %%s, ...)" : "it has %d directives, "
+			 "and '%%' of a session formats one value (join the "
+			 "pieces with +)", count);
+		return -1;
+	}
+	return count;
+}
+
+TFG_API int
+tfg_format_check(const char *fmt, int printf_style, char *why, size_t n)
+{
+	Directive d;
+
+	return printf_style ? (printf_walk(fmt, NULL, NULL, NULL, why, n) < 0
+			       ? -1 : 0)
+			    : dir_spec(fmt, &d, why, n);
+}
+
+TFG_API char *
+tfg_format_value(const char *fmt, int printf_style, const RtTensor *t,
+		 const char *str, char *why, size_t n)
+{
+	Sb b = {0};
+	Directive d;
+	int rc;
+
+	if (t && (t->dtype == TFG_STRING &&
+		  tfg_string_check(t->data, t->nbytes,
+				   tfg_shape_numel(&t->shape)))) {
+		snprintf(why, n, "an invalid string tensor");
+		return NULL;
+	}
+	rc = printf_style ? printf_walk(fmt, &b, t, str, why, n)
+			  : dir_spec(fmt, &d, why, n) < 0 ? -1
+			  : dir_apply(&b, &d, t, str, 0, why, n);
+	sb_putn(&b, "", 0);
+	if (rc < 0 || b.oom) {
+		if (rc >= 0)
+			snprintf(why, n, "out of memory");
+		free(b.p);
+		return NULL;
+	}
+	return b.p;
+}

@@ -496,7 +496,7 @@ get_expr(Rd *r)
 	}
 	if ((x = take(r, sizeof *x)) == NULL)
 		return NULL;
-	if ((kind = get_u8(r)) > RT_E_EXISTS)
+	if ((kind = get_u8(r)) > RT_E_FORMAT)
 		bad(r, "an expression's kind is unknown");
 	x->kind = (RtExprKind)kind;
 	x->where = get_str(r);

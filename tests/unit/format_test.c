@@ -572,4 +572,105 @@ t_strings(void)
 	ASSERT_EQ(bad_cases, 0);
 }
 
-TEST_MAIN({"numpy", t_numpy}, {"stream", t_stream}, {"strings", t_strings})
+/* Python's formatting of one value (spec §8.5 "Formatting"): each
+ * expected string is what Python 3 printed for the same format and value
+ * ('%' when printf is 1, format() when 0). */
+static const struct {
+	const char *fmt;
+	int printf;
+	TfgDtype dtype;
+	double v;
+	const char *str;
+	const char *want;
+} pycases[] = {
+	{"%.3f ms", 1, TFG_F64, 3.936755657196045, NULL, "3.937 ms"},
+	{"%5d|", 1, TFG_I64, 42, NULL, "   42|"},
+	{"%-5d|", 1, TFG_I64, -42, NULL, "-42  |"},
+	{"%05d", 1, TFG_I64, -42, NULL, "-0042"},
+	{"%+d", 1, TFG_I64, 42, NULL, "+42"},
+	{"% d", 1, TFG_I64, 42, NULL, " 42"},
+	{"%x", 1, TFG_I64, 255, NULL, "ff"},
+	{"%#X", 1, TFG_I64, 255, NULL, "0XFF"},
+	{"%#o", 1, TFG_I64, 8, NULL, "0o10"},
+	{"%x", 1, TFG_I64, -255, NULL, "-ff"},
+	{"%d", 1, TFG_F64, 3.9, NULL, "3"},
+	{"%d", 1, TFG_F64, -3.9, NULL, "-3"},
+	{"%.1e", 1, TFG_F64, 12345.678, NULL, "1.2e+04"},
+	{"%g", 1, TFG_F64, 1e-07, NULL, "1e-07"},
+	{"%10.4g|", 1, TFG_F64, 3.141592653589793, NULL, "     3.142|"},
+	{"%E", 1, TFG_F64, INFINITY, NULL, "INF"},
+	{"%f", 1, TFG_F64, NAN, NULL, "nan"},
+	{"%+.2f", 1, TFG_F64, -0.0, NULL, "-0.00"},
+	{"100%% of %d", 1, TFG_I64, 7, NULL, "100% of 7"},
+	{"[%8.3f]", 1, TFG_F32, 0.1, NULL, "[   0.100]"},
+	{"%-8s|", 1, TFG_STRING, 0, "ab", "ab      |"},
+	{"%.2s", 1, TFG_STRING, 0, "abc", "ab"},
+	{"%s", 1, TFG_F64, 0.1, NULL, "0.1"},
+	{"%r", 1, TFG_I64, 5, NULL, "5"},
+	{".2f", 0, TFG_F64, 3.14159, NULL, "3.14"},
+	{">10.1f", 0, TFG_F64, 3.14159, NULL, "       3.1"},
+	{"<8d", 0, TFG_I64, 42, NULL, "42      "},
+	{"^9", 0, TFG_I64, 7, NULL, "    7    "},
+	{"*^9", 0, TFG_I64, 7, NULL, "****7****"},
+	{"08.2f", 0, TFG_F64, -3.5, NULL, "-0003.50"},
+	{"+.3e", 0, TFG_F64, 12345.678, NULL, "+1.235e+04"},
+	{".1%", 0, TFG_F64, 0.256, NULL, "25.6%"},
+	{"", 0, TFG_F64, 0.1, NULL, "0.1"},
+	{"", 0, TFG_STRING, 0, "abc", "abc"},
+	{">5", 0, TFG_STRING, 0, "ab", "   ab"},
+	{"x", 0, TFG_I64, 255, NULL, "ff"},
+	{"#x", 0, TFG_I64, 255, NULL, "0xff"},
+	{".3", 0, TFG_F64, 3.14159, NULL, "3.14"},
+	{"=+8d", 0, TFG_I64, 42, NULL, "+     42"},
+	{"G", 0, TFG_F64, 1e+20, NULL, "1E+20"},
+	{"5", 0, TFG_I64, 3, NULL, "    3"},
+};
+
+static void
+t_pyformat(void)
+{
+	char why[300];
+
+	for (size_t i = 0; i < sizeof pycases / sizeof *pycases; i++) {
+		TfgShape s = {0, {0}};
+		RtTensor *t = NULL;
+		char *got;
+
+		if (pycases[i].dtype != TFG_STRING) {
+			ASSERT_EQ(rt_tensor_new(&t, pycases[i].dtype, &s),
+				  TFG_OK);
+			if (pycases[i].dtype == TFG_F64)
+				*(double *)t->data = pycases[i].v;
+			else if (pycases[i].dtype == TFG_F32)
+				*(float *)t->data = (float)pycases[i].v;
+			else
+				*(int64_t *)t->data = (int64_t)pycases[i].v;
+		}
+		got = tfg_format_value(pycases[i].fmt, pycases[i].printf, t,
+				       pycases[i].str, why, sizeof why);
+		if (got == NULL || strcmp(got, pycases[i].want) != 0)
+			TEST_FAIL_("'%s' of case %zu: got '%s' (%s), want '%s'",
+				   pycases[i].fmt, i, got ? got : "NULL",
+				   got ? "" : why, pycases[i].want);
+		free(got);
+		rt_tensor_free(t);
+	}
+	/* what is refused, and says why */
+	ASSERT(tfg_format_check("%d of %d", 1, why, sizeof why) < 0);
+	ASSERT(strstr(why, "2 directives") != NULL);
+	ASSERT(tfg_format_check("no value", 1, why, sizeof why) < 0);
+	ASSERT(tfg_format_check("%.3q", 1, why, sizeof why) < 0);
+	ASSERT(strstr(why, "unknown conversion 'q'") != NULL);
+	ASSERT(tfg_format_check("%", 1, why, sizeof why) < 0);
+	ASSERT(tfg_format_check("%5000d", 1, why, sizeof why) < 0);
+	ASSERT(tfg_format_check(".3z", 0, why, sizeof why) < 0);
+	ASSERT(tfg_format_check(",d", 0, why, sizeof why) < 0);
+	ASSERT(tfg_format_check("<", 0, why, sizeof why) == 0);
+	ASSERT(tfg_format_check("", 0, why, sizeof why) == 0);
+	ASSERT(tfg_format_value("%d", 1, NULL, "abc", why, sizeof why) ==
+	       NULL);
+	ASSERT(strstr(why, "formats a number, not a string") != NULL);
+}
+
+TEST_MAIN({"numpy", t_numpy}, {"stream", t_stream}, {"strings", t_strings},
+	  {"pyformat", t_pyformat})
