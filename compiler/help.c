@@ -165,12 +165,25 @@ fill(FILE *f, const char *text, int col, int indent)
 	return col;
 }
 
-/* "--name ARG", "-fno-PASS" or "-v, --verbose" into buf. */
+/* Whether o's alias is a short one, written before its name ("-h,
+ * --help"); a long one (TF's --job_name) comes after it. */
+static int
+alias_first(const HelpOpt *o)
+{
+	return o->alias && strncmp(o->alias, "--", 2) != 0;
+}
+
+/* "--name ARG", "-fno-PASS", "-v, --verbose" or "--job, --job_name J"
+ * into buf. */
 static const char *
 opt_label(const HelpOpt *o, char *buf, size_t n)
 {
-	snprintf(buf, n, "%s%s%s%s%s", o->alias ? o->alias : "",
-		 o->alias ? ", " : "", o->name,
+	int first = alias_first(o);
+
+	snprintf(buf, n, "%s%s%s%s%s%s%s", first ? o->alias : "",
+		 first ? ", " : "", o->name,
+		 o->alias && !first ? ", " : "",
+		 o->alias && !first ? o->alias : "",
 		 o->arg && !(o->flags & OPTF_PREFIX) ? " " : "",
 		 o->arg ? o->arg : "");
 	return buf;
@@ -299,7 +312,7 @@ roff_opt(FILE *f, const HelpOpt *o)
 {
 	const char *sep = " [";
 
-	if (o->alias) {
+	if (alias_first(o)) {
 		fputs("\\fB", f);
 		roff(f, o->alias);
 		fputs("\\fR, ", f);
@@ -307,6 +320,11 @@ roff_opt(FILE *f, const HelpOpt *o)
 	fputs("\\fB", f);
 	roff(f, o->name);
 	fputs("\\fR", f);
+	if (o->alias && !alias_first(o)) {
+		fputs(", \\fB", f);
+		roff(f, o->alias);
+		fputs("\\fR", f);
+	}
 	if (o->arg) {
 		fputs(o->flags & OPTF_PREFIX ? "\\fI" : " \\fI", f);
 		roff(f, o->arg);

@@ -104,11 +104,14 @@ first_ok attached
 # 4. Servers for attaching: a run without --attach is refused, told to
 #    add it; with it, it runs; stop ends them, and stop of nothing says
 #    so at once and exits 0.
-for t in "ps 0 0" "worker 0 1" "worker 1 2"; do
+#    (worker 1 with TF's flags, as the TF1 material starts each task)
+for t in "ps 0 0" "worker 0 1"; do
 	set -- $t
 	$TFGC server --job $1 --task $2 "$T/p.tfg" 2>"$T/s$3" &
 	_servers="$_servers $!"
 done
+$TFGC server --job_name=worker --task_index=1 "$T/p.tfg" 2>"$T/s2" &
+_servers="$_servers $!"
 wait_listen "$p0"
 wait_listen "$p1"
 wait_listen "$p2"
