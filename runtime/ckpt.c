@@ -409,14 +409,50 @@ load_entry(const char *dir, const RtVar *var, const Entry *x, RtTensor **t,
 	return TFG_OK;
 }
 
+/* Whether a checkpoint's variable is internal state that the compiler
+ * made (a random maker's draws "w/random", an optimizer's slots): its
+ * name is no identifier of the program, having a '/'. */
+static int
+internal(const char *name)
+{
+	return strchr(name, '/') != NULL;
+}
+
+/* The note of what the checkpoint has that the program does not: the
+ * names the user gave, and a count of the internal ones. */
+static void
+left_out(const char *dir, const Entry *x, int n, char *note, size_t size)
+{
+	size_t k = 0;
+	int named = 0, hidden = 0;
+
+	note[0] = '\0';
+	for (int i = 0; i < n; i++)
+		if (!x[i].used)
+			named += !internal(x[i].name), hidden += internal(x[i].name);
+	if (named == 0 && hidden == 0)
+		return;
+	k = (size_t)snprintf(note, size, "%s: left out %d variable%s of the "
+			     "checkpoint that the program does not have",
+			     dir, named + hidden, named + hidden == 1 ? "" : "s");
+	for (int i = 0, j = 0; i < n && k < size; i++)
+		if (!x[i].used && !internal(x[i].name))
+			k += (size_t)snprintf(note + k, size - k, "%s%s",
+					      j++ ? ", " : ": ", x[i].name);
+	if (hidden && k < size)
+		snprintf(note + k, size - k, "%s%d of their internal state",
+			 named ? " and " : ": ", hidden);
+}
+
 tfg_status
 rt_ckpt_load(const TfgPlan *plan, const char *dir, RtTensor **val,
-	     TfgError *e)
+	     char *note, size_t nnote, TfgError *e)
 {
 	Entry *x;
 	int n;
 	tfg_status st;
 
+	note[0] = '\0';
 	for (int i = 0; i < plan->nvar; i++)
 		val[i] = NULL;
 	if ((st = read_manifest(dir, &x, &n, e)) != TFG_OK)
@@ -427,20 +463,26 @@ rt_ckpt_load(const TfgPlan *plan, const char *dir, RtTensor **val,
 
 		while (k < n && strcmp(x[k].name, v->name) != 0)
 			k++;
-		if (k == n)
+		if (k == n && v->hidden) { /* its draws from the start */
+			if (rt_tensor_new(&val[i], v->dtype, &v->shape) !=
+			    TFG_OK)
+				st = tfg_error(e, TFG_ENOMEM, "out of memory");
+			else
+				memset(val[i]->data, 0, val[i]->nbytes);
+		} else if (k == n)
 			st = tfg_error(e, TFG_ENOENT, "%s: variable '%s' is not "
-				       "in the checkpoint", dir, v->name);
+				       "in the checkpoint (a checkpoint restores "
+				       "the variables it has, and the program "
+				       "needs every one of its own)", dir,
+				       v->name);
 		else if (x[k].used++)
 			st = tfg_error(e, TFG_EFORMAT, "%s: variable '%s' is "
 				       "in the checkpoint twice", dir, v->name);
 		else
 			st = load_entry(dir, v, &x[k], &val[i], e);
 	}
-	for (int k = 0; k < n && st == TFG_OK; k++)
-		if (!x[k].used)
-			st = tfg_error(e, TFG_EFORMAT, "%s: variable '%s' of the "
-				       "checkpoint is not in the program", dir,
-				       x[k].name);
+	if (st == TFG_OK)
+		left_out(dir, x, n, note, nnote);
 	free(x);
 	if (st != TFG_OK)
 		for (int i = 0; i < plan->nvar; i++) {

@@ -726,6 +726,7 @@ exec_restore(Sess *ss, const RtStmt *st)
 	RtTensor **val = calloc((size_t)plan->nvar + 1, sizeof *val);
 	CVal *given = calloc((size_t)plan->nvar + 1, sizeof *given), v;
 	tfg_status rv;
+	char note[600];
 	TfgError e;
 
 	if (!val || !given) {
@@ -733,9 +734,12 @@ exec_restore(Sess *ss, const RtStmt *st)
 		free(given);
 		return rt_sess_fail(ss, st->where, TFG_ENOMEM, "out of memory");
 	}
-	if ((rv = rt_ckpt_load(plan, st->paths[0], val, &e)) != TFG_OK) {
+	if ((rv = rt_ckpt_load(plan, st->paths[0], val, note, sizeof note,
+			       &e)) != TFG_OK) {
 		rv = rt_sess_fail(ss, st->where, rv, "%s", e.msg);
 	} else {
+		if (note[0])
+			fprintf(stderr, "tfgc: note: %s: %s\n", st->where, note);
 		for (int i = 0; i < plan->nvar; i++) {
 			given[i].kind = CV_TENSOR;
 			given[i].t = val[i];

@@ -802,6 +802,34 @@ write_trace(RtProc *c, pid_t *pids)
 	return 0;
 }
 
+/* tfgc run --restore DIR: the checkpoint read and checked here, before
+ * any task starts, so that what is wrong with it, or what of it the
+ * program leaves out, is said once rather than by every task (each of
+ * which reads it again, and says nothing of it when it starts from a
+ * run: TfgOptions.from_run). */
+static int
+check_restore(const TfgPlan *plan, const TfgOptions *opt)
+{
+	RtTensor **val = calloc((size_t)plan->nvar + 1, sizeof *val);
+	char note[600];
+	TfgError e;
+	int rc = 0;
+
+	if (val == NULL)
+		return 1;
+	if (rt_ckpt_load(plan, opt->restore_dir, val, note, sizeof note, &e)
+	    != TFG_OK) {
+		fprintf(stderr, "tfgc: error: cannot restore: %s\n", e.msg);
+		rc = 1;
+	} else if (note[0]) {
+		fprintf(stderr, "tfgc: note: %s\n", note);
+	}
+	for (int i = 0; i < plan->nvar; i++)
+		rt_tensor_free(val[i]);
+	free(val);
+	return rc;
+}
+
 TFG_API int
 tfg_launch(const TfgPlan *plan, const TfgOptions *opt, const char *argv0,
 	   char *const *server_args, int mode)
@@ -812,6 +840,8 @@ tfg_launch(const TfgPlan *plan, const TfgOptions *opt, const char *argv0,
 	RtBars *bars;
 	int rc = 0;
 
+	if (!attach && opt->restore_dir && check_restore(plan, opt) != 0)
+		return 1;
 	if (ctl_open(&c, plan, opt))
 		return 1;
 	bars = rt_bars_new(plan, opt); /* NULL (no memory): none shown */

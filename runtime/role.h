@@ -149,11 +149,14 @@ void rt_optim_attach(RtCtx *c);
 /* Checkpoints (spec §8.11 "save and restore").  rt_ckpt_save writes val[i],
  * the value of plan->vars[i], into directory dir, all or nothing; rt_ckpt_load
  * reads every variable of plan from dir into val[] (owned), or changes nothing
- * and says which file and variable is wrong. */
+ * and says which file and variable is wrong.  The checkpoint may hold
+ * variables the program lacks (TF1's Saver(var_list)): note[n] says which
+ * were left out, in one line ("" when none); a program's internal state
+ * (a random maker's draws) that the checkpoint lacks starts at 0. */
 tfg_status rt_ckpt_save(const TfgPlan *plan, const char *dir,
 			RtTensor *const *val, TfgError *e);
 tfg_status rt_ckpt_load(const TfgPlan *plan, const char *dir, RtTensor **val,
-			TfgError *e);
+			char *note, size_t n, TfgError *e);
 
 /* ---------------------------------------------------------- client.c */
 

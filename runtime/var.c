@@ -50,16 +50,21 @@ rt_vars_restore(RtServer *s, const char *dir, TfgError *e)
 	const TfgPlan *plan = s->proc.plan;
 	RtTensor **val = calloc((size_t)plan->nvar + 1, sizeof *val);
 	tfg_status st;
+	char note[600];
 	int n = 0;
 
 	if (val == NULL)
 		return tfg_error(e, TFG_ENOMEM, "out of memory");
 	/* the whole checkpoint is read and checked before anything here
 	   changes: a damaged one leaves the task as it was */
-	if ((st = rt_ckpt_load(plan, dir, val, e)) != TFG_OK) {
+	if ((st = rt_ckpt_load(plan, dir, val, note, sizeof note, e)) !=
+	    TFG_OK) {
 		free(val);
 		return st;
 	}
+	/* tfgc run said it, once, for the tasks it starts */
+	if (note[0] && !s->proc.opt.from_run)
+		fprintf(stderr, "tfgc: note: %s\n", note);
 	for (int i = 0; i < plan->nvar && st == TFG_OK; i++) {
 		const RtVar *v = &plan->vars[i];
 		RtVarSlot *slot = &s->vars[i];

@@ -65,6 +65,27 @@ expect_rc 0 $TFGC run --free-ports q.tfg
 [ "$(sed -n 2p out)" = "15" ] || fail "restored b: $(cat out)"
 [ "$(sed -n 3p out)" = "$(sed -n 1p out)" ] || fail "the draw count was not restored: $(cat out)"
 
+# a smaller program (an evaluation's: w alone, no random maker) restores
+# what it has from the training's checkpoint (--restore, every task), and
+# one line says what was left out, naming no internal state
+cat >eval.tfg <<'P'
+cluster { ps = ["localhost:1", "localhost:2"]; worker = ["localhost:3"] }
+device replicas(ps = "/job:ps", worker = "/job:worker") {
+    var w: f32[2, 3] = [[0, 0, 0], [0, 0, 0]]
+}
+total = reduce_sum(w)
+session "/job:worker/task:0" { print run(total) }
+P
+expect_rc 0 $TFGC run --free-ports --restore ck eval.tfg
+[ "$(cat out)" = "21.0" ] || fail "the evaluation restored: $(cat out)"
+[ "$(grep -c note err)" = 1 ] || fail "the note, once: $(cat err)"
+expect_in err "tfgc: note: ck: left out 2 variables of the checkpoint that the program does not have: b and 1 of their internal state"
+if grep -q "random" err; then fail "internal state named: $(cat err)"; fi
+# one that lacks a variable the program has: an error, once
+sed 's/var w: f32\[2, 3\]/var w2: f32[2, 3]/; s/reduce_sum(w)/reduce_sum(w2)/' eval.tfg >eval2.tfg
+expect_rc 1 $TFGC run --free-ports --restore ck eval2.tfg
+expect_in err "ck: variable 'w2' is not in the checkpoint"
+
 # each bad checkpoint: a clear error naming the file and the variable
 cat >bad.tfg <<'P'
 cluster { ps = ["localhost:1", "localhost:2"]; worker = ["localhost:3"] }
@@ -112,7 +133,11 @@ bad "bad: variable 'b' is not in the checkpoint"
 sed "s/^variables $n/variables $((n + 1))/" ck/MANIFEST >bad/MANIFEST
 printf 'z\tz.npy\t/job:ps/task:0\ti32\t[]\tcrc32=00000000\tbytes=0\n' \
 	>>bad/MANIFEST
-bad "bad: variable 'z' of the checkpoint is not in the program"
+# a variable the program does not have is left out, as TF1's
+# Saver(var_list) does, and said once (the restore works: it prints no
+# more, being the second session)
+expect_rc 0 $TFGC run --free-ports bad.tfg
+expect_in err "tfgc: note: bad.tfg:17:5: bad: left out 1 variable of the checkpoint that the program does not have: z"
 head -n 3 ck/MANIFEST >bad/MANIFEST
 bad "bad/MANIFEST: truncated: 1 of $n variables listed"
 printf 'garbage\n' >bad/MANIFEST
