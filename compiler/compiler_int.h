@@ -114,6 +114,7 @@ int jit_specialise(void *cookie, const TfgPlan *plan, int sig,
 		   RtPart *parts, TfgError *e);
 void jit_release(void *cookie, const TfgPlan *plan);
 int part_load(void *cookie, const TfgPlan *plan, int task, RtPart *parts);
+int part_preload(const char *path, const TfgPlan *plan, int task);
 void jit_free_all(void);
 
 /* pipeline.c: the pass table (compiler/passes.def) */

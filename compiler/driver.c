@@ -542,9 +542,9 @@ cmd_server(Args *a, Program *p, ClusterEnv *ce)
 			     "the part's");
 		return 1;
 	}
-	if (a->part)
-		return tfg_server_main(p->plan, task, &o, part_load,
-				       (void *)a->part);
+	if (a->part) /* checked before the task's port is taken */
+		return part_preload(a->part, p->plan, task) ? 1
+		       : tfg_server_main(p->plan, task, &o, part_load, NULL);
 	o.specialise = jit_specialise;
 	o.release = jit_release;
 	o.specialise_cookie = p;

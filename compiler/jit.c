@@ -9,6 +9,7 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "codegen/codegen.h"
 #include "compiler/compiler_int.h"
@@ -191,17 +192,40 @@ jit_specialise(void *cookie, const TfgPlan *plan, int sig,
 	return 0;
 }
 
-/* server --part: the parts come from a shared object, no LLVM. */
+/* server --part: the parts come from a shared object, no LLVM, loaded
+ * and checked by part_preload before the server listens (a part of
+ * another program or task is refused without taking the task's port);
+ * part_load, the server's TfgCompileFn, hands them over. */
+static RtPart *pre_parts;
+
+int
+part_preload(const char *path, const TfgPlan *plan, int task)
+{
+	TfgError e;
+
+	if ((pre_parts = calloc((size_t)plan->nsig + 1, sizeof *pre_parts)) ==
+	    NULL) {
+		fprintf(stderr, "tfgc: error: out of memory\n");
+		return 1;
+	}
+	if (tfg_part_load(&the_part, path, plan, task, pre_parts, &e) !=
+	    TFG_OK) {
+		fprintf(stderr, "tfgc: error: %s\n", e.msg);
+		free(pre_parts);
+		pre_parts = NULL;
+		return 1;
+	}
+	return 0;
+}
+
 int
 part_load(void *cookie, const TfgPlan *plan, int task, RtPart *parts)
 {
-	const char *path = cookie;
-	TfgError e;
-
-	if (tfg_part_load(&the_part, path, plan, task, parts, &e) != TFG_OK) {
-		fprintf(stderr, "tfgc: error: %s\n", e.msg);
+	(void)cookie;
+	(void)task;
+	if (pre_parts == NULL)
 		return 1;
-	}
+	memcpy(parts, pre_parts, (size_t)plan->nsig * sizeof *parts);
 	return 0;
 }
 
@@ -213,4 +237,6 @@ jit_free_all(void)
 	the_jit = NULL;
 	tfg_part_close(the_part);
 	the_part = NULL;
+	free(pre_parts);
+	pre_parts = NULL;
 }

@@ -128,9 +128,19 @@ expect_in "$T/err" "compiled from a different program"
 expect_rc 1 $TFGC server examples/hello.tfg --job local --task 0 $addrs \
 	--part "$T/task1.so"
 expect_in "$T/err" "is the part of /job:local/task:1, not of /job:local/task:0"
-# Not a shared object.
-expect_rc 1 $TFGC server "$T/model.tfg" --job local --task 0 --part "$T/model.o"
+# Not a shared object: refused before the server takes its port, so it
+# says so even when another process holds the port.
+ph=$(free_port)
+python3 -c 'import socket, sys, time
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(1); time.sleep(20)' "$ph" &
+holder=$!
+wait_listen "$ph"
+expect_rc 1 $TFGC server "$T/model.tfg" --job local --task 0 --part "$T/model.o" \
+	--addr /job:local/task:0=127.0.0.1:$ph
 expect_in "$T/err" "cannot load part"
+grep -q "address in use" "$T/err" && fail "the server took its port before its part: $(cat "$T/err")"
+kill $holder 2>/dev/null
 # Every signature needs the other task (unfolded): no stand-alone function,
 # but an object all the same, for an AOT task server (aot_server.sh).
 expect_rc 0 $TFGC compile examples/hello.tfg --task local:0 -o "$T/h0.o"

@@ -53,9 +53,9 @@ input x: f32[?]
 y = reduce_sum(x * 2.0)
 session { print run(y, feed { x: [1.0, 2.0, 3.0] }) }
 EOF
-expect_rc 0 $TFGC run "$T/u.tfg"
+expect_rc 0 $TFGC run --free-ports "$T/u.tfg"
 [ "$(cat "$T/out")" = "12.0" ] || fail "u printed '$(cat "$T/out")'"
-expect_rc 0 $TFGC run "$T/u.tfg"
+expect_rc 0 $TFGC run --free-ports "$T/u.tfg"
 expect_in "$T/err" "(specialisation, cached)"
 
 # The limit (TFG_JIT_CACHE_MAX): a write that takes the directory past
@@ -82,7 +82,7 @@ done
 run_hello 1
 TFG_JIT_CACHE_MAX=400K
 export TFG_JIT_CACHE_MAX
-expect_rc 0 $TFGC run "$T/u.tfg"
+expect_rc 0 $TFGC run --free-ports "$T/u.tfg"
 gone() { [ ! -e "$L/$(printf "%064x" "$1").o" ]; }
 gone 4 && gone 3 || fail "the least recently used did not go: $(ls -la "$L")"
 gone 2 || gone 1 && fail "more went than needed: $(ls -la "$L")"
