@@ -160,10 +160,62 @@ shape_fits(const TfgShape *got, const TfgShape *want)
 	return 1;
 }
 
+/* What to do about a feed of shape got for an input of shape want that
+ * holds as many values a row (or in all) in another shape, a batch of
+ * u8 images [100, 28, 28] for f32[?, 784]: declare the input as fed and
+ * reshape it in the graph (spec §8.3).  "" when there is nothing to say. */
+static const char *
+reshape_hint(char *buf, size_t n, const RtFeed *f, const RtTensor *t)
+{
+	int64_t per_got = 1, per_want = 1;
+	int batch = f->shape.rank > 0 && f->shape.dims[0] < 0 &&
+		    t->shape.rank > 0;
+	char decl[400], dims[160], cast[80];
+	size_t k = 0;
+
+	for (int i = batch; i < t->shape.rank; i++)
+		per_got *= t->shape.dims[i];
+	for (int i = batch; i < f->shape.rank; i++) {
+		if (f->shape.dims[i] < 0)
+			return "";
+		per_want *= f->shape.dims[i];
+	}
+	if (per_got != per_want || t->shape.rank == f->shape.rank)
+		return "";
+	for (int i = 0; i < t->shape.rank && k < sizeof dims; i++)
+		k += (size_t)(i == 0 && batch
+			? snprintf(dims + k, sizeof dims - k, "?")
+			: snprintf(dims + k, sizeof dims - k, "%s%lld",
+				   i ? ", " : "",
+				   (long long)t->shape.dims[i]));
+	snprintf(decl, sizeof decl, "input %s: %s[%s]", f->name,
+		 tfg_dtype_name(t->dtype), dims);
+	if (t->dtype == f->dtype)
+		snprintf(cast, sizeof cast, "%s", f->name);
+	else if (t->dtype == TFG_U8 && (f->dtype == TFG_F32 ||
+					f->dtype == TFG_F64))
+		snprintf(cast, sizeof cast, "cast(%s, %s) / 255.0", f->name,
+			 tfg_dtype_name(f->dtype));
+	else
+		snprintf(cast, sizeof cast, "cast(%s, %s)", f->name,
+			 tfg_dtype_name(f->dtype));
+	k = (size_t)snprintf(buf, n, " (declare the input as it is fed, '%s', "
+			     "and make the values the graph wants from it: "
+			     "reshape(%s, [", decl, cast);
+	for (int i = 0; i < f->shape.rank && k < n; i++)
+		k += (size_t)snprintf(buf + k, n - k, "%s%lld", i ? ", " : "",
+				      f->shape.dims[i] < 0 ? -1LL
+				      : (long long)f->shape.dims[i]);
+	if (k < n)
+		snprintf(buf + k, n - k, "])%s)", t->dtype == TFG_U8 &&
+			 cast[0] == 'c' ? ", as examples/mnist.tfg does" : "");
+	return buf;
+}
+
 static tfg_status
 check_feeds(Sess *ss, const RtExpr *x, const RtSig *sig, CVal *args)
 {
-	char want[160], got[160];
+	char want[160], got[160], hint[600];
 	tfg_status st;
 
 	for (int i = 0; i < sig->nfeed; i++) {
@@ -183,14 +235,16 @@ check_feeds(Sess *ss, const RtExpr *x, const RtSig *sig, CVal *args)
 					    "a string" : "a list of values");
 		if (!shape_fits(&args[i].t->shape, &f->shape))
 			return rt_sess_fail(ss, where, TFG_ESHAPE,
-					    "feed '%s' expects %s, got %s",
+					    "feed '%s' expects %s, got %s%s",
 					    f->name,
 					    rt_sess_type_str(want, sizeof want,
 							     f->dtype,
 							     &f->shape),
 					    rt_sess_type_str(got, sizeof got,
 						    args[i].t->dtype,
-						    &args[i].t->shape));
+						    &args[i].t->shape),
+					    reshape_hint(hint, sizeof hint, f,
+							 args[i].t));
 		if (args[i].t->dtype != f->dtype &&
 		    (st = convert_feed(ss, x->args[i], where, f, &args[i])))
 			return st;
