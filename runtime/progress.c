@@ -321,70 +321,120 @@ rates(const Bar *r, double *xs, double *fs)
 	*fs = (r->last.frac - old->frac) / dt;
 }
 
-/* The line of session i into buf (at most n bytes, cut at width
- * columns); plain: a log's, else a terminal's. */
+size_t
+rt_progress_fit(char *buf, size_t n, const char *const *field,
+		const int *prio, const int *gap, int nfield, int width)
+{
+	int keep[RT_PROGRESS_FIELDS];
+	size_t need, len = 0;
+
+	if (nfield > RT_PROGRESS_FIELDS)
+		nfield = RT_PROGRESS_FIELDS;
+	for (int i = 0; i < nfield; i++)
+		keep[i] = field[i] && field[i][0];
+	for (;;) {
+		int low = -1;
+
+		need = 0;
+		for (int i = 0; i < nfield; i++)
+			if (keep[i])
+				need += (need ? (size_t)gap[i] : 0) +
+					strlen(field[i]);
+		/* the last column stays free: a line that fills it wraps
+		   on some terminals, and could not be redrawn */
+		if (width <= 1 || need < (size_t)width)
+			break;
+		for (int i = 0; i < nfield; i++)
+			if (keep[i] && prio[i] > 0 &&
+			    (low < 0 || prio[i] < prio[low]))
+				low = i;
+		if (low < 0)
+			break; /* what must stay: cut below */
+		keep[low] = 0;
+	}
+	buf[0] = '\0';
+	for (int i = 0; i < nfield && len + 1 < n; i++)
+		if (keep[i])
+			len += (size_t)snprintf(buf + len, n - len, "%*s%s",
+						len ? gap[i] : 0, "", field[i]);
+	if (len >= n)
+		len = n - 1;
+	if (width > 1 && len >= (size_t)width)
+		buf[len = (size_t)width - 1] = '\0';
+	return len;
+}
+
+/* The line of session i into buf (at most n bytes); plain: a log's,
+ * every field, else a terminal's, whose fields go by priority until it
+ * fits in width columns (rt_progress_fit): the bar first, then the
+ * epoch, then the rates, never a number cut in two. */
 static void
 line_of(const RtBars *b, int i, char *buf, size_t n, int width, int plain)
 {
 	const Bar *r = &b->bars[i];
 	const RtProgress *p = &r->last;
 	const char *label = b->plan->sessions[i].label;
-	const char *sep = plain ? "  " : " ";
 	double xs, fs;
-	char t[32], num[48];
-	size_t len = 0;
+	char f[RT_PROGRESS_FIELDS][RT_PROGRESS_MAX + 64], t[32], num[48];
+	const char *field[RT_PROGRESS_FIELDS];
+	int prio[RT_PROGRESS_FIELDS], gap[RT_PROGRESS_FIELDS], k = 0;
 
-#define ADD(...)                                                        \
+	/* field k: its text, priority (0: always shown) and the spaces
+	   before it (a log's line has two before each) */
+#define FIELD(pr, sp, ...)                                              \
 	do {                                                            \
-		int k_ = snprintf(buf + len, n - len, __VA_ARGS__);     \
-		if (k_ > 0)                                             \
-			len += (size_t)k_ < n - len ? (size_t)k_        \
-						    : n - len - 1;      \
+		snprintf(f[k], sizeof f[k], __VA_ARGS__);               \
+		field[k] = f[k], prio[k] = (pr);                        \
+		gap[k] = plain && k > 0 ? 2 : (sp);                     \
+		k++;                                                    \
 	} while (0)
-	buf[0] = '\0';
 	rates(r, &xs, &fs);
 	if (label)
-		ADD("[%s] ", label);
+		FIELD(RT_FIT_KEEP, 1, "[%s]", label);
 	if (p->nepoch > 0)
-		ADD("epoch %lld/%lld%s", (long long)p->epoch,
-		    (long long)p->nepoch, sep);
+		FIELD(RT_FIT_EPOCH, 1, "epoch %lld/%lld", (long long)p->epoch,
+		      (long long)p->nepoch);
 	if (p->frac >= 0) {
 		int pct = (int)floor(p->frac * 100 + 1e-9);
 
 		if (!plain) {
 			int full = (int)floor(p->frac * BAR_WIDTH + 1e-9);
+			char bar[BAR_WIDTH + 3];
 
-			ADD("[");
-			for (int k = 0; k < BAR_WIDTH; k++)
-				ADD("%c", k < full ? '=' : k == full ? '>' :
-				    '.');
-			ADD("] ");
+			bar[0] = '[';
+			for (int j = 0; j < BAR_WIDTH; j++)
+				bar[1 + j] = j < full ? '=' : j == full ? '>'
+								      : '.';
+			bar[BAR_WIDTH + 1] = ']';
+			bar[BAR_WIDTH + 2] = '\0';
+			FIELD(RT_FIT_BAR, 1, "%s", bar);
 		}
-		ADD(plain ? "%d%%  " : "%3d%%  ", pct);
+		FIELD(RT_FIT_KEEP, 1, plain ? "%d%%" : "%3d%%", pct);
 	}
-	ADD("step %lld", (long long)p->step);
+	FIELD(RT_FIT_KEEP, 2, "step %lld", (long long)p->step);
 	if (p->values[0])
-		ADD("  %s", p->values);
+		FIELD(RT_FIT_VALUES, 2, "%s", p->values);
 	if (xs > 0) {
 		grouped(num, sizeof num, xs);
-		ADD("  %s ex/s", num);
+		FIELD(RT_FIT_RATE, 2, "%s ex/s", num);
 	}
 	if (plain) {
 		clock_str(t, sizeof t, p->t);
-		ADD("  elapsed %s", t);
+		FIELD(RT_FIT_KEEP, 2, "elapsed %s", t);
 	}
 	if (p->end == 2) {
 		if (!plain) {
 			clock_str(t, sizeof t, p->t);
-			ADD("  time %s", t);
+			FIELD(RT_FIT_ETA, 2, "time %s", t);
 		}
 	} else if (p->frac >= 0 && p->frac < 1 && fs > 0) {
 		clock_str(t, sizeof t, (1 - p->frac) / fs);
-		ADD("  ETA %s", t);
+		FIELD(RT_FIT_ETA, 2, "ETA %s", t);
 	}
-#undef ADD
-	if (width > 1 && len >= (size_t)width)
-		buf[width - 1] = '\0'; /* a wrapped line could not be redrawn */
+#undef FIELD
+	if (label && k > 1)
+		gap[1] = 1;
+	rt_progress_fit(buf, n, field, prio, gap, k, plain ? 0 : width);
 }
 
 static int

@@ -264,6 +264,19 @@ void rt_track_call(RtTrack *tr, RtProgress *pr, int64_t step, int nval,
 /* The body of a PROGRESS message: one line of text into buf (n bytes);
  * its length.  decode: 0, or -1 for a malformed one. */
 size_t rt_progress_encode(char *buf, size_t n, const RtProgress *pr);
+/* A progress line of the nfield fields, in order, each after gap[i]
+ * spaces (none before the first shown), into buf[n]: while it would not
+ * fit in width columns (the last left free; width 0: any), the field of
+ * the lowest priority above 0 goes; what is left of priority 0 is cut at
+ * the width.  Its length. */
+#define RT_PROGRESS_FIELDS 12
+/* A terminal line's priorities (line_of): what goes first when it does
+ * not fit. */
+enum { RT_FIT_KEEP, RT_FIT_BAR, RT_FIT_EPOCH, RT_FIT_RATE, RT_FIT_ETA,
+       RT_FIT_VALUES };
+size_t rt_progress_fit(char *buf, size_t n, const char *const *field,
+		       const int *prio, const int *gap, int nfield,
+		       int width);
 int rt_progress_decode(RtProgress *pr, const unsigned char *body,
 		       size_t n);
 /* A row of CSV file f, opened in *fp (created with its header when

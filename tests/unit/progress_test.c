@@ -111,4 +111,46 @@ t_csv(void)
 		     "file or directory");
 }
 
-TEST_MAIN({"track", t_track}, {"encode", t_encode}, {"csv", t_csv})
+/* A terminal's line at its width: fields go by priority, the bar first,
+ * then the epoch, the rate, the time left, the values; no number is
+ * cut (spec §8.13 "progress"). */
+static void
+t_fit(void)
+{
+	static const char *const f[] = {
+		"epoch 2/3", "[=========>..........]", " 45%", "step 1164",
+		"loss 0.1172", "12,345 ex/s", "ETA 0:13"};
+	static const int prio[] = {RT_FIT_EPOCH, RT_FIT_BAR, RT_FIT_KEEP,
+				   RT_FIT_KEEP, RT_FIT_VALUES, RT_FIT_RATE,
+				   RT_FIT_ETA};
+	static const int gap[] = {1, 1, 1, 2, 2, 2, 2};
+	char buf[400];
+	size_t n;
+
+	/* wide enough: all of it */
+	n = rt_progress_fit(buf, sizeof buf, f, prio, gap, 7, 200);
+	ASSERT_STREQ(buf, "epoch 2/3 [=========>..........]  45%  step 1164  "
+		     "loss 0.1172  12,345 ex/s  ETA 0:13");
+	ASSERT_EQ(n, strlen(buf));
+	/* 80 columns: the bar goes; the rate and the time left stay */
+	n = rt_progress_fit(buf, sizeof buf, f, prio, gap, 7, 80);
+	ASSERT_STREQ(buf, "epoch 2/3  45%  step 1164  loss 0.1172  12,345 "
+		     "ex/s  ETA 0:13");
+	ASSERT(n < 80);
+	/* narrower, one by one */
+	rt_progress_fit(buf, sizeof buf, f, prio, gap, 7, 60);
+	ASSERT_STREQ(buf, " 45%  step 1164  loss 0.1172  12,345 ex/s  ETA 0:13");
+	rt_progress_fit(buf, sizeof buf, f, prio, gap, 7, 40);
+	ASSERT_STREQ(buf, " 45%  step 1164  loss 0.1172  ETA 0:13");
+	rt_progress_fit(buf, sizeof buf, f, prio, gap, 7, 30);
+	ASSERT_STREQ(buf, " 45%  step 1164  loss 0.1172");
+	/* what must stay is cut at the width, the last column free */
+	rt_progress_fit(buf, sizeof buf, f, prio, gap, 7, 10);
+	ASSERT_EQ(strlen(buf), 9);
+	/* width 0: a log's line, every field */
+	rt_progress_fit(buf, sizeof buf, f, prio, gap, 7, 0);
+	ASSERT(strstr(buf, "[=========>") != NULL);
+}
+
+TEST_MAIN({"track", t_track}, {"encode", t_encode}, {"csv", t_csv},
+	  {"fit", t_fit})
