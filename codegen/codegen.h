@@ -89,16 +89,19 @@ typedef struct CgAot {
 	const char *prefix; /* a C identifier */
 	int table;          /* also export PREFIX_parts as tfg_parts (shared
 			       objects) */
+	int blas;           /* set: the object calls tfg_rt_gemm, so its
+			       programs link -lopenblas too */
 } CgAot;
 int cg_aot_object(const Program *p, int task, const CgOptions *o,
-		  const CgAot *a);
+		  CgAot *a);
 /* Whether signature s is driven from `task` and needs no other task:
  * those get a wrapper in the header. */
 int cg_aot_standalone(const Program *p, int task, int s);
 /* The C header for the object: declarations of its symbols and a typed
- * wrapper per standalone signature.  obj names the object in a comment. */
+ * wrapper per standalone signature.  obj names the object in a comment,
+ * with the libraries to link (a->blas: -lopenblas too). */
 void cg_aot_header(FILE *out, const Program *p, int task,
-		   const char *prefix, const char *obj);
+		   const CgAot *a, const char *obj);
 /* Links the object into a shared object with the system's C compiler
  * ($CC, else cc).  Returns 0 or non-zero after printing an error. */
 int cg_aot_link_shared(const char *obj, const char *so);

@@ -690,7 +690,7 @@ cmd_compile(Args *a, Program *p)
 			strerror(errno));
 		return 1;
 	}
-	cg_aot_header(f, p, task, aot.prefix, a->output);
+	cg_aot_header(f, p, task, &aot, a->output);
 	if (fclose(f) != 0) {
 		fprintf(stderr, "tfgc: error: cannot write '%s': %s\n", hpath,
 			strerror(errno));

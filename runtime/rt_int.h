@@ -52,6 +52,9 @@ void rt_url(char *buf, size_t n, const char *addr);
  * started in)" into buf, else "".  rt_no_such_file: "PATH: no such
  * file" and that note, as e. */
 void rt_started_by(const char *who);
+/* The program's file (TfgPlan.file), whose directory rt_relative_note
+ * looks in too. */
+void rt_program_file(const char *file);
 const char *rt_relative_note(char *buf, size_t n, const char *path);
 tfg_status rt_no_such_file(TfgError *e, const char *path);
 

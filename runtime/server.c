@@ -710,6 +710,7 @@ tfg_server_main(const TfgPlan *plan, int task, const TfgOptions *opt,
 
 	/* where relative paths start (the process's working directory) */
 	rt_started_by(opt->from_run ? "tfgc run" : "tfgc server");
+	rt_program_file(plan->file);
 	if (task < 0 || task >= plan->ntask) {
 		fprintf(stderr, "tfgc: error: no task %d in the cluster "
 			"(it has %d)\n", task, plan->ntask);

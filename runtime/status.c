@@ -60,15 +60,39 @@ rt_started_by(const char *who)
 	started_by = who;
 }
 
+/* The program file's directory ("examples/"), when it has one. */
+static char program_dir[PATH_MAX];
+
+void
+rt_program_file(const char *file)
+{
+	const char *slash = file ? strrchr(file, '/') : NULL;
+
+	program_dir[0] = '\0';
+	if (slash && (size_t)(slash - file + 1) < sizeof program_dir)
+		snprintf(program_dir, sizeof program_dir, "%.*s",
+			 (int)(slash - file + 1), file);
+}
+
 const char *
 rt_relative_note(char *buf, size_t n, const char *path)
 {
-	char cwd[PATH_MAX];
+	char cwd[PATH_MAX], there[2 * PATH_MAX];
+	int k;
 
 	if (path[0] == '/' || getcwd(cwd, sizeof cwd) == NULL)
 		return "";
-	snprintf(buf, n, " (a relative path starts from %s, the directory "
-		 "%s started in)", cwd, started_by);
+	k = snprintf(buf, n, " (a relative path starts from %s, the directory "
+		     "%s started in", cwd, started_by);
+	/* the program's directory has it: say so, and the path from here */
+	snprintf(there, sizeof there, "%s%s", program_dir, path);
+	if (program_dir[0] && k > 0 && (size_t)k < n &&
+	    access(there, F_OK) == 0)
+		k += snprintf(buf + k, n - (size_t)k, "; there is a '%s' from "
+			      "the program's directory: give '%s', or run "
+			      "from %s", path, there, program_dir);
+	if (k > 0 && (size_t)k < n)
+		snprintf(buf + k, n - (size_t)k, ")");
 	return buf;
 }
 

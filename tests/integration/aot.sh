@@ -24,6 +24,8 @@ TFG
 expect_rc 0 $TFGC compile "$T/model.tfg" --task local:0 -o "$T/model.o"
 [ -s "$T/model.o" ] && [ -s "$T/model.h" ] || fail "no model.o or model.h"
 expect_in "$T/model.h" "static inline int"
+# its link line: no product calls BLAS
+expect_in "$T/model.h" "cc main.c $T/model.o -ltfg -lm"
 expect_in "$T/model.h" "model_h_s_q(const float *x, const int32_t *k, float *h, float *s, int32_t *q)"
 expect_in "$T/model.h" "model_q(const int32_t *k, int32_t *q)"
 cat >"$T/main.c" <<'C'
@@ -195,7 +197,7 @@ mmflags="--fetch c --feed a=$T/a.npy --feed b=$T/b.npy"
 # shellcheck disable=SC2086
 expect_rc 0 $TFGC compile "$T/mm.tfg" -o "$T/mm.o" $mmflags
 nm -u "$T/mm.o" | grep -q tfg_rt_gemm || fail "mm.o does not call tfg_rt_gemm"
-expect_in "$T/mm.h" "-lopenblas"
+expect_in "$T/mm.h" "cc main.c $T/mm.o -ltfg -lopenblas -lm"
 cat >"$T/mm.c" <<'C'
 #include <math.h>
 #include <stdio.h>

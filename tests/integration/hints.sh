@@ -32,7 +32,7 @@ kill "$holder"
 mkdir "$T/cwd"
 tfgc=$(cd "$(dirname "$TFGC")" && pwd)/$(basename "$TFGC")
 cwd=$(cd "$T/cwd" && pwd -P)
-note="(a relative path starts from $cwd, the directory tfgc run started in)"
+note="(a relative path starts from $cwd, the directory tfgc run started in"
 cd "$T/cwd" || fail "cd"
 expect_rc 1 timeout 20 "$tfgc" run --free-ports "$T/p.tfg"
 expect_in "$T/err" "error: data/x.npy: no such file $note"
@@ -41,6 +41,13 @@ expect_rc 1 timeout 20 "$tfgc" run --free-ports "$T/p.tfg" --feed x=x.npy \
 expect_in "$T/err" "tfgc: error: x.npy: no such file $note"
 expect_rc 1 timeout 20 "$tfgc" run --free-ports "$T/p.tfg" --restore ckpt
 expect_in "$T/err" "no checkpoint in ckpt: ckpt/MANIFEST: No such file or directory $note"
+# One that is there from the program's directory: the note says so, and
+# gives the path from here.
+mkdir -p "$T/data"
+: >"$T/data/x.npy"
+expect_rc 1 timeout 20 "$tfgc" run --free-ports "$T/p.tfg"
+expect_in "$T/err" "there is a 'data/x.npy' from the program's directory: give '$T/data/x.npy', or run from $T/)"
+rm -r "$T/data"
 # An absolute path needs no note.
 expect_rc 1 timeout 20 "$tfgc" run --free-ports "$T/p.tfg" \
 	--feed x="$cwd/x.npy" --fetch y
