@@ -394,9 +394,9 @@ statement_call(const char *name)
 	       strcmp(name, "progress") == 0 || strcmp(name, "record") == 0;
 }
 
-/* val formatted by fmt (spec §8.5 "Formatting"): printf-style (`"%.3f"
- * % x`) or a format spec (format(x, ".3f")); a format the compiler
- * knows is checked now, at f. */
+/* val formatted by fmt (spec §8.5 "Session expressions"): printf-style
+ * (`"%.3f" % x`) or a format spec (format(x, ".3f")); a format the
+ * compiler knows is checked now, at f. */
 static RtExpr *
 format_expr(Checker *c, AstNode *f, RtExpr *fmt, RtExpr *val,
 	    int printf_style)
@@ -788,7 +788,8 @@ sexpr(Checker *c, AstNode *e)
 		}
 		a = sexpr(c, e->a);
 		b = sexpr(c, e->b);
-		/* "%.3f ms" % x: Python's formatting (spec §8.5) */
+		/* "%.3f ms" % x: Python's formatting
+		   (spec §8.5 "Session expressions") */
 		if (a && b && e->op == TK_PERCENT && is_str(a))
 			return format_expr(c, e->a, a, b, 1);
 		if (a && b && e->op == TK_PLUS && (is_str(a) || is_str(b)) &&

@@ -331,7 +331,7 @@ lex_next(Lexer *lx)
 		hex { return lex_int(lx, tok, YYCURSOR); }
 		dec { return lex_int(lx, tok, YYCURSOR); }
 		/* As Python and NumPy write them: `2.5', `1.', `.5', `1e-5',
-		 * `1.e5' (spec §2.6) */
+		 * `1.e5' (spec §2.6 "Float literals") */
 		flt = dec "." dec exp? | dec "." exp | "." dec exp? | dec exp;
 		num_tail = [a-zA-Z0-9_]+;
 

@@ -207,7 +207,8 @@ static const char *const op_names[] = {
 static tfg_status format_vals(Sess *ss, const RtExpr *x, CVal a[2],
 			      int printf_style, CVal *v);
 
-/* NumPy's floating remainder (spec §6.3): fmod, moved to b's sign. */
+/* NumPy's floating remainder (spec §6.3 "Division and remainder"):
+ * fmod, moved to b's sign. */
 static double
 float_mod(double a, double b)
 {
@@ -536,7 +537,8 @@ eval_load(Sess *ss, const RtExpr *x, CVal *v)
 	return st;
 }
 
-/* args[1] formatted by args[0] (spec §8.5 "Formatting"): a string. */
+/* args[1] formatted by args[0] (spec §8.5 "Session expressions"): a
+ * string. */
 static tfg_status
 eval_format(Sess *ss, const RtExpr *x, CVal *v)
 {

@@ -163,7 +163,8 @@ shape_fits(const TfgShape *got, const TfgShape *want)
 /* What to do about a feed of shape got for an input of shape want that
  * holds as many values a row (or in all) in another shape, a batch of
  * u8 images [100, 28, 28] for f32[?, 784]: declare the input as fed and
- * reshape it in the graph (spec §8.3).  "" when there is nothing to say. */
+ * reshape it in the graph (spec §8.3 "run: fetches, feeds and steps").
+ * "" when there is nothing to say. */
 static const char *
 reshape_hint(char *buf, size_t n, const RtFeed *f, const RtTensor *t)
 {

@@ -795,7 +795,7 @@ rt_format(FILE *f, const RtTensor *t)
 /* ------------------------------------------- format() and '%' of a session */
 
 /* One directive, Python's: printf-style ("%-8.3f") or a format spec
- * ("<8.3f"), both read into this (spec §8.5 "Formatting"). */
+ * ("<8.3f"), both read into this (spec §8.5 "Session expressions"). */
 typedef struct Directive {
 	char fill, align; /* align: '<', '>', '^', '=' (after the sign), or
 			     0: the kind's default */

@@ -155,7 +155,7 @@ TFG_API tfg_status rt_npy_save(const char *path, const RtTensor *t, TfgError *e)
 TFG_API void rt_format(FILE *f, const RtTensor *t);
 /* The same into a malloc'd string (owned by the caller). */
 TFG_API char *rt_format_str(const RtTensor *t);
-/* Python's formatting of one value (spec §8.5 "Formatting"): fmt is a
+/* Python's formatting of one value (spec §8.5 "Session expressions"): fmt is a
  * printf-style string with one directive ("%.3f ms", '%' of a session)
  * when printf_style, else a format spec (".3f", format()).  The value is
  * t, or the string str when not NULL.  A malloc'd string, or NULL with
@@ -240,7 +240,8 @@ typedef enum {
 	RT_E_NOW,   /* now(): seconds since 1970 (f64), the wall clock */
 	RT_E_EXISTS, /* exists(args[0], a string): whether that path is
 		       there, a bool scalar */
-	RT_E_MOD,   /* args[0] % args[1], number scalars (§6.3's remainder) */
+	RT_E_MOD,   /* args[0] % args[1], number scalars: the remainder of
+		       §6.3 "Division and remainder" */
 	RT_E_FORMAT /* args[1] formatted by args[0], a string: printf-style
 		       (`"%.3f" % x`) when .slot is 1, else a format spec
 		       (`format(x, ".3f")`); a string */

@@ -572,7 +572,7 @@ t_strings(void)
 	ASSERT_EQ(bad_cases, 0);
 }
 
-/* Python's formatting of one value (spec §8.5 "Formatting"): each
+/* Python's formatting of one value (spec §8.5 "Session expressions"): each
  * expected string is what Python 3 printed for the same format and value
  * ('%' when printf is 1, format() when 0). */
 static const struct {

@@ -224,7 +224,8 @@ t_lex_range(void)
 			"1:6 FLOAT '1.5'\n1:10 FLOAT '1e5'\n"
 			"1:14 FLOAT '2.5e-3'\n1:21 INT '0x1f'\n1:25 EOF ''\n");
 	free(s);
-	/* Python's and NumPy's floats (spec §2.6); a range stays one */
+	/* Python's and NumPy's floats (spec §2.6 "Float literals"); a range
+	   stays one */
 	s = dump_tokens("[1., .5] 1.e5 .5e-1 i..5 1.", &nerr);
 	ASSERT_EQ(nerr, 0);
 	ASSERT_STREQ(s, "1:1 LBRACKET '['\n1:2 FLOAT '1.'\n1:4 COMMA ','\n"
