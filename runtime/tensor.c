@@ -127,7 +127,9 @@ tfg_shape_size(const TfgShape *s, TfgDtype t, int64_t *numel,
 			zero = 1;
 			continue;
 		}
-		if (d > TFG_MAX_BYTES || n * d > TFG_MAX_BYTES / size)
+		/* n * size <= TFG_MAX_BYTES, so the quotient is >= 1; a
+		   product n * d could wrap (2^32 * 2^32 is 0) */
+		if (d > TFG_MAX_BYTES / size / n)
 			return -1;
 		n *= d;
 	}

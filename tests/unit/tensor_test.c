@@ -189,6 +189,10 @@ t_shape_size(void)
 		{INT64_MAX, 0, INT64_MAX},
 		{INT64_C(1) << 40, 1, 1},       /* 2^40 elements of 4 bytes */
 		{INT64_C(1) << 20, INT64_C(1) << 19, 3},
+		/* 2^32 * 2^32 wraps to 0 in 64 bits: a 128-byte .npy of
+		   this shape crashed a task (issue 25's first) */
+		{INT64_C(1) << 32, INT64_C(1) << 32, 1},
+		{INT64_C(1) << 24, INT64_C(1) << 40, 1},
 	};
 	TfgShape s;
 	int64_t n = -1;
