@@ -470,6 +470,86 @@ forget_unclosed(Stream *s, int h, uint32_t line)
 		}
 }
 
+/* Whether a statement of the program nests deeper than AST_MAX_DEPTH,
+ * reported (once a statement) at its deepest node.  A left-deep chain
+ * such as `y + y + ... + y` grows no parser stack, but everything after
+ * the parser walks trees by recursion (checking, folding, formatting,
+ * dumps): 10,000 terms overflowed the checker's stack.  The heights are
+ * found here without recursion, an explicit stack in post-order. */
+static int
+too_deep(AstNode *root, Diag *d)
+{
+	typedef struct { AstNode *n; int next; } Frame;
+	size_t cap = 256, top = 0;
+	Frame *st = malloc(cap * sizeof *st);
+	int bad = 0;
+
+	if (st == NULL) {
+		fputs("tfgc: error: out of memory\n", stderr);
+		exit(1);
+	}
+	for (int i = 0; i < root->n; i++) {
+		AstNode *deepest = NULL;
+
+		st[top++] = (Frame){root->list[i], 0};
+		while (top > 0) {
+			Frame *f = &st[top - 1];
+			AstNode *n = f->n, *c = NULL;
+			int k = f->next++;
+
+			if (n == NULL) {
+				top--;
+				continue;
+			}
+			/* children: a, b, then the list */
+			if (k == 0)
+				c = n->a;
+			else if (k == 1)
+				c = n->b;
+			else if (k - 2 < n->n)
+				c = n->list[k - 2];
+			else {
+				int h = 0;
+
+				if (n->a && n->a->depth > h)
+					h = n->a->depth;
+				if (n->b && n->b->depth > h)
+					h = n->b->depth;
+				for (int j = 0; j < n->n; j++)
+					if (n->list[j] && n->list[j]->depth > h)
+						h = n->list[j]->depth;
+				n->depth = h + 1;
+				if (n->depth > AST_MAX_DEPTH && !deepest)
+					deepest = n;
+				top--;
+				continue;
+			}
+			if (c == NULL)
+				continue;
+			if (top == cap) {
+				Frame *g = realloc(st, 2 * cap * sizeof *st);
+
+				if (g == NULL) {
+					fputs("tfgc: error: out of memory\n",
+					      stderr);
+					exit(1);
+				}
+				st = g, cap *= 2;
+			}
+			st[top++] = (Frame){c, 0};
+		}
+		if (deepest) {
+			diag_error(d, deepest->loc, "expression nests too deeply "
+				   "(more than %d operations inside one "
+				   "another): give parts of it names",
+				   AST_MAX_DEPTH);
+			bad = 1;
+		}
+	}
+	free(st);
+	return bad;
+}
+
 AstNode *
 lang_parse(Arena *a, const SrcFile *f, Diag *d)
 {
@@ -539,7 +619,7 @@ lang_parse(Arena *a, const SrcFile *f, Diag *d)
 		prev_line = t.loc.line;
 	}
 	lang_parserFree(p, free);
-	if (d->nerr > nerr0 || !ps.root)
+	if (d->nerr > nerr0 || !ps.root || too_deep(ps.root, d))
 		return NULL;
 	return ps.root;
 }

@@ -167,7 +167,13 @@ struct AstNode {
 	AstNode *a, *b;
 	int n;            /* list length */
 	AstNode **list;
+	int depth;        /* the height of its tree (lang_parse), at most
+			     AST_MAX_DEPTH */
 };
+
+/* How deep a statement's tree may be: the passes after the parser walk
+ * trees by recursion. */
+#define AST_MAX_DEPTH 1000
 
 /* Parses a whole file.  Returns the AST_PROGRAM node, or NULL when errors
  * were reported (d->nerr > 0); the parser recovers at statement boundaries

@@ -543,6 +543,42 @@ t_deep_nesting(void)
 	free(src);
 }
 
+/* A left-deep chain grows no parser stack, but the passes after the
+ * parser recurse: y + y + ... (10,000 terms crashed tfgc check) is
+ * refused past AST_MAX_DEPTH, in a session too, and a chain just
+ * within it parses. */
+static void
+t_deep_chain(void)
+{
+	static const char *const wrap[][2] = {{"x = ", "\n"},
+					      {"session { print ", " }\n"}};
+
+	for (int w = 0; w < 2; w++)
+		for (int over = 0; over < 2; over++) {
+			size_t n = over ? 10000 : AST_MAX_DEPTH - 3, k;
+			char *src = malloc(4 * n + 64);
+			Run r;
+
+			k = (size_t)sprintf(src, "%s", wrap[w][0]);
+			for (size_t i = 0; i < n; i++)
+				k += (size_t)sprintf(src + k, "%sy", i ? " + "
+									: "");
+			strcpy(src + k, wrap[w][1]);
+			run_parse(&r, src);
+			if (over) {
+				ASSERT(r.ast == NULL);
+				ASSERT(strstr(r.err, "error: expression nests too "
+					   "deeply (more than 1000 operations "
+					   "inside one another): give parts of "
+					   "it names"));
+			} else {
+				ASSERT(r.ast != NULL);
+			}
+			run_free(&r);
+			free(src);
+		}
+}
+
 static void
 t_empty(void)
 {
@@ -577,5 +613,6 @@ TEST_MAIN({"arena", t_arena}, {"src_read", t_src_read},
 	  {"examples", t_examples}, {"ast_dump", t_ast_dump},
 	  {"two_errors", t_two_errors}, {"adjacent_errors", t_adjacent_errors},
 	  {"error_messages", t_error_messages}, {"eof_note", t_eof_note},
-	  {"deep_nesting", t_deep_nesting}, {"empty", t_empty},
+	  {"deep_nesting", t_deep_nesting}, {"deep_chain", t_deep_chain},
+	  {"empty", t_empty},
 	  {"names", t_names})
