@@ -20,6 +20,9 @@
  * an sbatch allocation inherits the batch step's SLURM_PROCID, 0 for
  * every rank.  Everything here runs before the server starts a thread,
  * so scontrol is run with a plain fork and exec.
+ *
+ * The checker's side of the cluster is here too: the program's cluster
+ * block (or the JSON that replaces it) checked into Program.tasks.
  */
 #include <errno.h>
 #include <poll.h>
@@ -545,5 +548,234 @@ cluster_hosts(const ClusterEnv *ce, Program *p)
 		    p->arena, "%s%s", host ? host[t] : "localhost",
 		    p->tasks[t].addr);
 	}
+	return 0;
+}
+
+/* ------------------------------------------- the program's cluster block */
+
+/* What check_program does with the program's cluster
+ * (spec §7.1 "The cluster"): the block, or --cluster's or TF_CONFIG's
+ * JSON in its place, checked into Program.tasks; --addr overrides; the
+ * one-task cluster of a program without one. */
+
+/* HOST:PORT, split at the last colon; HOST may be left out (":2222"),
+ * for the launcher to fill in (spec §7.1 "The cluster"). */
+static int
+check_address(Checker *c, AstNode *s)
+{
+	const char *str = s->str, *colon = strrchr(str, ':');
+	char *end;
+	long port;
+
+	if (!colon) {
+		diag_error(c->d, s->loc,
+			   "invalid address '%s': expected host:port", str);
+		return -1;
+	}
+	port = strtol(colon + 1, &end, 10);
+	if (*end || end == colon + 1 || port < 1 || port > 65535 ||
+	    strspn(colon + 1, "0123456789") != strlen(colon + 1)) {
+		diag_error(c->d, s->loc,
+			   "invalid port in '%s': expected 1 to 65535", str);
+		return -1;
+	}
+	return 0;
+}
+
+static void
+check_cluster(Checker *c, AstNode *n)
+{
+	Program *p = c->p;
+	int ntask = 0;
+
+	for (int j = 0; j < n->n; j++)
+		ntask += n->list[j]->n;
+	p->jobs = arena_alloc(c->a, (n->n + 1) * sizeof *p->jobs);
+	p->tasks = arena_alloc(c->a, (ntask + 1) * sizeof *p->tasks);
+	for (int j = 0; j < n->n; j++) {
+		AstNode *job = n->list[j];
+		CJob *cj;
+		for (int k = 0; k < p->njob; k++) {
+			if (strcmp(p->jobs[k].name, job->name) == 0) {
+				diag_error(c->d, job->tok.loc,
+					   "job '%s' is defined twice",
+					   job->name);
+				diag_note(c->d, p->jobs[k].loc,
+					  "first defined here");
+			}
+		}
+		if (job->n == 0) {
+			diag_error(c->d, job->tok.loc,
+				   "job '%s' has no tasks: list at least one "
+				   "address",
+				   job->name);
+			continue;
+		}
+		cj = &p->jobs[p->njob++];
+		cj->name = job->name;
+		cj->loc = job->tok.loc;
+		cj->first = p->ntask;
+		cj->ntask = job->n;
+		for (int t = 0; t < job->n; t++) {
+			AstNode *s = job->list[t];
+			CTask *ct = &p->tasks[p->ntask++];
+			check_address(c, s);
+			for (int k = 0; k < p->ntask - 1; k++) {
+				if (strcmp(p->tasks[k].addr, s->str) == 0) {
+					diag_error(c->d, s->loc,
+						   "address '%s' is listed "
+						   "twice",
+						   s->str);
+					diag_note(c->d, p->tasks[k].loc,
+						  "first listed here");
+				}
+			}
+			ct->job = job->name;
+			ct->index = t;
+			ct->addr = s->str;
+			ct->loc = s->loc;
+			ct->name = arena_printf(c->a, "/job:%s/task:%d",
+						job->name, t);
+		}
+	}
+}
+
+/* The cluster of --cluster or TF_CONFIG (o->cluster) in place of the
+ * program's block (spec §10.6 "Launchers and cluster managers"): the
+ * program's jobs, which its device strings name, must all be there, and
+ * come first and in the program's order, so that "the first job" of
+ * placement stays the program's whatever order the JSON lists them in
+ * (Go's encoding/json, which writes Kubernetes' TF_CONFIG, sorts them);
+ * the JSON's other jobs follow in its order. */
+static AstNode *
+json_cluster(Checker *c, const AstNode *prog)
+{
+	const CompileOptions *o = c->p->opt;
+	const AstNode *js = o->cluster;
+	AstNode *m = arena_alloc(c->a, sizeof *m);
+	int *used = arena_alloc(c->a, sizeof *used * ((size_t)js->n + 1));
+
+	*m = *js;
+	m->n = 0;
+	m->list = arena_alloc(c->a, sizeof *m->list * ((size_t)js->n + 1));
+	for (int i = 0; prog && i < prog->n; i++) {
+		const AstNode *job = prog->list[i];
+		int k = 0;
+
+		while (k < js->n && strcmp(js->list[k]->name, job->name) != 0)
+			k++;
+		if (k == js->n) {
+			diag_error(c->d, js->loc, "the cluster of %s has no job "
+				   "'%s', which the program's cluster block "
+				   "defines", o->cluster_from, job->name);
+			diag_note(c->d, job->tok.loc, "job '%s' is defined here",
+				  job->name);
+		} else if (!used[k]) {
+			used[k] = 1;
+			m->list[m->n++] = js->list[k];
+		}
+	}
+	for (int k = 0; k < js->n; k++)
+		if (!used[k])
+			m->list[m->n++] = js->list[k];
+	return m;
+}
+
+/* After an error about job `job` of a cluster that comes from JSON:
+ * where that cluster, or the job in it, is written. */
+void
+check_cluster_note(Checker *c, const char *job)
+{
+	const CompileOptions *o = c->p->opt;
+
+	if (!o || !o->cluster)
+		return;
+	for (int j = 0; job && j < c->p->njob; j++)
+		if (strcmp(c->p->jobs[j].name, job) == 0) {
+			diag_note(c->d, c->p->jobs[j].loc, "job '%s' of the "
+				  "cluster of %s is defined here", job,
+				  o->cluster_from);
+			return;
+		}
+	diag_note(c->d, o->cluster->loc, "the cluster comes from %s",
+		  o->cluster_from);
+}
+
+/* --addr /job:J/task:T=HOST:PORT: task T's address replaced
+ * (spec §10 "Processes").  Done as soon as the cluster is made, so that
+ * a session's grpc:// target (spec §8.1 "Session blocks") sees the
+ * addresses the tasks listen on. */
+static int
+apply_addr(Program *p, const char *spec, Diag *d)
+{
+	const char *eq = strchr(spec, '='), *err;
+	Device dv;
+	int off, t;
+
+	if (!eq || !eq[1]) {
+		diag_error(d, (SrcLoc){0}, "--addr '%s': expected "
+			   "/job:J/task:T=HOST:PORT", spec);
+		return -1;
+	}
+	if (dev_parse(p->arena, &dv, arena_strndup(p->arena, spec, eq - spec),
+		      &err, &off) < 0 || !dv.job) {
+		diag_error(d, (SrcLoc){0}, "--addr '%s': expected "
+			   "/job:J/task:T=HOST:PORT", spec);
+		return -1;
+	}
+	if ((t = dev_task_index(p, dev_complete(p, dv))) < 0) {
+		diag_error(d, (SrcLoc){0}, "--addr '%s': the cluster has no "
+			   "such task", spec);
+		return -1;
+	}
+	p->tasks[t].addr = eq + 1;
+	return 0;
+}
+
+/* Without a cluster block a program has one task (spec §7.1 "The cluster"). */
+static void
+default_cluster(Checker *c)
+{
+	Program *p = c->p;
+
+	p->jobs = arena_alloc(c->a, sizeof *p->jobs);
+	p->tasks = arena_alloc(c->a, sizeof *p->tasks);
+	p->njob = p->ntask = 1;
+	p->jobs[0].name = "local";
+	p->jobs[0].ntask = 1;
+	p->tasks[0].job = "local";
+	p->tasks[0].addr = "localhost:2222";
+	p->tasks[0].name = "/job:local/task:0";
+	p->implicit = 1;
+}
+
+int
+check_program_cluster(Checker *c, AstNode *prog)
+{
+	Program *p = c->p;
+
+	for (int i = 0; i < prog->n; i++) {
+		AstNode *s = prog->list[i];
+		if (s->kind != AST_CLUSTER)
+			continue;
+		if (c->cluster) {
+			diag_error(c->d, s->loc, "a program has one cluster "
+				   "block");
+			diag_note(c->d, c->cluster->loc, "the first is here");
+			continue;
+		}
+		c->cluster = s;
+	}
+	if (p->opt && p->opt->cluster)
+		check_cluster(c, json_cluster(c, c->cluster));
+	else if (c->cluster)
+		check_cluster(c, (AstNode *)c->cluster);
+	else
+		default_cluster(c);
+	if (p->njob == 0)
+		return -1;
+	for (int i = 0; p->opt && i < p->opt->naddr; i++)
+		if (apply_addr(p, p->opt->addr[i], p->diag) < 0)
+			return -1;
 	return 0;
 }

@@ -308,6 +308,11 @@ int check_device_of(Checker *c, AstNode *s, Device outer, Device *out);
 /* After an error naming job `job` (NULL: a job the cluster lacks): a
  * note at that job in the JSON the cluster came from, if it did. */
 void check_cluster_note(Checker *c, const char *job);
+/* cluster.c: the program's cluster (its block, or --cluster's or
+ * TF_CONFIG's JSON in its place, or the one-task cluster of a program
+ * without one) into Program.tasks, with the --addr overrides; -1 when
+ * there is none to go on with (reported). */
+int check_program_cluster(Checker *c, AstNode *prog);
 Lit check_lit_of(const AstNode *e);
 /* params.c: rewrites the uses of the program's params into their
  * literals (with --param values); 0 or the errors reported. */
