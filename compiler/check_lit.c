@@ -1,9 +1,10 @@
 /*
  * compiler/check_lit.c: literals, for the checker (compiler/check.c) and
- * the sessions (compiler/session.c): scalar literals folded and kept
- * weak until the other operand's dtype is known (spec §5.3 "Weak
- * operands"), stored in a dtype, and tensor literals walked into their
- * dtype, shape and bytes (spec §5.2 "Tensor literals").
+ * the sessions (compiler/session_expr.c): scalar literals folded, and
+ * kept weak until the other operand's dtype is known
+ * (spec §5.3 "Weak operands"), stored in a dtype; tensor literals walked
+ * into their dtype, shape and bytes
+ * (spec §5.2 "Literals and their default dtypes").
  */
 #include <inttypes.h>
 #include <math.h>

@@ -325,6 +325,23 @@ const char *check_op_spelling(int tk);
 void check_session(Checker *c, AstNode *s);
 void check_parallel(Checker *c, AstNode *s);
 
+/* session_expr.c (spec §8.5 "Session expressions"): a session
+ * expression lowered to an RtExpr, NULL after reporting; what session.c's
+ * statements use of it. */
+RtExpr *sess_expr(Checker *c, AstNode *e);
+RtExpr *sess_new_expr(Checker *c, RtExprKind k, SrcLoc loc, int nargs);
+/* 0, or -1 (reported) when x, of e, is known not to be a number scalar */
+int sess_scalar(Checker *c, AstNode *e, RtExpr *x);
+int sess_is_str(const RtExpr *x); /* known to be a string */
+/* the IrSig of a step fetching fetch, assigning targets, fed inputs */
+int sess_sig_index(Checker *c, SrcLoc loc, PtrVec *fetch, PtrVec *targets,
+		   PtrVec *inputs);
+RtExpr *sess_run_expr(Checker *c, AstNode *e);     /* run(...) */
+RtExpr *sess_init_expr(Checker *c, AstNode *e);    /* initialize(...) */
+RtExpr *sess_uninit_expr(Checker *c, AstNode *e);  /* uninitialized() */
+int sess_statement_call(const char *name); /* initialize, sleep, save... */
+int sess_fn(const char *name); /* a function a session may call */
+
 /* vars.c (spec §4.4 "Variables"): `var` statements; the nodes of a
  * variable. */
 void check_var(Checker *c, AstNode *s);

@@ -6,7 +6,9 @@
  *
  * Each distinct run(...) (client task, fetches in order, needed inputs)
  * becomes one IrSig.  Literal feeds are converted to the input's dtype
- * here; everything else is checked by the client when it runs.
+ * here; everything else is checked by the client when it runs.  The
+ * expressions are compiler/session_expr.c's; the statements, the
+ * session blocks and their tasks, and tfgc run --fetch's step are here.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -14,812 +16,6 @@
 
 #include "compiler/compiler_int.h"
 #include "lang/parse.h"
-
-/* ------------------------------------------------------------- sessions */
-
-static RtExpr *sexpr(Checker *c, AstNode *e);
-static int scalar_operand(Checker *c, AstNode *e, RtExpr *x);
-
-static RtExpr *
-new_expr(Checker *c, RtExprKind k, SrcLoc loc, int nargs)
-{
-	RtExpr *x = arena_alloc(c->a, sizeof *x);
-
-	x->kind = k;
-	x->where = diag_where(c->a, loc);
-	x->nargs = nargs;
-	x->args = arena_alloc(c->a, (nargs + 1) * sizeof *x->args);
-	return x;
-}
-
-/* strbytes: the bytes of a string value (dtype string only) */
-static RtExpr *
-const_expr(Checker *c, SrcLoc loc, TfgDtype t, const TfgShape *s,
-	   void *data, size_t strbytes)
-{
-	RtExpr *x = new_expr(c, RT_E_CONST, loc, 0);
-	RtTensor *v = arena_alloc(c->a, sizeof *v);
-
-	v->dtype = t;
-	v->shape = *s;
-	v->nbytes = t == TFG_STRING ? strbytes
-				    : (size_t)tfg_shape_numel(s) *
-					  tfg_dtype_size(t);
-	v->data = data;
-	x->value = v;
-	return x;
-}
-
-/* Whether x is known to be a string: a literal (a string param is one),
- * or + of strings (spec §8.5 "Session expressions"). */
-static int
-is_str(const RtExpr *x)
-{
-	return x->kind == RT_E_STR || x->kind == RT_E_FORMAT ||
-	       (x->kind == RT_E_ADD && (is_str(x->args[0]) ||
-					is_str(x->args[1])));
-}
-
-/* Whether x may be a string: known to be one, or a let's value. */
-static int
-may_be_str(const RtExpr *x)
-{
-	return is_str(x) || x->kind == RT_E_VAR;
-}
-
-/* The inputs the nodes in `from` depend on, sorted by id. */
-static void
-needed_inputs(Checker *c, PtrVec *from, PtrVec *inputs)
-{
-	char *seen = ir_reach(c->p, (IrNode *const *)from->v, from->n, NULL,
-			      0);
-	for (int i = 0; i < c->p->g.nodes.n; i++) {
-		IrNode *n = c->p->g.nodes.v[i];
-		if (seen[i] && n->op == OP_input)
-			vec_push(c->a, inputs, n);
-	}
-}
-
-/* Whether s is the input shape `in`, whose unknown dims take any size. */
-static int
-shape_fits(const TfgShape *s, const TfgShape *in)
-{
-	if (s->rank != in->rank)
-		return 0;
-	for (int i = 0; i < s->rank; i++)
-		if (in->dims[i] != IR_DIM_UNKNOWN && in->dims[i] != s->dims[i])
-			return 0;
-	return 1;
-}
-
-/* A feed's value: literals are converted now, to the input's dtype and
- * checked against its shape; anything else is checked when it runs. */
-static RtExpr *
-feed_value(Checker *c, AstNode *v, IrNode *in)
-{
-	char want[160], got[128];
-	Lit l = check_lit_of(v);
-	TfgShape s = {0, {0}};
-	TfgDtype t;
-	void *data;
-
-	snprintf(want, sizeof want, "%s",
-		 ir_type_str(c->a, in->dtype, &in->shape));
-	if (l.kind) {
-		if (in->shape.rank != 0) {
-			diag_error(c->d, v->loc, "feed '%s' expects %s, got a "
-				   "scalar", in->name, want);
-			return NULL;
-		}
-		data = arena_alloc(c->a, 8);
-		if (check_lit_store(c, v->loc, l, in->dtype, data) < 0)
-			return NULL;
-		return const_expr(c, v->loc, in->dtype, &s, data, 0);
-	}
-	if (v->kind == AST_TENSOR) {
-		if (!(data = check_tensor_data(c, v, in->dtype, &t, &s, NULL)))
-			return NULL;
-		/* A specialisation runs no session: its literal feeds were
-		   checked against the inputs as written by the generic
-		   compile, and may be for other runs' shapes. */
-		if (!(c->p->opt && c->p->opt->spec_sig) &&
-		    !shape_fits(&s, &in->shape)) {
-			diag_error(c->d, v->loc, "feed '%s' expects %s, got a "
-				   "literal of shape %s", in->name, want,
-				   tfg_shape_str(got, sizeof got, &s));
-			return NULL;
-		}
-		return const_expr(c, v->loc, t, &s, data, 0);
-	}
-	return sexpr(c, v);
-}
-
-static int
-same_nodes(IrNode **a, int n, const PtrVec *b)
-{
-	if (n != b->n)
-		return 0;
-	for (int i = 0; i < n; i++)
-		if (a[i] != b->v[i])
-			return 0;
-	return 1;
-}
-
-static int
-sig_index(Checker *c, SrcLoc loc, PtrVec *fetch, PtrVec *targets,
-	  PtrVec *inputs)
-{
-	IrSig *g;
-
-	for (int i = 0; i < c->sigs.n; i++) {
-		g = c->sigs.v[i];
-		if (g->client == c->client &&
-		    same_nodes(g->fetch, g->nfetch, fetch) &&
-		    same_nodes(g->target, g->ntarget, targets) &&
-		    same_nodes(g->feed, g->nfeed, inputs))
-			return i;
-	}
-	g = arena_alloc(c->a, sizeof *g);
-	g->client = c->client;
-	g->nfetch = fetch->n;
-	g->fetch = (IrNode **)fetch->v;
-	g->ntarget = targets->n;
-	g->target = (IrNode **)targets->v;
-	g->nfeed = inputs->n;
-	g->feed = (IrNode **)inputs->v;
-	g->loc = loc;
-	vec_push(c->a, &c->sigs, g);
-	return c->sigs.n - 1;
-}
-
-/* The feed item for input `in`, or NULL. */
-static AstNode *
-feed_item(AstNode *feed, IrNode *in, Checker *c)
-{
-	for (int i = 0; feed && i < feed->n; i++) {
-		Sym *s = check_find(&c->syms, feed->list[i]->name);
-		if (s && check_copy_of(c, s) == in)
-			return feed->list[i];
-	}
-	return NULL;
-}
-
-static int
-check_feed_items(Checker *c, AstNode *feed)
-{
-	int bad = 0;
-
-	for (int i = 0; feed && i < feed->n; i++) {
-		AstNode *it = feed->list[i];
-		Sym *s = check_find(&c->syms, it->name);
-		if (!s) {
-			check_lookup(c, it->a);
-			bad = 1;
-			continue;
-		}
-		if (s->node && s->node->op != OP_input) {
-			diag_error(c->d, it->a->loc, "'%s' is not an input: "
-				   "only inputs can be fed", it->name);
-			diag_note(c->d, s->loc, "'%s' is defined here",
-				  it->name);
-			bad = 1;
-		}
-		for (int j = 0; j < i; j++) {
-			if (strcmp(feed->list[j]->name, it->name) == 0) {
-				diag_error(c->d, it->a->loc,
-					   "'%s' is fed twice", it->name);
-				diag_note(c->d, feed->list[j]->a->loc,
-					  "first fed here");
-				bad = 1;
-			}
-		}
-	}
-	return bad ? -1 : 0;
-}
-
-static RtExpr *
-run_expr(Checker *c, AstNode *e)
-{
-	PtrVec fetch = {0}, inputs = {0}, extra = {0}, none = {0};
-	int before = c->d->nerr;
-	RtExpr *x;
-
-	for (int i = 0; i < e->n; i++) {
-		AstNode *f = e->list[i];
-		IrNode *n;
-		if (f->kind != AST_NAME) {
-			habit_fetch(c, f);
-			continue;
-		}
-		if (check_find(&c->locals, f->name)) {
-			diag_error(c->d, f->loc, "'%s' is a loop variable, "
-				   "not a graph value", f->name);
-			continue;
-		}
-		if (check_list_sym(c, f)) {
-			diag_error(c->d, f->loc, "'%s' is a list: fetch its "
-				   "elements, named (p = %s[0])", f->name,
-				   f->name);
-			continue;
-		}
-		if ((n = check_lookup(c, f)) != NULL)
-			vec_push(c->a, &fetch, n);
-	}
-	if (e->n == 0)
-		diag_error(c->d, e->loc, "run() needs at least one value to "
-			   "fetch");
-	if (check_feed_items(c, e->b) < 0 || c->d->nerr > before)
-		return NULL;
-	needed_inputs(c, &fetch, &inputs);
-	x = new_expr(c, RT_E_RUN, e->loc, inputs.n);
-	for (int i = 0; i < inputs.n; i++) {
-		IrNode *in = inputs.v[i];
-		AstNode *it = feed_item(e->b, in, c);
-		if (!it) {
-			diag_error(c->d, e->loc, "run() needs a value for "
-				   "input '%s': add it to the feed",
-				   in->name);
-			diag_note(c->d, in->loc, "'%s' is declared here",
-				  in->name);
-			continue;
-		}
-		x->args[i] = feed_value(c, it->b, in);
-	}
-	/* Values for inputs that are not needed are still checked, and
-	   computed when the run runs
-	   (spec §8.3 "run: fetches, feeds and steps"). */
-	for (int i = 0; e->b && i < e->b->n; i++) {
-		AstNode *it = e->b->list[i];
-		Sym *s = check_find(&c->syms, it->name);
-		RtExpr *v;
-		int used = 0;
-		for (int j = 0; j < inputs.n; j++)
-			used |= check_copy_of(c, s) == inputs.v[j];
-		if (used || !s->node ||
-		    !(v = feed_value(c, it->b, check_copy_of(c, s))))
-			continue;
-		if (v->kind != RT_E_CONST)
-			vec_push(c->a, &extra, v);
-	}
-	if (c->d->nerr > before)
-		return NULL;
-	if (extra.n) {
-		RtExpr **args = arena_alloc(c->a, (x->nargs + extra.n + 1) *
-						      sizeof *args);
-		memcpy(args, x->args, x->nargs * sizeof *args);
-		memcpy(args + x->nargs, extra.v, extra.n * sizeof *args);
-		x->args = args;
-		x->nargs += extra.n;
-	}
-	x->sig = sig_index(c, e->loc, &fetch, &none, &inputs);
-	return x;
-}
-
-/* The variables named by call e's arguments, or every variable when it
- * has none; -1 if reported. */
-static int
-var_args(Checker *c, AstNode *e, PtrVec *vars)
-{
-	int before = c->d->nerr;
-
-	if (e->b)
-		diag_error(c->d, e->b->loc, "%s() takes no feed", e->name);
-	if (e->n == 0) { /* the random makers' counts are not the user's */
-		for (int i = 0; i < c->p->vars.n; i++)
-			if (!((IrVar *)c->p->vars.v[i])->draw)
-				vec_push(c->a, vars, c->p->vars.v[i]);
-		return c->d->nerr > before ? -1 : 0;
-	}
-	for (int i = 0; i < e->n; i++) {
-		AstNode *a = e->list[i];
-		Sym *s;
-
-		if (a->kind != AST_NAME) {
-			diag_error(c->d, a->kind == AST_KWARG ? a->tok.loc
-							      : ast_extent(a),
-				   "%s() takes the names of variables",
-				   e->name);
-			continue;
-		}
-		if (!(s = check_find(&c->syms, a->name))) {
-			check_lookup(c, a);
-			continue;
-		}
-		if (!s->var) {
-			diag_error(c->d, a->loc, "'%s' is not a variable",
-				   a->name);
-			continue;
-		}
-		for (int j = 0; j < vars->n; j++)
-			if (vars->v[j] == s->var)
-				diag_error(c->d, a->loc, "'%s' is named twice",
-					   a->name);
-		vec_push(c->a, vars, s->var);
-	}
-	return c->d->nerr > before ? -1 : 0;
-}
-
-/* initialize(v, ...): a run of the variables' initializers, for their
- * effect (spec §8.9 "Variables in a session"). */
-static RtExpr *
-init_expr(Checker *c, AstNode *e)
-{
-	PtrVec vars = {0}, targets = {0}, none = {0};
-	RtExpr *x;
-
-	if (var_args(c, e, &vars) < 0)
-		return NULL;
-	for (int i = 0; i < vars.n; i++)
-		vec_push(c->a, &targets, ((IrVar *)vars.v[i])->init);
-	x = new_expr(c, RT_E_RUN, e->loc, 0);
-	x->sig = sig_index(c, e->loc, &none, &targets, &none);
-	return x;
-}
-
-/* uninitialized(v, ...): a run fetching whether each is initialized,
- * and the names that go with the answers. */
-static RtExpr *
-uninit_expr(Checker *c, AstNode *e)
-{
-	PtrVec vars = {0}, fetch = {0}, none = {0};
-	const char **names;
-	RtExpr *run, *x;
-
-	if (var_args(c, e, &vars) < 0)
-		return NULL;
-	names = arena_alloc(c->a, (vars.n + 1) * sizeof *names);
-	for (int i = 0; i < vars.n; i++) {
-		IrVar *v = vars.v[i];
-		vec_push(c->a, &fetch, v->inited);
-		names[i] = v->name;
-	}
-	run = new_expr(c, RT_E_RUN, e->loc, 0);
-	run->sig = sig_index(c, e->loc, &fetch, &none, &none);
-	x = new_expr(c, RT_E_UNINIT, e->loc, 1);
-	x->args[0] = run;
-	x->names = names;
-	return x;
-}
-
-/* The session's statements that are calls (spec §8.9 "Variables in a session"
- * to §8.11 "save and restore"). */
-static int
-statement_call(const char *name)
-{
-	return strcmp(name, "initialize") == 0 ||
-	       strcmp(name, "wait_initialized") == 0 ||
-	       strcmp(name, "sleep") == 0 || strcmp(name, "save") == 0 ||
-	       strcmp(name, "restore") == 0 ||
-	       strcmp(name, "save_every") == 0 ||
-	       strcmp(name, "progress") == 0 || strcmp(name, "record") == 0;
-}
-
-/* val formatted by fmt (spec §8.5 "Session expressions"): printf-style
- * (`"%.3f" % x`) or a format spec (format(x, ".3f")); a format the
- * compiler knows is checked now, at f. */
-static RtExpr *
-format_expr(Checker *c, AstNode *f, RtExpr *fmt, RtExpr *val,
-	    int printf_style)
-{
-	char why[300];
-	RtExpr *x;
-
-	if (fmt->kind == RT_E_STR &&
-	    tfg_format_check(fmt->str, printf_style, why, sizeof why) < 0) {
-		diag_error(c->d, ast_extent(f), "format '%s': %s", fmt->str,
-			   why);
-		return NULL;
-	}
-	x = new_expr(c, RT_E_FORMAT, f->loc, 2);
-	x->args[0] = fmt;
-	x->args[1] = val;
-	x->slot = printf_style;
-	return x;
-}
-
-/* What a session may call (spec §6.7 "Calls"). */
-static const char *const session_fns[] = {
-	"run", "load", "len", "now", "exists", "format", "uninitialized",
-	"initialize",
-	"wait_initialized", "sleep", "save", "save_every", "restore",
-	"batches", "progress", "record"};
-enum { NSESSION_FNS = sizeof session_fns / sizeof *session_fns };
-
-static int
-session_fn(const char *name)
-{
-	for (int i = 0; i < NSESSION_FNS; i++)
-		if (strcmp(session_fns[i], name) == 0)
-			return 1;
-	return 0;
-}
-
-static RtExpr *
-call_session(Checker *c, AstNode *e)
-{
-	RtExpr *x;
-
-	if (strcmp(e->name, "run") == 0)
-		return run_expr(c, e);
-	if (strcmp(e->name, "uninitialized") == 0)
-		return uninit_expr(c, e);
-	if (strcmp(e->name, "len") == 0) {
-		if (e->n != 1 || e->b || e->list[0]->kind == AST_KWARG) {
-			diag_error(c->d, e->loc, "len() takes one value");
-			return NULL;
-		}
-		if (!(x = new_expr(c, RT_E_LEN, e->loc, 1)) ||
-		    !(x->args[0] = sexpr(c, e->list[0])))
-			return NULL;
-		return x;
-	}
-	if (strcmp(e->name, "exists") == 0) {
-		if (e->n != 1 || e->b || e->list[0]->kind == AST_KWARG) {
-			diag_error(c->d, e->loc, "exists() takes one string: "
-				   "a path");
-			return NULL;
-		}
-		if (!(x = new_expr(c, RT_E_EXISTS, e->loc, 1)) ||
-		    !(x->args[0] = sexpr(c, e->list[0])))
-			return NULL;
-		if (!may_be_str(x->args[0])) {
-			diag_error(c->d, ast_extent(e->list[0]), "exists() "
-				   "takes one string: a path");
-			return NULL;
-		}
-		return x;
-	}
-	if (strcmp(e->name, "format") == 0) { /* Python's format() */
-		AstNode *v = e->n >= 1 ? e->list[0] : NULL;
-		AstNode *f = e->n == 2 ? e->list[1] : NULL;
-		RtExpr *val, *spec;
-
-		if (e->n < 1 || e->n > 2 || e->b ||
-		    v->kind == AST_KWARG || (f && f->kind == AST_KWARG)) {
-			diag_error(c->d, e->loc, "format() takes a value and a "
-				   "format spec: format(x, \".3f\")");
-			return NULL;
-		}
-		if (!(val = sexpr(c, v)))
-			return NULL;
-		if (f) {
-			if (!(spec = sexpr(c, f)))
-				return NULL;
-			if (!may_be_str(spec)) {
-				diag_error(c->d, ast_extent(f), "format()'s "
-					   "spec is a string: format(x, "
-					   "\".3f\")");
-				return NULL;
-			}
-		} else {
-			spec = new_expr(c, RT_E_STR, e->loc, 0);
-			spec->str = "";
-		}
-		return format_expr(c, f ? f : e, spec, val, 0);
-	}
-	if (strcmp(e->name, "now") == 0) {
-		if (e->n != 0 || e->b) {
-			diag_error(c->d, e->loc, "now() takes no arguments");
-			return NULL;
-		}
-		return new_expr(c, RT_E_NOW, e->loc, 0);
-	}
-	if (statement_call(e->name)) {
-		diag_error(c->d, e->a->loc, "%s() is a statement, not a value",
-			   e->name);
-		return NULL;
-	}
-	if (strcmp(e->name, "load") == 0) {
-		if (e->n != 1 || e->list[0]->kind == AST_KWARG || e->b) {
-			diag_error(c->d, e->loc, "load() takes one string: "
-				   "the path of a .npy or IDX file");
-			return NULL;
-		}
-		x = new_expr(c, RT_E_LOAD, e->loc, 1);
-		if (!(x->args[0] = sexpr(c, e->list[0])))
-			return NULL;
-		if (!may_be_str(x->args[0])) {
-			diag_error(c->d, ast_extent(e->list[0]), "load() takes "
-				   "one string: the path of a .npy or IDX "
-				   "file");
-			return NULL;
-		}
-		return x;
-	}
-	if (strcmp(e->name, "batches") == 0) {
-		diag_error(c->d, e->a->loc, "batches() is what a for loop "
-			   "runs over: for b in batches(x, y, size) { ... }");
-		return NULL;
-	}
-	if (builtin_lookup(e->name) >= 0) {
-		diag_error(c->d, e->a->loc, "'%s' is a graph op: define the "
-			   "value outside the session and fetch it with "
-			   "run()", e->name);
-		return NULL;
-	}
-	if (habit_report(c, e)) /* Variable(3), Session() */
-		return NULL;
-	{
-		const char *w = check_nearest(e->name, session_fns, NSESSION_FNS);
-		const char *g = w ? NULL : builtin_nearest(e->name);
-		if (w)
-			diag_error(c->d, e->a->loc, "unknown function '%s'; "
-				   "did you mean '%s'?", e->name, w);
-		else if (g)
-			diag_error(c->d, e->a->loc, "unknown function '%s'; "
-				   "did you mean '%s'? (a graph op: define the "
-				   "value outside the session and fetch it "
-				   "with run())", e->name, g);
-		else
-			diag_error(c->d, e->a->loc, "unknown function '%s' (a "
-				   "session can call run, load, len, now, "
-				   "exists, uninitialized, initialize, "
-				   "wait_initialized, sleep, save, "
-				   "save_every, restore, progress, record "
-				   "and, in a for loop, batches)", e->name);
-	}
-	return NULL;
-}
-
-/* Session arithmetic works on scalars (spec §8.5 "Session expressions"): what
- * is known not to be one is refused here; load() is checked when it runs. */
-static int
-scalar_operand(Checker *c, AstNode *e, RtExpr *x)
-{
-	const IrSig *g;
-
-	switch (x->kind) {
-	case RT_E_STR:
-		diag_error(c->d, e->loc, "a string cannot be used in "
-			   "arithmetic");
-		return -1;
-	case RT_E_CONST:
-		if (x->value->dtype == TFG_STRING) {
-			diag_error(c->d, e->loc, "a string cannot be used in "
-				   "arithmetic");
-			return -1;
-		}
-		if (x->value->dtype == TFG_BOOL) {
-			diag_error(c->d, e->loc, "arithmetic does not take "
-				   "bool operands");
-			return -1;
-		}
-		if (x->value->shape.rank == 0)
-			return 0;
-		diag_error(c->d, e->loc, "arithmetic in a session works on "
-			   "scalars, not on a tensor literal");
-		return -1;
-	case RT_E_RUN:
-		g = c->sigs.v[x->sig];
-		if (g->nfetch != 1) {
-			diag_error(c->d, e->loc, "arithmetic needs one scalar, "
-				   "but this run() fetches %d values",
-				   g->nfetch);
-			return -1;
-		}
-		if (g->fetch[0]->dtype == TFG_STRING) {
-			diag_error(c->d, e->loc, "a string cannot be used in "
-				   "arithmetic, but '%s' is %s",
-				   g->fetch[0]->name,
-				   ir_type_str(c->a, g->fetch[0]->dtype,
-					       &g->fetch[0]->shape));
-			return -1;
-		}
-		if (g->fetch[0]->shape.rank == 0)
-			return 0;
-		diag_error(c->d, e->loc, "arithmetic in a session works on "
-			   "scalars, but '%s' is %s", g->fetch[0]->name,
-			   ir_type_str(c->a, g->fetch[0]->dtype,
-				       &g->fetch[0]->shape));
-		return -1;
-	default:
-		return 0;
-	}
-}
-
-/* a == b ... a >= b in a session (spec §8.5 "Session expressions"): scalars,
- * or strings for == and !=; a bool. */
-static RtExpr *
-compare(Checker *c, AstNode *e)
-{
-	static const RtExprKind ops[] = {[TK_EQ] = RT_E_EQ, [TK_NE] = RT_E_NE,
-					 [TK_LT] = RT_E_LT, [TK_LE] = RT_E_LE,
-					 [TK_GT] = RT_E_GT, [TK_GE] = RT_E_GE};
-	RtExpr *a = sexpr(c, e->a), *b = sexpr(c, e->b), *x;
-	int strs;
-
-	if (!a || !b)
-		return NULL;
-	strs = is_str(a) || is_str(b);
-	if (strs && (!may_be_str(a) || !may_be_str(b) ||
-		     (e->op != TK_EQ && e->op != TK_NE))) {
-		diag_error(c->d, e->loc, "strings compare only with strings, "
-			   "and only with == and !=");
-		return NULL;
-	}
-	if (!strs && (scalar_operand(c, e->a, a) < 0 ||
-		      scalar_operand(c, e->b, b) < 0))
-		return NULL;
-	x = new_expr(c, ops[e->op], e->loc, 2);
-	x->args[0] = a;
-	x->args[1] = b;
-	return x;
-}
-
-/* b.x, b.y, b.index, b.count, b.size of `for b in batches(...)`: the
- * loop's slots (spec §8.6.1 "batches"). */
-static RtExpr *
-batch_field(Checker *c, AstNode *e, const Sym *b)
-{
-	static const char *const names[] = {"x", "y", "index", "count",
-					    "size"};
-	RtExpr *x;
-
-	for (int k = 0; k < 5; k++) {
-		if (strcmp(e->name, names[k]) != 0)
-			continue;
-		if (k == 1 && b->batch == 1) {
-			diag_error(c->d, e->loc, "batches() was given one "
-				   "array: %s.y is not there", b->name);
-			diag_note(c->d, b->loc, "the loop is here");
-			return NULL;
-		}
-		x = new_expr(c, RT_E_VAR, e->loc, 0);
-		x->slot = b->slot + k;
-		return x;
-	}
-	diag_error(c->d, e->loc, "'%s' has %s, index, count and size, not "
-		   "'%s'", b->name, b->batch == 1 ? "x" : "x, y", e->name);
-	return NULL;
-}
-
-/* w.index, w.count of `session each ... as w`: constants of each
- * session. */
-static RtExpr *
-field(Checker *c, AstNode *e)
-{
-	TfgShape s = {0, {0}};
-	Sym *b;
-	int64_t *v;
-
-	if (e->a->kind == AST_NAME &&
-	    (b = check_find(&c->locals, e->a->name)) != NULL && b->batch)
-		return batch_field(c, e, b);
-	if (e->a->kind != AST_NAME || !c->each ||
-	    strcmp(e->a->name, c->each) != 0) {
-		diag_error(c->d, e->loc, "'.%s' of something that is not the "
-			   "name of a 'session each ... as NAME'", e->name);
-		return NULL;
-	}
-	if (strcmp(e->name, "index") != 0 && strcmp(e->name, "count") != 0) {
-		diag_error(c->d, e->loc, "'%s' has 'index' and 'count', not "
-			   "'%s'", c->each, e->name);
-		return NULL;
-	}
-	v = arena_alloc(c->a, sizeof *v);
-	*v = e->name[0] == 'i' ? c->each_index : c->each_count;
-	return const_expr(c, e->loc, TFG_I64, &s, v, 0);
-}
-
-/* a + b of strings: joined now when both are literals, else when it
- * runs. */
-static RtExpr *
-join(Checker *c, AstNode *e, RtExpr *a, RtExpr *b)
-{
-	RtExpr *x;
-
-	if (a->kind == RT_E_STR && b->kind == RT_E_STR) {
-		x = new_expr(c, RT_E_STR, e->loc, 0);
-		x->str = arena_printf(c->a, "%s%s", a->str, b->str);
-		return x;
-	}
-	x = new_expr(c, RT_E_ADD, e->loc, 2);
-	x->args[0] = a;
-	x->args[1] = b;
-	return x;
-}
-
-static RtExpr *
-sexpr(Checker *c, AstNode *e)
-{
-	static const RtExprKind ops[] = {[TK_PLUS] = RT_E_ADD,
-					 [TK_MINUS] = RT_E_SUB,
-					 [TK_STAR] = RT_E_MUL,
-					 [TK_SLASH] = RT_E_DIV,
-					 [TK_PERCENT] = RT_E_MOD};
-	TfgShape s = {0, {0}};
-	Lit l = check_lit_of(e);
-	RtExpr *x, *a, *b;
-	Sym *sym;
-	void *data;
-	TfgDtype t;
-
-	if (l.kind) {
-		t = l.kind == 1 ? TFG_I64 : l.kind == 2 ? TFG_F64 : TFG_BOOL;
-		data = arena_alloc(c->a, 8);
-		check_lit_store(c, e->loc, l, t, data);
-		return const_expr(c, e->loc, t, &s, data, 0);
-	}
-	switch (e->kind) {
-	case AST_STRING:
-		x = new_expr(c, RT_E_STR, e->loc, 0);
-		x->str = e->str;
-		return x;
-	case AST_TENSOR: {
-		size_t nb;
-		if (!(data = check_tensor_data(c, e, -1, &t, &s, &nb)))
-			return NULL;
-		return const_expr(c, e->loc, t, &s, data, nb);
-	}
-	case AST_NAME:
-		if ((sym = check_find(&c->locals, e->name)) != NULL) {
-			if (sym->batch) {
-				diag_error(c->d, e->loc, "'%s' is a batch: use "
-					   "%s.x%s, .index, .count or .size",
-					   e->name, e->name,
-					   sym->batch == 2 ? ", .y" : "");
-				return NULL;
-			}
-			x = new_expr(c, RT_E_VAR, e->loc, 0);
-			x->slot = sym->slot;
-			return x;
-		}
-		if (check_find(&c->syms, e->name)) {
-			diag_error(c->d, e->loc, "'%s' is a graph value: fetch "
-				   "it with run(%s)", e->name, e->name);
-			return NULL;
-		}
-		check_lookup(c, e);
-		return NULL;
-	case AST_UNARY:
-		if (!(a = sexpr(c, e->a)) || scalar_operand(c, e->a, a) < 0)
-			return NULL;
-		x = new_expr(c, RT_E_NEG, e->loc, 1);
-		x->args[0] = a;
-		return x;
-	case AST_BINARY:
-		if (check_is_compare(e->op))
-			return compare(c, e);
-		if (e->op == TK_AT) {
-			diag_error(c->d, e->loc, "operator '%s' is not "
-				   "available in session expressions",
-				   check_op_spelling(e->op));
-			return NULL;
-		}
-		a = sexpr(c, e->a);
-		b = sexpr(c, e->b);
-		/* "%.3f ms" % x: Python's formatting
-		   (spec §8.5 "Session expressions") */
-		if (a && b && e->op == TK_PERCENT && is_str(a))
-			return format_expr(c, e->a, a, b, 1);
-		if (a && b && e->op == TK_PLUS && (is_str(a) || is_str(b)) &&
-		    may_be_str(a) && may_be_str(b))
-			return join(c, e, a, b);
-		if (!a || !b ||
-		    (!(e->op == TK_PERCENT && a->kind == RT_E_VAR) &&
-		     scalar_operand(c, e->a, a) < 0) ||
-		    scalar_operand(c, e->b, b) < 0)
-			return NULL;
-		x = new_expr(c, ops[e->op], e->loc, 2);
-		x->args[0] = a;
-		x->args[1] = b;
-		return x;
-	case AST_CALL:
-		return call_session(c, e);
-	case AST_FIELD:
-		if (habit_report(c, e)) /* tf.float32 */
-			return NULL;
-		return field(c, e);
-	case AST_METHOD: /* sess.run(y) */
-		if (habit_report(c, e))
-			return NULL;
-		/* fall through */
-	default:
-		diag_error(c->d, e->loc, "this expression is not available "
-			   "in a session block");
-		return NULL;
-	}
-}
 
 static void sblock(Checker *c, AstNode *block, int *n, RtStmt ***out);
 
@@ -830,7 +26,7 @@ static const char *
 const_path(Checker *c, AstNode *e, const char *fn, const char *what)
 {
 	int before = c->d->nerr;
-	RtExpr *x = sexpr(c, e);
+	RtExpr *x = sess_expr(c, e);
 
 	if (x && x->kind == RT_E_STR && x->str[0] != '\0')
 		return x->str;
@@ -870,8 +66,8 @@ checkpoint_stmt(Checker *c, AstNode *e, RtStmt *st, int save)
 	if (!(path = const_path(c, dir, e->name, "the checkpoint's "
 				"directory")))
 		return NULL;
-	if (every && (!(st->exprs[1] = sexpr(c, e->list[0])) ||
-		      scalar_operand(c, e->list[0], st->exprs[1]) < 0))
+	if (every && (!(st->exprs[1] = sess_expr(c, e->list[0])) ||
+		      sess_scalar(c, e->list[0], st->exprs[1]) < 0))
 		return NULL;
 	st->nexpr = 1 + every;
 	for (int i = 0; i < c->p->vars.n; i++) {
@@ -903,13 +99,13 @@ checkpoint_stmt(Checker *c, AstNode *e, RtStmt *st, int save)
 						  : RT_S_RESTORE;
 	st->paths = arena_alloc(c->a, sizeof *st->paths);
 	st->paths[0] = path;
-	run = new_expr(c, RT_E_RUN, e->loc, save ? 0 : c->p->vars.n);
+	run = sess_new_expr(c, RT_E_RUN, e->loc, save ? 0 : c->p->vars.n);
 	if (save) {
 		PtrVec none = {0};
-		run->sig = sig_index(c, e->loc, &fetch, &none, &none);
+		run->sig = sess_sig_index(c, e->loc, &fetch, &none, &none);
 	} else {
 		PtrVec none = {0};
-		run->sig = sig_index(c, e->loc, &none, &targets, &inputs);
+		run->sig = sess_sig_index(c, e->loc, &none, &targets, &inputs);
 	}
 	st->exprs[0] = run;
 	return st;
@@ -924,7 +120,7 @@ checkpoint_stmt(Checker *c, AstNode *e, RtStmt *st, int save)
 static RtExpr *
 number_arg(Checker *c, const char *fn, AstNode *kw, int integer)
 {
-	RtExpr *x = sexpr(c, kw->a);
+	RtExpr *x = sess_expr(c, kw->a);
 	const char *why = NULL;
 	const IrSig *g;
 	const IrNode *f;
@@ -932,7 +128,7 @@ number_arg(Checker *c, const char *fn, AstNode *kw, int integer)
 
 	if (!x)
 		return NULL;
-	if (is_str(x))
+	if (sess_is_str(x))
 		why = "this is a string";
 	switch (x->kind) {
 	case RT_E_CONST:
@@ -1146,7 +342,7 @@ call_stmt(Checker *c, AstNode *e, RtStmt *st)
 		return record_stmt(c, e, st);
 	if (strcmp(e->name, "initialize") == 0) {
 		st->kind = RT_S_EXPR;
-		return (st->exprs[0] = init_expr(c, e)) ? st : NULL;
+		return (st->exprs[0] = sess_init_expr(c, e)) ? st : NULL;
 	}
 	if (strcmp(e->name, "sleep") == 0) {
 		st->kind = RT_S_SLEEP;
@@ -1155,8 +351,8 @@ call_stmt(Checker *c, AstNode *e, RtStmt *st)
 				   "milliseconds to sleep");
 			return NULL;
 		}
-		if (!(st->exprs[0] = sexpr(c, e->list[0])) ||
-		    scalar_operand(c, e->list[0], st->exprs[0]) < 0)
+		if (!(st->exprs[0] = sess_expr(c, e->list[0])) ||
+		    sess_scalar(c, e->list[0], st->exprs[0]) < 0)
 			return NULL;
 		return st;
 	}
@@ -1180,12 +376,12 @@ call_stmt(Checker *c, AstNode *e, RtStmt *st)
 				k.list[n++] = e->list[i];
 		k.n = n;
 		st->nexpr = 2;
-		if (!(st->exprs[1] = sexpr(c, t)) ||
-		    scalar_operand(c, t, st->exprs[1]) < 0)
+		if (!(st->exprs[1] = sess_expr(c, t)) ||
+		    sess_scalar(c, t, st->exprs[1]) < 0)
 			return NULL;
-		return (st->exprs[0] = uninit_expr(c, &k)) ? st : NULL;
+		return (st->exprs[0] = sess_uninit_expr(c, &k)) ? st : NULL;
 	}
-	return (st->exprs[0] = uninit_expr(c, e)) ? st : NULL;
+	return (st->exprs[0] = sess_uninit_expr(c, e)) ? st : NULL;
 }
 
 /* let NAME = value: a new local of the block, or a new value for one
@@ -1198,7 +394,7 @@ let_stmt(Checker *c, AstNode *s, RtStmt *st)
 	st->kind = RT_S_LET;
 	st->nexpr = 1;
 	st->exprs = arena_alloc(c->a, sizeof *st->exprs);
-	if (!(st->exprs[0] = sexpr(c, s->a)))
+	if (!(st->exprs[0] = sess_expr(c, s->a)))
 		return NULL;
 	if ((v = check_find(&c->locals, s->name)) != NULL) {
 		if (v->loop) {
@@ -1299,7 +495,7 @@ batch_array(Checker *c, AstNode *e, RtExpr *x)
 		why = "a string tensor";
 		break;
 	default:
-		why = is_str(x) ? "a string" : "a scalar";
+		why = sess_is_str(x) ? "a string" : "a scalar";
 		break;
 	}
 	if (!why)
@@ -1316,7 +512,7 @@ batch_int(Checker *c, AstNode *e, const char *what, int64_t lo,
 	  int64_t *v)
 {
 	int isbool = strcmp(what, "drop_last=") == 0;
-	RtExpr *x = sexpr(c, e);
+	RtExpr *x = sess_expr(c, e);
 
 	if (!x)
 		return NULL;
@@ -1334,8 +530,8 @@ batch_int(Checker *c, AstNode *e, const char *what, int64_t lo,
 		return NULL;
 	}
 	if (x->kind != RT_E_CONST) {
-		if (is_str(x) || scalar_operand(c, e, x) < 0) {
-			if (is_str(x))
+		if (sess_is_str(x) || sess_scalar(c, e, x) < 0) {
+			if (sess_is_str(x))
 				diag_error(c->d, ast_extent(e), "batches(): %s "
 					   "must be %s, not a string", what,
 					   isbool ? "true or false" :
@@ -1419,7 +615,7 @@ batches_stmt(Checker *c, AstNode *s, RtStmt *st)
 	st->nexpr = 7;
 	st->exprs = arena_alloc(c->a, 8 * sizeof *st->exprs);
 	for (int i = 0; i < npos - 1; i++) {
-		RtExpr *x = sexpr(c, pos[i]);
+		RtExpr *x = sess_expr(c, pos[i]);
 
 		if (!x || batch_array(c, pos[i], x) < 0)
 			continue;
@@ -1471,16 +667,16 @@ sstmt(Checker *c, AstNode *s)
 		st->nexpr = s->n;
 		st->exprs = arena_alloc(c->a, s->n * sizeof *st->exprs);
 		for (int i = 0; i < s->n; i++)
-			st->exprs[i] = sexpr(c, s->list[i]);
+			st->exprs[i] = sess_expr(c, s->list[i]);
 		return st;
 	case AST_EXPRSTMT:
-		if (s->a->kind == AST_CALL && statement_call(s->a->name))
+		if (s->a->kind == AST_CALL && sess_statement_call(s->a->name))
 			return call_stmt(c, s->a, st);
 		/* an unknown function, a graph op or TF's spelling is
 		   reported as such, not as a value left unused */
 		if (s->a->kind == AST_METHOD || (s->a->kind == AST_CALL &&
-						 !session_fn(s->a->name))) {
-			sexpr(c, s->a);
+						 !sess_fn(s->a->name))) {
+			sess_expr(c, s->a);
 			return NULL;
 		}
 		if (s->a->kind != AST_CALL || strcmp(s->a->name, "run") != 0) {
@@ -1491,7 +687,7 @@ sstmt(Checker *c, AstNode *s)
 		st->kind = RT_S_EXPR;
 		st->nexpr = 1;
 		st->exprs = arena_alloc(c->a, sizeof *st->exprs);
-		st->exprs[0] = sexpr(c, s->a);
+		st->exprs[0] = sess_expr(c, s->a);
 		return st;
 	case AST_LET:
 		return let_stmt(c, s, st);
@@ -1499,7 +695,7 @@ sstmt(Checker *c, AstNode *s)
 		st->kind = RT_S_IF;
 		st->nexpr = 1;
 		st->exprs = arena_alloc(c->a, sizeof *st->exprs);
-		if ((st->exprs[0] = sexpr(c, s->a)) &&
+		if ((st->exprs[0] = sess_expr(c, s->a)) &&
 		    st->exprs[0]->kind == RT_E_CONST &&
 		    st->exprs[0]->value->dtype != TFG_BOOL)
 			diag_error(c->d, ast_extent(s->a), "a condition is a "
@@ -1514,8 +710,8 @@ sstmt(Checker *c, AstNode *s)
 		st->kind = RT_S_FOR;
 		st->nexpr = 2;
 		st->exprs = arena_alloc(c->a, 2 * sizeof *st->exprs);
-		st->exprs[0] = sexpr(c, s->a);
-		st->exprs[1] = sexpr(c, s->b);
+		st->exprs[0] = sess_expr(c, s->a);
+		st->exprs[1] = sess_expr(c, s->b);
 		loop_var(c, s, st, 1);
 		vec_push(c->a, &c->loops, st);
 		sblock(c, s, &st->nbody, &st->body);
@@ -1856,7 +1052,7 @@ check_cli_session(Checker *c, const CompileOptions *o)
 	c->client = rs->task;
 	c->nslot = 0;
 	c->locals.n = 0;
-	if (!(x = run_expr(c, call)))
+	if (!(x = sess_run_expr(c, call)))
 		return;
 	for (int i = 0; i < o->nout && i < o->nfetch; i++) {
 		const IrNode *f = ((IrSig *)c->sigs.v[x->sig])->fetch[i];
