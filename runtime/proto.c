@@ -258,6 +258,19 @@ ping_run(const RtMsg *m, long *pid)
 	return run;
 }
 
+/* A foreign PING's program (its prog, decoded in this process's run, is
+ * the program xor the two runs), its run in *run and its controller's
+ * pid in *pid, as its body says past the URL (0 when it does not). */
+static uint64_t
+ping_prog(const RtMsg *m, uint64_t *run, long *pid)
+{
+	uint64_t r = ping_run(m, pid);
+
+	if (run)
+		*run = r;
+	return m->h.prog ^ r ^ rt_run;
+}
+
 /* Whether out (m, decoded), which failed its checks, is a well-formed
  * PING from a controller of another program, with a reply address: a
  * run of another file or other options, which this task tells so
@@ -314,9 +327,8 @@ rt_proc_take(RtProc *p, RtBuf *m)
 				   refusal it queued can leave (a test reads the
 				   log once the run has it) */
 				long pid;
-				uint64_t run = ping_run(&out, &pid);
 
-				if ((out.h.prog ^ run ^ rt_run) ==
+				if (ping_prog(&out, NULL, &pid) ==
 				    p->plan->hash)
 					fprintf(stderr, "tfgc: warning: %s: "
 						"refused another run of this "
@@ -761,9 +773,7 @@ static int
 refusal_text(const RtProc *p, const RtMsg *m, char *text, size_t size)
 {
 	long pid;
-	uint64_t run = ping_run(m, &pid);
-	/* its program: m->h.prog was decoded in this process's run */
-	uint64_t prog = m->h.prog ^ run ^ rt_run;
+	uint64_t run, prog = ping_prog(m, &run, &pid);
 	const char *addr = p->plan->tasks[p->task].addr;
 
 	if (prog != p->plan->hash)
