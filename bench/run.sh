@@ -127,6 +127,15 @@ flags=""
 echo "== start-up and failure detection (issue 10) =="
 sh bench/failover.sh
 
+echo "== checking time of large programs (issue 25: linear in the program) =="
+for spec in "10000 graph" "100000 graph" "100000 session" "590000 graph"; do
+	sh bench/bigprog.sh $spec >"$T/big.tfg"
+	t0=$(now_ms)
+	$TFGC check "$T/big.tfg" >/dev/null 2>&1 || echo "tfgc check failed"
+	t1=$(now_ms)
+	awk "BEGIN {printf \"tfgc check, %s statements (%s): %.2f s\\n\", ${spec% *}, \"${spec#* }\", ($t1 - $t0) / 1000}"
+done
+
 echo "== LLVM JIT time per task =="
 for f in examples/hello.tfg examples/mean.tfg; do
 	TFG_JIT_CACHE=off TFG_JIT_TIME=1 $TFGC run --free-ports "$f" \

@@ -29,15 +29,72 @@
 
 /* ---------------------------------------------------------------- names */
 
-Sym *
-check_find(PtrVec *v, const char *name)
+static unsigned
+sym_hash(const char *name)
 {
-	for (int i = v->n - 1; i >= 0; i--) {
-		Sym *s = v->v[i];
+	unsigned h = 2166136261u; /* FNV-1a */
+
+	while (*name)
+		h = (h ^ (unsigned char)*name++) * 16777619u;
+	return h;
+}
+
+/* The latest definition of name in t, or NULL. */
+Sym *
+check_find(SymTab *t, const char *name)
+{
+	if (t->nb == 0)
+		return NULL;
+	for (int i = t->head[sym_hash(name) & (unsigned)(t->nb - 1)]; i >= 0;
+	     i = t->next[i]) {
+		Sym *s = t->v.v[i];
 		if (strcmp(s->name, name) == 0)
 			return s;
 	}
 	return NULL;
+}
+
+static void
+sym_link(SymTab *t, int i)
+{
+	unsigned b = sym_hash(((Sym *)t->v.v[i])->name) &
+		     (unsigned)(t->nb - 1);
+
+	t->next[i] = t->head[b];
+	t->head[b] = i;
+}
+
+void
+sym_push(Arena *a, SymTab *t, Sym *s)
+{
+	vec_push(a, &t->v, s);
+	if (t->v.n > t->cap) {
+		int *next = arena_alloc(a, 2 * (size_t)t->v.n * sizeof *next);
+		if (t->cap)
+			memcpy(next, t->next, (size_t)t->cap * sizeof *next);
+		t->next = next;
+		t->cap = 2 * t->v.n;
+	}
+	if (t->v.n > t->nb) { /* rechain with twice the entries' chains */
+		t->nb = t->nb ? 4 * t->nb : 64;
+		t->head = arena_alloc(a, (size_t)t->nb * sizeof *t->head);
+		memset(t->head, -1, (size_t)t->nb * sizeof *t->head);
+		for (int i = 0; i < t->v.n - 1; i++)
+			sym_link(t, i);
+	}
+	sym_link(t, t->v.n - 1);
+}
+
+/* Keeps the first n entries of t: each dropped one is the newest of its
+ * chain when its turn comes. */
+void
+sym_truncate(SymTab *t, int n)
+{
+	while (t->v.n > n) {
+		int i = --t->v.n;
+		t->head[sym_hash(((Sym *)t->v.v[i])->name) &
+			(unsigned)(t->nb - 1)] = t->next[i];
+	}
 }
 
 static void
@@ -53,7 +110,7 @@ prescan(Checker *c, AstNode *n)
 			Sym *d = arena_alloc(c->a, sizeof *d);
 			d->name = s->name;
 			d->loc = s->tok.loc;
-			vec_push(c->a, &c->defs, d);
+			sym_push(c->a, &c->defs, d);
 		}
 	}
 }
@@ -134,7 +191,7 @@ check_lookup(Checker *c, AstNode *e)
 		diag_note(c->d, later->loc, "'%s' is defined here", e->name);
 	} else if (!habit_report(c, e)) {
 		diag_error(c->d, e->loc, "unknown name '%s'%s", e->name,
-			   mean_sym(c, &c->syms, e->name));
+			   mean_sym(c, &c->syms.v, e->name));
 	}
 	return NULL;
 }
@@ -154,7 +211,7 @@ check_define(Checker *c, const char *name, SrcLoc loc, IrNode *node)
 	s->name = name;
 	s->loc = loc;
 	s->node = node;
-	vec_push(c->a, &c->syms, s);
+	sym_push(c->a, &c->syms, s);
 	return s;
 }
 

@@ -120,6 +120,15 @@ typedef struct IrFuse {
 typedef struct IrNode IrNode;
 typedef struct IrVar IrVar;
 
+/* A node as placement left it (Program.placed). */
+typedef struct IrPlaced {
+	const char *name; /* or NULL: "_<id>" */
+	int id;
+	OpKind op;
+	Device dev;
+	const char *why;
+} IrPlaced;
+
 /* An optimizer (spec §6.26 "minimize and optimizers"): which update an
  * OP_apply makes, and the variables it keeps beside the one it updates
  * (slots: momentum's accumulator, Adam's moments and its count), made by
@@ -279,8 +288,10 @@ typedef struct Program {
 	RtSession *sessions; /* sigs referenced by index */
 	PtrVec edges;        /* RtEdge *, index == key */
 	PtrVec vars;         /* IrVar *, index == IrVar.index */
-	PtrVec placement_log; /* char *: one line per node, as placed, before
-				 the passes change the graph */
+	/* one per node, as placed, before the passes change the graph:
+	   --log-device-placement's lines, written when asked for */
+	struct IrPlaced *placed;
+	int nplaced;
 	TfgPlan *plan;
 	int nunknown;        /* inputs with dims left `?` after --shape */
 	const char *path;    /* as given to compile_file */

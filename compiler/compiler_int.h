@@ -257,13 +257,25 @@ typedef struct Replicas {
 	int rr;              /* variables placed so far (round-robin) */
 } Replicas;
 
+/* Names in scope: the symbols in order of definition, indexed by a hash
+ * of their names whose chains run newest first, so a name finds its
+ * latest definition and dropping the newest entries (leaving a scope)
+ * unlinks each from the head of its chain. */
+typedef struct SymTab {
+	PtrVec v;   /* Sym *, oldest first */
+	int *head;  /* nb chains: the newest entry of each, or -1 */
+	int *next;  /* per entry: the next older entry of its chain, or -1 */
+	int nb;     /* chains, a power of two (0: none yet) */
+	int cap;    /* room in next */
+} SymTab;
+
 typedef struct Checker {
 	Program *p;
 	Diag *d;
 	Arena *a;
-	PtrVec syms;   /* Sym *: graph names defined so far */
-	PtrVec defs;   /* Sym *: every definition, from the pre-scan */
-	PtrVec locals; /* Sym *: loop variables in scope */
+	SymTab syms;   /* graph names defined so far */
+	SymTab defs;   /* every definition, from the pre-scan */
+	SymTab locals; /* a session's lets and loop variables in scope */
 	Device dev;    /* merged device of the enclosing blocks */
 	const char *why; /* not NULL: why nodes made now ask for dev
 			    (a variable's initial value) */
@@ -299,7 +311,9 @@ typedef struct Lit {
 	double f;
 } Lit;
 
-Sym *check_find(PtrVec *v, const char *name);
+Sym *check_find(SymTab *t, const char *name);
+void sym_push(Arena *a, SymTab *t, Sym *s);
+void sym_truncate(SymTab *t, int n);
 /* Defines name as node (NULL: a failed definition, whose uses are not
  * reported again); NULL if it was defined already (reported). */
 Sym *check_define(Checker *c, const char *name, SrcLoc loc, IrNode *node);

@@ -90,8 +90,15 @@ dump_graph(FILE *out, const Program *p)
 void
 dump_placement_log(FILE *out, const Program *p)
 {
-	for (int i = 0; i < p->placement_log.n; i++)
-		fprintf(out, "%s\n", (const char *)p->placement_log.v[i]);
+	for (int i = 0; i < p->nplaced; i++) {
+		const IrPlaced *x = &p->placed[i];
+		if (x->name)
+			fprintf(out, "%s", x->name);
+		else
+			fprintf(out, "_%d", x->id);
+		fprintf(out, ": (%s) %s  [%s]\n", op_info[x->op].name,
+			dev_str(p->arena, x->dev), x->why);
+	}
 }
 
 static void

@@ -44,6 +44,7 @@
  * copying x (a batch of inputs) to transpose it cost as much as the
  * product itself.  GPU nodes keep their transposes.
  */
+#include <stdint.h>
 #include <string.h>
 
 #include "compiler/compiler_int.h"
@@ -57,7 +58,53 @@ typedef struct Fuser {
 	int *grp;    /* [n]: group of node i, -1 none */
 	char *gone;  /* [n]: fused away */
 	int ngrp;
+	/* where each node stands in the part: open addressing on its
+	   address, cap a power of two */
+	const IrNode **key;
+	int *at;
+	size_t cap;
+	/* the group being grown */
+	int *mem, nmem;   /* its members' indices, descending */
+	int *inuse;       /* [n]: references to node i from its members */
+	int *heap, nheap; /* candidates: its members' inputs, largest first */
+	int *slot;        /* [n]: a member's place in its program */
 } Fuser;
+
+static size_t
+pos_hash(const Fuser *F, const IrNode *x)
+{
+	return (size_t)(((uintptr_t)x >> 4) * 0x9E3779B97F4A7C15ull) &
+	       (F->cap - 1);
+}
+
+/* The index of x in the part when it is before `before`, or -1. */
+static int
+index_of(const Fuser *F, int before, const IrNode *x)
+{
+	for (size_t h = pos_hash(F, x); F->key[h]; h = (h + 1) & (F->cap - 1))
+		if (F->key[h] == x)
+			return F->at[h] < before ? F->at[h] : -1;
+	return -1;
+}
+
+static void
+index_part(Fuser *F)
+{
+	IrPart *pt = F->part;
+
+	for (F->cap = 16; F->cap < 2 * (size_t)pt->n; F->cap *= 2)
+		;
+	F->key = arena_alloc(F->p->arena, F->cap * sizeof *F->key);
+	F->at = arena_alloc(F->p->arena, F->cap * sizeof *F->at);
+	memset(F->key, 0, F->cap * sizeof *F->key);
+	for (int i = 0; i < pt->n; i++) {
+		size_t h = pos_hash(F, pt->nodes[i]);
+		while (F->key[h] && F->key[h] != pt->nodes[i])
+			h = (h + 1) & (F->cap - 1);
+		F->key[h] = pt->nodes[i];
+		F->at[h] = i;
+	}
+}
 
 static int
 elemwise(const IrNode *x)
@@ -98,107 +145,172 @@ cheap(const IrNode *x)
 	}
 }
 
+/* The external inputs of the group just grown (F->mem), in first-use
+ * order, into ext; returns how many. */
 static int
-index_of(const IrPart *pt, int before, const IrNode *x)
-{
-	for (int i = before - 1; i >= 0; i--)
-		if (pt->nodes[i] == x)
-			return i;
-	return -1;
-}
-
-/* The group's external inputs, in first-use order, into ext (when not
- * NULL); returns how many.  Members: grp[i] == g, plus `extra`. */
-static int
-externals(Fuser *F, int g, int lo, int hi, int extra, IrNode **ext)
+externals(Fuser *F, int g, IrNode **ext)
 {
 	int next = 0;
-	IrNode *seen[3 * FUSE_MAX_IN + 8];
 
-	for (int i = lo; i <= hi; i++) {
-		IrNode *m = F->part->nodes[i];
-		if (F->grp[i] != g && i != extra)
-			continue;
-		for (int k = 0; k < m->nin; k++) {
-			int j = index_of(F->part, i, m->in[k]), dup = 0;
-			if (j >= 0 && (F->grp[j] == g || j == extra))
+	for (int m = F->nmem - 1; m >= 0; m--) {
+		int i = F->mem[m];
+		IrNode *x = F->part->nodes[i];
+		for (int k = 0; k < x->nin; k++) {
+			int j = index_of(F, i, x->in[k]), dup = 0;
+			if (j >= 0 && F->grp[j] == g)
 				continue;
 			for (int e = 0; e < next; e++)
-				dup |= seen[e] == m->in[k];
-			if (dup)
-				continue;
-			if (next == (int)(sizeof seen / sizeof *seen))
-				return next + 1;
-			seen[next++] = m->in[k];
+				dup |= ext[e] == x->in[k];
+			if (!dup)
+				ext[next++] = x->in[k];
 		}
 	}
-	if (ext)
-		memcpy(ext, seen, next * sizeof *ext);
 	return next;
 }
 
-/* Grows group g from the root at index r (already a member); returns the
- * number of members. */
+static void
+heap_push(Fuser *F, int j)
+{
+	int i = F->nheap++;
+
+	for (; i > 0 && F->heap[(i - 1) / 2] < j; i = (i - 1) / 2)
+		F->heap[i] = F->heap[(i - 1) / 2];
+	F->heap[i] = j;
+}
+
+static int
+heap_pop(Fuser *F)
+{
+	int top = F->heap[0], last = F->heap[--F->nheap], i = 0;
+
+	for (;;) {
+		int c = 2 * i + 1;
+		if (c >= F->nheap)
+			break;
+		if (c + 1 < F->nheap && F->heap[c + 1] > F->heap[c])
+			c++;
+		if (F->heap[c] <= last)
+			break;
+		F->heap[i] = F->heap[c];
+		i = c;
+	}
+	if (F->nheap > 0)
+		F->heap[i] = last;
+	return top;
+}
+
+/* Node i joins group g: its inputs in the part become candidates. */
+static void
+join(Fuser *F, int g, int i)
+{
+	IrNode *x = F->part->nodes[i];
+
+	F->grp[i] = g;
+	F->mem[F->nmem++] = i;
+	for (int k = 0; k < x->nin; k++) {
+		int j = index_of(F, i, x->in[k]);
+		if (j >= 0) {
+			F->inuse[j]++;
+			heap_push(F, j);
+		}
+	}
+}
+
+/* Adds x's inputs to the group's external inputs ext[0..*next) (x's own
+ * value leaves them); returns how many there would be, without changing
+ * them when `add` is 0. */
+static int
+ext_with(IrNode **ext, int *next, const IrNode *x, int add)
+{
+	IrNode *in[FUSE_MAX_IN + 4];
+	int n = 0;
+
+	for (int e = 0; e < *next; e++)
+		if (ext[e] != x)
+			in[n++] = ext[e];
+	for (int k = 0; k < x->nin; k++) {
+		int dup = 0;
+		for (int e = 0; e < n; e++)
+			dup |= in[e] == x->in[k];
+		if (!dup)
+			in[n++] = x->in[k];
+	}
+	if (add && n <= FUSE_MAX_IN + 3) {
+		memcpy(ext, in, n * sizeof *ext);
+		*next = n;
+	}
+	return n;
+}
+
+/* Grows group g from the root at index r (made a member here); returns
+ * the number of members.  Candidates come largest index first, so when
+ * one comes, every member that uses it has joined: it joins when they
+ * are all its uses. */
 static int
 grow(Fuser *F, int g, int r, const TfgShape *shape)
 {
-	int count = 1;
 	int64_t total = tfg_shape_numel(shape);
+	IrNode *ext[FUSE_MAX_IN + 3];
+	int next = 0, last = -1;
 
-	for (int j = r - 1; j >= 0; j--) {
+	F->nmem = F->nheap = 0;
+	join(F, g, r);
+	ext_with(ext, &next, F->part->nodes[r], 1);
+	while (F->nheap > 0) {
+		int j = heap_pop(F);
 		IrNode *x = F->part->nodes[j];
-		int uses = 0;
-		if (F->grp[j] >= 0 || !elemwise(x) || F->nuse[j] == 0)
+		if (j == last)
+			continue;
+		last = j;
+		if (F->grp[j] >= 0 || !elemwise(x) || F->nuse[j] == 0 ||
+		    F->inuse[j] != F->nuse[j])
 			continue;
 		if (tfg_shape_numel(&x->shape) < total && !cheap(x))
 			continue;
-		for (int i = j + 1; i <= r; i++) {
-			IrNode *m = F->part->nodes[i];
-			if (F->grp[i] != g)
-				continue;
-			for (int k = 0; k < m->nin; k++)
-				uses += m->in[k] == x;
-		}
-		if (uses != F->nuse[j] ||
-		    externals(F, g, j, r, j, NULL) > FUSE_MAX_IN)
+		if (ext_with(ext, &next, x, 0) > FUSE_MAX_IN)
 			continue;
-		F->grp[j] = g;
-		count++;
+		ext_with(ext, &next, x, 1);
+		join(F, g, j);
 	}
-	return count;
+	for (int m = 0; m < F->nmem; m++) {
+		IrNode *x = F->part->nodes[F->mem[m]];
+		for (int k = 0; k < x->nin; k++) {
+			int j = index_of(F, F->mem[m], x->in[k]);
+			if (j >= 0)
+				F->inuse[j] = 0;
+		}
+	}
+	return F->nmem;
 }
 
-/* The program of group g (root at r) over shape, with the external
- * inputs ext[0..next); operands that are `anchor` (when not NULL) read
- * the anchor. */
+/* The program of group g (its members F->mem) over shape, with the
+ * external inputs ext[0..next); operands that are `anchor` (when not
+ * NULL) read the anchor. */
 static IrFuse *
-program(Fuser *F, int g, int r, const TfgShape *shape, IrNode **ext,
-	int next, const IrNode *anchor)
+program(Fuser *F, int g, const TfgShape *shape, IrNode **ext, int next,
+	const IrNode *anchor)
 {
 	Arena *a = F->p->arena;
 	IrFuse *f = arena_alloc(a, sizeof *f);
-	int *slot = arena_alloc(a, (r + 1) * sizeof *slot);
 
-	for (int i = 0; i <= r; i++)
-		f->n += F->grp[i] == g;
+	f->n = F->nmem;
 	f->ops = arena_alloc(a, f->n * sizeof *f->ops);
 	f->shape = *shape;
-	for (int i = 0, m = 0; i <= r; i++) {
+	for (int m = F->nmem - 1, o_at = 0; m >= 0; m--, o_at++) {
+		int i = F->mem[m];
 		IrNode *x = F->part->nodes[i];
-		IrFuseOp *o = &f->ops[m];
-		if (F->grp[i] != g)
-			continue;
-		slot[i] = m++;
+		IrFuseOp *o = &f->ops[o_at];
+		F->slot[i] = o_at;
 		o->op = x->op;
 		o->dtype = x->dtype;
 		o->shape = x->shape;
 		o->nin = x->nin;
 		o->name = arena_strdup(a, ir_node_label(x));
 		for (int k = 0; k < x->nin; k++) {
-			int j = index_of(F->part, i, x->in[k]);
+			int j = index_of(F, i, x->in[k]);
 			o->in_dt[k] = x->in[k]->dtype;
 			if (j >= 0 && F->grp[j] == g) {
-				o->arg[k] = slot[j];
+				o->arg[k] = F->slot[j];
 				continue;
 			}
 			if (x->in[k] == anchor) {
@@ -216,25 +328,25 @@ program(Fuser *F, int g, int r, const TfgShape *shape, IrNode **ext,
 /* Rewrites node x (the root, or the reduction it feeds) to carry group g
  * with inputs ext[0..next) and marks the members gone (but x). */
 static void
-attach_to(Fuser *F, int g, int r, IrNode *x, OpKind op,
-	  const TfgShape *shape, IrNode **ext, int next, const IrNode *anchor)
+attach_to(Fuser *F, int g, IrNode *x, OpKind op, const TfgShape *shape,
+	  IrNode **ext, int next, const IrNode *anchor)
 {
-	const IrFuse *f = program(F, g, r, shape, ext, next, anchor);
+	const IrFuse *f = program(F, g, shape, ext, next, anchor);
 
 	if (ir_set_fuse(F->p, x, op, f, ext, next) != 0)
 		return;
-	for (int i = 0; i <= r; i++)
-		if (F->grp[i] == g && F->part->nodes[i] != x)
-			F->gone[i] = 1;
+	for (int m = 0; m < F->nmem; m++)
+		if (F->part->nodes[F->mem[m]] != x)
+			F->gone[F->mem[m]] = 1;
 }
 
 static void
-attach(Fuser *F, int g, int r, IrNode *x, OpKind op, const TfgShape *shape)
+attach(Fuser *F, int g, IrNode *x, OpKind op, const TfgShape *shape)
 {
-	IrNode *ext[FUSE_MAX_IN + 1];
-	int next = externals(F, g, 0, r, -1, ext);
+	IrNode *ext[3 * FUSE_MAX_IN + 3];
+	int next = externals(F, g, ext);
 
-	attach_to(F, g, r, x, op, shape, ext, next, NULL);
+	attach_to(F, g, x, op, shape, ext, next, NULL);
 }
 
 /* Group g (root x at r) as the epilogue of a matmul among its external
@@ -246,8 +358,8 @@ attach(Fuser *F, int g, int r, IrNode *x, OpKind op, const TfgShape *shape)
 static int
 epilogue(Fuser *F, int g, int r, IrNode *x)
 {
-	IrNode *ext[FUSE_MAX_IN + 1], *in[FUSE_MAX_IN + 3];
-	int next = externals(F, g, 0, r, -1, ext), nin = 2, j = -1;
+	IrNode *ext[3 * FUSE_MAX_IN + 3], *in[FUSE_MAX_IN + 3];
+	int next = externals(F, g, ext), nin = 2, j = -1;
 	IrNode *mm = NULL;
 
 	for (int e = 0; e < next && !mm; e++) {
@@ -256,24 +368,24 @@ epilogue(Fuser *F, int g, int r, IrNode *x)
 		if (c->op != OP_matmul || c->fuse || c->nin != 2 ||
 		    c->dtype != x->dtype ||
 		    !tfg_shape_eq(&c->shape, &x->shape) ||
-		    (j = index_of(F->part, r, c)) < 0 || F->grp[j] >= 0)
+		    (j = index_of(F, r, c)) < 0 || F->grp[j] >= 0)
 			continue;
-		for (int i = j + 1; i <= r; i++) {
-			IrNode *m = F->part->nodes[i];
-			for (int k = 0; F->grp[i] == g && k < m->nin; k++)
-				uses += m->in[k] == c;
+		for (int m = 0; m < F->nmem; m++) {
+			IrNode *u = F->part->nodes[F->mem[m]];
+			for (int k = 0; k < u->nin; k++)
+				uses += u->in[k] == c;
 		}
 		if (uses == F->nuse[j])
 			mm = c;
 	}
-	if (!mm)
+	if (!mm || next > FUSE_MAX_IN)
 		return 0;
 	in[0] = mm->in[0];
 	in[1] = mm->in[1];
 	for (int e = 0; e < next; e++)
 		if (ext[e] != mm && ext[e] != in[0] && ext[e] != in[1])
 			in[nin++] = ext[e];
-	attach_to(F, g, r, x, OP_matmul, &x->shape, in, nin, mm);
+	attach_to(F, g, x, OP_matmul, &x->shape, in, nin, mm);
 	x->trans = mm->trans;
 	F->gone[j] = 1;
 	return 1;
@@ -294,13 +406,13 @@ fold_transposes(Fuser *F)
 			continue;
 		for (int k = 0; k < 2; k++) {
 			IrNode *t = x->in[k];
-			int j = index_of(pt, i, t), s;
+			int j = index_of(F, i, t), s;
 			if (j < 0 || t->op != OP_transpose || t->nin != 1 ||
 			    t->in[0]->shape.rank != 2 || (x->trans >> k & 1))
 				continue;
 			x->in[k] = t->in[0];
 			x->trans |= 1 << k;
-			s = index_of(pt, j, t->in[0]);
+			s = index_of(F, j, t->in[0]);
 			if (--F->nuse[j] == 0)
 				F->gone[j] = 1; /* its use of the matrix moves */
 			else if (s >= 0)
@@ -313,16 +425,23 @@ static void
 fuse_part(Program *p, IrPart *pt)
 {
 	int n = pt->n, w = 0;
-	Fuser F = {p, pt, NULL, NULL, NULL, 0};
+	Fuser F = {.p = p, .part = pt};
+	size_t ni = (size_t)n + 1;
 
-	F.nuse = arena_alloc(p->arena, (n + 1) * sizeof *F.nuse);
-	F.grp = arena_alloc(p->arena, (n + 1) * sizeof *F.grp);
-	F.gone = arena_alloc(p->arena, n + 1);
+	F.nuse = arena_alloc(p->arena, ni * sizeof *F.nuse);
+	F.grp = arena_alloc(p->arena, ni * sizeof *F.grp);
+	F.gone = arena_alloc(p->arena, ni);
+	F.mem = arena_alloc(p->arena, ni * sizeof *F.mem);
+	F.inuse = arena_alloc(p->arena, ni * sizeof *F.inuse);
+	F.slot = arena_alloc(p->arena, ni * sizeof *F.slot);
+	F.heap = arena_alloc(p->arena, 3 * ni * sizeof *F.heap);
+	memset(F.inuse, 0, ni * sizeof *F.inuse);
+	index_part(&F);
 	for (int i = 0; i < n; i++) {
 		IrNode *x = pt->nodes[i];
 		F.grp[i] = -1;
 		for (int k = 0; k < x->nin; k++) {
-			int j = index_of(pt, i, x->in[k]);
+			int j = index_of(&F, i, x->in[k]);
 			if (j >= 0)
 				F.nuse[j]++;
 		}
@@ -331,26 +450,23 @@ fuse_part(Program *p, IrPart *pt)
 	for (int r = n - 1; r >= 0; r--) {
 		IrNode *x = pt->nodes[r];
 		int g = F.ngrp, j, members;
-		if (reduction(x) && (j = index_of(pt, r, x->in[0])) >= 0 &&
+		if (reduction(x) && (j = index_of(&F, r, x->in[0])) >= 0 &&
 		    F.grp[j] < 0 && elemwise(x->in[0]) && F.nuse[j] == 1) {
 			TfgShape s = x->in[0]->shape;
 			F.ngrp++;
-			F.grp[j] = g;
 			grow(&F, g, j, &s);
-			attach(&F, g, j, x, x->op, &s);
+			attach(&F, g, x, x->op, &s);
 			F.gone[j] = 1;
 			continue;
 		}
 		if (F.grp[r] >= 0 || !elemwise(x))
 			continue;
 		F.ngrp++;
-		F.grp[r] = g;
 		members = grow(&F, g, r, &x->shape);
 		if (epilogue(&F, g, r, x))
 			continue;
-		if (members > 1) {
-			attach(&F, g, r, x, OP_fused, &x->shape);
-		}
+		if (members > 1)
+			attach(&F, g, x, OP_fused, &x->shape);
 	}
 	for (int i = 0; i < n; i++)
 		if (!F.gone[i])

@@ -102,12 +102,11 @@ place_program(Program *p)
 			x->in[0]->why = x->why;
 		}
 	}
+	p->placed = arena_alloc(p->arena, ((size_t)n + 1) * sizeof *p->placed);
+	p->nplaced = n;
 	for (int i = 0; i < n; i++)
-		vec_push(p->arena, &p->placement_log,
-			 arena_printf(p->arena, "%s: (%s) %s  [%s]",
-				      ir_node_label(nodes[i]),
-				      op_info[nodes[i]->op].name,
-				      dev_str(p->arena, nodes[i]->dev),
-				      nodes[i]->why));
+		p->placed[i] = (IrPlaced){nodes[i]->name, nodes[i]->id,
+					  nodes[i]->op, nodes[i]->dev,
+					  nodes[i]->why};
 	return 0;
 }

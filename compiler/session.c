@@ -423,7 +423,7 @@ let_stmt(Checker *c, AstNode *s, RtStmt *st)
 	v->name = s->name;
 	v->loc = s->tok.loc;
 	v->slot = st->slot = c->nslot++;
-	vec_push(c->a, &c->locals, v);
+	sym_push(c->a, &c->locals, v);
 	return st;
 }
 
@@ -454,7 +454,7 @@ loop_var(Checker *c, AstNode *s, RtStmt *st, int nslot)
 	v->loop = 1;
 	v->slot = st->slot = c->nslot;
 	c->nslot += nslot;
-	vec_push(c->a, &c->locals, v);
+	sym_push(c->a, &c->locals, v);
 	return v;
 }
 
@@ -651,7 +651,7 @@ batches_stmt(Checker *c, AstNode *s, RtStmt *st)
 	for (int i = 0; i < 2; i++)
 		if (pin[i])
 			pin[i]->pinned--;
-	c->locals.n--;
+	sym_truncate(&c->locals, c->locals.v.n - 1);
 	return st;
 }
 
@@ -716,7 +716,7 @@ sstmt(Checker *c, AstNode *s)
 		vec_push(c->a, &c->loops, st);
 		sblock(c, s, &st->nbody, &st->body);
 		c->loops.n--;
-		c->locals.n--;
+		sym_truncate(&c->locals, c->locals.v.n - 1);
 		return st;
 	case AST_ASSIGN:
 	case AST_INPUT:
@@ -735,7 +735,7 @@ sstmt(Checker *c, AstNode *s)
 static void
 sblock(Checker *c, AstNode *block, int *n, RtStmt ***out)
 {
-	int nlocal = c->locals.n;
+	int nlocal = c->locals.v.n;
 
 	*out = arena_alloc(c->a, (block->n + 1) * sizeof **out);
 	*n = 0;
@@ -744,7 +744,7 @@ sblock(Checker *c, AstNode *block, int *n, RtStmt ***out)
 		if (st)
 			(*out)[(*n)++] = st;
 	}
-	c->locals.n = nlocal;
+	sym_truncate(&c->locals, nlocal);
 }
 
 /* ------------------------------------------------ session "grpc://..." */
@@ -904,7 +904,7 @@ session_on(Checker *c, AstNode *s, int task)
 	c->client = rs->task;
 	c->session_task = task; /* its copies of replicated values */
 	c->nslot = 0;
-	c->locals.n = 0;
+	sym_truncate(&c->locals, 0);
 	c->loops.n = 0;
 	c->csv.n = 0;
 	sblock(c, s, &rs->nstmt, &rs->stmts);
@@ -1051,7 +1051,7 @@ check_cli_session(Checker *c, const CompileOptions *o)
 	rs->task = c->p->jobs[0].first;
 	c->client = rs->task;
 	c->nslot = 0;
-	c->locals.n = 0;
+	sym_truncate(&c->locals, 0);
 	if (!(x = sess_run_expr(c, call)))
 		return;
 	for (int i = 0; i < o->nout && i < o->nfetch; i++) {
