@@ -726,14 +726,38 @@ rt_net_hold(RtNet *n, int peer, RtBuf *b, double deadline, RtNetStopFn stop,
 	return TFG_OK;
 }
 
+/* Room for need elements of size each in *v (of *cap): 1, or 0 out of
+ * memory. */
+static int
+vec_room(void **v, int *cap, int need, size_t size)
+{
+	void *w;
+	int nc;
+
+	if (need <= *cap)
+		return 1;
+	nc = *cap ? 2 * *cap : 8;
+	if (nc < need)
+		nc = need;
+	if ((w = realloc(*v, size * (size_t)nc)) == NULL)
+		return 0;
+	*v = w;
+	*cap = nc;
+	return 1;
+}
+
 /* The reply link to url, dialed on first use; under n->mu.  Past
  * RT_NET_REPLIES (many controllers over time: tfgc stop, --attach) the
- * oldest is closed to make room, and freed at rt_net_close (a send may
- * still hold it). */
+ * oldest idle one is closed to make room, and freed at rt_net_close:
+ * idle means no send in progress, nothing queued and none for
+ * RT_NET_REPLY_IDLE seconds, so a reply is never dropped to make room
+ * (64 controllers at once lost their last OUTPUT when the oldest of 8
+ * links was recycled, busy or not).  With none idle the links grow. */
 static RtLink *
 reply_get(RtNet *n, const char *url, TfgError *e)
 {
 	RtLink *k;
+	double now = rt_now();
 
 	for (int i = 0; i < n->nreply; i++)
 		if (strcmp(n->replies[i]->url, url) == 0)
@@ -750,30 +774,36 @@ reply_get(RtNet *n, const char *url, TfgError *e)
 		free(k);
 		return NULL;
 	}
-	if (n->nreply == RT_NET_REPLIES) {
-		RtLink *old = n->replies[0];
+	for (int i = 0; n->nreply >= RT_NET_REPLIES && i < n->nreply; i++) {
+		RtLink *old = n->replies[i];
+		int idle;
 
-		if (n->nretired == n->capretired) {
-			int nc = n->capretired ? 2 * n->capretired : 8;
-			RtLink **v = realloc(n->retired, sizeof *v * (size_t)nc);
-
-			if (v == NULL) {
-				free(k);
-				tfg_error(e, TFG_ENOMEM, "out of memory");
-				return NULL;
-			}
-			n->retired = v, n->capretired = nc;
+		if (old->busy || now - old->used < RT_NET_REPLY_IDLE ||
+		    pthread_mutex_trylock(&old->mu) != 0)
+			continue;
+		idle = old->nq == 0 && !old->held;
+		if (idle && vec_room((void **)&n->retired, &n->capretired,
+				     n->nretired + 1, sizeof *n->retired)) {
+			old->open = 0;
+			net_link_broken(n, old);
+			n->retired[n->nretired++] = old;
+			memmove(n->replies + i, n->replies + i + 1,
+				sizeof n->replies[0] *
+				(size_t)(--n->nreply - i));
 		}
-		pthread_mutex_lock(&old->mu);
-		old->open = 0;
-		net_link_broken(n, old);
 		pthread_mutex_unlock(&old->mu);
-		n->retired[n->nretired++] = old;
-		memmove(n->replies, n->replies + 1,
-			sizeof n->replies[0] * (size_t)--n->nreply);
+		if (idle)
+			break;
+	}
+	if (!vec_room((void **)&n->replies, &n->capreply, n->nreply + 1,
+		      sizeof *n->replies)) {
+		free(k);
+		tfg_error(e, TFG_ENOMEM, "out of memory");
+		return NULL;
 	}
 	k->open = 1;
-	k->down_since = rt_now();
+	k->down_since = now;
+	k->used = now;
 	pthread_mutex_lock(&k->mu);
 	net_link_dial(n, k);
 	pthread_mutex_unlock(&k->mu);
@@ -787,14 +817,24 @@ rt_net_send_url(RtNet *n, const char *url, RtBuf *b, double deadline,
 {
 	RtLink *k;
 
+	tfg_status st;
+
 	pthread_mutex_lock(&n->mu);
-	k = reply_get(n, url, e);
+	if ((k = reply_get(n, url, e)) != NULL) {
+		k->busy++; /* not recycled under the send */
+		k->used = rt_now();
+	}
 	pthread_mutex_unlock(&n->mu);
 	if (k == NULL) {
 		rt_buf_free(b);
 		return e ? e->code : TFG_ECONN;
 	}
-	return link_send(n, k, b, deadline, stop, arg, e);
+	st = link_send(n, k, b, deadline, stop, arg, e);
+	pthread_mutex_lock(&n->mu);
+	k->busy--;
+	k->used = rt_now();
+	pthread_mutex_unlock(&n->mu);
+	return st;
 }
 
 int
@@ -936,7 +976,10 @@ rt_net_close(RtNet *n)
 		free(n->retired[i]);
 	}
 	free(n->retired);
-	n->nreply = n->nretired = 0;
+	free(n->replies);
+	n->replies = NULL;
+	n->retired = NULL;
+	n->nreply = n->nretired = n->capreply = n->capretired = 0;
 	free(n->peers);
 	n->peers = NULL;
 	n->npeer = 0;

@@ -42,7 +42,10 @@
 
 #define RT_URL_MAX 256
 #define RT_NET_SLICE 0.05 /* seconds: how often a blocked send looks up */
-#define RT_NET_REPLIES 8  /* reply links kept, the oldest recycled */
+#define RT_NET_REPLIES 8  /* reply links kept idle; past them, the
+				     oldest idle one is recycled */
+#define RT_NET_REPLY_IDLE 5.0 /* seconds without a send that make a
+				     reply link idle */
 #define RT_NET_QUEUE 128  /* messages a link keeps while its peer is down */
 #define RT_NET_BEAT 0.25  /* seconds between the pings of a link */
 #define RT_NET_DEAD 1.5   /* default RtNet.hb_dead */
@@ -99,7 +102,9 @@ typedef struct RtLink {
 				  sender while the link is up (rt_net_hold):
 				  no EPOLLOUT for them */
 	double held_since;     /* rt_now() when the first was held */
-	int busy;              /* reply links: sends in progress */
+	int busy;              /* reply links: sends in progress (under
+				  RtNet.mu) */
+	double used;           /* reply links: rt_now() of the last send */
 	int why;               /* RT_GONE_*: how it went, once gone */
 	_Atomic int ups;       /* connections that came up, all told */
 	_Atomic double alive;  /* rt_now() of its last sign of life: the
@@ -176,8 +181,9 @@ typedef struct RtNet {
 	int npeer;
 	RtLink *peers;         /* [npeer]; open only where dialed */
 	pthread_mutex_t mu;    /* replies */
-	RtLink *replies[RT_NET_REPLIES];
-	int nreply;
+	RtLink **replies;      /* [nreply], oldest first: as many as
+				  controllers talk at once */
+	int nreply, capreply;
 	RtLink **retired;      /* recycled reply links still in epoll or
 				  in use, freed at close */
 	int nretired, capretired;

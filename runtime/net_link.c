@@ -572,7 +572,7 @@ void
 net_tend_links(RtNet *n)
 {
 	double now = rt_now();
-	RtLink *r[RT_NET_REPLIES];
+	RtLink *few[RT_NET_REPLIES], **r = few;
 	int nr;
 
 	for (int i = 0; i < n->npeer; i++) {
@@ -595,7 +595,13 @@ net_tend_links(RtNet *n)
 	}
 	pthread_mutex_lock(&n->mu);
 	nr = n->nreply;
-	memcpy(r, n->replies, sizeof r[0] * (size_t)nr);
+	if (nr > RT_NET_REPLIES &&
+	    (r = malloc(sizeof r[0] * (size_t)nr)) == NULL) {
+		pthread_mutex_unlock(&n->mu);
+		return; /* out of memory: the next tick tends them */
+	}
+	if (nr > 0)
+		memcpy(r, n->replies, sizeof r[0] * (size_t)nr);
 	for (int i = 0; i < nr; i++)
 		r[i]->busy++; /* stays while it is dialed here */
 	pthread_mutex_unlock(&n->mu);
@@ -615,5 +621,7 @@ net_tend_links(RtNet *n)
 	for (int i = 0; i < nr; i++)
 		r[i]->busy--;
 	pthread_mutex_unlock(&n->mu);
+	if (r != few)
+		free(r);
 }
 
