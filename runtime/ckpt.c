@@ -19,9 +19,16 @@
  * leaves either the old checkpoint or the new one, never half of one.
  * Restoring reads and checks every file before it returns anything, so
  * that a damaged, truncated or mismatched checkpoint changes nothing.
+ *
+ * The fresh directory is DIR.tmp-PID@HOST-XXXXXX, its writer's process
+ * and host: a writer killed mid-save leaves it, and the next save of DIR
+ * removes those of this host whose writer is gone (kill(PID, 0) says
+ * ESRCH), so kills during save_every do not pile up partial copies.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -118,6 +125,68 @@ remove_dir(const char *tmp, const TfgPlan *plan)
 	rmdir(tmp);
 }
 
+/* Removes directory path and the plain files in it. */
+static void
+remove_tree(const char *path)
+{
+	char file[2 * PATH_MAX];
+	DIR *d = opendir(path);
+	struct dirent *de;
+
+	if (d == NULL)
+		return;
+	while ((de = readdir(d)) != NULL) {
+		if (strcmp(de->d_name, ".") == 0 ||
+		    strcmp(de->d_name, "..") == 0)
+			continue;
+		if (snprintf(file, sizeof file, "%s/%s", path, de->d_name) <
+		    (int)sizeof file)
+			unlink(file);
+	}
+	closedir(d);
+	rmdir(path);
+}
+
+/* Removes the temporaries of saves of dir (base name `base` in `parent`)
+ * whose writer, a process of this host, is gone. */
+static void
+remove_orphans(const char *parent, const char *base)
+{
+	char host[256], path[2 * PATH_MAX];
+	size_t nb = strlen(base);
+	DIR *d = opendir(parent);
+	struct dirent *de;
+
+	if (d == NULL)
+		return;
+	if (gethostname(host, sizeof host) != 0)
+		host[0] = '\0';
+	host[sizeof host - 1] = '\0';
+	while ((de = readdir(d)) != NULL) {
+		const char *s = de->d_name, *at, *dash;
+		char *end;
+		long pid;
+
+		if (strncmp(s, base, nb) != 0 ||
+		    strncmp(s + nb, ".tmp-", 5) != 0)
+			continue;
+		s += nb + 5;
+		pid = strtol(s, &end, 10);
+		at = end;
+		dash = strrchr(s, '-');
+		if (end == s || pid <= 0 || *at != '@' || !dash || dash < at ||
+		    (size_t)(dash - at - 1) != strlen(host) ||
+		    strncmp(at + 1, host, strlen(host)) != 0)
+			continue;
+		if (kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+			continue; /* alive, or not ours to know */
+		if (snprintf(path, sizeof path, "%s/%s", parent, de->d_name) <
+		    (int)sizeof path)
+			remove_tree(path);
+	}
+	closedir(d);
+}
+
 /* Writes the files of the checkpoint into directory tmp. */
 static tfg_status
 write_files(const char *tmp, const TfgPlan *plan, RtTensor *const *val,
@@ -199,7 +268,8 @@ tfg_status
 rt_ckpt_save(const TfgPlan *plan, const char *dir, RtTensor *const *val,
 	     TfgError *e)
 {
-	char tmp[PATH_MAX], parent[PATH_MAX], *slash;
+	char tmp[PATH_MAX], parent[PATH_MAX], name[PATH_MAX], host[64];
+	char *slash;
 	struct stat sb;
 	tfg_status st;
 	int exists;
@@ -218,10 +288,26 @@ rt_ckpt_save(const TfgPlan *plan, const char *dir, RtTensor *const *val,
 		return tfg_error(e, TFG_EINVAL, "cannot save a checkpoint to "
 				 "%s: it is not a directory", dir);
 	/* a fresh directory beside dir, so that the rename stays on one
-	   file system */
-	snprintf(tmp, sizeof tmp, "%s.tmp-XXXXXX", dir);
-	while ((slash = strrchr(tmp, '/')) && slash[1] == '\0')
+	   file system; first those of writers that died go */
+	snprintf(name, sizeof name, "%s", dir);
+	while ((slash = strrchr(name, '/')) && slash[1] == '\0' &&
+	       slash != name)
 		*slash = '\0';
+	snprintf(parent, sizeof parent, "%s", name);
+	slash = strrchr(parent, '/');
+	if (slash) {
+		*slash = '\0';
+		remove_orphans(parent[0] ? parent : "/", slash + 1);
+	} else {
+		remove_orphans(".", parent);
+	}
+	if (gethostname(host, sizeof host) != 0)
+		snprintf(host, sizeof host, "?");
+	host[sizeof host - 1] = '\0';
+	if (snprintf(tmp, sizeof tmp, "%s.tmp-%ld@%s-XXXXXX", name,
+		     (long)getpid(), host) >= (int)sizeof tmp)
+		return tfg_error(e, TFG_EINVAL, "'%s' is no directory name",
+				 dir);
 	if (mkdtemp(tmp) == NULL)
 		return tfg_error(e, TFG_EIO, "cannot save a checkpoint to "
 				 "%s: %s", dir, strerror(errno));

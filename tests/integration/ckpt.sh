@@ -163,6 +163,22 @@ cmp -s out want || fail "a failed restore changed the variables: $(cat out)"
 expect_rc 0 $TFGC stop --startup-timeout 10 $addrs bad.tfg
 wait
 
+# a save killed mid-way leaves its temporary, named after its writer
+# (DIR.tmp-PID@HOST-XXXXXX): the next save removes those whose writer is
+# gone, and keeps a live writer's and another host's
+dead=$(sh -c 'echo $$')
+host=$(hostname)
+mkdir "ck.tmp-$dead@$host-AAAAAA" "ck.tmp-$$@$host-BBBBBB" \
+	"ck.tmp-$dead@not-$host-CCCCCC"
+head -c 1000 /dev/zero >"ck.tmp-$dead@$host-AAAAAA/w.npy"
+expect_rc 0 $TFGC run --free-ports p.tfg
+[ -d "ck.tmp-$dead@$host-AAAAAA" ] && fail "a dead writer's temporary was left"
+[ -d "ck.tmp-$$@$host-BBBBBB" ] || fail "a live writer's temporary was removed"
+[ -d "ck.tmp-$dead@not-$host-CCCCCC" ] ||
+	fail "another host's temporary was removed"
+rmdir "ck.tmp-$$@$host-BBBBBB" "ck.tmp-$dead@not-$host-CCCCCC"
+[ "$(ls -d ck.tmp-* 2>/dev/null)" = "" ] || fail "left: $(ls -d ck.tmp-*)"
+
 # save where it cannot write: a clear error naming the place
 cat >nowrite.tfg <<'P'
 var v = 1
