@@ -215,6 +215,61 @@ check_define(Checker *c, const char *name, SrcLoc loc, IrNode *node)
 	return s;
 }
 
+/* Whether x's dims may come from a specialisation's feeds: it is, or
+ * reads, an input declared with `?` dims.  The same in the generic
+ * compile and in every specialisation (it looks at the declarations, not
+ * at the dims a specialisation gave them), so both see the same feeds.
+ * Memoised in IrNode.dyn, found without recursion. */
+static int
+specialised(Checker *c, IrNode *x)
+{
+	PtrVec stack = {0};
+
+	if (x->dyn)
+		return x->dyn == IR_DYN_YES;
+	vec_push(c->a, &stack, x);
+	while (stack.n > 0) {
+		IrNode *n = stack.v[stack.n - 1];
+		int yes = 0, pending = 0;
+		for (int k = 0; k < n->nin; k++) {
+			IrNode *in = n->in[k];
+			if (in->dyn == 0) {
+				vec_push(c->a, &stack, in);
+				pending = 1;
+			}
+			yes |= in->dyn == IR_DYN_YES;
+		}
+		if (pending && n->dyn == 0) {
+			n->dyn = IR_DYN_SEEN; /* its inputs first */
+			continue;
+		}
+		stack.n--;
+		if (n->dyn == IR_DYN_SEEN || n->dyn == 0)
+			n->dyn = yes ? IR_DYN_YES : IR_DYN_NO;
+	}
+	return x->dyn == IR_DYN_YES;
+}
+
+/* k, a value that takes only x's type (size, shape, zeros_like, ...),
+ * with x as its input when x has `?` dims: the generic compile then
+ * knows that a run fetching k needs x's feeds, and their shapes make the
+ * specialisation, where x's dims are known and k is what it should be
+ * (shape(x) of a feed of 2x3x4 printed [-1 -1 -1] when k stood alone).
+ * A specialisation keeps the input until its signature is pruned, so
+ * that its runs are fed as the generic plan's, then drops it
+ * (pipeline.c's drop_type_deps): k's input is never read. */
+IrNode *
+check_unknown_dep(Checker *c, IrNode *k, IrNode *x)
+{
+	if (!k || !x || k->nin > 0 || !specialised(c, x))
+		return k;
+	k->type_dep = 1;
+	k->in = arena_alloc(c->a, sizeof *k->in);
+	k->in[0] = x;
+	k->nin = 1;
+	return k;
+}
+
 /* -------------------------------------------------------------- devices */
 
 /* Parses the device string of s (an AST_STRING) and checks it names what
@@ -1085,10 +1140,14 @@ make_input(Checker *c, AstNode *s)
 	for (int i = 0; i < s->n; i++)
 		sh.dims[i] = s->list[i]->ival < 0 ? IR_DIM_UNKNOWN
 						  : s->list[i]->ival;
+	int declared_known = shape_known(&sh);
+
 	if (apply_shape(c, s, t, &sh) < 0)
 		return NULL;
 	/* check_input names it, or check_replicated its copies */
 	n = check_built(c, ir_input(c->p, s->tok.loc, NULL, t, &sh));
+	if (n && !declared_known)
+		n->dyn = IR_DYN_YES; /* its dims are a specialisation's */
 	c->p->nunknown += n && !shape_known(&n->shape);
 	return n;
 }

@@ -120,6 +120,8 @@ typedef struct IrFuse {
 typedef struct IrNode IrNode;
 typedef struct IrVar IrVar;
 
+enum { IR_DYN_SEEN = 1, IR_DYN_NO, IR_DYN_YES }; /* IrNode.dyn */
+
 /* A node as placement left it (Program.placed). */
 typedef struct IrPlaced {
 	const char *name; /* or NULL: "_<id>" */
@@ -219,6 +221,14 @@ struct IrNode {
 	   set, operand k is read transposed: the node's in[k] is the matrix
 	   that a transpose the pass folded in would have swapped */
 	int trans;
+	/* the checker's: its dims come from a specialisation's feeds
+	   (IR_DYN_*, 0 not known yet) */
+	int dyn;
+	/* a value that takes only its input's type (size, shape,
+	   zeros_like, ...) whose dims are a specialisation's: the input,
+	   which a generic compile needs to know which feeds make them, is
+	   dropped once the sessions are checked (check.c) */
+	int type_dep;
 	const IrFuse *fuse; /* OP_fused, fused reductions: the expression */
 };
 

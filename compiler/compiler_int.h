@@ -311,6 +311,7 @@ typedef struct Lit {
 	double f;
 } Lit;
 
+IrNode *check_unknown_dep(Checker *c, IrNode *k, IrNode *x);
 Sym *check_find(SymTab *t, const char *name);
 void sym_push(Arena *a, SymTab *t, Sym *s);
 void sym_truncate(SymTab *t, int n);

@@ -209,7 +209,8 @@ make_like(Checker *c, AstNode *e, OpKind op)
 		return NULL;
 	m->i[0] = op == OP_ones_like;
 	m->f[0] = op == OP_ones_like;
-	return node(c, e, op, NULL, 0, t, &x->shape, m);
+	return check_unknown_dep(c, node(c, e, op, NULL, 0, t, &x->shape, m),
+				 x);
 }
 
 /* fill(shape, value): a literal value gives its own dtype

@@ -748,7 +748,8 @@ check_split(Checker *c, AstNode *e, OpKind op)
 /* ---------------------------------------------------- size shape rank */
 
 /* size(x) i64, shape(x) i64[rank], rank(x) i32
- * (spec §6.23 "size, shape, rank"): constants. */
+ * (spec §6.23 "size, shape, rank"): constants (size and shape of x with
+ * `?` dims keep x as an input: check_unknown_dep). */
 IrNode *
 check_meta(Checker *c, AstNode *e, OpKind op)
 {
@@ -774,5 +775,6 @@ check_meta(Checker *c, AstNode *e, OpKind op)
 		s.dims[0] = x->shape.rank;
 		memcpy(data, x->shape.dims, 8 * (size_t)x->shape.rank);
 	}
-	return check_built(c, ir_const(c->p, e->loc, t, &s, data, 0));
+	return check_unknown_dep(c, check_built(c, ir_const(c->p, e->loc, t,
+							   &s, data, 0)), x);
 }

@@ -207,6 +207,12 @@ cut_sig(Program *p, int sig, PtrVec *users)
 				g->ntarget);
 	Cut c = {p, g, sig, NULL, NULL, NULL};
 
+	/* every feed arrives somewhere, each on its own key: one that no
+	   fetch needs (an input whose shape alone was wanted) took key 0,
+	   a fetch's, and came back as its value */
+	for (int i = 0; i < g->nfeed; i++)
+		needed[g->feed[i]->id] = 1;
+
 	c.parts = arena_alloc(p->arena, p->ntask * sizeof *c.parts);
 	c.local = arena_alloc(p->arena, p->ntask * sizeof *c.local);
 	c.sends = arena_alloc(p->arena, p->ntask * sizeof *c.sends);

@@ -79,6 +79,18 @@ pass_check(Program *p)
 	       unknown_dims(p, p->diag, "give its shape with");
 }
 
+/* Values that take only their input's type (check_unknown_dep) lose the
+ * input, which only told the signatures their feeds. */
+static void
+drop_type_deps(Program *p)
+{
+	for (int i = 0; i < p->g.nodes.n; i++) {
+		IrNode *x = p->g.nodes.v[i];
+		if (x->type_dep)
+			x->nin = 0, x->type_dep = 0;
+	}
+}
+
 /* PASS_SPECIALISE: a specialisation keeps only its signature, whose dims
  * are all known; a program with `?` dims left becomes a generic plan,
  * and that is all it gets. */
@@ -86,14 +98,16 @@ static int
 pass_specialise(Program *p)
 {
 	const CompileOptions *o = p->opt;
+	int rc = 0;
 
 	if (o && o->spec_sig)
-		return prune_to_sig(p, o->spec_sig - 1);
-	if (p->nunknown) {
+		rc = prune_to_sig(p, o->spec_sig - 1);
+	else if (p->nunknown) {
 		p->done = 1;
 		return plan_generic(p);
 	}
-	return 0;
+	drop_type_deps(p);
+	return rc;
 }
 
 static const struct {

@@ -259,7 +259,7 @@ feeds_str(char *buf, size_t n, const RtSig *sig, const TfgShape *feeds)
 	size_t len = 0;
 	char sh[128];
 
-	buf[0] = '\0';
+	snprintf(buf, n, "(none)");
 	for (int i = 0; i < sig->nfeed && len < n; i++)
 		len += (size_t)snprintf(buf + len, n - len, "%s%s: %s%s",
 					i ? ", " : "", sig->feeds[i].name,
