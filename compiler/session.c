@@ -390,12 +390,14 @@ static RtStmt *
 let_stmt(Checker *c, AstNode *s, RtStmt *st)
 {
 	Sym *v;
+	int ok;
 
 	st->kind = RT_S_LET;
 	st->nexpr = 1;
 	st->exprs = arena_alloc(c->a, sizeof *st->exprs);
-	if (!(st->exprs[0] = sess_expr(c, s->a)))
-		return NULL;
+	/* a let whose value fails is still defined, so that its uses
+	   are not reported again ("unknown name") */
+	ok = (st->exprs[0] = sess_expr(c, s->a)) != NULL;
 	if ((v = check_find(&c->locals, s->name)) != NULL) {
 		if (v->loop) {
 			diag_error(c->d, s->tok.loc, "'%s' is a loop variable: "
@@ -411,7 +413,7 @@ let_stmt(Checker *c, AstNode *s, RtStmt *st)
 			return NULL;
 		}
 		st->slot = v->slot;
-		return st;
+		return ok ? st : NULL;
 	}
 	if ((v = check_find(&c->syms, s->name)) != NULL) {
 		diag_error(c->d, s->tok.loc, "'%s' would hide the graph value "
@@ -424,7 +426,7 @@ let_stmt(Checker *c, AstNode *s, RtStmt *st)
 	v->loc = s->tok.loc;
 	v->slot = st->slot = c->nslot++;
 	sym_push(c->a, &c->locals, v);
-	return st;
+	return ok ? st : NULL;
 }
 
 /* The variable of for loop s, in nslot slots from st->slot, in scope
