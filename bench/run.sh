@@ -30,8 +30,9 @@ done | median | awk '{printf "whole run, median of 15: %.1f ms\n", $1}'
 # Microseconds per step of bench/$1.tfg: the time of a run of $2 steps
 # less that of a run of 1, over $2 - 1; the median of 3.  $3, if given,
 # is a sed expression applied too (the transfer's size); $flags are
-# options of tfgc run (a cluster key).
-flags=""
+# options of tfgc run: unkeyed for the plain rows (runs are keyed by
+# default), a key or TLS for theirs.
+flags="--no-cluster-key"
 per_step() {
 	for steps in 1 $2; do
 		sed -e "s/STEPS/$steps/" -e "${3:-s/^//}" "bench/$1.tfg" \
@@ -88,9 +89,8 @@ for mib in 1 16 64; do
 	awk "BEGIN {printf \"tfg %d MiB task to task: %.0f us (%.2f GB/s); raw TCP copy %.0f us (%.2f GB/s); ratio %.2f\\n\", $mib, $us, $mib * 1048.576 / $us, $ref, $mib * 1048.576 / $ref, $ref / $us}"
 done
 
-echo "== the same with --cluster-key: a MAC on every message (issue 10) =="
-head -c 32 /dev/urandom >"$T/key"
-flags="--cluster-key $T/key"
+echo "== the same keyed, as runs are by default: a MAC on every message (issues 10, 25) =="
+flags=""
 for mib in 1 16 64; do
 	steps=$((2048 / mib)); [ $steps -gt 1000 ] && steps=1000
 	us=$(per_step transfer $steps "s/ELEMS/$((mib * 262144))/g")
@@ -99,7 +99,7 @@ for mib in 1 16 64; do
 	awk "BEGIN {printf \"tfg %d MiB task to task, keyed: %.0f us (%.2f GB/s); raw TCP copy %.0f us; ratio %.2f\\n\", $mib, $us, $mib * 1048.576 / $us, $ref, $ref / $us}"
 done
 sc=$(per_step var_scalar 10000)
-flags=""
+flags="--no-cluster-key"
 echo "tfg scalar step A->B->A reading a variable, keyed (bench/var_scalar.tfg, 10000 steps): $sc us"
 $B/nng_rtt 10000 | tee "$T/rtt"
 awk "BEGIN {printf \"ratio keyed scalar step / bare nng round trip: %.2f\\n\", $sc / $(rtt_median <"$T/rtt")}"

@@ -21,6 +21,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -39,7 +40,8 @@ typedef struct Args {
 	const char *x, *y, *size; /* plot --x, --y, --size */
 	const char *cluster; /* --cluster FILE.json */
 	const char *restore; /* run, server --restore DIR */
-	const char *key;     /* --cluster-key FILE */
+	const char *key;     /* --cluster-key FILE, or run's own */
+	int no_key;          /* run --no-cluster-key */
 	const char *tls[3];  /* --tls-cert, --tls-key, --tls-ca FILE */
 	const char *trace;   /* --trace FILE */
 	const char *chief;   /* server --chief J:T or none */
@@ -235,6 +237,9 @@ parse_args(Args *a, int argc, char **argv, Arena *ar)
 			break;
 		case OPT_CLUSTER_KEY:
 			a->key = v;
+			break;
+		case OPT_NO_CLUSTER_KEY:
+			a->no_key = 1;
 			break;
 		case OPT_TLS_CERT:
 			a->tls[0] = v;
@@ -853,6 +858,45 @@ controller_args(const Args *a, Program *p, int chief)
  * it as an error). */
 #define PORT_TRIES 5
 
+/* Keyed by default (spec §10.1.1 "Cluster keys"): a run that starts its
+ * tasks, given no key, no TLS and no --no-cluster-key, makes a random key
+ * for them and this process.  It lives in a memfd that the servers
+ * inherit and read as /proc/self/fd/N: never on a command line, never in
+ * a file another user could read, gone with the last process of the
+ * run.  0, or -1 (reported). */
+static int
+run_key(Args *a, Program *p)
+{
+	unsigned char key[32];
+	const char *env = getenv("TFG_CLUSTER_KEY");
+	size_t got = 0;
+	int fd;
+
+	if (a->key || a->no_key || a->tls[0] || (env && *env))
+		return 0;
+	while (got < sizeof key) {
+		ssize_t r = getrandom(key + got, sizeof key - got, 0);
+		if (r < 0 && errno != EINTR)
+			goto fail;
+		got += r > 0 ? (size_t)r : 0;
+	}
+	/* not close-on-exec: the servers inherit it */
+	if ((fd = memfd_create("tfg-cluster-key", 0)) < 0)
+		goto fail;
+	if (write(fd, key, sizeof key) != (ssize_t)sizeof key) {
+		close(fd);
+		goto fail;
+	}
+	memset(key, 0, sizeof key);
+	a->key = arena_printf(p->arena, "/proc/self/fd/%d", fd);
+	return 0;
+fail:
+	fprintf(stderr, "tfgc: error: cannot make the run's cluster key: %s "
+		"(give one with --cluster-key FILE, or run unkeyed with "
+		"--no-cluster-key)\n", strerror(errno));
+	return -1;
+}
+
 static int
 cmd_run(Args *a, Program *p)
 {
@@ -875,6 +919,9 @@ cmd_run(Args *a, Program *p)
 			return 1;
 		}
 	o.run = a->run_id;
+	if (!a->attach && run_key(a, p) < 0)
+		return 1;
+	o.cluster_key = a->key;
 	for (int try = 1;; try++) {
 		if (pick && free_ports(p) < 0)
 			return 1;

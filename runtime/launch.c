@@ -20,6 +20,7 @@
  * or signal instead of being waited for.  SIGINT/SIGTERM kill the children
  * from the handler itself (kill is async-signal-safe) and exit non-zero.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <math.h>
 #include <signal.h>
@@ -280,6 +281,201 @@ port_held(RtProc *c, const double *held, int *nheld, double now)
 	return 0;
 }
 
+/* The inode of the socket listening on TCP port `port` of this machine
+ * (/proc/net/tcp, tcp6), or 0. */
+static unsigned long
+listen_inode(int port)
+{
+	static const char *const tab[] = {"/proc/net/tcp", "/proc/net/tcp6"};
+	char line[512];
+
+	for (int t = 0; t < 2; t++) {
+		FILE *f = fopen(tab[t], "r");
+		if (f == NULL)
+			continue;
+		while (fgets(line, sizeof line, f)) {
+			char local[80];
+			unsigned st;
+			unsigned long inode;
+			const char *colon;
+			/* sl local rem st tx:rx tr:when retrnsmt uid timeout
+			   inode */
+			if (sscanf(line, " %*s %79s %*s %x %*s %*s %*s %*s %*s "
+				   "%lu", local, &st, &inode) != 3 ||
+			    st != 0x0A || !(colon = strrchr(local, ':')) ||
+			    strtol(colon + 1, NULL, 16) != port)
+				continue;
+			fclose(f);
+			return inode;
+		}
+		fclose(f);
+	}
+	return 0;
+}
+
+/* The process that has socket inode open (one that this user may look
+ * into), or 0. */
+static long
+inode_owner(unsigned long inode)
+{
+	char path[300], link[64], want[64];
+	DIR *proc = opendir("/proc");
+	struct dirent *d;
+	long found = 0;
+
+	if (proc == NULL)
+		return 0;
+	snprintf(want, sizeof want, "socket:[%lu]", inode);
+	while (!found && (d = readdir(proc)) != NULL) {
+		DIR *fds;
+		struct dirent *e;
+		long pid = strtol(d->d_name, NULL, 10);
+
+		if (pid <= 0)
+			continue;
+		snprintf(path, sizeof path, "/proc/%ld/fd", pid);
+		if ((fds = opendir(path)) == NULL)
+			continue;
+		while (!found && (e = readdir(fds)) != NULL) {
+			ssize_t r;
+			snprintf(path, sizeof path, "/proc/%ld/fd/%s", pid,
+				 e->d_name);
+			r = readlink(path, link, sizeof link - 1);
+			if (r > 0) {
+				link[r] = '\0';
+				found = strcmp(link, want) == 0 ? pid : 0;
+			}
+		}
+		closedir(fds);
+	}
+	closedir(proc);
+	return found;
+}
+
+/* pid's parent, or 0. */
+static long
+parent_of(long pid)
+{
+	char path[64], buf[512], *rp;
+	FILE *f;
+	long ppid = 0;
+
+	snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+	if ((f = fopen(path, "r")) == NULL)
+		return 0;
+	if (fgets(buf, sizeof buf, f) && (rp = strrchr(buf, ')')) != NULL)
+		sscanf(rp + 1, " %*c %ld", &ppid);
+	fclose(f);
+	return ppid;
+}
+
+/* What process pid is: TFGC_RUN (tfgc run, not --attach), TFGC_SERVER,
+ * or 0; *same: of the program (its .tfg argument, resolved) that this
+ * process runs. */
+enum { TFGC_RUN = 1, TFGC_SERVER };
+
+static int
+tfgc_role(long pid, int *same)
+{
+	char path[64], a[4096], b[4096];
+	const char *tfg[2] = {NULL, NULL};
+	int role = 0, attach = 0;
+	FILE *f;
+
+	*same = 0;
+	for (int k = 0; k < 2; k++) {
+		char *buf = k ? b : a;
+		size_t n;
+		if (k)
+			snprintf(path, sizeof path, "/proc/self/cmdline");
+		else
+			snprintf(path, sizeof path, "/proc/%ld/cmdline", pid);
+		if ((f = fopen(path, "r")) == NULL)
+			return 0;
+		n = fread(buf, 1, sizeof a - 1, f);
+		fclose(f);
+		buf[n] = '\0';
+		for (size_t i = 0; i < n; i += strlen(buf + i) + 1) {
+			const char *w = buf + i;
+			size_t l = strlen(w);
+			if (k == 0 && i > 0 && !role && strcmp(w, "run") == 0)
+				role = TFGC_RUN;
+			if (k == 0 && i > 0 && !role &&
+			    strcmp(w, "server") == 0)
+				role = TFGC_SERVER;
+			if (k == 0 && strcmp(w, "--attach") == 0)
+				attach = 1;
+			if (l > 4 && strcmp(w + l - 4, ".tfg") == 0 && !tfg[k])
+				tfg[k] = w;
+		}
+	}
+	if (role == TFGC_RUN && attach)
+		return 0;
+	if (role && tfg[0] && tfg[1]) {
+		char ra[4096], rb[4096], full[4200];
+		/* its argument is relative to its own directory */
+		if (tfg[0][0] != '/')
+			snprintf(full, sizeof full, "/proc/%ld/cwd/%s", pid,
+				 tfg[0]);
+		else
+			snprintf(full, sizeof full, "%s", tfg[0]);
+		*same = realpath(full, ra) && realpath(tfg[1], rb) &&
+			strcmp(ra, rb) == 0;
+	}
+	return role;
+}
+
+/* Task i refused this run's key: when its port is held by a process
+ * other than the server this run started for it (own; -1: it starts
+ * none, it attaches), another run's task, keyed by default, or a tfgc server refused
+ * it before anything was said, so whose the port is comes from /proc.
+ * Says it; 1, or 0 when it is not so or cannot tell. */
+static int
+say_holder(RtProc *c, int i, pid_t own)
+{
+	const char *name = c->plan->tasks[i].name,
+		   *addr = c->plan->tasks[i].addr, *colon = strrchr(addr, ':');
+	unsigned long inode = colon ? listen_inode(atoi(colon + 1)) : 0;
+	long holder = inode ? inode_owner(inode) : 0,
+	     run = holder ? parent_of(holder) : 0;
+	int same, role;
+	const char *prog;
+
+	if (!holder || holder == (long)own)
+		return 0;
+	if ((role = tfgc_role(holder, &same)) == TFGC_SERVER &&
+	    !(run && tfgc_role(run, &same) == TFGC_RUN)) {
+		if (own == -1) /* attached to it: the refusal says why */
+			return 0;
+		tfgc_role(holder, &same);
+		fprintf(stderr, "tfgc: error: %s: %s is served by a tfgc "
+			"server of %s (pid %ld), which serves runs started "
+			"with tfgc run --attach: add --attach to run on it "
+			"(with its --cluster-key), or --free-ports to start "
+			"this run's own servers\n", name, addr,
+			same ? "this program" : "another program", holder);
+		return 1;
+	}
+	if (!run || tfgc_role(run, &same) != TFGC_RUN)
+		return 0;
+	prog = same ? "this program" : "another program";
+	if (own == -1)
+		fprintf(stderr, "tfgc: error: %s: %s is held by a run of %s "
+			"(tfgc run, pid %ld), whose servers serve it alone and "
+			"stop with it (interrupt it, or kill %ld): tfgc run "
+			"--attach and tfgc stop act on servers started with "
+			"tfgc server\n", name, addr, prog, run, run);
+	else
+		fprintf(stderr, "tfgc: error: %s: %s is held by another run "
+			"of %s (tfgc run, pid %ld), whose servers serve it "
+			"alone: run this one with --free-ports (every task on "
+			"a free port), move the tasks with --addr "
+			"%s=HOST:PORT, or, to share servers between runs, "
+			"start them with tfgc server and run with tfgc run "
+			"--attach\n", name, addr, prog, run, name);
+	return 1;
+}
+
 /* Says, for each task that is not up yet (and whose port is not held),
  * what the wait is for, once a wait has gone on for `after` seconds and
  * again when it changes: "tfgc: waiting for /job:local/task:0 at
@@ -356,7 +552,9 @@ wait_up(RtProc *c, pid_t *pids)
 			/* a task that refused this controller's key: at once,
 			   not at the deadline */
 			if (!up[i] && rt_peer_refused(c, i, why, sizeof why)) {
-				fprintf(stderr, "tfgc: error: %s\n", why);
+				if (!say_holder(c, i, pids ? pids[i] : -1))
+					fprintf(stderr, "tfgc: error: %s\n",
+						why);
 				nup = -1;
 			}
 		}
@@ -931,8 +1129,17 @@ tfg_stop(const TfgPlan *plan, const TfgOptions *opt)
 
 		left = 0;
 		for (int i = 0; i < plan->ntask; i++) {
-			char why[64];
+			char why[400];
 
+			/* a task that refused this process's key (a run's,
+			   keyed by default): whose it is, at once */
+			if (st[i] == STOP_ASKING &&
+			    rt_peer_refused(&c, i, why, sizeof why)) {
+				if (!say_holder(&c, i, -1))
+					fprintf(stderr, "tfgc: error: %s\n",
+						why);
+				st[i] = STOP_REFUSED;
+			}
 			if (st[i] == STOP_ASKING &&
 			    rt_peer_absent(&c, i, why, sizeof why) ==
 			    ECONNREFUSED)

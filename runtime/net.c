@@ -59,7 +59,8 @@
 #include "runtime/net_int.h"
 /* What epoll's data points at for the two fds that are neither a
  * connection nor a link. */
-static int ev_listen = EV_LISTEN, ev_wake = EV_WAKE;
+int net_ev_listen = EV_LISTEN;
+static int ev_wake = EV_WAKE;
 
 /* ------------------------------------------------------------ helpers */
 
@@ -430,7 +431,7 @@ rt_net_recv_start(RtNet *n, RtNetRecv *r, TfgError *e)
 	   the kernel's backlog, their first bytes unread (a server compiles
 	   between listening and receiving). */
 	ev.events = EPOLLIN;
-	ev.data.ptr = &ev_listen;
+	ev.data.ptr = &net_ev_listen;
 	if (epoll_ctl(n->ep, EPOLL_CTL_ADD, n->lfd, &ev) != 0)
 		return sys_error(e, errno, "%s: cannot accept on %s", n->name,
 				 n->url);
@@ -929,6 +930,14 @@ rt_net_peer_up(RtNet *n, int peer)
 	if (peer < 0 || peer >= n->npeer || !n->peers[peer].open)
 		return 0;
 	return n->peers[peer].state == 1;
+}
+
+int
+rt_net_peer_ups(RtNet *n, int peer)
+{
+	if (peer < 0 || peer >= n->npeer || !n->peers[peer].open)
+		return 0;
+	return n->peers[peer].ups;
 }
 
 static void

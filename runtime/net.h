@@ -46,6 +46,7 @@
 				     oldest idle one is recycled */
 #define RT_NET_REPLY_IDLE 5.0 /* seconds without a send that make a
 				     reply link idle */
+#define RT_NET_LOGS 64    /* (host, kind) refusals remembered */
 #define RT_NET_QUEUE 128  /* messages a link keeps while its peer is down */
 #define RT_NET_BEAT 0.25  /* seconds between the pings of a link */
 #define RT_NET_DEAD 1.5   /* default RtNet.hb_dead */
@@ -194,8 +195,19 @@ typedef struct RtNet {
 	int keyed;             /* a cluster key: every frame has a MAC */
 	RtTls *tls;            /* TLS on every connection (owned) */
 	unsigned char key[RT_KEY_BYTES]; /* the cluster key, hashed */
-	char logged[16][64];   /* hosts whose refused frames were reported */
-	int nlogged;
+	/* refusals said (net_recv.c's conn_log): the first of each kind
+	   from each host, then a count a minute */
+	struct RtNetLog {
+		char host[64];
+		int kind;          /* LOG_* (net_recv.c) */
+		unsigned more;     /* since it was last said */
+	} logs[RT_NET_LOGS];
+	int nlogs;
+	double log_said;       /* rt_now() when the counts were last said */
+	double accept_off;     /* rt_now() until which accepting pauses (no
+				  descriptors left); 0: accepting */
+	double swept;          /* rt_now() of the last look at the
+				  connections' deadlines */
 	pthread_mutex_t lmu;   /* the places posted (held by the I/O thread
 				  while it reads into one) */
 	pthread_cond_t lcv;    /* a place's message was delivered */
@@ -275,6 +287,7 @@ tfg_status rt_net_hold(RtNet *n, int peer, RtBuf *b, double deadline,
  * before the RtNet goes. */
 void rt_net_flush_held(void);
 int rt_net_peer_up(RtNet *n, int peer);   /* connected now */
+int rt_net_peer_ups(RtNet *n, int peer);  /* connections it made so far */
 int rt_net_peer_gone(RtNet *n, int peer); /* was up, went away */
 int rt_net_url_gone(RtNet *n, const char *url);
 /* How peer i went (RT_GONE_*), 0 if it is not gone. */

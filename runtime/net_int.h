@@ -23,11 +23,18 @@
 #define DIAL_MIN 0.01  /* seconds between dials of a link, growing */
 #define DIAL_MAX 0.2
 #define TLS_RECORD 16384 /* a TLS record's most bytes (io_sendv) */
+#define PROVE_S 10.0   /* seconds an accepted connection has to answer a
+			  ping or deliver a frame (TLS handshake included) */
+#define UNPROVEN_MAX ((size_t)64 << 10) /* the largest frame before that */
+#define SLOW_S 10.0    /* a frame taking longer than this must come at */
+#define SLOW_RATE 65536.0 /* bytes a second at least */
+#define HOST_UNPROVEN 128 /* unproven connections from one host at once */
 #define IO_TICK_MS 20  /* the I/O thread looks at its dials this often */
 #define GROW ((size_t)256 << 20) /* a frame's buffer grows by this much at
 				   most before its bytes are there */
 
 enum { EV_LISTEN = 1, EV_WAKE, EV_CONN, EV_LINK };
+extern int net_ev_listen; /* epoll's data for the listening socket */
 
 /* Control words: a frame length with CTL set.  Without a cluster key
  * nothing follows a PING or PONG; with one, each is followed by its MAC,
@@ -71,6 +78,11 @@ typedef struct RtConn {
 	int ldrop;             /* its place was taken back midway: the
 				  frame is read on and dropped */
 	unsigned lgen;         /* RtNet.lgen when places were last tried */
+	/* deadlines (net_recv.c's conn_sweep) */
+	double born;           /* rt_now() at accept */
+	double fstart;         /* rt_now() when the frame's length came */
+	int proven;            /* a ping answered or a frame delivered (with
+				  a key: whose MAC held) */
 	struct RtConn *next;
 } RtConn;
 

@@ -116,6 +116,132 @@ net_conn_close(RtNet *n, RtConn *c)
 	free(c);
 }
 
+/* The kinds of refusal said once per host, then counted (conn_log). */
+enum {
+	LOG_KEY,       /* a connection without the key (MAC, HELLO) */
+	LOG_GARBLED,   /* a frame that is no frame */
+	LOG_OVERSIZED, /* a frame over the limit, or over UNPROVEN_MAX */
+	LOG_DEADLINE,  /* no proof within PROVE_S */
+	LOG_SLOW,      /* a frame coming slower than SLOW_RATE */
+	LOG_CROWD,     /* too many unproven connections from one host */
+	LOG_FULL,      /* no descriptors left: one shed or accepting paused */
+	LOG__N
+};
+
+static const char *const log_what[LOG__N] = {
+	"connections without this cluster's key", "garbled frames",
+	"oversized frames", "connections that did not authenticate in time",
+	"frames sent too slowly", "connections over the limit per host",
+	"connections past the process's descriptor limit",
+};
+
+/* "1.2.3.4" of c's "1.2.3.4:5": each connection has another port. */
+static void
+conn_host(char *host, size_t n, const char *addr)
+{
+	size_t h = strlen(addr);
+
+	while (h > 0 && addr[h - 1] != ':')
+		h--;
+	snprintf(host, n, "%.*s", h > 0 ? (int)h - 1 : 63, addr);
+}
+
+/* Says a refusal of kind from c's host, in `what` words, the first time
+ * for that host and kind; after it, counts them, and net_log_tick says
+ * the count once a minute.  A line for each could flood the log of a
+ * server under attack (900 malformed messages made 900 lines), yet
+ * saying each host once for good hid later refusals. */
+static void
+conn_log(RtNet *n, const char *addr, int kind, const char *what)
+{
+	char host[64];
+	struct RtNetLog *l;
+
+	conn_host(host, sizeof host, addr);
+	for (int i = 0; i < n->nlogs; i++) {
+		l = &n->logs[i];
+		if (l->kind == kind && strcmp(l->host, host) == 0) {
+			l->more++;
+			return;
+		}
+	}
+	l = &n->logs[n->nlogs < RT_NET_LOGS ? n->nlogs++
+		     : (int)(rt_now() * 1000) % RT_NET_LOGS];
+	snprintf(l->host, sizeof l->host, "%s", host);
+	l->kind = kind;
+	l->more = 0;
+	fprintf(stderr, "tfgc: warning: %s: refused a connection from %s: "
+		"%s (this task serves on, and counts more of these from %s "
+		"once a minute)\n", n->name, addr, what, host);
+}
+
+/* Each minute: how many more of each refusal came, per host. */
+static void
+net_log_tick(RtNet *n, double now)
+{
+	if (now - n->log_said < 60)
+		return;
+	n->log_said = now;
+	for (int i = 0; i < n->nlogs; i++) {
+		struct RtNetLog *l = &n->logs[i];
+		if (l->more == 0)
+			continue;
+		fprintf(stderr, "tfgc: warning: %s: refused %u more %s from "
+			"%s in the last minute\n", n->name, l->more,
+			log_what[l->kind], l->host);
+		l->more = 0;
+	}
+}
+
+static void
+conn_refused(RtNet *n, RtConn *c, const char *what)
+{
+	conn_log(n, c->addr, LOG_KEY, what);
+}
+
+/* Out of descriptors (EMFILE, ENFILE): the oldest connection that has
+ * not proved itself goes, or, with none, accepting pauses a moment;
+ * otherwise the listening socket, level-triggered, woke the I/O thread
+ * for good (20,000 idle connects put a ps at 100 % of a core and
+ * starved a run).  Returns whether one went. */
+static int
+shed_one(RtNet *n)
+{
+	RtConn *old = NULL;
+
+	for (RtConn *c = n->conns; c; c = c->next) /* newest first */
+		if (!c->proven)
+			old = c;
+	if (old) {
+		conn_log(n, old->addr, LOG_FULL, "no descriptors left: the "
+			 "oldest connection that had not authenticated was "
+			 "closed");
+		net_conn_close(n, old);
+		return 1;
+	}
+	conn_log(n, "-:0", LOG_FULL, "no descriptors left: accepting "
+		 "pauses for 100 ms");
+	n->accept_off = rt_now() + 0.1;
+	epoll_ctl(n->ep, EPOLL_CTL_DEL, n->lfd, NULL);
+	return 0;
+}
+
+/* Unproven connections from addr's host now. */
+static int
+host_unproven(RtNet *n, const char *addr)
+{
+	char host[64], h[64];
+	int k = 0;
+
+	conn_host(host, sizeof host, addr);
+	for (RtConn *c = n->conns; c; c = c->next)
+		if (!c->proven) {
+			conn_host(h, sizeof h, c->addr);
+			k += strcmp(h, host) == 0;
+		}
+	return k;
+}
+
 static void
 accept_all(RtNet *n)
 {
@@ -127,8 +253,13 @@ accept_all(RtNet *n)
 		int fd = accept4(n->lfd, (struct sockaddr *)&sa, &len,
 				 SOCK_NONBLOCK | SOCK_CLOEXEC);
 
-		if (fd < 0)
+		if (fd < 0) {
+			if ((errno == EMFILE || errno == ENFILE ||
+			     errno == ENOBUFS || errno == ENOMEM) &&
+			    shed_one(n))
+				continue;
 			return;
+		}
 		if ((c = calloc(1, sizeof *c)) == NULL) {
 			close(fd);
 			continue;
@@ -136,7 +267,15 @@ accept_all(RtNet *n)
 		net_nodelay(fd);
 		c->kind = EV_CONN;
 		c->fd = fd;
+		c->born = rt_now();
 		net_sockaddr_str(c->addr, sizeof c->addr, &sa);
+		if (host_unproven(n, c->addr) >= HOST_UNPROVEN) {
+			conn_log(n, c->addr, LOG_CROWD, "too many connections "
+				 "from its host that have not authenticated");
+			close(fd);
+			free(c);
+			continue;
+		}
 		if (n->tls && (c->tls = rt_tls_new(n->tls, fd, 1)) == NULL) {
 			close(fd);
 			free(c);
@@ -148,6 +287,45 @@ accept_all(RtNet *n)
 		ev.events = EPOLLIN | EPOLLRDHUP;
 		ev.data.ptr = c;
 		epoll_ctl(n->ep, EPOLL_CTL_ADD, fd, &ev);
+	}
+}
+
+/* Twice a second: connections past their deadlines go, each said
+ * (conn_log); accepting resumes after a pause.  A TLS handshake or a
+ * HELLO that never ends held its connection for good (a ClientHello at
+ * a byte a second: 23 s), and so did a frame at a byte a second (200
+ * such, announcing 1 GiB each, for 30 s with nothing logged). */
+static void
+conn_sweep(RtNet *n, double now)
+{
+	RtConn *c, *next;
+
+	if (n->accept_off > 0 && now >= n->accept_off) {
+		struct epoll_event ev;
+		n->accept_off = 0;
+		ev.events = EPOLLIN;
+		ev.data.ptr = &net_ev_listen;
+		epoll_ctl(n->ep, EPOLL_CTL_ADD, n->lfd, &ev);
+	}
+	net_log_tick(n, now);
+	if (now - n->swept < 0.5)
+		return;
+	n->swept = now;
+	for (c = n->conns; c; c = next) {
+		double took = now - c->fstart;
+		next = c->next;
+		if (!c->proven && now - c->born > PROVE_S) {
+			conn_log(n, c->addr, LOG_DEADLINE, "it did not "
+				 "authenticate (answer a ping, deliver a "
+				 "frame) within 10 s of connecting");
+			net_conn_close(n, c);
+		} else if (c->nhdr == FRAME_HDR && c->got < c->want &&
+			   !c->wantx && took > SLOW_S &&
+			   (double)c->got / took < SLOW_RATE) {
+			conn_log(n, c->addr, LOG_SLOW, "a frame came slower "
+				 "than 64 KiB/s for 10 s (connection closed)");
+			net_conn_close(n, c);
+		}
 	}
 }
 
@@ -187,27 +365,6 @@ conn_room(RtConn *c)
 /* What the bytes after a word or a frame of an accepted connection are
  * (RtConn.xkind). */
 enum { X_HELLO = 1, X_PING, X_TAG };
-
-/* Says once per host that a peer at c's address was refused (a line for
- * each could flood the log of a server under attack), in `what` words. */
-static void
-conn_refused(RtNet *n, RtConn *c, const char *what)
-{
-	char host[64];
-	size_t h = strlen(c->addr);
-
-	/* the host without the port: each connection has another port */
-	while (h > 0 && c->addr[h - 1] != ':')
-		h--;
-	snprintf(host, sizeof host, "%.*s", h > 0 ? (int)h - 1 : 63, c->addr);
-	for (int i = 0; i < n->nlogged && i < 16; i++)
-		if (strcmp(n->logged[i], host) == 0)
-			return;
-	snprintf(n->logged[n->nlogged++ % 16], sizeof n->logged[0], "%s", host);
-	fprintf(stderr, "tfgc: warning: %s: refused a connection from %s: %s "
-		"(it was closed; this task serves on, and says no more of "
-		"%s)\n", n->name, c->addr, what, host);
-}
 
 /* Refuses c: the word that says why goes back (best effort: a peer that
  * is no member of the cluster gets nothing else), and the caller closes
@@ -252,6 +409,7 @@ conn_flush(RtConn *c)
 static int
 conn_pong(RtNet *n, RtConn *c)
 {
+	c->proven = 1; /* its ping's MAC held, with a key */
 	if (conn_flush(c) != 0)
 		return -1;
 	if (c->lpong > 0)
@@ -291,6 +449,7 @@ conn_hello(RtNet *n, RtConn *c)
 static void
 conn_deliver(RtNet *n, RtConn *c)
 {
+	c->proven = 1; /* its MAC held, with a key */
 	RtBuf *b = c->cur;
 	RtNetLand *l;
 
@@ -361,17 +520,31 @@ conn_word(RtNet *n, RtConn *c)
 			return conn_pong(n, c);
 		if (n->keyed)
 			return conn_deny(n, c, CTL_DENY_MAC, no_mac);
-		fprintf(stderr, "tfgc: error: %s: a garbled frame from %s "
-			"(connection closed)\n", n->name, c->addr);
+		conn_log(n, c->addr, LOG_GARBLED, "a garbled frame "
+			 "(connection closed)");
 		return -1;
 	}
 	if (n->keyed && !c->ready)
 		return conn_deny(n, c, CTL_DENY_MAC, no_mac);
 	c->want = (size_t)w;
+	c->fstart = rt_now();
 	if (c->want > n->maxmsg) {
-		fprintf(stderr, "tfgc: error: %s: a message of %zu bytes from "
-			"%s is over the limit of %zu (connection closed)\n",
-			n->name, c->want, c->addr, n->maxmsg);
+		char what[160];
+		snprintf(what, sizeof what, "a message of %zu bytes, over the "
+			 "limit of %zu (connection closed)", c->want,
+			 n->maxmsg);
+		conn_log(n, c->addr, LOG_OVERSIZED, what);
+		return -1;
+	}
+	/* memory only for bytes of a peer that proved itself: before, a
+	   frame is a small piece (a stranger's HELLO, then 1 GiB of
+	   zeros, grew a keyed ps by 1 GiB a connection) */
+	if (!c->proven && c->want > UNPROVEN_MAX) {
+		char what[160];
+		snprintf(what, sizeof what, "a message of %zu bytes before "
+			 "it answered a ping (at most %zu; connection closed)",
+			 c->want, UNPROVEN_MAX);
+		conn_log(n, c->addr, LOG_OVERSIZED, what);
 		return -1;
 	}
 	if (n->keyed && (rt_auth_begin(&c->in) ||
@@ -608,6 +781,7 @@ net_io_main(void *arg)
 			}
 		}
 		net_tend_links(n);
+		conn_sweep(n, rt_now());
 	}
 	return NULL;
 }

@@ -292,6 +292,59 @@ foreign_ping(const RtProc *p, RtMsg *out, const RtBuf *m)
 	return url[0] != '\0';
 }
 
+/* Says that a message was ignored, and why: each kind of refusal (its
+ * text without digits, so without addresses, ports and sizes) the first
+ * time, then only a count, said with the next one a minute or more
+ * later.  900 malformed messages made 900 lines. */
+static void
+say_ignored(const RtProc *p, const char *why)
+{
+	static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+	static struct {
+		uint64_t kind;
+		unsigned more;
+		char text[96]; /* the first, cut */
+	} seen[32];
+	static int nseen;
+	static double since;
+	uint64_t kind = 1469598103934665603ull;
+	double now = rt_now();
+	int i;
+
+	for (const char *c = why; *c; c++)
+		if (*c < '0' || *c > '9')
+			kind = (kind ^ (unsigned char)*c) * 1099511628211ull;
+	pthread_mutex_lock(&mu);
+	if (since > 0 && now - since >= 60) {
+		for (i = 0; i < nseen; i++)
+			if (seen[i].more)
+				fprintf(stderr, "tfgc: error: %s: ignored %u "
+					"more messages like '%s' in the last "
+					"minute\n", p->name, seen[i].more,
+					seen[i].text),
+				seen[i].more = 0;
+		since = 0;
+	}
+	for (i = 0; i < nseen && seen[i].kind != kind; i++)
+		;
+	if (i < nseen) {
+		seen[i].more++;
+		if (since == 0)
+			since = now;
+		pthread_mutex_unlock(&mu);
+		return;
+	}
+	if (nseen < 32) {
+		seen[nseen].kind = kind;
+		size_t l = strlen(why) < sizeof seen[0].text - 1
+			   ? strlen(why) : sizeof seen[0].text - 1;
+		memcpy(seen[nseen].text, why, l);
+		seen[nseen++].text[l] = '\0';
+	}
+	pthread_mutex_unlock(&mu);
+	fprintf(stderr, "tfgc: error: %s: %s (ignored)\n", p->name, why);
+}
+
 void
 rt_proc_take(RtProc *p, RtBuf *m)
 {
@@ -347,8 +400,7 @@ rt_proc_take(RtProc *p, RtBuf *m)
 			}
 		}
 		pthread_mutex_unlock(&p->mu);
-		fprintf(stderr, "tfgc: error: %s: %s (ignored)\n", p->name,
-			e.msg);
+		say_ignored(p, e.msg);
 		rt_buf_free(m);
 		return;
 	}
@@ -776,12 +828,12 @@ refusal_text(const RtProc *p, const RtMsg *m, char *text, size_t size)
 	uint64_t run, prog = ping_prog(m, &run, &pid);
 	const char *addr = p->plan->tasks[p->task].addr;
 
+	/* not this plan's hash: a stranger who pinged would use it */
 	if (prog != p->plan->hash)
-		return snprintf(text, size, "%s serves another program (plan "
-				"%016llx, the run's %016llx): start the servers "
-				"and the run with the same file, --param, "
-				"--fetch, --feed and --out", p->name,
-				(unsigned long long)p->plan->hash,
+		return snprintf(text, size, "%s serves another program (this "
+				"run's plan is %016llx): start the servers and "
+				"the run with the same file, --param, --fetch, "
+				"--feed and --out", p->name,
 				(unsigned long long)prog);
 	if (rt_run != 0 && run != 0)
 		return snprintf(text, size, "%s: %s is held by another run of "
@@ -854,6 +906,13 @@ int
 rt_peer_up(RtProc *p, int task)
 {
 	return rt_net_peer_up(&p->net, task);
+}
+
+int
+rt_peer_conn(RtProc *p, int task)
+{
+	return rt_net_peer_up(&p->net, task) ? rt_net_peer_ups(&p->net, task)
+					     : 0;
 }
 
 int

@@ -325,6 +325,9 @@ void rt_refuse_ping(RtProc *p, const RtMsg *m);
 void rt_body_url(char *buf, const RtMsg *m);
 void rt_msg_free(RtMsg *m);
 int rt_peer_up(RtProc *p, int task);
+/* The connections the link to task has made, while it is up; 0 while it
+ * is not: a change says the task may be a new process. */
+int rt_peer_conn(RtProc *p, int task);
 int rt_peer_gone(RtProc *p, int task);
 /* Whether task is lost to this process, with what to say in why[n]: its
  * connection hung up, it stopped answering heartbeats, or it has not been

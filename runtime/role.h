@@ -54,6 +54,9 @@ typedef struct RtSpec {
 	uint64_t *has;       /* [ntask], as client: the incarnation of task
 				k that answered its SPECIALISE with its hash
 				(RELEASE goes to those), 0 none; owned */
+	int *ups;            /* [ntask], as client: the connections the link
+				to task k had made when it answered
+				(rt_peer_conn); owned */
 	uint64_t used;       /* RtServer.clock at its last use (LRU) */
 	int inuse;           /* steps running it now: it stays until 0 */
 	int ready;           /* as client: every task of it has it */

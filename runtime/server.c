@@ -766,12 +766,16 @@ tfg_server_main(const TfgPlan *plan, int task, const TfgOptions *opt,
 		free(s);
 		return 1;
 	}
-	if (!s->proc.keyed && !loopback(plan->tasks[task].addr))
+	/* Loopback included: any user of this machine reaches it.  The
+	   servers of a tfgc run --no-cluster-key were asked to be so. */
+	if (!s->proc.keyed && !s->proc.net.tls && !opt->from_run)
 		fprintf(stderr, "tfgc: warning: %s: the cluster is "
-			"unauthenticated: anyone who reaches %s can run steps "
-			"and read variables here (give every task "
-			"--cluster-key FILE)\n", s->proc.name,
-			plan->tasks[task].addr);
+			"unauthenticated: anyone who reaches %s%s can run "
+			"sessions, read and reset variables and stop this "
+			"task (give every task --cluster-key FILE)\n",
+			s->proc.name, plan->tasks[task].addr,
+			loopback(plan->tasks[task].addr)
+			    ? ", any user of this machine," : "");
 	if (s->proc.opt.verbose)
 		fprintf(stderr, "tfg: %s: serving on %s\n", s->proc.name,
 			s->proc.net.url);

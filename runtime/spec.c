@@ -204,6 +204,7 @@ spec_clear(RtSpec *x)
 	free(x->feeds);
 	free(x->held);
 	free(x->has);
+	free(x->ups);
 	memset(x, 0, sizeof *x);
 }
 
@@ -353,11 +354,12 @@ spec_add(RtServer *s, int sig, const TfgShape *feeds, int *idx, TfgError *e)
 	x.spare = calloc((size_t)p->nsig + 1, sizeof *x.spare);
 	x.held = calloc((size_t)g->ntask, sizeof *x.held);
 	x.has = calloc((size_t)g->ntask, sizeof *x.has);
+	x.ups = calloc((size_t)g->ntask, sizeof *x.ups);
 	v = slot < s->nspec ? s->specs :
 	    realloc(s->specs, sizeof *v * ((size_t)s->nspec + 1));
 	if (v)
 		s->specs = v;
-	if (!x.spare || !x.held || !x.has || !v ||
+	if (!x.spare || !x.held || !x.has || !x.ups || !v ||
 	    rt_proc_plan_add(&s->proc, p) != TFG_OK) {
 		spec_clear(&x);
 		compiled_drop(s, p);
@@ -564,8 +566,10 @@ spec_round(RtServer *s, RtCtx *c, int sig, const TfgShape *feeds, int *spec)
 			break;
 		pthread_mutex_lock(&s->mu);
 		own = s->specs[i].plan->hash;
-		if (hash == own)
+		if (hash == own) {
 			s->specs[i].has[task] = epoch;
+			s->specs[i].ups[task] = rt_peer_conn(p, task);
+		}
 		pthread_mutex_unlock(&s->mu);
 		if (hash != own)
 			st = tfg_error(&c->err, TFG_EPEER,
@@ -581,6 +585,24 @@ spec_round(RtServer *s, RtCtx *c, int sig, const TfgShape *feeds, int *spec)
 	return st;
 }
 
+/* A task whose link came down or up again since it answered the
+ * SPECIALISE of specialisation i may be a new process that has never
+ * heard of it: i is announced again (a task that has it answers at
+ * once).  Without this the first step after a ps restarted, sent
+ * before any message of the new process told this one, failed with
+ * RT_ERROR_NO_PLAN.  Under s->mu. */
+static void
+check_links(RtServer *s, int i)
+{
+	RtSpec *x = &s->specs[i];
+
+	for (int t = 0; t < s->proc.plan->ntask; t++)
+		if (x->has[t] && rt_peer_conn(&s->proc, t) != x->ups[t]) {
+			x->has[t] = 0;
+			x->ready = 0;
+		}
+}
+
 tfg_status
 rt_spec_client(RtServer *s, int sig, const TfgShape *feeds, RtUse *u,
 	       TfgError *e)
@@ -593,6 +615,8 @@ rt_spec_client(RtServer *s, int sig, const TfgShape *feeds, RtUse *u,
 
 	pthread_mutex_lock(&s->mu);
 	i = spec_find(s, sig, feeds);
+	if (i >= 0 && s->specs[i].ready)
+		check_links(s, i);
 	if (i >= 0 && s->specs[i].ready) {
 		use_locked(s, i, u);
 		pthread_mutex_unlock(&s->mu);
@@ -654,7 +678,7 @@ decode(const RtSig *sig, const RtMsg *m, TfgShape *feeds, char *why,
        size_t nwhy)
 {
 	const unsigned char *p = m->body, *end = m->body + m->h.nbytes;
-	char sh[128];
+	char sh[128], sh2[128];
 
 	for (int k = 0; k < sig->nfeed; k++) {
 		const RtFeed *f = &sig->feeds[k];
@@ -688,6 +712,17 @@ decode(const RtSig *sig, const RtMsg *m, TfgShape *feeds, char *why,
 				return -1;
 			}
 			feeds[k].dims[d] = (int64_t)v;
+		}
+		/* each dim may be in range and their product not: one
+		   overflow-checked count for every size (tfg_shape_size) */
+		if (tfg_shape_size(&feeds[k], f->dtype == TFG_STRING ? TFG_U8
+				   : f->dtype, NULL, NULL) != 0) {
+			snprintf(why, nwhy, "feed '%s' is %s%s, the message "
+				 "gives %s, over 2^40 bytes", f->name,
+				 tfg_dtype_name(f->dtype),
+				 rt_shape_str(sh, sizeof sh, &f->shape),
+				 rt_shape_str(sh2, sizeof sh2, &feeds[k]));
+			return -1;
 		}
 	}
 	if (p != end) {

@@ -11,8 +11,9 @@
  * Beyond "no crash, no leak": a file refused is refused with an error
  * that names it, and a file accepted is a tensor the rest of the runtime
  * may trust (its byte count agrees with its dtype and shape, bools are 0
- * or 1), which prints, and which saved and loaded again is the same
- * tensor.  A broken promise aborts, which libFuzzer reports as a crash.
+ * or 1), which converts to every other dtype as a feed does (or names
+ * the first element that does not fit), which prints, and which saved
+ * and loaded again is the same tensor.  A broken promise aborts, which libFuzzer reports as a crash.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -84,6 +85,25 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	}
 	check_tensor(t);
+	/* a feed of another dtype is converted, element by element, as
+	   the client converts it (runtime/client_run.c's convert_feed) */
+	for (int d = TFG_BOOL; d < TFG__NDTYPE; d++) {
+		int64_t bad = -2, n = tfg_shape_numel(&t->shape);
+		tfg_status st;
+		if (d == TFG_STRING)
+			continue;
+		st = rt_tensor_convert(&u, t, (TfgDtype)d, &bad);
+		if (st == TFG_OK) {
+			check_tensor(u);
+			TFG_ASSERT(u->dtype == (TfgDtype)d &&
+				   tfg_shape_eq(&u->shape, &t->shape));
+			rt_tensor_free(u);
+		} else {
+			TFG_ASSERT(u == NULL || st == TFG_ENOMEM);
+			TFG_ASSERT(st != TFG_EINVAL || (bad >= 0 && bad < n));
+		}
+		u = NULL;
+	}
 	s = rt_format_str(t);
 	TFG_ASSERT(s != NULL);
 	free(s);

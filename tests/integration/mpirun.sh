@@ -11,6 +11,10 @@
 command -v mpirun >/dev/null ||
 	fail "no mpirun: make deps installs Debian's openmpi-bin"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+# Keyed, as a cluster should be: a tfgc server without a key warns
+# (spec §10.1.1 "Cluster keys"); mpirun hands the environment to its ranks.
+head -c 32 /dev/urandom >"$T/key"
+export TFG_CLUSTER_KEY="$T/key"
 mpi() { # N ARGS...: tfgc server ARGS under mpirun -n N, at most 60 s
 	_n=$1
 	shift
@@ -38,6 +42,11 @@ EOF
 expect_rc 0 mpi 3 "$T/p.tfg"
 [ "$(cat "$T/out")" = "total 10.0" ] || fail "mpirun -n 3 printed '$(cat "$T/out")'"
 [ ! -s "$T/err" ] || fail "mpirun -n 3 wrote to stderr: $(cat "$T/err")"
+# Without the key it runs as well, and every task says what it risks.
+TFG_CLUSTER_KEY='' expect_rc 0 mpi 3 "$T/p.tfg"
+[ "$(cat "$T/out")" = "total 10.0" ] || fail "unkeyed, mpirun -n 3 printed '$(cat "$T/out")'"
+[ "$(grep -c 'warning: /job:.*: the cluster is unauthenticated: anyone who reaches 127.0.0.1:[0-9]*, any user of this machine, can run sessions' "$T/err")" = 3 ] ||
+	fail "unkeyed, the tasks said: $(cat "$T/err")"
 
 # Ports without hosts in a --cluster file: mpirun put every rank on this
 # node, so they are localhost's.  A SLURM_PROCID that mpirun's ranks

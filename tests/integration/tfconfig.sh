@@ -7,6 +7,10 @@
 # itself; bad TF_CONFIG and JSON are clear errors.
 . tests/integration/common.inc
 
+# Keyed, as a cluster should be (a tfgc server without a key warns,
+# spec §10.1.1 "Cluster keys"): every pod gets the key's file.
+head -c 32 /dev/urandom >"$T/key"
+export TFG_CLUSTER_KEY="$T/key"
 p0=$(free_port)
 p1=$(free_port)
 p2=$(free_port)

@@ -898,6 +898,22 @@ start(Run *r, const char *tag, char **args)
 }
 
 /* Waits for pid at most secs, then kills it; fills status/out/err. */
+/* Drops from err the line a server without a cluster key says at
+ * start-up (runtime/server.c): these tests' servers have none. */
+static void
+drop_unkeyed_warning(char *err)
+{
+	char *at;
+
+	while ((at = strstr(err, "the cluster is unauthenticated")) != NULL) {
+		char *bol = at, *eol = strchr(at, '\n');
+		while (bol > err && bol[-1] != '\n')
+			bol--;
+		eol = eol ? eol + 1 : at + strlen(at);
+		memmove(bol, eol, strlen(eol) + 1);
+	}
+}
+
 static void
 finish(Run *r, pid_t pid, const char *tag, double secs)
 {
@@ -924,6 +940,7 @@ finish(Run *r, pid_t pid, const char *tag, double secs)
 	slurp(r->out, sizeof r->out, path);
 	snprintf(path, sizeof path, "%s/%s.err", r->dir, tag);
 	slurp(r->err, sizeof r->err, path);
+	drop_unkeyed_warning(r->err);
 }
 
 static void
@@ -1237,9 +1254,8 @@ t_spec_holders(void)
 }
 
 /* A task restarted under attach has lost its specialisations (spec.c):
- * the client's next START of one is answered at once, that run fails
- * naming the task and the shapes and is not retried, and the run after
- * it announces the shapes again and succeeds.  Bad RELEASE messages are
+ * the client's link to it came down and up, so the next run announces
+ * the shapes again before its step and succeeds at once.  Bad RELEASE messages are
  * reported and change nothing.  They are forged before the new task 1
  * hears from the real task 0: then the forger's incarnation (EPOCH) is
  * the only one of task 0 it knows, and the real one, later, looks like
@@ -1270,14 +1286,13 @@ t_generic_lost(void)
 	finish(&r, g, "forge", 10);
 	ASSERT_EQ(r.status, 0);
 	msleep(500); /* task 0 dials it again */
+	/* its link to task 1 came up again since task 1 answered: task 0
+	   announces the specialisation again before the step (issue 25) */
 	ctl(&r, "generic-once", "attach", 20);
-	ASSERT(r.status != 0);
-	ASSERT_STREQ(r.out, "");
-	ASSERT_HAS(r.err, "hello.tfg:17:11: error: /job:local/task:1 does not "
-			  "have the specialisation for x: i32[2] (plan ");
-	ASSERT_HAS(r.err, "; was it restarted?): the next run announces it "
-			  "again, this one is not retried");
-	ASSERT(r.secs < 5); /* an answer, not the step deadline of 10 s */
+	ASSERT_EQ(r.status, 0);
+	ASSERT_STREQ(r.out, "173\n");
+	ASSERT(strstr(r.err, "does not have the specialisation") == NULL);
+	ASSERT(r.secs < 5); /* not the step deadline of 10 s */
 	ctl(&r, "generic-once", "attach", 20);
 	ASSERT_STREQ(r.out, "173\n");
 	ASSERT_EQ(r.status, 0);
@@ -1504,7 +1519,7 @@ t_garbled(void)
 	finish(&r, s0, "server0", 5);
 	ASSERT_EQ(r.status, 0);
 	memcpy(err, r.err, sizeof err);
-	ASSERT_HAS(err, "is over the limit of");
+	ASSERT_HAS(err, "over the limit of");
 	ASSERT_HAS(err, "magic 0xabababab");
 	ASSERT_HAS(err, "different source or plan");
 	ASSERT_HAS(err, "truncated message from 127.0.0.1:");
