@@ -438,41 +438,21 @@ say_holder(RtProc *c, int i, pid_t own)
 	unsigned long inode = colon ? listen_inode(atoi(colon + 1)) : 0;
 	long holder = inode ? inode_owner(inode) : 0,
 	     run = holder ? parent_of(holder) : 0;
-	int same, role;
-	const char *prog;
+	int same_h, same_r, kind;
+	char text[1024];
 
 	if (!holder || holder == (long)own)
 		return 0;
-	if ((role = tfgc_role(holder, &same)) == TFGC_SERVER &&
-	    !(run && tfgc_role(run, &same) == TFGC_RUN)) {
-		if (own == -1) /* attached to it: the refusal says why */
-			return 0;
-		tfgc_role(holder, &same);
-		fprintf(stderr, "tfgc: error: %s: %s is served by a tfgc "
-			"server of %s (pid %ld), which serves runs started "
-			"with tfgc run --attach: add --attach to run on it "
-			"(with its --cluster-key), or --free-ports to start "
-			"this run's own servers\n", name, addr,
-			same ? "this program" : "another program", holder);
-		return 1;
-	}
-	if (!run || tfgc_role(run, &same) != TFGC_RUN)
-		return 0;
-	prog = same ? "this program" : "another program";
-	if (own == -1)
-		fprintf(stderr, "tfgc: error: %s: %s is held by a run of %s "
-			"(tfgc run, pid %ld), whose servers serve it alone and "
-			"stop with it (interrupt it, or kill %ld): tfgc run "
-			"--attach and tfgc stop act on servers started with "
-			"tfgc server\n", name, addr, prog, run, run);
+	if (run && tfgc_role(run, &same_r) == TFGC_RUN)
+		kind = own == -1 ? RT_HELD_RUN : RT_HELD_OTHER_RUN;
+	else if (tfgc_role(holder, &same_h) == TFGC_SERVER && own != -1)
+		kind = RT_HELD_SERVER; /* attached to it: the refusal says why */
 	else
-		fprintf(stderr, "tfgc: error: %s: %s is held by another run "
-			"of %s (tfgc run, pid %ld), whose servers serve it "
-			"alone: run this one with --free-ports (every task on "
-			"a free port), move the tasks with --addr "
-			"%s=HOST:PORT, or, to share servers between runs, "
-			"start them with tfgc server and run with tfgc run "
-			"--attach\n", name, addr, prog, run, name);
+		return 0;
+	rt_holder_text(text, sizeof text, name, addr, kind,
+		       kind == RT_HELD_SERVER ? same_h : same_r,
+		       kind == RT_HELD_SERVER ? holder : run);
+	fprintf(stderr, "tfgc: error: %s\n", text);
 	return 1;
 }
 

@@ -203,6 +203,7 @@ typedef struct RtNet {
 		unsigned more;     /* since it was last said */
 	} logs[RT_NET_LOGS];
 	int nlogs;
+	unsigned lognext;      /* the entry taken next once they are full */
 	double log_said;       /* rt_now() when the counts were last said */
 	double accept_off;     /* rt_now() until which accepting pauses (no
 				  descriptors left); 0: accepting */

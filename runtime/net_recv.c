@@ -165,8 +165,9 @@ conn_log(RtNet *n, const char *addr, int kind, const char *what)
 			return;
 		}
 	}
+	/* full: the entries are taken again in turn */
 	l = &n->logs[n->nlogs < RT_NET_LOGS ? n->nlogs++
-		     : (int)(rt_now() * 1000) % RT_NET_LOGS];
+		     : (int)(n->lognext++ % RT_NET_LOGS)];
 	snprintf(l->host, sizeof l->host, "%s", host);
 	l->kind = kind;
 	l->more = 0;

@@ -835,29 +835,39 @@ refusal_text(const RtProc *p, const RtMsg *m, char *text, size_t size)
 				"the run with the same file, --param, --fetch, "
 				"--feed and --out", p->name,
 				(unsigned long long)prog);
-	if (rt_run != 0 && run != 0)
+	return rt_holder_text(text, size, p->name, addr,
+			      rt_run == 0 ? RT_HELD_SERVER : run != 0
+			      ? RT_HELD_OTHER_RUN : RT_HELD_RUN, 1,
+			      rt_run != 0 ? (long)getppid() : (long)getpid());
+}
+
+int
+rt_holder_text(char *text, size_t size, const char *name, const char *addr,
+	       int kind, int same, long pid)
+{
+	const char *prog = same ? "this program" : "another program";
+
+	if (kind == RT_HELD_OTHER_RUN)
 		return snprintf(text, size, "%s: %s is held by another run of "
-				"this program (tfgc run, pid %ld), whose "
-				"servers serve it alone: run this one with "
-				"--free-ports (every task on a free port), "
-				"move the tasks with --addr %s=HOST:PORT, or, "
-				"to share servers between runs, start them "
-				"with tfgc server and run with tfgc run "
-				"--attach", p->name, addr, (long)getppid(),
-				p->name);
-	if (rt_run != 0)
-		return snprintf(text, size, "%s: %s is held by a run of this "
-				"program (tfgc run, pid %ld), whose servers "
-				"serve it alone and stop with it (interrupt "
-				"it, or kill %ld): tfgc run --attach and tfgc "
-				"stop act on servers started with tfgc server",
-				p->name, addr, (long)getppid(),
-				(long)getppid());
-	return snprintf(text, size, "%s: %s is served by a tfgc server of "
-			"this program (pid %ld), which serves runs started "
-			"with tfgc run --attach: add --attach to run on it, "
-			"or --free-ports to start this run's own servers",
-			p->name, addr, (long)getpid());
+				"%s (tfgc run, pid %ld), whose servers serve "
+				"it alone: run this one with --free-ports "
+				"(every task on a free port), move the tasks "
+				"with --addr %s=HOST:PORT, or, to share "
+				"servers between runs, start them with tfgc "
+				"server and run with tfgc run --attach", name,
+				addr, prog, pid, name);
+	if (kind == RT_HELD_RUN)
+		return snprintf(text, size, "%s: %s is held by a run of %s "
+				"(tfgc run, pid %ld), whose servers serve it "
+				"alone and stop with it (interrupt it, or kill "
+				"%ld): tfgc run --attach and tfgc stop act on "
+				"servers started with tfgc server", name, addr,
+				prog, pid, pid);
+	return snprintf(text, size, "%s: %s is served by a tfgc server of %s "
+			"(pid %ld), which serves runs started with tfgc run "
+			"--attach: add --attach to run on it, or --free-ports "
+			"to start this run's own servers", name, addr, prog,
+			pid);
 }
 
 void

@@ -328,6 +328,15 @@ int rt_peer_up(RtProc *p, int task);
 /* The connections the link to task has made, while it is up; 0 while it
  * is not: a change says the task may be a new process. */
 int rt_peer_conn(RtProc *p, int task);
+/* Whose task's port addr is, for a run that cannot use it, into text:
+ * another run's (RT_HELD_OTHER_RUN: to a run starting its own servers),
+ * a run's (RT_HELD_RUN: to an attached run or tfgc stop), or a tfgc
+ * server's (RT_HELD_SERVER); same: of this program; pid: the run's
+ * controller, or the server.  Said by the holder to a PING
+ * (proto.c) or found in /proc by the controller (launch.c). */
+enum { RT_HELD_OTHER_RUN = 1, RT_HELD_RUN, RT_HELD_SERVER };
+int rt_holder_text(char *text, size_t size, const char *name,
+		   const char *addr, int kind, int same, long pid);
 int rt_peer_gone(RtProc *p, int task);
 /* Whether task is lost to this process, with what to say in why[n]: its
  * connection hung up, it stopped answering heartbeats, or it has not been
