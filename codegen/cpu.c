@@ -721,9 +721,9 @@ cpu_emit_slice(CgCtx *C, IrNode *n)
 	const IrNode *in = n->in[0];
 	cg_row_major(&in->shape, ist);
 	for (int k = in->shape.rank - 1; k >= 0; k--) {
-		int64_t b = n->begin[k], s = n->size[k];
+		int64_t b = n->ax->begin[k], s = n->ax->size[k];
 		if (b < 0 || s < 0 || b + s > in->shape.dims[k] ||
-		    (((n->squeeze >> k) & 1) && s != 1))
+		    (((n->ax->squeeze >> k) & 1) && s != 1))
 			return cg_fail(C, n, "slice out of the input's bounds");
 		L.dim[k] = s;
 		L.stride[0][k] = m;

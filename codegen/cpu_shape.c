@@ -596,10 +596,10 @@ cpu_emit_transpose(CgCtx *C, IrNode *n)
 	memcpy(L.dim, n->shape.dims, sizeof L.dim);
 	cg_row_major(&n->shape, L.stride[0]);
 	for (int k = 0; k < L.rank; k++) {
-		if (n->perm[k] < 0 || n->perm[k] >= L.rank ||
-		    in->shape.dims[n->perm[k]] != n->shape.dims[k])
+		if (n->ax->perm[k] < 0 || n->ax->perm[k] >= L.rank ||
+		    in->shape.dims[n->ax->perm[k]] != n->shape.dims[k])
 			return cg_fail(C, n, "transpose perm does not match");
-		L.stride[1][k] = ist[n->perm[k]];
+		L.stride[1][k] = ist[n->ax->perm[k]];
 	}
 	L.nop = 2;
 	L.n = n;

@@ -1081,10 +1081,12 @@ gen_transpose(CuGen *g, const IrNode *n, CuLaunch *l)
 	memcpy(E.dim, n->shape.dims, sizeof E.dim);
 	cu_row_major(&n->shape, E.st[0]);
 	for (int k = 0; k < E.rank; k++) {
-		if (n->perm[k] < 0 || n->perm[k] >= E.rank ||
-		    n->in[0]->shape.dims[n->perm[k]] != n->shape.dims[k])
+		int pk = n->ax->perm[k];
+
+		if (pk < 0 || pk >= E.rank ||
+		    n->in[0]->shape.dims[pk] != n->shape.dims[k])
 			return cu_fail(n, "transpose perm does not match");
-		E.st[1][k] = ist[n->perm[k]];
+		E.st[1][k] = ist[pk];
 	}
 	if (tfg_shape_numel(&n->shape) == 0)
 		return 0;
@@ -1122,9 +1124,9 @@ gen_slice(CuGen *g, const IrNode *n, CuLaunch *l)
 	cu_row_major(&in->shape, ist);
 	E.rank = in->shape.rank;
 	for (int k = in->shape.rank - 1; k >= 0; k--) {
-		int64_t b = n->begin[k], z = n->size[k];
+		int64_t b = n->ax->begin[k], z = n->ax->size[k];
 		if (b < 0 || z < 0 || b + z > in->shape.dims[k] ||
-		    (((n->squeeze >> k) & 1) && z != 1))
+		    (((n->ax->squeeze >> k) & 1) && z != 1))
 			return cu_fail(n, "slice out of the input's bounds");
 		E.dim[k] = z;
 		E.st[0][k] = m;

@@ -44,10 +44,10 @@ ir_attr_write(const IrNode *n, IrPut put, void *ctx)
 		int r = n->nin ? n->in[0]->shape.rank : 0;
 
 		for (int i = 0; i < r; i++) {
-			put_i64(put, ctx, n->begin[i]);
-			put_i64(put, ctx, n->size[i]);
+			put_i64(put, ctx, n->ax->begin[i]);
+			put_i64(put, ctx, n->ax->size[i]);
 		}
-		put_i64(put, ctx, n->squeeze);
+		put_i64(put, ctx, n->ax->squeeze);
 	}
 	if (a & A_AXES) {
 		put_i64(put, ctx, n->axes);
@@ -55,7 +55,7 @@ ir_attr_write(const IrNode *n, IrPut put, void *ctx)
 	}
 	if (a & A_PERM)
 		for (int i = 0; i < n->shape.rank; i++)
-			put_i64(put, ctx, n->perm[i]);
+			put_i64(put, ctx, n->ax->perm[i]);
 	if (a & A_AXIS)
 		put_i64(put, ctx, n->axis);
 	if (a & A_MAKE) {
@@ -232,11 +232,11 @@ ir_attr_dump(FILE *out, const IrNode *n)
 		for (int i = 0; i < n->in[0]->shape.rank; i++) {
 			if (i)
 				fputs(", ", out);
-			if (n->squeeze & (1u << i))
-				fprintf(out, "%" PRId64, n->begin[i]);
+			if (n->ax->squeeze & (1u << i))
+				fprintf(out, "%" PRId64, n->ax->begin[i]);
 			else
 				fprintf(out, "%" PRId64 ":%" PRId64,
-					n->begin[i], n->begin[i] + n->size[i]);
+					n->ax->begin[i], n->ax->begin[i] + n->ax->size[i]);
 		}
 		fputc(']', out);
 	}
@@ -256,7 +256,7 @@ ir_attr_dump(FILE *out, const IrNode *n)
 	if (a & A_PERM) {
 		fputs(" perm=[", out);
 		for (int i = 0; i < n->shape.rank; i++)
-			fprintf(out, "%s%d", i ? ", " : "", n->perm[i]);
+			fprintf(out, "%s%d", i ? ", " : "", n->ax->perm[i]);
 		fputc(']', out);
 	}
 	if (a & A_AXIS)

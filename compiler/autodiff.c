@@ -370,11 +370,11 @@ slice_rule(Ad *a, IrNode *n, IrNode *g)
 	TfgShape s = x->shape;
 
 	for (int i = 0; i < s.rank; i++)
-		s.dims[i] = n->size[i];
+		s.dims[i] = n->ax->size[i];
 	g = reshape(a, g, &s);
 	for (int i = 0; g && i < s.rank; i++) {
-		int64_t before = n->begin[i];
-		int64_t after = x->shape.dims[i] - n->begin[i] - n->size[i];
+		int64_t before = n->ax->begin[i];
+		int64_t after = x->shape.dims[i] - before - n->ax->size[i];
 		IrNode *in[3];
 		int nin = 0;
 		TfgShape z = g->shape;
@@ -448,7 +448,7 @@ rule(Ad *a, IrNode *n, IrNode *g, int k)
 		return matmul_rule(a, n, g, k);
 	case OP_transpose:
 		for (int i = 0; i < n->shape.rank; i++)
-			inv[n->perm[i]] = i;
+			inv[n->ax->perm[i]] = i;
 		return put(a, ir_transpose(a->p, at(a), g, inv));
 	case OP_reshape:
 		return reshape(a, g, &x->shape);

@@ -290,6 +290,7 @@ ir_transpose(Program *p, SrcLoc loc, IrNode *x, const int *perm)
 {
 	int r = x->shape.rank;
 	uint32_t seen = 0;
+	IrAxes *ax;
 	IrNode *n;
 
 	for (int i = 0; perm && i < r; i++) {
@@ -304,10 +305,11 @@ ir_transpose(Program *p, SrcLoc loc, IrNode *x, const int *perm)
 		return NULL;
 	}
 	n = node(p, OP_transpose, loc, &x, 1, x->dtype);
+	n->ax = ax = arena_alloc(p->arena, sizeof *ax);
 	n->shape.rank = r;
 	for (int i = 0; i < r; i++) {
-		n->perm[i] = perm ? perm[i] : r - 1 - i;
-		n->shape.dims[i] = x->shape.dims[n->perm[i]];
+		ax->perm[i] = perm ? perm[i] : r - 1 - i;
+		n->shape.dims[i] = x->shape.dims[ax->perm[i]];
 	}
 	return n;
 }
@@ -344,6 +346,7 @@ ir_slice(Program *p, SrcLoc loc, IrNode *x, const int64_t *begin,
 	 const int64_t *size, uint32_t squeeze)
 {
 	int r = x->shape.rank, k = 0;
+	IrAxes *ax;
 	IrNode *n;
 
 	for (int i = 0; i < r; i++) {
@@ -369,10 +372,11 @@ ir_slice(Program *p, SrcLoc loc, IrNode *x, const int64_t *begin,
 		return NULL;
 	}
 	n = node(p, OP_slice, loc, &x, 1, x->dtype);
-	n->squeeze = squeeze;
+	n->ax = ax = arena_alloc(p->arena, sizeof *ax);
+	ax->squeeze = squeeze;
 	for (int i = 0; i < r; i++) {
-		n->begin[i] = begin[i];
-		n->size[i] = size[i];
+		ax->begin[i] = begin[i];
+		ax->size[i] = size[i];
 		if (!(squeeze >> i & 1))
 			n->shape.dims[k++] = size[i];
 	}
@@ -720,11 +724,8 @@ clear_attrs(IrNode *x)
 	x->fuse = NULL;
 	x->axes = 0;
 	x->keepdims = 0;
-	x->squeeze = 0;
 	x->axis = 0;
-	memset(x->begin, 0, sizeof x->begin);
-	memset(x->size, 0, sizeof x->size);
-	memset(x->perm, 0, sizeof x->perm);
+	x->ax = NULL;
 }
 
 int

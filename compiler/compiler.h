@@ -120,6 +120,16 @@ typedef struct IrFuse {
 typedef struct IrNode IrNode;
 typedef struct IrVar IrVar;
 
+/* The axes of an OP_slice or an OP_transpose (IrNode.ax). */
+typedef struct IrAxes {
+	/* OP_slice: per axis of the input; squeeze bit i: axis i indexed by
+	   an integer and dropped from the output */
+	int64_t begin[TFG_MAX_RANK], size[TFG_MAX_RANK];
+	uint32_t squeeze;
+	/* OP_transpose: output axis i is input axis perm[i] */
+	int perm[TFG_MAX_RANK];
+} IrAxes;
+
 enum { IR_DYN_SEEN = 1, IR_DYN_NO, IR_DYN_YES }; /* IrNode.dyn */
 
 /* A node as placement left it (Program.placed). */
@@ -199,16 +209,13 @@ struct IrNode {
 	   (runtime/tfg.h); static, since every string is a constant that
 	   the checker computes (compiler/ops_string.c, spec §5.7 "Strings") */
 	size_t strbytes;
-	/* OP_slice: per axis of the input; squeeze bit i: axis i indexed by an
-	   integer and dropped from the output */
-	int64_t begin[TFG_MAX_RANK], size[TFG_MAX_RANK];
-	uint32_t squeeze;
+	/* OP_slice, OP_transpose: where the output's elements come from
+	   (NULL for other ops: kept out of the node, which every op has) */
+	const IrAxes *ax;
 	/* OP_reduce_*: bit i set: axis i reduced; keepdims */
 	uint32_t axes;
 	int keepdims;
-	/* OP_transpose: output axis i is input axis perm[i];
-	   OP_concat, OP_stack: the axis (of the output) */
-	int perm[TFG_MAX_RANK];
+	/* OP_concat, OP_stack: the axis (of the output) */
 	int axis;
 	/* OP_send, OP_recv, OP_input (feed), fetch sends */
 	uint32_t key;     /* rendezvous edge key */

@@ -186,8 +186,8 @@ source(const IrNode *n, const int64_t *o, int *k)
 	switch (n->op) {
 	case OP_slice: /* indexing, slice(), split: squeezed axes dropped */
 		for (int a = 0; a < n->in[0]->shape.rank; a++)
-			ix[a] = n->begin[a] +
-				((n->squeeze >> a) & 1 ? 0 : o[j++]);
+			ix[a] = n->ax->begin[a] +
+				((n->ax->squeeze >> a) & 1 ? 0 : o[j++]);
 		break;
 	case OP_reshape: /* the same elements in the same order */
 		strides(&n->shape, st);
@@ -196,7 +196,7 @@ source(const IrNode *n, const int64_t *o, int *k)
 		return flat;
 	case OP_transpose:
 		for (int a = 0; a < r; a++)
-			ix[n->perm[a]] = o[a];
+			ix[n->ax->perm[a]] = o[a];
 		break;
 	case OP_concat:
 		memcpy(ix, o, sizeof ix[0] * (size_t)r);

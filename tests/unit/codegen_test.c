@@ -404,11 +404,12 @@ slice(IrNode *x, TfgShape out, const int *begin, const int *size,
       uint32_t squeeze)
 {
 	IrNode *n = mk(OP_slice, x->dtype, out, x, NULL);
+	IrAxes *ax = jh_axes(n);
 	for (int k = 0; k < x->shape.rank; k++) {
-		n->begin[k] = begin[k];
-		n->size[k] = size[k];
+		ax->begin[k] = begin[k];
+		ax->size[k] = size[k];
 	}
-	n->squeeze = squeeze;
+	ax->squeeze = squeeze;
 	return n;
 }
 

@@ -142,6 +142,15 @@ jh_alloc(size_t n)
 	return arena_alloc(jh_arena, n);
 }
 
+/* n's axes (OP_slice, OP_transpose), zero when first asked for */
+static inline IrAxes *
+jh_axes(IrNode *n)
+{
+	if (n->ax == NULL)
+		n->ax = jh_alloc(sizeof *n->ax);
+	return (IrAxes *)n->ax;
+}
+
 static inline size_t
 jh_dsize(TfgDtype t)
 {

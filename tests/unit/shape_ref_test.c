@@ -264,7 +264,7 @@ t_transpose(void)
 		void *x = fill(t, jh_nel(si));
 		IrNode *in = jh_input(&p, t, si, 0, x);
 		IrNode *n = jh_op(&p, OP_transpose, t, so, 1, &in);
-		memcpy(n->perm, perm, sizeof perm);
+		memcpy(jh_axes(n)->perm, perm, sizeof perm);
 		ASSERT_EQ(run(&r, &p, n), 0);
 		for (int64_t f = 0; f < jh_nel(so); f++) {
 			int64_t c[TFG_MAX_RANK], ci[TFG_MAX_RANK];
@@ -383,10 +383,11 @@ t_split_slices(void)
 			IrNode *in = jh_input(&p, t, si, 0, x);
 			so.dims[ax] = sz;
 			IrNode *n = jh_op(&p, OP_slice, t, so, 1, &in);
+			IrAxes *na = jh_axes(n);
 			for (int k = 0; k < si.rank; k++)
-				n->size[k] = si.dims[k];
-			n->begin[ax] = at;
-			n->size[ax] = sz;
+				na->size[k] = si.dims[k];
+			na->begin[ax] = at;
+			na->size[ax] = sz;
 			ASSERT_EQ(run(&r, &p, n), 0);
 			const char *got = jh_sent[OUT_KEY], *xs = x;
 			for (int64_t f = 0; f < jh_nel(so); f++) {
