@@ -106,6 +106,13 @@ convert_feed(Sess *ss, const RtExpr *xa, const char *where, const RtFeed *f,
 		return rt_sess_fail(ss, where, st,
 				    "feed '%s' expects %s, got %s",
 				    f->name, want, got);
+	if (st == TFG_ETOOBIG)
+		return rt_sess_fail(ss, where, st,
+				    "feed '%s' expects %s, got %s: its shape "
+				    "is too large for %s (a tensor has at "
+				    "most 2^40 bytes, each 0 dimension "
+				    "counted as 1)", f->name, want, got,
+				    tfg_dtype_name(f->dtype));
 	if (st != TFG_OK) {
 		val = elem_str(buf, sizeof buf, v->t, bad);
 		if (f->dtype == TFG_BOOL)

@@ -33,7 +33,8 @@ tfg_status rt_tensor_new_nbytes(RtTensor **out, TfgDtype t,
  * string).  rt_tensor_convert: *out a new tensor (owned) of from's
  * shape; TFG_EDTYPE when the dtypes do not convert, TFG_EINVAL with *bad
  * the index (C order) of the first element that does not fit (else -1),
- * TFG_ENOMEM. */
+ * TFG_ETOOBIG when the shape is too large for t (an empty tensor whose
+ * other dims make over 2^40 bytes of t), TFG_ENOMEM. */
 int rt_dtype_converts(TfgDtype from, TfgDtype to);
 tfg_status rt_tensor_convert(RtTensor **out, const RtTensor *from,
 			     TfgDtype t, int64_t *bad);

@@ -366,7 +366,8 @@ rt_tensor_convert(RtTensor **out, const RtTensor *from, TfgDtype t,
 	if (!rt_dtype_converts(from->dtype, t))
 		return TFG_EDTYPE;
 	if ((rv = rt_tensor_new(&to, t, &from->shape)) != TFG_OK)
-		return rv;
+		/* an empty tensor of a shape too large for t's elements */
+		return rv == TFG_EINVAL ? TFG_ETOOBIG : rv;
 	if (from->dtype == t) {
 		memcpy(to->data, from->data, to->nbytes);
 		*out = to;

@@ -99,8 +99,15 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				   tfg_shape_eq(&u->shape, &t->shape));
 			rt_tensor_free(u);
 		} else {
+			size_t nb;
+
 			TFG_ASSERT(u == NULL || st == TFG_ENOMEM);
 			TFG_ASSERT(st != TFG_EINVAL || (bad >= 0 && bad < n));
+			/* a shape whose empty tensor has too many elements
+			   of d's size */
+			TFG_ASSERT(st != TFG_ETOOBIG ||
+				   rt_shape_nbytes(&nb, (TfgDtype)d,
+						   &t->shape) != TFG_OK);
 		}
 		u = NULL;
 	}
