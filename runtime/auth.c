@@ -83,20 +83,32 @@ rt_auth_random(unsigned char *p, size_t n)
 int
 rt_auth_derive(unsigned char out[RT_KEY_BYTES],
 	       const unsigned char master[RT_KEY_BYTES],
-	       const unsigned char dialer[RT_NONCE_BYTES],
-	       const unsigned char acceptor[RT_NONCE_BYTES])
+	       const unsigned char dialer[RT_HELLO_BYTES],
+	       const unsigned char acceptor[RT_HELLO_BYTES])
 {
-	static const char label[8] = "tfg-con1";
-	unsigned char in[sizeof label + 2 * RT_NONCE_BYTES];
+	static const char label[8] = "tfg-con2";
+	unsigned char in[sizeof label + 2 * RT_HELLO_BYTES];
 	size_t n = 0;
 
 	memcpy(in, label, sizeof label);
-	memcpy(in + sizeof label, dialer, RT_NONCE_BYTES);
-	memcpy(in + sizeof label + RT_NONCE_BYTES, acceptor, RT_NONCE_BYTES);
+	memcpy(in + sizeof label, dialer, RT_HELLO_BYTES);
+	memcpy(in + sizeof label + RT_HELLO_BYTES, acceptor, RT_HELLO_BYTES);
 	if (EVP_Q_mac(NULL, "HMAC", NULL, "SHA256", NULL, master,
 		      RT_KEY_BYTES, in, sizeof in, out, RT_KEY_BYTES, &n) ==
 	    NULL || n != RT_KEY_BYTES)
 		return -1;
+	return 0;
+}
+
+int
+rt_auth_view(unsigned char out[RT_VIEW_BYTES], const void *p, size_t n)
+{
+	unsigned char d[32];
+	unsigned int len = 0;
+
+	if (!EVP_Digest(p, n, d, &len, EVP_sha256(), NULL) || len != 32)
+		return -1;
+	memcpy(out, d, RT_VIEW_BYTES);
 	return 0;
 }
 

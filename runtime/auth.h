@@ -11,7 +11,9 @@
  * direction of it numbers its frames, and the number is the nonce of the
  * frame's MAC (Poly1305 under a one-time key, as ChaCha20-Poly1305 makes
  * it with the frame as associated data), so that nothing replayed, left
- * out or reordered within a connection is valid either.
+ * out or reordered within a connection is valid either.  A direct
+ * loopback connection (both ends' views of it equal, net.c's net_view)
+ * MACs its first exchange only.
  */
 #ifndef TFG_RUNTIME_AUTH_H
 #define TFG_RUNTIME_AUTH_H
@@ -23,6 +25,8 @@
 
 #define RT_KEY_BYTES 32    /* a cluster key, hashed, and a connection's */
 #define RT_NONCE_BYTES 16  /* each end's random part of a connection key */
+#define RT_VIEW_BYTES 16   /* a connection as one end sees it (rt_auth_view) */
+#define RT_HELLO_BYTES (RT_NONCE_BYTES + RT_VIEW_BYTES) /* after a HELLO */
 #define RT_TAG_BYTES 16    /* the MAC of a frame */
 #define RT_KEY_MIN 16      /* the shortest cluster key file, in bytes */
 
@@ -41,11 +45,17 @@ int rt_auth_key_load(const char *file, unsigned char out[RT_KEY_BYTES],
 		     TfgError *e);
 /* n random bytes from the kernel; -1 if it has none to give. */
 int rt_auth_random(unsigned char *p, size_t n);
-/* A connection's key from the cluster key and both ends' random parts. */
+/* A connection's key from the cluster key and what each end said in its
+ * HELLO (its random part, then its view). */
 int rt_auth_derive(unsigned char out[RT_KEY_BYTES],
 		   const unsigned char master[RT_KEY_BYTES],
-		   const unsigned char dialer[RT_NONCE_BYTES],
-		   const unsigned char acceptor[RT_NONCE_BYTES]);
+		   const unsigned char dialer[RT_HELLO_BYTES],
+		   const unsigned char acceptor[RT_HELLO_BYTES]);
+/* The view of a connection (spec/design.md "Cluster keys", *Direct
+ * connections*): a digest of the n bytes that name it (the kernel, the
+ * network namespace, both ends' addresses), which both ends compute
+ * alike only when they are the two ends of one loopback connection. */
+int rt_auth_view(unsigned char out[RT_VIEW_BYTES], const void *p, size_t n);
 /* Starts direction dir of a connection under key; 0, or -1 out of
  * memory.  rt_auth_free accepts one never started. */
 int rt_auth_init(RtAuth *a, const unsigned char key[RT_KEY_BYTES], int dir);

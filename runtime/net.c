@@ -51,6 +51,7 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -218,6 +219,87 @@ net_sockaddr_str(char *buf, size_t n, const struct sockaddr_storage *sa)
 	}
 }
 
+/* Whether sa is a loopback address; its text, "ADDR:PORT", in buf (an
+ * IPv4 address mapped into IPv6 as IPv4, so that both ends write it
+ * alike). */
+static int
+loopback_str(char *buf, size_t n, const struct sockaddr_storage *sa)
+{
+	struct sockaddr_storage v4;
+
+	if (sa->ss_family == AF_INET6) {
+		const struct sockaddr_in6 *a = (const void *)sa;
+
+		if (IN6_IS_ADDR_V4MAPPED(&a->sin6_addr)) {
+			struct sockaddr_in *b = (void *)&v4;
+
+			memset(&v4, 0, sizeof v4);
+			b->sin_family = AF_INET;
+			b->sin_port = a->sin6_port;
+			memcpy(&b->sin_addr, a->sin6_addr.s6_addr + 12, 4);
+			sa = &v4;
+		} else {
+			net_sockaddr_str(buf, n, sa);
+			return IN6_IS_ADDR_LOOPBACK(&a->sin6_addr);
+		}
+	}
+	net_sockaddr_str(buf, n, sa);
+	if (sa->ss_family != AF_INET)
+		return 0;
+	return (ntohl(((const struct sockaddr_in *)(const void *)sa)
+			     ->sin_addr.s_addr) >> 24) == 127;
+}
+
+void
+net_view(const RtNet *n, int fd, int dialer, unsigned char out[RT_VIEW_BYTES])
+{
+	struct sockaddr_storage me, peer;
+	socklen_t lm = sizeof me, lp = sizeof peer;
+	char a[80], b[80], text[300];
+
+	memset(out, 0, RT_VIEW_BYTES);
+	if (!n->keyed || n->tls || n->mac_all || n->here[0] == '\0' ||
+	    getsockname(fd, (struct sockaddr *)&me, &lm) != 0 ||
+	    getpeername(fd, (struct sockaddr *)&peer, &lp) != 0 ||
+	    !loopback_str(a, sizeof a, dialer ? &me : &peer) ||
+	    !loopback_str(b, sizeof b, dialer ? &peer : &me))
+		return;
+	snprintf(text, sizeof text, "tfg-view1 %s %s %s", n->here, a, b);
+	if (rt_auth_view(out, text, strlen(text)) != 0)
+		memset(out, 0, RT_VIEW_BYTES);
+}
+
+int
+net_direct(const unsigned char mine[RT_VIEW_BYTES],
+	   const unsigned char theirs[RT_VIEW_BYTES])
+{
+	static const unsigned char zero[RT_VIEW_BYTES];
+
+	return memcmp(mine, zero, RT_VIEW_BYTES) != 0 &&
+	       memcmp(mine, theirs, RT_VIEW_BYTES) == 0;
+}
+
+/* RtNet.here: the boot's id (one per kernel run) and the network
+ * namespace's inode, or "" when either cannot be read. */
+static void
+net_here(RtNet *n)
+{
+	char id[64] = "";
+	struct stat st;
+	FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
+
+	if (f) {
+		if (fgets(id, sizeof id, f) == NULL)
+			id[0] = '\0';
+		fclose(f);
+	}
+	id[strcspn(id, "\n")] = '\0';
+	if (id[0] == '\0' || stat("/proc/self/ns/net", &st) != 0)
+		return;
+	snprintf(n->here, sizeof n->here, "%s %llu:%llu", id,
+		 (unsigned long long)st.st_dev, (unsigned long long)st.st_ino);
+}
+
 void
 net_word_put(unsigned char *p, uint64_t v)
 {
@@ -325,6 +407,9 @@ rt_net_init(RtNet *n, const char *name, int npeer)
 	n->lfd = -1;
 	n->wake = -1;
 	n->hb_dead = RT_NET_DEAD;
+	n->mac_all = getenv("TFG_NET_MAC") &&
+		     strcmp(getenv("TFG_NET_MAC"), "all") == 0;
+	net_here(n);
 	pthread_mutex_init(&n->mu, NULL);
 	pthread_mutex_init(&n->lmu, NULL);
 	pthread_cond_init(&n->lcv, NULL);
@@ -483,7 +568,7 @@ write_frame(RtNet *n, RtLink *k, RtBuf *b, double deadline,
 	    RtNetStopFn stop, void *arg, TfgError *e)
 {
 	unsigned char hdr[FRAME_HDR], tag[RT_TAG_BYTES];
-	const size_t tagged = n->keyed ? RT_TAG_BYTES : 0;
+	const size_t tagged = k->mac ? RT_TAG_BYTES : 0;
 	size_t len = b->len + b->ntail, body = FRAME_HDR + len;
 	size_t total = body + tagged, off = 0, macked = 0;
 	struct iovec part[4] = {

@@ -116,13 +116,17 @@ typedef struct RtLink {
 	unsigned char cbuf[8 + RT_TAG_BYTES]; /* a control word (and its
 				  MAC) not yet written whole: */
 	int ncbuf, lcbuf;      /* its bytes written, of lcbuf (0: none) */
-	unsigned char rbuf[8 + RT_NONCE_BYTES]; /* a word (and what follows
+	unsigned char rbuf[8 + RT_HELLO_BYTES]; /* a word (and what follows
 				  it) being read back: */
 	int nrbuf;             /* its bytes read */
 	/* keyed (RtNet.keyed): the connection's keys */
 	int ready;             /* both ends' HELLO exchanged */
+	int mac;               /* its frames and words carry MACs: keyed,
+				  until a direct connection's first PONG */
+	int direct;            /* both ends saw the same loopback connection
+				  (spec/design.md "Cluster keys") */
 	RtAuth out, in;        /* MACs of what it sends, and reads back */
-	unsigned char nonce[RT_NONCE_BYTES]; /* this end's part */
+	unsigned char hello[RT_HELLO_BYTES]; /* this end's part, its view */
 	unsigned char qtag[RT_NET_QUEUE][RT_TAG_BYTES]; /* the MACs of the
 				  queue's first ntagged frames */
 	int ntagged;
@@ -192,7 +196,12 @@ typedef struct RtNet {
 				  is up (0: never) */
 	double up_wait;        /* seconds a send waits for a peer that is
 				  not up to come (0: its deadline) */
-	int keyed;             /* a cluster key: every frame has a MAC */
+	int keyed;             /* a cluster key: every connection proves
+				  it; frames carry a MAC unless direct */
+	int mac_all;           /* TFG_NET_MAC=all: no connection is direct
+				  (what a cluster across hosts pays) */
+	char here[96];         /* this kernel and network namespace
+				  (net_view); "": none is direct */
 	RtTls *tls;            /* TLS on every connection (owned) */
 	unsigned char key[RT_KEY_BYTES]; /* the cluster key, hashed */
 	/* refusals said (net_recv.c's conn_log): the first of each kind

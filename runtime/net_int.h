@@ -37,9 +37,10 @@ enum { EV_LISTEN = 1, EV_WAKE, EV_CONN, EV_LINK };
 extern int net_ev_listen; /* epoll's data for the listening socket */
 
 /* Control words: a frame length with CTL set.  Without a cluster key
- * nothing follows a PING or PONG; with one, each is followed by its MAC,
- * and a HELLO by the random part of the connection's key that its
- * sender chose (spec/design.md "Cluster keys"). */
+ * nothing follows a PING or PONG; with one, each is followed by its MAC
+ * (on a direct connection, only the first of each), and a HELLO by the
+ * random part of the connection's key that its sender chose and its
+ * view of the connection (spec/design.md "Cluster keys"). */
 #define CTL ((uint64_t)1 << 63)
 #define CTL_PING (CTL | 1)
 #define CTL_PONG (CTL | 2)
@@ -63,9 +64,13 @@ typedef struct RtConn {
 	int npong, lpong;      /* its bytes written, of lpong (0: none) */
 	/* keyed (RtNet.keyed) */
 	int ready;             /* the dialer's HELLO came and was answered */
+	int mac;               /* frames and words carry MACs: keyed, until
+				  a direct connection's first PONG */
+	int direct;            /* both ends saw the same loopback connection */
 	RtAuth in, out;        /* MACs of the frames read, and of pongs */
-	unsigned char x[RT_TAG_BYTES]; /* what follows a word or a frame
-				  (a HELLO's nonce, a MAC) being read: */
+	unsigned char x[RT_HELLO_BYTES]; /* what follows a word or a frame
+				  (a HELLO's nonce and view, a MAC) being
+				  read: */
 	int nx, wantx, xkind;  /* its bytes read, of wantx; X_* */
 	unsigned char ra[READ_AHEAD]; /* read ahead: small frames that came
 				  together are read in one call (conn_in) */
@@ -93,6 +98,13 @@ void net_nodelay(int fd);                          /* TCP_NODELAY on */
 void net_sockaddr_str(char *buf, size_t n,
 		      const struct sockaddr_storage *sa); /* "1.2.3.4:5" */
 void net_word_put(unsigned char *p, uint64_t v);   /* a frame's length word */
+/* the view of keyed connection fd from its dialer's side or its
+   acceptor's: zero unless both its ends are loopback addresses of this
+   kernel and namespace, plain TCP (spec/design.md "Cluster keys") */
+void net_view(const RtNet *n, int fd, int dialer,
+	      unsigned char out[RT_VIEW_BYTES]);
+int net_direct(const unsigned char mine[RT_VIEW_BYTES],
+	       const unsigned char theirs[RT_VIEW_BYTES]);
 uint64_t net_word_get(const unsigned char *p);
 /* a read or write of fd, through its TLS session when tls is not NULL */
 ssize_t net_io_send(void *tls, int fd, const void *buf, size_t n);

@@ -62,6 +62,7 @@ net_link_broken(RtNet *n, RtLink *k)
 	k->ncbuf = k->lcbuf = 0;
 	k->nrbuf = 0;
 	k->ready = 0; /* the next connection has keys of its own */
+	k->mac = k->direct = 0;
 	rt_tls_close(k->tls);
 	k->tls = NULL;
 	rt_auth_free(&k->out);
@@ -175,7 +176,7 @@ link_word(RtNet *n, RtLink *k, uint64_t w)
 
 	net_word_put(k->cbuf, w);
 	k->lcbuf = 8;
-	if (n->keyed && k->ready) {
+	if (k->mac && k->ready) {
 		if (frame_tag(k, k->cbuf, NULL, 0, NULL, 0, k->cbuf + 8) != 0) {
 			net_link_broken(n, k);
 			return -1;
@@ -216,7 +217,7 @@ net_link_flush(RtNet *n, RtLink *k)
 		k->ncbuf = k->lcbuf = 0;
 	}
 	while (k->nq > 0) {
-		const size_t tagged = n->keyed ? RT_TAG_BYTES : 0;
+		const size_t tagged = k->mac ? RT_TAG_BYTES : 0;
 		const int nf = k->nq < FLUSH_FRAMES ? k->nq : FLUSH_FRAMES;
 		unsigned char hdr[FLUSH_FRAMES][FRAME_HDR];
 		struct iovec part[3 * FLUSH_FRAMES], iov[3 * FLUSH_FRAMES];
@@ -291,10 +292,10 @@ net_link_release(RtNet *n, RtLink *k)
 
 /* The bytes that follow word w when it comes back on a link. */
 static int
-word_extra(const RtNet *n, uint64_t w)
+word_extra(const RtLink *k, uint64_t w)
 {
-	return w == CTL_HELLO ? RT_NONCE_BYTES
-	     : w == CTL_PONG && n->keyed ? RT_TAG_BYTES : 0;
+	return w == CTL_HELLO ? RT_HELLO_BYTES
+	     : w == CTL_PONG && k->mac ? RT_TAG_BYTES : 0;
 }
 
 /* Reads what comes back on link k: answers to its pings (each checked
@@ -311,7 +312,7 @@ link_read(RtNet *n, RtLink *k)
 	uint64_t w;
 
 	for (;;) {
-		want = k->nrbuf < 8 ? 8 : 8 + word_extra(n, net_word_get(k->rbuf));
+		want = k->nrbuf < 8 ? 8 : 8 + word_extra(k, net_word_get(k->rbuf));
 		ssize_t r = net_io_read(k->tls, k->fd, k->rbuf + k->nrbuf,
 					(size_t)(want - k->nrbuf));
 
@@ -340,7 +341,7 @@ link_read(RtNet *n, RtLink *k)
 		if (r < 0)
 			return heard;
 		if ((k->nrbuf += (int)r) < 8 ||
-		    k->nrbuf < 8 + word_extra(n, net_word_get(k->rbuf)))
+		    k->nrbuf < 8 + word_extra(k, net_word_get(k->rbuf)))
 			continue;
 		k->nrbuf = 0;
 		w = net_word_get(k->rbuf);
@@ -358,11 +359,13 @@ link_read(RtNet *n, RtLink *k)
 		}
 		if (w == CTL_HELLO) {
 			if (!n->keyed || k->ready ||
-			    rt_auth_derive(key, n->key, k->nonce, k->rbuf + 8) ||
+			    rt_auth_derive(key, n->key, k->hello, k->rbuf + 8) ||
 			    rt_auth_init(&k->out, key, 0) ||
 			    rt_auth_init(&k->in, key, 1))
 				return -1;
 			k->ready = 1;
+			k->direct = net_direct(k->hello + RT_NONCE_BYTES,
+					       k->rbuf + 8 + RT_NONCE_BYTES);
 			k->pinged = rt_now();
 			if (link_word(n, k, CTL_PING) != 0)
 				return -1;
@@ -370,11 +373,16 @@ link_read(RtNet *n, RtLink *k)
 		}
 		if (w != CTL_PONG)
 			return -1;
-		if (n->keyed && (!k->ready || rt_auth_begin(&k->in) ||
-				 rt_auth_add(&k->in, k->rbuf, 8) ||
-				 rt_auth_end(&k->in, tag) ||
-				 !rt_auth_same(tag, k->rbuf + 8)))
+		if ((n->keyed && !k->ready) ||
+		    (k->mac && (rt_auth_begin(&k->in) ||
+				rt_auth_add(&k->in, k->rbuf, 8) ||
+				rt_auth_end(&k->in, tag) ||
+				!rt_auth_same(tag, k->rbuf + 8))))
 			return -1;
+		/* direct: the key is proven both ways, and the kernel
+		   keeps the rest of the connection */
+		if (k->direct)
+			k->mac = 0;
 		k->refused = 0;
 		k->alive = rt_now();
 		heard++;
@@ -388,17 +396,20 @@ link_read(RtNet *n, RtLink *k)
 static void
 link_hello(RtNet *n, RtLink *k)
 {
-	unsigned char w[8 + RT_NONCE_BYTES];
+	unsigned char w[8 + RT_HELLO_BYTES];
 	size_t len = 8;
 
 	net_word_put(w, n->keyed ? CTL_HELLO : CTL_PING);
+	k->mac = n->keyed;
+	k->direct = 0;
 	if (n->keyed) {
-		if (rt_auth_random(k->nonce, sizeof k->nonce) != 0) {
+		if (rt_auth_random(k->hello, RT_NONCE_BYTES) != 0) {
 			net_link_broken(n, k);
 			return;
 		}
-		memcpy(w + 8, k->nonce, sizeof k->nonce);
-		len += sizeof k->nonce;
+		net_view(n, k->fd, 1, k->hello + RT_NONCE_BYTES);
+		memcpy(w + 8, k->hello, RT_HELLO_BYTES);
+		len += RT_HELLO_BYTES;
 	}
 	if (net_io_send(k->tls, k->fd, w, len) != (ssize_t)len) {
 		net_link_broken(n, k); /* a new connection has room for it */

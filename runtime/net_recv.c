@@ -268,6 +268,7 @@ accept_all(RtNet *n)
 		net_nodelay(fd);
 		c->kind = EV_CONN;
 		c->fd = fd;
+		c->mac = n->keyed;
 		c->born = rt_now();
 		net_sockaddr_str(c->addr, sizeof c->addr, &sa);
 		if (host_unproven(n, c->addr) >= HOST_UNPROVEN) {
@@ -408,7 +409,7 @@ conn_flush(RtConn *c)
  * owed, since the peer counts it, and waits in c->pong).  0, or -1 when
  * the connection broke. */
 static int
-conn_pong(RtNet *n, RtConn *c)
+conn_pong(RtConn *c)
 {
 	c->proven = 1; /* its ping's MAC held, with a key */
 	if (conn_flush(c) != 0)
@@ -417,27 +418,35 @@ conn_pong(RtNet *n, RtConn *c)
 		return 0;
 	net_word_put(c->pong, CTL_PONG);
 	c->lpong = 8;
-	if (n->keyed) {
+	if (c->mac) {
 		if (rt_auth_begin(&c->out) || rt_auth_add(&c->out, c->pong, 8) ||
 		    rt_auth_end(&c->out, c->pong + 8))
 			return -1;
 		c->lpong += RT_TAG_BYTES;
 	}
+	/* direct: its first PONG proves this end's key, the PING before
+	   proved the dialer's; the kernel keeps the rest */
+	if (c->direct)
+		c->mac = 0;
 	return conn_flush(c);
 }
 
 /* The peer's HELLO on keyed c: this end's part of the connection's key
- * goes back, and both directions get their keys.  0, or -1. */
+ * goes back, with its view of the connection, and both directions get
+ * their keys.  0, or -1. */
 static int
 conn_hello(RtNet *n, RtConn *c)
 {
-	unsigned char w[8 + RT_NONCE_BYTES], key[RT_KEY_BYTES];
+	unsigned char w[8 + RT_HELLO_BYTES], key[RT_KEY_BYTES];
 
 	net_word_put(w, CTL_HELLO);
+	net_view(n, c->fd, 0, w + 8 + RT_NONCE_BYTES);
 	if (rt_auth_random(w + 8, RT_NONCE_BYTES) ||
 	    rt_auth_derive(key, n->key, c->x, w + 8) ||
 	    rt_auth_init(&c->in, key, 0) || rt_auth_init(&c->out, key, 1))
 		return -1;
+	c->direct = net_direct(w + 8 + RT_NONCE_BYTES,
+			       c->x + RT_NONCE_BYTES);
 	if (net_io_send(c->tls, c->fd, w, sizeof w) != (ssize_t)sizeof w)
 		return -1; /* a new connection has room for it */
 	c->ready = 1;
@@ -508,17 +517,17 @@ conn_word(RtNet *n, RtConn *c)
 			return conn_deny(n, c, CTL_DENY_NOKEY, "it has a "
 					 "cluster key, this task none");
 		if (w == CTL_HELLO && !c->ready) {
-			c->wantx = RT_NONCE_BYTES, c->xkind = X_HELLO;
+			c->wantx = RT_HELLO_BYTES, c->xkind = X_HELLO;
 			return 0;
 		}
-		if (w == CTL_PING && n->keyed) {
-			if (!c->ready)
-				return conn_deny(n, c, CTL_DENY_MAC, no_mac);
+		if (w == CTL_PING && n->keyed && !c->ready)
+			return conn_deny(n, c, CTL_DENY_MAC, no_mac);
+		if (w == CTL_PING && c->mac) {
 			c->wantx = RT_TAG_BYTES, c->xkind = X_PING;
 			return 0;
 		}
 		if (w == CTL_PING)
-			return conn_pong(n, c);
+			return conn_pong(c);
 		if (n->keyed)
 			return conn_deny(n, c, CTL_DENY_MAC, no_mac);
 		conn_log(n, c->addr, LOG_GARBLED, "a garbled frame "
@@ -548,8 +557,8 @@ conn_word(RtNet *n, RtConn *c)
 		conn_log(n, c->addr, LOG_OVERSIZED, what);
 		return -1;
 	}
-	if (n->keyed && (rt_auth_begin(&c->in) ||
-			 rt_auth_add(&c->in, c->hdr, FRAME_HDR)))
+	if (c->mac && (rt_auth_begin(&c->in) ||
+		       rt_auth_add(&c->in, c->hdr, FRAME_HDR)))
 		return -1;
 	c->got = 0;
 	c->cap = 0;
@@ -572,7 +581,7 @@ conn_extra(RtNet *n, RtConn *c)
 		if (rt_auth_begin(&c->in) || rt_auth_add(&c->in, w, 8) ||
 		    rt_auth_end(&c->in, tag) || !rt_auth_same(tag, c->x))
 			return conn_deny(n, c, CTL_DENY_MAC, no_mac);
-		return conn_pong(n, c);
+		return conn_pong(c);
 	default: /* X_TAG */
 		if (rt_auth_end(&c->in, tag) || !rt_auth_same(tag, c->x))
 			return conn_deny(n, c, CTL_DENY_MAC, no_mac);
@@ -648,10 +657,10 @@ conn_body(RtNet *n, RtConn *c)
 	   least), MACed while in the cache and while the sender is still
 	   writing the rest: one read of a whole frame that had come left
 	   its MAC for after */
-	if (n->keyed && room > MAC_PIECE && room > c->want / 16)
+	if (c->mac && room > MAC_PIECE && room > c->want / 16)
 		room = c->want / 16 > MAC_PIECE ? c->want / 16 : MAC_PIECE;
 	r = conn_in(c, at, room);
-	if (r > 0 && n->keyed && rt_auth_add(&c->in, at, (size_t)r) != 0) {
+	if (r > 0 && c->mac && rt_auth_add(&c->in, at, (size_t)r) != 0) {
 		errno = EPROTO;
 		r = -1;
 	}
@@ -743,7 +752,7 @@ conn_read(RtNet *n, RtConn *c)
 		}
 		if (c->nhdr == FRAME_HDR && c->got == c->want &&
 		    (c->want > 0 || conn_room(c) == 0)) {
-			if (n->keyed)
+			if (c->mac)
 				c->wantx = RT_TAG_BYTES, c->xkind = X_TAG;
 			else
 				conn_deliver(n, c);

@@ -68,8 +68,9 @@ try:
         got += d
 except OSError:
     pass
-# its HELLO (24 bytes), then the refusal word 0x8000000000000004
-assert got[24:32] == bytes([4, 0, 0, 0, 0, 0, 0, 0x80]), got
+# its HELLO (40 bytes: a word, its random part, its view), then the
+# refusal word 0x8000000000000004
+assert got[40:48] == bytes([4, 0, 0, 0, 0, 0, 0, 0x80]), got
 PY
 expect_in "$T/s1" "/job:local/task:1: refused a connection from 127.0.0.1:"
 expect_in "$T/s1" "without a valid MAC under this cluster's key"
@@ -88,7 +89,7 @@ send(os.urandom(4096))
 send(struct.pack("<Q", 1 << 40) + b"x" * 100)           # oversized
 send(struct.pack("<Q", 200) + b"y" * 50)                # truncated
 send(struct.pack("<Q", (1 << 63) | 3) + os.urandom(7))  # a HELLO cut short
-send(struct.pack("<Q", (1 << 63) | 3) + os.urandom(16) +
+send(struct.pack("<Q", (1 << 63) | 3) + os.urandom(32) +
      struct.pack("<Q", 112) + os.urandom(112 + 16))     # a frame, bad MAC
 PY
 [ "$(grep -c "refused a connection" "$T/s1")" = 1 ] || fail "task 1 said: $(cat "$T/s1")"

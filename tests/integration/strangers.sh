@@ -25,7 +25,7 @@ import os, socket, struct, sys, time
 port = int(sys.argv[1])
 for _ in range(3):
     s = socket.create_connection(("127.0.0.1", port))
-    s.sendall(struct.pack("<Q", (1 << 63) | 3) + os.urandom(16) +
+    s.sendall(struct.pack("<Q", (1 << 63) | 3) + os.urandom(32) +
               struct.pack("<Q", 1 << 30))
     s.settimeout(5)
     try:

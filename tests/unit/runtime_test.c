@@ -27,6 +27,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -2318,14 +2319,16 @@ land_msg(size_t len, int seed)
 /* spec/design.md "Transport": a large message whose first bytes match a
  * place posted (rt_net_land) is read straight into it, and its
  * completion says so; one that matches none, and one that comes after
- * the place was taken back, arrive in their buffers; keyed or not. */
+ * the place was taken back, arrive in their buffers; unkeyed, keyed
+ * (direct: no MACs after the first exchange), and keyed with a MAC on
+ * every frame (TFG_NET_MAC=all, as across hosts). */
 static void
 t_land(void)
 {
 	const size_t len = (size_t)3 << 20, off = 112;
 	static const unsigned char key[RT_KEY_BYTES] = {1, 2, 3};
 
-	for (int keyed = 0; keyed < 2; keyed++) {
+	for (int keyed = 0; keyed < 3; keyed++) {
 		RtNet a, b;
 		RtNetRecv r = {land_done_cb};
 		RtNetLand l;
@@ -2340,6 +2343,7 @@ t_land(void)
 		if (keyed) {
 			rt_net_key(&a, key);
 			rt_net_key(&b, key);
+			a.mac_all = b.mac_all = keyed == 2;
 		}
 		ASSERT_EQ(rt_net_listen(&a, "tcp://127.0.0.1:0", len + 1, &e),
 			  TFG_OK);
@@ -2358,6 +2362,8 @@ t_land(void)
 		ASSERT_EQ(rt_net_send(&b, 0, land_msg(len, 5), rt_now() + 10,
 				      NULL, NULL, &e), TFG_OK);
 		ASSERT((m = land_next(0)) != NULL);
+		ASSERT_EQ(b.peers[0].direct, keyed == 1);
+		ASSERT_EQ(b.peers[0].mac, keyed == 2);
 		ASSERT(m->landed == NULL && m->len == len);
 		ASSERT(m->data[off] == (unsigned char)(off * 7 + 9));
 		rt_buf_free(m);
@@ -2406,7 +2412,7 @@ t_hold(void)
 	static float x[256 * 256], y[256 * 256];
 	const size_t big = RT_NET_HOLD_MAX + 1;
 
-	for (int keyed = 0; keyed < 2; keyed++) {
+	for (int keyed = 0; keyed < 3; keyed++) {
 		RtNet a, b;
 		RtNetRecv r = {land_done_cb};
 		TfgError e;
@@ -2420,6 +2426,7 @@ t_hold(void)
 		if (keyed) {
 			rt_net_key(&a, key);
 			rt_net_key(&b, key);
+			a.mac_all = b.mac_all = keyed == 2;
 		}
 		ASSERT_EQ(rt_net_listen(&a, "tcp://127.0.0.1:0", 1 << 20, &e),
 			  TFG_OK);
@@ -2490,6 +2497,142 @@ t_hold(void)
 		rt_net_flush_held();
 		rt_net_close(&b);
 		rt_net_close(&a);
+	}
+}
+
+/* t_relay's relay: accepts one connection on lfd, dials 127.0.0.1:port
+ * and copies both ways until either end closes; the byte at flip of
+ * what the dialer sends (-1: none) is changed on the way. */
+typedef struct Relay {
+	int lfd, port;
+	long flip;
+	pthread_t th;
+} Relay;
+
+static void *
+relay_main(void *arg)
+{
+	Relay *y = arg;
+	struct sockaddr_in sa = {.sin_family = AF_INET};
+	int c = accept(y->lfd, NULL, NULL), s = socket(AF_INET, SOCK_STREAM, 0);
+	long up = 0; /* bytes copied from the dialer */
+	double end = rt_now() + 20;
+
+	sa.sin_port = htons((uint16_t)y->port);
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (c < 0 || s < 0 || connect(s, (void *)&sa, sizeof sa) != 0)
+		goto out;
+	while (rt_now() < end) {
+		struct pollfd p[2] = {{c, POLLIN, 0}, {s, POLLIN, 0}};
+		unsigned char buf[65536];
+		ssize_t r;
+
+		if (poll(p, 2, 100) < 0)
+			break;
+		if (p[0].revents) {
+			if ((r = read(c, buf, sizeof buf)) <= 0)
+				break;
+			if (y->flip >= up && y->flip < up + r)
+				buf[y->flip - up] ^= 0x40;
+			up += r;
+			if (write(s, buf, (size_t)r) != r)
+				break;
+		}
+		if (p[1].revents) {
+			if ((r = read(s, buf, sizeof buf)) <= 0 ||
+			    write(c, buf, (size_t)r) != r)
+				break;
+		}
+	}
+out:
+	if (c >= 0)
+		close(c);
+	if (s >= 0)
+		close(s);
+	return NULL;
+}
+
+/* spec/design.md "Cluster keys", *Direct connections*: a keyed
+ * connection drops its MACs after the first exchange only when both ends
+ * see one loopback connection.  Through a relay (two connections, as a
+ * proxy or a tunnel makes them) every frame keeps its MAC, a frame
+ * changed on the way is refused and said, and nothing of it arrives. */
+static void
+t_relay(void)
+{
+	static const unsigned char key[RT_KEY_BYTES] = {7, 8, 9};
+
+	for (int tamper = 0; tamper < 2; tamper++) {
+		RtNet a, b;
+		RtNetRecv r = {land_done_cb};
+		Relay y = {.flip = -1};
+		struct sockaddr_in sa = {.sin_family = AF_INET};
+		socklen_t sl = sizeof sa;
+		char url[64], log[] = "/tmp/tfg-relay-XXXXXX";
+		int olderr = -1, fd = -1;
+		TfgError e;
+		RtBuf *m;
+
+		land_n = 0;
+		ASSERT_EQ(rt_net_init(&a, "a", 0), TFG_OK);
+		ASSERT_EQ(rt_net_init(&b, "b", 1), TFG_OK);
+		rt_net_key(&a, key);
+		rt_net_key(&b, key);
+		ASSERT_EQ(rt_net_listen(&a, "tcp://127.0.0.1:0", 1 << 20, &e),
+			  TFG_OK);
+		ASSERT_EQ(rt_net_recv_start(&a, &r, &e), TFG_OK);
+		ASSERT(sscanf(a.url, "tcp://127.0.0.1:%d", &y.port) == 1);
+		y.lfd = socket(AF_INET, SOCK_STREAM, 0);
+		sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		ASSERT(y.lfd >= 0 && bind(y.lfd, (void *)&sa, sizeof sa) == 0 &&
+		       listen(y.lfd, 1) == 0 &&
+		       getsockname(y.lfd, (void *)&sa, &sl) == 0);
+		snprintf(url, sizeof url, "tcp://127.0.0.1:%d",
+			 ntohs(sa.sin_port));
+		if (tamper) {
+			/* a byte of the first frame's body: after the HELLO
+			   and the PING with its MAC, and the frame's length */
+			y.flip = 8 + RT_HELLO_BYTES + 8 + RT_TAG_BYTES + 8 + 5;
+			fd = mkstemp(log);
+			ASSERT(fd >= 0);
+			fflush(stderr);
+			olderr = dup(2);
+			dup2(fd, 2);
+		}
+		ASSERT(pthread_create(&y.th, NULL, relay_main, &y) == 0);
+		ASSERT_EQ(rt_net_dial(&b, 0, url, "a", &e), TFG_OK);
+		ASSERT_EQ(rt_net_send(&b, 0, land_msg(1000, 3), rt_now() + 10,
+				      NULL, NULL, &e), TFG_OK);
+		if (!tamper) {
+			ASSERT(got_is(0, 1000, 3));
+			ASSERT_EQ(b.peers[0].direct, 0);
+			ASSERT_EQ(b.peers[0].mac, 1);
+		} else {
+			char said[1000] = "";
+			ssize_t k;
+			double end = rt_now() + 10;
+
+			/* refused: said once, and nothing delivered */
+			while (rt_now() < end &&
+			       (k = pread(fd, said, sizeof said - 1, 0)) >= 0 &&
+			       (said[k] = '\0', !strstr(said, "refused")))
+				usleep(10000);
+			fflush(stderr);
+			dup2(olderr, 2);
+			close(olderr);
+			ASSERT_HAS(said, "refused a connection from 127.0.0.1:");
+			ASSERT_HAS(said, "without a valid MAC");
+			pthread_mutex_lock(&land_mu);
+			ASSERT_EQ(land_n, 0);
+			pthread_mutex_unlock(&land_mu);
+			close(fd);
+			unlink(log);
+		}
+		rt_net_close(&b);
+		rt_net_close(&a);
+		pthread_join(y.th, NULL);
+		close(y.lfd);
+		(void)m;
 	}
 }
 
@@ -2752,7 +2895,7 @@ TEST_MAIN({"hello", t_hello}, {"loop_print", t_loop_print},
 	  {"restart_tensor", t_restart_tensor}, {"step_ids", t_step_ids},
 	  {"restart_specs", t_restart_specs},
 	  {"many_steps", t_many_steps},
-	  {"land", t_land}, {"hold", t_hold},
+	  {"land", t_land}, {"hold", t_hold}, {"relay", t_relay},
 	  {"tls_giveup", t_tls_giveup},
 	  {"tls_refused_peer", t_tls_refused_peer}) /* last: their threads end
 						  before no fork */
