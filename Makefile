@@ -217,14 +217,20 @@ mnist: tfgc
 # GPU kernels against the CPU (tests/gpu/run.sh): NVRTC compiles every
 # program's kernels; with a GPU each result is compared with the CPU's,
 # without one the same programs run through the copies and
-# --soft-placement, and the GPU comparisons say SKIP.
-test-gpu: tfgc
+# --soft-placement, and the GPU comparisons are skipped.  The GPU unit
+# tests run first.  TFG_REQUIRE_GPU=1: what would be skipped for want of
+# a GPU or NVRTC fails.
+GPU_UNIT = $(BUILD)/tests/gpu_test $(BUILD)/tests/cuda_gen_test \
+	   $(BUILD)/tests/cuda_mm_test
+test-gpu: tfgc $(GPU_UNIT)
+	@UNIT_LABEL="gpu unit" sh tests/unit/run.sh $(GPU_UNIT)
 	@timeout -k 5 1200 sh tests/gpu/run.sh
 
 # srun under a one-node Slurm of this machine that the script starts and
 # stops (as root; about 2 s to come up here): tests/slurm/run.sh.
 test-slurm: tfgc
-	@timeout -k 5 300 sh tests/slurm/run.sh
+	@timeout -k 5 300 sh tests/slurm/run.sh || \
+		{ echo "slurm: 0 passed, 1 failed, 0 skipped"; exit 1; }
 
 # The unit tests, every golden case (the error cases among them, and runs
 # across task processes), the integration tests (variables, restarts,

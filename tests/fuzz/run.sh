@@ -24,11 +24,12 @@ if [ "$mode" = replay ]; then
 	log=build/asan/fuzz-$t.log
 	if ASAN_OPTIONS=detect_leaks=1 "build/asan/tests/fuzz/${t}_replay" \
 		"$corpus" "$@" >"$log.out" 2>"$log"; then
-		echo "fuzz-replay: $t: $(cat "$log.out") ok"
+		# "N inputs"
+		echo "fuzz-replay: $t: $(sed 's/ inputs*$//' "$log.out") passed, 0 failed, 0 skipped"
 		exit 0
 	fi
 	tail -n 40 "$log"
-	echo "fuzz-replay: $t: FAILED (whole output: $log)"
+	echo "fuzz-replay: $t: 0 passed, 1 failed, 0 skipped (whole output: $log)"
 	exit 1
 fi
 

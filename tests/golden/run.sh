@@ -139,5 +139,5 @@ done
 if [ -n "$only" ] && [ $((pass + fail)) -eq 0 ]; then
 	echo "golden: no test '$only' in:$areas"; exit 2
 fi
-echo "golden: $pass passed, $fail failed"
+echo "golden: $pass passed, $fail failed, 0 skipped"
 [ "$fail" -eq 0 ]

@@ -17,7 +17,10 @@
 #   0. NVRTC compiles the kernels of all of these and of
 #      tests/golden/cuda (tfgc emit --emit=ptx, no cache), where NVRTC
 #      is found (the CUDA toolkit; SKIP otherwise).
-# Runs from the repo root; TFGC names the compiler (./tfgc).
+# Runs from the repo root; TFGC names the compiler (./tfgc).  Prints
+# "gpu: N passed, N failed, N skipped": what could not run here (the
+# GPU side of 2, or 0 without NVRTC) is skipped, never passed, and with
+# TFG_REQUIRE_GPU=1 each of those, and a machine without a GPU, fails.
 cd "$(dirname "$0")/../.." || exit 1
 TFGC=${TFGC:-./tfgc}
 unset TF_CONFIG
@@ -29,6 +32,18 @@ trap 'exit 130' INT TERM
 TFG_JIT_CACHE=${TFG_JIT_CACHE-$tmp/jit-cache}
 export TFG_JIT_CACHE
 pass=0 fail=0 skip=0
+require=0
+[ "${TFG_REQUIRE_GPU:-}" = 1 ] && require=1
+# skipped WHY: a part that cannot run here; a failure under
+# TFG_REQUIRE_GPU=1
+skipped() {
+	if [ "$require" = 1 ]; then
+		echo "FAIL (TFG_REQUIRE_GPU=1): $1"
+		fail=$((fail + 1))
+	else
+		skip=$((skip + 1))
+	fi
+}
 gpus=$("$TFGC" devices 2>&1)
 if printf '%s\n' "$gpus" | grep -q '^/gpu:0'; then
 	have=1
@@ -36,6 +51,7 @@ if printf '%s\n' "$gpus" | grep -q '^/gpu:0'; then
 else
 	have=0
 	echo "SKIP: GPU comparisons: $(printf '%s\n' "$gpus" | grep -i 'gpu' | head -1)"
+	[ "$require" = 1 ] && skipped "no GPU"
 fi
 
 # emit_args ARGS...: of a run's ARGS, those tfgc emit takes too (the
@@ -72,6 +88,7 @@ if printf '%s\n' "$gpus" | grep -q '^nvrtc: [0-9]'; then
 	done
 else
 	echo "SKIP: NVRTC: $(printf '%s\n' "$gpus" | grep '^nvrtc')"
+	skipped "NVRTC: the kernels were not compiled"
 fi
 
 # run OUT ERR ARGS... : tfgc run --free-ports ARGS, bounded in time
@@ -124,7 +141,7 @@ for f in tests/gpu/*.tfg examples/*gpu*.tfg; do
 	fi
 	grep -v 'time taken' "$tmp/cpu0" >"$tmp/cpu" # wall clocks differ
 	if [ "$have" = 0 ]; then
-		skip=$((skip + 1)); pass=$((pass + 1)); continue
+		skipped "$f: not run on a GPU"; continue
 	fi
 	if run "$tmp/out0" "$tmp/err" $args "$f" &&
 	    grep -v 'time taken' "$tmp/out0" >"$tmp/out" &&
@@ -162,5 +179,5 @@ if [ -n "$aot" ]; then
 		sed 's/^/    /' "$tmp/out" | head -5; fail=$((fail + 1))
 	fi
 fi
-echo "gpu: $pass passed, $fail failed$( [ "$have" = 0 ] && echo ", $skip compared on the CPU only (no GPU)")"
+echo "gpu: $pass passed, $fail failed, $skip skipped$( [ "$have" = 0 ] && [ "$skip" -gt 0 ] && echo " (no GPU: compared on the CPU only)")"
 [ "$fail" -eq 0 ]

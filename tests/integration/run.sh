@@ -1,10 +1,12 @@
 #!/bin/sh
 # tests/integration/run.sh [NAME...]: runs each tests/integration/*.sh
 # (all but this file, or only the NAMEs given) with `sh`, from the repo
-# root, under `timeout 120`, and prints the totals.  A script passes when it
-# exits 0; its output is shown only when it fails, but for the lines that
-# start with SKIP (a part it could not run here, such as plot's without
-# cairo), which are shown anyway.  Scripts find the
+# root, under `timeout 120`, and prints the totals, "integration: N
+# passed, N failed, N skipped".  A script passes when it exits 0 and
+# skipped nothing; one that exits 0 but printed a line that starts with
+# SKIP (a part it could not run here, such as plot's without cairo) is
+# counted as skipped, never as passed, and those lines are shown.  Its
+# output is shown whole only when it fails.  Scripts find the
 # compiler in $TFGC (exported here, ./tfgc by default) and may use $TMPDIR,
 # a fresh directory per script.
 cd "$(dirname "$0")/../.." || exit 1
@@ -17,7 +19,7 @@ trap 'exit 130' INT TERM
 # not the user's, unless the caller set TFG_JIT_CACHE.
 TFG_JIT_CACHE=${TFG_JIT_CACHE-$tmp/jit-cache}
 export TFG_JIT_CACHE
-pass=0 fail=0
+pass=0 fail=0 skip=0
 
 for t in tests/integration/*.sh; do
 	[ -e "$t" ] || continue
@@ -31,9 +33,11 @@ for t in tests/integration/*.sh; do
 	mkdir "$tmp/$n"
 	TMPDIR=$tmp/$n timeout -k 5 120 sh "$t" >"$tmp/$n.log" 2>&1 </dev/null
 	rc=$?
-	if [ "$rc" -eq 0 ]; then
-		pass=$((pass + 1))
+	if [ "$rc" -eq 0 ] && grep -q '^SKIP' "$tmp/$n.log"; then
+		skip=$((skip + 1))
 		grep '^SKIP' "$tmp/$n.log" | sed "s|^|$t: |"
+	elif [ "$rc" -eq 0 ]; then
+		pass=$((pass + 1))
 	else
 		fail=$((fail + 1))
 		why="exit $rc"; [ "$rc" -eq 124 ] && why="timed out after 120 s"
@@ -41,5 +45,5 @@ for t in tests/integration/*.sh; do
 		sed 's/^/    /' "$tmp/$n.log"
 	fi
 done
-echo "integration: $pass passed, $fail failed"
+echo "integration: $pass passed, $fail failed, $skip skipped"
 [ "$fail" -eq 0 ]

@@ -19,7 +19,7 @@ cd "$(dirname "$0")/../.." || exit 1
 . tests/integration/common.inc
 
 if [ "$(id -u)" != 0 ]; then
-	echo "slurm: SKIP (slurmd must run as root)"
+	echo "slurm: 0 passed, 0 failed, 1 skipped (slurmd must run as root)"
 	exit 0
 fi
 for b in munged slurmctld slurmd srun sinfo scontrol; do
@@ -146,4 +146,4 @@ expect_in "$T/err" "tfgc: error: srun started 2 processes (SLURM_STEP_NUM_TASKS=
 # Hosts from the allocation follow srun's default block distribution.
 expect_rc 1 run 3 -m cyclic $TFGC server "$T/p.tfg"
 expect_in "$T/err" "tfgc: error: srun distributes the tasks 'cyclic' (SLURM_DISTRIBUTION)"
-echo "slurm: ok (up in $up s)"
+echo "slurm: 1 passed, 0 failed, 0 skipped (up in $up s)"

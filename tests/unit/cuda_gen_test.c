@@ -459,7 +459,8 @@ t_ptx(void)
 	printf("%d nodes, %d kernels, %zu bytes of CUDA C in %s\n", nnodes,
 	       G.nkern, G.src.n, path);
 	if (access(NVCC, X_OK) != 0) {
-		printf("SKIP: nvcc not found\n");
+		TEST_SKIP_PART("nvcc not found");
+		unlink(path);
 		return;
 	}
 	snprintf(cmd, sizeof cmd, NVCC " --ptx -arch=compute_80 -std=c++17 "
@@ -571,10 +572,8 @@ t_prelude_host(void)
 	FILE *f, *p;
 	int bad = 0;
 
-	if (access("/usr/bin/g++", X_OK) != 0) {
-		printf("SKIP: g++ not found\n");
-		return;
-	}
+	if (access("/usr/bin/g++", X_OK) != 0)
+		TEST_SKIP("g++ not found");
 	ASSERT(mkdtemp(dir) != NULL);
 	snprintf(src, sizeof src, "%s/p.cc", dir);
 	snprintf(exe, sizeof exe, "%s/p", dir);

@@ -5,7 +5,7 @@
  * broadcast batches, epilogues, with and without --gpu-tf32.  Each
  * launch stays within CUDA's limits and passes the node's buffers in
  * order; each unit is written to a file and compiled to PTX by nvcc
- * when /usr/local/cuda/bin/nvcc exists (else "SKIP: nvcc not found"),
+ * when /usr/local/cuda/bin/nvcc exists (else the test is skipped),
  * whole-tile TF32 kernels also to sm_90 code, where no register may
  * spill.
  */
@@ -129,7 +129,7 @@ compile(const CuGen *g, const char *tag, int sass)
 	FILE *f;
 
 	if (access(NVCC, X_OK) != 0) {
-		printf("SKIP: nvcc not found\n");
+		TEST_SKIP_PART("nvcc not found (%s)", tag);
 		return;
 	}
 	snprintf(path, sizeof path, "/tmp/tfg-cuda-mm-%s.%d.cu", tag,

@@ -3,13 +3,14 @@
  * and the runtime's GPU layer (runtime/gpu.c; runtime/tfg.h "GPUs").
  *
  * NVRTC tests compile into a fresh cache directory ($TFG_CUDA_CACHE)
- * and print "SKIP: why" where NVRTC cannot be loaded.  tfg_gpu_probe
+ * and are skipped where NVRTC cannot be loaded (TEST_SKIP_GPU: failed
+ * under TFG_REQUIRE_GPU=1).  tfg_gpu_probe
  * answers once per process, so each test that needs its own answer
  * runs in a child process (CHECK there, not ASSERT): no GPU (TFG_NO_GPU),
  * and a pretend driver, build/tests/libcuda_mock.so (tests/unit/
  * cuda_mock.c, through $TFG_LIBCUDA), that checks contexts and records
  * how copies are ordered between streams.  t_real runs a kernel on a
- * real GPU where there is one, and reports SKIP elsewhere.
+ * real GPU where there is one, and is skipped elsewhere.
  */
 #include "tests/unit/test.h"
 
@@ -17,6 +18,7 @@
 #include <limits.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -72,16 +74,15 @@ teardown(void)
 	ASSERT_EQ(system(cmd), 0);
 }
 
-/* Whether NVRTC loads; prints SKIP when not. */
-static int
-have_nvrtc(const char *test)
+/* The test goes on where NVRTC loads, and is skipped where not (a
+ * failure under TFG_REQUIRE_GPU=1). */
+static void
+need_nvrtc(void)
 {
 	char err[600];
 
-	if (cu_nvrtc_version(err, sizeof err) > 0)
-		return 1;
-	printf("SKIP: %s: %s\n", test, err);
-	return 0;
+	if (cu_nvrtc_version(err, sizeof err) <= 0)
+		TEST_SKIP_GPU("%s", err);
 }
 
 /* The number of files in the cache directory. */
@@ -110,8 +111,7 @@ t_nvrtc_compile(void)
 	int cached = -1;
 	double ms = -1;
 
-	if (!have_nvrtc("nvrtc_compile"))
-		return;
+	need_nvrtc();
 	ASSERT_EQ(cu_compile(add_src, 90, &p1, &cached, &ms, err, sizeof err),
 		  0);
 	ASSERT_EQ(cached, 0);
@@ -162,8 +162,7 @@ t_nvrtc_damaged(void)
 	int cached = -1;
 	double ms;
 
-	if (!have_nvrtc("nvrtc_damaged"))
-		return;
+	need_nvrtc();
 	damage("rm -f %s/*.ptx");
 	ASSERT_EQ(cu_compile(src, 90, &p1, &cached, &ms, err, sizeof err), 0);
 	ASSERT_EQ(cached, 0);
@@ -195,8 +194,7 @@ t_nvrtc_error(void)
 	int cached = -1;
 	double ms;
 
-	if (!have_nvrtc("nvrtc_error"))
-		return;
+	need_nvrtc();
 	ASSERT_EQ(cu_compile(src, 90, &p, &cached, &ms, err, sizeof err), -1);
 	ASSERT(p == NULL);
 	ASSERT(strstr(err, "NVRTC_ERROR_COMPILATION") != NULL);
@@ -238,8 +236,7 @@ t_nvrtc_wmma(void)
 	int cached = -1;
 	double ms;
 
-	if (!have_nvrtc("nvrtc_wmma"))
-		return;
+	need_nvrtc();
 	if (cu_compile(src, 90, &p, &cached, &ms, err, sizeof err) != 0)
 		TEST_FAIL_("wmma: %s", err);
 	ASSERT(strstr(p, "mma.sync") != NULL || strstr(p, "wmma") != NULL);
@@ -253,8 +250,7 @@ t_nvrtc_off(void)
 	int cached = -1, before;
 	double ms;
 
-	if (!have_nvrtc("nvrtc_off"))
-		return;
+	need_nvrtc();
 	before = cache_files();
 	setenv("TFG_CUDA_CACHE", "off", 1);
 	for (int i = 0; i < 2; i++) {
@@ -296,12 +292,25 @@ t_nvrtc_off(void)
 	} while (0)
 
 /* Runs fn in a child process; asserts that it passed. */
-static void
+/* A child's exit status for "cannot run here", and its reason (in a
+ * page the parent shares). */
+#define CHILD_SKIP 77
+static char *child_why;
+
+/* fn in a child process, which must exit 0; the child's exit status,
+ * 0 or CHILD_SKIP. */
+static int
 in_child(void (*fn)(void))
 {
 	pid_t pid;
 	int st = 0;
 
+	if (child_why == NULL) {
+		child_why = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
+				 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+		ASSERT(child_why != MAP_FAILED);
+	}
+	child_why[0] = '\0';
 	fflush(NULL);
 	pid = fork();
 	ASSERT(pid >= 0);
@@ -313,7 +322,9 @@ in_child(void (*fn)(void))
 	}
 	ASSERT_EQ(waitpid(pid, &st, 0), pid);
 	ASSERT(WIFEXITED(st));
-	ASSERT_EQ(WEXITSTATUS(st), 0);
+	if (WEXITSTATUS(st) != CHILD_SKIP)
+		ASSERT_EQ(WEXITSTATUS(st), 0);
+	return WEXITSTATUS(st);
 }
 
 static RtCtx *
@@ -415,10 +426,8 @@ child_stub(void)
 static void
 t_probe_stub(void)
 {
-	if (access(STUB, R_OK) != 0) {
-		printf("SKIP: probe_stub: no %s\n", STUB);
-		return;
-	}
+	if (access(STUB, R_OK) != 0)
+		TEST_SKIP("no %s", STUB);
 	in_child(child_stub);
 }
 
@@ -670,8 +679,8 @@ child_real(void)
 	double ms;
 
 	if (tfg_gpu_probe(&gi) == 0) {
-		printf("SKIP: real: no GPU (%s)\n", gi.why);
-		return;
+		snprintf(child_why, 4096, "no GPU (%s)", gi.why);
+		_exit(CHILD_SKIP);
 	}
 	if (cu_compile(add_src, gi.cc[0], &ptx, &cached, &ms, err,
 		       sizeof err) != 0) {
@@ -723,9 +732,9 @@ child_real(void)
 static void
 t_real(void)
 {
-	if (!have_nvrtc("real"))
-		return;
-	in_child(child_real);
+	need_nvrtc();
+	if (in_child(child_real) == CHILD_SKIP)
+		TEST_SKIP_GPU("%s", child_why);
 }
 
 TEST_MAIN_FIXTURE(setup, teardown,

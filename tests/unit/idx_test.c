@@ -7,7 +7,7 @@
  * and the real MNIST files when they are at $TFG_MNIST or
  * ../shared/data/mnist (relative to the repository root, where the tests
  * run): shapes [60000, 28, 28] and [60000] u8, the first labels 5 0 4 1 9
- * and the first image's pixel sum 27525 (else "SKIP: no MNIST at PATH").
+ * and the first image's pixel sum 27525 (else the test is skipped).
  * Files are written into a fresh directory under /tmp.
  */
 #include <stdint.h>
@@ -307,8 +307,7 @@ t_mnist(void)
 	if (!mnist_file(dir, "train-labels-idx1-ubyte") ||
 	    !mnist_file(dir, "train-images-idx3-ubyte") ||
 	    !mnist_file(dir, "t10k-labels-idx1-ubyte")) {
-		printf("SKIP: no MNIST at %s\n", dir);
-		return;
+		TEST_SKIP("no MNIST at %s", dir);
 	}
 	x = load_ok(mnist_file(dir, "train-labels-idx1-ubyte"), TFG_U8, 60000);
 	ASSERT(memcmp(x->data, first, sizeof first) == 0);

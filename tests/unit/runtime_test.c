@@ -2232,8 +2232,6 @@ t_stop(void)
 	run_done(&r);
 }
 
-/* Steps per second of a two-task step (START + feed out, tensor back),
- * from the difference of two runs so that start-up cancels out. */
 /* Many steps in a row through the runtime alone (bench/step.tfg times
  * them with the compiler): every one succeeds, the session ends well and
  * the last gives the right value. */

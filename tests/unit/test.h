@@ -4,7 +4,12 @@
  *     TEST_MAIN({"name", t_xxx}, ...)
  * Each ASSERT failure prints file:line and the values, and the test goes on
  * to the next function; main exits 1 if any failed and prints
- * "N passed, N failed".
+ * "N passed, N failed, N skipped".  A test that cannot run here says
+ * TEST_SKIP("why"): it counts as skipped, never as passed; one that
+ * cannot run a part of itself says TEST_SKIP_PART("why") and goes on,
+ * skipped too unless it fails.  One that
+ * needs a GPU or NVRTC says TEST_SKIP_GPU("why"), which is a failure
+ * under TFG_REQUIRE_GPU=1 (a machine that has them must run it).
  */
 #ifndef TFG_TESTS_UNIT_TEST_H
 #define TFG_TESTS_UNIT_TEST_H
@@ -12,10 +17,12 @@
 #include <inttypes.h>
 #include <setjmp.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static jmp_buf test_jmp;
-static int test_failed;
+static int test_failed, test_skipped;
+static const char *test_name = "";
 
 #define TEST_FAIL_(...)                                                       \
 	do {                                                                  \
@@ -24,6 +31,37 @@ static int test_failed;
 		fputc('\n', stderr);                                          \
 		test_failed = 1;                                              \
 		longjmp(test_jmp, 1);                                         \
+	} while (0)
+
+/* A part of the test cannot run here: the test goes on, and counts as
+ * skipped unless it fails. */
+#define TEST_SKIP_PART(...)                                                   \
+	do {                                                                  \
+		printf("SKIP %s: ", test_name);                               \
+		printf(__VA_ARGS__);                                          \
+		putchar('\n');                                                \
+		test_skipped = 1;                                             \
+	} while (0)
+#define TEST_SKIP(...)                                                        \
+	do {                                                                  \
+		TEST_SKIP_PART(__VA_ARGS__);                                  \
+		longjmp(test_jmp, 1);                                         \
+	} while (0)
+/* Whether a GPU test that would skip must fail (TFG_REQUIRE_GPU=1). */
+static inline int
+test_require_gpu(void)
+{
+	const char *v = getenv("TFG_REQUIRE_GPU");
+
+	return v && strcmp(v, "1") == 0;
+}
+#define TEST_SKIP_GPU(...)                                                    \
+	do {                                                                  \
+		if (test_require_gpu()) {                                     \
+			fprintf(stderr, "TFG_REQUIRE_GPU=1: ");               \
+			TEST_FAIL_(__VA_ARGS__);                              \
+		}                                                             \
+		TEST_SKIP(__VA_ARGS__);                                       \
 	} while (0)
 
 #define ASSERT(c)                                                             \
@@ -68,7 +106,7 @@ typedef struct TestCase {
 		void (*volatile up)(void) = setup;                            \
 		void (*volatile down)(void) = teardown;                       \
 		int n = sizeof cases / sizeof cases[0];                       \
-		volatile int pass = 0, fail = 0;                              \
+		volatile int pass = 0, fail = 0, skip = 0;                    \
 		test_failed = 0;                                              \
 		if (up && setjmp(test_jmp) == 0)                              \
 			up();                                                 \
@@ -79,13 +117,18 @@ typedef struct TestCase {
 		for (volatile int i = 0; i < n; i++) {                        \
 			if (argc > 1 && strcmp(argv[1], cases[i].name) != 0)  \
 				continue;                                     \
-			test_failed = 0;                                      \
+			test_failed = test_skipped = 0;                       \
+			test_name = cases[i].name;                            \
+			fflush(NULL);                                         \
 			if (setjmp(test_jmp) == 0)                            \
 				cases[i].fn();                                \
+			fflush(NULL);                                         \
 			if (test_failed) {                                    \
 				fail++;                                       \
 				fprintf(stderr, "FAIL %s\n", cases[i].name);  \
-			} else                                                \
+			} else if (test_skipped)                              \
+				skip++;                                       \
+			else                                                  \
 				pass++;                                       \
 		}                                                             \
 		test_failed = 0;                                              \
@@ -95,7 +138,8 @@ typedef struct TestCase {
 			fail++;                                               \
 			fprintf(stderr, "FAIL (teardown)\n");                 \
 		}                                                             \
-		printf("%s: %d passed, %d failed\n", argv[0], pass, fail);    \
+		printf("%s: %d passed, %d failed, %d skipped\n", argv[0],     \
+		       pass, fail, skip);                                     \
 		return fail != 0;                                             \
 	}
 
