@@ -80,40 +80,36 @@ echo "tfg scalar step A->B->A reading a variable (bench/var_scalar.tfg, 10000 st
 $B/nng_rtt 10000 | tee "$T/rtt"
 awk "BEGIN {printf \"ratio scalar step / bare nng round trip: %.2f\\n\", $sc / $(rtt_median <"$T/rtt")}"
 
+# transfers WHAT MIB...: a row for a tensor of each size from task to
+# task under $flags, beside a raw TCP copy and, once the plain rows ran
+# (WHAT empty: their times are kept), beside the plain transfer.
+transfers() {
+	what=$1; shift
+	for mib; do
+		steps=$((2048 / mib)); [ $steps -gt 1000 ] && steps=1000
+		us=$(per_step transfer $steps "s/ELEMS/$((mib * 262144))/g")
+		$B/nng_rtt $((4000 / mib)) --tcp --oneway --size $((mib << 20)) >"$T/tcp"
+		ref=$(rtt_median <"$T/tcp")
+		[ -z "$what" ] && eval "plain_$mib=$us"
+		eval "plain=\$plain_$mib"
+		awk "BEGIN {printf \"tfg %d MiB task to task%s: %.0f us (%.2f GB/s); raw TCP copy %.0f us; ratio %.2f; / plain %.2f\\n\", $mib, \"$what\", $us, $mib * 1048.576 / $us, $ref, $ref / $us, $us / $plain}"
+	done
+}
+
 echo "== one tensor from task to task vs a raw TCP copy (issue 10) =="
-for mib in 1 16 64; do
-	steps=$((2048 / mib)); [ $steps -gt 1000 ] && steps=1000
-	us=$(per_step transfer $steps "s/ELEMS/$((mib * 262144))/g")
-	$B/nng_rtt $((4000 / mib)) --tcp --oneway --size $((mib << 20)) >"$T/tcp"
-	ref=$(rtt_median <"$T/tcp")
-	awk "BEGIN {printf \"tfg %d MiB task to task: %.0f us (%.2f GB/s); raw TCP copy %.0f us (%.2f GB/s); ratio %.2f\\n\", $mib, $us, $mib * 1048.576 / $us, $ref, $mib * 1048.576 / $ref, $ref / $us}"
-done
+transfers "" 1 16 64
 
 echo "== the same keyed, as runs are by default: on one machine the connections are direct, no MACs after the first exchange (issues 10, 25) =="
 flags=""
-for mib in 1 16 64; do
-	steps=$((2048 / mib)); [ $steps -gt 1000 ] && steps=1000
-	us=$(per_step transfer $steps "s/ELEMS/$((mib * 262144))/g")
-	$B/nng_rtt $((4000 / mib)) --tcp --oneway --size $((mib << 20)) >"$T/tcp"
-	ref=$(rtt_median <"$T/tcp")
-	awk "BEGIN {printf \"tfg %d MiB task to task, keyed: %.0f us (%.2f GB/s); raw TCP copy %.0f us; ratio %.2f\\n\", $mib, $us, $mib * 1048.576 / $us, $ref, $ref / $us}"
-done
+transfers ", keyed" 1 16 64
 sc=$(per_step var_scalar 10000)
-flags="--no-cluster-key"
 echo "tfg scalar step A->B->A reading a variable, keyed (bench/var_scalar.tfg, 10000 steps): $sc us"
 $B/nng_rtt 10000 | tee "$T/rtt"
 awk "BEGIN {printf \"ratio keyed scalar step / bare nng round trip: %.2f\\n\", $sc / $(rtt_median <"$T/rtt")}"
 
 echo "== keyed with a MAC on every frame, as between hosts (TFG_NET_MAC=all; spec/design.md \"Cluster keys\") =="
-flags=""
 export TFG_NET_MAC=all
-for mib in 1 16; do
-	steps=$((2048 / mib)); [ $steps -gt 1000 ] && steps=1000
-	us=$(per_step transfer $steps "s/ELEMS/$((mib * 262144))/g")
-	$B/nng_rtt $((4000 / mib)) --tcp --oneway --size $((mib << 20)) >"$T/tcp"
-	ref=$(rtt_median <"$T/tcp")
-	awk "BEGIN {printf \"tfg %d MiB task to task, every frame MACed: %.0f us (%.2f GB/s); raw TCP copy %.0f us; ratio %.2f\\n\", $mib, $us, $mib * 1048.576 / $us, $ref, $ref / $us}"
-done
+transfers ", every frame MACed" 1 16
 sc=$(per_step var_scalar 10000)
 echo "tfg scalar step A->B->A reading a variable, every frame MACed (bench/var_scalar.tfg, 10000 steps): $sc us"
 unset TFG_NET_MAC

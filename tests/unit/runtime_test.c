@@ -2569,7 +2569,6 @@ t_relay(void)
 		char url[64], log[] = "/tmp/tfg-relay-XXXXXX";
 		int olderr = -1, fd = -1;
 		TfgError e;
-		RtBuf *m;
 
 		land_n = 0;
 		ASSERT_EQ(rt_net_init(&a, "a", 0), TFG_OK);
@@ -2630,7 +2629,6 @@ t_relay(void)
 		rt_net_close(&a);
 		pthread_join(y.th, NULL);
 		close(y.lfd);
-		(void)m;
 	}
 }
 
