@@ -78,7 +78,7 @@ RUNTIME_OBJ  = $(call obj,$(RUNTIME_SRC))
 UNIT_SRC = $(wildcard tests/unit/*_test.c)
 UNIT_BIN = $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
 
-.PHONY: all run test deps unit golden golden-update integration asan bench mnist \
+.PHONY: all run test deps unit golden golden-update integration asan bench mnist check-ops \
         lint 80 clean static bench-deps test-slurm test-gpu fuzz fuzz-replay \
         fuzz-seeds bench-gpu-ref bench-gpu man install uninstall
 all: tfgc $(BUILD)/libtfg.a
@@ -357,6 +357,11 @@ $(BUILD)/bench/nng_rtt: bench/nng_rtt.c
 # example and golden program is formatted (tfgc fmt --check).
 lint: tfgc
 	@sh tests/lint.sh
+
+# The op table (stdlib/ops.def): its functions defined, its ops tested,
+# the spec's table of op facts as tfgc prints it; part of make lint.
+check-ops: tfgc
+	@python3 tests/check_ops.py
 
 80:
 	@grep -n '.\{81,\}' $$(git ls-files '*.c' '*.h' '*.re' '*.y') || true

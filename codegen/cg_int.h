@@ -98,19 +98,13 @@ int cg_compile_module(LLVMContextRef c, const Program *p, int task,
 		      LLVMModuleRef *mp, LLVMTargetMachineRef *tmp,
 		      size_t *sizes, int *has);
 
-/* cpu.c: one emitter per op of stdlib/ops.def (declared from the list,
- * so an op without one fails to link).  Each emits node n of the current
- * part; 0, or non-zero after printing an error. */
-#define OP(name, ...) int cpu_emit_##name(CgCtx *C, IrNode *n);
+/* The emitters stdlib/ops.def's cpu column names (declared from the
+ * table, so a name that nothing defines fails to link), in cpu*.c and
+ * cuda.c.  Each emits node n of the current part; 0, or non-zero after
+ * printing an error. */
+#define OP(name, nin, nout, flags, attrs, types, cost, fold, grad, cpu, gpu) \
+	int cpu(CgCtx *C, IrNode *n);
 #include "stdlib/ops.def"
-/* Defines cpu_emit_<name> as fn(C, n), for the ops that share one
- * emitter (the fills, the random makers, the reductions, softmax); at
- * file scope, with no ';' after it.  `grep 'CG_EMIT_AS(name'` finds it. */
-#define CG_EMIT_AS(name, fn)                                                   \
-	int cpu_emit_##name(CgCtx *C, IrNode *n)                               \
-	{                                                                      \
-		return fn(C, n);                                               \
-	}
 /* cpu_shape.c: the product of n's two inputs (matmul,
  * spec §6.18 "matmul and `@`") into out, a buffer of n's shape and dtype, then
  * returns: BLAS for large f32/f64 products, else a loop nest.  (A matmul with

@@ -5,8 +5,8 @@
  *     i32 @tfg_part_<s>(ptr %ctx, ptr align 64 %arena)
  *
  * Nodes are emitted in part order through a dispatch table built from
- * stdlib/ops.def (cpu_emit_<op>, declared from the same list in
- * cg_int.h, so an op without an emitter fails to link).
+ * stdlib/ops.def's cpu column (declared from the same list in cg_int.h,
+ * so an emitter that nothing defines fails to link).
  * Every node except OP_const and OP_send owns a 64-byte-aligned slot of
  * the arena, at offsets planned by codegen/memplan.c (nodes not live at
  * the same time share memory); constants become private globals.
@@ -479,12 +479,6 @@ cpu_emit_input(CgCtx *C, IrNode *n)
 }
 
 int
-cpu_emit_recv(CgCtx *C, IrNode *n)
-{
-	return cpu_emit_input(C, n);
-}
-
-int
 cpu_emit_send(CgCtx *C, IrNode *n)
 {
 	if (n->nin != 1)
@@ -564,150 +558,13 @@ cg_emit_elem(CgCtx *C, IrNode *n, int nin, NestBody body)
 	return 0;
 }
 
+/* Every elementwise op (stdlib/ops.def's cpu column): one loop nest
+ * whose element is cg_elem_apply's. */
 int
-cpu_emit_add(CgCtx *C, IrNode *n)
+cpu_emit_elem(CgCtx *C, IrNode *n)
 {
-	return cg_emit_elem(C, n, 2, body_elem);
+	return cg_emit_elem(C, n, op_info[n->op].nin, body_elem);
 }
-
-int
-cpu_emit_sub(CgCtx *C, IrNode *n)
-{
-	return cg_emit_elem(C, n, 2, body_elem);
-}
-
-int
-cpu_emit_mul(CgCtx *C, IrNode *n)
-{
-	return cg_emit_elem(C, n, 2, body_elem);
-}
-
-int
-cpu_emit_div(CgCtx *C, IrNode *n)
-{
-	return cg_emit_elem(C, n, 2, body_elem);
-}
-
-int
-cpu_emit_mod(CgCtx *C, IrNode *n)
-{
-	return cg_emit_elem(C, n, 2, body_elem);
-}
-
-int
-cpu_emit_pow(CgCtx *C, IrNode *n)
-{
-	return cg_emit_elem(C, n, 2, body_elem);
-}
-
-int
-cpu_emit_maximum(CgCtx *C, IrNode *n)
-{
-	return cg_emit_elem(C, n, 2, body_elem);
-}
-
-int
-cpu_emit_minimum(CgCtx *C, IrNode *n)
-{
-	return cg_emit_elem(C, n, 2, body_elem);
-}
-
-int
-cpu_emit_equal(CgCtx *C, IrNode *n)
-{
-	return cg_emit_elem(C, n, 2, body_elem);
-}
-
-int
-cpu_emit_not_equal(CgCtx *C, IrNode *n)
-{
-	return cg_emit_elem(C, n, 2, body_elem);
-}
-
-int
-cpu_emit_less(CgCtx *C, IrNode *n)
-{
-	return cg_emit_elem(C, n, 2, body_elem);
-}
-
-int
-cpu_emit_less_equal(CgCtx *C, IrNode *n)
-{
-	return cg_emit_elem(C, n, 2, body_elem);
-}
-
-int
-cpu_emit_greater(CgCtx *C, IrNode *n)
-{
-	return cg_emit_elem(C, n, 2, body_elem);
-}
-
-int
-cpu_emit_greater_equal(CgCtx *C, IrNode *n)
-{
-	return cg_emit_elem(C, n, 2, body_elem);
-}
-
-int
-cpu_emit_where(CgCtx *C, IrNode *n)
-{
-	return cg_emit_elem(C, n, 3, body_elem);
-}
-
-int
-cpu_emit_neg(CgCtx *C, IrNode *n)
-{
-	return cg_emit_elem(C, n, 1, body_elem);
-}
-
-int
-cpu_emit_cast(CgCtx *C, IrNode *n)
-{
-	return cg_emit_elem(C, n, 1, cg_body_copy);
-}
-
-int
-cpu_emit_exp(CgCtx *C, IrNode *n)
-{
-	return cg_emit_elem(C, n, 1, body_elem);
-}
-
-int
-cpu_emit_log(CgCtx *C, IrNode *n)
-{
-	return cg_emit_elem(C, n, 1, body_elem);
-}
-
-int
-cpu_emit_sqrt(CgCtx *C, IrNode *n)
-{
-	return cg_emit_elem(C, n, 1, body_elem);
-}
-
-int
-cpu_emit_tanh(CgCtx *C, IrNode *n)
-{
-	return cg_emit_elem(C, n, 1, body_elem);
-}
-
-int
-cpu_emit_sigmoid(CgCtx *C, IrNode *n)
-{
-	return cg_emit_elem(C, n, 1, body_elem);
-}
-
-int
-cpu_emit_relu(CgCtx *C, IrNode *n)
-{
-	return cg_emit_elem(C, n, 1, body_elem);
-}
-
-int
-cpu_emit_abs(CgCtx *C, IrNode *n)
-{
-	return cg_emit_elem(C, n, 1, body_elem);
-}
-
 
 /* A strided copy over the input's index space: out is row-major over
  * size[] (squeezed axes have size 1, so dropping them keeps the order). */
@@ -750,9 +607,10 @@ cpu_emit_slice(CgCtx *C, IrNode *n)
 
 typedef int (*CpuEmitFn)(CgCtx *C, IrNode *n);
 
-/* Names the emitter of every op in stdlib/ops.def. */
+/* The emitter of every op: stdlib/ops.def's cpu column. */
 static const CpuEmitFn cpu_emit[OP__COUNT] = {
-#define OP(name, ...) [OP_##name] = cpu_emit_##name,
+#define OP(name, nin, nout, flags, attrs, types, cost, fold, grad, cpu, gpu) \
+	[OP_##name] = cpu,
 #include "stdlib/ops.def"
 };
 

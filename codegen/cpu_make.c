@@ -50,8 +50,8 @@ body_fill(CgCtx *C, const Nest *L, LLVMValueRef *off, LLVMValueRef acc)
 	return acc;
 }
 
-static int
-emit_fill(CgCtx *C, IrNode *n)
+int
+cpu_emit_fill(CgCtx *C, IrNode *n)
 {
 	if (!n->make)
 		return cg_fail(C, n, "maker without its arguments");
@@ -60,11 +60,6 @@ emit_fill(CgCtx *C, IrNode *n)
 	return cg_emit_elem(C, n, 0, body_fill);
 }
 
-CG_EMIT_AS(zeros, emit_fill)
-CG_EMIT_AS(ones, emit_fill)
-CG_EMIT_AS(fill, emit_fill)
-CG_EMIT_AS(zeros_like, emit_fill)
-CG_EMIT_AS(ones_like, emit_fill)
 
 /* ---------------------------------------------------------------- range */
 
@@ -271,13 +266,11 @@ body_random(CgCtx *C, const Nest *L, LLVMValueRef *off, LLVMValueRef acc)
 	return acc;
 }
 
-static int
-emit_random(CgCtx *C, IrNode *n)
+int
+cpu_emit_random(CgCtx *C, IrNode *n)
 {
 	if (!n->make)
 		return cg_fail(C, n, "maker without its arguments");
 	return cg_emit_elem(C, n, n->nin, body_random);
 }
 
-CG_EMIT_AS(random_uniform, emit_random)
-CG_EMIT_AS(random_normal, emit_random)

@@ -527,8 +527,8 @@ emit_rows(CgCtx *C, IrNode *n, int64_t *ost, int64_t count)
 }
 
 /* Picks the loop order (see the top of the file). */
-static int
-emit_reduce(CgCtx *C, IrNode *n)
+int
+cpu_emit_reduce(CgCtx *C, IrNode *n)
 {
 	int64_t ost[TFG_MAX_RANK], count;
 	if (n->nin != 1 && !n->fuse)
@@ -552,13 +552,6 @@ emit_reduce(CgCtx *C, IrNode *n)
 	return emit_accumulate(C, n, mask, ost, count);
 }
 
-CG_EMIT_AS(reduce_sum, emit_reduce)
-CG_EMIT_AS(reduce_mean, emit_reduce)
-CG_EMIT_AS(reduce_prod, emit_reduce)
-CG_EMIT_AS(reduce_max, emit_reduce)
-CG_EMIT_AS(reduce_min, emit_reduce)
-CG_EMIT_AS(argmax, emit_reduce)
-CG_EMIT_AS(argmin, emit_reduce)
 
 /* ------------------------------------------------------------- softmax */
 
@@ -707,8 +700,8 @@ body_softmax_vec(CgCtx *C, const Nest *L, LLVMValueRef *off, LLVMValueRef acc)
  * above: an outlined kernel over a row range, split over threads by
  * cg_nest_emit when R * K is large (each row writes only its own K
  * outputs, so the result is bit-identical to one thread). */
-static int
-emit_softmax(CgCtx *C, IrNode *n)
+int
+cpu_emit_softmax(CgCtx *C, IrNode *n)
 {
 	TfgDtype t = n->dtype;
 	int64_t K, R;
@@ -742,8 +735,6 @@ emit_softmax(CgCtx *C, IrNode *n)
 	return 0;
 }
 
-CG_EMIT_AS(softmax, emit_softmax)
-CG_EMIT_AS(log_softmax, emit_softmax)
 
 /* One row of softmax_cross_entropy (operand 0 the output, one element
  * at off[0]; 1 the logits and 2 the labels, K elements from off[1]). */
@@ -791,8 +782,8 @@ body_xent_row(CgCtx *C, const Nest *L, LLVMValueRef *off, LLVMValueRef acc)
 /* A nest over the R rows (output stride 1, inputs stride K), one output
  * element each, split over threads when R * K is large (CG_NEST_ROW1:
  * each row writes only its own element). */
-static int
-emit_xent(CgCtx *C, IrNode *n)
+int
+cpu_emit_xent(CgCtx *C, IrNode *n)
 {
 	TfgDtype t = n->dtype;
 	int64_t K, R = tfg_shape_numel(&n->shape);
@@ -821,4 +812,3 @@ emit_xent(CgCtx *C, IrNode *n)
 	return 0;
 }
 
-CG_EMIT_AS(softmax_cross_entropy, emit_xent)

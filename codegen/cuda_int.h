@@ -38,11 +38,15 @@ uint32_t cu_grid_for(int64_t work, int64_t per_block);
 void cu_set_launch(CuLaunch *l, int kern, uint32_t gx, uint32_t bx,
 		   uint32_t by);
 
-/* cuda_reduce.c: reductions (argmax, argmin among them) and softmax;
- * as cu_gen_node. */
-int cu_gen_reduce(CuGen *g, const IrNode *n, CuLaunch *l, int max);
-int cu_gen_softmax(CuGen *g, const IrNode *n, CuLaunch *l);
-int cu_gen_xent(CuGen *g, const IrNode *n, CuLaunch *l);
+/* The generators stdlib/ops.def's gpu column names (declared from the
+ * table, so a name that nothing defines fails to link): as cu_gen_node,
+ * for a node whose dtypes and shape it checked.  Elementwise ops, makers,
+ * casts and data movement are cuda_kern.c's, reductions (argmax, argmin
+ * among them) and softmax cuda_reduce.c's, matmul cuda_mm.c's. */
+typedef int CuGenFn(CuGen *g, const IrNode *n, CuLaunch *l, int max);
+#define OP(name, nin, nout, flags, attrs, types, cost, fold, grad, cpu, gpu) \
+	CuGenFn gpu;
+#include "stdlib/ops.def"
 size_t cu_reduce_scratch(const IrNode *n);
 
 #endif /* TFG_CODEGEN_CUDA_INT_H */

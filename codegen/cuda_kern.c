@@ -536,12 +536,12 @@ cu_put_cvt(CuStr *s, const char *x, TfgDtype a, TfgDtype b)
 static int
 is_compare(OpKind op)
 {
-	return op == OP_equal || op == OP_not_equal || op == OP_less ||
-	       op == OP_less_equal || op == OP_greater ||
-	       op == OP_greater_equal;
+	return (op_info[op].flags & OPF_BOOL) != 0;
 }
 
-/* Whether the prelude has op of result dtype t with operands it[]. */
+/* Whether the prelude has op of result dtype t with operands it[]: one
+ * tfg_<op>_<dtype> for each dtype stdlib/ops.def's types column lets
+ * the op take (a comparison's of its operands, bool its result). */
 static int
 elem_ok(OpKind op, TfgDtype t, int nin, const TfgDtype *it)
 {
@@ -551,16 +551,11 @@ elem_ok(OpKind op, TfgDtype t, int nin, const TfgDtype *it)
 	if (!cu_dt_ok(t) || !(op_info[op].flags & OPF_ELEMWISE) ||
 	    nin != op_info[op].nin)
 		return 0;
-	switch (op) {
-	case OP_cast: case OP_where:
+	if (op == OP_cast || op == OP_where)
 		return 1;
-	case OP_maximum: case OP_minimum: case OP_neg:
-		return 1;
-	case OP_exp: case OP_log: case OP_sqrt: case OP_tanh: case OP_sigmoid:
-		return cu_is_float(t);
-	default:
-		return is_compare(op) ? t == TFG_BOOL : t != TFG_BOOL;
-	}
+	if (is_compare(op))
+		return t == TFG_BOOL && op_takes(op, it[0]);
+	return op_takes(op, t);
 }
 
 /* One element of op (result dtype t) of operands v[] of dtypes it[], as
@@ -1024,12 +1019,13 @@ shape_ok(const IrNode *n)
 	return n->shape.rank <= TFG_MAX_RANK;
 }
 
-static int
-gen_elem(CuGen *g, const IrNode *n, CuLaunch *l)
+int
+cu_gen_elem(CuGen *g, const IrNode *n, CuLaunch *l, int max)
 {
 	Ew E;
 	TfgDtype it[3];
 
+	(void)max;
 	if (n->nin != op_info[n->op].nin || n->nin > 3)
 		return cu_fail(n, "wrong number of inputs");
 	for (int k = 0; k < n->nin; k++) {
@@ -1045,11 +1041,12 @@ gen_elem(CuGen *g, const IrNode *n, CuLaunch *l)
 	return ew_emit(g, &E, 1, l);
 }
 
-static int
-gen_fused(CuGen *g, const IrNode *n, CuLaunch *l)
+int
+cu_gen_fused(CuGen *g, const IrNode *n, CuLaunch *l, int max)
 {
 	Ew E;
 
+	(void)max;
 	if (!cu_fuse_ok(n->fuse, n->nin) ||
 	    n->fuse->ops[n->fuse->n - 1].dtype != n->dtype)
 		return cu_fail(n, "fused node without a program the GPU runs");
@@ -1067,12 +1064,13 @@ gen_fused(CuGen *g, const IrNode *n, CuLaunch *l)
 
 /* ------------------------------------------------------ data movement */
 
-static int
-gen_transpose(CuGen *g, const IrNode *n, CuLaunch *l)
+int
+cu_gen_transpose(CuGen *g, const IrNode *n, CuLaunch *l, int max)
 {
 	int64_t ist[TFG_MAX_RANK];
 	Ew E;
 
+	(void)max;
 	if (n->nin != 1 || n->in[0]->shape.rank != n->shape.rank)
 		return cu_fail(n, "transpose needs one input of its rank");
 	ew_copy(&E, n, 0, n->in[0]->dtype);
@@ -1093,12 +1091,13 @@ gen_transpose(CuGen *g, const IrNode *n, CuLaunch *l)
 	return ew_emit(g, &E, 1, l);
 }
 
-static int
-gen_reshape(CuGen *g, const IrNode *n, CuLaunch *l)
+int
+cu_gen_reshape(CuGen *g, const IrNode *n, CuLaunch *l, int max)
 {
 	Ew E;
 	int64_t N = tfg_shape_numel(&n->shape);
 
+	(void)max;
 	if (n->nin != 1 || tfg_shape_numel(&n->in[0]->shape) != N)
 		return cu_fail(n, "reshape changes the element count");
 	if (N == 0)
@@ -1111,12 +1110,13 @@ gen_reshape(CuGen *g, const IrNode *n, CuLaunch *l)
 }
 
 /* The input's index space over size[] (squeezed axes have size 1). */
-static int
-gen_slice(CuGen *g, const IrNode *n, CuLaunch *l)
+int
+cu_gen_slice(CuGen *g, const IrNode *n, CuLaunch *l, int max)
 {
 	int64_t ist[TFG_MAX_RANK], m = 1;
 	Ew E;
 
+	(void)max;
 	if (n->nin != 1)
 		return cu_fail(n, "slice needs one input");
 	const IrNode *in = n->in[0];
@@ -1242,12 +1242,13 @@ put_make(CuStr *s, const IrNode *n, int k)
 		cu_put_lit(s, n->dtype, one, one);
 }
 
-static int
-gen_fill(CuGen *g, const IrNode *n, CuLaunch *l)
+int
+cu_gen_fill(CuGen *g, const IrNode *n, CuLaunch *l, int max)
 {
 	CuStr b = {0};
 	int rc;
 
+	(void)max;
 	if (!n->make && n->op != OP_zeros && n->op != OP_ones)
 		return cu_fail(n, "maker without its arguments");
 	if (n->nin == 1) { /* fill(shape, scalar tensor) */
@@ -1274,13 +1275,14 @@ gen_fill(CuGen *g, const IrNode *n, CuLaunch *l)
 
 /* start + i * delta: in f64 then rounded for floats, wrapping in i64
  * for integers (body_range). */
-static int
-gen_range(CuGen *g, const IrNode *n, CuLaunch *l)
+int
+cu_gen_range(CuGen *g, const IrNode *n, CuLaunch *l, int max)
 {
 	CuStr b = {0}, x = {0};
 	const IrMake *m = n->make;
 	int rc;
 
+	(void)max;
 	if (!m || n->nin != 0)
 		return cu_fail(n, "maker without its arguments");
 	if (cu_is_float(n->dtype)) {
@@ -1306,14 +1308,15 @@ gen_range(CuGen *g, const IrNode *n, CuLaunch *l)
 }
 
 /* on where the index (as i64) equals the position on the depth axis. */
-static int
-gen_one_hot(CuGen *g, const IrNode *n, CuLaunch *l)
+int
+cu_gen_one_hot(CuGen *g, const IrNode *n, CuLaunch *l, int max)
 {
 	CuStr b = {0};
 	int64_t inner = 1, depth;
 	int rc, ax;
 	char x[160];
 
+	(void)max;
 	if (n->nin != 1 || !n->make ||
 	    n->shape.rank != n->in[0]->shape.rank + 1 || n->make->axis < 0 ||
 	    n->make->axis >= n->shape.rank ||
@@ -1340,14 +1343,15 @@ gen_one_hot(CuGen *g, const IrNode *n, CuLaunch *l)
 }
 
 /* Philox of counter (i, stream, draw) under the seed (body_random). */
-static int
-gen_random(CuGen *g, const IrNode *n, CuLaunch *l)
+int
+cu_gen_random(CuGen *g, const IrNode *n, CuLaunch *l, int max)
 {
 	CuStr b = {0}, pre = {0};
 	const IrMake *m = n->make;
 	TfgDtype t = n->dtype;
 	int rc;
 
+	(void)max;
 	if (!m || n->nin > 1 || (n->nin == 1 && n->in[0]->dtype != TFG_I64) ||
 	    t == TFG_BOOL || (n->op == OP_random_normal && !cu_is_float(t)))
 		return cu_fail(n, "random maker: malformed node");
@@ -1412,18 +1416,51 @@ cu_scratch_bytes(const IrNode *n)
 	return cu_reduce_scratch(n);
 }
 
+/* An op that runs in the task's host memory (stdlib/ops.def's gpu
+ * column: cu_host); placement never puts one on a GPU. */
+int
+cu_host(CuGen *g, const IrNode *n, CuLaunch *l, int max)
+{
+	(void)g;
+	(void)l;
+	(void)max;
+	return cu_fail(n, "op runs in host memory, not on a GPU");
+}
+
+/* An op without a kernel of its own (cu_none): codegen/cuda.c makes a
+ * constant a global and a copy a transfer; grad is expanded before. */
+int
+cu_none(CuGen *g, const IrNode *n, CuLaunch *l, int max)
+{
+	(void)g;
+	(void)l;
+	(void)max;
+	return cu_fail(n, "op has no GPU kernel");
+}
+
+int
+cu_gen_concat(CuGen *g, const IrNode *n, CuLaunch *l, int max)
+{
+	return gen_join(g, n, 0, l, max);
+}
+
+int
+cu_gen_stack(CuGen *g, const IrNode *n, CuLaunch *l, int max)
+{
+	return gen_join(g, n, 1, l, max);
+}
+
+/* The generator of every op: stdlib/ops.def's gpu column. */
+static CuGenFn *const cu_gen[OP__COUNT] = {
+#define OP(name, nin, nout, flags, attrs, types, cost, fold, grad, cpu, gpu) \
+	[OP_##name] = gpu,
+#include "stdlib/ops.def"
+};
+
 int
 cu_has_kernel(OpKind op)
 {
-	switch (op) {
-	case OP_variable: case OP_assign: case OP_assign_add:
-	case OP_assign_sub: case OP_var_initialized: case OP_random_draw:
-	case OP_send: case OP_recv: case OP_input:
-	case OP_apply: case OP_after:
-		return 0;
-	default:
-		return (unsigned)op < OP__COUNT;
-	}
+	return (unsigned)op < OP__COUNT && cu_gen[op] != cu_host;
 }
 
 int
@@ -1436,41 +1473,5 @@ cu_gen_node(CuGen *g, const IrNode *n, CuLaunch *l, int max)
 	for (int k = 0; k < n->nin; k++)
 		if (!cu_dt_ok(n->in[k]->dtype))
 			return cu_fail(n, "no GPU kernel for an input's dtype");
-	switch (n->op) {
-	case OP_matmul:
-		return cu_gen_matmul(g, n, l, max);
-	case OP_fused:
-		return gen_fused(g, n, l);
-	case OP_reduce_sum: case OP_reduce_mean: case OP_reduce_prod:
-	case OP_reduce_max: case OP_reduce_min: case OP_argmax:
-	case OP_argmin:
-		return cu_gen_reduce(g, n, l, max);
-	case OP_softmax: case OP_log_softmax:
-		return cu_gen_softmax(g, n, l);
-	case OP_softmax_cross_entropy:
-		return cu_gen_xent(g, n, l);
-	case OP_zeros: case OP_ones: case OP_fill: case OP_zeros_like:
-	case OP_ones_like:
-		return gen_fill(g, n, l);
-	case OP_range:
-		return gen_range(g, n, l);
-	case OP_one_hot:
-		return gen_one_hot(g, n, l);
-	case OP_random_uniform: case OP_random_normal:
-		return gen_random(g, n, l);
-	case OP_transpose:
-		return gen_transpose(g, n, l);
-	case OP_reshape:
-		return gen_reshape(g, n, l);
-	case OP_slice:
-		return gen_slice(g, n, l);
-	case OP_concat:
-		return gen_join(g, n, 0, l, max);
-	case OP_stack:
-		return gen_join(g, n, 1, l, max);
-	default:
-		if (op_info[n->op].flags & OPF_ELEMWISE)
-			return gen_elem(g, n, l);
-		return cu_fail(n, "op has no GPU kernel");
-	}
+	return cu_gen[n->op](g, n, l, max);
 }

@@ -612,7 +612,7 @@ cu_reduce_scratch(const IrNode *n)
 
 /* One warp (rows up to 256) or one block per row of the last axis. */
 int
-cu_gen_softmax(CuGen *g, const IrNode *n, CuLaunch *l)
+cu_gen_softmax(CuGen *g, const IrNode *n, CuLaunch *l, int max)
 {
 	TfgDtype t = n->dtype;
 	const char *T = cu_ctype(t), *S = cu_sfx(t);
@@ -621,6 +621,7 @@ cu_gen_softmax(CuGen *g, const IrNode *n, CuLaunch *l)
 	CuStr s = {0};
 	const char *red[2] = {"maximum", "add"};
 
+	(void)max;
 	if (n->shape.rank < 1 || !cu_is_float(t) ||
 	    (n->fuse ? !cu_fuse_ok(n->fuse, n->nin) ||
 	     n->fuse->ops[n->fuse->n - 1].dtype != t ||
@@ -747,7 +748,7 @@ row_fold(CuStr *s, int warp, const char *v, const char *op, const char *S)
 /* softmax_cross_entropy: one warp (rows up to 256) or one block per row
  * of the logits' last axis, as softmax. */
 int
-cu_gen_xent(CuGen *g, const IrNode *n, CuLaunch *l)
+cu_gen_xent(CuGen *g, const IrNode *n, CuLaunch *l, int max)
 {
 	TfgDtype t = n->dtype;
 	const char *T = cu_ctype(t), *S = cu_sfx(t);
@@ -756,6 +757,7 @@ cu_gen_xent(CuGen *g, const IrNode *n, CuLaunch *l)
 	int warp;
 	CuStr s = {0};
 
+	(void)max;
 	if (!x || x->shape.rank < 1 || !cu_is_float(t) || x->dtype != t ||
 	    n->in[1]->dtype != t || !tfg_shape_eq(&n->in[1]->shape, &x->shape))
 		return cu_fail(n, "softmax_cross_entropy needs float logits of "

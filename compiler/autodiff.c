@@ -7,8 +7,8 @@
  * The pass, between check and place, expands each in graph order: the
  * nodes on a path from x to y (y depends on them, they depend on x) are
  * walked from y back to x, each adding to its inputs' adjoints by the
- * gradient rule of its op (below, one case per OPF_DIFF op of
- * stdlib/ops.def), starting from 1 for y.  Every backward node is made
+ * gradient rule of its op (below: stdlib/ops.def's grad column names
+ * one per op), starting from 1 for y.  Every backward node is made
  * by the IR builders (compiler/build.c), with the device request of the
  * forward node it differentiates, so that placement keeps the backward
  * pass next to the forward values it reads.  The new nodes go just before
@@ -166,129 +166,272 @@ kept_shape(const IrNode *x, uint32_t axes)
 
 /* ------------------------------------------------------------ the rules */
 
-/* The adjoint of operand k of n (whose value is n, adjoint g), before it
- * is summed over the axes n broadcast it along: the elementwise ops. */
-static IrNode *
-elem_rule(Ad *a, IrNode *n, IrNode *g, int k)
-{
-	IrNode *x = n->in[0], *y = n->nin > 1 ? n->in[1] : NULL;
-	TfgDtype t = n->dtype;
-	IrNode *zero, *one, *m;
+/* A rule gives the adjoint of operand k of n (whose value is n, adjoint
+ * g), of the operand's dtype; an elementwise op's before it is summed
+ * over the axes n broadcast the operand along (rule() does that).
+ * stdlib/ops.def's grad column names each op's rule; d_none, the rule of
+ * ops without a gradient, is never called: OPF_DIFF is unset for them. */
+typedef IrNode *GradRule(Ad *a, IrNode *n, IrNode *g, int k);
+#define OP(name, nin, nout, flags, attrs, types, cost, fold, grad, cpu, gpu) \
+	static GradRule grad;
+#include "stdlib/ops.def"
 
-	switch (n->op) {
-	case OP_add:
-		return g;
-	case OP_sub:
-		return k == 0 ? g : un(a, OP_neg, g);
-	case OP_mul:
-		return bin(a, OP_mul, g, k == 0 ? y : x);
-	case OP_div: /* d/dy x/y = -(x/y)/y */
-		if (k == 0)
-			return bin(a, OP_div, g, y);
-		return un(a, OP_neg, bin(a, OP_mul, g,
-					 bin(a, OP_div, n, y)));
-	case OP_neg:
-		return un(a, OP_neg, g);
-	case OP_exp:
-		return bin(a, OP_mul, g, n);
-	case OP_log:
-		return bin(a, OP_div, g, x);
-	case OP_sqrt: /* 1 / (2 sqrt(x)) */
-		return bin(a, OP_div, g, bin(a, OP_add, n, n));
-	case OP_tanh: /* 1 - tanh^2 */
-		one = scalar(a, t, 1);
-		return bin(a, OP_mul, g, bin(a, OP_sub, one,
-					     bin(a, OP_mul, n, n)));
-	case OP_sigmoid: /* s (1 - s) */
-		one = scalar(a, t, 1);
-		return bin(a, OP_mul, g, bin(a, OP_mul, n,
-					     bin(a, OP_sub, one, n)));
-	case OP_relu: /* 0 at x <= 0 */
-		zero = scalar(a, t, 0);
-		return sel(a, bin(a, OP_greater, x, zero), g, zero);
-	case OP_abs: /* sign(x): 0 at 0 */
-		zero = scalar(a, t, 0);
-		return sel(a, bin(a, OP_greater, x, zero), g,
-			   sel(a, bin(a, OP_less, x, zero), un(a, OP_neg, g),
-			       zero));
-	case OP_pow:
-		/* d/dx x**y = y x**(y-1); d/dy = x**y log(x), 0 where
-		   x <= 0 (TF's rule: log is only defined there) */
-		if (k == 0) {
-			one = scalar(a, t, 1);
-			return bin(a, OP_mul, g, bin(a, OP_mul, y,
-				   bin(a, OP_pow, x, bin(a, OP_sub, y, one))));
-		}
-		zero = scalar(a, t, 0);
-		return bin(a, OP_mul, bin(a, OP_mul, g, n),
-			   sel(a, bin(a, OP_greater, x, zero),
-			       un(a, OP_log, x), zero));
-	case OP_maximum:
-	case OP_minimum:
-		/* to the operand chosen; a tie goes to the first (TF) */
-		zero = scalar(a, t, 0);
-		m = bin(a, n->op == OP_maximum ? OP_greater_equal
-						: OP_less_equal, x, y);
-		return k == 0 ? sel(a, m, g, zero) : sel(a, m, zero, g);
-	case OP_where: /* to the branch chosen; none to the condition */
-		zero = scalar(a, t, 0);
-		return k == 1 ? sel(a, x, g, zero) : sel(a, x, zero, g);
-	case OP_cast: /* float to float: back */
-		return cast(a, g, x->dtype);
-	default:
-		return NULL;
-	}
+static IrNode *
+d_none(Ad *a, IrNode *n, IrNode *g, int k)
+{
+	(void)g;
+	(void)k;
+	diag_error(a->p->diag, a->g->loc, "internal error: no gradient rule "
+		   "for '%s'", op_info[n->op].name);
+	a->fail = 1;
+	return NULL;
 }
 
-/* reduce_*: the adjoint of the input x of reduction n. */
 static IrNode *
-reduce_rule(Ad *a, IrNode *n, IrNode *g)
+d_add(Ad *a, IrNode *n, IrNode *g, int k)
 {
-	IrNode *x = n->in[0], *gk, *yk, *m, *zero, *one, *z, *at0, *else0;
-	TfgShape ks = kept_shape(x, n->axes);
-	TfgDtype t = x->dtype;
+	(void)a;
+	(void)n;
+	(void)k;
+	return g;
+}
+
+static IrNode *
+d_sub(Ad *a, IrNode *n, IrNode *g, int k)
+{
+	(void)n;
+	return k == 0 ? g : un(a, OP_neg, g);
+}
+
+static IrNode *
+d_mul(Ad *a, IrNode *n, IrNode *g, int k)
+{
+	return bin(a, OP_mul, g, n->in[1 - k]);
+}
+
+/* d/dy x/y = -(x/y)/y */
+static IrNode *
+d_div(Ad *a, IrNode *n, IrNode *g, int k)
+{
+	IrNode *y = n->in[1];
+
+	if (k == 0)
+		return bin(a, OP_div, g, y);
+	return un(a, OP_neg, bin(a, OP_mul, g, bin(a, OP_div, n, y)));
+}
+
+static IrNode *
+d_neg(Ad *a, IrNode *n, IrNode *g, int k)
+{
+	(void)n;
+	(void)k;
+	return un(a, OP_neg, g);
+}
+
+static IrNode *
+d_exp(Ad *a, IrNode *n, IrNode *g, int k)
+{
+	(void)k;
+	return bin(a, OP_mul, g, n);
+}
+
+static IrNode *
+d_log(Ad *a, IrNode *n, IrNode *g, int k)
+{
+	(void)k;
+	return bin(a, OP_div, g, n->in[0]);
+}
+
+/* 1 / (2 sqrt(x)) */
+static IrNode *
+d_sqrt(Ad *a, IrNode *n, IrNode *g, int k)
+{
+	(void)k;
+	return bin(a, OP_div, g, bin(a, OP_add, n, n));
+}
+
+/* 1 - tanh^2 */
+static IrNode *
+d_tanh(Ad *a, IrNode *n, IrNode *g, int k)
+{
+	IrNode *one = scalar(a, n->dtype, 1);
+
+	(void)k;
+	return bin(a, OP_mul, g, bin(a, OP_sub, one, bin(a, OP_mul, n, n)));
+}
+
+/* s (1 - s) */
+static IrNode *
+d_sigmoid(Ad *a, IrNode *n, IrNode *g, int k)
+{
+	IrNode *one = scalar(a, n->dtype, 1);
+
+	(void)k;
+	return bin(a, OP_mul, g, bin(a, OP_mul, n, bin(a, OP_sub, one, n)));
+}
+
+/* 0 at x <= 0 */
+static IrNode *
+d_relu(Ad *a, IrNode *n, IrNode *g, int k)
+{
+	IrNode *zero = scalar(a, n->dtype, 0);
+
+	(void)k;
+	return sel(a, bin(a, OP_greater, n->in[0], zero), g, zero);
+}
+
+/* sign(x): 0 at 0 */
+static IrNode *
+d_abs(Ad *a, IrNode *n, IrNode *g, int k)
+{
+	IrNode *x = n->in[0], *zero = scalar(a, n->dtype, 0);
+
+	(void)k;
+	return sel(a, bin(a, OP_greater, x, zero), g,
+		   sel(a, bin(a, OP_less, x, zero), un(a, OP_neg, g), zero));
+}
+
+/* d/dx x**y = y x**(y-1); d/dy = x**y log(x), 0 where x <= 0 (TF's rule:
+ * log is only defined there) */
+static IrNode *
+d_pow(Ad *a, IrNode *n, IrNode *g, int k)
+{
+	IrNode *x = n->in[0], *y = n->in[1], *one, *zero;
+	TfgDtype t = n->dtype;
+
+	if (k == 0) {
+		one = scalar(a, t, 1);
+		return bin(a, OP_mul, g, bin(a, OP_mul, y,
+			   bin(a, OP_pow, x, bin(a, OP_sub, y, one))));
+	}
+	zero = scalar(a, t, 0);
+	return bin(a, OP_mul, bin(a, OP_mul, g, n),
+		   sel(a, bin(a, OP_greater, x, zero), un(a, OP_log, x),
+		       zero));
+}
+
+/* maximum, minimum: to the operand chosen; a tie goes to the first (TF) */
+static IrNode *
+d_maxmin(Ad *a, IrNode *n, IrNode *g, int k)
+{
+	IrNode *zero = scalar(a, n->dtype, 0);
+	IrNode *m = bin(a, n->op == OP_maximum ? OP_greater_equal
+					       : OP_less_equal,
+			n->in[0], n->in[1]);
+
+	return k == 0 ? sel(a, m, g, zero) : sel(a, m, zero, g);
+}
+
+/* to the branch chosen; none to the condition */
+static IrNode *
+d_where(Ad *a, IrNode *n, IrNode *g, int k)
+{
+	IrNode *zero = scalar(a, n->dtype, 0);
+
+	return k == 1 ? sel(a, n->in[0], g, zero)
+		      : sel(a, n->in[0], zero, g);
+}
+
+/* float to float: back */
+static IrNode *
+d_cast(Ad *a, IrNode *n, IrNode *g, int k)
+{
+	(void)k;
+	return cast(a, g, n->in[0]->dtype);
+}
+
+/* reduce_*: g reshaped to the reduction's keepdims shape, the first
+ * node of each rule below (so a rule's nodes come in one order). */
+static IrNode *
+kept_adjoint(Ad *a, IrNode *n, IrNode *g)
+{
+	TfgShape ks = kept_shape(n->in[0], n->axes);
+
+	return reshape(a, g, &ks);
+}
+
+static IrNode *
+d_reduce_sum(Ad *a, IrNode *n, IrNode *g, int k)
+{
+	(void)k;
+	return bcast(a, kept_adjoint(a, n, g), &n->in[0]->shape);
+}
+
+static IrNode *
+d_reduce_mean(Ad *a, IrNode *n, IrNode *g, int k)
+{
+	IrNode *x = n->in[0], *gk = kept_adjoint(a, n, g);
 	double count = 1;
 
-	gk = reshape(a, g, &ks);
-	switch (n->op) {
-	case OP_reduce_sum:
-		return bcast(a, gk, &x->shape);
-	case OP_reduce_mean:
-		for (int k = 0; k < x->shape.rank; k++)
-			if (n->axes >> k & 1)
-				count *= (double)x->shape.dims[k];
-		return bcast(a, bin(a, OP_div, gk, scalar(a, t, count)),
-			     &x->shape);
-	case OP_reduce_max:
-	case OP_reduce_min:
-		/* split evenly among the positions equal to the result (TF) */
-		yk = reshape(a, n, &ks);
-		m = cast(a, bin(a, OP_equal, x, yk), t);
-		return bin(a, OP_mul, m, bin(a, OP_div, gk,
-			   reduce(a, OP_reduce_sum, m, n->axes, 1)));
-	case OP_reduce_prod:
-		/* the product of the others: prod / x where no x is 0; with
-		   one 0, the product of the nonzero ones at the 0 and 0
-		   elsewhere; with two or more, 0 */
-		zero = scalar(a, t, 0);
-		one = scalar(a, t, 1);
-		m = bin(a, OP_equal, x, zero);
-		yk = reduce(a, OP_reduce_prod, sel(a, m, one, x), n->axes, 1);
-		gk = bin(a, OP_mul, gk, yk);
-		z = reduce(a, OP_reduce_sum, cast(a, m, t), n->axes, 1);
-		at0 = sel(a, bin(a, OP_equal, z, one), gk, zero);
-		else0 = sel(a, bin(a, OP_equal, z, zero), bin(a, OP_div, gk, x),
-			    zero);
-		return bcast(a, sel(a, m, at0, else0), &x->shape);
-	default:
-		return NULL;
-	}
+	(void)k;
+	for (int i = 0; i < x->shape.rank; i++)
+		if (n->axes >> i & 1)
+			count *= (double)x->shape.dims[i];
+	return bcast(a, bin(a, OP_div, gk, scalar(a, x->dtype, count)),
+		     &x->shape);
 }
 
-/* softmax_cross_entropy n of logits x and labels l: the adjoint of
- * operand k, g broadcast back over the last axis. */
+/* reduce_max, reduce_min: split evenly among the positions equal to the
+ * result (TF) */
 static IrNode *
-xent_rule(Ad *a, IrNode *n, IrNode *g, int k)
+d_reduce_maxmin(Ad *a, IrNode *n, IrNode *g, int k)
+{
+	IrNode *x = n->in[0], *gk = kept_adjoint(a, n, g), *m;
+	TfgShape ks = kept_shape(x, n->axes);
+
+	(void)k;
+	m = cast(a, bin(a, OP_equal, x, reshape(a, n, &ks)), x->dtype);
+	return bin(a, OP_mul, m, bin(a, OP_div, gk,
+		   reduce(a, OP_reduce_sum, m, n->axes, 1)));
+}
+
+/* the product of the others: prod / x where no x is 0; with one 0, the
+ * product of the nonzero ones at the 0 and 0 elsewhere; with two or
+ * more, 0 */
+static IrNode *
+d_reduce_prod(Ad *a, IrNode *n, IrNode *g, int k)
+{
+	IrNode *x = n->in[0], *gk = kept_adjoint(a, n, g), *yk, *m, *z;
+	TfgDtype t = x->dtype;
+	IrNode *zero = scalar(a, t, 0), *one = scalar(a, t, 1), *at0, *else0;
+
+	(void)k;
+	m = bin(a, OP_equal, x, zero);
+	yk = reduce(a, OP_reduce_prod, sel(a, m, one, x), n->axes, 1);
+	gk = bin(a, OP_mul, gk, yk);
+	z = reduce(a, OP_reduce_sum, cast(a, m, t), n->axes, 1);
+	at0 = sel(a, bin(a, OP_equal, z, one), gk, zero);
+	else0 = sel(a, bin(a, OP_equal, z, zero), bin(a, OP_div, gk, x), zero);
+	return bcast(a, sel(a, m, at0, else0), &x->shape);
+}
+
+/* s (g - sum(g s)) over the last axis */
+static IrNode *
+d_softmax(Ad *a, IrNode *n, IrNode *g, int k)
+{
+	IrNode *s = bin(a, OP_mul, g, n);
+
+	(void)k;
+	s = reduce(a, OP_reduce_sum, s, 1u << (n->shape.rank - 1), 1);
+	return bin(a, OP_mul, n, bin(a, OP_sub, g, s));
+}
+
+/* g - softmax(x) sum(g) */
+static IrNode *
+d_log_softmax(Ad *a, IrNode *n, IrNode *g, int k)
+{
+	IrNode *s = reduce(a, OP_reduce_sum, g, 1u << (n->shape.rank - 1), 1);
+
+	(void)k;
+	return bin(a, OP_sub, g, bin(a, OP_mul, put(a, ir_softmax(a->p, at(a),
+			  OP_softmax, n->in[0])), s));
+}
+
+/* softmax_cross_entropy n of logits x and labels l, g broadcast back over
+ * the last axis (as TF 2): logits (softmax(x) sum(l) - l) g, labels
+ * -log_softmax(x) g. */
+static IrNode *
+d_xent(Ad *a, IrNode *n, IrNode *g, int k)
 {
 	IrNode *x = n->in[0], *l = n->in[1], *s;
 	TfgShape sk = x->shape;
@@ -326,12 +469,12 @@ matmul(Ad *a, IrNode *x, IrNode *y)
 	return x && y ? put(a, ir_matmul(a->p, at(a), x, y)) : NULL;
 }
 
-/* matmul n = x @ y: the adjoint of operand k.  A rank-1 operand is
- * a matrix of one row (x) or one column (y), as NumPy treats it, and the
- * adjoint of the product then has that axis back; each operand's adjoint
- * is summed over the batch axes it was broadcast along. */
+/* matmul n = x @ y.  A rank-1 operand is a matrix of one row (x) or one
+ * column (y), as NumPy treats it, and the adjoint of the product then has
+ * that axis back; each operand's adjoint is summed over the batch axes it
+ * was broadcast along. */
 static IrNode *
-matmul_rule(Ad *a, IrNode *n, IrNode *g, int k)
+d_matmul(Ad *a, IrNode *n, IrNode *g, int k)
 {
 	IrNode *x = n->in[0], *y = n->in[1], *x2 = x, *y2 = y, *g2, *d;
 	int rx = x->shape.rank, ry = y->shape.rank;
@@ -361,14 +504,33 @@ matmul_rule(Ad *a, IrNode *n, IrNode *g, int k)
 	return reshape(a, d, k == 0 ? &x->shape : &y->shape);
 }
 
+static IrNode *
+d_transpose(Ad *a, IrNode *n, IrNode *g, int k)
+{
+	int inv[TFG_MAX_RANK];
+
+	(void)k;
+	for (int i = 0; i < n->shape.rank; i++)
+		inv[n->ax->perm[i]] = i;
+	return put(a, ir_transpose(a->p, at(a), g, inv));
+}
+
+static IrNode *
+d_reshape(Ad *a, IrNode *n, IrNode *g, int k)
+{
+	(void)k;
+	return reshape(a, g, &n->in[0]->shape);
+}
+
 /* slice n of x: g, with n's dropped axes back, padded with zeros to x's
  * shape axis by axis (concat of zeros before and after). */
 static IrNode *
-slice_rule(Ad *a, IrNode *n, IrNode *g)
+d_slice(Ad *a, IrNode *n, IrNode *g, int k)
 {
 	IrNode *x = n->in[0];
 	TfgShape s = x->shape;
 
+	(void)k;
 	for (int i = 0; i < s.rank; i++)
 		s.dims[i] = n->ax->size[i];
 	g = reshape(a, g, &s);
@@ -398,10 +560,9 @@ slice_rule(Ad *a, IrNode *n, IrNode *g)
 	return g;
 }
 
-/* concat or stack n: the adjoint of its operand k, the slice of g where
- * it went. */
+/* concat or stack n: the slice of g where operand k went. */
 static IrNode *
-join_rule(Ad *a, IrNode *n, IrNode *g, int k)
+d_join(Ad *a, IrNode *n, IrNode *g, int k)
 {
 	int64_t begin[TFG_MAX_RANK] = {0}, size[TFG_MAX_RANK];
 	uint32_t squeeze = 0;
@@ -420,52 +581,22 @@ join_rule(Ad *a, IrNode *n, IrNode *g, int k)
 	return put(a, ir_slice(a->p, at(a), g, begin, size, squeeze));
 }
 
+static GradRule *const grad_rule[OP__COUNT] = {
+#define OP(name, nin, nout, flags, attrs, types, cost, fold, grad, cpu, gpu) \
+	[OP_##name] = grad,
+#include "stdlib/ops.def"
+};
+
 /* The adjoint of operand k of n, n's adjoint being g: of the operand's
  * shape and dtype. */
 static IrNode *
 rule(Ad *a, IrNode *n, IrNode *g, int k)
 {
-	IrNode *x = n->in[k], *s;
-	int inv[TFG_MAX_RANK];
+	IrNode *d = grad_rule[n->op](a, n, g, k);
 
-	switch (n->op) {
-	case OP_reduce_sum: case OP_reduce_mean: case OP_reduce_prod:
-	case OP_reduce_max: case OP_reduce_min:
-		return reduce_rule(a, n, g);
-	case OP_softmax: /* s (g - sum(g s)) over the last axis */
-		s = bin(a, OP_mul, g, n);
-		s = reduce(a, OP_reduce_sum, s, 1u << (n->shape.rank - 1), 1);
-		return bin(a, OP_mul, n, bin(a, OP_sub, g, s));
-	case OP_log_softmax: /* g - softmax(x) sum(g) */
-		s = reduce(a, OP_reduce_sum, g, 1u << (n->shape.rank - 1), 1);
-		return bin(a, OP_sub, g, bin(a, OP_mul, put(a, ir_softmax(
-				  a->p, at(a), OP_softmax, x)), s));
-	case OP_softmax_cross_entropy:
-		/* logits: (softmax(x) sum(l) - l) g; labels: -log_softmax(x)
-		   g, g with the last axis back (as TF 2) */
-		return xent_rule(a, n, g, k);
-	case OP_matmul:
-		return matmul_rule(a, n, g, k);
-	case OP_transpose:
-		for (int i = 0; i < n->shape.rank; i++)
-			inv[n->ax->perm[i]] = i;
-		return put(a, ir_transpose(a->p, at(a), g, inv));
-	case OP_reshape:
-		return reshape(a, g, &x->shape);
-	case OP_slice:
-		return slice_rule(a, n, g);
-	case OP_concat:
-	case OP_stack:
-		return join_rule(a, n, g, k);
-	default:
-		if (!(op_info[n->op].flags & OPF_ELEMWISE))
-			break;
-		return unbroadcast(a, elem_rule(a, n, g, k), &x->shape);
-	}
-	diag_error(a->p->diag, a->g->loc, "internal error: no gradient rule "
-		   "for '%s'", op_info[n->op].name);
-	a->fail = 1;
-	return NULL;
+	if (op_info[n->op].flags & OPF_ELEMWISE)
+		return unbroadcast(a, d, &n->in[k]->shape);
+	return d;
 }
 
 /* ------------------------------------------------------------- the pass */

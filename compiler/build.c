@@ -54,14 +54,6 @@ is_float(TfgDtype t)
 
 /* -------------------------------------------------------- elementwise */
 
-static int
-is_compare(OpKind op)
-{
-	return op == OP_equal || op == OP_not_equal || op == OP_less ||
-	       op == OP_less_equal || op == OP_greater ||
-	       op == OP_greater_equal;
-}
-
 IrNode *
 ir_binary(Program *p, SrcLoc loc, OpKind op, IrNode *a, IrNode *b)
 {
@@ -81,12 +73,8 @@ ir_binary(Program *p, SrcLoc loc, OpKind op, IrNode *a, IrNode *b)
 		return NULL;
 	}
 	/* strings only compare equal or not (the checker computes them);
-	   bools do no arithmetic */
-	if ((a->dtype == TFG_STRING && op != OP_equal &&
-	     op != OP_not_equal) ||
-	    (a->dtype == TFG_BOOL && (op == OP_add || op == OP_sub ||
-				      op == OP_mul || op == OP_div ||
-				      op == OP_mod || op == OP_pow))) {
+	   bools do no arithmetic (stdlib/ops.def's types) */
+	if (!op_takes(op, a->dtype)) {
 		diag_error(p->diag, loc, "'%s' does not take %s operands",
 			   op_info[op].name, tfg_dtype_name(a->dtype));
 		return NULL;
@@ -97,7 +85,8 @@ ir_binary(Program *p, SrcLoc loc, OpKind op, IrNode *a, IrNode *b)
 			   shape_s(p, &a->shape), shape_s(p, &b->shape));
 		return NULL;
 	}
-	n = node(p, op, loc, in, 2, is_compare(op) ? TFG_BOOL : a->dtype);
+	n = node(p, op, loc, in, 2,
+		 op_info[op].flags & OPF_BOOL ? TFG_BOOL : a->dtype);
 	n->shape = s;
 	return n;
 }
@@ -131,8 +120,6 @@ ir_where(Program *p, SrcLoc loc, IrNode *c, IrNode *a, IrNode *b)
 IrNode *
 ir_unary(Program *p, SrcLoc loc, OpKind op, IrNode *x)
 {
-	int fl = op == OP_exp || op == OP_log || op == OP_sqrt ||
-		 op == OP_tanh || op == OP_sigmoid;
 	IrNode *n;
 
 	if (op_info[op].nin != 1 || !(op_info[op].flags & OPF_ELEMWISE) ||
@@ -141,8 +128,7 @@ ir_unary(Program *p, SrcLoc loc, OpKind op, IrNode *x)
 			   "operand", op_info[op].name);
 		return NULL;
 	}
-	if (x->dtype == TFG_STRING || x->dtype == TFG_BOOL ||
-	    (fl && !is_float(x->dtype))) {
+	if (!op_takes(op, x->dtype)) {
 		diag_error(p->diag, loc, "'%s' does not take %s",
 			   op_info[op].name, type_s(p, x));
 		return NULL;

@@ -520,8 +520,8 @@ call_cast(Checker *c, AstNode *e)
 	return n;
 }
 
-/* exp log sqrt tanh sigmoid take floats; relu abs numbers
- * (spec §6.8 "Unary elementwise functions"). */
+/* exp log sqrt tanh sigmoid take floats, relu abs numbers: stdlib/ops.def's
+ * types (spec §6.8 "Unary elementwise functions"). */
 static IrNode *
 call_unary(Checker *c, AstNode *e, OpKind op)
 {
@@ -535,15 +535,15 @@ call_unary(Checker *c, AstNode *e, OpKind op)
 			   ir_type_str(c->a, x->dtype, &x->shape));
 		return NULL;
 	}
-	if (op != OP_relu && op != OP_abs && !dtype_is_float(x->dtype)) {
+	if (op_info[op].types == TY_FLOAT && !dtype_is_float(x->dtype)) {
 		diag_error(c->d, e->loc, "'%s' takes a float tensor, "
 			   "got %s", e->name,
 			   ir_type_str(c->a, x->dtype, &x->shape));
 		return NULL;
 	}
-	if (x->dtype == TFG_BOOL) {
-		diag_error(c->d, e->loc, "'%s' does not take a bool tensor",
-			   e->name);
+	if (!op_takes(op, x->dtype)) {
+		diag_error(c->d, e->loc, "'%s' does not take a %s tensor",
+			   e->name, tfg_dtype_name(x->dtype));
 		return NULL;
 	}
 	return check_elem(c, op, e->loc, &x, 1, x->dtype, &x->shape);
@@ -581,7 +581,7 @@ call_where(Checker *c, AstNode *e)
 	return check_elem(c, OP_where, e->loc, in, 3, t, &s3);
 }
 
-/* The arguments of a call that is not one of compiler/builtins.def's
+/* The arguments of a call that is not one of stdlib/ops.def's
  * (replicas(...)): no keywords (unless listed in kw, NULL-terminated)
  * and, when nin >= 0, exactly nin positional ones.  Keywords must come
  * after the positional arguments.  An unknown keyword is most often a
@@ -643,7 +643,7 @@ check_kwarg(AstNode *e, const char *name)
 	return NULL;
 }
 
-/* compiler/builtins.def names the function that checks a call and
+/* stdlib/ops.def names the function that checks a call and
  * infers its dtype and shape: check_<check>() (spec §6 "Operations"). */
 IrNode *
 check_unary(Checker *c, AstNode *e, OpKind op)
@@ -701,7 +701,7 @@ static const struct {
 } builtins[] = {
 #define CALL(name, op, check, sig, sec)                                      \
 	{#name, OP_##op, check_##check, sig, sec},
-#include "compiler/builtins.def"
+#include "stdlib/ops.def"
 };
 
 int
@@ -730,6 +730,12 @@ builtin_info(int f, const char **name, const char **sig, const char **sec)
 	*sig = builtins[f].sig;
 	*sec = builtins[f].sec;
 	return 0;
+}
+
+OpKind
+builtin_op(int f)
+{
+	return builtins[f].op;
 }
 
 const char *

@@ -34,10 +34,34 @@ typedef enum {
 typedef struct OpInfo {
 	const char *name;
 	int nin, nout;
-	int flags; /* OPF_* from stdlib/ops.def */
-	int attrs; /* A_*: its static arguments (compiler/attr.c) */
+	int flags;      /* OPF_* from stdlib/ops.def, with OPF_HOST and
+			   OPF_DIFF from its gpu and grad columns */
+	int attrs;      /* A_*: its static arguments (compiler/attr.c) */
+	unsigned types; /* TY_*: a bit per dtype its operands may have */
+	int cost;       /* an element's cost in additions (elementwise) */
+	int fold;       /* FOLD_*: what constant folding computes */
 } OpInfo;
 extern const OpInfo op_info[OP__COUNT];
+
+/* The flags ops.def's gpu and grad columns imply.  OP_PROBE(x) is 1 when
+ * the token x is cu_host or d_none, 0 for any other name: the
+ * preprocessor's probe idiom (OP_PROBE_cu_host expands to two
+ * arguments, which moves the 1 into second place). */
+#define OP_PROBE_cu_host ~, 1
+#define OP_PROBE_d_none  ~, 1
+#define OP_SECOND_(a, b, ...) b
+#define OP_SECOND(...) OP_SECOND_(__VA_ARGS__)
+#define OP_PROBE(x) OP_SECOND(OP_PROBE_##x, 0, ~)
+#define OP_FLAGS(flags, grad, gpu)                                      \
+	((flags) | (OP_PROBE(gpu) ? OPF_HOST : 0) |                    \
+	 (OP_PROBE(grad) ? 0 : OPF_DIFF))
+
+/* Whether op's operands may be of dtype t (ops.def's types column). */
+static inline int
+op_takes(OpKind op, TfgDtype t)
+{
+	return (unsigned)t < 32 && (op_info[op].types >> t & 1u);
+}
 
 /* ----------------------------------------------------------------- devices */
 

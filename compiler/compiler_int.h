@@ -418,7 +418,7 @@ IrNode *check_lit_node(Checker *c, AstNode *e, Lit l, TfgDtype t);
  * number of positional arguments, or -1 (reported). */
 int check_args(Checker *c, AstNode *e, int nin, const char *const *kw);
 /* sig.c: binds the arguments of call e, a graph function of
- * compiler/builtins.def, to its signature (positional in its order, by
+ * stdlib/ops.def, to its signature (positional in its order, by
  * keyword under any of a parameter's names) and rewrites them in place
  * into the canonical form the checkers read: the leading parameters
  * without a default positional, every other one given as name= under
@@ -434,6 +434,10 @@ const char *sig_show(char *buf, size_t size, const char *sig);
 /* tfgc help --ops: the markdown table of every graph function's
  * signature (spec §6.7.1 "Signatures"). */
 void sig_table(FILE *f);
+/* The table of spec §6.7.2 "Op facts": per function, from stdlib/ops.def,
+ * the dtypes it takes, whether a gradient flows through it, whether it
+ * has a GPU kernel and whether it is folded. */
+void op_facts_table(FILE *f);
 AstNode *check_kwarg(AstNode *e, const char *name);
 
 /* ops_shape.c: list values (spec §6.22 "split and lists").  check_list_sym:
@@ -457,12 +461,12 @@ void *check_str_pack(Arena *a, int64_t n, const char *const *s,
 IrNode *check_string_lit(Checker *c, AstNode *e);
 void check_strings(Checker *c);
 
-/* The checker of each function a graph may call (compiler/builtins.def):
+/* The checker of each function a graph may call (stdlib/ops.def):
  * check_<check>(c, call, op) returns the node or NULL (reported). */
 #define CALL(name, op, check, sig, sec)                                      \
 	IrNode *check_##check(Checker *c, AstNode *e, OpKind op);
-#include "compiler/builtins.def"
-/* The index of a graph function of compiler/builtins.def, or -1. */
+#include "stdlib/ops.def"
+/* The index of a graph function of stdlib/ops.def, or -1. */
 int builtin_lookup(const char *name);
 /* The built-in function nearest to name by edit distance, when near
  * enough to be a typo of it, else NULL; check_nearest: the same among
@@ -477,14 +481,16 @@ int habit_report(Checker *c, AstNode *e);
  * (run([a, b]) is run(a, b); run(reduce_sum(y)) needs the value named in
  * the graph). */
 void habit_fetch(Checker *c, AstNode *f);
-/* The parameters of graph function name as compiler/builtins.def writes
+/* The parameters of graph function name as stdlib/ops.def writes
  * them ("x|input_tensor, axis|reduction_indices=, ..."), or NULL for any
  * other name. */
 const char *builtin_signature(const char *name);
-/* Function f of compiler/builtins.def (from 0): its name, signature and
+/* Function f of stdlib/ops.def (from 0): its name, signature and
  * section; -1 past the last. */
 int builtin_info(int f, const char **name, const char **sig,
 		 const char **sec);
+/* The op function f builds (OP_const: constants or other ops only). */
+OpKind builtin_op(int f);
 const char *check_nearest(const char *name, const char *const *cand, int n);
 
 

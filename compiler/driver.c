@@ -151,6 +151,7 @@ parse_args(Args *a, int argc, char **argv, Arena *ar)
 		case OPT_VERSION:
 		case OPT_MAN:
 		case OPT_OPS:
+		case OPT_OP_FACTS:
 			break; /* tfgc_main, help_main answered them */
 		case OPT_LOG_PLACEMENT:
 			a->log_placement = 1;

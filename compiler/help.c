@@ -13,6 +13,10 @@
  *   tfgc help --ops                  the graph functions' signatures as
  *                                    spec §6.7.1 "Signatures" has them
  *                                    (compiler/sig.c; make lint compares)
+ *   tfgc help --op-facts             their dtypes, gradients, GPU kernels
+ *                                    and folding, as the spec's table of
+ *                                    §6.7.2 "Op facts" has them (make
+ *                                    check-ops compares)
  *
  * Text is filled to 79 columns here, and by troff in the man page, so
  * the table holds each paragraph as one string.
@@ -495,6 +499,10 @@ help_main(int argc, char **argv)
 	}
 	if (o && o->id == OPT_OPS) {
 		sig_table(stdout);
+		return 0;
+	}
+	if (o && o->id == OPT_OP_FACTS) {
+		op_facts_table(stdout);
 		return 0;
 	}
 	if (o && o->id == OPT_HELP) {

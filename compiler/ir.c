@@ -13,8 +13,9 @@
 #include "compiler/compiler_int.h"
 
 const OpInfo op_info[OP__COUNT] = {
-#define OP(name, nin, nout, flags, attrs)                                      \
-	[OP_##name] = {#name, nin, nout, flags, attrs},
+#define OP(name, nin, nout, flags, attrs, types, cost, fold, grad, cpu, gpu) \
+	[OP_##name] = {#name, nin, nout, OP_FLAGS(flags, grad, gpu), attrs,    \
+		       types, cost, fold},
 #include "stdlib/ops.def"
 };
 

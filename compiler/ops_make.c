@@ -3,7 +3,7 @@
  * (spec §6.13 "zeros, ones, fill" to §6.17 "random_uniform, random_normal"):
  * zeros ones fill zeros_like ones_like range one_hot random_uniform
  * random_normal, reached through check_make() from the check column of
- * compiler/builtins.def.
+ * stdlib/ops.def.
  *
  * A maker's shape is static (a list literal, or the shape of another
  * value), and so are its scalar arguments: they are checked here and kept

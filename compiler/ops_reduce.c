@@ -2,7 +2,7 @@
  * compiler/ops_reduce.c: the checkers of the reductions
  * (spec §6.5 "Reductions") and of softmax / log_softmax
  * (spec §6.5.5 "softmax, log_softmax"), named by the check column of
- * compiler/builtins.def:
+ * stdlib/ops.def:
  *
  *   check_reduce     reduce_sum reduce_mean reduce_max reduce_min
  *                    reduce_prod (x, axis=, keepdims=false)

@@ -21,9 +21,10 @@
  *
  * Strings are left alone: every string value, and == and != of strings,
  * is a constant already (compiler/ops_string.c).
- * Never folded: exp log sqrt tanh sigmoid, float ** and %, float maximum
- * and minimum, reductions, random makers and every other op; their values
- * come from the generated code only.  Results over FOLD_MAX_BYTES (64 KiB)
+ * stdlib/ops.def's fold column says which ops are folded (FOLD_INT: for
+ * integer results only).  Never folded: exp log sqrt tanh sigmoid, float
+ * ** and %, float maximum and minimum, reductions, random makers and
+ * every other op; their values come from the generated code only.  Results over FOLD_MAX_BYTES (64 KiB)
  * are not folded either, so zeros([100000, 100000]) is never
  * materialised at compile time: it stays a maker, filled at run time.
  * The inputs that folding leaves unused go in pass_dce.c.
@@ -134,24 +135,15 @@ ipow(TfgDtype t, int64_t a, int64_t b)
 	return wrap(t, r);
 }
 
-/* Whether op on operands of dtypes it, giving t, is folded. */
+/* Whether op, giving t, is folded: stdlib/ops.def's fold column. */
 static int
-foldable(OpKind op, TfgDtype t, const TfgDtype *it)
+foldable(OpKind op, TfgDtype t)
 {
-	int f = dtype_is_float(t);
-
-	switch (op) {
-	case OP_add: case OP_sub: case OP_mul: case OP_div: case OP_neg:
-	case OP_abs: case OP_relu:
-		return t != TFG_BOOL;
-	case OP_mod: case OP_pow: case OP_maximum: case OP_minimum:
-		return !f && t != TFG_BOOL;
-	case OP_equal: case OP_not_equal: case OP_less: case OP_less_equal:
-	case OP_greater: case OP_greater_equal:
-		return it[0] == TFG_BOOL || dtype_is_int(it[0]) ||
-		       dtype_is_float(it[0]);
-	case OP_where: case OP_cast:
+	switch (op_info[op].fold) {
+	case FOLD_ALL:
 		return 1;
+	case FOLD_INT:
+		return !dtype_is_float(t) && t != TFG_BOOL;
 	default:
 		return 0;
 	}
@@ -325,7 +317,6 @@ fold_program(Program *p)
 		IrNode *x = p->g.nodes.v[i];
 		size_t size = (size_t)tfg_shape_numel(&x->shape) *
 			      tfg_dtype_size(x->dtype);
-		TfgDtype it[3];
 		int ok = size <= FOLD_MAX_BYTES;
 		if (x->dtype == TFG_STRING ||
 		    (x->nin > 0 && x->in[0]->dtype == TFG_STRING))
@@ -333,21 +324,19 @@ fold_program(Program *p)
 		if (op_info[x->op].flags & (OPF_STATEFUL | OPF_EFFECT |
 					    OPF_RANDOM))
 			continue; /* its value is another on every run */
-		if (x->op == OP_zeros || x->op == OP_ones ||
-		    x->op == OP_zeros_like || x->op == OP_ones_like) {
-			if (!ok || x->nin != 0)
+		if (!ok || !foldable(x->op, x->dtype))
+			continue;
+		if (!(op_info[x->op].flags & OPF_ELEMWISE)) {
+			if (x->nin != 0)
 				continue;
-			fold_make(p, x, size);
+			fold_make(p, x, size); /* zeros ones *_like */
 		} else {
-			if (!(op_info[x->op].flags & OPF_ELEMWISE) ||
-			    x->nin < 1 || x->nin > 3 || !ok)
+			if (x->nin < 1 || x->nin > 3)
 				continue;
-			for (int k = 0; k < x->nin; k++) {
+			for (int k = 0; k < x->nin; k++)
 				ok &= x->in[k]->op == OP_const &&
 				      same_device(x->in[k]->dev, x->dev);
-				it[k] = x->in[k]->dtype;
-			}
-			if (!ok || !foldable(x->op, x->dtype, it))
+			if (!ok)
 				continue;
 			fold_elem(p, x, size);
 		}

@@ -32,7 +32,8 @@
  *
  * Members may have fewer elements than the root (broadcasting); codegen
  * then recomputes them per element of the root, so only cheap ops join on
- * those terms (not exp, log, tanh, sigmoid, pow, sqrt, / or %).  At most
+ * those terms (cost FUSE_CHEAP or less: not exp, log, tanh, sigmoid, pow,
+ * sqrt, / or %).  At most
  * FUSE_MAX_IN external inputs per group: codegen's loop nests carry a
  * fixed number of operands.
  *
@@ -49,7 +50,9 @@
 
 #include "compiler/compiler_int.h"
 
-enum { FUSE_MAX_IN = 12 };
+/* FUSE_CHEAP: the most an element may cost (ops.def's cost, in
+   additions) to be recomputed per element of a larger group */
+enum { FUSE_MAX_IN = 12, FUSE_CHEAP = 2 };
 
 typedef struct Fuser {
 	Program *p;
@@ -132,17 +135,12 @@ reduction(const IrNode *x)
 	}
 }
 
-/* Worth recomputing per element of a larger group. */
+/* Worth recomputing per element of a larger group (stdlib/ops.def's
+ * cost column). */
 static int
 cheap(const IrNode *x)
 {
-	switch (x->op) {
-	case OP_exp: case OP_log: case OP_tanh: case OP_sigmoid:
-	case OP_pow: case OP_sqrt: case OP_div: case OP_mod:
-		return 0;
-	default:
-		return 1;
-	}
+	return op_info[x->op].cost <= FUSE_CHEAP;
 }
 
 /* The external inputs of the group just grown (F->mem), in first-use

@@ -1,6 +1,6 @@
 /*
  * compiler/sig.c: a call's arguments bound to its function's parameters,
- * as compiler/builtins.def's signature column gives them
+ * as stdlib/ops.def's signature column gives them
  * (spec §6.7 "Calls"), and the spec's table of those signatures
  * (spec §6.7.1 "Signatures", tfgc help --ops).
  *
@@ -187,7 +187,7 @@ check_bind(Checker *c, AstNode *e)
 	int pos[MAXPARAM], np, npos = 0, nposp = 0, lead, n = 0;
 	char shown[256];
 
-	assert(sig); /* only the functions of compiler/builtins.def */
+	assert(sig); /* only the functions of stdlib/ops.def */
 	np = sig_parse(sig, p);
 	sig_show(shown, sizeof shown, sig);
 	/* the keywords first: a bracketed parameter's presence depends on
@@ -343,5 +343,49 @@ sig_table(FILE *f)
 			}
 		fprintf(f, "%s | §%.*s \"%s\" |\n", any ? "" : "—",
 			(int)(title - sec), sec, title + 1);
+	}
+}
+
+/* The dtypes of ops.def's types column, in words. */
+static const char *
+types_words(unsigned t)
+{
+	if (t == TY_FLOAT)
+		return "float";
+	if (t == TY_NUM)
+		return "numbers";
+	if (t == TY_BOOLNUM)
+		return "numbers, bool";
+	return "any";
+}
+
+void
+op_facts_table(FILE *f)
+{
+	const char *name, *sig, *sec;
+
+	fputs("| function | operands | gradient | GPU | folded |\n"
+	      "|---|---|---|---|---|\n", f);
+	for (int i = 0; builtin_info(i, &name, &sig, &sec) == 0; i++) {
+		OpKind op = builtin_op(i);
+		const OpInfo *o = &op_info[op];
+
+		if (op == OP_const) {
+			fprintf(f, "| `%s` | any | — | — | to %s |\n", name,
+				strcmp(name, "split") ? "a constant" : "slices");
+			continue;
+		}
+		if (op == OP_grad) { /* expanded before placement */
+			fprintf(f, "| `%s` | float | its expansion's | its "
+				"expansion's | no |\n", name);
+			continue;
+		}
+		fprintf(f, "| `%s` | %s | %s | %s | %s |\n", name,
+			o->flags & OPF_ELEMWISE ? types_words(o->types)
+						: "its own rule",
+			o->flags & OPF_DIFF ? "yes" : "no",
+			o->flags & OPF_HOST ? "host" : "yes",
+			o->fold == FOLD_ALL ? "yes"
+			: o->fold == FOLD_INT ? "integers" : "no");
 	}
 }

@@ -29,8 +29,11 @@
 #      §10.8 "Formatting"): `tfgc fmt --check` passes.
 #  (g) the table of signatures in spec/language.md (between its begin and
 #      end markers, spec §6.7.1 "Signatures") is what `tfgc help --ops`
-#      prints from compiler/builtins.def, so that the spec and the op
+#      prints from stdlib/ops.def, so that the spec and the op
 #      table cannot drift apart.
+#  (h) make check-ops (tests/check_ops.py): every function stdlib/ops.def
+#      names is defined, every op has a test, and spec §6.7.2 "Op facts"
+#      is what `tfgc help --op-facts` prints.
 # Needs the generated parser header (build/lang/parse.h) for (b) and the
 # compiler ($TFGC, ./tfgc by default) for (f) and (g): run after a build.  Prints "lint: ok", or the problems and exits 1.
 cd "$(dirname "$0")/.." || exit 1
@@ -198,10 +201,16 @@ if [ -x "$TFGC" ]; then
 	if ! [ -s "$out" ]; then
 		problem "spec/language.md has no table of signatures between '<!-- tfgc help --ops: begin -->' and '<!-- tfgc help --ops: end -->'"
 	elif ! "$TFGC" help --ops | cmp -s - "$out"; then
-		problem "spec/language.md's table of signatures is not what 'tfgc help --ops' prints (compiler/builtins.def): paste its output between the markers"
+		problem "spec/language.md's table of signatures is not what 'tfgc help --ops' prints (stdlib/ops.def): paste its output between the markers"
 		"$TFGC" help --ops | diff "$out" - | sed 's/^/    /'
 	fi
 fi
+
+# (h) the op table (make check-ops): every function it names defined,
+#     every op tested, the spec's table of op facts as tfgc prints it
+TFGC="$TFGC" python3 tests/check_ops.py >"$out" ||
+	problem "make check-ops failed:
+$(sed 's/^/    /' "$out")"
 
 [ "$bad" -eq 0 ] && echo "lint: ok"
 exit "$bad"

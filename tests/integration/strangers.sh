@@ -94,7 +94,11 @@ expect_rc 0 $TFGC run --attach --startup-timeout 10 $addrs "$T/p.tfg"
 expect_in "$T/s0" "no descriptors left"
 [ "$(grep -c 'no descriptors left' "$T/s0")" -le 2 ] ||
 	fail "task 0 said: $(cat "$T/s0")"
-[ "$(grep -c 'refused a connection' "$T/s1")" = 1 ] || fail "task 1 said: $(cat "$T/s1")"
+# Each reason is said once: the oversized frames, and (on a slow build,
+# where the connections pile up before they are read) the host's limit.
+[ "$(grep -c 'a message of' "$T/s1")" = 1 ] &&
+	[ "$(grep -c 'refused a connection' "$T/s1")" -le 2 ] ||
+	fail "task 1 said: $(cat "$T/s1")"
 kill $h 2>/dev/null
 wait $h 2>/dev/null
 expect_rc 0 $TFGC stop --startup-timeout 10 $addrs "$T/p.tfg"
