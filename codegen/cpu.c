@@ -263,6 +263,47 @@ cg_intrinsic(CgCtx *C, const char *name, LLVMValueRef *args, unsigned nargs)
 			      args, nargs, "");
 }
 
+/* The float d in the type of x (a scalar or a vector of floats). */
+static LLVMValueRef
+float_like(LLVMValueRef x, double d)
+{
+	LLVMTypeRef ty = LLVMTypeOf(x);
+	LLVMValueRef e[64];
+	unsigned n;
+
+	if (LLVMGetTypeKind(ty) != LLVMVectorTypeKind)
+		return LLVMConstReal(ty, d);
+	n = LLVMGetVectorSize(ty);
+	for (unsigned i = 0; i < n && i < 64; i++)
+		e[i] = LLVMConstReal(LLVMGetElementType(ty), d);
+	return LLVMConstVector(e, n);
+}
+
+/* softplus(x) = max(x, 0) + log1p(e), e = exp(-|x|) in (0, 1], inline
+ * (spec §6.8 "Unary elementwise functions"): log1p(e) is log(u) e / (u -
+ * 1) with u = 1 + e, which cancels u's rounding, and e itself where u
+ * rounds to 1; NaN stays NaN, +-inf give inf and 0. */
+static LLVMValueRef
+softplus(CgCtx *C, TfgDtype t, LLVMValueRef x)
+{
+	LLVMBuilderRef B = C->b;
+	LLVMValueRef zero = LLVMConstNull(LLVMTypeOf(x)), one, e, u, l, m;
+	LLVMValueRef ax = cg_intrinsic(C, "llvm.fabs", &x, 1);
+
+	one = float_like(x, 1.0);
+	ax = LLVMBuildFNeg(B, ax, "");
+	e = t == TFG_F32 ? cg_vexp(C, ax) : cg_vexp64(C, ax);
+	u = LLVMBuildFAdd(B, one, e, "");
+	l = t == TFG_F32 ? cg_vlog(C, u) : cg_vlog64(C, u);
+	l = LLVMBuildFDiv(B, LLVMBuildFMul(B, l, e, ""),
+			  LLVMBuildFSub(B, u, one, ""), "");
+	l = LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOEQ, u, one, ""), e,
+			    l, "");
+	m = LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOGT, x, zero, ""), x,
+			    zero, "");
+	return LLVMBuildFAdd(B, m, l, "");
+}
+
 /* op applied to a, of dtype t (not bool: the checker refuses it). */
 LLVMValueRef
 cg_unary(CgCtx *C, OpKind op, TfgDtype t, LLVMValueRef a)
@@ -275,6 +316,7 @@ cg_unary(CgCtx *C, OpKind op, TfgDtype t, LLVMValueRef a)
 		case OP_log: return cg_vlog(C, a);
 		case OP_tanh: return cg_vtanh(C, a);
 		case OP_sigmoid: return cg_vsigmoid(C, a);
+		case OP_softplus: return softplus(C, t, a);
 		default: break;
 		}
 	if (t == TFG_F64)
@@ -283,6 +325,7 @@ cg_unary(CgCtx *C, OpKind op, TfgDtype t, LLVMValueRef a)
 		case OP_log: return cg_vlog64(C, a);
 		case OP_tanh: return cg_vtanh64(C, a);
 		case OP_sigmoid: return cg_vsigmoid64(C, a);
+		case OP_softplus: return softplus(C, t, a);
 		default: break;
 		}
 	switch (op) {

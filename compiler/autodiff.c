@@ -270,6 +270,14 @@ d_sigmoid(Ad *a, IrNode *n, IrNode *g, int k)
 	return bin(a, OP_mul, g, bin(a, OP_mul, n, bin(a, OP_sub, one, n)));
 }
 
+/* sigmoid(x) */
+static IrNode *
+d_softplus(Ad *a, IrNode *n, IrNode *g, int k)
+{
+	(void)k;
+	return bin(a, OP_mul, g, un(a, OP_sigmoid, n->in[0]));
+}
+
 /* 0 at x <= 0 */
 static IrNode *
 d_relu(Ad *a, IrNode *n, IrNode *g, int k)

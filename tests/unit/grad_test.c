@@ -221,6 +221,8 @@ t_arith(void)
 	fd_check("input a: f64[7]\ninput b: f64[7]\n"
 		 "y = reduce_sum(relu(a) * b + abs(a) * 3.0 - (-b) * a + "
 		 "abs(b - a))\n", -2, 2);
+	fd_check("input a: f64[9]\ny = reduce_sum(softplus(a * 3.0) * a)\n",
+		 -12, 12);
 }
 
 static void

@@ -1,12 +1,13 @@
 /*
  * tests/unit/vmath_test.c: the inline exp, log, tanh and sigmoid of
- * codegen/vmath.c, in ulps against a more precise libm rounded to the
- * dtype: double libm for f32, long-double libm (64-bit mantissa) for f64
+ * codegen/vmath.c, and softplus, made of exp and log in codegen/cpu.c, in
+ * ulps against a more precise libm rounded to the dtype: double libm for
+ * f32, long-double libm (64-bit mantissa) for f64
  * (spec/language.md §6.8 "Unary elementwise functions" states the bounds
  * checked here).
  *
- * One part per dtype (exp, log, tanh, sigmoid of one input of CHUNK
- * elements) is JIT-compiled twice, for the host CPU (FMA, AVX-512 here)
+ * One part per dtype (exp, log, tanh, sigmoid, softplus of one input of
+ * CHUNK elements) is JIT-compiled twice, for the host CPU (FMA, AVX-512 here)
  * and for plain x86-64 (SSE2, no FMA: llvm.fmuladd splits), and fed chunk
  * after chunk of inputs by a fake tfg_rt_recv.
  *
@@ -32,15 +33,17 @@
 
 #include "tests/unit/jit_harness.h"
 
-enum { NFN = 4, CHUNK = 1 << 20 };
+enum { NFN = 5, CHUNK = 1 << 20 };
 enum { F32, F64 };
 
 /* The bounds, in ulps, of spec §6.8 "Unary elementwise functions", per
  * dtype. */
-static const double bound[2][NFN] = {{1, 1, 2, 2}, {1, 1, 1, 2}};
-static const char *const fname[NFN] = {"exp", "log", "tanh", "sigmoid"};
+static const double bound[2][NFN] = {{1, 1, 2, 2, 3}, {1, 1, 1, 2, 3}};
+static const char *const fname[NFN] = {"exp", "log", "tanh", "sigmoid",
+					"softplus"};
 static const char *const dname[2] = {"f32", "f64"};
-static const OpKind fop[NFN] = {OP_exp, OP_log, OP_tanh, OP_sigmoid};
+static const OpKind fop[NFN] = {OP_exp, OP_log, OP_tanh, OP_sigmoid,
+				OP_softplus};
 
 /* ------------------------------------------------------- the part, JITed */
 
@@ -100,7 +103,8 @@ ref32(int f, float x)
 	case 0: return (float)exp(d);
 	case 1: return (float)log(d);
 	case 2: return (float)tanh(d);
-	default: return (float)(1.0 / (1.0 + exp(-d)));
+	case 3: return (float)(1.0 / (1.0 + exp(-d)));
+	default: return (float)(fmax(d, 0) + log1p(exp(-fabs(d))));
 	}
 }
 
@@ -112,7 +116,8 @@ ref64(int f, double x)
 	case 0: return (double)expl(d);
 	case 1: return (double)logl(d);
 	case 2: return (double)tanhl(d);
-	default: return (double)(1.0L / (1.0L + expl(-d)));
+	case 3: return (double)(1.0L / (1.0L + expl(-d)));
+	default: return (double)(fmaxl(d, 0) + log1pl(expl(-fabsl(d))));
 	}
 }
 
