@@ -60,8 +60,8 @@
  * more than the second core gains). */
 #define CG_PAR_MIN ((int64_t)1 << 17)
 
-/* The least output (bytes) written with non-temporal stores: half the
- * 32 MiB L3 of the Zen 4 machines.  Smaller outputs may still be in the
+/* The least output (bytes) written with non-temporal stores: half the L3
+ * of the machines it was tuned on (bench/README.md).  Smaller outputs may still be in the
  * cache when their reader comes; larger ones are evicted first anyway,
  * and an ordinary store reads each line before writing it, a third of
  * the memory traffic of a copy.

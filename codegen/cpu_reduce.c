@@ -562,6 +562,36 @@ row_load(CgCtx *C, TfgDtype t, LLVMValueRef base, LLVMValueRef row,
 	return cg_load_at(C, t, base, LLVMBuildNSWAdd(C->b, row, j, ""));
 }
 
+/* The first two passes over a row of softmax, log_softmax and
+ * softmax_cross_entropy (length K at element offset row of in): the max m
+ * (NaN propagates) into *mp, and the sum of exp(x - m), returned; the
+ * exps stored at the same offsets of ex when ex is not NULL. */
+static LLVMValueRef
+row_max_expsum(CgCtx *C, TfgDtype t, LLVMValueRef in, LLVMValueRef row,
+	       int64_t K, LLVMValueRef ex, LLVMValueRef *mp)
+{
+	LLVMBuilderRef B = C->b;
+	LLVMTypeRef ty = cg_elty(C, t);
+	Loop lj;
+
+	cg_loop_begin(C, &lj, LLVMConstReal(ty, -INFINITY));
+	LLVMValueRef mx[2] = {lj.acc, row_load(C, t, in, row, lj.i)};
+	LLVMValueRef m = cg_loop_end(C, &lj, K,
+				     cg_intrinsic(C, "llvm.maximum", mx, 2));
+
+	cg_loop_begin(C, &lj, LLVMConstNull(ty));
+	LLVMValueRef d = LLVMBuildFSub(B, row_load(C, t, in, row, lj.i), m,
+				       "");
+	LLVMValueRef e = t == TFG_F32 ? cg_vexp_nonpos(C, d)
+				      : cg_vexp64(C, d);
+	if (ex)
+		cg_store_at(C, t, ex, LLVMBuildNSWAdd(B, row, lj.i, ""), e);
+	LLVMValueRef s = LLVMBuildFAdd(B, lj.acc, e, "");
+	LLVMSetFastMathFlags(s, LLVMFastMathAllowReassoc);
+	*mp = m;
+	return cg_loop_end(C, &lj, K, s);
+}
+
 /* One row of the last axis (length K, at element offset off[0] of both
  * operands): m = max (NaN propagates), then s = sum exp(x - m), then x's
  * softmax exp(x - m) * (1 / s) (the exps stored by the second pass) or
@@ -579,21 +609,8 @@ body_softmax_row(CgCtx *C, const Nest *L, LLVMValueRef *off, LLVMValueRef acc)
 	int soft = n->op == OP_softmax;
 	Loop lj;
 
-	cg_loop_begin(C, &lj, LLVMConstReal(ty, -INFINITY));
-	LLVMValueRef mx[2] = {lj.acc, row_load(C, t, in, row, lj.i)};
-	LLVMValueRef m = cg_loop_end(C, &lj, K,
-				     cg_intrinsic(C, "llvm.maximum", mx, 2));
-
-	cg_loop_begin(C, &lj, LLVMConstNull(ty));
-	LLVMValueRef d = LLVMBuildFSub(B, row_load(C, t, in, row, lj.i), m,
-				       "");
-	LLVMValueRef e = t == TFG_F32 ? cg_vexp_nonpos(C, d)
-				      : cg_vexp64(C, d);
-	if (soft)
-		cg_store_at(C, t, out, LLVMBuildNSWAdd(B, row, lj.i, ""), e);
-	LLVMValueRef s = LLVMBuildFAdd(B, lj.acc, e, "");
-	LLVMSetFastMathFlags(s, LLVMFastMathAllowReassoc);
-	s = cg_loop_end(C, &lj, K, s);
+	LLVMValueRef m, s = row_max_expsum(C, t, in, row, K,
+					   soft ? out : NULL, &m);
 
 	/* softmax: one division per row, then a multiplication per element
 	   (within 1 ulp of the division; the division per element cost 5-9%
@@ -661,9 +678,9 @@ body_softmax_vec(CgCtx *C, const Nest *L, LLVMValueRef *off, LLVMValueRef acc)
 	x = cg_vload(C, vty, in, LLVMBuildNSWAdd(B, row, j, ""), 4);
 	/* the input 16 KiB on (four rows of 1024) into L2 (prefetcht2): a
 	   row of 4 KiB is a page, where the hardware's prefetchers stop.
-	   In bench/kernels.sh's softmax, 8 KiB into L1 gained 1.2-1.4x
-	   over none, and 16 KiB into L2 another 1.15-1.25x; prefetches in
-	   the max pass, or in the output pass, were slower */
+	   In bench/kernels.sh's softmax this beat 8 KiB into L1, which
+	   beat none, and prefetches in the max pass, or in the output
+	   pass, were slower (bench/README.md has the figures) */
 	for (int64_t q = 0; q < W; q += 16)
 		cg_prefetch(C, C->f32, in, LLVMBuildNSWAdd(B, LLVMBuildNSWAdd(B,
 			row, j, ""), cg_i64c(C, q + 4096), ""));
@@ -753,18 +770,7 @@ body_xent_row(CgCtx *C, const Nest *L, LLVMValueRef *off, LLVMValueRef acc)
 		cg_store_at(C, t, L->base[0], off[0], LLVMConstNull(ty));
 		return acc;
 	}
-	cg_loop_begin(C, &lj, LLVMConstReal(ty, -INFINITY));
-	LLVMValueRef mx[2] = {lj.acc, row_load(C, t, x, row, lj.i)};
-	LLVMValueRef m = cg_loop_end(C, &lj, K,
-				     cg_intrinsic(C, "llvm.maximum", mx, 2));
-
-	cg_loop_begin(C, &lj, LLVMConstNull(ty));
-	LLVMValueRef d = LLVMBuildFSub(B, row_load(C, t, x, row, lj.i), m, "");
-	LLVMValueRef e = t == TFG_F32 ? cg_vexp_nonpos(C, d)
-				      : cg_vexp64(C, d);
-	LLVMValueRef s = LLVMBuildFAdd(B, lj.acc, e, "");
-	LLVMSetFastMathFlags(s, LLVMFastMathAllowReassoc);
-	s = cg_loop_end(C, &lj, K, s);
+	LLVMValueRef m, d, s = row_max_expsum(C, t, x, row, K, NULL, &m);
 	LLVMValueRef ls = cg_libm_call(C, "log", &s, 1);
 
 	/* sum l (log s - (x - m)) */

@@ -269,17 +269,15 @@ body_blas(CgCtx *C, const Nest *L, LLVMValueRef *off, LLVMValueRef acc)
 /* ---- epilogues (compiler/pass_fuse.c): the product a block of rows at
  * a time, each block followed at once by the program over it */
 
-/* A BLAS block of product rows: a share of the L3 (32 MiB per core
- * complex on the 2-core EPYC), not the L2.  Each GEMM call packs
- * all of b again and wakes the pool's threads, so with bench/kernels.sh's
- * [4096, 1024] @ [1024, 1024] blocks of 256 KiB (64 calls) cost 40-65%
- * over the bare product and 1 MiB 15-30%.  From 4 MiB on what is left is
- * the epilogue's own arithmetic and the machine's noise: medians of 31
- * runs, 7 rounds each, interleaved on a quiet machine, were +5.0% for
- * 4 MiB blocks, +5.4% for 8 MiB and +3.1% for 16 MiB (one call, then the
- * program over the product while the L3 still holds most of it), whose
- * spread was also the smallest.  $TFG_EPI_BLOCK (bytes) replaces it, for
- * measuring and for tests. */
+/* A BLAS block of product rows: a share of the L3, not the L2.  Each
+ * GEMM call packs all of b again and wakes the pool's threads, so with
+ * bench/kernels.sh's [4096, 1024] @ [1024, 1024] small blocks cost far
+ * more than the bare product; from 4 MiB on what is left is the
+ * epilogue's own arithmetic and the machine's noise, and 16 MiB (one
+ * call, then the program over the product while the L3 still holds
+ * most of it) was the least and the steadiest (bench/README.md has the
+ * figures).  $TFG_EPI_BLOCK (bytes) replaces it, for measuring and for
+ * tests. */
 #define EPI_BLOCK_BYTES (16 << 20)
 
 /* An epilogue's product is m rows of nn (every batch row in flat mode,

@@ -647,6 +647,29 @@ ma_shmem(const MaCfg *c)
 	return (uint32_t)(c->stages * (MA_AS + c->bs) * 4);
 }
 
+/* One thread's copy of 16 bytes of an operand's tile to shared offset
+ * d: from src (a pointer expression) in one cp.async where the operand's
+ * rows are 16-byte multiples (vec), with guard g (empty: none) sending
+ * zeros from the operand's start, whole; else four 4-byte copies of
+ * elements whole[at + v], each where ok (a condition on v) holds. */
+static void
+ma_copy(CuStr *s, const char *g, int vec, const char *src, const char *whole,
+	const char *ok, const char *at)
+{
+	if (vec && *g)
+		cu_printf(s, "\t\t\t\tmm_cp16(d, %s ? %s : %s, %s ? 16 : 0);\n",
+			  g, src, whole, g);
+	else if (vec)
+		cu_printf(s, "\t\t\t\tmm_cp16(d, %s, 16);\n", src);
+	else
+		cu_printf(s, "#pragma unroll\n"
+			  "\t\t\t\tfor (int v = 0; v < 4; v++) {\n"
+			  "\t\t\t\t\tconst bool ok = %s;\n"
+			  "\t\t\t\t\tmm_cp4(d + 4 * v, %s + (ok ? (ix)%s + v "
+			  ": 0), ok ? 4 : 0);\n"
+			  "\t\t\t\t}\n", ok, whole, at);
+}
+
 /* cp.async of k step k0 into stage st: 16-byte copies where rows stay
  * aligned, 4-byte ones elsewhere; a copy past the edges reads nothing
  * (source size 0) and writes zeros.  One group per call.  Thread tid
@@ -664,7 +687,7 @@ ma_load(CuStr *s, const MmPlan *P, const MaCfg *c)
 	   registers) */
 	const char *ta = 129 * P->k < INT32_MAX ? "int" : "ix";
 	const char *tb = (P->k + MA_BK) * P->nn < INT32_MAX ? "int" : "ix";
-	char g[64];
+	char g[64], off[64];
 
 	cu_printf(s, "#pragma unroll\n"
 		  "\t\t\tfor (int q = 0; q < %d; q++) {\n"
@@ -676,19 +699,9 @@ ma_load(CuStr *s, const MmPlan *P, const MaCfg *c)
 	if (gk || !va)
 		cu_puts(s, "\t\t\t\tconst int gk = k0 + ac;\n");
 	guard(g, sizeof g, gm ? "gi < M" : NULL, gk ? "gk < K" : NULL);
-	if (va && *g)
-		cu_printf(s, "\t\t\t\tmm_cp16(d, %s ? pa + (%s)(%d * q * K + "
-			  "k0) : A, %s ? 16 : 0);\n", g, ta, sa, g);
-	else if (va)
-		cu_printf(s, "\t\t\t\tmm_cp16(d, pa + (%s)(%d * q * K + k0), "
-			  "16);\n", ta, sa);
-	else
-		cu_printf(s, "#pragma unroll\n"
-			  "\t\t\t\tfor (int v = 0; v < 4; v++) {\n"
-			  "\t\t\t\t\tconst bool ok = %sgk + v < K;\n"
-			  "\t\t\t\t\tmm_cp4(d + 4 * v, A + (ok ? (ix)gi * K + gk + v "
-			  ": 0), ok ? 4 : 0);\n"
-			  "\t\t\t\t}\n", gm ? "gi < M && " : "");
+	snprintf(off, sizeof off, "pa + (%s)(%d * q * K + k0)", ta, sa);
+	ma_copy(s, g, va, off, "A", gm ? "gi < M && gk + v < K"
+				       : "gk + v < K", "gi * K + gk");
 	cu_printf(s, "\t\t\t}\n"
 		  "#pragma unroll\n"
 		  "\t\t\tfor (int q = 0; q < %d; q++) {\n"
@@ -701,19 +714,9 @@ ma_load(CuStr *s, const MmPlan *P, const MaCfg *c)
 	if (gn || !vb)
 		cu_puts(s, "\t\t\t\tconst int gj = bn + bc;\n");
 	guard(g, sizeof g, gk ? "gk < K" : NULL, gn ? "gj < N" : NULL);
-	if (vb && *g)
-		cu_printf(s, "\t\t\t\tmm_cp16(d, %s ? pb + (%s)((%d * q + k0) "
-			  "* N) : B, %s ? 16 : 0);\n", g, tb, sb, g);
-	else if (vb)
-		cu_printf(s, "\t\t\t\tmm_cp16(d, pb + (%s)((%d * q + k0) * N), "
-			  "16);\n", tb, sb);
-	else
-		cu_printf(s, "#pragma unroll\n"
-			  "\t\t\t\tfor (int v = 0; v < 4; v++) {\n"
-			  "\t\t\t\t\tconst bool ok = %sgj + v < N;\n"
-			  "\t\t\t\t\tmm_cp4(d + 4 * v, B + (ok ? (ix)gk * N + gj + v "
-			  ": 0), ok ? 4 : 0);\n"
-			  "\t\t\t\t}\n", gk ? "gk < K && " : "");
+	snprintf(off, sizeof off, "pb + (%s)((%d * q + k0) * N)", tb, sb);
+	ma_copy(s, g, vb, off, "B", gk ? "gk < K && gj + v < N"
+				       : "gj + v < N", "gk * N + gj");
 	cu_puts(s, "\t\t\t}\n\t\t\tmm_commit();\n");
 }
 

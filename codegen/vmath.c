@@ -1,7 +1,7 @@
 /*
  * codegen/vmath.c: exp, log, tanh and sigmoid of f32 as inline LLVM IR,
  * with no calls, so that the loop vectoriser turns a loop of them into
- * SIMD code (AVX-512 on Zen 4: `<16 x float>`).  LLVM itself would turn
+ * SIMD code (with AVX-512: `<16 x float>`).  LLVM itself would turn
  * llvm.exp & co. on vectors back into one scalar libm call per lane, since
  * no vector math library is reachable from the C API.
  *
@@ -42,10 +42,9 @@
  *         vector operations); of f64: z = exp(-|x|), 1 / (1 + z) for
  *         x >= 0, else z / (1 + z).  Never NaN for non-NaN x, exactly
  *         0 and 1 at the ends.  2 ulps over all 2^32 inputs, with
- *         FMA and without.  With exp_nonpos's Estrin scheme this took
- *         bench/kernels.sh's sigmoid from 2.78 to 2.54-2.91 ms (the
- *         AVX2 code: 4.23 to 3.27-3.38 ms) on this Zen 4; alone, 9-10%
- *         of that in a one-thread A/B.  The division stays:
+ *         FMA and without.  exp_nonpos's Estrin scheme made
+ *         bench/kernels.sh's sigmoid faster (bench/README.md has the
+ *         figures).  The division stays:
  *         a reciprocal estimate and a Newton step exist only as vector
  *         instructions (the scalar remainder of a loop would round
  *         differently), and removing it outright gained under 10% in

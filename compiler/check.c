@@ -26,76 +26,7 @@
 #include "lang/parse.h"
 
 
-
 /* ---------------------------------------------------------------- names */
-
-static unsigned
-sym_hash(const char *name)
-{
-	unsigned h = 2166136261u; /* FNV-1a */
-
-	while (*name)
-		h = (h ^ (unsigned char)*name++) * 16777619u;
-	return h;
-}
-
-/* The latest definition of name in t, or NULL. */
-Sym *
-check_find(SymTab *t, const char *name)
-{
-	if (t->nb == 0)
-		return NULL;
-	for (int i = t->head[sym_hash(name) & (unsigned)(t->nb - 1)]; i >= 0;
-	     i = t->next[i]) {
-		Sym *s = t->v.v[i];
-		if (strcmp(s->name, name) == 0)
-			return s;
-	}
-	return NULL;
-}
-
-static void
-sym_link(SymTab *t, int i)
-{
-	unsigned b = sym_hash(((Sym *)t->v.v[i])->name) &
-		     (unsigned)(t->nb - 1);
-
-	t->next[i] = t->head[b];
-	t->head[b] = i;
-}
-
-void
-sym_push(Arena *a, SymTab *t, Sym *s)
-{
-	vec_push(a, &t->v, s);
-	if (t->v.n > t->cap) {
-		int *next = arena_alloc(a, 2 * (size_t)t->v.n * sizeof *next);
-		if (t->cap)
-			memcpy(next, t->next, (size_t)t->cap * sizeof *next);
-		t->next = next;
-		t->cap = 2 * t->v.n;
-	}
-	if (t->v.n > t->nb) { /* rechain with twice the entries' chains */
-		t->nb = t->nb ? 4 * t->nb : 64;
-		t->head = arena_alloc(a, (size_t)t->nb * sizeof *t->head);
-		memset(t->head, -1, (size_t)t->nb * sizeof *t->head);
-		for (int i = 0; i < t->v.n - 1; i++)
-			sym_link(t, i);
-	}
-	sym_link(t, t->v.n - 1);
-}
-
-/* Keeps the first n entries of t: each dropped one is the newest of its
- * chain when its turn comes. */
-void
-sym_truncate(SymTab *t, int n)
-{
-	while (t->v.n > n) {
-		int i = --t->v.n;
-		t->head[sym_hash(((Sym *)t->v.v[i])->name) &
-			(unsigned)(t->nb - 1)] = t->next[i];
-	}
-}
 
 static void
 prescan(Checker *c, AstNode *n)
@@ -115,50 +46,6 @@ prescan(Checker *c, AstNode *n)
 	}
 }
 
-/* Levenshtein distance of a and b, or a large number for names over 63
- * bytes. */
-static int
-edit_distance(const char *a, const char *b)
-{
-	int la = (int)strlen(a), lb = (int)strlen(b), d[64][64];
-
-	if (la > 63 || lb > 63)
-		return 1 << 20;
-	for (int i = 0; i <= la; i++)
-		d[i][0] = i;
-	for (int j = 0; j <= lb; j++)
-		d[0][j] = j;
-	for (int i = 1; i <= la; i++)
-		for (int j = 1; j <= lb; j++) {
-			int v = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
-			if (d[i - 1][j] + 1 < v)
-				v = d[i - 1][j] + 1;
-			if (d[i][j - 1] + 1 < v)
-				v = d[i][j - 1] + 1;
-			d[i][j] = v;
-		}
-	return d[la][lb];
-}
-
-/* The nearest of cand[0..n) to name, when it is near enough to be what
- * was meant: at most a third of the name's letters differ (so names of
- * one or two letters get no suggestion: any other is as near).  The
- * first of equal distance wins. */
-const char *
-check_nearest(const char *name, const char *const *cand, int n)
-{
-	int best = (int)strlen(name) / 3 + 1;
-	const char *w = NULL;
-
-	for (int i = 0; i < n && best > 1; i++) {
-		int dist = cand[i] ? edit_distance(name, cand[i]) : best;
-		if (dist > 0 && dist < best)
-			best = dist, w = cand[i];
-	}
-	return w;
-}
-
-/* "; did you mean 'x'?" for an unknown name among the symbols of v, or "". */
 static const char *
 mean_sym(Checker *c, PtrVec *v, const char *name)
 {
@@ -340,26 +227,6 @@ check_device_of(Checker *c, AstNode *s, Device outer, Device *out)
 
 /* ---------------------------------------------------------------- graph */
 
-const char *
-check_op_spelling(int tk)
-{
-	switch (tk) {
-	case TK_PLUS: return "+";
-	case TK_MINUS: return "-";
-	case TK_STAR: return "*";
-	case TK_SLASH: return "/";
-	case TK_PERCENT: return "%";
-	case TK_AT: return "@";
-	case TK_EQ: return "==";
-	case TK_NE: return "!=";
-	case TK_LT: return "<";
-	case TK_LE: return "<=";
-	case TK_GT: return ">";
-	case TK_GE: return ">=";
-	}
-	return "?";
-}
-
 IrNode *
 check_cast(Checker *c, IrNode *x, TfgDtype t)
 {
@@ -386,7 +253,7 @@ check_operands(Checker *c, AstNode *e, int op_tk, const char *name, AstNode *ea,
 	IrNode *a = NULL, *b = NULL;
 	TfgDtype ta, tb;
 	const char *what = op_tk ? arena_printf(c->a, "operator '%s'",
-						check_op_spelling(op_tk))
+						ast_op_text(op_tk))
 				 : arena_printf(c->a, "'%s'", name);
 
 	if (!la.kind && !(a = check_expr(c, ea)))
@@ -426,7 +293,7 @@ check_operands(Checker *c, AstNode *e, int op_tk, const char *name, AstNode *ea,
 		diag_error(c->d, e->loc,
 			   "operands of '%s' do not broadcast: shapes %s and "
 			   "%s",
-			   op_tk ? check_op_spelling(op_tk) : name,
+			   op_tk ? ast_op_text(op_tk) : name,
 			   tfg_shape_str(sa, sizeof sa, &a->shape),
 			   tfg_shape_str(sb, sizeof sb, &b->shape));
 		return -1;
@@ -590,20 +457,14 @@ call_where(Checker *c, AstNode *e)
 int
 check_args(Checker *c, AstNode *e, int nin, const char *const *kw)
 {
-	int npos = 0;
+	int npos = check_positional_first(c, e);
 
-	for (int i = 0; i < e->n; i++) {
+	for (int i = 0; npos >= 0 && i < e->n; i++) {
 		AstNode *x = e->list[i];
 		int ok = 0, nkw = 0;
 		const char *w;
-		if (x->kind != AST_KWARG) {
-			if (npos++ != i) {
-				diag_error(c->d, x->loc, "positional argument "
-					   "after a keyword argument");
-				return -1;
-			}
+		if (x->kind != AST_KWARG)
 			continue;
-		}
 		for (int k = 0; kw && kw[k]; k++, nkw++)
 			ok |= strcmp(kw[k], x->name) == 0;
 		for (int j = 0; ok && j < i; j++)
@@ -624,6 +485,8 @@ check_args(Checker *c, AstNode *e, int nin, const char *const *kw)
 				   "named '%s'", e->name, x->name);
 		return -1;
 	}
+	if (npos < 0)
+		return -1;
 	if (nin >= 0 && npos != nin) {
 		diag_error(c->d, e->loc, "'%s' expects %d argument%s, got %d",
 			   e->name, nin, nin == 1 ? "" : "s", npos);
@@ -692,63 +555,6 @@ check_compare(Checker *c, AstNode *e, OpKind op)
 	return check_elem(c, op, e->loc, in, 2, TFG_BOOL, &s);
 }
 
-static const struct {
-	const char *name;
-	OpKind op;
-	IrNode *(*check)(Checker *c, AstNode *e, OpKind op);
-	const char *sig;
-	const char *sec;
-} builtins[] = {
-#define CALL(name, op, check, sig, sec)                                      \
-	{#name, OP_##op, check_##check, sig, sec},
-#include "stdlib/ops.def"
-};
-
-int
-builtin_lookup(const char *name)
-{
-	for (size_t i = 0; i < sizeof builtins / sizeof builtins[0]; i++)
-		if (strcmp(builtins[i].name, name) == 0)
-			return (int)i;
-	return -1;
-}
-
-const char *
-builtin_signature(const char *name)
-{
-	int f = builtin_lookup(name);
-
-	return f < 0 ? NULL : builtins[f].sig;
-}
-
-int
-builtin_info(int f, const char **name, const char **sig, const char **sec)
-{
-	if (f < 0 || f >= (int)(sizeof builtins / sizeof builtins[0]))
-		return -1;
-	*name = builtins[f].name;
-	*sig = builtins[f].sig;
-	*sec = builtins[f].sec;
-	return 0;
-}
-
-OpKind
-builtin_op(int f)
-{
-	return builtins[f].op;
-}
-
-const char *
-builtin_nearest(const char *name)
-{
-	enum { N = sizeof builtins / sizeof builtins[0] };
-	const char *cand[N];
-
-	for (int i = 0; i < N; i++)
-		cand[i] = builtins[i].name;
-	return check_nearest(name, cand, N);
-}
-
 static IrNode *
 call_graph(Checker *c, AstNode *e)
 {
@@ -775,7 +581,7 @@ call_graph(Checker *c, AstNode *e)
 		diag_error(c->d, e->b->loc, "a feed can only be given to run()");
 		return NULL;
 	}
-	return builtins[f].check(c, e, builtins[f].op);
+	return builtin_check(c, e, f);
 }
 
 /* An index component that must be a static integer. */

@@ -25,7 +25,7 @@ typedef enum HelpCmdId {
 #include "compiler/help.def"
 	CMD__N
 } HelpCmdId;
-typedef enum HelpOptId { /* no OPT__N: the parser's switch has no default */
+typedef enum HelpOptId {
 #define OPT(id, ...) OPT_##id,
 #include "compiler/help.def"
 } HelpOptId;
@@ -336,7 +336,6 @@ int check_lit_store(Checker *c, SrcLoc loc, Lit l, TfgDtype t, void *dst);
 void *check_tensor_data(Checker *c, AstNode *e, int t, TfgDtype *dt,
 			TfgShape *shape, size_t *strbytes);
 int check_is_compare(int tk);
-const char *check_op_spelling(int tk);
 void check_session(Checker *c, AstNode *s);
 void check_parallel(Checker *c, AstNode *s);
 
@@ -424,6 +423,10 @@ int check_args(Checker *c, AstNode *e, int nin, const char *const *kw);
  * without a default positional, every other one given as name= under
  * tfg's name.  0, or -1 (reported: too many, unknown, twice, missing). */
 int check_bind(Checker *c, AstNode *e);
+/* The number of positional arguments of call e, all before its keyword
+ * arguments; -1 (reported: "positional argument after a keyword
+ * argument") when one comes after a keyword. */
+int check_positional_first(Checker *c, AstNode *e);
 /* ops_make.c: shape argument e of call (a list literal of integer
  * literals, each >= 0) into *s; 0, or -1 (reported). */
 int check_shape_arg(Checker *c, AstNode *call, AstNode *e, TfgShape *s);
@@ -466,8 +469,12 @@ void check_strings(Checker *c);
 #define CALL(name, op, check, sig, sec)                                      \
 	IrNode *check_##check(Checker *c, AstNode *e, OpKind op);
 #include "stdlib/ops.def"
-/* The index of a graph function of stdlib/ops.def, or -1. */
+/* The index of a graph function of stdlib/ops.def, or -1 (sig.c, as
+ * the builtin_* below). */
 int builtin_lookup(const char *name);
+/* Call e of graph function f, checked by f's checker: the node, or NULL
+ * (reported). */
+IrNode *builtin_check(Checker *c, AstNode *e, int f);
 /* The built-in function nearest to name by edit distance, when near
  * enough to be a typo of it, else NULL; check_nearest: the same among
  * cand[0..n) (check.c). */

@@ -35,7 +35,7 @@ const HelpCmd help_cmds[CMD__N] = {
 };
 
 const HelpOpt help_opts[OPT__N] = {
-#define OPT(id, name, alias, arg, cmds, flags, line)                          \
+#define OPT(id, name, alias, arg, cmds, flags, set, line)                     \
 	[OPT_##id] = {OPT_##id, name, alias, arg, cmds, flags, line},
 #include "compiler/help.def"
 };

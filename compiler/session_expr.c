@@ -775,7 +775,7 @@ sess_expr(Checker *c, AstNode *e)
 		if (e->op == TK_AT) {
 			diag_error(c->d, e->loc, "operator '%s' is not "
 				   "available in session expressions",
-				   check_op_spelling(e->op));
+				   ast_op_text(e->op));
 			return NULL;
 		}
 		a = sess_expr(c, e->a);

@@ -1,8 +1,10 @@
 /*
- * compiler/sig.c: a call's arguments bound to its function's parameters,
- * as stdlib/ops.def's signature column gives them
- * (spec §6.7 "Calls"), and the spec's table of those signatures
- * (spec §6.7.1 "Signatures", tfgc help --ops).
+ * compiler/sig.c: the graph functions (stdlib/ops.def's CALL rows: the
+ * table builtin_* reads), a call's arguments bound to its function's
+ * parameters as the signature column gives them (spec §6.7 "Calls"), and
+ * the spec's tables of those signatures (spec §6.7.1 "Signatures", tfgc
+ * help --ops) and of the op facts (spec §6.7.2 "Op facts", tfgc help
+ * --op-facts).
  *
  * A signature is written as Python writes one, with TF's names beside
  * tfg's where they differ:
@@ -179,6 +181,23 @@ unknown_kw(Checker *c, AstNode *e, AstNode *x, const Param *p, int np,
 }
 
 int
+check_positional_first(Checker *c, AstNode *e)
+{
+	int npos = 0;
+
+	for (int i = 0; i < e->n; i++) {
+		if (e->list[i]->kind == AST_KWARG)
+			continue;
+		if (npos++ != i) {
+			diag_error(c->d, e->list[i]->loc, "positional argument "
+				   "after a keyword argument");
+			return -1;
+		}
+	}
+	return npos;
+}
+
+int
 check_bind(Checker *c, AstNode *e)
 {
 	const char *sig = builtin_signature(e->name);
@@ -188,6 +207,8 @@ check_bind(Checker *c, AstNode *e)
 	char shown[256];
 
 	assert(sig); /* only the functions of stdlib/ops.def */
+	if (check_positional_first(c, e) < 0)
+		return -1;
 	np = sig_parse(sig, p);
 	sig_show(shown, sizeof shown, sig);
 	/* the keywords first: a bracketed parameter's presence depends on
@@ -197,11 +218,7 @@ check_bind(Checker *c, AstNode *e)
 		int k;
 
 		if (x->kind != AST_KWARG) {
-			if (npos++ != i) {
-				diag_error(c->d, x->loc, "positional argument "
-					   "after a keyword argument");
-				return -1;
-			}
+			npos++;
 			continue;
 		}
 		if ((k = param_find(p, np, x->name)) < 0) {
@@ -302,6 +319,73 @@ check_param(AstNode *e, int k, const char *name)
 	if (k < e->n && e->list[k]->kind != AST_KWARG)
 		return e->list[k];
 	return check_kwarg(e, name);
+}
+
+/* ------------------------------------------------ the functions' table */
+
+/* stdlib/ops.def's CALL rows: each graph function's op, checker,
+ * signature and section. */
+static const struct {
+	const char *name;
+	OpKind op;
+	IrNode *(*check)(Checker *c, AstNode *e, OpKind op);
+	const char *sig;
+	const char *sec;
+} builtins[] = {
+#define CALL(name, op, check, sig, sec)                                      \
+	{#name, OP_##op, check_##check, sig, sec},
+#include "stdlib/ops.def"
+};
+
+IrNode *
+builtin_check(Checker *c, AstNode *e, int f)
+{
+	return builtins[f].check(c, e, builtins[f].op);
+}
+
+int
+builtin_lookup(const char *name)
+{
+	for (size_t i = 0; i < sizeof builtins / sizeof builtins[0]; i++)
+		if (strcmp(builtins[i].name, name) == 0)
+			return (int)i;
+	return -1;
+}
+
+const char *
+builtin_signature(const char *name)
+{
+	int f = builtin_lookup(name);
+
+	return f < 0 ? NULL : builtins[f].sig;
+}
+
+int
+builtin_info(int f, const char **name, const char **sig, const char **sec)
+{
+	if (f < 0 || f >= (int)(sizeof builtins / sizeof builtins[0]))
+		return -1;
+	*name = builtins[f].name;
+	*sig = builtins[f].sig;
+	*sec = builtins[f].sec;
+	return 0;
+}
+
+OpKind
+builtin_op(int f)
+{
+	return builtins[f].op;
+}
+
+const char *
+builtin_nearest(const char *name)
+{
+	enum { N = sizeof builtins / sizeof builtins[0] };
+	const char *cand[N];
+
+	for (int i = 0; i < N; i++)
+		cand[i] = builtins[i].name;
+	return check_nearest(name, cand, N);
 }
 
 /* --------------------------------------------------- the spec's table */

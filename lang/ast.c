@@ -132,8 +132,8 @@ put_double(FILE *out, double v)
 		fputs(".0", out);
 }
 
-static const char *
-op_text(int op)
+const char *
+ast_op_text(int op)
 {
 	switch (op) {
 	case TK_PLUS: return "+";
@@ -219,7 +219,7 @@ dump_head(FILE *out, const AstNode *n)
 		fputs(n->ival ? " true" : " false", out);
 		break;
 	case AST_UNARY: case AST_BINARY:
-		fprintf(out, " '%s'", op_text(n->op));
+		fprintf(out, " '%s'", ast_op_text(n->op));
 		break;
 	case AST_SLICE:
 		fprintf(out, " %s:%s", n->a ? "lo" : "", n->b ? "hi" : "");

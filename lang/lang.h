@@ -187,6 +187,9 @@ SrcLoc ast_extent(const AstNode *n);
 /* --emit=ast: an indented tree, one node per line with its line:col. */
 void ast_dump(FILE *out, const AstNode *n);
 const char *ast_kind_name(AstKind k);
+/* A binary operator's token (AstNode.op, TK_*) as written: "+", "<=", ...;
+ * "?" for any other. */
+const char *ast_op_text(int op);
 
 /* ------------------------------------------------------------- formatting */
 

@@ -401,7 +401,8 @@ step_finish(Sess *ss, RtCtx *c, int sigi, const RtPart *parts,
 			return st;
 	}
 	if (parts && parts[sigi].fn &&
-	    (st = rt_run_part(ss->srv, c, &parts[sigi], &spare[sigi])))
+	    (st = rt_run_part(c, ss->srv->proc.name, &parts[sigi],
+				  &spare[sigi])))
 		return st;
 	for (int i = 0; i < sig->nfetch; i++)
 		if ((st = tfg_rt_recv(c, sig->fetches[i].key, fetch[i]->data)))

@@ -8,10 +8,10 @@
  * the kernel pool (runtime/pool.c), or of columns when c has too few
  * rows, and each block is one cblas_*gemm call on the thread that takes
  * it.  OpenBLAS's own threads start and stop around every call and its
- * hand-off sleeps, which on the 2-core EPYC made the 100x784x100
- * products of the MNIST step slower on two threads than on one (150-320
- * us against 164 us); cut here, with the pool's spinning hand-off, they
- * take 85-92 us.  The blocks are as even as the rows allow: each thread
+ * hand-off sleeps, which made the 100x784x100 products of the MNIST
+ * step slower on two threads than on one; cut here, with the pool's
+ * spinning hand-off, two threads take little more than half the time
+ * of one (bench/README.md).  The blocks are as even as the rows allow: each thread
  * packs its own copy of b (of a, when columns are cut), which is little
  * next to its product from this size on.  A block computes its elements
  * exactly as one call over all of c would, so the result does not

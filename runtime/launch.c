@@ -63,20 +63,6 @@ ctl_on_signal(int sig)
 	_exit(128 + sig);
 }
 
-static void
-ctl_signals(void)
-{
-	struct sigaction sa;
-
-	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = ctl_on_signal;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sa.sa_handler = SIG_IGN;
-	sigaction(SIGPIPE, &sa, NULL);
-}
-
 pid_t
 rt_spawn(char *const *argv)
 {
@@ -216,9 +202,9 @@ send_simple(RtProc *c, int task, int type, uint32_t key)
 	/* the reply URL; a PING's also names the run and this process, for
 	   a task of another run to say whose it is (rt_refuse_ping) */
 	int n = type == RT_MSG_PING
-		? snprintf(text, sizeof text, "%s %016llx %ld", c->net.url,
+		? snprintf(text, sizeof text, "%s %016llx %ld", rt_proc_url(c),
 			   (unsigned long long)rt_run, (long)getpid())
-		: snprintf(text, sizeof text, "%s", c->net.url);
+		: snprintf(text, sizeof text, "%s", rt_proc_url(c));
 	TfgError e;
 
 	if (n < 0 || (size_t)n >= sizeof text ||
@@ -854,7 +840,7 @@ ctl_open(RtProc *c, const TfgPlan *plan, const TfgOptions *opt)
 	}
 	if (c->opt.verbose)
 		fprintf(stderr, "tfg: controller: listening on %s\n",
-			c->net.url);
+			rt_proc_url(c));
 	return 0;
 }
 
@@ -927,7 +913,7 @@ write_trace(RtProc *c, pid_t *pids)
 	for (int i = 0; i < plan->ntask; i++) {
 		RtBuf *b;
 		unsigned char *body;
-		size_t n = strlen(c->net.url);
+		size_t n = strlen(rt_proc_url(c));
 		TfgError e;
 
 		if (pids && pids[i] == 0) {
@@ -937,7 +923,7 @@ write_trace(RtProc *c, pid_t *pids)
 		if (rt_msg_new(c, NULL, &b, &body, RT_MSG_TRACE, 0, 0, NULL, n,
 			       &e) != TFG_OK)
 			continue;
-		memcpy(body, c->net.url, n);
+		memcpy(body, rt_proc_url(c), n);
 		if (rt_send(c, i, b, rt_now() + SLICE, NULL, &e) == TFG_OK)
 			left++;
 	}
@@ -1023,7 +1009,7 @@ tfg_launch(const TfgPlan *plan, const TfgOptions *opt, const char *argv0,
 	if (ctl_open(&c, plan, opt))
 		return 1;
 	bars = rt_bars_new(plan, opt); /* NULL (no memory): none shown */
-	ctl_signals();
+	rt_signals(ctl_on_signal);
 	if (!attach) {
 		pids = calloc((size_t)plan->ntask, sizeof *pids);
 		if (pids == NULL) {

@@ -28,9 +28,10 @@
  * waits for a slow peer's window), so that nothing stops it reading.
  *
  * Why not nng, which this layer used before: every message crossed three
- * of nng's threads (the poller, a task queue, the caller), about 72 us a
- * hop on the development VM against 25 to 50 us here, and a 313 KB round
- * trip took 290 us against 210 (bench/run.sh has both).
+ * of nng's threads (the poller, a task queue, the caller), which cost
+ * each hop more than the whole of this transport's and a 313 KB round
+ * trip a third more (bench/run.sh measures both; bench/README.md has
+ * the figures that decided it).
  *
  * Its files: net.c the API, the helpers, reply links and held sends;
  * net_link.c the links (dialing, handshakes, heartbeats, writing);
@@ -584,7 +585,7 @@ write_frame(RtNet *n, RtLink *k, RtBuf *b, double deadline,
 	if (tagged && (rt_auth_begin(&k->out) != 0 ||
 		       /* a small frame is MACed first, so that the tag leaves
 			  in the same segment: a second one costs the
-			  receiver a wake-up, some 15 us a hop here */
+			  receiver a wake-up (bench/README.md) */
 		       (len <= SMALL_FRAME &&
 			mac_range(k, part, 0, body, tag) != 0))) {
 		net_link_broken(n, k);

@@ -37,8 +37,9 @@
 
 /* Each loop is compiled for AVX-512, AVX2 and the baseline, and the
  * loader picks the best the CPU has (GCC's target_clones): the runtime
- * is built for any x86-64, and a 784x100 sgd update (its finiteness
- * check included) took 19 us in SSE2 against 11 with AVX-512 here. */
+ * is built for any x86-64, and a sgd update (its finiteness check
+ * included) takes nearly twice as long in SSE2 as with AVX-512
+ * (bench/README.md). */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #define CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
 #else

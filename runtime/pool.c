@@ -30,9 +30,9 @@
  * loop a worker spins on the ticket for SPIN_NS before it sleeps on a
  * condition variable, and the caller spins as long on `active`: a
  * training step's loops and products come microseconds apart, and
- * waking a sleeping thread costs about as much as a small product
- * (measured on the 2-core EPYC: each 100x784x100 product of the MNIST
- * step took 164 us on one thread, 90 us on two with a spinning hand-off).
+ * waking a sleeping thread costs about as much as a small product (the
+ * MNIST step's 100x784x100 products gained from two threads only with a
+ * spinning hand-off: bench/README.md).
  * Sleepers are woken only when there are some.  Several task processes
  * on one machine each have their own pool: together they may run more
  * threads than there are cores (set TFG_THREADS to share them out), and

@@ -23,6 +23,7 @@
  */
 #include <ctype.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +34,20 @@
 #include "runtime/proto_int.h"
 
 volatile int rt_stop_requested;
+
+void
+rt_signals(void (*handler)(int))
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = handler;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sa.sa_handler = SIG_IGN;
+	sigaction(SIGPIPE, &sa, NULL);
+}
 
 /* This process's incarnation: the wall clock in nanoseconds, so that a
  * task started again gets a larger one than the process before it had,
@@ -110,6 +125,7 @@ rt_proc_init(RtProc *p, const TfgPlan *plan, int task, const TfgOptions *opt)
 	pthread_mutex_init(&p->mu, NULL);
 	pthread_mutex_init(&p->order, NULL);
 	pthread_cond_init(&p->qcv, NULL);
+	pthread_cond_init(&p->idlecv, NULL);
 	if (rt_net_init(&p->net, p->name, plan->ntask) != TFG_OK ||
 	    (p->peers = calloc((size_t)plan->ntask, sizeof *p->peers)) ==
 	    NULL) {
@@ -141,6 +157,7 @@ rt_proc_free(RtProc *p)
 	free(p->peers);
 	free(p->plans);
 	pthread_cond_destroy(&p->qcv);
+	pthread_cond_destroy(&p->idlecv);
 	pthread_mutex_destroy(&p->order);
 	pthread_mutex_destroy(&p->mu);
 	memset(p, 0, sizeof *p);
@@ -479,6 +496,33 @@ static int
 ordered(const RtMsg *m)
 {
 	return m->h.type == RT_MSG_SPECIALISE || m->h.type == RT_MSG_RELEASE;
+}
+
+const char *
+rt_proc_url(const RtProc *p)
+{
+	return p->net.url;
+}
+
+void
+rt_proc_wake(RtProc *p)
+{
+	pthread_mutex_lock(&p->mu);
+	pthread_cond_broadcast(&p->qcv);
+	pthread_mutex_unlock(&p->mu);
+}
+
+int
+rt_proc_idle(RtProc *p, double until)
+{
+	int idle;
+
+	pthread_mutex_lock(&p->mu);
+	while (p->steps && rt_now() < until)
+		rt_cond_wait(&p->idlecv, &p->mu, until);
+	idle = p->steps == NULL;
+	pthread_mutex_unlock(&p->mu);
+	return idle;
 }
 
 /* The index of the first record that may come out now, or -1. */

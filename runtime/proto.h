@@ -182,9 +182,8 @@ size_t rt_start_bytes(const TfgPlan *plan, int sig, int task);
  * it: one large enough (RT_FEED_APART) that reading it straight into the
  * part's buffer (spec/design.md "Transport") saves more than the extra
  * wake-up of a second message costs, strings excepted (their records are
- * checked in the message).  At 1 MiB apart, a plain transfer fell from
- * 0.88-1.04 of raw TCP to 0.64-0.80 on the 2-core Zen 4; at 16 MiB it
- * gained. */
+ * checked in the message).  At 1 MiB apart a plain transfer lost
+ * against raw TCP, at 16 MiB it gained (bench/README.md). */
 #define RT_FEED_APART ((size_t)4 << 20)
 int rt_feed_apart(const RtEdge *e);
 
@@ -230,6 +229,7 @@ typedef struct RtProc {
 	RtNetRecv recv;        /* the receive posted to net */
 	pthread_mutex_t mu;    /* everything below */
 	pthread_cond_t qcv;    /* a record was queued */
+	pthread_cond_t idlecv; /* the last step running here ended */
 	RtPeer *peers;         /* [plan->ntask] */
 	RtMsg *tab;            /* received TENSOR/DONE/ERROR/ABORT, by step */
 	int ntab, captab;
@@ -247,6 +247,9 @@ typedef struct RtProc {
 
 /* Set by the SIGINT/SIGTERM handlers of servers: waits end early. */
 extern volatile int rt_stop_requested;
+/* SIGINT and SIGTERM to handler, SIGPIPE ignored (a peer that went away
+ * is an error of the write, not the end of the process). */
+void rt_signals(void (*handler)(int));
 
 /* Waits on cv (with mu held) until signalled, until `until` (rt_now()
  * scale), or for one RT_NET_SLICE at most, whichever comes first. */
@@ -261,6 +264,15 @@ void rt_proc_free(RtProc *p);
 /* Listens on url, dials every other task of the plan, and starts
  * receiving. */
 tfg_status rt_proc_open(RtProc *p, const char *url, TfgError *e);
+/* The address p serves on (its listener's URL, the reply address its
+ * PINGs give). */
+const char *rt_proc_url(const RtProc *p);
+/* Wakes every thread waiting in rt_proc_next now, not at the end of its
+ * slice (a stop was requested). */
+void rt_proc_wake(RtProc *p);
+/* Waits until no step runs in p, or until `until` (rt_now() scale): 1
+ * when none runs. */
+int rt_proc_idle(RtProc *p, double until);
 /* The next record (0), waiting at most `wait` seconds: -1 when none came.
  * A START or SPECIALISE comes out accepted, with ctx (not NULL) as its
  * step (rt_step_accept); one that is not for a step of its sender's, or

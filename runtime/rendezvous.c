@@ -89,6 +89,8 @@ step_unlink(RtProc *p, RtCtx *c)
 		}
 	c->next = NULL;
 	c->active = 0;
+	if (!p->steps) /* rt_proc_idle */
+		pthread_cond_broadcast(&p->idlecv);
 }
 
 static void

@@ -123,10 +123,17 @@ void rt_server_free(RtServer *s);
  * RUN_SESSION, PING, RT_EV_RESTARTED; SHUTDOWN sets stopping), with ctx
  * the step rt_proc_next accepted for a START or SPECIALISE.  Frees m. */
 void rt_server_handle(RtServer *s, RtCtx *ctx, RtMsg *m);
-/* Runs part fn of signature sig for step c with an arena from spare;
- * 0, or the failure in c->err. */
-int rt_run_part(RtServer *s, RtCtx *c, const RtPart *part,
+
+/* -------------------------------------------------------- run_part.c */
+
+/* Runs part for step c with an arena from spare (a new one when none is
+ * free), for the process named who (its errors say it); 0, or the
+ * failure in c->err.  Both roles run parts through it: a server's
+ * START, a session's own part. */
+int rt_run_part(RtCtx *c, const char *who, const RtPart *part,
 		RtArenas *spare);
+/* Frees n lists of spare arenas and a (GPU-pinned ones unpinned). */
+void rt_arenas_free(RtArenas *a, int n);
 
 /* ---------------------------------------------------------- launch.c */
 

@@ -65,95 +65,6 @@ on_signal(int sig)
 	rt_stop_requested = 1;
 }
 
-static void
-install_signals(void)
-{
-	struct sigaction sa;
-
-	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = on_signal;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sa.sa_handler = SIG_IGN;
-	sigaction(SIGPIPE, &sa, NULL);
-}
-
-/* ------------------------------------------------------------- arenas */
-
-static char *
-arena_take(RtServer *s, RtArenas *a, size_t size)
-{
-	char *p = NULL;
-
-	pthread_mutex_lock(&s->mu);
-	if (a->n > 0)
-		p = a->v[--a->n];
-	pthread_mutex_unlock(&s->mu);
-	return p ? p : rt_arena_alloc(size);
-}
-
-static void
-arena_give(RtServer *s, RtArenas *a, char *p)
-{
-	pthread_mutex_lock(&s->mu);
-	if (a->n == a->cap) {
-		int nc = a->cap ? 2 * a->cap : 2;
-		char **v = realloc(a->v, sizeof *v * (size_t)nc);
-
-		if (v == NULL) {
-			pthread_mutex_unlock(&s->mu);
-			rt_gpu_host_unpin(p);
-			free(p);
-			return;
-		}
-		a->v = v, a->cap = nc;
-	}
-	a->v[a->n++] = p;
-	pthread_mutex_unlock(&s->mu);
-}
-
-int
-rt_run_part(RtServer *s, RtCtx *c, const RtPart *p, RtArenas *spare)
-{
-	char *arena;
-	double t0;
-	int rc, st, gpu;
-
-	c->err.code = TFG_OK;
-	c->err.msg[0] = '\0';
-	if (p->fn == NULL)
-		return tfg_error(&c->err, TFG_EINVAL,
-				 "%s has no part in signature %d",
-				 s->proc.name, c->sig);
-	if ((arena = arena_take(s, spare, p->arena_size)) == NULL)
-		return tfg_error(&c->err, TFG_ENOMEM,
-				 "%s: out of memory for an arena of %zu bytes",
-				 s->proc.name, p->arena_size);
-	t0 = rt_tracing ? rt_trace_clock() : 0;
-	rc = p->fn(c, arena);
-	gpu = c->gpu != NULL;
-	st = rt_gpu_step_end(c); /* its GPU work done, or its error */
-	if (rc == 0)
-		rc = st;
-	/* a part that used a GPU copies to and from its arena: page-locked
-	   from its next step on (spec/design.md "GPUs") */
-	if (gpu && rc == 0)
-		rt_gpu_host_pin(arena, p->arena_size);
-	if (rt_tracing) {
-		char name[64];
-
-		snprintf(name, sizeof name, "part of signature %d", c->sig);
-		rt_trace_event("part", name, RT_STEP_NO(c->step),
-			       p->arena_size, t0, rt_trace_clock());
-	}
-	arena_give(s, spare, arena);
-	if (rc != 0 && c->err.msg[0] == '\0')
-		tfg_error(&c->err, (tfg_status)rc, "part of %s failed: %s",
-			  s->proc.name, tfg_strerror((tfg_status)rc));
-	return rc;
-}
-
 /* ------------------------------------------------------------ records */
 
 static int
@@ -193,7 +104,7 @@ serve_start(RtServer *s, RtCtx *c, const RtMsg *m)
 		fprintf(stderr, "tfg: %s: step %llu sig %d\n", p->name,
 			RT_STEP_NO(c->step), sig);
 	rt_start_feeds(c, m);
-	rc = rt_run_part(s, c, &u.parts[sig], &u.spare[sig]);
+	rc = rt_run_part(c, p->name, &u.parts[sig], &u.spare[sig]);
 	/* A cancelled step gets no answer: its client has moved on, and
 	   would drop it as stale anyway.  Nothing went wrong here, so
 	   nothing is reported either. */
@@ -244,17 +155,7 @@ serve_trace(RtServer *s, const RtMsg *m)
 	/* The steps still running here record their last events (a send's
 	   ends after its tensor left, so after its client may have finished
 	   and the controller asked): a moment for them to end. */
-	for (double until = rt_now() + 1.0; rt_now() < until;) {
-		struct timespec ts = {0, 1000000L};
-		int busy;
-
-		pthread_mutex_lock(&s->proc.mu);
-		busy = s->proc.steps != NULL;
-		pthread_mutex_unlock(&s->proc.mu);
-		if (!busy)
-			break;
-		nanosleep(&ts, NULL);
-	}
+	rt_proc_idle(&s->proc, rt_now() + 1.0);
 	if (rt_tracing && (json = rt_trace_take(s->proc.task, 0, &n)) ==
 	    NULL)
 		fprintf(stderr, "tfgc: error: %s: out of memory for the "
@@ -303,9 +204,7 @@ static void handle(RtServer *s, RtCtx *ctx, RtMsg *m);
 static void
 stop_wake(RtServer *s)
 {
-	pthread_mutex_lock(&s->proc.mu);
-	pthread_cond_broadcast(&s->proc.qcv);
-	pthread_mutex_unlock(&s->proc.mu);
+	rt_proc_wake(&s->proc);
 	pthread_mutex_lock(&s->mu);
 	pthread_cond_broadcast(&s->stopcv);
 	pthread_mutex_unlock(&s->mu);
@@ -617,19 +516,6 @@ rt_server_init(RtServer *s, const TfgPlan *plan, int task,
 	return TFG_OK;
 }
 
-static void
-arenas_free(RtArenas *a, int n)
-{
-	for (int i = 0; a && i < n; i++) {
-		for (int k = 0; k < a[i].n; k++) {
-			rt_gpu_host_unpin(a[i].v[k]);
-			free(a[i].v[k]);
-		}
-		free(a[i].v);
-	}
-	free(a);
-}
-
 void
 rt_server_free(RtServer *s)
 {
@@ -643,7 +529,7 @@ rt_server_free(RtServer *s)
 	if (s->proc.plan)
 		rt_proc_free(&s->proc);
 	rt_spec_free(s);
-	arenas_free(s->spare, nsig);
+	rt_arenas_free(s->spare, nsig);
 	free(s->parts);
 	free(s->threads);
 	free(s->pending);
@@ -735,7 +621,7 @@ tfg_server_main(const TfgPlan *plan, int task, const TfgOptions *opt,
 		free(s);
 		return 1;
 	}
-	install_signals();
+	rt_signals(on_signal);
 	rt_url(url, sizeof url, plan->tasks[task].addr);
 	if (rt_proc_open(&s->proc, url, &e) != TFG_OK) {
 		int taken = e.code == TFG_EADDRINUSE && opt->picked_ports;
@@ -778,7 +664,7 @@ tfg_server_main(const TfgPlan *plan, int task, const TfgOptions *opt,
 			    ? ", any user of this machine," : "");
 	if (s->proc.opt.verbose)
 		fprintf(stderr, "tfg: %s: serving on %s\n", s->proc.name,
-			s->proc.net.url);
+			rt_proc_url(&s->proc));
 	if (opt->launched && opt->controller_argv &&
 	    (s->controller = rt_spawn(opt->controller_argv)) < 0) {
 		fprintf(stderr, "tfgc: error: %s: cannot start the controller: "

@@ -184,22 +184,9 @@ rt_spec_unuse(RtServer *s, const RtUse *u)
 }
 
 static void
-arenas_clear(RtArenas *a, int n)
-{
-	for (int i = 0; a && i < n; i++) {
-		for (int k = 0; k < a[i].n; k++) {
-			rt_gpu_host_unpin(a[i].v[k]);
-			free(a[i].v[k]);
-		}
-		free(a[i].v);
-	}
-	free(a);
-}
-
-static void
 spec_clear(RtSpec *x)
 {
-	arenas_clear(x->spare, x->plan ? x->plan->nsig : 0);
+	rt_arenas_free(x->spare, x->plan ? x->plan->nsig : 0);
 	free(x->parts);
 	free(x->feeds);
 	free(x->held);

@@ -110,8 +110,8 @@ rt_vars_free(RtServer *s)
 /* dst = dst op src over n elements of dtype t, where U is the type the
  * arithmetic is done in (unsigned for integers, so that they wrap); a
  * scalar src (one element) for each.  16 bytes at a time as GCC vectors,
- * since -O2 does not vectorise a loop of unknown count (a 784x100 f32
- * update took 70 us as a plain loop), then one at a time. */
+ * since -O2 does not vectorise a loop of unknown count (bench/README.md:
+ * a 784x100 f32 update as a plain loop), then one at a time. */
 #define UPDATE(U)                                                        \
 	do {                                                             \
 		typedef U V __attribute__((vector_size(16)));            \
