@@ -1,7 +1,9 @@
 /*
- * codegen/cg_int.h: shared by codegen/cpu.c (IR -> LLVM IR), the emitters
- * of op families (codegen/cpu_*.c) and
- * codegen/jit.c (target machine, passes, ORC LLJIT).
+ * codegen/cg_int.h: shared by codegen/module.c (the module and its
+ * parts, the backend table, the helpers every backend uses), the CPU
+ * backend (codegen/cpu.c and its op families, codegen/cpu_*.c), the GPU
+ * backend's LLVM side (codegen/cuda.c) and codegen/jit.c (target
+ * machine, passes, ORC LLJIT).
  */
 #ifndef TFG_CODEGEN_CG_INT_H
 #define TFG_CODEGEN_CG_INT_H
@@ -75,16 +77,27 @@ int cg_build_module(LLVMContextRef c, LLVMModuleRef m, const Program *p,
 		    int task, const char *cpu, const char *features,
 		    const CgOptions *o, size_t *sizes, int *has);
 
-/* cuda.c: the task's GPU nodes.  cg_gpu_prepare checks them (o->
- * gpu_probe), generates and compiles their kernels and adds the module
- * constant (C->gpu; NULL when there are none); cg_gpu_done frees it.
- * cg_gpu_arena: at the part's entry, the base of gpu:(sp - 1)'s device
- * arena of `size` bytes.  cg_gpu_emit: node n on a GPU, at C->cur of
- * signature C->sig. */
-int cg_gpu_prepare(CgCtx *C, const CgOptions *o);
-void cg_gpu_done(CgCtx *C);
-LLVMValueRef cg_gpu_arena(CgCtx *C, int sp, size_t size);
-int cg_gpu_emit(CgCtx *C, IrNode *n);
+/* A backend: what module.c (which builds the parts) calls for the nodes
+ * of one kind of device.  prepare, before the first part (may be NULL):
+ * look at the task's nodes, make what the module needs once; 0, or -1
+ * (reported).  done (may be NULL): free it.  arena (GPUs): at the part's
+ * entry, the base of gpu:(sp - 1)'s device arena of `size` bytes.  emit:
+ * node n, at C->cur of signature C->sig; 0, or non-zero (reported). */
+typedef struct CgBackend {
+	const char *name;
+	int (*prepare)(CgCtx *C, const CgOptions *o);
+	void (*done)(CgCtx *C);
+	LLVMValueRef (*arena)(CgCtx *C, int sp, size_t size);
+	int (*emit)(CgCtx *C, IrNode *n);
+} CgBackend;
+/* cpu.c: every node in host memory, by ops.def's cpu column.  cuda.c:
+ * the task's GPU nodes (prepare checks them against o->gpu_probe,
+ * generates and compiles their kernels and adds the module constant,
+ * C->gpu, NULL when there are none) and every copy. */
+extern const CgBackend cg_cpu_backend, cg_cuda_backend;
+/* module.c: LLVM attribute k (of value v) on f at index idx. */
+void cg_enum_attr(CgCtx *C, LLVMValueRef f, unsigned idx, const char *k,
+		  uint64_t v);
 
 /* jit.c: the shared front of the JIT, --emit=llvm and tfgc compile
  * (codegen/aot.c).  cg_llvm_init initialises LLVM's native target once.

@@ -450,22 +450,6 @@ cg_vload(CgCtx *C, LLVMTypeRef vty, LLVMValueRef base, LLVMValueRef off,
 	return v;
 }
 
-LLVMValueRef
-cg_entry_alloca(CgCtx *C, LLVMTypeRef ty, unsigned align, const char *name)
-{
-	LLVMBuilderRef b = LLVMCreateBuilderInContext(C->c);
-	LLVMBasicBlockRef e = LLVMGetEntryBasicBlock(C->fn);
-	LLVMValueRef first = LLVMGetFirstInstruction(e), a;
-	if (first)
-		LLVMPositionBuilderBefore(b, first);
-	else
-		LLVMPositionBuilderAtEnd(b, e);
-	a = LLVMBuildAlloca(b, ty, name);
-	LLVMSetAlignment(a, align);
-	LLVMDisposeBuilder(b);
-	return a;
-}
-
 void
 cg_prefetch(CgCtx *C, LLVMTypeRef ety, LLVMValueRef base, LLVMValueRef off)
 {

@@ -2,7 +2,7 @@
  * codegen/cuda.c: a task's GPU code inside its LLVM module
  * (spec/design.md "GPUs").
  *
- * Before the parts are built, cg_gpu_prepare looks at the nodes the task
+ * Before the parts are built, gpu_prepare looks at the nodes the task
  * places on its GPUs.  Under the JIT it asks the runtime which GPUs the
  * process has (tfg_gpu_probe): none, or a gpu:N beyond them, is an error
  * at the task's start, or with --soft-placement a warning that lists
@@ -29,7 +29,7 @@
 #include "codegen/cg_int.h"
 #include "codegen/cuda.h"
 
-/* What cg_gpu_prepare decided per node of each part. */
+/* What gpu_prepare decided per node of each part. */
 typedef struct GpuNode {
 	int nl;                     /* launches */
 	CuLaunch *l;
@@ -482,8 +482,8 @@ declare(CgCtx *C, const char *name, LLVMTypeRef *ty, LLVMTypeRef *params,
 	return LLVMAddFunction(C->m, name, *ty);
 }
 
-int
-cg_gpu_prepare(CgCtx *C, const CgOptions *o)
+static int
+gpu_prepare(CgCtx *C, const CgOptions *o)
 {
 	const Program *p = C->p;
 	CgGpu *G;
@@ -550,8 +550,8 @@ cg_gpu_prepare(CgCtx *C, const CgOptions *o)
 	return 0;
 }
 
-void
-cg_gpu_done(CgCtx *C)
+static void
+gpu_done(CgCtx *C)
 {
 	gpu_free(C->gpu, C->p->nsig);
 	C->gpu = NULL;
@@ -559,8 +559,8 @@ cg_gpu_done(CgCtx *C)
 
 /* The device arena of gpu:sp-1 for the part being built: a call at the
  * part's entry; returns its base. */
-LLVMValueRef
-cg_gpu_arena(CgCtx *C, int sp, size_t size)
+static LLVMValueRef
+gpu_arena(CgCtx *C, int sp, size_t size)
 {
 	CgGpu *G = C->gpu;
 	LLVMValueRef at = cg_entry_alloca(C, C->ptr, 8, "dev_arena");
@@ -700,8 +700,8 @@ emit_gemm(CgCtx *C, IrNode *n, const GpuNode *g)
 	LLVMPositionBuilderAtEnd(C->b, done);
 }
 
-int
-cg_gpu_emit(CgCtx *C, IrNode *n)
+static int
+gpu_node(CgCtx *C, IrNode *n)
 {
 	CgGpu *G = C->gpu;
 	int s = C->sig;
@@ -726,8 +726,8 @@ cg_gpu_emit(CgCtx *C, IrNode *n)
 
 /* OP_copy: between the host and a GPU, two GPUs, or (soft placement)
  * the host and itself. */
-int
-cpu_emit_copy(CgCtx *C, IrNode *n)
+static int
+gpu_copy(CgCtx *C, IrNode *n)
 {
 	CgGpu *G = C->gpu;
 	const IrNode *in = n->in[0];
@@ -749,3 +749,13 @@ cpu_emit_copy(CgCtx *C, IrNode *n)
 				      ""));
 	return 0;
 }
+
+/* A node on a GPU, or a copy between memories. */
+static int
+gpu_emit(CgCtx *C, IrNode *n)
+{
+	return n->op == OP_copy ? gpu_copy(C, n) : gpu_node(C, n);
+}
+
+const CgBackend cg_cuda_backend = {"cuda", gpu_prepare, gpu_done, gpu_arena,
+				   gpu_emit};

@@ -2,8 +2,8 @@
  * compiler/cmd_build.c: tfgc emit, which prints a stage of the
  * compilation (tokens, the AST, the graph after a pass, LLVM IR, CUDA
  * C, PTX, the memory plan), and tfgc compile, which writes a task's
- * parts as an object and a header (spec §10.3 "Ahead-of-time
- * compilation") or a shared object for tfgc server --part.
+ * parts as an object and a header or a shared object for tfgc server
+ * --part (spec §10.3 "Ahead-of-time compilation").
  */
 #include <errno.h>
 #include <stdlib.h>
