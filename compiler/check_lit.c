@@ -366,3 +366,38 @@ check_tensor_data(Checker *c, AstNode *e, int t, TfgDtype *dt, TfgShape *shape,
 	return data;
 }
 
+/* A shape argument: a list literal of non-negative integer literals. */
+int
+check_shape_arg(Checker *c, AstNode *call, AstNode *e, TfgShape *s)
+{
+	if (e->kind != AST_TENSOR) {
+		diag_error(c->d, e->loc, "the shape of '%s' must be a list of "
+			   "integer literals, like [2, 3]", call->name);
+		return -1;
+	}
+	if (e->n > TFG_MAX_RANK) {
+		diag_error(c->d, e->loc, "the shape of '%s' has %d dimensions; at "
+			   "most %d are allowed", call->name, e->n,
+			   TFG_MAX_RANK);
+		return -1;
+	}
+	memset(s, 0, sizeof *s);
+	s->rank = e->n;
+	for (int i = 0; i < e->n; i++) {
+		Lit l = check_lit_of(e->list[i]);
+		if (l.kind != 1) {
+			diag_error(c->d, e->list[i]->loc, "dimension %d of the "
+				   "shape of '%s' must be an integer literal",
+				   i, call->name);
+			return -1;
+		}
+		if (l.i < 0) {
+			diag_error(c->d, e->list[i]->loc, "dimension %d of the "
+				   "shape of '%s' is %" PRId64 "; it must not "
+				   "be negative", i, call->name, l.i);
+			return -1;
+		}
+		s->dims[i] = l.i;
+	}
+	return 0;
+}

@@ -1,14 +1,17 @@
 /*
  * compiler/compiler.h: the graph IR and the phases that build, place and
- * partition it, called in order by compiler/driver.c.
+ * partition it, run in compiler/passes.def's order by compile_file
+ * (compiler/pipeline.c).
  *
  *   check      AST -> IrGraph: names, dtypes, shapes, requested devices,
  *              and the session programs' run signatures
  *   grad       each grad(y, x) becomes its backward graph (autodiff.c)
+ *   place      every node gets a complete device and a task
+ *   specialise a specialisation pruned to its signature, or a generic
+ *              plan made and compilation stopped (`?` dims)
  *   fold       nodes of constants become constants (pass_fold.c)
  *   cse        identical nodes merge (pass_cse.c)
  *   dce        nodes no fetch needs go (pass_dce.c)
- *   place      every node gets a complete device and a task
  *   partition  per run signature: prune to what the fetches need, cut per
  *              task, add send/recv pairs with rendezvous keys -> IrPart
  *   fuse       per part: elementwise chains become one OP_fused node, or

@@ -385,8 +385,6 @@ int check_replicated(Checker *c, AstNode *s, IrNode *(*make)(Checker *,
 IrNode *check_copy_of(Checker *c, const Sym *s);
 IrNode *check_var_node(Checker *c, IrVar *v, OpKind op, IrNode *x,
 		       SrcLoc loc);
-/* The hidden variable counting the draws of OP_random_draw node d. */
-IrVar *check_rng_var(Checker *c, IrNode *d);
 void check_cli_session(Checker *c, const CompileOptions *o);
 
 /* check.c: what the checkers of op families (compiler/ops_*.c) share. */
@@ -427,7 +425,7 @@ int check_bind(Checker *c, AstNode *e);
  * arguments; -1 (reported: "positional argument after a keyword
  * argument") when one comes after a keyword. */
 int check_positional_first(Checker *c, AstNode *e);
-/* ops_make.c: shape argument e of call (a list literal of integer
+/* check_lit.c: shape argument e of call (a list literal of integer
  * literals, each >= 0) into *s; 0, or -1 (reported). */
 int check_shape_arg(Checker *c, AstNode *call, AstNode *e, TfgShape *s);
 /* Parameter k, named name, of a bound call: positional or keyword. */

@@ -28,42 +28,6 @@
 
 /* --------------------------------------------------------------- helpers */
 
-/* A shape argument: a list literal of non-negative integer literals. */
-int
-check_shape_arg(Checker *c, AstNode *call, AstNode *e, TfgShape *s)
-{
-	if (e->kind != AST_TENSOR) {
-		diag_error(c->d, e->loc, "the shape of '%s' must be a list of "
-			   "integer literals, like [2, 3]", call->name);
-		return -1;
-	}
-	if (e->n > TFG_MAX_RANK) {
-		diag_error(c->d, e->loc, "the shape of '%s' has %d dimensions; at "
-			   "most %d are allowed", call->name, e->n,
-			   TFG_MAX_RANK);
-		return -1;
-	}
-	memset(s, 0, sizeof *s);
-	s->rank = e->n;
-	for (int i = 0; i < e->n; i++) {
-		Lit l = check_lit_of(e->list[i]);
-		if (l.kind != 1) {
-			diag_error(c->d, e->list[i]->loc, "dimension %d of the "
-				   "shape of '%s' must be an integer literal",
-				   i, call->name);
-			return -1;
-		}
-		if (l.i < 0) {
-			diag_error(c->d, e->list[i]->loc, "dimension %d of the "
-				   "shape of '%s' is %" PRId64 "; it must not "
-				   "be negative", i, call->name, l.i);
-			return -1;
-		}
-		s->dims[i] = l.i;
-	}
-	return 0;
-}
-
 /* The result's size against the limit on one tensor. */
 static int
 size_ok(Checker *c, AstNode *call, TfgDtype t, const TfgShape *s)
@@ -430,6 +394,33 @@ next_stream(Checker *c)
 	return k;
 }
 
+/* The hidden variable counting the draws of OP_random_draw node d. */
+static IrVar *
+rng_var(Checker *c, IrNode *d)
+{
+	IrVar *v = arena_alloc(c->a, sizeof *v);
+	const char *base = c->stmt ? c->stmt : "_";
+	int k = 0;
+
+	for (int i = 0; i < c->p->vars.n; i++) {
+		const IrVar *o = c->p->vars.v[i];
+		size_t n = strlen(base);
+
+		k += o->draw && strncmp(o->name, base, n) == 0 &&
+		     strncmp(o->name + n, "/random", 7) == 0;
+	}
+	v->index = c->p->vars.n;
+	v->name = k ? arena_printf(c->a, "%s/random_%d", base, k)
+		    : arena_printf(c->a, "%s/random", base);
+	v->loc = d->loc;
+	v->dtype = TFG_I64;
+	v->req = d->req;
+	v->draw = d;
+	vec_push(c->a, &c->p->vars, v);
+	return v;
+}
+
+
 /* random_uniform(shape, min=0, max=1, dtype=f32, seed=) and
  * random_normal(shape, mean=0, stddev=1, dtype=f32, seed=), in TF's
  * order (min and max are TF's minval and maxval). */
@@ -482,7 +473,7 @@ make_random(Checker *c, AstNode *e, OpKind op)
 	if (!(d = check_built(c, ir_var(c->p, e->loc, OP_random_draw, NULL,
 					NULL))))
 		return NULL;
-	d->var = check_rng_var(c, d);
+	d->var = rng_var(c, d);
 	return node(c, e, op, &d, 1, t, &s, m);
 }
 

@@ -198,31 +198,6 @@ check_var_add(Checker *c, IrVar *v, IrNode *x, SrcLoc init_loc)
 	vec_push(c->a, &c->p->vars, v);
 }
 
-IrVar *
-check_rng_var(Checker *c, IrNode *d)
-{
-	IrVar *v = arena_alloc(c->a, sizeof *v);
-	const char *base = c->stmt ? c->stmt : "_";
-	int k = 0;
-
-	for (int i = 0; i < c->p->vars.n; i++) {
-		const IrVar *o = c->p->vars.v[i];
-		size_t n = strlen(base);
-
-		k += o->draw && strncmp(o->name, base, n) == 0 &&
-		     strncmp(o->name + n, "/random", 7) == 0;
-	}
-	v->index = c->p->vars.n;
-	v->name = k ? arena_printf(c->a, "%s/random_%d", base, k)
-		    : arena_printf(c->a, "%s/random", base);
-	v->loc = d->loc;
-	v->dtype = TFG_I64;
-	v->req = d->req;
-	v->draw = d;
-	vec_push(c->a, &c->p->vars, v);
-	return v;
-}
-
 /* assign(v, x), assign_add(v, x), assign_sub(v, x): v's new value.  x
  * has v's dtype and shape; a literal (a tensor literal too) takes v's
  * dtype, and a scalar literal stands for every element. */

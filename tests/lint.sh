@@ -32,6 +32,7 @@
 #      end markers, spec §6.7.1 "Signatures") is what `tfgc help --ops`
 #      prints from stdlib/ops.def, so that the spec and the op
 #      table cannot drift apart.
+#  (i) the op checkers and the codegen backends are leaves (below).
 #  (h) make check-ops (tests/check_ops.py): every function stdlib/ops.def
 #      names is defined, every op has a test, and spec §6.7.2 "Op facts"
 #      is what `tfgc help --op-facts` prints.
@@ -210,6 +211,39 @@ if [ -x "$TFGC" ]; then
 		"$TFGC" help --ops | diff "$out" - | sed 's/^/    /'
 	fi
 fi
+
+# (i) leaves that call no sibling, from the built objects' symbols: an op
+#     checker (compiler/ops_*.c) calls no function of another (they share
+#     compiler/check.c, check_lit.c, sig.c, symtab.c and habits.c), and
+#     no codegen backend calls the other (codegen/cpu*.c and
+#     codegen/cuda*.c share codegen/module.c, spec/design.md "GPUs")
+calls_between() { # calls_between GROUP_A_OBJECTS -- GROUP_B_OBJECTS
+	_a=""; _b=""; _in=a
+	for _o in "$@"; do
+		[ "$_o" = -- ] && { _in=b; continue; }
+		[ -e "$_o" ] || continue
+		if [ $_in = a ]; then _a="$_a $_o"; else _b="$_b $_o"; fi
+	done
+	[ -n "$_a" ] && [ -n "$_b" ] || return 0
+	nm --defined-only $_b 2>/dev/null | awk '$2 ~ /^[TDBR]$/ {print $3}' |
+		sort -u >"$out.def"
+	nm -u $_a 2>/dev/null | awk '{print $NF}' | sort -u |
+		comm -12 - "$out.def"
+	rm -f "$out.def"
+}
+for f in compiler/ops_*.c; do
+	o=$BUILD/${f%.c}.o
+	others=$(for g in compiler/ops_*.c; do
+		[ "$g" = "$f" ] || printf '%s ' "$BUILD/${g%.c}.o"; done)
+	got=$(calls_between "$o" -- $others)
+	[ -z "$got" ] || problem "$f calls another op checker's functions: $got"
+done
+cpu_objs=$(for f in codegen/cpu*.c; do printf '%s ' "$BUILD/${f%.c}.o"; done)
+cuda_objs=$(for f in codegen/cuda*.c; do printf '%s ' "$BUILD/${f%.c}.o"; done)
+got=$(calls_between $cpu_objs -- $cuda_objs)
+[ -z "$got" ] || problem "the CPU backend calls the GPU backend's: $got"
+got=$(calls_between $cuda_objs -- $cpu_objs)
+[ -z "$got" ] || problem "the GPU backend calls the CPU backend's: $got"
 
 # (h) the op table (make check-ops): every function it names defined,
 #     every op tested, the spec's table of op facts as tfgc prints it
