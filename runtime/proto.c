@@ -504,6 +504,12 @@ rt_proc_url(const RtProc *p)
 	return p->net.url;
 }
 
+int
+rt_proc_authenticated(const RtProc *p)
+{
+	return p->keyed || p->net.tls;
+}
+
 void
 rt_proc_wake(RtProc *p)
 {

@@ -267,6 +267,9 @@ tfg_status rt_proc_open(RtProc *p, const char *url, TfgError *e);
 /* The address p serves on (its listener's URL, the reply address its
  * PINGs give). */
 const char *rt_proc_url(const RtProc *p);
+/* Whether p's peers must prove themselves: its messages carry MACs
+ * (--cluster-key) or its connections are TLS. */
+int rt_proc_authenticated(const RtProc *p);
 /* Wakes every thread waiting in rt_proc_next now, not at the end of its
  * slice (a stop was requested). */
 void rt_proc_wake(RtProc *p);

@@ -654,7 +654,7 @@ tfg_server_main(const TfgPlan *plan, int task, const TfgOptions *opt,
 	}
 	/* Loopback included: any user of this machine reaches it.  The
 	   servers of a tfgc run --no-cluster-key were asked to be so. */
-	if (!s->proc.keyed && !s->proc.net.tls && !opt->from_run)
+	if (!rt_proc_authenticated(&s->proc) && !opt->from_run)
 		fprintf(stderr, "tfgc: warning: %s: the cluster is "
 			"unauthenticated: anyone who reaches %s%s can run "
 			"sessions, read and reset variables and stop this "

@@ -107,7 +107,9 @@ done
 #     launch.c var.c optim.c ckpt.c progress.c role.h client_int.h).
 #     A file includes no header of a layer above its own; the roles see
 #     the transport only through the protocol's header (no net.h, no call
-#     of rt_net_*), and the protocol's own header proto_int.h stays in it.
+#     of rt_net_*), and the protocol's own header proto_int.h stays in it;
+#     (d2) the roles name none of RtProc's locks, tables, queues, steps
+#     or transport.
 layer() {
 	case $1 in
 	runtime/net.c|runtime/net_link.c|runtime/net_recv.c|runtime/net.h|\
@@ -211,6 +213,14 @@ if [ -x "$TFGC" ]; then
 		"$TFGC" help --ops | diff "$out" - | sed 's/^/    /'
 	fi
 fi
+
+# (d2) the roles reach the protocol's state only through its functions:
+#     no role file names RtProc's locks, tables, queues, steps or
+#     transport (its identity, plan, name and options they may read)
+roles=$(for f in $sources; do [ "$(layer "$f")" = 3 ] && echo "$f"; done)
+got=$(grep -nE '(proc(\.|->)|\bp->)(mu|qcv|idlecv|steps|tab|ntab|captab|queue|nqueue|capqueue|peers|net|recv|order|counter|plans|nplan|keyed)\b' $roles 2>/dev/null)
+[ -z "$got" ] || problem "a role touches the protocol's state (call a proto.h function):
+$(printf '%s\n' "$got" | sed 's/^/    /')"
 
 # (i) leaves that call no sibling, from the built objects' symbols: an op
 #     checker (compiler/ops_*.c) calls no function of another (they share
