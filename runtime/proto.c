@@ -148,11 +148,11 @@ rt_proc_free(RtProc *p)
 	/* First no more completions: then nothing else touches p. */
 	if (p->net.name)
 		rt_net_close(&p->net);
-	for (int i = 0; i < p->ntab; i++)
-		rt_msg_free(&p->tab[i]);
+	rt_box_free(&p->early);
+	for (RtCtx *c = p->steps; c; c = c->next) /* steps never ended */
+		rt_box_free(&c->inbox);
 	for (int i = 0; i < p->nqueue; i++)
 		rt_msg_free(&p->queue[i]);
-	free(p->tab);
 	free(p->queue);
 	free(p->peers);
 	free(p->plans);
@@ -477,9 +477,9 @@ msg_push(RtMsg **v, int *n, int *cap, const RtMsg *m)
 }
 
 int
-rt_tab_push_locked(RtProc *p, const RtMsg *m)
+rt_box_push(RtBox *b, const RtMsg *m)
 {
-	return msg_push(&p->tab, &p->ntab, &p->captab, m);
+	return msg_push(&b->v, &b->n, &b->cap, m);
 }
 
 int

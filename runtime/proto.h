@@ -214,6 +214,13 @@ typedef struct RtPeer {
 
 typedef struct RtCtx RtCtx;
 
+/* Received TENSOR/DONE/ERROR/ABORT messages, in no order: a step's
+ * inbox, or the process's messages of steps not running yet. */
+typedef struct RtBox {
+	RtMsg *v;
+	int n, cap;
+} RtBox;
+
 /* The process: one per server, or controller.  Everything here outlives
  * steps; what belongs to one step is its RtCtx. */
 typedef struct RtProc {
@@ -231,8 +238,9 @@ typedef struct RtProc {
 	pthread_cond_t qcv;    /* a record was queued */
 	pthread_cond_t idlecv; /* the last step running here ended */
 	RtPeer *peers;         /* [plan->ntask] */
-	RtMsg *tab;            /* received TENSOR/DONE/ERROR/ABORT, by step */
-	int ntab, captab;
+	RtBox early;           /* received TENSOR/DONE/ERROR/ABORT of steps
+				  not running here (yet): a step takes its
+				  own into its inbox when it begins */
 	RtMsg *queue;          /* records for the roles, FIFO */
 	int nqueue, capqueue;
 	RtCtx *steps;          /* the steps running in this process */
@@ -396,12 +404,14 @@ struct RtCtx {
 	int client;            /* the step's client task */
 	int sig;               /* its signature, -1: none (SPECIALISE) */
 	TfgError err;          /* why the step failed */
-	_Atomic int aborted;   /* its client sent ABORT (the entry is in the
-				  table until the step ends) */
+	_Atomic int aborted;   /* its client sent ABORT (the entry is in its
+				  inbox until the step ends) */
 	_Atomic int orphan;    /* its client restarted while it ran here */
 	int lost;              /* client: the task that answered START with
 				  RT_ERROR_NO_PLAN, else -1 */
 	int active;            /* in RtProc.steps */
+	RtBox inbox;           /* its own messages while it runs here (under
+				  RtProc.mu): no step searches another's */
 	pthread_cond_t cv;     /* something of this step was filed */
 	void (*tick)(struct RtCtx *c); /* between the slices of a wait
 					  (the client's heartbeat) */

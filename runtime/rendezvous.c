@@ -2,13 +2,18 @@
  * runtime/rendezvous.c: steps and the rendezvous of spec/design.md
  * (protocol layer, runtime/proto.h): tfg_rt_send and tfg_rt_recv, which
  * generated parts call, the step contexts (RtCtx) they get, and the
- * table they wait on.
+ * inboxes they wait on.
  *
- * The table holds received TENSOR messages by (step, key), plus the DONE
- * and ERROR messages a client collects for its step, and the ABORT with
- * which a client cancels a step it gave up on (the step's waits then end
- * at once: spec/design.md "Step failures").  It is a small array searched
- * linearly: the steps in flight have a handful of edges, not thousands.
+ * Each step running here owns an inbox (RtCtx.inbox): its received
+ * TENSOR messages by key, the DONE and ERROR messages a client collects
+ * for its step, and the ABORT with which a client cancels a step it gave
+ * up on (the step's waits then end at once: spec/design.md "Step
+ * failures").  A message of a step not running here yet (a tensor sent
+ * before its START came, an ABORT that overtook it) waits in the
+ * process's early box, and moves into the step's inbox when the step
+ * begins (step_link).  So a wait searches only its own step's messages,
+ * a small array searched linearly: a step has a handful of edges, not
+ * thousands, however many steps run in the process.
  * Filing an entry wakes the thread of the step it is for (RtCtx.cv); a
  * wait is a loop of timed waits on that variable in slices, so that it
  * also notices its deadline, a peer that went away, or a stop request.
@@ -61,6 +66,8 @@ rt_ctx_init(RtCtx *c, RtProc *p)
 
 /* ------------------------------------------------------------- steps */
 
+
+
 /* The step with id `step` running in p, or NULL. */
 static RtCtx *
 step_find(const RtProc *p, uint64_t step)
@@ -71,12 +78,23 @@ step_find(const RtProc *p, uint64_t step)
 	return NULL;
 }
 
+/* c runs here from now on: its messages that came before it (tensors
+ * sent before its START arrived, an ABORT that overtook it) move from
+ * the process's early box into its inbox. */
 static void
 step_link(RtProc *p, RtCtx *c)
 {
 	c->next = p->steps;
 	p->steps = c;
 	c->active = 1;
+	for (int i = p->early.n - 1; i >= 0; i--)
+		if (p->early.v[i].h.step == c->step) {
+			RtMsg m = p->early.v[i];
+
+			if (rt_box_push(&c->inbox, &m) != 0)
+				break; /* out of memory: it stays early */
+			p->early.v[i] = p->early.v[--p->early.n];
+		}
 }
 
 static void
@@ -170,13 +188,13 @@ rt_step_stale(const RtProc *p, uint64_t step)
 	       step <= last;
 }
 
-/* Index of the table entry of `type` for `step` with the given key and
- * sender (-1: any), or -1. */
+/* Index of the entry of box b of `type` for `step` with the given key
+ * and sender (-1: any), or -1. */
 static int
-tab_find(const RtProc *p, int type, uint64_t step, long key, int src)
+box_find(const RtBox *b, int type, uint64_t step, long key, int src)
 {
-	for (int i = 0; i < p->ntab; i++) {
-		const RtHdr *h = &p->tab[i].h;
+	for (int i = 0; i < b->n; i++) {
+		const RtHdr *h = &b->v[i].h;
 
 		if (h->type == type && h->step == step &&
 		    (key < 0 || h->key == (uint32_t)key) &&
@@ -186,22 +204,47 @@ tab_find(const RtProc *p, int type, uint64_t step, long key, int src)
 	return -1;
 }
 
-/* Takes entry i out of the table (order does not matter). */
+/* Takes entry i out of b (order does not matter). */
 static RtMsg
-tab_take(RtProc *p, int i)
+box_take(RtBox *b, int i)
 {
-	RtMsg m = p->tab[i];
+	RtMsg m = b->v[i];
 
-	p->tab[i] = p->tab[--p->ntab];
+	b->v[i] = b->v[--b->n];
 	return m;
 }
 
 static void
-tab_remove(RtProc *p, int i)
+box_remove(RtBox *b, int i)
 {
-	RtMsg m = tab_take(p, i);
+	RtMsg m = box_take(b, i);
 
 	rt_msg_free(&m);
+}
+
+static void
+box_clear(RtBox *b)
+{
+	for (int i = 0; i < b->n; i++)
+		rt_msg_free(&b->v[i]);
+	b->n = 0;
+}
+
+void
+rt_box_free(RtBox *b)
+{
+	box_clear(b);
+	free(b->v);
+	b->v = NULL;
+	b->cap = 0;
+}
+
+/* Where a message of step c goes: its inbox while it runs here, else
+ * the process's box of early ones. */
+static RtBox *
+box_of(RtProc *p, RtCtx *c)
+{
+	return c && c->active ? &c->inbox : &p->early;
 }
 
 int
@@ -227,10 +270,10 @@ rt_step_accept_locked(RtProc *p, RtCtx *c, const RtMsg *m, int sig)
 	p->peers[client].started = s;
 	step_reset(c, s, client, sig);
 	c->plan = p->plan;
+	step_link(p, c);
 	/* Its ABORT came first (not in order on one connection, but a
 	   restarted peer's queue may replay anything). */
-	c->aborted = tab_find(p, RT_MSG_ABORT, s, -1, -1) >= 0;
-	step_link(p, c);
+	c->aborted = box_find(&c->inbox, RT_MSG_ABORT, s, -1, -1) >= 0;
 	return 0;
 }
 
@@ -257,20 +300,21 @@ rt_step_end(RtCtx *c)
 		return;
 	pthread_mutex_lock(&p->mu);
 	step_unlink(p, c);
-	/* A step whose client restarted while it ran here: the table's
-	   entries of that client are the new process's now (rt_epoch_check
-	   dropped the step's own).  Otherwise this step's leftovers go, and
-	   those of earlier steps of its client that are not running; and
-	   any of a step of another incarnation of the client than this
-	   step's, which no step here will take. */
+	/* Its leftovers go.  A step whose client restarted while it ran
+	   here leaves the early box alone: the entries of that client are
+	   the new process's now.  Otherwise those of earlier steps of its
+	   client that are not running go too, and any of a step of another
+	   incarnation of the client than this step's, which no step here
+	   will take. */
+	rt_box_free(&c->inbox);
 	if (!c->orphan && client >= 0 && client < p->plan->ntask) {
-		for (int i = p->ntab - 1; i >= 0; i--) {
-			uint64_t s = p->tab[i].h.step;
+		for (int i = p->early.n - 1; i >= 0; i--) {
+			uint64_t s = p->early.v[i].h.step;
 
 			if (RT_STEP_CLIENT(s) == (uint64_t)client &&
 			    (RT_STEP_TAG(s) != tag ||
 			     (s <= c->step && !step_find(p, s))))
-				tab_remove(p, i);
+				box_remove(&p->early, i);
 		}
 	}
 	pthread_mutex_unlock(&p->mu);
@@ -279,13 +323,19 @@ rt_step_end(RtCtx *c)
 void
 rt_tab_forget_locked(RtProc *p, int t, long keep)
 {
-	for (int i = p->ntab - 1; i >= 0; i--) {
-		uint64_t s = p->tab[i].h.step;
+	for (int i = p->early.n - 1; i >= 0; i--) {
+		uint64_t s = p->early.v[i].h.step;
 
 		if (RT_STEP_CLIENT(s) == (uint64_t)t &&
 		    (keep < 0 || RT_STEP_TAG(s) != (uint32_t)keep))
-			tab_remove(p, i);
+			box_remove(&p->early, i);
 	}
+	/* the steps running here for that client: what they got is of an
+	   incarnation that will send nothing more */
+	for (RtCtx *c = p->steps; c; c = c->next)
+		if (RT_STEP_CLIENT(c->step) == (uint64_t)t &&
+		    (keep < 0 || RT_STEP_TAG(c->step) != (uint32_t)keep))
+			box_clear(&c->inbox);
 }
 
 void
@@ -332,12 +382,13 @@ rt_dispatch_locked(RtProc *p, RtMsg *m)
 					RT_STEP_NO(m->h.step));
 			break;
 		}
-		if (rt_tab_push_locked(p, m) != 0) {
+		c = step_find(p, m->h.step);
+		if (rt_box_push(box_of(p, c), m) != 0) {
 			fprintf(stderr, "tfgc: error: %s: out of memory\n",
 				p->name);
 			break;
 		}
-		if ((c = step_find(p, m->h.step)) != NULL) {
+		if (c != NULL) {
 			if (m->h.type == RT_MSG_ABORT && c->client != p->task)
 				c->aborted = 1;
 			pthread_cond_signal(&c->cv);
@@ -381,14 +432,15 @@ static tfg_status
 cancelled_locked(RtCtx *c, TfgError *e)
 {
 	RtProc *p = c->proc;
-	int i = c->orphan ? -1 : tab_find(p, RT_MSG_ABORT, c->step, -1, -1);
+	int i = c->orphan ? -1 : box_find(&c->inbox, RT_MSG_ABORT, c->step, -1,
+					  -1);
 	const RtMsg *x;
 
 	if (i < 0)
 		return tfg_error(e, TFG_ECANCELED, "step %llu cancelled: its "
 				 "client %s restarted", RT_STEP_NO(c->step),
 				 p->plan->tasks[c->client].name);
-	x = &p->tab[i];
+	x = &c->inbox.v[i];
 	return tfg_error(e, TFG_ECANCELED, "step %llu cancelled by its client "
 			 "%s: %.*s", RT_STEP_NO(c->step),
 			 p->plan->tasks[c->client].name, (int)x->h.nbytes,
@@ -452,14 +504,15 @@ rdv_wait(RtCtx *c, int type, long key, int src, int peer, const char *what,
 			st = cancelled_locked(c, &c->err);
 			break;
 		}
-		if ((i = tab_find(p, type, c->step, key, src)) >= 0) {
-			*out = tab_take(p, i);
+		if ((i = box_find(&c->inbox, type, c->step, key, src)) >= 0) {
+			*out = box_take(&c->inbox, i);
 			st = TFG_OK;
 			break;
 		}
 		if (c->client == p->task &&
-		    (i = tab_find(p, RT_MSG_ERROR, c->step, -1, -1)) >= 0) {
-			const RtMsg *x = &p->tab[i];
+		    (i = box_find(&c->inbox, RT_MSG_ERROR, c->step, -1,
+				      -1)) >= 0) {
+			const RtMsg *x = &c->inbox.v[i];
 
 			if (x->h.key == RT_ERROR_NO_PLAN)
 				c->lost = x->h.src; /* spec.c */
@@ -495,7 +548,7 @@ rdv_wait(RtCtx *c, int type, long key, int src, int peer, const char *what,
 			pthread_mutex_unlock(&p->mu);
 			c->tick(c);
 			pthread_mutex_lock(&p->mu);
-			if (tab_find(p, type, c->step, key, src) >= 0)
+			if (box_find(&c->inbox, type, c->step, key, src) >= 0)
 				continue;
 		}
 		if (rt_held_flush) {
@@ -545,10 +598,10 @@ land_done(RtCtx *c, uint32_t key, RtNetLand *l)
 
 	rt_net_unland(&p->net, l);
 	pthread_mutex_lock(&p->mu);
-	for (int i = p->ntab - 1; i >= 0; i--)
-		if (p->tab[i].body == l->dst && p->tab[i].h.step == c->step &&
-		    p->tab[i].h.key == key)
-			tab_remove(p, i);
+	for (int i = c->inbox.n - 1; i >= 0; i--)
+		if (c->inbox.v[i].body == l->dst &&
+		    c->inbox.v[i].h.step == c->step && c->inbox.v[i].h.key == key)
+			box_remove(&c->inbox, i);
 	pthread_mutex_unlock(&p->mu);
 }
 
@@ -572,7 +625,8 @@ rdv_recv(struct RtCtx *c, uint32_t key, void *dst)
 	edge = &c->plan->edges[key];
 	if (edge->src == p->task) {
 		pthread_mutex_lock(&p->mu);
-		sent = tab_find(p, RT_MSG_TENSOR, c->step, key, -1) >= 0;
+		sent = box_find(box_of(p, c), RT_MSG_TENSOR, c->step, key,
+				-1) >= 0;
 		pthread_mutex_unlock(&p->mu);
 	}
 	if (!sent)
@@ -629,6 +683,7 @@ static int
 rdv_recv_ref(struct RtCtx *c, uint32_t key, void *dst, void **data)
 {
 	RtProc *p = c->proc;
+	RtBox *b;
 	int i;
 
 	*data = dst;
@@ -637,13 +692,13 @@ rdv_recv_ref(struct RtCtx *c, uint32_t key, void *dst, void **data)
 	    c->plan->edges[key].dtype == TFG_STRING)
 		return rdv_recv(c, key, dst);
 	pthread_mutex_lock(&p->mu);
-	i = tab_find(p, RT_MSG_TENSOR, c->step, key, -1);
-	if (i >= 0 && p->tab[i].m == NULL && p->tab[i].h.prog ==
-	    c->plan->hash && p->tab[i].h.nbytes ==
-	    rt_edge_nbytes(&c->plan->edges[key]) &&
-	    ((uintptr_t)p->tab[i].body & 63) == 0) {
-		*data = (void *)p->tab[i].body;
-		tab_remove(p, i);
+	b = box_of(p, c);
+	i = box_find(b, RT_MSG_TENSOR, c->step, key, -1);
+	if (i >= 0 && b->v[i].m == NULL && b->v[i].h.prog == c->plan->hash &&
+	    b->v[i].h.nbytes == rt_edge_nbytes(&c->plan->edges[key]) &&
+	    ((uintptr_t)b->v[i].body & 63) == 0) {
+		*data = (void *)b->v[i].body;
+		box_remove(b, i);
 		pthread_mutex_unlock(&p->mu);
 		return TFG_OK;
 	}
@@ -713,7 +768,7 @@ rdv_send(struct RtCtx *c, uint32_t key, const void *src)
 	m.body = body;
 	m.lost = 0;
 	pthread_mutex_lock(&p->mu);
-	st = rt_tab_push_locked(p, &m) == 0 ? TFG_OK : TFG_ENOMEM;
+	st = rt_box_push(box_of(p, c), &m) == 0 ? TFG_OK : TFG_ENOMEM;
 	pthread_mutex_unlock(&p->mu);
 	if (st != TFG_OK) {
 		rt_msg_free(&m);
@@ -736,7 +791,7 @@ push_borrowed_locked(RtCtx *c, uint32_t key, int src, uint64_t epoch,
 	m.m = NULL;
 	m.body = body;
 	m.lost = 0;
-	return rt_tab_push_locked(c->proc, &m);
+	return rt_box_push(box_of(c->proc, c), &m);
 }
 
 tfg_status

@@ -1624,6 +1624,33 @@ t_abort_send(void)
 	ASSERT(r.secs < 5);
 	run_done(&r);
 }
+/* The messages p holds for steps: its early box and the inboxes of the
+ * steps running in it (spec/design.md "Rendezvous"). */
+static int
+held(const RtProc *p)
+{
+	int n = p->early.n;
+
+	for (const RtCtx *c = p->steps; c; c = c->next)
+		n += c->inbox.n;
+	return n;
+}
+
+/* The i-th of them, in that order. */
+static const RtMsg *
+held_at(const RtProc *p, int i)
+{
+	if (i < p->early.n)
+		return &p->early.v[i];
+	i -= p->early.n;
+	for (const RtCtx *c = p->steps; c; c = c->next) {
+		if (i < c->inbox.n)
+			return &c->inbox.v[i];
+		i -= c->inbox.n;
+	}
+	return NULL;
+}
+
 /* Files an ABORT of step n of client task 0 (incarnation EPOCH) at task
  * 1's process p. */
 static void
@@ -1675,13 +1702,13 @@ t_abort_table(void)
 	hello_plan(&plan);
 	ASSERT_EQ(rt_proc_init(&p, &plan, 1, &o), TFG_OK);
 	abort_of(&p, 5);
-	ASSERT_EQ(p.ntab, 1);
+	ASSERT_EQ(held(&p), 1);
 	ASSERT_EQ(start_of(&p, &c, EPOCH, 5), 0);
 	ASSERT(rt_step_cancelled(&c));
 	rt_step_end(&c);
-	ASSERT_EQ(p.ntab, 0);
+	ASSERT_EQ(held(&p), 0);
 	abort_of(&p, 5); /* ended: stale */
-	ASSERT_EQ(p.ntab, 0);
+	ASSERT_EQ(held(&p), 0);
 	ASSERT_EQ(start_of(&p, &c, EPOCH, 5), -1); /* a duplicate */
 	ASSERT_EQ(start_of(&p, &c, EPOCH, 6), 0);
 	ASSERT(!rt_step_cancelled(&c));
@@ -1690,9 +1717,9 @@ t_abort_table(void)
 	ASSERT_EQ(start_of(&p, &c, EPOCH, 8), 0);
 	ASSERT(!rt_step_cancelled(&c));
 	rt_step_end(&c);
-	ASSERT_EQ(p.ntab, 0);
+	ASSERT_EQ(held(&p), 0);
 	abort_of(&p, 9);
-	ASSERT_EQ(p.ntab, 1); /* freed with the process */
+	ASSERT_EQ(held(&p), 1); /* freed with the process */
 	rt_proc_free(&p);
 }
 
@@ -1960,12 +1987,12 @@ t_restart_table(void)
 	rt_step_sent(&own);
 	ASSERT_EQ(take(&p, RT_MSG_DONE, STEP(1, p.epoch, 3), 0, 1000), 0);
 	ASSERT_EQ(take(&p, RT_MSG_DONE, STEP(1, p.epoch, 4), 0, 1000), 0);
-	ASSERT_EQ(p.ntab, 2); /* step 4 never started: stale */
+	ASSERT_EQ(held(&p), 2); /* step 4 never started: stale */
 	ASSERT_STREQ(queued(&p), "S");
 	ASSERT(p.peers[0].started == STEP(0, 1000, 5) &&
 	       p.peers[0].epoch == 1000);
 	ASSERT_EQ(take(&p, RT_MSG_ABORT, STEP(0, 999, 8), 0, 999), -1);
-	ASSERT(p.ntab == 2 && p.peers[0].epoch == 1000);
+	ASSERT(held(&p) == 2 && p.peers[0].epoch == 1000);
 	ASSERT_EQ(take(&p, RT_MSG_RUN_SESSION, 0, RT_SRC_CONTROLLER, 1), 0);
 	ASSERT_EQ(take(&p, RT_MSG_SHUTDOWN, 0, RT_SRC_CONTROLLER, 5000), 0);
 	ASSERT(p.peers[0].started == STEP(0, 1000, 5));
@@ -1973,8 +2000,8 @@ t_restart_table(void)
 	/* task 0 restarted */
 	ASSERT_EQ(take(&p, RT_MSG_START, STEP(0, 2000, 1), 0, 2000), 0);
 	ASSERT(p.peers[0].started == 0 && p.peers[0].epoch == 2000);
-	ASSERT_EQ(p.ntab, 1); /* the DONE of task 1's step 3 */
-	ASSERT_EQ(RT_STEP_CLIENT(p.tab[0].h.step), 1);
+	ASSERT_EQ(held(&p), 1); /* the DONE of task 1's step 3 */
+	ASSERT_EQ(RT_STEP_CLIENT(held_at(&p, 0)->h.step), 1);
 	/* the controller's two, the news, then the new START */
 	ASSERT_STREQ(queued(&p), "RSRS");
 	ASSERT(p.queue[2].h.src == 0 && p.queue[2].h.epoch == 2000);
@@ -1988,16 +2015,16 @@ t_restart_table(void)
 	ASSERT_EQ(take(&p, RT_MSG_ABORT, STEP(0, 3000, 9), 0, 3000), 0);
 	ASSERT(rt_step_cancelled(&c));
 	ASSERT_STREQ(queued(&p), "RSR"); /* that START went too */
-	ASSERT_EQ(p.ntab, 2); /* its ABORT of step 9 waits */
+	ASSERT_EQ(held(&p), 2); /* its ABORT of step 9 waits */
 	rt_step_end(&c);
 	ASSERT(p.peers[0].started == 0);
-	ASSERT_EQ(p.ntab, 2);
+	ASSERT_EQ(held(&p), 2);
 	ASSERT_EQ(start_of(&p, &c, 3000, 1), 0); /* the newest's step 1 */
 	ASSERT(!rt_step_cancelled(&c));
 	rt_step_end(&c);
 	ASSERT(p.peers[0].started == STEP(0, 3000, 1));
 	rt_step_end(&own);
-	ASSERT_EQ(p.ntab, 1); /* the ABORT of step 9 */
+	ASSERT_EQ(held(&p), 1); /* the ABORT of step 9 */
 	rt_proc_free(&p);
 }
 /* A TENSOR for task 1 of edge x of step n of client task 0, sent by
@@ -2053,17 +2080,17 @@ t_restart_tensor(void)
 	plan.nsig = 1, plan.sigs = sigs;
 	ASSERT_EQ(rt_proc_init(&p, &plan, 1, &o), TFG_OK);
 	ASSERT_EQ(tensor_of(&p, STEP(0, other_epoch(1000), 1), 7), 0);
-	ASSERT_EQ(p.ntab, 1); /* nothing known of task 0 yet */
+	ASSERT_EQ(held(&p), 1); /* nothing known of task 0 yet */
 	ASSERT_EQ(take(&p, RT_MSG_START, STEP(0, 1000, 1), 0, 1000), 0);
-	ASSERT_EQ(p.ntab, 0); /* another incarnation's */
+	ASSERT_EQ(held(&p), 0); /* another incarnation's */
 	ASSERT_EQ(tensor_of(&p, STEP(0, 1000, 1), 111), 0);
-	ASSERT_EQ(p.ntab, 1);
+	ASSERT_EQ(held(&p), 1);
 	/* task 0 restarted: the old step 1 never ran here */
 	ASSERT_EQ(take(&p, RT_MSG_START, STEP(0, 2000, 1), 0, 2000), 0);
-	ASSERT(p.ntab == 0 && p.nqueue == 2);
+	ASSERT(held(&p) == 0 && p.nqueue == 2);
 	ASSERT_STREQ(queued(&p), "RS");
 	ASSERT_EQ(tensor_of(&p, STEP(0, 1000, 1), 111), 0); /* late */
-	ASSERT_EQ(p.ntab, 0);
+	ASSERT_EQ(held(&p), 0);
 	rt_ctx_init(&c, &p);
 	ASSERT_EQ(rt_proc_next(&p, &start, &c, 0), 0);
 	ASSERT_EQ(start.h.type, RT_EV_RESTARTED);
@@ -2071,13 +2098,13 @@ t_restart_tensor(void)
 	ASSERT_EQ(start.h.type, RT_MSG_START); /* accepted as step c */
 	ASSERT_EQ(RT_STEP_NO(c.step), 1);
 	ASSERT_EQ(tensor_of(&p, STEP(0, 1000, 1), 111), 0); /* later */
-	ASSERT_EQ(p.ntab, 0);
+	ASSERT_EQ(held(&p), 0);
 	ASSERT_EQ(tensor_of(&p, STEP(0, 2000, 1), 222), 0);
 	ASSERT_EQ(tfg_rt_recv(&c, 0, &v), TFG_OK);
 	ASSERT_EQ(v, 222);
 	rt_step_end(&c);
 	rt_msg_free(&start);
-	ASSERT(p.ntab == 0 && p.peers[0].started == STEP(0, 2000, 1));
+	ASSERT(held(&p) == 0 && p.peers[0].started == STEP(0, 2000, 1));
 	/* as a client, in its step 3: a DONE of step 2 of the process
 	   before this one, and one of its own step 2, which ended */
 	rt_ctx_init(&own, &p);
@@ -2086,13 +2113,13 @@ t_restart_tensor(void)
 	rt_step_sent(&own);
 	ASSERT_EQ(take(&p, RT_MSG_DONE, STEP(1, other_epoch(p.epoch), 3), 0,
 		       2000), 0);
-	ASSERT_EQ(p.ntab, 0);
+	ASSERT_EQ(held(&p), 0);
 	ASSERT_EQ(take(&p, RT_MSG_DONE, STEP(1, p.epoch, 2), 0, 2000), 0);
-	ASSERT_EQ(p.ntab, 0);
+	ASSERT_EQ(held(&p), 0);
 	ASSERT_EQ(take(&p, RT_MSG_DONE, STEP(1, p.epoch, 3), 0, 2000), 0);
-	ASSERT_EQ(p.ntab, 1); /* freed with the process */
+	ASSERT_EQ(held(&p), 1); /* freed with the process */
 	rt_step_end(&own);
-	ASSERT_EQ(p.ntab, 0);
+	ASSERT_EQ(held(&p), 0);
 	rt_proc_free(&p);
 }
 static void
@@ -2172,7 +2199,7 @@ t_restart_specs(void)
 	ASSERT(s.specs[b].plan && !s.specs[b].held[2] && s.specs[b].held[0]);
 	ASSERT(!s.specs[own].ready && !s.specs[own].has[2]);
 	ASSERT(s.specs[own].has[0] && s.specs[own].plan);
-	ASSERT_EQ(s.proc.ntab, 1); /* the new task 2's ABORT */
+	ASSERT_EQ(held(&s.proc), 1); /* the new task 2's ABORT */
 	/* task 0's new process announced one before the news is taken: it
 	   keeps it */
 	ASSERT_EQ(take(&s.proc, RT_MSG_ABORT, STEP(0, 2000, 1), 0, 2000), 0);
