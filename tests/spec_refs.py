@@ -11,7 +11,7 @@ fail here instead of pointing at another section.  Files checked: the C
 sources and headers, the lexer and grammar, the op tables, scripts and
 programs under tests/, examples/ and bench/, the Makefile, and
 spec/design.md and README.md, and in spec/language.md itself the table
-of signatures that `tfgc help --ops` makes from compiler/builtins.def
+of signatures that `tfgc help --ops` makes from stdlib/ops.def
 (between the OPS_BEGIN and OPS_END markers; tests/lint.sh checks that it
 is what the compiler prints).  Prints one line per bad citation,
 file:line first; exits 1 if there was one.

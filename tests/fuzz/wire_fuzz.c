@@ -108,7 +108,8 @@ client_end(RtServer *s, RtCtx *c)
 		if (c->plan->edges[sig->feeds[i].key].dst == self)
 			we_send(c, sig->feeds[i].key);
 	if (s->parts[c->sig].fn)
-		rt_run_part(s, c, &s->parts[c->sig], &s->spare[c->sig]);
+		rt_run_part(c, s->proc.name, &s->parts[c->sig],
+			    &s->spare[c->sig]);
 	for (int i = 0; i < sig->nfetch; i++)
 		we_recv(c, sig->fetches[i].key);
 	for (int i = 0; i < sig->ntask; i++)
