@@ -66,8 +66,6 @@ rt_ctx_init(RtCtx *c, RtProc *p)
 
 /* ------------------------------------------------------------- steps */
 
-
-
 /* The step with id `step` running in p, or NULL. */
 static RtCtx *
 step_find(const RtProc *p, uint64_t step)
