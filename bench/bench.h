@@ -4,7 +4,7 @@
  * the part's function alone against a reference in the same process:
  *
  *   tfg_rt_recv(_ref),        no-ops that the part's object calls, so a
- *   tfg_rt_send               call of the part is its kernel alone,
+ *   tfg_rt_send, tfg_rt_flush call of the part is its kernel alone,
  *                             nothing fed or fetched (the inputs are
  *                             whatever the arena holds)
  *   bench_now_s               CLOCK_MONOTONIC, in seconds
@@ -12,8 +12,8 @@
  *   bench_alloc               aligned memory, huge pages when large,
  *                             or exit 2
  *
- * Defines tfg_rt_recv, tfg_rt_recv_ref and tfg_rt_send: include it in
- * one file per binary.
+ * Defines tfg_rt_recv, tfg_rt_recv_ref, tfg_rt_send and tfg_rt_flush:
+ * include it in one file per binary.
  */
 #ifndef TFG_BENCH_BENCH_H
 #define TFG_BENCH_BENCH_H
@@ -46,6 +46,12 @@ tfg_rt_send(struct RtCtx *c, uint32_t key, const void *src)
 {
 	(void)c, (void)key, (void)src;
 	return 0;
+}
+
+void
+tfg_rt_flush(struct RtCtx *c)
+{
+	(void)c;
 }
 
 static inline double

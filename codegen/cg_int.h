@@ -41,6 +41,7 @@ typedef struct CgCtx {
 	LLVMValueRef rt_var;   /* declared on first use (cpu_state.c) */
 	LLVMTypeRef rt_apply_ty; /* i32 (ptr, i32, i32, i32, ptr, ptr, ptr) */
 	LLVMValueRef rt_apply; /* tfg_rt_apply, declared on first use */
+	LLVMValueRef rt_flush; /* tfg_rt_flush, declared on first use */
 	LLVMValueRef fn;       /* the part function being built */
 	LLVMValueRef ctx_arg, arena_arg;
 	const IrPart *part;    /* the part being built */
@@ -95,6 +96,11 @@ typedef struct CgBackend {
  * generates and compiles their kernels and adds the module constant,
  * C->gpu, NULL when there are none) and every copy. */
 extern const CgBackend cg_cpu_backend, cg_cuda_backend;
+/* module.c: tfg_rt_flush(ctx) here, before long work of the part (a
+ * loop over the pool, a product of TFG_LONG_WORK multiply-adds or more):
+ * the sends the part's thread held back leave first.  Nothing inside a
+ * kernel (the part's call of it flushed). */
+void cg_flush(CgCtx *C);
 /* module.c: LLVM attribute k (of value v) on f at index idx. */
 void cg_enum_attr(CgCtx *C, LLVMValueRef f, unsigned idx, const char *k,
 		  uint64_t v);

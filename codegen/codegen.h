@@ -36,14 +36,15 @@ typedef struct CgOptions {
 	/* cg_jit: where set, whether the code came from the JIT cache
 	   (codegen/jit.c) */
 	int *cache_hit;
-	/* Tests only: what tfg_rt_recv(_ref)/tfg_rt_send/tfg_rt_var bind to in
-	   the JIT; NULL: the runtime's own. */
+	/* Tests only: what tfg_rt_recv(_ref)/tfg_rt_send/tfg_rt_var/
+	   tfg_rt_flush bind to in the JIT; NULL: the runtime's own. */
 	int (*rt_recv)(struct RtCtx *ctx, uint32_t key, void *dst);
 	int (*rt_recv_ref)(struct RtCtx *ctx, uint32_t key, void *dst,
 			   void **data);
 	int (*rt_send)(struct RtCtx *ctx, uint32_t key, const void *src);
 	int (*rt_var)(struct RtCtx *ctx, uint32_t var, uint32_t op,
 		      const void *src, void *dst);
+	void (*rt_flush)(struct RtCtx *ctx);
 } CgOptions;
 
 /* --emit=llvm: the optimised module of `task`. Returns 0 or non-zero after

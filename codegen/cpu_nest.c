@@ -821,6 +821,7 @@ call_parallel(CgCtx *C, const Nest *L, CgKernel *q)
 						     &i, 1, ""));
 	}
 	LLVMValueRef args[3] = {par, C->par_bases, cg_i64c(C, L->dim[0])};
+	cg_flush(C);
 	LLVMBuildCall2(C->b, ty, C->rt_par, args, 3, "");
 }
 

@@ -221,6 +221,15 @@ mm_match(const IrNode *n)
 	return k == kb;
 }
 
+/* A product of nbat m x k by k x nn: long work (cg_flush) when it has
+ * TFG_LONG_WORK multiply-adds or more. */
+static void
+flush_if_long(CgCtx *C, int64_t nbat, int64_t m, int64_t k, int64_t nn)
+{
+	if ((double)nbat * (double)m * (double)k * (double)nn >= TFG_LONG_WORK)
+		cg_flush(C);
+}
+
 /* tfg_rt_gemm(dtype, trans, m, n, k, alpha, a, lda, b, ldb, beta, c,
  * ldc) (runtime/gemm.c: OpenBLAS over the kernel pool), declared once
  * per module.  trans: IrNode.trans; lda is the row length of a as stored
@@ -473,6 +482,8 @@ emit_epilogue(CgCtx *C, IrNode *n)
 	memcpy(bb.dims, sb->dims, sizeof bb.dims[0] * bb.rank);
 	memcpy(bo.dims, n->shape.dims, sizeof bo.dims[0] * nb);
 	nbat = tfg_shape_numel(&bo);
+	mm_dims(n, &E.m, &E.k, &E.nn);
+	flush_if_long(C, nbat, E.m, E.k, E.nn);
 	base[0] = cg_buf(C, n);
 	for (int e = 0; e < n->nin; e++)
 		base[1 + e] = cg_buf(C, n->in[e]);
@@ -542,6 +553,7 @@ cg_emit_matmul_to(CgCtx *C, const IrNode *n, LLVMValueRef out)
 
 	/* the batch as rows: b unbatched, a with every batch axis */
 	int64_t nbat = tfg_shape_numel(&bo);
+	flush_if_long(C, nbat, m, k, nn);
 	if (ra >= 2 && bb.rank == 0 && ba.rank == nb && nbat > 0 &&
 	    use_blas(n->dtype, nbat * m, k, nn)) {
 		blas_call(C, n->dtype, cg_buf(C, n->in[0]), cg_buf(C, n->in[1]),

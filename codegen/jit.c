@@ -613,6 +613,9 @@ define_symbols(CgJit *j, const CgOptions *o)
 		 {(uintptr_t)tfg_rt_apply, fl}},
 		{LLVMOrcLLJITMangleAndIntern(j->jit, "tfg_rt_mark"),
 		 {(uintptr_t)tfg_rt_mark, fl}},
+		{LLVMOrcLLJITMangleAndIntern(j->jit, "tfg_rt_flush"),
+		 {(uintptr_t)(o && o->rt_flush ? o->rt_flush : tfg_rt_flush),
+		  fl}},
 		/* GPU parts (runtime/gpu.c) */
 		{LLVMOrcLLJITMangleAndIntern(j->jit, "tfg_rt_gpu_arena"),
 		 {(uintptr_t)tfg_rt_gpu_arena, fl}},

@@ -261,6 +261,21 @@ check(CgCtx *C, const IrNode *n)
 				      5, "rc"));
 }
 
+void
+cg_flush(CgCtx *C)
+{
+	LLVMTypeRef ty = LLVMFunctionType(C->void_, &C->ptr, 1, 0);
+
+	if (LLVMGetBasicBlockParent(LLVMGetInsertBlock(C->b)) != C->fn)
+		return;
+	if (!C->rt_flush) {
+		C->rt_flush = LLVMAddFunction(C->m, "tfg_rt_flush", ty);
+		cg_enum_attr(C, C->rt_flush, LLVMAttributeFunctionIndex,
+			     "nounwind", 0);
+	}
+	LLVMBuildCall2(C->b, ty, C->rt_flush, &C->ctx_arg, 1, "");
+}
+
 /* tfg_rt_mark(ctx, m, "op name") before (m even) or after n's code. */
 static void
 mark(CgCtx *C, const IrNode *n, int m)

@@ -4,13 +4,13 @@
  * part (spec/language.md §10.3 "Ahead-of-time compilation") in the caller's
  * thread.
  *
- * The entry points only forward through the context (RtCtx.recv/send):
- * to the rendezvous in servers and clients, to the caller's buffers in
- * tfg_aot_run.  So a program that links a part object and libtfg.a
+ * The entry points only forward through the part's context (RtCtx,
+ * runtime/part.h): to the rendezvous in servers and clients, to the
+ * caller's buffers in tfg_aot_run.  So a program that links a part object and libtfg.a
  * pulls in this file, status.c, trace.c and gpu.c (which opens the CUDA
  * driver only if a part calls it) and nothing with sockets.
  *
- * tfg_aot_run's context is an RtCtx with only the AOT fields set; the
+ * tfg_aot_run's context has only the AOT fields set, and no step; the
  * signature lists each feed and fetch key with its size, and a search of
  * those few keys per transfer is all the rendezvous it needs (a
  * signature that needs no other task moves nothing but its feeds and
@@ -21,7 +21,8 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "runtime/proto.h"
+#include "runtime/part.h"
+#include "runtime/rt_int.h"
 #include "runtime/trace.h"
 
 #define ARENA_ALIGN 64
@@ -55,6 +56,13 @@ tfg_rt_send(struct RtCtx *c, uint32_t key, const void *src)
 	return c->send(c, key, src);
 }
 
+TFG_API void
+tfg_rt_flush(struct RtCtx *c)
+{
+	if (c->flush)
+		c->flush(c);
+}
+
 TFG_API int
 tfg_rt_mark(struct RtCtx *c, uint32_t mark, const void *name)
 {
@@ -63,7 +71,7 @@ tfg_rt_mark(struct RtCtx *c, uint32_t mark, const void *name)
 	if (!(mark & 1))
 		t0 = rt_trace_clock();
 	else
-		rt_trace_event("kernel", name, c ? RT_STEP_NO(c->step) : 0, 0,
+		rt_trace_event("kernel", name, c ? c->no : 0, 0,
 			       t0, rt_trace_clock());
 	return TFG_OK;
 }
@@ -78,7 +86,7 @@ tfg_rt_var(struct RtCtx *c, uint32_t var, uint32_t op, const void *src,
 		return TFG_OK;
 	}
 	if (c->var == NULL)
-		return tfg_error(&c->err, TFG_EINVAL, "variables live in a "
+		return tfg_error(c->err, TFG_EINVAL, "variables live in a "
 				 "task server: this part runs without one");
 	return c->var(c, var, op, src, dst);
 }
@@ -88,7 +96,7 @@ tfg_rt_apply(struct RtCtx *c, uint32_t var, uint32_t kind, uint32_t slot,
 	     const void *grad, const double *hyper, void *dst)
 {
 	if (c->apply == NULL)
-		return tfg_error(&c->err, TFG_EINVAL, "variables live in a "
+		return tfg_error(c->err, TFG_EINVAL, "variables live in a "
 				 "task server: this part runs without one");
 	return c->apply(c, var, kind, slot, grad, hyper, dst);
 }
@@ -109,12 +117,10 @@ tfg_rt_check(struct RtCtx *c, const void *data, int64_t n, int32_t dtype,
 	if (i == n)
 		return TFG_OK;
 	/* a task's errors reach the client behind its name */
-	int local = c->proc && c->client == c->proc->task;
-
-	return tfg_error(&c->err, TFG_EINVAL, "%s%s%s gave a non-finite value "
+	return tfg_error(c->err, TFG_EINVAL, "%s%s%s gave a non-finite value "
 			 "(%s at element %lld), the first of this step "
-			 "(--check-numerics)", local ? c->proc->name : "",
-			 local ? ": " : "", label, isnan(x) ? "NaN" : x > 0 ? "inf" : "-inf",
+			 "(--check-numerics)", c->who ? c->who : "",
+			 c->who ? ": " : "", label, isnan(x) ? "NaN" : x > 0 ? "inf" : "-inf",
 			 (long long)i);
 }
 
@@ -172,6 +178,10 @@ TFG_API int
 tfg_aot_run(const TfgAotSig *sig, const void *const *feeds,
 	    void *const *fetches)
 {
+	struct {
+		RtCtx c;
+		TfgError err;
+	} *run;
 	RtCtx *c;
 	char *arena;
 	int rc, st;
@@ -186,16 +196,16 @@ tfg_aot_run(const TfgAotSig *sig, const void *const *feeds,
 	for (int i = 0; i < sig->nfetch; i++)
 		if (fetches[i] == NULL && sig->fetches[i].nbytes)
 			return TFG_EINVAL;
-	/* RtCtx is large (its error text): not on the stack of a caller
-	   that may run on a small one. */
-	if ((c = calloc(1, sizeof *c)) == NULL)
+	/* the error text is large: not on the stack of a caller that may
+	   run on a small one */
+	if ((run = calloc(1, sizeof *run)) == NULL)
 		return TFG_ENOMEM;
 	if ((arena = rt_arena_alloc(sig->arena_size)) == NULL) {
-		free(c);
+		free(run);
 		return TFG_ENOMEM;
 	}
-	c->sig = -1;
-	c->client = -1;
+	c = &run->c;
+	c->err = &run->err;
 	c->recv = aot_recv;
 	c->send = aot_send;
 	c->aot = sig;
@@ -206,6 +216,6 @@ tfg_aot_run(const TfgAotSig *sig, const void *const *feeds,
 	if (rc == 0)
 		rc = st;
 	free(arena);
-	free(c);
+	free(run);
 	return rc;
 }

@@ -49,10 +49,10 @@ flush(Sess *c, int force)
 	c->last_flush = now;
 }
 
-/* RtCtx.tick of the session's steps: output or heartbeat while a step
+/* RtStep.tick of the session's steps: output or heartbeat while a step
  * waits. */
 void
-rt_sess_tick(RtCtx *c)
+rt_sess_tick(RtStep *c)
 {
 	flush(c->role, 0);
 }

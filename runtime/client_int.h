@@ -56,7 +56,7 @@ typedef struct Sess {
 } Sess;
 
 /* client.c */
-void rt_sess_tick(RtCtx *c); /* RtCtx.tick of the session's steps */
+void rt_sess_tick(RtStep *c); /* RtStep.tick of the session's steps */
 tfg_status rt_sess_save_due(Sess *ss); /* after a step: save_every() */
 
 /* client_eval.c */

@@ -268,7 +268,7 @@ check_feeds(Sess *ss, const RtExpr *x, const RtSig *sig, CVal *args)
  * that finds the queue full gives up.  A task that ended the step drops
  * its ABORT as stale. */
 static void
-step_abort(RtCtx *c, const RtSig *sig, int n)
+step_abort(RtStep *c, const RtSig *sig, int n)
 {
 	RtProc *p = c->proc;
 	double deadline = rt_now() + ABORT_SECS;
@@ -306,7 +306,7 @@ step_abort(RtCtx *c, const RtSig *sig, int n)
  * gets how many of sig->tasks have been sent one (the own task
  * counted). */
 static tfg_status
-step_starts(RtCtx *c, int sigi, CVal *args, int *n)
+step_starts(RtStep *c, int sigi, CVal *args, int *n)
 {
 	RtProc *p = c->proc;
 	const TfgPlan *plan = c->plan;
@@ -359,8 +359,8 @@ step_starts(RtCtx *c, int sigi, CVal *args, int *n)
 
 			if (e->dst == t && e->src == p->task &&
 			    rt_feed_apart(e) &&
-			    (st = tfg_rt_send(c, sig->feeds[j].key,
-					      args[j].t->data)))
+			    (st = rt_step_send(c, sig->feeds[j].key,
+					       args[j].t->data)))
 				return st;
 		}
 	}
@@ -370,7 +370,7 @@ step_starts(RtCtx *c, int sigi, CVal *args, int *n)
 /* The rest of step c once its STARTs are out: feeds for this task, the
  * own part, the fetches and the DONEs. */
 static tfg_status
-step_finish(Sess *ss, RtCtx *c, int sigi, const RtPart *parts,
+step_finish(Sess *ss, RtStep *c, int sigi, const RtPart *parts,
 	    RtArenas *spare, CVal *args, RtTensor **fetch)
 {
 	RtProc *p = c->proc;
@@ -395,17 +395,17 @@ step_finish(Sess *ss, RtCtx *c, int sigi, const RtPart *parts,
 			st = rt_feed_local(c, sig->feeds[i].key,
 					   args[i].t->data);
 		else
-			st = (tfg_status)tfg_rt_send(c, sig->feeds[i].key,
-						     args[i].t->data);
+			st = rt_step_send(c, sig->feeds[i].key,
+					  args[i].t->data);
 		if (st)
 			return st;
 	}
 	if (parts && parts[sigi].fn &&
-	    (st = rt_run_part(c, ss->srv->proc.name, &parts[sigi],
+	    (st = rt_run_part(c, ss->srv, ss->srv->proc.name, &parts[sigi],
 				  &spare[sigi])))
 		return st;
 	for (int i = 0; i < sig->nfetch; i++)
-		if ((st = tfg_rt_recv(c, sig->fetches[i].key, fetch[i]->data)))
+		if ((st = rt_step_recv(c, sig->fetches[i].key, fetch[i]->data)))
 			return st;
 	for (int i = 0; i < sig->ntask; i++)
 		if (sig->needs_done && sig->needs_done[i] &&
@@ -420,13 +420,12 @@ step_finish(Sess *ss, RtCtx *c, int sigi, const RtPart *parts,
 static tfg_status
 step(Sess *ss, int sigi, const RtUse *u, CVal *args, RtTensor **fetch)
 {
-	RtCtx c;
+	RtStep c;
 	tfg_status st;
 	int nstart = 0;
 	double t0 = rt_tracing ? rt_trace_clock() : 0;
 
-	rt_ctx_init(&c, ss->p);
-	rt_vars_attach(ss->srv, &c);
+	rt_step_init(&c, ss->p);
 	c.tick = rt_sess_tick;
 	c.role = ss;
 	ss->nstep++;

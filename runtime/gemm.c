@@ -25,7 +25,7 @@
 
 #include "runtime/rt_int.h"
 
-#define PAR_MIN (1 << 20) /* multiply-adds: about 10 us on one core */
+#define PAR_MIN TFG_LONG_WORK /* multiply-adds: about 10 us on one core */
 #define BLOCK_MIN 16      /* rows or columns per block, at least */
 
 typedef struct Gemm {
@@ -111,7 +111,6 @@ tfg_rt_gemm(int32_t dtype, int32_t trans, int64_t m, int64_t n, int64_t k,
 
 	pthread_once(&blas_once, rt_blas_one_thread);
 	if (m > 0 && n > 0 && k > 0 && m * n * k >= PAR_MIN) {
-		rt_flush_before_work(); /* long work: held sends go first */
 		if (dtype == TFG_F32 && !(trans & 2) &&
 		    rt_gemm_sparse(trans & 1, m, n, k, alpha, a, lda, b, ldb,
 				   beta, c, ldc))

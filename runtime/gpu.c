@@ -40,7 +40,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/proto.h"
+#include "runtime/part.h"
+#include "runtime/rt_int.h"
 #include "runtime/trace.h"
 
 #define CU_MEMHOSTREGISTER_PORTABLE 0x01
@@ -333,7 +334,7 @@ tfg_gpu_probe(TfgGpuInfo *out)
 static TfgError *
 err_of(RtCtx *c)
 {
-	return c ? &c->err : NULL;
+	return c ? c->err : NULL;
 }
 
 /* The step's error: "gpu:N (NAME): call(what): CUDA_ERROR_X: text". */
@@ -406,7 +407,7 @@ step_state(RtCtx *c)
 	if (c == NULL)
 		return TFG_EINVAL;
 	if (c->gpu == NULL && (c->gpu = calloc(1, sizeof *c->gpu)) == NULL)
-		return tfg_error(&c->err, TFG_ENOMEM, "out of memory for the "
+		return tfg_error(c->err, TFG_ENOMEM, "out of memory for the "
 				 "step's GPU state");
 	return TFG_OK;
 }
@@ -464,7 +465,7 @@ arena_get(RtCtx *c, uint32_t gpu, int d, uint64_t size, GpuArena *out)
 		snprintf(what, sizeof what, "%llu bytes",
 			 (unsigned long long)want);
 		gpu_fail(c, gpu, "cuMemAlloc", what, r);
-		c->err.code = TFG_ENOMEM;
+		c->err->code = TFG_ENOMEM;
 		return TFG_ENOMEM;
 	}
 	return TFG_OK;
@@ -525,7 +526,7 @@ tfg_rt_gpu_arena(struct RtCtx *ctx, uint32_t gpu, uint64_t size, void **base)
 		GpuArena *p = realloc(st->arena, (size_t)cap * sizeof *p);
 
 		if (p == NULL)
-			return tfg_error(&ctx->err, TFG_ENOMEM, "out of memory "
+			return tfg_error(ctx->err, TFG_ENOMEM, "out of memory "
 					 "for the step's GPU arenas");
 		st->arena = p;
 		st->caparena = cap;
@@ -808,7 +809,7 @@ tfg_rt_gpu_gemm(struct RtCtx *ctx, uint32_t gpu, const TfgGpuGemm *g,
 			return gpu_fail(ctx, gpu, "cuStreamSynchronize",
 					"cuBLAS", r);
 		snprintf(name, sizeof name, "gpu:%u cublas", gpu);
-		rt_trace_event("kernel", name, RT_STEP_NO(ctx->step), 0, t0,
+		rt_trace_event("kernel", name, ctx->no, 0, t0,
 			       rt_trace_clock());
 	}
 	return TFG_OK;
@@ -869,7 +870,7 @@ tfg_rt_gpu_launch(struct RtCtx *ctx, const TfgGpuModule *m, uint32_t gpu,
 					m->kernel[kernel], r);
 		snprintf(name, sizeof name, "gpu:%u %s", gpu,
 			 m->kernel[kernel]);
-		rt_trace_event("kernel", name, RT_STEP_NO(ctx->step), 0, t0,
+		rt_trace_event("kernel", name, ctx->no, 0, t0,
 			       rt_trace_clock());
 	}
 	return TFG_OK;
@@ -1077,7 +1078,7 @@ rt_gpu_step_end(RtCtx *c)
 		failed |= (uint64_t)1 << g;
 		if (rv == TFG_OK) {
 			/* the part's own error, if any, says more */
-			if (c->err.code == TFG_OK)
+			if (c->err->code == TFG_OK)
 				gpu_fail(c, g, "cuStreamSynchronize",
 					 "end of step", r);
 			rv = TFG_EGPU;
@@ -1108,7 +1109,8 @@ tfg_rt_gpu_copy(struct RtCtx *ctx, uint32_t dst_dev, void *dst,
 	CUresult r;
 	int rv;
 
-	rt_flush_before_work(); /* a copy may wait for the device */
+	if (ctx && ctx->flush) /* a copy may wait for the device */
+		ctx->flush(ctx);
 	rv = copy_any(ctx, dst_dev, dst, src_dev, src, n);
 	if (!rt_tracing || rv != TFG_OK || n == 0 ||
 	    (dst_dev == TFG_DEV_HOST && src_dev == TFG_DEV_HOST))
@@ -1130,7 +1132,7 @@ tfg_rt_gpu_copy(struct RtCtx *ctx, uint32_t dst_dev, void *dst,
 	else
 		snprintf(name, sizeof name, "copy gpu:%u to gpu:%u",
 			 src_dev - 1, dst_dev - 1);
-	rt_trace_event("copy", name, RT_STEP_NO(ctx ? ctx->step : 0), n, t0,
+	rt_trace_event("copy", name, ctx ? ctx->no : 0, n, t0,
 		       rt_trace_clock());
 	return rv;
 }

@@ -768,7 +768,12 @@ rt_net_flush_held(void)
 		pthread_mutex_unlock(&k->mu);
 	}
 	nheld = 0;
-	rt_held_flush = NULL;
+}
+
+int
+rt_net_holding(void)
+{
+	return nheld > 0;
 }
 
 tfg_status
@@ -809,7 +814,6 @@ rt_net_hold(RtNet *n, int peer, RtBuf *b, double deadline, RtNetStopFn stop,
 		held[nheld].n = n;
 		held[nheld++].k = k;
 	}
-	rt_held_flush = rt_net_flush_held;
 	return TFG_OK;
 }
 
@@ -1047,8 +1051,7 @@ rt_net_close(RtNet *n)
 	for (int i = 0; i < nheld; i++) /* this thread's, dropped */
 		if (held[i].n != n)
 			held[j++] = held[i];
-	if ((nheld = j) == 0)
-		rt_held_flush = NULL;
+	nheld = j;
 	n->closing = 1;
 	if (n->io_started) {
 		wake_io(n);

@@ -296,6 +296,8 @@ tfg_status rt_net_hold(RtNet *n, int peer, RtBuf *b, double deadline,
  * writes when it has.  Before this thread waits for anything, and
  * before the RtNet goes. */
 void rt_net_flush_held(void);
+/* Whether this thread holds sends back now. */
+int rt_net_holding(void);
 int rt_net_peer_up(RtNet *n, int peer);   /* connected now */
 int rt_net_peer_ups(RtNet *n, int peer);  /* connections it made so far */
 int rt_net_peer_gone(RtNet *n, int peer); /* was up, went away */

@@ -250,12 +250,12 @@ sync_update(RtCtx *c, const RtVar *v, uint32_t kind, RtVarSlot **s, int n,
 		pthread_mutex_unlock(&s[--n]->mu);
 	want = tag + 1;
 	t0 = rt_now();
-	while (i64_at(round) < want && !c->aborted) {
+	while (i64_at(round) < want && !c->step->aborted) {
 		struct timespec ts;
 		double now = rt_now();
 
 		if (now - t0 > wait) {
-			rc = tfg_error(&c->err, TFG_ETIMEDOUT, "sync: waited "
+			rc = tfg_error(c->err, TFG_ETIMEDOUT, "sync: waited "
 				       "%g s for the other replicas' "
 				       "gradients of variable '%s' (%g "
 				       "needed a round, %lld came): is a "
@@ -320,10 +320,10 @@ rt_apply(RtCtx *c, uint32_t var, uint32_t kind, uint32_t slot,
 			x = at >= 0 ? ((const double *)grad)[at] : 0;
 		}
 		/* a task's errors reach the client behind its name */
-		int local = c->client == srv->proc.task;
+		int local = c->step->client == srv->proc.task;
 
 		if (!isfinite(loss))
-			return tfg_error(&c->err, TFG_EINVAL, "%s%sthe loss is "
+			return tfg_error(c->err, TFG_EINVAL, "%s%sthe loss is "
 					 "non-finite (%s): the update of "
 					 "variable '%s' was not applied; run "
 					 "with --check-numerics to find the "
@@ -332,7 +332,7 @@ rt_apply(RtCtx *c, uint32_t var, uint32_t kind, uint32_t slot,
 					 local ? ": " : "", isnan(loss) ? "NaN"
 					 : loss > 0 ? "inf" : "-inf", v->name);
 		if (at >= 0)
-			return tfg_error(&c->err, TFG_EINVAL, "%s%sthe gradient "
+			return tfg_error(c->err, TFG_EINVAL, "%s%sthe gradient "
 					 "of variable '%s' is non-finite (%s at "
 					 "element %lld): the update was not "
 					 "applied; run with --check-numerics to "
@@ -346,10 +346,10 @@ rt_apply(RtCtx *c, uint32_t var, uint32_t kind, uint32_t slot,
 		pthread_mutex_lock(&s[locked]->mu);
 	for (int k = 0; k < n && rc == TFG_OK; k++) {
 		const RtVar *x = &plan->vars[k ? slot + (uint32_t)k - 1 : var];
-		int local = c->client == srv->proc.task;
+		int local = c->step->client == srv->proc.task;
 
 		if (!s[k]->init)
-			rc = tfg_error(&c->err, TFG_EINVAL, "%s%svariable '%s' "
+			rc = tfg_error(c->err, TFG_EINVAL, "%s%svariable '%s' "
 				       "is not initialized (declared at %s): "
 				       "run initialize() first", local ?
 				       srv->proc.name : "", local ? ": " : "",
@@ -367,7 +367,7 @@ rt_apply(RtCtx *c, uint32_t var, uint32_t kind, uint32_t slot,
 	*(unsigned char *)dst = rc == TFG_OK && done;
 	return rc;
 bad:
-	return tfg_error(&c->err, TFG_EINVAL, "%s: no update %u of variable "
+	return tfg_error(c->err, TFG_EINVAL, "%s: no update %u of variable "
 			 "%u with slots from %u here", srv->proc.name, kind,
 			 var, slot);
 }

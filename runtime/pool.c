@@ -240,15 +240,12 @@ rt_pool_threads(int64_t n)
 	return n < t ? (int)(n < 1 ? 1 : n) : t;
 }
 
-__thread void (*rt_held_flush)(void);
-
 TFG_API void
 tfg_rt_parallel(TfgKernelFn k, void *const *bases, int64_t n)
 {
 	int t;
 	if (n <= 0)
 		return;
-	rt_flush_before_work();
 	t = rt_pool_threads(n);
 	if (t <= 1 || pthread_mutex_trylock(&submit) != 0) {
 		k(bases, 0, n);

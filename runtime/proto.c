@@ -149,7 +149,7 @@ rt_proc_free(RtProc *p)
 	if (p->net.name)
 		rt_net_close(&p->net);
 	rt_box_free(&p->early);
-	for (RtCtx *c = p->steps; c; c = c->next) /* steps never ended */
+	for (RtStep *c = p->steps; c; c = c->next) /* steps never ended */
 		rt_box_free(&c->inbox);
 	for (int i = 0; i < p->nqueue; i++)
 		rt_msg_free(&p->queue[i]);
@@ -557,7 +557,7 @@ rt_proc_done(RtProc *p, const RtMsg *m)
 }
 
 int
-rt_proc_next(RtProc *p, RtMsg *out, RtCtx *ctx, double wait)
+rt_proc_next(RtProc *p, RtMsg *out, RtStep *step, double wait)
 {
 	double until = rt_now() + wait;
 	RtMsg m;
@@ -574,7 +574,7 @@ rt_proc_next(RtProc *p, RtMsg *out, RtCtx *ctx, double wait)
 			   of their ids (rt_step_stale). */
 			if (p->task >= 0 && (m.h.type == RT_MSG_START ||
 					     m.h.type == RT_MSG_SPECIALISE) &&
-			    rt_step_accept_locked(p, ctx, &m,
+			    rt_step_accept_locked(p, step, &m,
 						  m.h.type == RT_MSG_START ?
 						  (int)m.h.key : -1) != 0) {
 				rt_msg_free(&m);
@@ -795,7 +795,7 @@ rt_msg_new(RtProc *p, const TfgPlan *plan, RtBuf **out,
 static int
 send_stop(void *arg, TfgError *e)
 {
-	RtCtx *c = arg;
+	RtStep *c = arg;
 
 	if (rt_stop_requested) {
 		tfg_error(e, TFG_ECANCELED, "interrupted");
@@ -805,14 +805,14 @@ send_stop(void *arg, TfgError *e)
 }
 
 tfg_status
-rt_send(RtProc *p, int peer, RtBuf *m, double deadline, RtCtx *step,
+rt_send(RtProc *p, int peer, RtBuf *m, double deadline, RtStep *step,
 	TfgError *e)
 {
 	return rt_net_send(&p->net, peer, m, deadline, send_stop, step, e);
 }
 
 tfg_status
-rt_send_held(RtProc *p, int peer, RtBuf *m, double deadline, RtCtx *step,
+rt_send_held(RtProc *p, int peer, RtBuf *m, double deadline, RtStep *step,
 	     TfgError *e)
 {
 	return rt_net_hold(&p->net, peer, m, deadline, send_stop, step, e);

@@ -7,7 +7,7 @@
  *   proto.c       the process (RtProc): receiving (validation, the
  *                 senders' incarnations, filing), the queue of records
  *                 for the roles, building and sending messages
- *   rendezvous.c  steps (RtCtx): ids, acceptance, staleness, the table of
+ *   rendezvous.c  steps (RtStep): ids, acceptance, staleness, the table of
  *                 tensors and replies, waits, cancellation
  *
  * The protocol calls only the transport.  What the roles must hear of
@@ -18,7 +18,7 @@
  * and wakes the step's own thread.
  *
  * Threads: the transport's completion files a message under RtProc.mu
- * and signals the condition variable of the step it is for (RtCtx.cv), or
+ * and signals the condition variable of the step it is for (RtStep.cv), or
  * RtProc.qcv for a record; any number of threads may wait in steps at
  * once.  No lock of this layer is held while it sends, nor while the
  * roles run (generated parts, compiles).
@@ -31,6 +31,7 @@
 #include <stddef.h>
 
 #include "runtime/net.h"
+#include "runtime/part.h"
 #include "runtime/rt_int.h"
 
 /* Message types: the order of design.md's table, numbered from 1 (0 is
@@ -212,7 +213,7 @@ typedef struct RtPeer {
 			      being run: the next waits (rt_proc_done) */
 } RtPeer;
 
-typedef struct RtCtx RtCtx;
+typedef struct RtStep RtStep;
 
 /* Received TENSOR/DONE/ERROR/ABORT messages, in no order: a step's
  * inbox, or the process's messages of steps not running yet. */
@@ -222,7 +223,7 @@ typedef struct RtBox {
 } RtBox;
 
 /* The process: one per server, or controller.  Everything here outlives
- * steps; what belongs to one step is its RtCtx. */
+ * steps; what belongs to one step is its RtStep. */
 typedef struct RtProc {
 	const TfgPlan *plan;   /* the process's own plan (borrowed) */
 	int task;              /* own task index; -1 for the controller */
@@ -243,7 +244,7 @@ typedef struct RtProc {
 				  own into its inbox when it begins */
 	RtMsg *queue;          /* records for the roles, FIFO */
 	int nqueue, capqueue;
-	RtCtx *steps;          /* the steps running in this process */
+	RtStep *steps;         /* the steps running in this process */
 	uint64_t counter;      /* steps started as client */
 	int keyed;             /* its messages carry MACs (--cluster-key) */
 	const TfgPlan **plans; /* other plans messages may name (a generic
@@ -285,13 +286,13 @@ void rt_proc_wake(RtProc *p);
  * when none runs. */
 int rt_proc_idle(RtProc *p, double until);
 /* The next record (0), waiting at most `wait` seconds: -1 when none came.
- * A START or SPECIALISE comes out accepted, with ctx (not NULL) as its
+ * A START or SPECIALISE comes out accepted, with step (not NULL) as its
  * step (rt_step_accept); one that is not for a step of its sender's, or
  * is stale, is dropped here instead.  A sender's SPECIALISE and RELEASE
  * records come out one at a time, in the order they came, each after
  * rt_proc_done of the one before: a client evicts a specialisation and
  * announces the next one back to back. */
-int rt_proc_next(RtProc *p, RtMsg *out, RtCtx *ctx, double wait);
+int rt_proc_next(RtProc *p, RtMsg *out, RtStep *step, double wait);
 /* Record m (from rt_proc_next) has been run. */
 void rt_proc_done(RtProc *p, const RtMsg *m);
 /* A received message as the completion takes it: validation, the
@@ -331,11 +332,11 @@ tfg_status rt_msg_new(RtProc *p, const TfgPlan *plan, RtBuf **out,
  * when step (may be NULL) is cancelled, or a stop was requested.  Takes
  * m in every case. */
 tfg_status rt_send(RtProc *p, int peer, RtBuf *m, double deadline,
-		   RtCtx *step, TfgError *e);
+		   RtStep *step, TfgError *e);
 /* The same, held back while small (rt_net_hold): it leaves with this
  * thread's next send to the peer, or at rt_net_flush_held. */
 tfg_status rt_send_held(RtProc *p, int peer, RtBuf *m, double deadline,
-			RtCtx *step, TfgError *e);
+			RtStep *step, TfgError *e);
 /* A message with a body copied from buf, to a reply URL. */
 tfg_status rt_send_text(RtProc *p, const char *url, int type, uint64_t step,
 			uint32_t key, const char *buf, size_t n, TfgError *e);
@@ -383,21 +384,13 @@ double rt_step_deadline(const RtProc *p);
 /* ------------------------------------------------------ rendezvous.c */
 
 /* One step as this process takes part in it: as its client (the task
- * that drives it) or as a task that runs a part of it.  Generated parts
- * get it as their context (tfg_rt_recv, tfg_rt_send); tfg_aot_run makes
- * one with only the AOT fields. */
-struct RtCtx {
-	/* what tfg_rt_recv/tfg_rt_send (aot.c) call: the rendezvous, or
-	   tfg_aot_run's buffers */
-	int (*recv)(struct RtCtx *c, uint32_t key, void *dst);
-	int (*send)(struct RtCtx *c, uint32_t key, const void *src);
-	/* tfg_rt_recv_ref's (NULL: recv, into dst) */
-	int (*recv_ref)(struct RtCtx *c, uint32_t key, void *dst,
-			void **data);
-	const TfgAotSig *aot;  /* tfg_aot_run only: the signature, */
-	const void *const *aot_feeds; /* its feed buffers */
-	void *const *aot_fetches;     /* and its fetch buffers */
-	RtProc *proc;          /* NULL in tfg_aot_run */
+ * that drives it) or as a task that runs a part of it.  The protocol
+ * owns it (rendezvous.c); a role keeps it for as long as the step runs
+ * here.  What the step's part reaches through its calls is another
+ * struct, its context (RtCtx, runtime/part.h), made for the part's run
+ * (rt_part_init). */
+struct RtStep {
+	RtProc *proc;
 	const TfgPlan *plan;   /* the step's: the process's own, or a
 				  specialisation's */
 	uint64_t step;         /* RT_STEP id; 0 before it begins */
@@ -413,37 +406,32 @@ struct RtCtx {
 	RtBox inbox;           /* its own messages while it runs here (under
 				  RtProc.mu): no step searches another's */
 	pthread_cond_t cv;     /* something of this step was filed */
-	void (*tick)(struct RtCtx *c); /* between the slices of a wait
-					  (the client's heartbeat) */
+	void (*tick)(RtStep *s); /* between the slices of a wait (the
+				    client's heartbeat) */
 	void *role;            /* the role's (client: its session) */
-	/* what tfg_rt_var (aot.c) calls: the roles' variable storage */
-	int (*var)(struct RtCtx *c, uint32_t var, uint32_t op,
-		   const void *src, void *dst);
-	int (*apply)(struct RtCtx *c, uint32_t var, uint32_t kind,
-		     uint32_t slot, const void *grad, const double *hyper,
-		     void *dst);
-	void *store;           /* its state */
-	struct RtGpuStep *gpu; /* its arenas and streams on GPUs (gpu.c);
-				  NULL until its first GPU call */
-	RtCtx *next;           /* in RtProc.steps */
+	RtStep *next;          /* in RtProc.steps */
 };
 
-/* Empty context of process p (not a step yet). */
-void rt_ctx_init(RtCtx *c, RtProc *p);
+/* Empty step of process p (not begun or accepted yet). */
+void rt_step_init(RtStep *c, RtProc *p);
+/* c, the context of a run of s's part: its receives, sends and flushes
+ * go through the rendezvous of s, its failures into s->err.  No
+ * variables (rt_vars_attach). */
+void rt_part_init(RtCtx *c, RtStep *s);
 /* Makes c the next step this process drives as a client, with plan
  * (NULL: the own) and sig, and holds RtProc.order until rt_step_sent, so
  * that the STARTs of this process's steps leave in the order of their
  * ids.  TFG_EINVAL (c->err) once its counter is spent (RT_STEP_MAX). */
-tfg_status rt_step_begin(RtCtx *c, const TfgPlan *plan, int sig);
+tfg_status rt_step_begin(RtStep *c, const TfgPlan *plan, int sig);
 /* The STARTs of c went out (or failed): other steps may begin. */
-void rt_step_sent(RtCtx *c);
+void rt_step_sent(RtStep *c);
 /* Makes c the step of m (START or SPECIALISE from its client), running
  * sig (-1: none); -1 if m is for a step its sender does not drive
  * (reported) or one that is stale here (a duplicate).  rt_proc_next
  * calls it; tests too. */
-int rt_step_accept(RtProc *p, RtCtx *c, const RtMsg *m, int sig);
+int rt_step_accept(RtProc *p, RtStep *c, const RtMsg *m, int sig);
 /* Ends c here: drops its leftovers, and it is no step any more. */
-void rt_step_end(RtCtx *c);
+void rt_step_end(RtStep *c);
 /* Whether a message of `step` is stale here: of an incarnation of its
  * client other than the one heard from last; of an earlier step than
  * the client's last one accepted here that is not running; or of a step
@@ -451,26 +439,32 @@ void rt_step_end(RtCtx *c);
 int rt_step_stale(const RtProc *p, uint64_t step);
 /* Whether the step's client sent ABORT for c, or restarted while it ran
  * here. */
-int rt_step_cancelled(const RtCtx *c);
+int rt_step_cancelled(const RtStep *c);
 /* TFG_ECANCELED (in *e) once c is cancelled, else TFG_OK. */
-tfg_status rt_step_poll(RtCtx *c, TfgError *e);
+tfg_status rt_step_poll(RtStep *c, TfgError *e);
+/* Receives the tensor of edge key of step c into dst (its part's
+ * tfg_rt_recv, or its client's fetch), waiting for it. */
+tfg_status rt_step_recv(RtStep *c, uint32_t key, void *dst);
+/* Sends src as the tensor of edge key of step c (its part's tfg_rt_send,
+ * or its client's feed): small ones are held back (rt_net_hold). */
+tfg_status rt_step_send(RtStep *c, uint32_t key, const void *src);
 /* Files the feeds a START carries as TENSOR entries pointing into its
  * body: m must outlive the step (free it after rt_step_end). */
-void rt_start_feeds(RtCtx *c, const RtMsg *start);
+void rt_start_feeds(RtStep *c, const RtMsg *start);
 /* Files a feed of the client's own part, edge key, as a TENSOR entry
  * pointing at src, not a copy: src must outlive the step (the session's
  * value, held for the run).  The part's receive copies it once, into
  * its buffer. */
-tfg_status rt_feed_local(RtCtx *c, uint32_t key, const void *src);
+tfg_status rt_feed_local(RtStep *c, uint32_t key, const void *src);
 /* Waits for a DONE of step c from `task`; why: what it is waited for to
  * do, for the messages ("finish" if NULL).  *word (if not NULL) gets the
  * first 8 bytes of its body, 0 if it has fewer; *epoch (if not NULL) the
  * sender's incarnation. */
-tfg_status rt_wait_done(RtCtx *c, int task, const char *why,
+tfg_status rt_wait_done(RtStep *c, int task, const char *why,
 			uint64_t *word, uint64_t *epoch);
 /* ERROR (text; key: RT_ERROR_*) or DONE (text NULL; key: the signature)
  * for step c to its client; a failure is reported on stderr unless the
  * step was cancelled. */
-void rt_reply(RtCtx *c, uint32_t key, const char *text);
+void rt_reply(RtStep *c, uint32_t key, const char *text);
 
 #endif /* TFG_RUNTIME_PROTO_H */

@@ -16,7 +16,7 @@ int rt_epoch_check_locked(RtProc *p, const RtHdr *h);
 /* rendezvous.c */
 void rt_box_free(RtBox *b); /* its messages and itself */
 void rt_dispatch_locked(RtProc *p, RtMsg *m);
-int rt_step_accept_locked(RtProc *p, RtCtx *c, const RtMsg *m, int sig);
+int rt_step_accept_locked(RtProc *p, RtStep *c, const RtMsg *m, int sig);
 /* Drops what came for steps of client t, but those with tag `keep`
  * (-1: all): the early box's entries and the inboxes of its steps
  * running here. */

@@ -1,10 +1,10 @@
 /*
  * runtime/rendezvous.c: steps and the rendezvous of spec/design.md
  * (protocol layer, runtime/proto.h): tfg_rt_send and tfg_rt_recv, which
- * generated parts call, the step contexts (RtCtx) they get, and the
+ * generated parts call, the step contexts (RtStep) they get, and the
  * inboxes they wait on.
  *
- * Each step running here owns an inbox (RtCtx.inbox): its received
+ * Each step running here owns an inbox (RtStep.inbox): its received
  * TENSOR messages by key, the DONE and ERROR messages a client collects
  * for its step, and the ABORT with which a client cancels a step it gave
  * up on (the step's waits then end at once: spec/design.md "Step
@@ -14,7 +14,7 @@
  * begins (step_link).  So a wait searches only its own step's messages,
  * a small array searched linearly: a step has a handful of edges, not
  * thousands, however many steps run in the process.
- * Filing an entry wakes the thread of the step it is for (RtCtx.cv); a
+ * Filing an entry wakes the thread of the step it is for (RtStep.cv); a
  * wait is a loop of timed waits on that variable in slices, so that it
  * also notices its deadline, a peer that went away, or a stop request.
  *
@@ -44,18 +44,33 @@
 #include "runtime/trace.h"
 #include "runtime/proto_int.h"
 
-static int rdv_recv(struct RtCtx *c, uint32_t key, void *dst);
-static int rdv_send(struct RtCtx *c, uint32_t key, const void *src);
-static int rdv_recv_ref(struct RtCtx *c, uint32_t key, void *dst,
-			void **data);
+/* The part ABI's calls (RtCtx, runtime/part.h) on the step's
+ * rendezvous. */
+static int
+rdv_recv(RtCtx *x, uint32_t key, void *dst)
+{
+	return rt_step_recv(x->step, key, dst);
+}
+
+static int
+rdv_send(RtCtx *x, uint32_t key, const void *src)
+{
+	return rt_step_send(x->step, key, src);
+}
+
+static int rdv_recv_ref(RtCtx *x, uint32_t key, void *dst, void **data);
+
+static void
+rdv_flush(RtCtx *x)
+{
+	(void)x;
+	rt_net_flush_held();
+}
 
 void
-rt_ctx_init(RtCtx *c, RtProc *p)
+rt_step_init(RtStep *c, RtProc *p)
 {
 	memset(c, 0, sizeof *c);
-	c->recv = rdv_recv;
-	c->send = rdv_send;
-	c->recv_ref = rdv_recv_ref;
 	c->proc = p;
 	c->plan = p->plan;
 	c->client = -1;
@@ -64,13 +79,27 @@ rt_ctx_init(RtCtx *c, RtProc *p)
 	pthread_cond_init(&c->cv, NULL);
 }
 
+void
+rt_part_init(RtCtx *x, RtStep *s)
+{
+	memset(x, 0, sizeof *x);
+	x->recv = rdv_recv;
+	x->send = rdv_send;
+	x->recv_ref = rdv_recv_ref;
+	x->flush = rdv_flush;
+	x->step = s;
+	x->no = RT_STEP_NO(s->step);
+	x->who = s->client == s->proc->task ? s->proc->name : NULL;
+	x->err = &s->err;
+}
+
 /* ------------------------------------------------------------- steps */
 
 /* The step with id `step` running in p, or NULL. */
-static RtCtx *
+static RtStep *
 step_find(const RtProc *p, uint64_t step)
 {
-	for (RtCtx *c = p->steps; c; c = c->next)
+	for (RtStep *c = p->steps; c; c = c->next)
 		if (c->step == step)
 			return c;
 	return NULL;
@@ -80,7 +109,7 @@ step_find(const RtProc *p, uint64_t step)
  * sent before its START arrived, an ABORT that overtook it) move from
  * the process's early box into its inbox. */
 static void
-step_link(RtProc *p, RtCtx *c)
+step_link(RtProc *p, RtStep *c)
 {
 	c->next = p->steps;
 	p->steps = c;
@@ -96,9 +125,9 @@ step_link(RtProc *p, RtCtx *c)
 }
 
 static void
-step_unlink(RtProc *p, RtCtx *c)
+step_unlink(RtProc *p, RtStep *c)
 {
-	for (RtCtx **q = &p->steps; *q; q = &(*q)->next)
+	for (RtStep **q = &p->steps; *q; q = &(*q)->next)
 		if (*q == c) {
 			*q = c->next;
 			break;
@@ -110,7 +139,7 @@ step_unlink(RtProc *p, RtCtx *c)
 }
 
 static void
-step_reset(RtCtx *c, uint64_t step, int client, int sig)
+step_reset(RtStep *c, uint64_t step, int client, int sig)
 {
 	c->step = step;
 	c->client = client;
@@ -123,7 +152,7 @@ step_reset(RtCtx *c, uint64_t step, int client, int sig)
 }
 
 tfg_status
-rt_step_begin(RtCtx *c, const TfgPlan *plan, int sig)
+rt_step_begin(RtStep *c, const TfgPlan *plan, int sig)
 {
 	RtProc *p = c->proc;
 
@@ -145,7 +174,7 @@ rt_step_begin(RtCtx *c, const TfgPlan *plan, int sig)
 }
 
 void
-rt_step_sent(RtCtx *c)
+rt_step_sent(RtStep *c)
 {
 	pthread_mutex_unlock(&c->proc->order);
 }
@@ -240,13 +269,13 @@ rt_box_free(RtBox *b)
 /* Where a message of step c goes: its inbox while it runs here, else
  * the process's box of early ones. */
 static RtBox *
-box_of(RtProc *p, RtCtx *c)
+box_of(RtProc *p, RtStep *c)
 {
 	return c && c->active ? &c->inbox : &p->early;
 }
 
 int
-rt_step_accept_locked(RtProc *p, RtCtx *c, const RtMsg *m, int sig)
+rt_step_accept_locked(RtProc *p, RtStep *c, const RtMsg *m, int sig)
 {
 	int client = m->h.src;
 	uint64_t s = m->h.step, last;
@@ -276,7 +305,7 @@ rt_step_accept_locked(RtProc *p, RtCtx *c, const RtMsg *m, int sig)
 }
 
 int
-rt_step_accept(RtProc *p, RtCtx *c, const RtMsg *m, int sig)
+rt_step_accept(RtProc *p, RtStep *c, const RtMsg *m, int sig)
 {
 	int rv;
 
@@ -287,7 +316,7 @@ rt_step_accept(RtProc *p, RtCtx *c, const RtMsg *m, int sig)
 }
 
 void
-rt_step_end(RtCtx *c)
+rt_step_end(RtStep *c)
 {
 	RtProc *p = c->proc;
 	uint32_t tag = RT_STEP_TAG(c->step);
@@ -330,7 +359,7 @@ rt_tab_forget_locked(RtProc *p, int t, long keep)
 	}
 	/* the steps running here for that client: what they got is of an
 	   incarnation that will send nothing more */
-	for (RtCtx *c = p->steps; c; c = c->next)
+	for (RtStep *c = p->steps; c; c = c->next)
 		if (RT_STEP_CLIENT(c->step) == (uint64_t)t &&
 		    (keep < 0 || RT_STEP_TAG(c->step) != (uint32_t)keep))
 			box_clear(&c->inbox);
@@ -339,7 +368,7 @@ rt_tab_forget_locked(RtProc *p, int t, long keep)
 void
 rt_steps_orphan_locked(RtProc *p, int t)
 {
-	for (RtCtx *c = p->steps; c; c = c->next)
+	for (RtStep *c = p->steps; c; c = c->next)
 		if (c->client == t && t != p->task) {
 			c->orphan = 1;
 			pthread_cond_signal(&c->cv);
@@ -351,7 +380,7 @@ rt_steps_orphan_locked(RtProc *p, int t)
 void
 rt_dispatch_locked(RtProc *p, RtMsg *m)
 {
-	RtCtx *c;
+	RtStep *c;
 
 	/* The controller's records are every message it gets. */
 	if (p->task < 0) {
@@ -417,7 +446,7 @@ rt_dispatch_locked(RtProc *p, RtMsg *m)
 /* ------------------------------------------------------- cancellation */
 
 int
-rt_step_cancelled(const RtCtx *c)
+rt_step_cancelled(const RtStep *c)
 {
 	return c->proc && c->client != c->proc->task &&
 	       (c->aborted || c->orphan);
@@ -427,7 +456,7 @@ rt_step_cancelled(const RtCtx *c)
  * its ABORT, or by restarting, since the new process knows nothing of
  * the step and waits for nothing of it.  Under RtProc.mu. */
 static tfg_status
-cancelled_locked(RtCtx *c, TfgError *e)
+cancelled_locked(RtStep *c, TfgError *e)
 {
 	RtProc *p = c->proc;
 	int i = c->orphan ? -1 : box_find(&c->inbox, RT_MSG_ABORT, c->step, -1,
@@ -446,7 +475,7 @@ cancelled_locked(RtCtx *c, TfgError *e)
 }
 
 tfg_status
-rt_step_poll(RtCtx *c, TfgError *e)
+rt_step_poll(RtStep *c, TfgError *e)
 {
 	tfg_status st;
 
@@ -464,7 +493,7 @@ rt_step_poll(RtCtx *c, TfgError *e)
  * say in why[n]): the one it waits for, and for the step's client every
  * task of the step. */
 static int
-lost_task(RtCtx *c, int peer, char *why, size_t n)
+lost_task(RtStep *c, int peer, char *why, size_t n)
 {
 	RtProc *p = c->proc;
 	const RtSig *sig;
@@ -487,7 +516,7 @@ lost_task(RtCtx *c, int peer, char *why, size_t n)
  * drives, its ABORT (or its restart) ends the wait at once: the client
  * has given up on the step, so what is waited for may never come. */
 static tfg_status
-rdv_wait(RtCtx *c, int type, long key, int src, int peer, const char *what,
+rdv_wait(RtStep *c, int type, long key, int src, int peer, const char *what,
 	 RtMsg *out)
 {
 	RtProc *p = c->proc;
@@ -549,7 +578,7 @@ rdv_wait(RtCtx *c, int type, long key, int src, int peer, const char *what,
 			if (box_find(&c->inbox, type, c->step, key, src) >= 0)
 				continue;
 		}
-		if (rt_held_flush) {
+		if (rt_net_holding()) {
 			/* about to wait: first what this thread held back,
 			   which may be what is waited on out there */
 			pthread_mutex_unlock(&p->mu);
@@ -569,7 +598,7 @@ rdv_wait(RtCtx *c, int type, long key, int src, int peer, const char *what,
  * A message matches by its header up to its sender: magic, version,
  * type, plan, step, key, src. */
 static void
-land_post(RtCtx *c, const RtEdge *edge, uint32_t key, void *dst,
+land_post(RtStep *c, const RtEdge *edge, uint32_t key, void *dst,
 	  RtNetLand *l)
 {
 	unsigned char hdr[RT_HDR_SIZE];
@@ -590,7 +619,7 @@ land_post(RtCtx *c, const RtEdge *edge, uint32_t key, void *dst,
 /* Takes l back once the wait is over: what was filed with its body in
  * dst and not taken (a duplicate, or a wait that failed) goes. */
 static void
-land_done(RtCtx *c, uint32_t key, RtNetLand *l)
+land_done(RtStep *c, uint32_t key, RtNetLand *l)
 {
 	RtProc *p = c->proc;
 
@@ -603,8 +632,8 @@ land_done(RtCtx *c, uint32_t key, RtNetLand *l)
 	pthread_mutex_unlock(&p->mu);
 }
 
-static int
-rdv_recv(struct RtCtx *c, uint32_t key, void *dst)
+tfg_status
+rt_step_recv(RtStep *c, uint32_t key, void *dst)
 {
 	RtProc *p = c->proc;
 	const RtEdge *edge;
@@ -678,8 +707,9 @@ rdv_recv(struct RtCtx *c, uint32_t key, void *dst)
  * read it where it is when it is aligned as the part's slots are; any
  * other is received into dst. */
 static int
-rdv_recv_ref(struct RtCtx *c, uint32_t key, void *dst, void **data)
+rdv_recv_ref(RtCtx *x, uint32_t key, void *dst, void **data)
 {
+	RtStep *c = x->step;
 	RtProc *p = c->proc;
 	RtBox *b;
 	int i;
@@ -688,7 +718,7 @@ rdv_recv_ref(struct RtCtx *c, uint32_t key, void *dst, void **data)
 	if (key >= (uint32_t)c->plan->nedge ||
 	    c->plan->edges[key].dst != p->task ||
 	    c->plan->edges[key].dtype == TFG_STRING)
-		return rdv_recv(c, key, dst);
+		return rt_step_recv(c, key, dst);
 	pthread_mutex_lock(&p->mu);
 	b = box_of(p, c);
 	i = box_find(b, RT_MSG_TENSOR, c->step, key, -1);
@@ -701,11 +731,11 @@ rdv_recv_ref(struct RtCtx *c, uint32_t key, void *dst, void **data)
 		return TFG_OK;
 	}
 	pthread_mutex_unlock(&p->mu);
-	return rdv_recv(c, key, dst);
+	return rt_step_recv(c, key, dst);
 }
 
-static int
-rdv_send(struct RtCtx *c, uint32_t key, const void *src)
+tfg_status
+rt_step_send(RtStep *c, uint32_t key, const void *src)
 {
 	RtProc *p = c->proc;
 	const RtEdge *edge;
@@ -779,7 +809,7 @@ rdv_send(struct RtCtx *c, uint32_t key, const void *src)
  * borrowed (m.m NULL): whoever owns them keeps them until the step
  * ends.  0, or -1 out of memory. */
 static int
-push_borrowed_locked(RtCtx *c, uint32_t key, int src, uint64_t epoch,
+push_borrowed_locked(RtStep *c, uint32_t key, int src, uint64_t epoch,
 		     const void *body)
 {
 	RtMsg m;
@@ -793,7 +823,7 @@ push_borrowed_locked(RtCtx *c, uint32_t key, int src, uint64_t epoch,
 }
 
 tfg_status
-rt_feed_local(RtCtx *c, uint32_t key, const void *src)
+rt_feed_local(RtStep *c, uint32_t key, const void *src)
 {
 	RtProc *p = c->proc;
 	tfg_status st;
@@ -814,7 +844,7 @@ rt_feed_local(RtCtx *c, uint32_t key, const void *src)
 }
 
 void
-rt_start_feeds(RtCtx *c, const RtMsg *start)
+rt_start_feeds(RtStep *c, const RtMsg *start)
 {
 	RtProc *p = c->proc;
 	const RtSig *sig = &c->plan->sigs[start->h.key];
@@ -839,7 +869,7 @@ rt_start_feeds(RtCtx *c, const RtMsg *start)
 }
 
 tfg_status
-rt_wait_done(RtCtx *c, int task, const char *why, uint64_t *word,
+rt_wait_done(RtStep *c, int task, const char *why, uint64_t *word,
 	     uint64_t *epoch)
 {
 	char what[300];
@@ -863,7 +893,7 @@ rt_wait_done(RtCtx *c, int task, const char *why, uint64_t *word,
 }
 
 void
-rt_reply(RtCtx *c, uint32_t key, const char *text)
+rt_reply(RtStep *c, uint32_t key, const char *text)
 {
 	RtProc *p = c->proc;
 	char buf[sizeof c->err.msg + 100];

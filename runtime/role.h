@@ -120,18 +120,18 @@ tfg_status rt_server_init(RtServer *s, const TfgPlan *plan, int task,
 			  const TfgOptions *opt);
 void rt_server_free(RtServer *s);
 /* Runs one record of the queue (START, SPECIALISE, RELEASE,
- * RUN_SESSION, PING, RT_EV_RESTARTED; SHUTDOWN sets stopping), with ctx
+ * RUN_SESSION, PING, RT_EV_RESTARTED; SHUTDOWN sets stopping), with step
  * the step rt_proc_next accepted for a START or SPECIALISE.  Frees m. */
-void rt_server_handle(RtServer *s, RtCtx *ctx, RtMsg *m);
+void rt_server_handle(RtServer *s, RtStep *step, RtMsg *m);
 
 /* -------------------------------------------------------- run_part.c */
 
-/* Runs part for step c with an arena from spare (a new one when none is
- * free), for the process named who (its errors say it); 0, or the
- * failure in c->err.  Both roles run parts through it: a server's
- * START, a session's own part. */
-int rt_run_part(RtCtx *c, const char *who, const RtPart *part,
-		RtArenas *spare);
+/* Runs part for step s with an arena from spare (a new one when none is
+ * free) and vars's variables (NULL: none), for the process named who
+ * (its errors say it); 0, or the failure in s->err.  Both roles run
+ * parts through it: a server's START, a session's own part. */
+int rt_run_part(RtStep *s, RtServer *vars, const char *who,
+		const RtPart *part, RtArenas *spare);
 /* Frees n lists of spare arenas and a (GPU-pinned ones unpinned). */
 void rt_arenas_free(RtArenas *a, int n);
 
@@ -149,7 +149,8 @@ tfg_status rt_vars_init(RtServer *s);
  * --restore`): all of them, checked whole first, or none. */
 tfg_status rt_vars_restore(RtServer *s, const char *dir, TfgError *e);
 void rt_vars_free(RtServer *s);
-/* Makes c a step that may use s's variables (RtCtx.var). */
+/* Makes c a part's run that may use s's variables (RtCtx.var; c->step
+ * set). */
 void rt_vars_attach(RtServer *s, RtCtx *c);
 /* optim.c: c's tfg_rt_apply, on the variables rt_vars_attach gave it */
 void rt_optim_attach(RtCtx *c);
@@ -208,8 +209,8 @@ tfg_status rt_spec_hold(RtServer *s, int client, uint64_t epoch, int sig,
 /* Client task `client` no longer holds specialisation spec, as its
  * RELEASE says; freed when no client holds it and no step runs it. */
 void rt_spec_drop(RtServer *s, int spec, int client);
-/* Server: a SPECIALISE (step ctx accepted), a RELEASE. */
-void rt_spec_serve(RtServer *s, RtCtx *ctx, const RtMsg *m);
+/* Server: a SPECIALISE (accepted as step), a RELEASE. */
+void rt_spec_serve(RtServer *s, RtStep *step, const RtMsg *m);
 void rt_spec_serve_release(RtServer *s, const RtMsg *m);
 /* The body of a RELEASE (8 bytes): the plan hash of a specialisation of
  * signature h->key held here for its sender.  TFG_OK with its slot in
@@ -217,9 +218,9 @@ void rt_spec_serve_release(RtServer *s, const RtMsg *m);
 tfg_status rt_release_check(RtServer *s, const RtHdr *h,
 			    const unsigned char *body, int *spec,
 			    TfgError *e);
-/* Server: answers START m (step ctx) whose plan is not here with
+/* Server: answers START m (accepted as step) whose plan is not here with
  * RT_ERROR_NO_PLAN. */
-void rt_spec_refuse(RtCtx *ctx, const RtMsg *m);
+void rt_spec_refuse(RtStep *step, const RtMsg *m);
 /* Task `task` restarted, and is of incarnation `epoch` now
  * (RT_EV_RESTARTED): its earlier processes hold none of the
  * specialisations here any more (each is dropped as its RELEASE would),

@@ -78,19 +78,6 @@ extern uint64_t rt_gemm_sparse_runs;
 /* pool.c: the threads a loop of n iterations would run on now (1: the
  * caller's alone); makes the pool on first use. */
 int rt_pool_threads(int64_t n);
-/* pool.c: set while this thread holds sends back (net.c rt_net_hold):
- * what writes them.  Long work (a loop over the pool, a large product)
- * calls it first, so that a held send waits for no more than the
- * part's short ops; libtfg's AOT path, which has no network, leaves it
- * NULL. */
-extern __thread void (*rt_held_flush)(void);
-static inline void
-rt_flush_before_work(void)
-{
-	if (rt_held_flush)
-		rt_held_flush();
-}
-
 /* gpu.c: what a step's GPU calls left (RtCtx.gpu): waits for the streams
  * it used and gives its device arenas back; NULL state is a no-op.
  * Returns 0, or TFG_EGPU when a stream failed, with the step's error set

@@ -1,7 +1,9 @@
 /*
  * runtime/run_part.c: one step's run of a task's part (roles layer,
- * runtime/role.h): an arena taken from the part's spares, the generated
- * function called, its GPU work waited for, the arena given back.  A
+ * runtime/role.h): an arena taken from the part's spares, the part's
+ * context made (RtCtx, runtime/part.h: the step's rendezvous, the
+ * task's variables), the generated function called with it, its GPU
+ * work waited for, the arena given back.  A
  * server's START (server.c) and a session's own part (client_run.c) both
  * come here, so neither role calls the other.
  *
@@ -63,26 +65,31 @@ rt_arenas_free(RtArenas *a, int n)
 }
 
 int
-rt_run_part(RtCtx *c, const char *who, const RtPart *p, RtArenas *spare)
+rt_run_part(RtStep *s, RtServer *vars, const char *who, const RtPart *p,
+	    RtArenas *spare)
 {
+	RtCtx c;
 	char *arena;
 	double t0;
 	int rc, st, gpu;
 
-	c->err.code = TFG_OK;
-	c->err.msg[0] = '\0';
+	s->err.code = TFG_OK;
+	s->err.msg[0] = '\0';
 	if (p->fn == NULL)
-		return tfg_error(&c->err, TFG_EINVAL,
+		return tfg_error(&s->err, TFG_EINVAL,
 				 "%s has no part in signature %d", who,
-				 c->sig);
+				 s->sig);
 	if ((arena = arena_take(spare, p->arena_size)) == NULL)
-		return tfg_error(&c->err, TFG_ENOMEM,
+		return tfg_error(&s->err, TFG_ENOMEM,
 				 "%s: out of memory for an arena of %zu bytes",
 				 who, p->arena_size);
+	rt_part_init(&c, s);
+	if (vars)
+		rt_vars_attach(vars, &c);
 	t0 = rt_tracing ? rt_trace_clock() : 0;
-	rc = p->fn(c, arena);
-	gpu = c->gpu != NULL;
-	st = rt_gpu_step_end(c); /* its GPU work done, or its error */
+	rc = p->fn(&c, arena);
+	gpu = c.gpu != NULL;
+	st = rt_gpu_step_end(&c); /* its GPU work done, or its error */
 	if (rc == 0)
 		rc = st;
 	/* a part that used a GPU copies to and from its arena: page-locked
@@ -92,13 +99,13 @@ rt_run_part(RtCtx *c, const char *who, const RtPart *p, RtArenas *spare)
 	if (rt_tracing) {
 		char name[64];
 
-		snprintf(name, sizeof name, "part of signature %d", c->sig);
-		rt_trace_event("part", name, RT_STEP_NO(c->step),
+		snprintf(name, sizeof name, "part of signature %d", s->sig);
+		rt_trace_event("part", name, RT_STEP_NO(s->step),
 			       p->arena_size, t0, rt_trace_clock());
 	}
 	arena_give(spare, arena);
-	if (rc != 0 && c->err.msg[0] == '\0')
-		tfg_error(&c->err, (tfg_status)rc, "part of %s failed: %s",
+	if (rc != 0 && s->err.msg[0] == '\0')
+		tfg_error(&s->err, (tfg_status)rc, "part of %s failed: %s",
 			  who, tfg_strerror((tfg_status)rc));
 	return rc;
 }

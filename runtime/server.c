@@ -81,7 +81,7 @@ needs_done(const RtSig *sig, int task)
  * is looked up by its hash now: a specialisation it was filed with may
  * have been evicted since. */
 static void
-serve_start(RtServer *s, RtCtx *c, const RtMsg *m)
+serve_start(RtServer *s, RtStep *c, const RtMsg *m)
 {
 	RtProc *p = &s->proc;
 	int sig = (int)m->h.key, rc;
@@ -104,7 +104,7 @@ serve_start(RtServer *s, RtCtx *c, const RtMsg *m)
 		fprintf(stderr, "tfg: %s: step %llu sig %d\n", p->name,
 			RT_STEP_NO(c->step), sig);
 	rt_start_feeds(c, m);
-	rc = rt_run_part(c, p->name, &u.parts[sig], &u.spare[sig]);
+	rc = rt_run_part(c, s, p->name, &u.parts[sig], &u.spare[sig]);
 	/* A cancelled step gets no answer: its client has moved on, and
 	   would drop it as stale anyway.  Nothing went wrong here, so
 	   nothing is reported either. */
@@ -196,7 +196,7 @@ serve_shutdown(RtServer *s, const RtMsg *m)
 		nanosleep(&ts, NULL);
 }
 
-static void handle(RtServer *s, RtCtx *ctx, RtMsg *m);
+static void handle(RtServer *s, RtStep *step, RtMsg *m);
 
 /* A stop was requested: the executors waiting for a record, and the
  * watcher, wake now rather than at the end of their slice (a launched
@@ -211,15 +211,15 @@ stop_wake(RtServer *s)
 }
 
 void
-rt_server_handle(RtServer *s, RtCtx *ctx, RtMsg *m)
+rt_server_handle(RtServer *s, RtStep *step, RtMsg *m)
 {
-	handle(s, ctx, m);
+	handle(s, step, m);
 	rt_proc_done(&s->proc, m);
 	rt_msg_free(m);
 }
 
 static void
-handle(RtServer *s, RtCtx *ctx, RtMsg *m)
+handle(RtServer *s, RtStep *step, RtMsg *m)
 {
 	if (m->h.type == RT_MSG_PING || m->h.type == RT_MSG_RUN_SESSION) {
 		pthread_mutex_lock(&s->mu);
@@ -231,10 +231,10 @@ handle(RtServer *s, RtCtx *ctx, RtMsg *m)
 		rt_answer_ping(&s->proc, m);
 		break;
 	case RT_MSG_START:
-		serve_start(s, ctx, m);
+		serve_start(s, step, m);
 		break;
 	case RT_MSG_SPECIALISE:
-		rt_spec_serve(s, ctx, m);
+		rt_spec_serve(s, step, m);
 		break;
 	case RT_MSG_RELEASE:
 		rt_spec_serve_release(s, m);
@@ -313,7 +313,7 @@ lasting(int type)
 static void
 serve(RtServer *s)
 {
-	RtCtx ctx;
+	RtStep step;
 	RtMsg m;
 	int got;
 
@@ -326,16 +326,15 @@ serve(RtServer *s)
 		}
 		s->nidle++;
 		pthread_mutex_unlock(&s->mu);
-		rt_ctx_init(&ctx, &s->proc);
-		rt_vars_attach(s, &ctx);
-		got = rt_proc_next(&s->proc, &m, &ctx, NEXT_WAIT) == 0;
+		rt_step_init(&step, &s->proc);
+		got = rt_proc_next(&s->proc, &m, &step, NEXT_WAIT) == 0;
 		pthread_mutex_lock(&s->mu);
 		s->nidle--;
 		if (got && s->nidle == 0 && lasting(m.h.type) && !s->stopping)
 			spawn_locked(s);
 		pthread_mutex_unlock(&s->mu);
 		if (got)
-			rt_server_handle(s, &ctx, &m);
+			rt_server_handle(s, &step, &m);
 	}
 }
 

@@ -503,7 +503,7 @@ rt_spec_hold(RtServer *s, int client, uint64_t epoch, int sig,
  * every other task that may take part, the own compile meanwhile (into
  * *spec, held), then their answers. */
 static tfg_status
-spec_round(RtServer *s, RtCtx *c, int sig, const TfgShape *feeds, int *spec)
+spec_round(RtServer *s, RtStep *c, int sig, const TfgShape *feeds, int *spec)
 {
 	RtProc *p = &s->proc;
 	const RtSig *gs = &p->plan->sigs[sig];
@@ -595,7 +595,7 @@ rt_spec_client(RtServer *s, int sig, const TfgShape *feeds, RtUse *u,
 	       TfgError *e)
 {
 	RtProc *p = &s->proc;
-	RtCtx c;
+	RtStep c;
 	char what[900];
 	tfg_status st = TFG_OK;
 	int i;
@@ -621,7 +621,7 @@ rt_spec_client(RtServer *s, int sig, const TfgShape *feeds, RtUse *u,
 	/* Every other task that may take part compiles it too, while this
 	   one does (a task that has it answers at once); this round is a
 	   step of its own. */
-	rt_ctx_init(&c, p);
+	rt_step_init(&c, p);
 	if ((st = spec_round(s, &c, sig, feeds, &i)) != TFG_OK) {
 		*e = c.err;
 		return st;
@@ -721,7 +721,7 @@ decode(const RtSig *sig, const RtMsg *m, TfgShape *feeds, char *why,
 
 /* DONE for step c to its client, with plan hash `hash` as its body. */
 static void
-reply_hash(RtCtx *c, int sig, uint64_t hash)
+reply_hash(RtStep *c, int sig, uint64_t hash)
 {
 	RtProc *p = c->proc;
 	RtBuf *m;
@@ -739,7 +739,7 @@ reply_hash(RtCtx *c, int sig, uint64_t hash)
 }
 
 void
-rt_spec_serve(RtServer *s, RtCtx *c, const RtMsg *m)
+rt_spec_serve(RtServer *s, RtStep *c, const RtMsg *m)
 {
 	int client = m->h.src, sig = (int)m->h.key, i;
 	const RtSig *gs = &s->proc.plan->sigs[sig];
@@ -827,7 +827,7 @@ rt_spec_serve_release(RtServer *s, const RtMsg *m)
 
 /* Called with the START's step accepted (server.c). */
 void
-rt_spec_refuse(RtCtx *c, const RtMsg *m)
+rt_spec_refuse(RtStep *c, const RtMsg *m)
 {
 	char text[300];
 

@@ -187,7 +187,7 @@ typedef struct RtEdge {
 	TfgShape shape;
 	size_t nbytes;    /* the tensor's bytes: numel * dtype size, or for
 			     strings the records and the text; what the
-			     wire's nbytes must say (rt_ctx_init checks it
+			     wire's nbytes must say (rt_proc_init checks it
 			     against dtype and shape) */
 } RtEdge;
 
@@ -437,6 +437,12 @@ TFG_API int tfg_rt_check(struct RtCtx *ctx, const void *data, int64_t n,
  * kernel i (named by the NUL-terminated name) begins, 2i + 1 as it ends
  * (runtime/trace.h).  Returns 0. */
 TFG_API int tfg_rt_mark(struct RtCtx *ctx, uint32_t mark, const void *name);
+/* Parts call it before long work (a loop over the pool, a product of
+ * at least TFG_LONG_WORK multiply-adds): the sends this thread held back
+ * leave first, so that a peer waits for them no longer than the part's
+ * short ops (spec/design.md "Held sends"). */
+#define TFG_LONG_WORK (1 << 20)
+TFG_API void tfg_rt_flush(struct RtCtx *ctx);
 
 /* Multi-core loops (runtime/pool.c, spec/design.md "Kernels").  A
  * kernel runs iterations [b, e) of a loop nest's outermost loop on the

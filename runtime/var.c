@@ -176,7 +176,7 @@ var_op(RtCtx *c, uint32_t var, uint32_t op, const void *src, void *dst)
 	if (var >= (uint32_t)plan->nvar || plan->vars[var].task !=
 	    s->proc.task || kind > TFG_VAR_DRAW || s->vars == NULL ||
 	    (kind == TFG_VAR_DRAW && !plan->vars[var].hidden))
-		return tfg_error(&c->err, TFG_EINVAL, "%s: no variable %u (op "
+		return tfg_error(c->err, TFG_EINVAL, "%s: no variable %u (op "
 				 "%u) here", s->proc.name, var, op);
 	v = &plan->vars[var];
 	slot = &s->vars[var];
@@ -190,16 +190,16 @@ var_op(RtCtx *c, uint32_t var, uint32_t op, const void *src, void *dst)
 		*(int64_t *)slot->data += 1;
 	} else if (kind != TFG_VAR_ASSIGN && !slot->init) {
 		/* a task's errors reach the client behind its name */
-		int local = c->client == s->proc.task;
+		int local = c->step->client == s->proc.task;
 
-		rc = tfg_error(&c->err, TFG_EINVAL, "%s%svariable '%s' is not "
+		rc = tfg_error(c->err, TFG_EINVAL, "%s%svariable '%s' is not "
 			       "initialized (declared at %s): run initialize() "
 			       "first", local ? s->proc.name : "",
 			       local ? ": " : "", v->name, v->where);
 	} else if (kind == TFG_VAR_ASSIGN && slot->data == NULL &&
 		   (slot->data = (unsigned char *)rt_arena_alloc(v->nbytes)) ==
 		   NULL) {
-		rc = tfg_error(&c->err, TFG_ENOMEM, "%s: out of memory for "
+		rc = tfg_error(c->err, TFG_ENOMEM, "%s: out of memory for "
 			       "variable '%s' (%zu bytes)", s->proc.name,
 			       v->name, v->nbytes);
 	} else {

@@ -109,7 +109,7 @@ done
 #     the transport only through the protocol's header (no net.h, no call
 #     of rt_net_*), and the protocol's own header proto_int.h stays in it;
 #     (d2) the roles name none of RtProc's locks, tables, queues, steps
-#     or transport.
+#     or transport; (d3) the files of no layer reach none of them.
 layer() {
 	case $1 in
 	runtime/net.c|runtime/net_link.c|runtime/net_recv.c|runtime/net.h|\
@@ -220,6 +220,24 @@ fi
 roles=$(for f in $sources; do [ "$(layer "$f")" = 3 ] && echo "$f"; done)
 got=$(grep -nE '(proc(\.|->)|\bp->)(mu|qcv|idlecv|steps|tab|ntab|captab|queue|nqueue|capqueue|peers|net|recv|order|counter|plans|nplan|keyed)\b' $roles 2>/dev/null)
 [ -z "$got" ] || problem "a role touches the protocol's state (call a proto.h function):
+$(printf '%s\n' "$got" | sed 's/^/    /')"
+
+# (d3) the rest of the runtime (the part ABI, aot.c and gpu.c, the
+#     kernels' pool and products, tensors, traces: files of no layer)
+#     includes no header of the layers and calls none of their
+#     functions: what a part's long work owes the transport, its held
+#     sends, it asks for through its context (tfg_rt_flush, RtCtx.flush),
+#     and no thread-local function pointer (a hook no reader sees the
+#     arrow of) stands in for a call anywhere in runtime/
+others=$(for f in $sources; do
+	case $f in runtime/*) [ "$(layer "$f")" = 0 ] && echo "$f" ;; esac
+done)
+got=$(grep -nE '#[[:space:]]*include[[:space:]]*"runtime/(net|net_int|auth|proto|proto_int|role|client_int)\.h"|\brt_(net|proc|step)_[a-z_]+[[:space:]]*\(' $others 2>/dev/null)
+[ -z "$got" ] || problem "runtime code outside the layers reaches into them:
+$(printf '%s\n' "$got" | sed 's/^/    /')"
+rtsrc=$(for f in $sources; do case $f in runtime/*) echo "$f" ;; esac; done)
+got=$(grep -nE '(__thread|_Thread_local)[^;]*\(\*' $rtsrc 2>/dev/null)
+[ -z "$got" ] || problem "a thread-local function pointer (make the call explicit):
 $(printf '%s\n' "$got" | sed 's/^/    /')"
 
 # (i) leaves that call no sibling, from the built objects' symbols: an op

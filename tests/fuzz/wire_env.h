@@ -115,7 +115,7 @@ we_program(const TfgPlan *plan)
 
 /* Receives edge key of step c into a buffer of its size, and prints it. */
 static inline int
-we_recv(struct RtCtx *c, uint32_t key)
+we_recv(RtStep *c, uint32_t key)
 {
 	const RtEdge *e = &c->plan->edges[key];
 	size_t n = rt_edge_nbytes(e);
@@ -127,7 +127,7 @@ we_recv(struct RtCtx *c, uint32_t key)
 		return TFG_ETOOBIG;
 	if ((t.data = malloc(n ? n : 1)) == NULL)
 		return TFG_ENOMEM;
-	if ((rc = tfg_rt_recv(c, key, t.data)) == 0) {
+	if ((rc = rt_step_recv(c, key, t.data)) == 0) {
 		/* the wire let in only strings whose records stay inside */
 		TFG_ASSERT(e->dtype != TFG_STRING ||
 			   tfg_string_check(t.data, n,
@@ -143,7 +143,7 @@ we_recv(struct RtCtx *c, uint32_t key)
 
 /* Sends edge key of step c: zeros, or for strings empty ones. */
 static inline int
-we_send(struct RtCtx *c, uint32_t key)
+we_send(RtStep *c, uint32_t key)
 {
 	const RtEdge *e = &c->plan->edges[key];
 	size_t n = rt_edge_nbytes(e);
@@ -161,15 +161,17 @@ we_send(struct RtCtx *c, uint32_t key)
 			rt_put_le(buf + i * TFG_STRING_RECORD,
 				  (uint64_t)numel * TFG_STRING_RECORD, 8);
 	}
-	rc = tfg_rt_send(c, key, buf);
+	rc = rt_step_send(c, key, buf);
 	free(buf);
 	return rc;
 }
 
-/* The part of task c->proc->task in signature c->sig of c->plan. */
+/* The part of task c->proc->task in signature c->sig of c->plan (c:
+ * the step of the part's context x). */
 static inline int
-we_part(struct RtCtx *c, char *arena)
+we_part(struct RtCtx *x, char *arena)
 {
+	RtStep *c = x->step;
 	const Program *p = we_program(c->plan);
 	const IrPart *part;
 	int rc = 0;

@@ -71,13 +71,12 @@ task_records(void *arg)
 {
 	RtServer *s = arg;
 	char url[RT_URL_MAX];
-	RtCtx ctx;
+	RtStep step;
 	RtMsg m;
 
 	for (;;) {
-		rt_ctx_init(&ctx, &s->proc);
-		rt_vars_attach(s, &ctx);
-		if (rt_proc_next(&s->proc, &m, &ctx, 0) != 0)
+		rt_step_init(&step, &s->proc);
+		if (rt_proc_next(&s->proc, &m, &step, 0) != 0)
 			return;
 		switch (m.h.type) {
 		case RT_MSG_PING:
@@ -90,7 +89,7 @@ task_records(void *arg)
 			rt_msg_free(&m);
 			break;
 		default:
-			rt_server_handle(s, &ctx, &m);
+			rt_server_handle(s, &step, &m);
 			break;
 		}
 	}
@@ -99,7 +98,7 @@ task_records(void *arg)
 /* The end of step c of this task's as its client (client_run.c step_finish):
  * its feeds to itself, its own part, its fetches, the DONEs. */
 static void
-client_end(RtServer *s, RtCtx *c)
+client_end(RtServer *s, RtStep *c)
 {
 	const RtSig *sig = &c->plan->sigs[c->sig];
 	int self = s->proc.task;
@@ -108,7 +107,7 @@ client_end(RtServer *s, RtCtx *c)
 		if (c->plan->edges[sig->feeds[i].key].dst == self)
 			we_send(c, sig->feeds[i].key);
 	if (s->parts[c->sig].fn)
-		rt_run_part(c, s->proc.name, &s->parts[c->sig],
+		rt_run_part(c, s, s->proc.name, &s->parts[c->sig],
 			    &s->spare[c->sig]);
 	for (int i = 0; i < sig->nfetch; i++)
 		we_recv(c, sig->fetches[i].key);
@@ -126,7 +125,7 @@ task(WeProg *b, int self, int sig, int verbose, const uint8_t *in,
 	const TfgPlan *plan = b->p.plan;
 	TfgOptions o = we_options(b, verbose);
 	RtServer s;
-	RtCtx c;
+	RtStep c;
 	int client = !plan->generic && plan->sigs[sig].client == self;
 
 	TFG_ASSERT(rt_server_init(&s, plan, self, &o) == TFG_OK);
@@ -135,8 +134,7 @@ task(WeProg *b, int self, int sig, int verbose, const uint8_t *in,
 	if (!plan->generic)
 		we_parts(&b->p, self, s.parts);
 	if (client) {
-		rt_ctx_init(&c, &s.proc);
-		rt_vars_attach(&s, &c);
+		rt_step_init(&c, &s.proc);
 		TFG_ASSERT(rt_step_begin(&c, NULL, sig) == TFG_OK);
 		rt_step_sent(&c);
 	}

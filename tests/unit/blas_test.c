@@ -213,6 +213,35 @@ t_rule(void)
 	ASSERT_EQ(calls_blas(TFG_I32, 64, 64, 64), 0);
 }
 
+/* The flushes of the part of a @ b (a m x k, b k x n, f32), run. */
+static int
+flushes(int64_t m, int64_t k, int64_t n)
+{
+	TfgShape sa = {2, {m, k}}, sb = {2, {k, n}}, so = {2, {m, n}};
+	void *x = fill(TFG_F32, m * k), *y = fill(TFG_F32, k * n);
+	JhRun r;
+	int got;
+
+	jh_feed(0, x, jh_nbytes(TFG_F32, sa));
+	jh_feed(1, y, jh_nbytes(TFG_F32, sb));
+	ASSERT_EQ(jh_run(&r, prog(TFG_F32, &sa, &sb, &so), 0, 0, NULL), 0);
+	ASSERT_EQ(r.rc, 0);
+	got = jh_nflush;
+	jh_run_done(&r);
+	return got;
+}
+
+/* Held sends leave before long work (spec/design.md "Held sends"): the
+ * part calls tfg_rt_flush, with its own context, before a product of
+ * TFG_LONG_WORK multiply-adds or more, and not before a smaller one. */
+static void
+t_flush(void)
+{
+	ASSERT_EQ(flushes(128, 128, 64), 1); /* 2^20 */
+	ASSERT_EQ(flushes(128, 127, 64), 0);
+	ASSERT_EQ(flushes(64, 64, 64), 0);
+}
+
 /* c = alpha op(a) op(b) + beta c through tfg_rt_gemm on `threads`
  * threads, against long double: trans as IrNode.trans, a stored k x m
  * when transposed, b n x k. */
@@ -278,4 +307,5 @@ t_count(void)
 
 TEST_MAIN({"split", t_split}, {"plain", t_plain}, {"batched", t_batched},
 	  {"batch_rows", t_batch_rows}, {"vector", t_vector},
-	  {"rule", t_rule}, {"split", t_split}, {"count", t_count})
+	  {"rule", t_rule}, {"flush", t_flush}, {"split", t_split},
+	  {"count", t_count})

@@ -535,6 +535,37 @@ t_recv_fails(void)
 	jh_run_done(&r);
 }
 
+/* Held sends leave before long work (spec/design.md "Held sends"): a
+ * loop split over the pool follows the part's tfg_rt_flush, with its
+ * context; a loop too short to split does not. */
+static int
+pool_flushes(int64_t n)
+{
+	float *v = jh_alloc((size_t)n * sizeof *v);
+	IrNode *a = input(TFG_F32, jh_shp(1, n), 0);
+	IrNode *s = mk(OP_add, TFG_F32, jh_shp(1, n), a, a);
+	IrNode *nodes[] = {a, s, snd(s, 1)};
+	JhRun r;
+	int got;
+
+	for (int64_t i = 0; i < n; i++)
+		v[i] = (float)i;
+	jh_feed(0, v, (size_t)n * sizeof *v);
+	ASSERT_EQ(jh_run(&r, jh_prog1(nodes, 3), 0, 0, NULL), 0);
+	ASSERT_EQ(r.rc, 0);
+	ASSERT_EQ(((float *)jh_sent[1])[n - 1], 2.0f * (float)(n - 1));
+	got = jh_nflush;
+	jh_run_done(&r);
+	return got;
+}
+
+static void
+t_flush(void)
+{
+	ASSERT_EQ(pool_flushes(1 << 20), 1);
+	ASSERT_EQ(pool_flushes(1 << 10), 0);
+}
+
 /* Two signatures, two tasks: each task gets only its own parts. */
 static void
 t_multi(void)
@@ -687,7 +718,8 @@ TEST_MAIN({"binary", t_binary},
 	  {"reduce_f32", t_reduce_f32}, {"reduce_i32", t_reduce_i32},
 	  {"reduce_axes", t_reduce_axes}, {"slice", t_slice},
 	  {"chain", t_chain}, {"const", t_const},
-	  {"recv_fails", t_recv_fails}, {"multi", t_multi},
+	  {"recv_fails", t_recv_fails}, {"flush", t_flush},
+	  {"multi", t_multi},
 	  {"emit", t_emit}, {"emit_no_trap", t_emit_no_trap},
 	  {"opt_levels", t_opt_levels},
 	  {"jit_time", t_jit_time}, {"errors", t_errors})

@@ -327,20 +327,25 @@ in_child(void (*fn)(void))
 	return WEXITSTATUS(st);
 }
 
+/* A part's context with room for its error after it (free it whole). */
 static RtCtx *
 ctx_new(void)
 {
-	RtCtx *c = calloc(1, sizeof *c);
+	struct {
+		RtCtx c;
+		TfgError err;
+	} *r = calloc(1, sizeof *r);
 
-	CHECK(c != NULL);
-	return c;
+	CHECK(r != NULL);
+	r->c.err = &r->err;
+	return &r->c;
 }
 
 static void
 reset(RtCtx *c)
 {
-	c->err.code = TFG_OK;
-	c->err.msg[0] = '\0';
+	c->err->code = TFG_OK;
+	c->err->msg[0] = '\0';
 }
 
 /* What every entry does without a GPU: an error with a message. */
@@ -356,10 +361,10 @@ entries_fail(void)
 
 	CHECK(tfg_rt_gpu_arena(c, 0, 1024, &p) == TFG_EGPU);
 	CHECK(p == NULL);
-	CHECK_IN(c->err.msg, "gpu:0: no usable GPU: ");
+	CHECK_IN(c->err->msg, "gpu:0: no usable GPU: ");
 	reset(c);
 	CHECK(tfg_rt_gpu_launch(c, &m, 0, 0, dims, NULL) == TFG_EGPU);
-	CHECK(c->err.msg[0] != '\0');
+	CHECK(c->err->msg[0] != '\0');
 	reset(c);
 	CHECK(tfg_rt_gpu_global(c, &m, 0, 0, &p) == TFG_EINVAL);
 	reset(c);
@@ -576,7 +581,7 @@ child_mock(void)
 	/* globals; dynamic shared memory past 48 KiB opts in once */
 	CHECK(tfg_rt_gpu_global(c, &mock_mod, 1, 0, &g) == TFG_OK && g);
 	CHECK(tfg_rt_gpu_global(c, &mock_mod, 1, 1, &g) == TFG_EGPU);
-	CHECK_IN(c->err.msg, "gpu:1 (Mock GPU 1): cuModuleGetGlobal(tfg_gx): "
+	CHECK_IN(c->err->msg, "gpu:1 (Mock GPU 1): cuModuleGetGlobal(tfg_gx): "
 		 "CUDA_ERROR_NOT_FOUND");
 	CHECK(tfg_rt_gpu_global(c, &mock_mod, 1, 2, &g) == TFG_EINVAL);
 	{
@@ -609,22 +614,22 @@ child_mock(void)
 
 		CHECK(tfg_rt_gpu_launch(c, &mock_mod, 0, 1, dims, args) ==
 		      TFG_EGPU);
-		CHECK_IN(c->err.msg, "gpu:0 (Mock GPU 0): cuLaunchKernel("
+		CHECK_IN(c->err->msg, "gpu:0 (Mock GPU 0): cuLaunchKernel("
 			 "tfg_bad): CUDA_ERROR_ILLEGAL_ADDRESS: an illegal "
 			 "memory access was encountered");
 		CHECK(tfg_rt_gpu_launch(c, &bad, 1, 0, dims, args) == TFG_EGPU);
-		CHECK_IN(c->err.msg, "gpu:1 (Mock GPU 1): cuModuleLoadDataEx: "
+		CHECK_IN(c->err->msg, "gpu:1 (Mock GPU 1): cuModuleLoadDataEx: "
 			 "CUDA_ERROR_INVALID_PTX: mock error: ptxas fatal: "
 			 "mock says BAD");
 		CHECK(tfg_rt_gpu_launch(c, &nope, 1, 0, dims, args) ==
 		      TFG_EGPU);
-		CHECK_IN(c->err.msg, "cuModuleGetFunction(tfg_nope)");
+		CHECK_IN(c->err->msg, "cuModuleGetFunction(tfg_nope)");
 		CHECK(tfg_rt_gpu_launch(c, &mock_mod, 0, 3, dims, args) ==
 		      TFG_EINVAL);
 		CHECK(tfg_rt_gpu_arena(c, 64, 16, &g) == TFG_EINVAL);
 		CHECK(tfg_rt_gpu_arena(c, 5, (uint64_t)1 << 40, &g) ==
 		      TFG_ENOMEM);
-		CHECK_IN(c->err.msg, "gpu:5 (Mock GPU 1): cuMemAlloc("
+		CHECK_IN(c->err->msg, "gpu:5 (Mock GPU 1): cuMemAlloc("
 			 "1099511627776 bytes): CUDA_ERROR_OUT_OF_MEMORY");
 		/* trying again, it freed what gpu:1 (same device) kept */
 		CHECK(*mock_int("mock_frees") == 1);
@@ -632,7 +637,7 @@ child_mock(void)
 		CHECK(tfg_rt_gpu_launch(c, &mock_mod, 0, 2, dims, args) == 0);
 		reset(c);
 		CHECK(rt_gpu_step_end(c) == TFG_EGPU);
-		CHECK_IN(c->err.msg, "gpu:0 (Mock GPU 0): cuStreamSynchronize("
+		CHECK_IN(c->err->msg, "gpu:0 (Mock GPU 0): cuStreamSynchronize("
 			 "end of step): CUDA_ERROR_ILLEGAL_ADDRESS");
 		/* gpu:0's two arenas: freed, not kept */
 		CHECK(*mock_int("mock_frees") == 3);
@@ -696,7 +701,7 @@ child_real(void)
 	args[0] = &(char *){a0 + 4096};
 	args[1] = &a0;
 	if (tfg_rt_gpu_launch(c, &m, 0, 0, dims, args) != 0) {
-		fprintf(stderr, "child: %s\n", c->err.msg);
+		fprintf(stderr, "child: %s\n", c->err->msg);
 		_exit(1);
 	}
 	CHECK(tfg_rt_gpu_copy(c, 2, a1, 1, a0 + 4096, sizeof x) == 0);
@@ -709,7 +714,7 @@ child_real(void)
 	args[0] = &(char *){a1 + 8192};
 	args[1] = &(char *){a1 + 4096};
 	if (tfg_rt_gpu_launch(c, &m, 1, 1, dims, args) != 0) {
-		fprintf(stderr, "child: %s\n", c->err.msg);
+		fprintf(stderr, "child: %s\n", c->err->msg);
 		_exit(1);
 	}
 	CHECK(tfg_rt_gpu_copy(c, TFG_DEV_HOST, y, 2, a1 + 4096, sizeof y) ==

@@ -14,6 +14,7 @@
  *                 as the runtime does, since the arena's memory is
  *                 reused by later nodes (codegen/memplan.c).  Both check
  *                 that the part passes the context it was called with.
+ *                 jh_flush counts the part's tfg_rt_flush calls.
  *   building      nodes, parts and one-task programs in one Arena that
  *                 lives as long as the test binary (jh_cleanup frees it).
  *   running       jh_jit compiles a task, jh_call runs one signature's
@@ -59,6 +60,7 @@ static size_t jh_feed_size[JH_NKEY];
 static void *jh_sent[JH_NKEY];     /* send key -> a malloc'd copy, or NULL */
 static size_t jh_sent_size[JH_NKEY]; /* bytes a send copies (jh_call) */
 static int jh_nsent, jh_nrecv;     /* calls since jh_jit */
+static int jh_nflush;              /* tfg_rt_flush calls since jh_jit */
 static int jh_fail_key = -1;       /* recv of this key: JH_FAIL_STATUS */
 
 static inline int
@@ -109,6 +111,14 @@ jh_var(struct RtCtx *ctx, uint32_t var, uint32_t op, const void *src,
 	return 0;
 }
 
+/* tfg_rt_flush: counted (-1000 for a context not the part's, which no
+ * count of flushes reaches back from). */
+static inline void
+jh_flush(struct RtCtx *ctx)
+{
+	jh_nflush += ctx == JH_CTX ? 1 : -1000;
+}
+
 /* What the next recv of key delivers (data is borrowed). */
 static inline void
 jh_feed(uint32_t key, const void *data, size_t nbytes)
@@ -125,7 +135,7 @@ jh_reset(void)
 		free(jh_sent[k]);
 		jh_sent[k] = NULL;
 	}
-	jh_nsent = jh_nrecv = 0;
+	jh_nsent = jh_nrecv = jh_nflush = 0;
 	jh_fail_key = -1;
 }
 
@@ -354,6 +364,7 @@ jh_jit(JhRun *r, const Program *p, int task, const CgOptions *o)
 	co.rt_recv_ref = jh_recv_ref;
 	co.rt_send = jh_send;
 	co.rt_var = jh_var;
+	co.rt_flush = jh_flush;
 	if (p->nsig > JH_MAXSIG)
 		return -1;
 	return cg_jit(&r->j, p, task, &co, r->parts, &r->ms) != 0 ? -1 : 0;
