@@ -178,7 +178,8 @@ softplus(CgCtx *C, TfgDtype t, LLVMValueRef x)
 	return LLVMBuildFAdd(B, m, l, "");
 }
 
-/* op applied to a, of dtype t (not bool: the checker refuses it). */
+/* op applied to a, of dtype t (bool only for logical_not: the checker
+ * refuses the others). */
 LLVMValueRef
 cg_unary(CgCtx *C, OpKind op, TfgDtype t, LLVMValueRef a)
 {
@@ -223,6 +224,9 @@ cg_unary(CgCtx *C, OpKind op, TfgDtype t, LLVMValueRef a)
 		return LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntSLT, a, zero,
 							""),
 				       LLVMBuildSub(B, zero, a, ""), a, "");
+	case OP_logical_not: /* bool: 0/1 */
+		return LLVMBuildZExt(B, LLVMBuildICmp(B, LLVMIntEQ, a, zero, ""),
+				     LLVMTypeOf(a), "");
 	default: return a;
 	}
 }
@@ -332,6 +336,8 @@ cg_arith(CgCtx *C, OpKind op, TfgDtype t, LLVMValueRef a, LLVMValueRef b)
 		r = uns ? uint_divmod(C, a, b, 0) : cg_int_divmod(C, a, b, 0);
 		break;
 	case OP_pow: r = int_pow(C, a, b, uns); break;
+	case OP_logical_and: r = LLVMBuildAnd(B, a, b, ""); break;
+	case OP_logical_or: r = LLVMBuildOr(B, a, b, ""); break;
 	case OP_maximum:
 		r = LLVMBuildSelect(B, LLVMBuildICmp(B, uns ? LLVMIntUGT
 						     : LLVMIntSGT, a, b, ""),

@@ -56,7 +56,10 @@ cg_elem_apply(CgCtx *C, OpKind op, TfgDtype t, const TfgDtype *it,
 		return a;
 	case OP_cast:
 		return cg_cvt(C, v[0], it[0], t);
-	default: /* exp log sqrt tanh sigmoid relu abs */
+	default: /* the table's other elementwise ops: by arity */
+		if (op_info[op].nin == 2)
+			return cg_arith(C, op, t, cg_cvt(C, v[0], it[0], t),
+					cg_cvt(C, v[1], it[1], t));
 		return cg_unary(C, op, t, cg_cvt(C, v[0], it[0], t));
 	}
 }

@@ -402,9 +402,11 @@ call_unary(Checker *c, AstNode *e, OpKind op)
 			   ir_type_str(c->a, x->dtype, &x->shape));
 		return NULL;
 	}
-	if (op_info[op].types == TY_FLOAT && !dtype_is_float(x->dtype)) {
-		diag_error(c->d, e->loc, "'%s' takes a float tensor, "
-			   "got %s", e->name,
+	if ((op_info[op].types == TY_FLOAT && !dtype_is_float(x->dtype)) ||
+	    (op_info[op].types == TY_BOOL && x->dtype != TFG_BOOL)) {
+		diag_error(c->d, e->loc, "'%s' takes a %s tensor, "
+			   "got %s", e->name, op_info[op].types == TY_BOOL
+			   ? "bool" : "float",
 			   ir_type_str(c->a, x->dtype, &x->shape));
 		return NULL;
 	}
@@ -552,6 +554,27 @@ check_compare(Checker *c, AstNode *e, OpKind op)
 	    check_operands(c, e, 0, e->name, e->list[0], e->list[1],
 			   eq ? 3 : 0, in, &t, &s) < 0)
 		return NULL;
+	return check_elem(c, op, e->loc, in, 2, TFG_BOOL, &s);
+}
+
+/* logical_and logical_or (x, y): two bool operands, broadcast as for
+ * `+` (spec §6.27 "logical_and, logical_or, logical_not"). */
+IrNode *
+check_logical(Checker *c, AstNode *e, OpKind op)
+{
+	IrNode *in[2];
+	TfgDtype t;
+	TfgShape s;
+
+	if (check_bind(c, e) < 0 ||
+	    check_operands(c, e, 0, e->name, e->list[0], e->list[1], 1, in,
+			   &t, &s) < 0)
+		return NULL;
+	if (t != TFG_BOOL) {
+		diag_error(c->d, e->loc, "'%s' takes bool tensors, got %s "
+			   "operands", e->name, tfg_dtype_name(t));
+		return NULL;
+	}
 	return check_elem(c, op, e->loc, in, 2, TFG_BOOL, &s);
 }
 

@@ -6,6 +6,7 @@
  *
  *   check_reduce     reduce_sum reduce_mean reduce_max reduce_min
  *                    reduce_prod (x, axis=, keepdims=false)
+ *   check_reduce_bool  reduce_any reduce_all, the same on bool x
  *   check_argreduce  argmax argmin (x, axis=0, *, output_type=i64)
  *   check_softmax    softmax log_softmax (x, axis=-1)
  *   check_xent       softmax_cross_entropy (logits, labels), over the
@@ -124,6 +125,24 @@ numeric_arg(Checker *c, AstNode *e)
 	return x;
 }
 
+/* keepdims kd of call e (NULL: false): 0 or 1, or -1 (reported). */
+static int
+keepdims_of(Checker *c, AstNode *e, AstNode *kd)
+{
+	Lit l;
+
+	if (!kd)
+		return 0;
+	l = check_lit_of(kd);
+	if (l.kind != 3) {
+		if (!habit_report(c, kd)) /* True: "tfg writes true" */
+			diag_error(c->d, kd->loc, "'keepdims' of '%s' must be "
+				   "true or false", e->name);
+		return -1;
+	}
+	return (int)l.i;
+}
+
 /* max, min and the arg forms have no identity: a reduced axis of size 0
  * is an error (NumPy raises at run time; shapes are static here). */
 static int
@@ -148,28 +167,62 @@ check_reduce(Checker *c, AstNode *e, OpKind op)
 	AstNode *ax, *kd;
 	IrNode *x;
 	uint32_t mask;
-	int keep = 0;
+	int keep;
 
 	if (check_bind(c, e) < 0 || !(x = numeric_arg(c, e)))
 		return NULL;
 	ax = check_kwarg(e, "axis");
 	kd = check_kwarg(e, "keepdims");
-	if (axes_of(c, e, ax, x->shape.rank, 1, &mask) < 0)
+	if (axes_of(c, e, ax, x->shape.rank, 1, &mask) < 0 ||
+	    (keep = keepdims_of(c, e, kd)) < 0)
 		return NULL;
-	if (kd) {
-		Lit l = check_lit_of(kd);
-		if (l.kind != 3) {
-			if (!habit_report(c, kd)) /* True: "tfg writes true" */
-				diag_error(c->d, kd->loc, "'keepdims' of '%s' "
-					   "must be true or false", e->name);
-			return NULL;
-		}
-		keep = (int)l.i;
-	}
 	if ((op == OP_reduce_max || op == OP_reduce_min) &&
 	    check_nonempty(c, e, x, mask) < 0)
 		return NULL;
 	return reduce_node(c, e, op, x, mask, keep);
+}
+
+/* reduce_any reduce_all (x, axis=, keepdims=false),
+ * spec §6.5.7 "reduce_any, reduce_all": a bool x; any is whether some element is
+ * true, all whether none is false, made as the count of those elements
+ * (reduce_sum of them cast to i64) compared with 0, so that a reduced
+ * axis of size 0 gives false and true, as TF's. */
+IrNode *
+check_reduce_bool(Checker *c, AstNode *e, OpKind op)
+{
+	int all = strcmp(e->name, "reduce_all") == 0, keep;
+	TfgShape scalar = {0, {0}};
+	AstNode *ax, *kd;
+	IrNode *x, *n, *zero;
+	uint32_t mask;
+	int64_t *z;
+
+	if (check_bind(c, e) < 0 || !(x = check_expr(c, e->list[0])))
+		return NULL;
+	if (x->dtype != TFG_BOOL) {
+		diag_error(c->d, e->list[0]->loc, "'%s' takes a bool tensor, "
+			   "got %s", e->name,
+			   ir_type_str(c->a, x->dtype, &x->shape));
+		return NULL;
+	}
+	ax = check_kwarg(e, "axis");
+	kd = check_kwarg(e, "keepdims");
+	if (axes_of(c, e, ax, x->shape.rank, 1, &mask) < 0 ||
+	    (keep = keepdims_of(c, e, kd)) < 0)
+		return NULL;
+	if (all && !(x = check_built(c, ir_unary(c->p, e->loc, OP_logical_not,
+						   x))))
+		return NULL;
+	if (!(n = check_built(c, ir_cast(c->p, e->loc, x, TFG_I64))) ||
+	    !(n = reduce_node(c, e, op, n, mask, keep)))
+		return NULL;
+	z = arena_alloc(c->a, sizeof *z);
+	*z = 0;
+	if (!(zero = check_built(c, ir_const(c->p, e->loc, TFG_I64, &scalar,
+					     z, 0))))
+		return NULL;
+	return check_built(c, ir_binary(c->p, e->loc, all ? OP_equal
+					: OP_not_equal, n, zero));
 }
 
 /* argmax argmin (x, axis=0, *, output_type=i64)

@@ -2,7 +2,8 @@
  * compiler/ops_shape.c: the checkers of the shape and matrix ops (spec
  * §6.18 "matmul and `@`" to §6.23 "size, shape, rank"): matmul and `@`,
  * transpose, reshape, slice, concat, stack, split, and size, shape and rank;
- * and list values.
+ * and list values; and expand_dims, squeeze and flatten, reshapes by
+ * axes (§6.29 "expand_dims, squeeze, flatten").
  *
  * Every rule is static: shapes are known at compile time, so every
  * mismatch is a compile-time error at the call (or at the `@`) that names
@@ -304,6 +305,105 @@ check_reshape(Checker *c, AstNode *e, OpKind op)
 	(void)op;
 	to.rank = k;
 	memcpy(to.dims, d, sizeof d[0] * k);
+	return check_built(c, ir_reshape(c->p, e->loc, x, &to));
+}
+
+/* ------------------------------------- expand_dims, squeeze, flatten */
+
+/* An axis literal e of fn into [0, n): negative counts from n; -1
+ * (reported) when it is not an integer literal or is out of range. */
+static int
+axis_in(Checker *c, AstNode *e, const char *fn, int n)
+{
+	Lit l = check_lit_of(e);
+
+	if (l.kind != 1) {
+		diag_error(c->d, e->loc, "the axis of '%s' must be an integer "
+			   "literal", fn);
+		return -1;
+	}
+	if (l.i < -n || l.i >= n) {
+		diag_error(c->d, e->loc, "axis %" PRId64 " is out of range "
+			   "for '%s': expected %d to %d", l.i, fn, -n, n - 1);
+		return -1;
+	}
+	return (int)(l.i < 0 ? l.i + n : l.i);
+}
+
+/* expand_dims(x, axis), squeeze(x, axis=), flatten(x),
+ * spec §6.29 "expand_dims, squeeze, flatten": reshapes whose new shape comes from
+ * x's, so the rules are about axes, not element counts.  An unknown dim
+ * (?) stays unknown; squeeze without an axis removes only the dims known
+ * to be 1. */
+IrNode *
+check_dims(Checker *c, AstNode *e, OpKind op)
+{
+	static const char *const names[] = {"x", "axis", NULL};
+	AstNode *arg[2];
+	IrNode *x;
+	TfgShape to = {0, {0}};
+	const TfgShape *s;
+	uint32_t drop = 0;
+	int k;
+
+	(void)op;
+	if (params(c, e, names, arg) < 0 || !(x = check_expr(c, arg[0])))
+		return NULL;
+	s = &x->shape;
+	if (x->dtype == TFG_STRING) {
+		diag_error(c->d, e->loc, "'%s' does not take a string tensor",
+			   e->name);
+		return NULL;
+	}
+	if (strcmp(e->name, "flatten") == 0) {
+		int64_t n = 1;
+
+		if (s->rank < 1) {
+			diag_error(c->d, e->loc, "'flatten' needs a batch "
+				   "axis: %s is a scalar", type_s(c, x));
+			return NULL;
+		}
+		for (int i = 1; i < s->rank; i++)
+			n = s->dims[i] == IR_DIM_UNKNOWN || n == IR_DIM_UNKNOWN
+			    ? IR_DIM_UNKNOWN : n * s->dims[i];
+		to.rank = 2;
+		to.dims[0] = s->dims[0];
+		to.dims[1] = n;
+	} else if (strcmp(e->name, "expand_dims") == 0) {
+		if (s->rank >= TFG_MAX_RANK) {
+			diag_error(c->d, e->loc, "'expand_dims' of %s would "
+				   "pass tfg's rank limit, %d", type_s(c, x),
+				   TFG_MAX_RANK);
+			return NULL;
+		}
+		if ((k = axis_in(c, arg[1], e->name, s->rank + 1)) < 0)
+			return NULL;
+		to.rank = s->rank + 1;
+		for (int i = 0, j = 0; i < to.rank; i++)
+			to.dims[i] = i == k ? 1 : s->dims[j++];
+	} else {
+		AstNode *const *ax = arg[1] ? (arg[1]->kind == AST_TENSOR
+					       ? arg[1]->list : &arg[1])
+					    : NULL;
+		int nax = arg[1] ? (arg[1]->kind == AST_TENSOR ? arg[1]->n
+							       : 1) : 0;
+
+		for (int i = 0; i < nax; i++) {
+			if ((k = axis_in(c, ax[i], e->name, s->rank)) < 0)
+				return NULL;
+			if (s->dims[k] != 1 && s->dims[k] != IR_DIM_UNKNOWN) {
+				diag_error(c->d, ax[i]->loc, "'squeeze' cannot "
+					   "remove axis %d of %s: its size is "
+					   "%" PRId64 ", not 1", k,
+					   type_s(c, x), s->dims[k]);
+				return NULL;
+			}
+			drop |= 1u << k;
+		}
+		for (int i = 0; i < s->rank; i++)
+			if (nax ? !(drop >> i & 1) : s->dims[i] != 1)
+				to.dims[to.rank++] = s->dims[i];
+	}
 	return check_built(c, ir_reshape(c->p, e->loc, x, &to));
 }
 

@@ -440,6 +440,8 @@ types_words(unsigned t)
 		return "numbers";
 	if (t == TY_BOOLNUM)
 		return "numbers, bool";
+	if (t == TY_BOOL)
+		return "bool";
 	return "any";
 }
 

@@ -86,18 +86,28 @@ t_elementwise(void)
 	IrNode *x = in(TFG_F32, shp(2, 2, 3, 0)), *y = in(TFG_F32, shp(1, 3, 0, 0));
 	IrNode *b = in(TFG_BOOL, shp(2, 2, 3, 0));
 
+	IrNode *bv = in(TFG_BOOL, shp(1, 3, 0, 0));
+
+	/* on f32, or on bools for the ops that take only those (the
+	   logical ones) */
 	for (int op = 0; op < OP__COUNT; op++) {
+		int fl = op_takes(op, TFG_F32);
+		TfgDtype t = fl ? TFG_F32 : TFG_BOOL;
+
 		if (!(op_info[op].flags & OPF_ELEMWISE) || op == OP_cast)
 			continue;
 		if (op_info[op].nin == 2) {
 			int cmp = op >= OP_equal && op <= OP_greater_equal;
 
-			is(ir_binary(&P, L, op, x, y),
-			   cmp ? TFG_BOOL : TFG_F32, shp(2, 2, 3, 0));
+			is(ir_binary(&P, L, op, fl ? x : b, fl ? y : bv),
+			   cmp ? TFG_BOOL : t, shp(2, 2, 3, 0));
 		} else if (op_info[op].nin == 1) {
-			is(ir_unary(&P, L, op, x), TFG_F32, shp(2, 2, 3, 0));
+			is(ir_unary(&P, L, op, fl ? x : b), t,
+			   shp(2, 2, 3, 0));
 		}
 	}
+	refused(ir_binary(&P, L, OP_logical_and, x, y),
+		"'logical_and' does not take f32");
 	is(ir_where(&P, L, b, x, y), TFG_F32, shp(2, 2, 3, 0));
 	is(ir_cast(&P, L, x, TFG_I64), TFG_I64, shp(2, 2, 3, 0));
 	/* the comparisons make bools of anything, arithmetic no bools */

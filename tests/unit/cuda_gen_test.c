@@ -144,6 +144,11 @@ t_elementwise(void)
 	IrNode *b = in(TFG_BOOL, shp(1, 5, 0, 0));
 	ASSERT_EQ(gen(ir_binary(&P, L, OP_maximum, b, b)), 1);
 	ASSERT_EQ(gen(ir_binary(&P, L, OP_less, b, b)), 1);
+	/* TF's logical functions, bools only */
+	ASSERT_EQ(gen(ir_binary(&P, L, OP_logical_and, b, b)), 1);
+	ASSERT_EQ(gen(ir_binary(&P, L, OP_logical_or, b,
+				in(TFG_BOOL, shp(0, 0, 0, 0)))), 1);
+	ASSERT_EQ(gen(ir_unary(&P, L, OP_logical_not, b)), 1);
 	/* empty: no launch */
 	IrNode *e = in(TFG_F32, shp(2, 0, 3, 0));
 	ASSERT_EQ(gen(ir_unary(&P, L, OP_neg, e)), 0);
