@@ -3,7 +3,8 @@
  * (spec §6.13 "zeros, ones, fill" to §6.17 "random_uniform, random_normal"):
  * zeros ones fill zeros_like ones_like range one_hot random_uniform
  * random_normal, reached through check_make() from the check column of
- * stdlib/ops.def.
+ * stdlib/ops.def; and dropout (spec §6.32 "dropout"), whose mask is a
+ * random maker's.
  *
  * A maker's shape is static (a list literal, or the shape of another
  * value), and so are its scalar arguments: they are checked here and kept
@@ -477,6 +478,121 @@ make_random(Checker *c, AstNode *e, OpKind op)
 	return node(c, e, op, &d, 1, t, &s, m);
 }
 
+/* dropout(x, keep_prob=, *, rate=, seed=) (spec §6.32 "dropout"): TF1's
+ * tf.nn.dropout (keep_prob) and TF2's (rate = 1 - keep_prob).  Each
+ * element is kept with probability keep_prob and scaled by 1 /
+ * keep_prob, else 0: where(u < keep_prob, x / keep_prob, 0) with u
+ * uniform in [0, 1) of x's shape, a random maker's, so a new mask every
+ * run.  keep_prob (rate) is a literal, checked here, or a float scalar
+ * graph value (a fed input, say): 1 (rate 0) gives x itself, u < 1
+ * always and x / 1 exact. */
+static IrNode *
+make_dropout(Checker *c, AstNode *e)
+{
+	AstNode *ek = check_kwarg(e, "keep_prob"), *er = check_kwarg(e, "rate");
+	AstNode *es = check_kwarg(e, "seed"), *ep = ek ? ek : er;
+	IrMake *m = arena_alloc(c->a, sizeof *m);
+	TfgShape s0 = {0, {0}};
+	IrNode *x, *kp, *u, *d, *in[3];
+	int64_t seed = 0;
+	Lit l;
+
+	if (!(x = check_expr(c, e->list[0])))
+		return NULL;
+	if (!dtype_is_float(x->dtype)) {
+		diag_error(c->d, e->list[0]->loc, "'dropout' takes a float "
+			   "tensor, got %s",
+			   ir_type_str(c->a, x->dtype, &x->shape));
+		return NULL;
+	}
+	if (!ek == !er) {
+		diag_error(c->d, e->loc, "'dropout' takes %s: keep_prob= "
+			   "(TF1) or rate= (TF2)", ek ? "one of them, not both"
+			   : "the probability to keep (or to drop)");
+		return NULL;
+	}
+	l = check_lit_of(ep);
+	if (l.kind == 1 || l.kind == 2) {
+		double v = l.kind == 1 ? (double)l.i : l.f;
+		double keep = ek ? v : 1 - v;
+		void *data = arena_alloc(c->a, 8);
+
+		if (!(keep > 0 && keep <= 1)) {
+			diag_error(c->d, ep->loc, ek
+				   ? "keep_prob of 'dropout' must be in (0, 1], "
+				     "got %g"
+				   : "rate of 'dropout' must be in [0, 1), got "
+				     "%g", v);
+			return NULL;
+		}
+		if (x->dtype == TFG_F32)
+			*(float *)data = (float)keep;
+		else
+			*(double *)data = keep;
+		kp = check_built(c, ir_const(c->p, ep->loc, x->dtype, &s0, data,
+					     0));
+	} else {
+		if (!(kp = check_expr(c, ep)))
+			return NULL;
+		if (!dtype_is_float(kp->dtype) || kp->shape.rank != 0) {
+			diag_error(c->d, ep->loc, "%s of 'dropout' must be a "
+				   "float scalar, got %s", ek ? "keep_prob"
+				   : "rate",
+				   ir_type_str(c->a, kp->dtype, &kp->shape));
+			return NULL;
+		}
+		if (kp->dtype != x->dtype)
+			kp = check_built(c, ir_cast(c->p, ep->loc, kp,
+						    x->dtype));
+		if (kp && er) {
+			void *one = arena_alloc(c->a, 8);
+			IrNode *o;
+
+			if (x->dtype == TFG_F32)
+				*(float *)one = 1;
+			else
+				*(double *)one = 1;
+			if (!(o = check_built(c, ir_const(c->p, ep->loc,
+							  x->dtype, &s0, one,
+							  0))))
+				return NULL;
+			kp = check_built(c, ir_binary(c->p, ep->loc, OP_sub, o,
+						      kp));
+		}
+	}
+	if (!kp)
+		return NULL;
+	if (es && int_arg(c, e, es, "the seed", &seed) < 0)
+		return NULL;
+	m->f[0] = 0;
+	m->f[1] = 1;
+	m->seed = (uint64_t)seed;
+	m->stream = es ? 0 : next_stream(c);
+	if (!(d = check_built(c, ir_var(c->p, e->loc, OP_random_draw, NULL,
+					NULL))))
+		return NULL;
+	d->var = rng_var(c, d);
+	if (!(u = node(c, e, OP_random_uniform, &d, 1, x->dtype, &x->shape,
+		       m)))
+		return NULL;
+	in[0] = u;
+	in[1] = kp;
+	if (!(in[0] = check_built(c, ir_binary(c->p, e->loc, OP_less, u, kp))))
+		return NULL;
+	in[2] = x;
+	if (!(in[1] = check_built(c, ir_binary(c->p, e->loc, OP_div, x, kp))))
+		return NULL;
+	{
+		void *z = arena_alloc(c->a, 8);
+
+		memset(z, 0, 8);
+		if (!(in[2] = check_built(c, ir_const(c->p, e->loc, x->dtype,
+						      &s0, z, 0))))
+			return NULL;
+	}
+	return check_built(c, ir_where(c->p, e->loc, in[0], in[1], in[2]));
+}
+
 /* ------------------------------------------------------------ dispatch */
 
 IrNode *
@@ -484,6 +600,8 @@ check_make(Checker *c, AstNode *e, OpKind op)
 {
 	if (check_bind(c, e) < 0)
 		return NULL;
+	if (strcmp(e->name, "dropout") == 0)
+		return make_dropout(c, e);
 	switch (op) {
 	case OP_zeros:
 	case OP_ones:

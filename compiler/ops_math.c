@@ -8,6 +8,10 @@
  *   rsqrt(x)                  1 / sqrt(x), floats
  *   clip_by_value(t, lo, hi)  minimum(maximum(t, lo), hi), of t's shape
  *   l2_loss(t)                reduce_sum(t * t) * 0.5, a scalar, floats
+ *   bias_add(value, bias)     value + bias, bias along the last axis
+ *   in_top_k(predictions, targets, k)
+ *                             whether fewer than k classes score above
+ *                             the target's, per row
  *
  * Each is the nodes it stands for, so gradients, fusion, folding and the
  * GPU come from those ops (an elementwise chain is one fused kernel:
@@ -99,6 +103,135 @@ clip(Checker *c, AstNode *e)
 	return check_elem(c, OP_minimum, e->loc, in, 2, t, &s);
 }
 
+/* bias_add(value, bias, data_format="NHWC"),
+ * spec §6.30 "bias_add, in_top_k": value of rank 2 or more plus bias, a vector of value's
+ * dtype and last dim, channels last. */
+static IrNode *
+bias_add(Checker *c, AstNode *e)
+{
+	AstNode *df = check_kwarg(e, "data_format");
+	IrNode *v, *b, *in[2];
+
+	if (df && (df->kind != AST_STRING || (strcmp(df->str, "NHWC") &&
+					      strcmp(df->str, "N...C")))) {
+		diag_error(c->d, df->loc, df->kind == AST_STRING &&
+			   strcmp(df->str, "NCHW") == 0
+			   ? "'bias_add' supports only data_format=\"NHWC\" "
+			     "(channels last), not \"NCHW\""
+			   : "the data_format of 'bias_add' must be \"NHWC\"");
+		return NULL;
+	}
+	if (!(v = check_expr(c, e->list[0])) || !(b = check_expr(c, e->list[1])))
+		return NULL;
+	if (v->shape.rank < 2 || b->shape.rank != 1 || v->dtype != b->dtype ||
+	    !(dtype_is_float(v->dtype) || dtype_is_int(v->dtype)) ||
+	    b->shape.dims[0] != v->shape.dims[v->shape.rank - 1]) {
+		diag_error(c->d, e->loc, "'bias_add' adds a vector of the "
+			   "value's dtype and last dim to a value of rank 2 or "
+			   "more: got %s and %s",
+			   ir_type_str(c->a, v->dtype, &v->shape),
+			   ir_type_str(c->a, b->dtype, &b->shape));
+		return NULL;
+	}
+	in[0] = v;
+	in[1] = b;
+	return check_elem(c, OP_add, e->loc, in, 2, v->dtype, &v->shape);
+}
+
+/* in_top_k(predictions, targets, k) (spec §6.30 "bias_add, in_top_k"):
+ * row i is true when fewer than k classes score strictly above
+ * predictions[i, targets[i]], which is finite, and targets[i] is a
+ * class; ties with the target count for it, as TF's. */
+static IrNode *
+in_top_k(Checker *c, AstNode *e)
+{
+	TfgShape s0 = {0, {0}};
+	IrNode *p, *t, *h, *tp, *n, *ok, *in[2];
+	IrMake *m = arena_alloc(c->a, sizeof *m);
+	Lit k = check_lit_of(e->list[2]);
+	int64_t cls, *kv;
+
+	if (!(p = check_expr(c, e->list[0])) || !(t = check_expr(c, e->list[1])))
+		return NULL;
+	if (p->shape.rank != 2 || !dtype_is_float(p->dtype) ||
+	    t->shape.rank != 1 || !dtype_is_int(t->dtype) ||
+	    t->dtype == TFG_U8 || t->shape.dims[0] != p->shape.dims[0]) {
+		diag_error(c->d, e->loc, "'in_top_k' takes float predictions "
+			   "[batch, classes] and i32 or i64 targets [batch]: "
+			   "got %s and %s",
+			   ir_type_str(c->a, p->dtype, &p->shape),
+			   ir_type_str(c->a, t->dtype, &t->shape));
+		return NULL;
+	}
+	if (k.kind != 1 || k.i < 0) {
+		diag_error(c->d, e->list[2]->loc, "k of 'in_top_k' must be an "
+			   "integer literal, 0 or more");
+		return NULL;
+	}
+	cls = p->shape.dims[1];
+	/* the target's score: the row times its one-hot target */
+	TfgShape hs = p->shape;
+	m->f[0] = 1;
+	m->i[0] = 1;
+	m->axis = 1;
+	if (!(h = check_built(c, ir_make(c->p, e->loc, OP_one_hot, p->dtype,
+					 &hs, m, &t, 1))))
+		return NULL;
+	in[0] = p;
+	in[1] = h;
+	if (!(tp = check_elem(c, OP_mul, e->loc, in, 2, p->dtype, &p->shape)) ||
+	    !(tp = check_built(c, ir_reduce(c->p, e->loc, OP_reduce_sum, tp,
+					    2, 1))))
+		return NULL;
+	/* classes above it, counted */
+	in[1] = tp;
+	if (!(n = check_built(c, ir_binary(c->p, e->loc, OP_greater, p, tp))) ||
+	    !(n = check_built(c, ir_cast(c->p, e->loc, n, TFG_I64))) ||
+	    !(n = check_built(c, ir_reduce(c->p, e->loc, OP_reduce_sum, n, 2,
+					   0))))
+		return NULL;
+	kv = arena_alloc(c->a, sizeof *kv);
+	*kv = k.i;
+	in[0] = n;
+	if (!(in[1] = check_built(c, ir_const(c->p, e->loc, TFG_I64, &s0, kv,
+					      0))) ||
+	    !(ok = check_built(c, ir_binary(c->p, e->loc, OP_less, in[0],
+					    in[1]))))
+		return NULL;
+	/* a finite target score (x - x is 0 for finite x alone) */
+	if (!(tp = check_built(c, ir_reshape(c->p, e->loc, tp, &t->shape))) ||
+	    !(n = check_built(c, ir_binary(c->p, e->loc, OP_sub, tp, tp))) ||
+	    !(in[1] = scalar(c, e->loc, p->dtype, 0.0)) ||
+	    !(n = check_built(c, ir_binary(c->p, e->loc, OP_equal, n, in[1]))) ||
+	    !(ok = check_built(c, ir_binary(c->p, e->loc, OP_logical_and, ok,
+					    n))))
+		return NULL;
+	/* a target that is a class: 0 <= t < classes */
+	kv = arena_alloc(c->a, 2 * sizeof *kv);
+	kv[0] = 0;
+	kv[1] = cls;
+	{
+		IrNode *lo = check_built(c, ir_const(c->p, e->loc, TFG_I64, &s0,
+						     kv, 0));
+		IrNode *hi = check_built(c, ir_const(c->p, e->loc, TFG_I64, &s0,
+						     kv + 1, 0));
+		IrNode *t64 = check_built(c, ir_cast(c->p, e->loc, t,
+						     TFG_I64));
+		IrNode *a, *b;
+
+		if (!lo || !hi || !t64 ||
+		    !(a = check_built(c, ir_binary(c->p, e->loc,
+						   OP_greater_equal, t64, lo))) ||
+		    !(b = check_built(c, ir_binary(c->p, e->loc, OP_less, t64,
+						   hi))) ||
+		    !(a = check_built(c, ir_binary(c->p, e->loc,
+						   OP_logical_and, a, b))))
+			return NULL;
+		return check_built(c, ir_binary(c->p, e->loc, OP_logical_and,
+						ok, a));
+	}
+}
+
 IrNode *
 check_math(Checker *c, AstNode *e, OpKind op)
 {
@@ -109,6 +242,10 @@ check_math(Checker *c, AstNode *e, OpKind op)
 		return NULL;
 	if (strcmp(e->name, "clip_by_value") == 0)
 		return clip(c, e);
+	if (strcmp(e->name, "bias_add") == 0)
+		return bias_add(c, e);
+	if (strcmp(e->name, "in_top_k") == 0)
+		return in_top_k(c, e);
 	if (!(x = number_arg(c, e, strcmp(e->name, "square") != 0)))
 		return NULL;
 	in[0] = in[1] = x;

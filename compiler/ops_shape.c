@@ -3,7 +3,8 @@
  * §6.18 "matmul and `@`" to §6.23 "size, shape, rank"): matmul and `@`,
  * transpose, reshape, slice, concat, stack, split, and size, shape and rank;
  * and list values; and expand_dims, squeeze and flatten, reshapes by
- * axes (§6.29 "expand_dims, squeeze, flatten").
+ * axes (§6.29 "expand_dims, squeeze, flatten"), and pad and tile, made of
+ * slices, concats and fills (§6.31 "pad, tile").
  *
  * Every rule is static: shapes are known at compile time, so every
  * mismatch is a compile-time error at the call (or at the `@`) that names
@@ -18,6 +19,7 @@
  * a tensor literal, §5.6 "Tensor literals").  A list where a tensor is needed
  * is an error.
  */
+#include <ctype.h>
 #include <inttypes.h>
 #include <string.h>
 
@@ -405,6 +407,224 @@ check_dims(Checker *c, AstNode *e, OpKind op)
 				to.dims[to.rank++] = s->dims[i];
 	}
 	return check_built(c, ir_reshape(c->p, e->loc, x, &to));
+}
+
+/* ----------------------------------------------------------- pad, tile */
+
+/* The rows [at, at + 1) of x on axis k. */
+static IrNode *
+row_of(Checker *c, SrcLoc loc, IrNode *x, int k, int64_t at)
+{
+	int64_t b[TFG_MAX_RANK] = {0}, z[TFG_MAX_RANK];
+
+	for (int i = 0; i < x->shape.rank; i++)
+		z[i] = x->shape.dims[i];
+	b[k] = at;
+	z[k] = 1;
+	return check_built(c, ir_slice(c->p, loc, x, b, z, 0));
+}
+
+/* pad(x, paddings, mode="CONSTANT", constant_values=0),
+ * spec §6.31 "pad, tile": per axis k, paddings[k] = [before, after] elements: a
+ * fill of constant_values, or the mirror of x without its edge
+ * (REFLECT) or with it (SYMMETRIC); made as a concat per padded axis of
+ * fills or single-row slices around x. */
+static IrNode *
+pad(Checker *c, AstNode *e, AstNode **arg, IrNode *x)
+{
+	static const char *const modes[] = {"CONSTANT", "REFLECT",
+					    "SYMMETRIC"};
+	AstNode *pl = arg[1], *md = arg[2], *cv = arg[3];
+	int mode = 0, r = x->shape.rank;
+	IrNode *fillv = NULL, *x0 = x;
+
+	if (md) {
+		const char *w;
+
+		if (md->kind != AST_STRING) {
+			diag_error(c->d, md->loc, "the mode of 'pad' must be "
+				   "\"CONSTANT\", \"REFLECT\" or \"SYMMETRIC\"");
+			return NULL;
+		}
+		for (mode = 0; mode < 3 && strcasecmp(md->str, modes[mode]);
+		     mode++)
+			;
+		if (mode == 3) {
+			char up[16] = "";
+
+			for (size_t i = 0; md->str[i] && i + 1 < sizeof up; i++)
+				up[i] = (char)toupper((unsigned char)md->str[i]);
+			w = check_nearest(up, modes, 3);
+			diag_error(c->d, md->loc, "unknown mode \"%s\" of 'pad' "
+				   "(CONSTANT, REFLECT or SYMMETRIC)%s%s%s",
+				   md->str, w ? "; did you mean \"" : "",
+				   w ? w : "", w ? "\"?" : "");
+			return NULL;
+		}
+	}
+	if (pl->kind != AST_TENSOR || pl->n != r) {
+		diag_error(c->d, pl->loc, "the paddings of 'pad' must be a list "
+			   "of %d [before, after] pairs, one per axis of %s", r,
+			   type_s(c, x));
+		return NULL;
+	}
+	if (mode == 0) {
+		Lit l = cv ? check_lit_of(cv) : (Lit){1, 0, 0};
+
+		if (x->dtype == TFG_STRING || (cv && !l.kind)) {
+			diag_error(c->d, cv ? cv->loc : e->loc, "'pad' pads "
+				   "numbers and bools with a literal "
+				   "constant_values");
+			return NULL;
+		}
+		if (x->dtype == TFG_BOOL && !cv)
+			l = (Lit){3, 0, 0};
+		if (!(fillv = check_lit_node(c, cv ? cv : e, l, x->dtype)))
+			return NULL;
+	} else if (cv) {
+		diag_error(c->d, cv->loc, "constant_values of 'pad' is for "
+			   "mode \"CONSTANT\" only");
+		return NULL;
+	}
+	for (int k = 0; k < r; k++) {
+		int64_t w[2], d = x->shape.dims[k];
+		IrNode **part;
+		int np = 0, nw;
+
+		if ((nw = int_list(c, pl->list[k], "pad", "paddings entry", w,
+				   2)) < 0)
+			return NULL;
+		if (nw != 2 || w[0] < 0 || w[1] < 0) {
+			diag_error(c->d, pl->list[k]->loc, "each entry of the "
+				   "paddings of 'pad' is [before, after], both "
+				   "0 or more");
+			return NULL;
+		}
+		if (w[0] == 0 && w[1] == 0)
+			continue;
+		if (d == IR_DIM_UNKNOWN && mode) {
+			diag_error(c->d, e->loc, "'pad' mirrors axis %d of %s: "
+				   "its size must be known", k, type_s(c, x0));
+			return NULL;
+		}
+		if (mode && (w[0] > d - (mode == 1) || w[1] > d - (mode == 1))) {
+			diag_error(c->d, pl->list[k]->loc, "'pad' %s of axis %d "
+				   "of %s takes at most %" PRId64 " on each "
+				   "side, got [%" PRId64 ", %" PRId64 "]",
+				   modes[mode], k, type_s(c, x0),
+				   d - (mode == 1), w[0], w[1]);
+			return NULL;
+		}
+		if (w[0] + w[1] > 4096) {
+			diag_error(c->d, pl->list[k]->loc, "'pad' pads at most "
+				   "4096 elements an axis");
+			return NULL;
+		}
+		part = arena_alloc(c->a, sizeof *part * (size_t)(w[0] + w[1] + 3));
+		for (int side = 0; side < 2; side++) {
+			if (mode == 0 && w[side]) {
+				IrMake *m = arena_alloc(c->a, sizeof *m);
+				TfgShape fs = x->shape;
+
+				fs.dims[k] = w[side];
+				part[np++] = check_built(c, ir_make(c->p, e->loc,
+					OP_fill, x->dtype, &fs, m, &fillv, 1));
+			}
+			/* the mirror: rows w - 1 + (REFLECT) down to the
+			   edge before x, from the edge after it */
+			for (int64_t j = 0; mode && j < w[side]; j++) {
+				int64_t at = side == 0
+				    ? w[0] - j - (mode == 2)
+				    : d - 1 - j - (mode == 1);
+				part[np++] = row_of(c, e->loc, x, k, at);
+			}
+			if (side == 0)
+				part[np++] = x;
+		}
+		for (int i = 0; i < np; i++)
+			if (!part[i])
+				return NULL;
+		if (!(x = check_built(c, ir_concat(c->p, e->loc, part, np, k))))
+			return NULL;
+	}
+	return x;
+}
+
+/* tile(x, multiples) (spec §6.31 "pad, tile"): x repeated multiples[k]
+ * times along each axis k, as a concat of copies. */
+static IrNode *
+tile(Checker *c, AstNode *e, AstNode **arg, IrNode *x)
+{
+	int64_t m[TFG_MAX_RANK];
+	int r = x->shape.rank, n;
+
+	if ((n = int_list(c, arg[1], "tile", "multiples", m, TFG_MAX_RANK)) <
+	    0)
+		return NULL;
+	if (n != r) {
+		diag_error(c->d, arg[1]->loc, "the multiples of 'tile' have %d "
+			   "entr%s for %s: give one per axis", n,
+			   n == 1 ? "y" : "ies", type_s(c, x));
+		return NULL;
+	}
+	for (int k = 0; k < r; k++) {
+		IrNode *part[256];
+
+		if (m[k] < 0 || m[k] > 256) {
+			diag_error(c->d, arg[1]->list[k]->loc, "a multiple of "
+				   "'tile' must be 0 to 256, got %" PRId64,
+				   m[k]);
+			return NULL;
+		}
+		if (m[k] == 1)
+			continue;
+		if (m[k] == 0) {
+			int64_t b[TFG_MAX_RANK] = {0}, z[TFG_MAX_RANK];
+
+			for (int i = 0; i < r; i++)
+				z[i] = i == k ? 0 : x->shape.dims[i];
+			x = check_built(c, ir_slice(c->p, e->loc, x, b, z, 0));
+		} else {
+			for (int i = 0; i < m[k]; i++)
+				part[i] = x;
+			x = check_built(c, ir_concat(c->p, e->loc, part,
+						     (int)m[k], k));
+		}
+		if (!x)
+			return NULL;
+	}
+	return x;
+}
+
+/* pad and tile: the argument, then the op's own rules. */
+IrNode *
+check_pad(Checker *c, AstNode *e, OpKind op)
+{
+	static const char *const pads[] = {"x", "paddings", "mode",
+					   "constant_values", NULL};
+	static const char *const tiles[] = {"x", "multiples", NULL};
+	int is_pad = strcmp(e->name, "pad") == 0;
+	AstNode *arg[4];
+	IrNode *x;
+
+	(void)op;
+	if (params(c, e, is_pad ? pads : tiles, arg) < 0 ||
+	    !(x = check_expr(c, arg[0])))
+		return NULL;
+	if (x->shape.rank == 0) {
+		diag_error(c->d, e->loc, "'%s' of a scalar: %s has no axes",
+			   e->name, type_s(c, x));
+		return NULL;
+	}
+	if (!is_pad)
+		for (int k = 0; k < x->shape.rank; k++)
+			if (x->shape.dims[k] == IR_DIM_UNKNOWN) {
+				diag_error(c->d, e->loc, "'tile' needs the "
+					   "size of every axis of %s",
+					   type_s(c, x));
+				return NULL;
+			}
+	return is_pad ? pad(c, e, arg, x) : tile(c, e, arg, x);
 }
 
 /* -------------------------------------------------------------- slice */
