@@ -502,12 +502,29 @@ call_session(Checker *c, AstNode *e)
 		return NULL;
 	}
 	if (strcmp(e->name, "load") == 0) {
-		if (e->n != 1 || e->list[0]->kind == AST_KWARG || e->b) {
+		AstNode *fm = e->n == 2 ? e->list[1] : NULL;
+
+		if (e->n < 1 || e->n > 2 || e->list[0]->kind == AST_KWARG ||
+		    e->b) {
 			diag_error(c->d, e->loc, "load() takes one string: "
 				   "the path of a .npy or IDX file");
 			return NULL;
 		}
+		if (fm && (fm->kind != AST_KWARG ||
+			   strcmp(fm->name, "format") != 0)) {
+			diag_error(c->d, fm->loc, "load() takes a path, and "
+				   "for a CIFAR-10 batch format=\"cifar10\"");
+			return NULL;
+		}
+		if (fm && (fm->a->kind != AST_STRING ||
+			   strcmp(fm->a->str, "cifar10") != 0)) {
+			diag_error(c->d, fm->a->loc, "the format of load() is "
+				   "\"cifar10\" (CIFAR-10's binary batches); "
+				   ".npy and IDX files need none");
+			return NULL;
+		}
 		x = sess_new_expr(c, RT_E_LOAD, e->loc, 1);
+		x->str = fm ? "cifar10" : NULL;
 		if (!(x->args[0] = sess_expr(c, e->list[0])))
 			return NULL;
 		if (!may_be_str(x->args[0])) {

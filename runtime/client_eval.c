@@ -507,7 +507,8 @@ out:
 	return st;
 }
 
-/* load(path): path is any session string (spec §8.4 "load"). */
+/* load(path), load(path, format="cifar10") (x->str): path is any
+ * session string (spec §8.4 "load"). */
 static tfg_status
 eval_load(Sess *ss, const RtExpr *x, CVal *v)
 {
@@ -529,7 +530,8 @@ eval_load(Sess *ss, const RtExpr *x, CVal *v)
 				  rt_sess_type_str(buf, sizeof buf, p.t->dtype,
 						   &p.t->shape) :
 				  "a list of values");
-	else if ((st = rt_load(&v->t, p.str, &e)) != TFG_OK)
+	else if ((st = x->str ? rt_cifar10_load(&v->t, p.str, &e)
+			      : rt_load(&v->t, p.str, &e)) != TFG_OK)
 		rt_sess_fail(ss, x->where, e.code, "%s", e.msg);
 	else
 		v->kind = CV_TENSOR, v->own = 1;

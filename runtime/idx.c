@@ -2,7 +2,8 @@
  * runtime/idx.c: reads IDX files (the format of the MNIST data set), plain
  * or gzip-compressed, and rt_load, the reader of `load("path")` and
  * `--feed`, which picks the .npy reader (runtime/npy.c) or this one by
- * the file's first bytes, never by its name (spec §8.4 "load").
+ * the file's first bytes, never by its name (spec §8.4 "load"); and
+ * rt_cifar10_load, the reader of load(path, format="cifar10").
  *
  * The format (LeCun's MNIST page): two zero bytes, a type code, the number
  * of dimensions n, then n big-endian u32 dims, then the elements in C
@@ -319,4 +320,77 @@ rt_load(RtTensor **out, const char *path, TfgError *e)
 			       "8b (gzip)", path);
 	fclose(f);
 	return rv;
+}
+
+/* ------------------------------------------------------------ CIFAR-10 */
+
+/* CIFAR-10's binary batches (data_batch_1.bin ... test_batch.bin): records
+ * of 1 label byte (0 to 9) and 3072 pixel bytes (the red, green and blue
+ * 32x32 planes, rows in order), no header.  Read whole as u8[n, 3073]:
+ * the program splits the label from the pixels (spec §8.4 "load").  A
+ * file that is not whole records, or a label that is not a class, is an
+ * error naming the file and the record. */
+#define CIFAR_RECORD 3073
+
+tfg_status
+rt_cifar10_load(RtTensor **out, const char *path, TfgError *e)
+{
+	struct stat st;
+	RtTensor *t = NULL;
+	TfgShape s = {2, {0, CIFAR_RECORD}};
+	unsigned char *d;
+	tfg_status rv;
+	int64_t n;
+	FILE *f;
+
+	*out = NULL;
+	if ((f = fopen(path, "rb")) == NULL) {
+		if (errno == ENOENT)
+			return rt_no_such_file(e, path);
+		return tfg_error(e, TFG_EIO, "%s: cannot open: %s", path,
+				 strerror(errno));
+	}
+	if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
+		fclose(f);
+		return tfg_error(e, TFG_EIO, "%s: not a regular file", path);
+	}
+	n = (int64_t)st.st_size / CIFAR_RECORD;
+	if (st.st_size == 0 || st.st_size % CIFAR_RECORD) {
+		fclose(f);
+		if (st.st_size == 0)
+			return tfg_error(e, TFG_EFORMAT, "%s: empty file "
+					 "(expected CIFAR-10 records of %d "
+					 "bytes)", path, CIFAR_RECORD);
+		return tfg_error(e, TFG_EFORMAT, "%s: not whole CIFAR-10 "
+				 "records: record %lld has %lld of its %d bytes "
+				 "(truncated)", path, (long long)n,
+				 (long long)(st.st_size % CIFAR_RECORD),
+				 CIFAR_RECORD);
+	}
+	s.dims[0] = n;
+	if ((rv = rt_tensor_new(&t, TFG_U8, &s)) != TFG_OK) {
+		fclose(f);
+		return tfg_error(e, rv, "%s: %lld CIFAR-10 records: out of "
+				 "memory", path, (long long)n);
+	}
+	d = t->data;
+	if (fread(d, 1, t->nbytes, f) != t->nbytes) {
+		rv = tfg_error(e, TFG_EIO, "%s: read error: %s", path,
+			       ferror(f) ? strerror(errno) : "file shrank");
+		fclose(f);
+		rt_tensor_free(t);
+		return rv;
+	}
+	fclose(f);
+	for (int64_t i = 0; i < n; i++)
+		if (d[i * CIFAR_RECORD] > 9) {
+			rv = tfg_error(e, TFG_EFORMAT, "%s: record %lld has "
+				       "label %d, not a CIFAR-10 class (0 to 9)",
+				       path, (long long)i,
+				       d[i * CIFAR_RECORD]);
+			rt_tensor_free(t);
+			return rv;
+		}
+	*out = t;
+	return TFG_OK;
 }

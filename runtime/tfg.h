@@ -148,6 +148,11 @@ TFG_API tfg_status rt_npy_load(RtTensor **out, const char *path, TfgError *e);
  * (MNIST's format), plain or gzip-compressed, told apart by their first
  * bytes (runtime/idx.c). */
 TFG_API tfg_status rt_load(RtTensor **out, const char *path, TfgError *e);
+/* CIFAR-10's binary batches as u8[n, 3073]: per record its label (0 to
+ * 9) and 3072 pixel bytes, planes red, green, blue (spec §8.4 "load",
+ * load(path, format="cifar10")). */
+TFG_API tfg_status rt_cifar10_load(RtTensor **out, const char *path,
+				   TfgError *e);
 TFG_API tfg_status rt_npy_save(const char *path, const RtTensor *t, TfgError *e);
 
 /* Prints a value the way NumPy's print() does: scalars as Python repr

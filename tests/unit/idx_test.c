@@ -1,6 +1,7 @@
 /*
  * tests/unit/idx_test.c: IDX files, plain and gzip-compressed, through
- * rt_load (runtime/idx.c), which load() and --feed use.
+ * rt_load (runtime/idx.c), which load() and --feed use; and CIFAR-10's
+ * binary batches through rt_cifar10_load (load(path, format="cifar10")).
  *
  * Every type code in both forms (big-endian data, i8 and i16 widened to
  * i32), gzip of several members, the message of every malformed case,
@@ -329,11 +330,60 @@ t_mnist(void)
 	rt_tensor_free(x);
 }
 
+/* msg contains s */
+#define ASSERT_HAS(msg, s)                                                    \
+	do {                                                                  \
+		if (strstr((msg), (s)) == NULL)                               \
+			TEST_FAIL_("'%s' does not say '%s'", (msg), (s));     \
+	} while (0)
+
+/* CIFAR-10's binary batches (rt_cifar10_load): whole records as
+ * u8[n, 3073], each byte as it is; a partial record, an empty file and a
+ * label above 9 are errors naming the file and the record. */
+static void
+t_cifar10(void)
+{
+	static unsigned char rec[3 * 3073];
+	const char *path = tmp_path("c.bin");
+	RtTensor *x = NULL;
+	TfgError e = {0};
+
+	for (int i = 0; i < 3 * 3073; i++)
+		rec[i] = (unsigned char)(i * 7 + 3);
+	rec[0] = 9, rec[3073] = 0, rec[2 * 3073] = 4;
+	write_bytes(path, rec, sizeof rec);
+	if (rt_cifar10_load(&x, path, &e) != TFG_OK)
+		TEST_FAIL_("%s", e.msg);
+	ASSERT_EQ(x->dtype, TFG_U8);
+	ASSERT_EQ(x->shape.rank, 2);
+	ASSERT_EQ(x->shape.dims[0], 3);
+	ASSERT_EQ(x->shape.dims[1], 3073);
+	ASSERT(memcmp(x->data, rec, sizeof rec) == 0);
+	rt_tensor_free(x);
+	x = NULL;
+	write_bytes(path, rec, 2 * 3073 + 100);
+	ASSERT_EQ(rt_cifar10_load(&x, path, &e), TFG_EFORMAT);
+	ASSERT(x == NULL);
+	ASSERT_HAS(e.msg, "c.bin: not whole CIFAR-10 records: record 2 has "
+		  "100 of its 3073 bytes (truncated)");
+	write_bytes(path, rec, 0);
+	ASSERT_EQ(rt_cifar10_load(&x, path, &e), TFG_EFORMAT);
+	ASSERT_HAS(e.msg, "c.bin: empty file");
+	rec[3073] = 10;
+	write_bytes(path, rec, sizeof rec);
+	ASSERT_EQ(rt_cifar10_load(&x, path, &e), TFG_EFORMAT);
+	ASSERT(x == NULL);
+	ASSERT_HAS(e.msg, "c.bin: record 1 has label 10, not a CIFAR-10 class "
+		  "(0 to 9)");
+	ASSERT_EQ(rt_cifar10_load(&x, tmp_path("none.bin"), &e), TFG_ENOENT);
+	ASSERT_HAS(e.msg, "none.bin: no such file");
+}
+
 static void
 cleanup(void)
 {
 	static const char *const names[] = {"t.idx", "t.idx.gz", "e.idx",
-					    "e.idx.gz", "g.idx.gz"};
+					    "e.idx.gz", "g.idx.gz", "c.bin"};
 
 	if (tmpdir[0] == '\0')
 		return;
@@ -344,4 +394,4 @@ cleanup(void)
 
 TEST_MAIN_FIXTURE(NULL, cleanup, {"types", t_types}, {"shapes", t_shapes},
 		  {"errors", t_errors}, {"gz_damage", t_gz_damage},
-		  {"mnist", t_mnist})
+		  {"mnist", t_mnist}, {"cifar10", t_cifar10})
