@@ -752,7 +752,6 @@ cpu_emit_softmax(CgCtx *C, IrNode *n)
 	return 0;
 }
 
-
 /* One row of softmax_cross_entropy (operand 0 the output, one element
  * at off[0]; 1 the logits and 2 the labels, K elements from off[1]). */
 static LLVMValueRef

@@ -193,14 +193,20 @@ check_built(Checker *c, IrNode *n)
 }
 
 IrNode *
-check_lit_node(Checker *c, AstNode *e, Lit l, TfgDtype t)
+check_scalar(Checker *c, SrcLoc loc, Lit l, TfgDtype t)
 {
 	void *data = arena_alloc(c->a, 8);
 	TfgShape scalar = {0, {0}};
 
-	if (check_lit_store(c, e->loc, l, t, data) < 0)
+	if (check_lit_store(c, loc, l, t, data) < 0)
 		return NULL;
-	return check_built(c, ir_const(c->p, e->loc, t, &scalar, data, 0));
+	return check_built(c, ir_const(c->p, loc, t, &scalar, data, 0));
+}
+
+IrNode *
+check_lit_node(Checker *c, AstNode *e, Lit l, TfgDtype t)
+{
+	return check_scalar(c, e->loc, l, t);
 }
 
 IrNode *

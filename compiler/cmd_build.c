@@ -90,6 +90,14 @@ cmd_emit(Args *a, Program *p, CompileOptions *co, Diag *d)
 	return 0;
 }
 
+/* A character of a C identifier other than '_'. */
+static int
+alnum(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+	       (c >= '0' && c <= '9');
+}
+
 /* PREFIX from OUT's file stem: "build/my-part.o" -> "my_part". */
 static const char *
 default_prefix(Arena *ar, const char *out)
@@ -100,8 +108,7 @@ default_prefix(Arena *ar, const char *out)
 							  : strlen(base));
 
 	for (char *c = s; *c; c++)
-		if (!(*c >= 'a' && *c <= 'z') && !(*c >= 'A' && *c <= 'Z') &&
-		    !(*c >= '0' && *c <= '9'))
+		if (!alnum(*c))
 			*c = '_';
 	if (!*s || (*s >= '0' && *s <= '9'))
 		s = arena_printf(ar, "_%s", s);
@@ -114,8 +121,7 @@ is_c_ident(const char *s)
 	if (!*s || (*s >= '0' && *s <= '9'))
 		return 0;
 	for (; *s; s++)
-		if (!(*s >= 'a' && *s <= 'z') && !(*s >= 'A' && *s <= 'Z') &&
-		    !(*s >= '0' && *s <= '9') && *s != '_')
+		if (!alnum(*s) && *s != '_')
 			return 0;
 	return 1;
 }

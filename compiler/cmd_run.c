@@ -127,6 +127,16 @@ cmd_server(Args *a, Program *p, ClusterEnv *ce)
 	return tfg_server_main(p->plan, task, &o, jit_compile, p);
 }
 
+/* flag and value, for each value of vals: a repeated option again */
+static void
+push_each(Program *p, PtrVec *v, const char *flag, const PtrVec *vals)
+{
+	for (int i = 0; i < vals->n; i++) {
+		vec_push(p->arena, v, (void *)flag);
+		vec_push(p->arena, v, vals->v[i]);
+	}
+}
+
 /* What a server and a controller of one run must agree on: every
  * task's address, the cluster, the step timeout, the passes, --fetch
  * and the like. */
@@ -188,22 +198,10 @@ common_args(PtrVec *v, const Args *a, Program *p)
 		if (a->skip >> i & 1)
 			vec_push(p->arena, v, arena_printf(p->arena, "-fno-%s",
 							   pass_name(i)));
-	for (int i = 0; i < a->fetch.n; i++) {
-		vec_push(p->arena, v, "--fetch");
-		vec_push(p->arena, v, a->fetch.v[i]);
-	}
-	for (int i = 0; i < a->feed.n; i++) {
-		vec_push(p->arena, v, "--feed");
-		vec_push(p->arena, v, a->feed.v[i]);
-	}
-	for (int i = 0; i < a->out.n; i++) {
-		vec_push(p->arena, v, "--out");
-		vec_push(p->arena, v, a->out.v[i]);
-	}
-	for (int i = 0; i < a->shape.n; i++) {
-		vec_push(p->arena, v, "--shape");
-		vec_push(p->arena, v, a->shape.v[i]);
-	}
+	push_each(p, v, "--fetch", &a->fetch);
+	push_each(p, v, "--feed", &a->feed);
+	push_each(p, v, "--out", &a->out);
+	push_each(p, v, "--shape", &a->shape);
 }
 
 /* The arguments of every `tfgc server` that tfgc run starts (the task's

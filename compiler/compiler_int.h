@@ -409,6 +409,9 @@ int check_dtype_named(const char *s, TfgDtype *t);
 int check_dtype_decl(Checker *c, const AstNode *d, TfgDtype *t);
 TfgDtype check_lit_default(Lit l);
 IrNode *check_lit_node(Checker *c, AstNode *e, Lit l, TfgDtype t);
+/* The scalar constant l of dtype t at loc (check_lit_store's rules): the
+ * constants the checkers of compositions build (1, 0.5, -inf, k). */
+IrNode *check_scalar(Checker *c, SrcLoc loc, Lit l, TfgDtype t);
 /* Checks the arguments of a call that is not a graph function
  * (replicas(...)): keywords only those in kw (NULL-terminated, may be
  * NULL), and exactly nin positional ones when nin >= 0.  Returns the

@@ -422,6 +422,30 @@ rng_var(Checker *c, IrNode *d)
 }
 
 
+/* The random maker op of call e (its seed= read here), of dtype t and
+ * shape s, with m's numbers: its key and stream in m, and the draw that
+ * counts its runs. */
+static IrNode *
+random_node(Checker *c, AstNode *e, OpKind op, TfgDtype t, const TfgShape *s,
+	    IrMake *m)
+{
+	AstNode *es = check_kwarg(e, "seed");
+	int64_t seed = 0;
+	IrNode *d;
+
+	if (es && int_arg(c, e, es, "the seed", &seed) < 0)
+		return NULL;
+	m->seed = (uint64_t)seed;
+	m->stream = es ? 0 : next_stream(c);
+	/* which draw of its sequence: counted where it runs
+	   (§6.17 "random_uniform, random_normal") */
+	if (!(d = check_built(c, ir_var(c->p, e->loc, OP_random_draw, NULL,
+					NULL))))
+		return NULL;
+	d->var = rng_var(c, d);
+	return node(c, e, op, &d, 1, t, s, m);
+}
+
 /* random_uniform(shape, min=0, max=1, dtype=f32, seed=) and
  * random_normal(shape, mean=0, stddev=1, dtype=f32, seed=), in TF's
  * order (min and max are TF's minval and maxval). */
@@ -432,12 +456,10 @@ make_random(Checker *c, AstNode *e, OpKind op)
 	int uni = op == OP_random_uniform;
 	const char *ka = uni ? "min" : "mean", *kb = uni ? "max" : "stddev";
 	AstNode *ea = check_kwarg(e, ka), *eb = check_kwarg(e, kb);
-	AstNode *es = check_kwarg(e, "seed"), *ed = check_kwarg(e, "dtype");
+	AstNode *ed = check_kwarg(e, "dtype");
 	Lit a = {1, 0, 0}, b = {1, 1, 1};
 	TfgDtype t = TFG_F32;
 	TfgShape s;
-	int64_t seed = 0;
-	IrNode *d;
 
 	if (check_shape_arg(c, e, e->list[0], &s) < 0 || dtype_kw(c, e, &t) < 0)
 		return NULL;
@@ -465,17 +487,7 @@ make_random(Checker *c, AstNode *e, OpKind op)
 			   m->i[0], m->i[1]);
 		return NULL;
 	}
-	if (es && int_arg(c, e, es, "the seed", &seed) < 0)
-		return NULL;
-	m->seed = (uint64_t)seed;
-	m->stream = es ? 0 : next_stream(c);
-	/* which draw of its sequence: counted where it runs
-	   (§6.17 "random_uniform, random_normal") */
-	if (!(d = check_built(c, ir_var(c->p, e->loc, OP_random_draw, NULL,
-					NULL))))
-		return NULL;
-	d->var = rng_var(c, d);
-	return node(c, e, op, &d, 1, t, &s, m);
+	return random_node(c, e, op, t, &s, m);
 }
 
 /* dropout(x, keep_prob=, *, rate=, seed=) (spec §6.32 "dropout"): TF1's
@@ -490,11 +502,9 @@ static IrNode *
 make_dropout(Checker *c, AstNode *e)
 {
 	AstNode *ek = check_kwarg(e, "keep_prob"), *er = check_kwarg(e, "rate");
-	AstNode *es = check_kwarg(e, "seed"), *ep = ek ? ek : er;
+	AstNode *ep = ek ? ek : er;
 	IrMake *m = arena_alloc(c->a, sizeof *m);
-	TfgShape s0 = {0, {0}};
-	IrNode *x, *kp, *u, *d, *in[3];
-	int64_t seed = 0;
+	IrNode *x, *kp, *u, *in[3];
 	Lit l;
 
 	if (!(x = check_expr(c, e->list[0])))
@@ -515,7 +525,6 @@ make_dropout(Checker *c, AstNode *e)
 	if (l.kind == 1 || l.kind == 2) {
 		double v = l.kind == 1 ? (double)l.i : l.f;
 		double keep = ek ? v : 1 - v;
-		void *data = arena_alloc(c->a, 8);
 
 		if (!(keep > 0 && keep <= 1)) {
 			diag_error(c->d, ep->loc, ek
@@ -525,12 +534,7 @@ make_dropout(Checker *c, AstNode *e)
 				     "%g", v);
 			return NULL;
 		}
-		if (x->dtype == TFG_F32)
-			*(float *)data = (float)keep;
-		else
-			*(double *)data = keep;
-		kp = check_built(c, ir_const(c->p, ep->loc, x->dtype, &s0, data,
-					     0));
+		kp = check_scalar(c, ep->loc, (Lit){2, 0, keep}, x->dtype);
 	} else {
 		if (!(kp = check_expr(c, ep)))
 			return NULL;
@@ -544,52 +548,20 @@ make_dropout(Checker *c, AstNode *e)
 		if (kp->dtype != x->dtype)
 			kp = check_built(c, ir_cast(c->p, ep->loc, kp,
 						    x->dtype));
-		if (kp && er) {
-			void *one = arena_alloc(c->a, 8);
-			IrNode *o;
-
-			if (x->dtype == TFG_F32)
-				*(float *)one = 1;
-			else
-				*(double *)one = 1;
-			if (!(o = check_built(c, ir_const(c->p, ep->loc,
-							  x->dtype, &s0, one,
-							  0))))
-				return NULL;
-			kp = check_built(c, ir_binary(c->p, ep->loc, OP_sub, o,
-						      kp));
-		}
+		if (kp && er) /* keep_prob = 1 - rate */
+			kp = check_built(c, ir_binary(c->p, ep->loc, OP_sub,
+				check_scalar(c, ep->loc, (Lit){2, 0, 1.0},
+					     x->dtype), kp));
 	}
-	if (!kp)
+	m->f[1] = 1; /* uniform in [0, 1) */
+	if (!kp || !(u = random_node(c, e, OP_random_uniform, x->dtype,
+				     &x->shape, m)))
 		return NULL;
-	if (es && int_arg(c, e, es, "the seed", &seed) < 0)
+	in[0] = check_built(c, ir_binary(c->p, e->loc, OP_less, u, kp));
+	in[1] = check_built(c, ir_binary(c->p, e->loc, OP_div, x, kp));
+	in[2] = check_scalar(c, e->loc, (Lit){2, 0, 0.0}, x->dtype);
+	if (!in[0] || !in[1] || !in[2])
 		return NULL;
-	m->f[0] = 0;
-	m->f[1] = 1;
-	m->seed = (uint64_t)seed;
-	m->stream = es ? 0 : next_stream(c);
-	if (!(d = check_built(c, ir_var(c->p, e->loc, OP_random_draw, NULL,
-					NULL))))
-		return NULL;
-	d->var = rng_var(c, d);
-	if (!(u = node(c, e, OP_random_uniform, &d, 1, x->dtype, &x->shape,
-		       m)))
-		return NULL;
-	in[0] = u;
-	in[1] = kp;
-	if (!(in[0] = check_built(c, ir_binary(c->p, e->loc, OP_less, u, kp))))
-		return NULL;
-	in[2] = x;
-	if (!(in[1] = check_built(c, ir_binary(c->p, e->loc, OP_div, x, kp))))
-		return NULL;
-	{
-		void *z = arena_alloc(c->a, 8);
-
-		memset(z, 0, 8);
-		if (!(in[2] = check_built(c, ir_const(c->p, e->loc, x->dtype,
-						      &s0, z, 0))))
-			return NULL;
-	}
 	return check_built(c, ir_where(c->p, e->loc, in[0], in[1], in[2]));
 }
 

@@ -22,20 +22,6 @@
 
 #include "compiler/compiler_int.h"
 
-/* The scalar constant v of float dtype t. */
-static IrNode *
-scalar(Checker *c, SrcLoc loc, TfgDtype t, double v)
-{
-	TfgShape s = {0, {0}};
-	void *d = arena_alloc(c->a, 8);
-
-	if (t == TFG_F32)
-		*(float *)d = (float)v;
-	else
-		*(double *)d = v;
-	return check_built(c, ir_const(c->p, loc, t, &s, d, 0));
-}
-
 /* x, the first argument of e, when a number (float: a float); NULL
  * (reported). */
 static IrNode *
@@ -138,6 +124,13 @@ bias_add(Checker *c, AstNode *e)
 	return check_elem(c, OP_add, e->loc, in, 2, v->dtype, &v->shape);
 }
 
+/* a op b, built and placed as the checker's nodes are (NULL propagates) */
+static IrNode *
+bin(Checker *c, SrcLoc loc, OpKind op, IrNode *a, IrNode *b)
+{
+	return a && b ? check_built(c, ir_binary(c->p, loc, op, a, b)) : NULL;
+}
+
 /* in_top_k(predictions, targets, k) (spec §6.30 "bias_add, in_top_k"):
  * row i is true when fewer than k classes score strictly above
  * predictions[i, targets[i]], which is finite, and targets[i] is a
@@ -145,18 +138,17 @@ bias_add(Checker *c, AstNode *e)
 static IrNode *
 in_top_k(Checker *c, AstNode *e)
 {
-	TfgShape s0 = {0, {0}};
-	IrNode *p, *t, *h, *tp, *n, *ok, *in[2];
+	SrcLoc at = e->loc;
+	IrNode *p, *t, *h, *tp, *n, *ok, *t64;
 	IrMake *m = arena_alloc(c->a, sizeof *m);
 	Lit k = check_lit_of(e->list[2]);
-	int64_t cls, *kv;
 
 	if (!(p = check_expr(c, e->list[0])) || !(t = check_expr(c, e->list[1])))
 		return NULL;
 	if (p->shape.rank != 2 || !dtype_is_float(p->dtype) ||
 	    t->shape.rank != 1 || !dtype_is_int(t->dtype) ||
 	    t->dtype == TFG_U8 || t->shape.dims[0] != p->shape.dims[0]) {
-		diag_error(c->d, e->loc, "'in_top_k' takes float predictions "
+		diag_error(c->d, at, "'in_top_k' takes float predictions "
 			   "[batch, classes] and i32 or i64 targets [batch]: "
 			   "got %s and %s",
 			   ir_type_str(c->a, p->dtype, &p->shape),
@@ -168,68 +160,37 @@ in_top_k(Checker *c, AstNode *e)
 			   "integer literal, 0 or more");
 		return NULL;
 	}
-	cls = p->shape.dims[1];
-	/* the target's score: the row times its one-hot target */
-	TfgShape hs = p->shape;
+	/* the target's score: the row times its one-hot target, summed */
 	m->f[0] = 1;
 	m->i[0] = 1;
 	m->axis = 1;
-	if (!(h = check_built(c, ir_make(c->p, e->loc, OP_one_hot, p->dtype,
-					 &hs, m, &t, 1))))
+	h = check_built(c, ir_make(c->p, at, OP_one_hot, p->dtype, &p->shape,
+				   m, &t, 1));
+	if (!(tp = bin(c, at, OP_mul, p, h)) ||
+	    !(tp = check_built(c, ir_reduce(c->p, at, OP_reduce_sum, tp, 2,
+					    1))))
 		return NULL;
-	in[0] = p;
-	in[1] = h;
-	if (!(tp = check_elem(c, OP_mul, e->loc, in, 2, p->dtype, &p->shape)) ||
-	    !(tp = check_built(c, ir_reduce(c->p, e->loc, OP_reduce_sum, tp,
-					    2, 1))))
+	/* fewer than k classes above it */
+	if (!(n = bin(c, at, OP_greater, p, tp)) ||
+	    !(n = check_built(c, ir_cast(c->p, at, n, TFG_I64))) ||
+	    !(n = check_built(c, ir_reduce(c->p, at, OP_reduce_sum, n, 2, 0))))
 		return NULL;
-	/* classes above it, counted */
-	in[1] = tp;
-	if (!(n = check_built(c, ir_binary(c->p, e->loc, OP_greater, p, tp))) ||
-	    !(n = check_built(c, ir_cast(c->p, e->loc, n, TFG_I64))) ||
-	    !(n = check_built(c, ir_reduce(c->p, e->loc, OP_reduce_sum, n, 2,
-					   0))))
+	ok = bin(c, at, OP_less, n, check_scalar(c, at, k, TFG_I64));
+	/* a finite score (x - x is 0 for finite x alone) */
+	if (!(tp = check_built(c, ir_reshape(c->p, at, tp, &t->shape))))
 		return NULL;
-	kv = arena_alloc(c->a, sizeof *kv);
-	*kv = k.i;
-	in[0] = n;
-	if (!(in[1] = check_built(c, ir_const(c->p, e->loc, TFG_I64, &s0, kv,
-					      0))) ||
-	    !(ok = check_built(c, ir_binary(c->p, e->loc, OP_less, in[0],
-					    in[1]))))
-		return NULL;
-	/* a finite target score (x - x is 0 for finite x alone) */
-	if (!(tp = check_built(c, ir_reshape(c->p, e->loc, tp, &t->shape))) ||
-	    !(n = check_built(c, ir_binary(c->p, e->loc, OP_sub, tp, tp))) ||
-	    !(in[1] = scalar(c, e->loc, p->dtype, 0.0)) ||
-	    !(n = check_built(c, ir_binary(c->p, e->loc, OP_equal, n, in[1]))) ||
-	    !(ok = check_built(c, ir_binary(c->p, e->loc, OP_logical_and, ok,
-					    n))))
-		return NULL;
+	ok = bin(c, at, OP_logical_and, ok,
+		 bin(c, at, OP_equal, bin(c, at, OP_sub, tp, tp),
+		     check_scalar(c, at, (Lit){2, 0, 0.0}, p->dtype)));
 	/* a target that is a class: 0 <= t < classes */
-	kv = arena_alloc(c->a, 2 * sizeof *kv);
-	kv[0] = 0;
-	kv[1] = cls;
-	{
-		IrNode *lo = check_built(c, ir_const(c->p, e->loc, TFG_I64, &s0,
-						     kv, 0));
-		IrNode *hi = check_built(c, ir_const(c->p, e->loc, TFG_I64, &s0,
-						     kv + 1, 0));
-		IrNode *t64 = check_built(c, ir_cast(c->p, e->loc, t,
-						     TFG_I64));
-		IrNode *a, *b;
-
-		if (!lo || !hi || !t64 ||
-		    !(a = check_built(c, ir_binary(c->p, e->loc,
-						   OP_greater_equal, t64, lo))) ||
-		    !(b = check_built(c, ir_binary(c->p, e->loc, OP_less, t64,
-						   hi))) ||
-		    !(a = check_built(c, ir_binary(c->p, e->loc,
-						   OP_logical_and, a, b))))
-			return NULL;
-		return check_built(c, ir_binary(c->p, e->loc, OP_logical_and,
-						ok, a));
-	}
+	t64 = check_built(c, ir_cast(c->p, at, t, TFG_I64));
+	ok = bin(c, at, OP_logical_and, ok,
+		 bin(c, at, OP_greater_equal, t64,
+		     check_scalar(c, at, (Lit){1, 0, 0}, TFG_I64)));
+	return bin(c, at, OP_logical_and, ok,
+		   bin(c, at, OP_less, t64,
+		       check_scalar(c, at, (Lit){1, p->shape.dims[1], 0},
+				    TFG_I64)));
 }
 
 IrNode *
@@ -250,7 +211,7 @@ check_math(Checker *c, AstNode *e, OpKind op)
 		return NULL;
 	in[0] = in[1] = x;
 	if (strcmp(e->name, "rsqrt") == 0) {
-		if (!(in[0] = scalar(c, e->loc, x->dtype, 1.0)) ||
+		if (!(in[0] = check_scalar(c, e->loc, (Lit){2, 0, 1.0}, x->dtype)) ||
 		    !(in[1] = check_elem(c, OP_sqrt, e->loc, &x, 1, x->dtype,
 					 &x->shape)))
 			return NULL;
@@ -266,7 +227,7 @@ check_math(Checker *c, AstNode *e, OpKind op)
 					       x->shape.rank
 					       ? (1u << x->shape.rank) - 1 : 0,
 					       0))) ||
-	    !(in[1] = scalar(c, e->loc, x->dtype, 0.5)))
+	    !(in[1] = check_scalar(c, e->loc, (Lit){2, 0, 0.5}, x->dtype)))
 		return NULL;
 	return check_elem(c, OP_mul, e->loc, in, 2, x->dtype, &in[0]->shape);
 }

@@ -127,19 +127,13 @@ extend(Checker *c, SrcLoc loc, IrNode *x, int k, int64_t n, int after,
 static IrNode *
 pad_value(Checker *c, SrcLoc loc, TfgDtype t, int max)
 {
-	TfgShape s = {0, {0}};
-	void *d = arena_alloc(c->a, 8);
+	Lit l = {dtype_is_float(t) ? 2 : 1, 0, max ? -INFINITY : 0.0};
 
-	memset(d, 0, 8);
-	if (max && t == TFG_F32)
-		*(float *)d = -INFINITY;
-	else if (max && t == TFG_F64)
-		*(double *)d = -INFINITY;
-	else if (max && t == TFG_I32)
-		*(int32_t *)d = INT32_MIN;
+	if (max && t == TFG_I32)
+		l.i = INT32_MIN;
 	else if (max && t == TFG_I64)
-		*(int64_t *)d = INT64_MIN;
-	return check_built(c, ir_const(c->p, loc, t, &s, d, 0));
+		l.i = INT64_MIN;
+	return check_scalar(c, loc, l, t);
 }
 
 /* max_pool(value, ksize, strides, padding, data_format="NHWC") and

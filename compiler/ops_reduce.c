@@ -125,12 +125,18 @@ numeric_arg(Checker *c, AstNode *e)
 	return x;
 }
 
-/* keepdims kd of call e (NULL: false): 0 or 1, or -1 (reported). */
+/* The axis (into *mask, on x) and keepdims (into *keep) arguments of
+ * reduction e; 0, or -1 (reported). */
 static int
-keepdims_of(Checker *c, AstNode *e, AstNode *kd)
+reduce_args(Checker *c, AstNode *e, const IrNode *x, uint32_t *mask,
+	    int *keep)
 {
+	AstNode *kd = check_kwarg(e, "keepdims");
 	Lit l;
 
+	if (axes_of(c, e, check_kwarg(e, "axis"), x->shape.rank, 1, mask) < 0)
+		return -1;
+	*keep = 0;
 	if (!kd)
 		return 0;
 	l = check_lit_of(kd);
@@ -140,7 +146,8 @@ keepdims_of(Checker *c, AstNode *e, AstNode *kd)
 				   "true or false", e->name);
 		return -1;
 	}
-	return (int)l.i;
+	*keep = (int)l.i;
+	return 0;
 }
 
 /* max, min and the arg forms have no identity: a reduced axis of size 0
@@ -164,17 +171,12 @@ check_nonempty(Checker *c, AstNode *e, const IrNode *x, uint32_t mask)
 IrNode *
 check_reduce(Checker *c, AstNode *e, OpKind op)
 {
-	AstNode *ax, *kd;
 	IrNode *x;
 	uint32_t mask;
 	int keep;
 
-	if (check_bind(c, e) < 0 || !(x = numeric_arg(c, e)))
-		return NULL;
-	ax = check_kwarg(e, "axis");
-	kd = check_kwarg(e, "keepdims");
-	if (axes_of(c, e, ax, x->shape.rank, 1, &mask) < 0 ||
-	    (keep = keepdims_of(c, e, kd)) < 0)
+	if (check_bind(c, e) < 0 || !(x = numeric_arg(c, e)) ||
+	    reduce_args(c, e, x, &mask, &keep) < 0)
 		return NULL;
 	if ((op == OP_reduce_max || op == OP_reduce_min) &&
 	    check_nonempty(c, e, x, mask) < 0)
@@ -183,19 +185,16 @@ check_reduce(Checker *c, AstNode *e, OpKind op)
 }
 
 /* reduce_any reduce_all (x, axis=, keepdims=false),
- * spec §6.5.7 "reduce_any, reduce_all": a bool x; any is whether some element is
- * true, all whether none is false, made as the count of those elements
- * (reduce_sum of them cast to i64) compared with 0, so that a reduced
- * axis of size 0 gives false and true, as TF's. */
+ * spec §6.5.7 "reduce_any, reduce_all": a bool x; any is whether some
+ * element is true, all whether none is false, made as the count of those
+ * elements (reduce_sum of them cast to i64) compared with 0, so that a
+ * reduced axis of size 0 gives false and true, as TF's. */
 IrNode *
 check_reduce_bool(Checker *c, AstNode *e, OpKind op)
 {
 	int all = strcmp(e->name, "reduce_all") == 0, keep;
-	TfgShape scalar = {0, {0}};
-	AstNode *ax, *kd;
 	IrNode *x, *n, *zero;
 	uint32_t mask;
-	int64_t *z;
 
 	if (check_bind(c, e) < 0 || !(x = check_expr(c, e->list[0])))
 		return NULL;
@@ -205,10 +204,7 @@ check_reduce_bool(Checker *c, AstNode *e, OpKind op)
 			   ir_type_str(c->a, x->dtype, &x->shape));
 		return NULL;
 	}
-	ax = check_kwarg(e, "axis");
-	kd = check_kwarg(e, "keepdims");
-	if (axes_of(c, e, ax, x->shape.rank, 1, &mask) < 0 ||
-	    (keep = keepdims_of(c, e, kd)) < 0)
+	if (reduce_args(c, e, x, &mask, &keep) < 0)
 		return NULL;
 	if (all && !(x = check_built(c, ir_unary(c->p, e->loc, OP_logical_not,
 						   x))))
@@ -216,10 +212,7 @@ check_reduce_bool(Checker *c, AstNode *e, OpKind op)
 	if (!(n = check_built(c, ir_cast(c->p, e->loc, x, TFG_I64))) ||
 	    !(n = reduce_node(c, e, op, n, mask, keep)))
 		return NULL;
-	z = arena_alloc(c->a, sizeof *z);
-	*z = 0;
-	if (!(zero = check_built(c, ir_const(c->p, e->loc, TFG_I64, &scalar,
-					     z, 0))))
+	if (!(zero = check_scalar(c, e->loc, (Lit){1, 0, 0}, TFG_I64)))
 		return NULL;
 	return check_built(c, ir_binary(c->p, e->loc, all ? OP_equal
 					: OP_not_equal, n, zero));

@@ -282,6 +282,24 @@ idx_load(RtTensor **out, FILE *f, long long size, int gz, const char *path,
 	return rv;
 }
 
+/* path opened for reading into *f, its stat in *st: a regular file, or
+ * the error saying why not (a missing one as rt_no_such_file has it). */
+static tfg_status
+open_regular(FILE **f, struct stat *st, const char *path, TfgError *e)
+{
+	if ((*f = fopen(path, "rb")) == NULL) {
+		if (errno == ENOENT)
+			return rt_no_such_file(e, path);
+		return tfg_error(e, TFG_EIO, "%s: cannot open: %s", path,
+				 strerror(errno));
+	}
+	if (fstat(fileno(*f), st) != 0 || !S_ISREG(st->st_mode)) {
+		fclose(*f);
+		return tfg_error(e, TFG_EIO, "%s: not a regular file", path);
+	}
+	return TFG_OK;
+}
+
 TFG_API tfg_status
 rt_load(RtTensor **out, const char *path, TfgError *e)
 {
@@ -293,16 +311,8 @@ rt_load(RtTensor **out, const char *path, TfgError *e)
 	tfg_status rv;
 
 	*out = NULL;
-	if ((f = fopen(path, "rb")) == NULL) {
-		if (errno == ENOENT)
-			return rt_no_such_file(e, path);
-		return tfg_error(e, TFG_EIO, "%s: cannot open: %s", path,
-				 strerror(errno));
-	}
-	if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
-		fclose(f);
-		return tfg_error(e, TFG_EIO, "%s: not a regular file", path);
-	}
+	if ((rv = open_regular(&f, &st, path, e)) != TFG_OK)
+		return rv;
 	n = fread(m, 1, sizeof m, f);
 	if (n > 0 && m[0] == 0x93) { /* "\x93NUMPY": the .npy reader's */
 		fclose(f);
@@ -344,16 +354,8 @@ rt_cifar10_load(RtTensor **out, const char *path, TfgError *e)
 	FILE *f;
 
 	*out = NULL;
-	if ((f = fopen(path, "rb")) == NULL) {
-		if (errno == ENOENT)
-			return rt_no_such_file(e, path);
-		return tfg_error(e, TFG_EIO, "%s: cannot open: %s", path,
-				 strerror(errno));
-	}
-	if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
-		fclose(f);
-		return tfg_error(e, TFG_EIO, "%s: not a regular file", path);
-	}
+	if ((rv = open_regular(&f, &st, path, e)) != TFG_OK)
+		return rv;
 	n = (int64_t)st.st_size / CIFAR_RECORD;
 	if (st.st_size == 0 || st.st_size % CIFAR_RECORD) {
 		fclose(f);
