@@ -20,11 +20,12 @@
  * reference so that both see the same machine; each figure is the
  * median of REPS runs after one warm-up run of each.
  *
- *   usage: kernel NAME REF BYTES REPS GOAL [RANGE]
+ *   usage: kernel NAME REF BYTES REPS GOAL [RANGE [LABEL]]
  *     REF    copy: 2 threads copy BYTES (read BYTES, write BYTES), the
  *                  fastest of loop, memcpy and non-temporal stores
  *            sum:  2 threads sum BYTES of floats
- *            part: the reference part r (built with -DREF_PART)
+ *            part: the reference part r (built with -DREF_PART), named
+ *                  LABEL in the row ("bare part" by default)
  *   prints one row of the table of bench/run.sh:
  *     | NAME | tfg ms (GB/s) | reference ms (GB/s) | ratio | GOAL |
  *   where the GB/s count BYTES (copy: twice, read and written) and ratio
@@ -159,15 +160,16 @@ two_threads(void *(*fn)(void *), const float *src, float *dst, size_t n)
 int
 main(int argc, char **argv)
 {
-	if (argc != 6 && argc != 7) {
+	if (argc < 6 || argc > 8) {
 		fprintf(stderr, "usage: kernel NAME copy|sum|part BYTES REPS "
-			"GOAL [RANGE]\n");
+			"GOAL [RANGE [LABEL]]\n");
 		return 2;
 	}
 	const char *name = argv[1], *ref = argv[2], *goal = argv[5];
 	size_t bytes = strtoull(argv[3], NULL, 10), n = bytes / 4;
 	int reps = atoi(argv[4]);
-	if (argc == 7)
+	const char *label = argc == 8 ? argv[7] : "bare part";
+	if (argc >= 7)
 		range = strtof(argv[6], NULL);
 	int mode = strcmp(ref, "copy") == 0 ? 0 : strcmp(ref, "sum") == 0 ? 1
 									: 2;
@@ -244,8 +246,8 @@ main(int argc, char **argv)
 		       mode == 0 ? how : "", rf * 1e3, moved / rf / 1e9,
 		       rf / k, goal);
 	else
-		printf("| %s | %.2f ms | bare part: %.2f ms | %.2f (%+.1f%%) "
-		       "| %s |\n", name, k * 1e3, rf * 1e3, rf / k,
+		printf("| %s | %.2f ms | %s: %.2f ms | %.2f (%+.1f%%) "
+		       "| %s |\n", name, k * 1e3, label, rf * 1e3, rf / k,
 		       (k / rf - 1) * 100, goal);
 	free(arena), free(src), free(dst), free(tk), free(tr);
 	for (int c = 0; c < 3; c++)

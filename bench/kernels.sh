@@ -51,7 +51,7 @@ part() {
 		-o "$T/$p.o" --name "$p" --fetch "$fetch" $args || exit 1
 }
 
-# run NAME REF BYTES GOAL [REPS [RANGE]]: links bench/kernel.c with k.o
+# run NAME REF BYTES GOAL [REPS [RANGE [LABEL]]]: links bench/kernel.c with k.o
 # (and r.o for REF part) and prints its row
 run() {
 	def=""
@@ -61,7 +61,8 @@ run() {
 		-fno-tree-loop-distribute-patterns -I. -I"$T" -o "$T/kernel" \
 		bench/kernel.c "$T/k.o" $def "$LIBTFG" -lopenblas -lpthread \
 		-lm || exit 1
-	"$T/kernel" "$1" "$2" "$3" "${5:-$REPS}" "$4" "${6:-4}"
+	"$T/kernel" "$1" "$2" "$3" "${5:-$REPS}" "$4" "${6:-4}" \
+		${7:+"$7"}
 }
 
 prog() {
@@ -139,6 +140,45 @@ EOF
 part k y "x w b"
 run "sigmoid(x @ w + b), [4096,1024]x[1024,1024]" part 0 "< 10% over bare" \
 	"${EPI_REPS:-7}" 0.1
+
+# conv2d: the second layer of Deep MNIST, batch 100, forward and the
+# gradients, each against a product of the same FLOP count through
+# tfg_rt_gemm ([78400, 800] @ [800, 64]: the patch matrix by the filter),
+# the rate tfg's own GEMM reaches (runtime/conv.c)
+npy a 78400 800
+npy b 800 64
+prog <<EOF
+input a: f32[78400, 800]
+input b: f32[800, 64]
+y = a @ b
+EOF
+part r y "a b"
+npy x 100 28 28 32
+npy f 5 5 32 64
+npy dy 100 28 28 64
+prog <<EOF
+input x: f32[100, 28, 28, 32]
+input f: f32[5, 5, 32, 64]
+y = conv2d(x, f, 1, "SAME")
+EOF
+part k y "x f"
+run "conv2d [100,28,28,32] by 5x5x32x64 SAME" part 0 ">= 0.80" \
+	"${CONV_REPS:-9}" 1 "gemm, same flop"
+prog <<EOF
+input x: f32[100, 28, 28, 32]
+input dy: f32[100, 28, 28, 64]
+df = conv2d_backprop_filter(x, [5, 5, 32, 64], dy, 1, "SAME")
+EOF
+part k df "x dy"
+run "its filter gradient" part 0 ">= 0.80" "${CONV_REPS:-9}" 1 \
+	"gemm, same flop"
+prog <<EOF
+input f: f32[5, 5, 32, 64]
+input dy: f32[100, 28, 28, 64]
+dx = conv2d_backprop_input([100, 28, 28, 32], f, dy, 1, "SAME")
+EOF
+part k dx "f dy"
+run "its input gradient" part 0 "—" "${CONV_REPS:-9}" 1 "gemm, same flop"
 
 # JIT time of a generated 200-op graph: a chain of elementwise ops and
 # small matmuls on f32[64, 64]; compiled each time (no JIT cache)

@@ -74,6 +74,11 @@ ir_attr_write(const IrNode *n, IrPut put, void *ctx)
 		put_i64(put, ctx, n->var ? n->var->index : -1);
 	if (a & A_TRANS)
 		put_i64(put, ctx, n->trans);
+	if (a & A_CONV) {
+		put_i64(put, ctx, n->conv != NULL);
+		if (n->conv)
+			put(ctx, n->conv, sizeof *n->conv);
+	}
 	if (a & A_OPT) {
 		put_i64(put, ctx, n->opt ? (int64_t)n->opt->kind : -1);
 		put_i64(put, ctx, n->opt ? n->opt->sync : -1);
@@ -268,6 +273,20 @@ ir_attr_dump(FILE *out, const IrNode *n)
 	if ((a & A_TRANS) && n->trans)
 		fprintf(out, " transposed=%s%s", n->trans & 1 ? "a" : "",
 			n->trans & 2 ? "b" : "");
+	if ((a & A_CONV) && n->conv) {
+		const IrConv *v = n->conv;
+
+		fprintf(out, " strides=[%" PRId64 ", %" PRId64 "]",
+			v->stride[0], v->stride[1]);
+		if (v->dil[0] != 1 || v->dil[1] != 1)
+			fprintf(out, " dilations=[%" PRId64 ", %" PRId64 "]",
+				v->dil[0], v->dil[1]);
+		fprintf(out, " pad=[%" PRId64 ", %" PRId64 ", %" PRId64 ", %"
+			PRId64 "]", v->pad[0], v->pad[1], v->pad[2],
+			v->pad[3]);
+		if (v->depthwise)
+			fputs(" depthwise", out);
+	}
 	if ((a & A_OPT) && n->opt) {
 		static const char *const kind[IR_OPT__COUNT] = {
 			"sgd", "momentum", "adam"};

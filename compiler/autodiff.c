@@ -512,6 +512,48 @@ d_matmul(Ad *a, IrNode *n, IrNode *g, int k)
 	return reshape(a, d, k == 0 ? &x->shape : &y->shape);
 }
 
+/* Convolutions are linear in each operand, and their gradients are each
+ * other: with y = conv2d(x, f), dx = conv2d_backprop_input(dy, f) and
+ * df = conv2d_backprop_filter(x, dy), all of one geometry. */
+static IrNode *
+conv(Ad *a, OpKind op, IrNode *p, IrNode *q, const IrNode *n,
+     const TfgShape *s)
+{
+	return put(a, ir_conv(a->p, at(a), op, p, q, n->conv, s));
+}
+
+static IrNode *
+d_conv2d(Ad *a, IrNode *n, IrNode *g, int k)
+{
+	if (k == 0)
+		return conv(a, OP_conv2d_backprop_input, g, n->in[1], n,
+			    &n->in[0]->shape);
+	return conv(a, OP_conv2d_backprop_filter, n->in[0], g, n,
+		    &n->in[1]->shape);
+}
+
+/* dx = conv2d_backprop_input(dy, f): d dy = conv2d(g, f),
+ * d f = conv2d_backprop_filter(g, dy) */
+static IrNode *
+d_conv2d_input(Ad *a, IrNode *n, IrNode *g, int k)
+{
+	if (k == 0)
+		return conv(a, OP_conv2d, g, n->in[1], n, NULL);
+	return conv(a, OP_conv2d_backprop_filter, g, n->in[0], n,
+		    &n->in[1]->shape);
+}
+
+/* df = conv2d_backprop_filter(x, dy): d x = conv2d_backprop_input(dy, g),
+ * d dy = conv2d(x, g) */
+static IrNode *
+d_conv2d_filter(Ad *a, IrNode *n, IrNode *g, int k)
+{
+	if (k == 0)
+		return conv(a, OP_conv2d_backprop_input, n->in[1], g, n,
+			    &n->in[0]->shape);
+	return conv(a, OP_conv2d, n->in[0], g, n, NULL);
+}
+
 static IrNode *
 d_transpose(Ad *a, IrNode *n, IrNode *g, int k)
 {

@@ -459,6 +459,102 @@ ir_grad(Program *p, SrcLoc loc, IrNode *y, IrNode *x)
 	return n;
 }
 
+/* ------------------------------------------------------- convolutions */
+
+int
+ir_conv_shape(const TfgShape *x, const TfgShape *f, const IrConv *cv,
+	      TfgShape *y)
+{
+	if (x->rank != 4 || f->rank != 4)
+		return -1;
+	if (x->dims[3] != IR_DIM_UNKNOWN && f->dims[2] != IR_DIM_UNKNOWN &&
+	    x->dims[3] != f->dims[2])
+		return -1;
+	y->rank = 4;
+	y->dims[0] = x->dims[0];
+	for (int a = 0; a < 2; a++) {
+		int64_t in = x->dims[1 + a], k = f->dims[a];
+		int64_t span = k == IR_DIM_UNKNOWN ? 0 : (k - 1) * cv->dil[a] + 1;
+		int64_t room = in + cv->pad[2 * a] + cv->pad[2 * a + 1];
+
+		if (k != IR_DIM_UNKNOWN && k < 1)
+			return -1;
+		if (in == IR_DIM_UNKNOWN || k == IR_DIM_UNKNOWN)
+			y->dims[1 + a] = IR_DIM_UNKNOWN;
+		else if (room < span)
+			return -1;
+		else
+			y->dims[1 + a] = (room - span) / cv->stride[a] + 1;
+	}
+	if (cv->depthwise)
+		y->dims[3] = x->dims[3] == IR_DIM_UNKNOWN ||
+			     f->dims[3] == IR_DIM_UNKNOWN
+			     ? IR_DIM_UNKNOWN : x->dims[3] * f->dims[3];
+	else
+		y->dims[3] = f->dims[3];
+	return 0;
+}
+
+/* Whether known dims of a and b agree. */
+static int
+dims_fit(const TfgShape *a, const TfgShape *b)
+{
+	if (a->rank != b->rank)
+		return 0;
+	for (int i = 0; i < a->rank; i++)
+		if (a->dims[i] != b->dims[i] && a->dims[i] != IR_DIM_UNKNOWN &&
+		    b->dims[i] != IR_DIM_UNKNOWN)
+			return 0;
+	return 1;
+}
+
+IrNode *
+ir_conv(Program *p, SrcLoc loc, OpKind op, IrNode *a, IrNode *b,
+	const IrConv *cv, const TfgShape *out)
+{
+	IrNode *in[2] = {a, b}, *n;
+	TfgShape y;
+	int ok;
+
+	if (!is_float(a->dtype) || a->dtype != b->dtype ||
+	    a->shape.rank != 4 || b->shape.rank != 4 ||
+	    (op != OP_conv2d && (!out || out->rank != 4))) {
+		diag_error(p->diag, loc, "'%s' takes two float tensors of rank "
+			   "4 and one dtype, got %s and %s", op_info[op].name,
+			   type_s(p, a), type_s(p, b));
+		return NULL;
+	}
+	switch (op) {
+	case OP_conv2d:
+		ok = ir_conv_shape(&a->shape, &b->shape, cv, &y) == 0;
+		break;
+	case OP_conv2d_backprop_input:
+		ok = ir_conv_shape(out, &b->shape, cv, &y) == 0 &&
+		     dims_fit(&y, &a->shape);
+		y = *out;
+		if (y.dims[0] == IR_DIM_UNKNOWN)
+			y.dims[0] = a->shape.dims[0];
+		break;
+	case OP_conv2d_backprop_filter:
+		ok = ir_conv_shape(&a->shape, out, cv, &y) == 0 &&
+		     dims_fit(&y, &b->shape);
+		y = *out;
+		break;
+	default:
+		ok = 0;
+	}
+	if (!ok) {
+		diag_error(p->diag, loc, "the operands of '%s' do not fit: %s "
+			   "and %s", op_info[op].name, shape_s(p, &a->shape),
+			   shape_s(p, &b->shape));
+		return NULL;
+	}
+	n = node(p, op, loc, in, 2, a->dtype);
+	n->shape = y;
+	n->conv = cv;
+	return n;
+}
+
 /* ------------------------------------------------- made by the passes */
 
 IrNode *

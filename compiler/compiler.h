@@ -108,6 +108,21 @@ typedef struct IrMake {
 	uint32_t stream; /* random_*: counter word 2 (0 with seed=) */
 } IrMake;
 
+/* A convolution's geometry (OP_conv2d and its gradients, IrNode.conv;
+ * spec §6.34 "conv2d, depthwise_conv2d, conv2d_transpose"): output row
+ * y reads input rows y * stride[0] - pad[0] + i * dil[0] for i in
+ * [0, kh), output column x input columns x * stride[1] - pad[2] +
+ * j * dil[1].  pad[] is [top, bottom, left, right], what the checker
+ * made of "SAME" (TF's split: the odd row at the bottom, the odd column
+ * at the right), "VALID" (0) or explicit paddings for the input's size.
+ * depthwise: the filter is [kh, kw, c, m] and output channel c * m + j
+ * reads input channel c alone; else it is [kh, kw, c, o] and every
+ * output channel reads every input channel. */
+typedef struct IrConv {
+	int64_t stride[2], dil[2], pad[4];
+	int64_t depthwise;
+} IrConv;
+
 /* A fused group's expression (compiler/pass_fuse.c, spec/design.md
  * "Passes"): the member ops in topological order, each computing one
  * element from its operands; the last one is the group's value.  An
@@ -251,6 +266,7 @@ struct IrNode {
 	const IrMake *make; /* makers (zeros ... random_normal): arguments */
 	IrVar *var;       /* variable ops (OPF_STATEFUL): the variable */
 	const IrOpt *opt; /* OP_apply: the optimizer */
+	const IrConv *conv; /* OP_conv2d and its gradients: the geometry */
 	/* OP_matmul of two matrices on a CPU (compiler/pass_fuse.c): bit k
 	   set, operand k is read transposed: the node's in[k] is the matrix
 	   that a transpose the pass folded in would have swapped */

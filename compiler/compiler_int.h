@@ -148,6 +148,16 @@ IrNode *ir_reshape(Program *p, SrcLoc loc, IrNode *x, const TfgShape *s);
 IrNode *ir_slice(Program *p, SrcLoc loc, IrNode *x, const int64_t *begin,
 		 const int64_t *size, uint32_t squeeze);
 IrNode *ir_concat(Program *p, SrcLoc loc, IrNode **in, int nin, int axis);
+/* OP_conv2d (a the input, b the filter; out NULL),
+ * OP_conv2d_backprop_input (a the output's gradient, b the filter, out
+ * the input's shape) or OP_conv2d_backprop_filter (a the input, b the
+ * output's gradient, out the filter's shape), of geometry *cv (kept) */
+IrNode *ir_conv(Program *p, SrcLoc loc, OpKind op, IrNode *a, IrNode *b,
+		const IrConv *cv, const TfgShape *out);
+/* The output shape of a convolution of an input of shape x by a filter
+ * of shape f (unknown dims stay unknown); -1 when they do not fit. */
+int ir_conv_shape(const TfgShape *x, const TfgShape *f, const IrConv *cv,
+		  TfgShape *y);
 IrNode *ir_stack(Program *p, SrcLoc loc, IrNode **in, int nin, int axis);
 /* OP_grad: the gradient of y (a float scalar) with respect to x (a float
  * tensor), of x's dtype and shape, until compiler/autodiff.c expands it */

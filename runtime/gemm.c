@@ -99,6 +99,19 @@ blocks(void *const *bases, int64_t b, int64_t e)
 		block(g, len * i / g->parts, len * (i + 1) / g->parts);
 }
 
+void
+rt_gemm_here(int32_t dtype, int32_t trans, int64_t m, int64_t n, int64_t k,
+	     double alpha, const void *a, int64_t lda, const void *b,
+	     int64_t ldb, double beta, void *c, int64_t ldc)
+{
+	Gemm g = {dtype, trans, m, n, k, lda, ldb, ldc, 1, 0, alpha, beta,
+		  a, b, c};
+
+	pthread_once(&blas_once, rt_blas_one_thread);
+	if (m > 0 && n > 0)
+		block(&g, 0, m);
+}
+
 TFG_API void
 tfg_rt_gemm(int32_t dtype, int32_t trans, int64_t m, int64_t n, int64_t k,
 	    double alpha, const void *a, int64_t lda, const void *b,

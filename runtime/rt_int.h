@@ -75,6 +75,18 @@ int rt_gemm_sparse(int trans, int64_t m, int64_t n, int64_t k, double alpha,
 int rt_gemm_sparse_isa(const char *name);
 extern uint64_t rt_gemm_sparse_runs;
 
+/* gemm.c: tfg_rt_gemm's product on the calling thread alone, for
+ * kernels that cut their work themselves (runtime/conv.c). */
+void rt_gemm_here(int32_t dtype, int32_t trans, int64_t m, int64_t n,
+		  int64_t k, double alpha, const void *a, int64_t lda,
+		  const void *b, int64_t ldb, double beta, void *c,
+		  int64_t ldc);
+/* conv.c, for tests: 1 makes every convolution take the direct loops
+ * (the reference of the GEMM path, and its fallback without memory);
+ * rt_conv_chunk, when not 0, the bytes of patches of one GEMM. */
+extern int rt_conv_direct;
+extern size_t rt_conv_chunk;
+
 /* pool.c: the threads a loop of n iterations would run on now (1: the
  * caller's alone); makes the pool on first use. */
 int rt_pool_threads(int64_t n);

@@ -477,6 +477,29 @@ TFG_API void tfg_rt_gemm(int32_t dtype, int32_t trans, int64_t m, int64_t n,
 			 const void *b, int64_t ldb, double beta, void *c,
 			 int64_t ldc);
 
+/* A convolution (runtime/conv.c,
+ * spec §6.34 "conv2d, depthwise_conv2d, conv2d_transpose") of an NHWC input [n, h, w, c] by a filter
+ * [kh, kw, c, o] into [n, oh, ow, o]; depthwise: the filter is
+ * [kh, kw, c, o] with o the channel multiplier, the output has c * o
+ * channels, channel ci * o + j from input channel ci alone.  Output row
+ * y reads input rows y * sh - pt + i * dh, i in [0, kh); columns the
+ * same with sw, pl, dw. */
+typedef struct TfgConv {
+	int64_t n, h, w, c, kh, kw, o, oh, ow;
+	int64_t sh, sw, dh, dw, pt, pl;
+	int64_t depthwise;
+} TfgConv;
+enum {
+	TFG_CONV_FORWARD, /* out = conv(a: input, b: filter) */
+	TFG_CONV_INPUT,   /* out = d input from a: d output, b: filter */
+	TFG_CONV_FILTER   /* out = d filter from a: input, b: d output */
+};
+/* out (f32 or f64, as a and b) = the convolution `kind` of g, over the
+ * kernel pool; the result does not depend on the number of threads.
+ * Generated parts call it for OP_conv2d and its gradients. */
+TFG_API void tfg_rt_conv2d(int32_t kind, int32_t dtype, const TfgConv *g,
+			   const void *a, const void *b, void *out);
+
 /* --------------------------- GPUs (runtime/gpu.c, spec/design.md "GPUs") */
 
 /* libcuda is loaded with dlopen at first use, so nothing here needs a

@@ -192,6 +192,45 @@ t_shapes(void)
 	refused(ir_concat(&P, L, xs, 2, 0), "tensors of 'concat' on axis 0");
 }
 
+/* Convolutions: output shapes from the geometry, unknown batches kept,
+ * the gradients' shapes checked against the convolution's. */
+static void
+t_conv(void)
+{
+	static const IrConv same = {{2, 2}, {1, 1}, {0, 1, 0, 1}, 0};
+	static const IrConv dil = {{1, 1}, {2, 2}, {0, 0, 0, 0}, 0};
+	static const IrConv dw = {{1, 1}, {1, 1}, {1, 1, 1, 1}, 1};
+	TfgShape xs = {4, {IR_DIM_UNKNOWN, 6, 6, 3}}, ys = {4, {2, 3, 3, 8}};
+	TfgShape fs = {4, {3, 3, 3, 8}}, bad = {4, {3, 3, 3, 7}};
+	TfgShape x2 = {4, {2, 6, 6, 3}};
+	IrNode *x = in(TFG_F32, xs), *f = in(TFG_F32, fs);
+	IrNode *y = ir_conv(&P, L, OP_conv2d, x, f, &same, NULL);
+
+	is(y, TFG_F32, (TfgShape){4, {IR_DIM_UNKNOWN, 3, 3, 8}});
+	ASSERT(y->conv == &same);
+	is(ir_conv(&P, L, OP_conv2d, x, f, &dil, NULL), TFG_F32,
+	   (TfgShape){4, {IR_DIM_UNKNOWN, 2, 2, 8}});
+	is(ir_conv(&P, L, OP_conv2d, x, in(TFG_F32, (TfgShape){4, {3, 3, 3,
+	   2}}), &dw, NULL), TFG_F32, (TfgShape){4, {IR_DIM_UNKNOWN, 6, 6,
+	   6}});
+	is(ir_conv(&P, L, OP_conv2d_backprop_input, in(TFG_F32, ys), f, &same,
+		   &xs), TFG_F32, x2);
+	is(ir_conv(&P, L, OP_conv2d_backprop_filter, in(TFG_F32, x2),
+		   in(TFG_F32, ys), &same, &fs), TFG_F32, fs);
+	refused(ir_conv(&P, L, OP_conv2d, x, in(TFG_F32, (TfgShape){4, {3, 3,
+		4, 8}}), &same, NULL), "operands of 'conv2d' do not fit");
+	refused(ir_conv(&P, L, OP_conv2d, in(TFG_I32, xs), f, &same, NULL),
+		"'conv2d' takes two float tensors of rank 4");
+	refused(ir_conv(&P, L, OP_conv2d, x, in(TFG_F64, fs), &same, NULL),
+		"and one dtype");
+	refused(ir_conv(&P, L, OP_conv2d_backprop_filter, in(TFG_F32, x2),
+			in(TFG_F32, ys), &same, &bad),
+		"operands of 'conv2d_backprop_filter' do not fit");
+	refused(ir_conv(&P, L, OP_conv2d_backprop_input, in(TFG_F32, ys), f,
+			&dil, &x2),
+		"operands of 'conv2d_backprop_input' do not fit");
+}
+
 static void
 t_makers_and_state(void)
 {
@@ -344,6 +383,7 @@ t_every_op(void)
 	t_elementwise();
 	t_reductions();
 	t_shapes();
+	t_conv();
 	t_makers_and_state();
 	t_made_by_passes();
 	for (int op = 0; op < OP__COUNT; op++)
@@ -353,7 +393,7 @@ t_every_op(void)
 
 TEST_MAIN_FIXTURE(setup, teardown, {"elementwise", t_elementwise},
 		  {"reductions", t_reductions}, {"xent", t_xent},
-		  {"shapes", t_shapes},
+		  {"shapes", t_shapes}, {"conv", t_conv},
 		  {"makers_and_state", t_makers_and_state},
 		  {"made_by_passes", t_made_by_passes}, {"flags", t_flags},
 		  {"every_op", t_every_op})

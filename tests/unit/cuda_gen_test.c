@@ -659,10 +659,205 @@ t_prelude_host(void)
 	rmdir(dir);
 }
 
+/* ---- convolutions: generated, and run on the host */
+
+/* The value of element i of operand salt, as the host program makes it. */
+static double
+conv_val(int64_t i, unsigned salt)
+{
+	return (double)((int64_t)(((uint64_t)i * 2654435761u + salt) % 2001) -
+			1000) / 1000.0;
+}
+
+typedef struct ConvCase {
+	OpKind op;
+	TfgDtype t;
+	TfgShape a, b, out; /* operands, and the sizes argument */
+	IrConv cv;
+} ConvCase;
+
+static const ConvCase conv_cases[] = {
+	{OP_conv2d, TFG_F32, {4, {2, 7, 6, 3}}, {4, {3, 2, 3, 4}}, {0, {0}},
+	 {{2, 1}, {1, 2}, {1, 1, 1, 2}, 0}},
+	{OP_conv2d_backprop_input, TFG_F64, {4, {2, 4, 7, 4}},
+	 {4, {3, 2, 3, 4}}, {4, {2, 7, 6, 3}},
+	 {{2, 1}, {1, 2}, {1, 1, 1, 2}, 0}},
+	{OP_conv2d_backprop_filter, TFG_F32, {4, {2, 7, 6, 3}},
+	 {4, {2, 4, 7, 4}}, {4, {3, 2, 3, 4}},
+	 {{2, 1}, {1, 2}, {1, 1, 1, 2}, 0}},
+	{OP_conv2d, TFG_F64, {4, {1, 5, 5, 3}}, {4, {3, 3, 3, 2}}, {0, {0}},
+	 {{2, 2}, {1, 1}, {1, 1, 1, 1}, 1}},
+	{OP_conv2d_backprop_input, TFG_F32, {4, {1, 3, 3, 6}},
+	 {4, {3, 3, 3, 2}}, {4, {1, 5, 5, 3}},
+	 {{2, 2}, {1, 1}, {1, 1, 1, 1}, 1}},
+	{OP_conv2d_backprop_filter, TFG_F64, {4, {1, 5, 5, 3}},
+	 {4, {1, 3, 3, 6}}, {4, {3, 3, 3, 2}},
+	 {{2, 2}, {1, 1}, {1, 1, 1, 1}, 1}},
+};
+#define NCONV (int)(sizeof conv_cases / sizeof conv_cases[0])
+
+static IrNode *
+conv_node(const ConvCase *k)
+{
+	return ir_conv(&P, L, k->op, in(k->t, k->a), in(k->t, k->b), &k->cv,
+		       k->op == OP_conv2d ? NULL : &k->out);
+}
+
+/* Every case's kernel, into the unit t_ptx compiles. */
+static void
+t_conv(void)
+{
+	for (int i = 0; i < NCONV; i++)
+		ASSERT_EQ(gen(conv_node(&conv_cases[i])), 1);
+	ASSERT(cu_has_kernel(OP_conv2d));
+	ASSERT(cu_has_kernel(OP_conv2d_backprop_input));
+	ASSERT(cu_has_kernel(OP_conv2d_backprop_filter));
+}
+
+/* The TfgConv of case k, whose node is n. */
+static TfgConv
+conv_geom(const ConvCase *k, const IrNode *n)
+{
+	const TfgShape *x = k->op == OP_conv2d_backprop_input ? &n->shape
+			  : &k->a;
+	const TfgShape *w = k->op == OP_conv2d_backprop_filter ? &n->shape
+			  : &k->b;
+	const TfgShape *y = k->op == OP_conv2d ? &n->shape
+			  : k->op == OP_conv2d_backprop_input ? &k->a : &k->b;
+	TfgConv c = {x->dims[0], x->dims[1], x->dims[2], x->dims[3],
+		     w->dims[0], w->dims[1], w->dims[3], y->dims[1],
+		     y->dims[2], k->cv.stride[0], k->cv.stride[1],
+		     k->cv.dil[0], k->cv.dil[1], k->cv.pad[0], k->cv.pad[2],
+		     k->cv.depthwise};
+
+	return c;
+}
+
+/* Case k's operand of n elements made by conv_val(., salt), as dtype t. */
+static void *
+conv_operand(TfgDtype t, int64_t n, unsigned salt)
+{
+	char *b = malloc((size_t)(n ? n : 1) * 8);
+
+	for (int64_t e = 0; e < n; e++)
+		if (t == TFG_F32)
+			((float *)b)[e] = (float)conv_val(e, salt);
+		else
+			((double *)b)[e] = conv_val(e, salt);
+	return b;
+}
+
+/* The host program's main: each kernel on conv_val's operands, its
+ * output printed. */
+static const char conv_main[] =
+	"struct D3 { unsigned x, y, z; };\n"
+	"static D3 blockIdx, threadIdx, gridDim = {1, 1, 1};\n"
+	"#define __global__\n#define __launch_bounds__(n)\n"
+	"#define __restrict__\n";
+static const char conv_run[] =
+	"static double val(long long i, unsigned salt)\n{\n"
+	"\treturn (double)((long long)(((unsigned long long)i * "
+	"2654435761u + salt) % 2001) - 1000) / 1000.0;\n}\n"
+	"template <class T> static void run(void (*k)(void *, void *, "
+	"void *), long long na, long long nb, long long no)\n{\n"
+	"\tT *a = new T[na], *b = new T[nb], *o = new T[no];\n"
+	"\tfor (long long i = 0; i < na; i++) a[i] = (T)val(i, 1);\n"
+	"\tfor (long long i = 0; i < nb; i++) b[i] = (T)val(i, 2);\n"
+	"\tfor (threadIdx.x = 0; threadIdx.x < 256; threadIdx.x++)\n"
+	"\t\tk(o, a, b);\n"
+	"\tfor (long long i = 0; i < no; i++) printf(\"%a\\n\", "
+	"(double)o[i]);\n"
+	"\tdelete[] a; delete[] b; delete[] o;\n}\n"
+	"int main(void)\n{\n";
+
+/* The kernels compiled for the host by g++ (one block of 256 threads,
+ * one after the other, covers every element: the loops stride by the
+ * grid) and run on conv_val's values, against tfg_rt_conv2d
+ * (runtime/conv.c). */
+static void
+t_conv_host(void)
+{
+	char dir[] = "/tmp/tfg-conv-XXXXXX", cmd[1024], src[256], exe[256];
+	CuGen g;
+	CuLaunch l[CU_MAX_LAUNCH];
+	int kern[NCONV];
+	FILE *f, *p;
+
+	if (access("/usr/bin/g++", X_OK) != 0)
+		TEST_SKIP("g++ not found");
+	ASSERT(mkdtemp(dir) != NULL);
+	snprintf(src, sizeof src, "%s/c.cc", dir);
+	snprintf(exe, sizeof exe, "%s/c", dir);
+	cu_gen_init(&g, 0);
+	for (int i = 0; i < NCONV; i++) {
+		IrNode *n = conv_node(&conv_cases[i]);
+
+		ASSERT(n != NULL);
+		n->name = "c";
+		ASSERT_EQ(cu_gen_node(&g, n, l, CU_MAX_LAUNCH), 1);
+		ASSERT(l[0].nargs == 3 && l[0].arg[0] == CU_ARG_OUT &&
+		       l[0].arg[1] == 0 && l[0].arg[2] == 1);
+		kern[i] = l[0].kernel;
+	}
+	f = fopen(src, "w");
+	ASSERT(f != NULL);
+	fputs(shims, f);
+	fputs(conv_main, f);
+	fputs(g.src.p, f);
+	fputs(conv_run, f);
+	for (int i = 0; i < NCONV; i++) {
+		const ConvCase *k = &conv_cases[i];
+		IrNode *n = conv_node(k);
+
+		fprintf(f, "\trun<%s>(%s, %" PRId64 ", %" PRId64 ", %" PRId64
+			");\n", k->t == TFG_F32 ? "float" : "double",
+			g.names[kern[i]], tfg_shape_numel(&k->a),
+			tfg_shape_numel(&k->b), tfg_shape_numel(&n->shape));
+	}
+	fputs("\treturn 0;\n}\n", f);
+	fclose(f);
+	cu_gen_free(&g);
+	snprintf(cmd, sizeof cmd, "g++ -O1 -w -o %s %s", exe, src);
+	ASSERT(sh(cmd) == 0);
+	p = popen(exe, "r");
+	ASSERT(p != NULL);
+	for (int i = 0; i < NCONV; i++) {
+		const ConvCase *k = &conv_cases[i];
+		IrNode *n = conv_node(k);
+		TfgConv c = conv_geom(k, n);
+		int64_t no = tfg_shape_numel(&n->shape);
+		void *a = conv_operand(k->t, tfg_shape_numel(&k->a), 1);
+		void *b = conv_operand(k->t, tfg_shape_numel(&k->b), 2);
+		char *o = malloc((size_t)no * 8);
+
+		tfg_rt_conv2d(k->op == OP_conv2d ? TFG_CONV_FORWARD
+			      : k->op == OP_conv2d_backprop_input
+			      ? TFG_CONV_INPUT : TFG_CONV_FILTER, k->t, &c, a,
+			      b, o);
+		for (int64_t e = 0; e < no; e++) {
+			char buf[64];
+			double v, r = k->t == TFG_F32 ? ((float *)o)[e]
+						      : ((double *)o)[e];
+
+			ASSERT(fscanf(p, "%63s", buf) == 1);
+			v = strtod(buf, NULL);
+			if (!(fabs(v - r) <= 1e-4 * (1 + fabs(r))))
+				TEST_FAIL_("case %d element %" PRId64 ": %g "
+					   "(kernel) != %g (CPU)", i, e, v, r);
+		}
+		free(a), free(b), free(o);
+	}
+	pclose(p);
+	unlink(exe);
+	unlink(src);
+	rmdir(dir);
+}
+
 TEST_MAIN_FIXTURE(setup, teardown, {"elementwise", t_elementwise},
 		  {"dedup", t_dedup}, {"fused", t_fused},
 		  {"makers", t_makers}, {"movement", t_movement},
 		  {"reductions", t_reductions}, {"softmax", t_softmax},
-		  {"xent", t_xent},
+		  {"xent", t_xent}, {"conv", t_conv},
 		  {"refused", t_refused}, {"ptx", t_ptx},
-		  {"prelude_host", t_prelude_host})
+		  {"prelude_host", t_prelude_host},
+		  {"conv_host", t_conv_host})

@@ -1,0 +1,125 @@
+/*
+ * codegen/cuda_conv.c: the CUDA kernels of OP_conv2d and its gradients
+ * (spec §6.34 "conv2d, depthwise_conv2d, conv2d_transpose"), one thread
+ * per output element in a grid-stride loop, its sum over the elements
+ * that reach it written out with the layer's shape and geometry as
+ * constants:
+ *   conv2d                  y[n, oy, ox, k]: the window's taps and the
+ *                           input channels (depthwise: the one k reads)
+ *   conv2d_backprop_input   dx[n, iy, ix, c]: the taps whose output pixel
+ *                           reads it (a stride divides the distance), and
+ *                           the output channels c reaches
+ *   conv2d_backprop_filter  df[i, j, c, u]: every output pixel of the
+ *                           batch
+ * The sums run in the order of the CPU's direct loops (runtime/conv.c),
+ * in the node's dtype.
+ */
+#include <inttypes.h>
+
+#include "codegen/cuda_int.h"
+
+int
+cu_gen_conv(CuGen *g, const IrNode *n, CuLaunch *l, int max)
+{
+	const IrConv *v = n->conv;
+	const TfgShape *x, *f, *y;
+	const char *t = cu_ctype(n->dtype);
+	int64_t N = tfg_shape_numel(&n->shape), o, oc;
+	CuStr s = {0};
+
+	(void)max;
+	if (!v || n->nin != 2 || !cu_is_float(n->dtype) ||
+	    n->in[0]->dtype != n->dtype || n->in[1]->dtype != n->dtype)
+		return cu_fail(n, "convolution: malformed node");
+	if (n->op == OP_conv2d)
+		x = &n->in[0]->shape, f = &n->in[1]->shape, y = &n->shape;
+	else if (n->op == OP_conv2d_backprop_input)
+		x = &n->shape, f = &n->in[1]->shape, y = &n->in[0]->shape;
+	else
+		x = &n->in[0]->shape, f = &n->shape, y = &n->in[1]->shape;
+	if (N == 0)
+		return 0;
+	o = f->dims[3];
+	oc = y->dims[3];
+	cu_printf(&s, "extern \"C\" __global__ void __launch_bounds__(256)\n"
+		  "@K(void *p0, void *p1, void *p2)\n{\n"
+		  "\ttypedef long long I;\n"
+		  "\t%s *__restrict__ out = (%s *)p0;\n"
+		  "\tconst %s *__restrict__ a = (const %s *)p1;\n"
+		  "\tconst %s *__restrict__ b = (const %s *)p2;\n"
+		  "\tconst I H = %" PRId64 ", W = %" PRId64 ", C = %" PRId64
+		  ", KH = %" PRId64 ", KW = %" PRId64 ", O = %" PRId64
+		  ", OH = %" PRId64 ", OW = %" PRId64 ", OC = %" PRId64
+		  ", SH = %" PRId64 ", SW = %" PRId64 ", DH = %" PRId64
+		  ", DW = %" PRId64 ", PT = %" PRId64 ", PL = %" PRId64
+		  ", NB = %" PRId64 ";\n",
+		  t, t, t, t, t, t, x->dims[1], x->dims[2], x->dims[3],
+		  f->dims[0], f->dims[1], o, y->dims[1], y->dims[2], oc,
+		  v->stride[0], v->stride[1], v->dil[0], v->dil[1], v->pad[0],
+		  v->pad[2], x->dims[0]);
+	cu_printf(&s, "\tfor (I e = (I)blockIdx.x * 256 + threadIdx.x; "
+		  "e < (I)%" PRId64 "; e += (I)gridDim.x * 256) {\n"
+		  "\t\t%s s = 0;\n", N, t);
+	if (n->op == OP_conv2d) {
+		cu_printf(&s,
+			  "\t\tconst I k = e %% OC, ox = e / OC %% OW, "
+			  "oy = e / (OC * OW) %% OH, img = e / (OC * OW * OH);\n"
+			  "\t\tfor (I i = 0; i < KH; i++)\n"
+			  "\t\tfor (I j = 0; j < KW; j++) {\n"
+			  "\t\t\tconst I iy = oy * SH - PT + i * DH, "
+			  "ix = ox * SW - PL + j * DW;\n"
+			  "\t\t\tif (iy < 0 || iy >= H || ix < 0 || ix >= W)\n"
+			  "\t\t\t\tcontinue;\n"
+			  "\t\t\tconst %s *xp = a + ((img * H + iy) * W + ix) "
+			  "* C;\n"
+			  "\t\t\tconst %s *fp = b + (i * KW + j) * C * O;\n",
+			  t, t);
+		if (v->depthwise)
+			cu_puts(&s, "\t\t\ts += xp[k / O] * fp[k];\n");
+		else
+			cu_puts(&s, "\t\t\tfor (I z = 0; z < C; z++)\n"
+				"\t\t\t\ts += xp[z] * fp[z * O + k];\n");
+		cu_puts(&s, "\t\t}\n");
+	} else if (n->op == OP_conv2d_backprop_input) {
+		cu_printf(&s,
+			  "\t\tconst I z = e %% C, ix = e / C %% W, "
+			  "iy = e / (C * W) %% H, img = e / (C * W * H);\n"
+			  "\t\tfor (I i = 0; i < KH; i++)\n"
+			  "\t\tfor (I j = 0; j < KW; j++) {\n"
+			  "\t\t\tconst I ty = iy + PT - i * DH, "
+			  "tx = ix + PL - j * DW;\n"
+			  "\t\t\tif (ty < 0 || tx < 0 || ty %% SH || tx %% SW "
+			  "|| ty / SH >= OH || tx / SW >= OW)\n"
+			  "\t\t\t\tcontinue;\n"
+			  "\t\t\tconst %s *gp = a + ((img * OH + ty / SH) * OW "
+			  "+ tx / SW) * OC%s;\n"
+			  "\t\t\tconst %s *fp = b + ((i * KW + j) * C + z) * "
+			  "O;\n"
+			  "\t\t\tfor (I u = 0; u < O; u++)\n"
+			  "\t\t\t\ts += gp[u] * fp[u];\n"
+			  "\t\t}\n", t, v->depthwise ? " + z * O" : "", t);
+	} else {
+		cu_printf(&s,
+			  "\t\tconst I u = e %% O, z = e / O %% C, "
+			  "j = e / (O * C) %% KW, i = e / (O * C * KW);\n"
+			  "\t\tfor (I img = 0; img < NB; img++)\n"
+			  "\t\tfor (I oy = 0; oy < OH; oy++)\n"
+			  "\t\tfor (I ox = 0; ox < OW; ox++) {\n"
+			  "\t\t\tconst I iy = oy * SH - PT + i * DH, "
+			  "ix = ox * SW - PL + j * DW;\n"
+			  "\t\t\tif (iy < 0 || iy >= H || ix < 0 || ix >= W)\n"
+			  "\t\t\t\tcontinue;\n"
+			  "\t\t\ts += a[((img * H + iy) * W + ix) * C + z] * "
+			  "b[((img * OH + oy) * OW + ox) * OC + %s];\n"
+			  "\t\t}\n", v->depthwise ? "z * O + u" : "u");
+	}
+	cu_puts(&s, "\t\tout[e] = s;\n\t}\n}\n");
+	cu_set_launch(l, cu_kernel(g, s.p), cu_grid_for(N, CU_BLOCK),
+		      CU_BLOCK, 1);
+	l->nargs = 3;
+	l->arg[0] = CU_ARG_OUT;
+	l->arg[1] = 0;
+	l->arg[2] = 1;
+	cu_str_free(&s);
+	return 1;
+}

@@ -1,0 +1,488 @@
+/*
+ * runtime/conv.c: convolutions and their gradients (tfg_rt_conv2d,
+ * spec §6.34 "conv2d, depthwise_conv2d, conv2d_transpose"; spec/design.md
+ * "Kernels"), which generated parts call for OP_conv2d,
+ * OP_conv2d_backprop_input and OP_conv2d_backprop_filter
+ * (codegen/cpu_conv.c).
+ *
+ * A convolution is a product.  Each output pixel's patch, the kh x kw x c
+ * input values its window covers (zeros where it hangs over the padding),
+ * is a row of a matrix P of n * oh * ow rows and K = kh * kw * c columns,
+ * and the HWIO filter is already the K x o matrix F, so the output is
+ * P F, its input's gradient is P's rows scattered back (col2im) from
+ * dY F^T, and the filter's gradient is P^T dY.  P is never made whole:
+ * the rows are cut into chunks of CHUNK_BYTES of patches (1 MiB: in the
+ * L3 when the GEMM reads it; of 96 KiB to 2 MiB, 512 KiB and 1 MiB made
+ * the layers of bench/kernels.sh fastest on Zen 3), each
+ * made (im2col) and multiplied by OpenBLAS on the thread that made it,
+ * and the threads of the kernel pool (runtime/pool.c) take one block of
+ * chunks each:
+ *   forward  chunks at fixed rows; each chunk's product goes straight to
+ *            its output rows
+ *   input    groups of whole images (as many as a chunk holds, or one
+ *            image cut into chunks), whose gradients no other group's
+ *            rows touch: each chunk's dY F^T into a scratch, added into
+ *            the images in row order
+ *   filter   SLABS_MAX slabs at most, cut by the shape alone, each
+ *            summing its chunks' P^T dY into a partial of its own; the
+ *            partials are added in slab order
+ * so that every GEMM call and every sum is the same however many
+ * threads there are (OpenBLAS's order within a call depends on its
+ * rows), and so is the result.  A 1 x 1 filter of stride 1 without
+ * padding needs no patches: P is the input, and the product is one
+ * tfg_rt_gemm.
+ *
+ * Depthwise convolutions (each output channel reads one input channel)
+ * are no product: they, and every convolution when the scratch cannot
+ * be had (or rt_conv_direct is set, for the tests), take direct loops,
+ * in the same blocks.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/rt_int.h"
+
+#define CHUNK_BYTES (1 << 20) /* patch rows of one GEMM, at least one */
+#define SLABS_MAX 16            /* partials of a filter's gradient */
+
+int rt_conv_direct;
+size_t rt_conv_chunk;
+
+typedef struct Job {
+	int32_t kind, dtype;
+	const TfgConv *g;
+	const char *a, *b;
+	char *out;
+	size_t sz;     /* bytes of an element */
+	int64_t k;     /* patch length: kh * kw * c */
+	int64_t oc;    /* output channels: o, or c * o depthwise */
+	int64_t rows;  /* output pixels: n * oh * ow */
+	int64_t chunk; /* patch rows per GEMM */
+	int64_t parts; /* blocks */
+	int direct;
+	char *work;    /* per bytes for each block, or NULL */
+	size_t per;
+} Job;
+
+/* ------------------------------------------------------------ patches */
+
+/* Patch rows [r, r + m) into col (m x K), zeros outside the input. */
+static void
+im2col(const Job *J, int64_t r, int64_t m, char *col)
+{
+	const TfgConv *g = J->g;
+	size_t sz = J->sz, cb = (size_t)g->c * sz;
+
+	for (int64_t q = r; q < r + m; q++) {
+		int64_t img = q / (g->oh * g->ow), p = q % (g->oh * g->ow);
+		int64_t y0 = p / g->ow * g->sh - g->pt;
+		int64_t x0 = p % g->ow * g->sw - g->pl;
+		const char *xi = J->a + (size_t)(img * g->h * g->w) * cb;
+
+		for (int64_t i = 0; i < g->kh; i++) {
+			int64_t iy = y0 + i * g->dh;
+
+			if (iy < 0 || iy >= g->h) {
+				memset(col, 0, (size_t)g->kw * cb);
+				col += (size_t)g->kw * cb;
+				continue;
+			}
+			const char *row = xi + (size_t)(iy * g->w) * cb;
+			if (g->dw == 1) { /* the window's columns are adjacent */
+				int64_t a = x0 < 0 ? -x0 : 0;
+				int64_t e = g->w - x0 < g->kw ? g->w - x0 : g->kw;
+
+				a = a > g->kw ? g->kw : a;
+				e = e < a ? a : e;
+				memset(col, 0, (size_t)a * cb);
+				memcpy(col + (size_t)a * cb,
+				       row + (size_t)(x0 + a) * cb,
+				       (size_t)(e - a) * cb);
+				memset(col + (size_t)e * cb, 0,
+				       (size_t)(g->kw - e) * cb);
+				col += (size_t)g->kw * cb;
+				continue;
+			}
+			for (int64_t j = 0; j < g->kw; j++, col += cb) {
+				int64_t ix = x0 + j * g->dw;
+
+				if (ix < 0 || ix >= g->w)
+					memset(col, 0, cb);
+				else
+					memcpy(col, row + (size_t)ix * cb, cb);
+			}
+		}
+	}
+}
+
+/* dx += col (m x K) scattered back to the patches of rows [r, r + m). */
+#define COL2IM(T)                                                          \
+	static void col2im_##T(const Job *J, int64_t r, int64_t m,         \
+			       const T *col)                               \
+	{                                                                  \
+		const TfgConv *g = J->g;                                   \
+		for (int64_t q = r; q < r + m; q++) {                      \
+			int64_t img = q / (g->oh * g->ow);                 \
+			int64_t p = q % (g->oh * g->ow);                   \
+			int64_t y0 = p / g->ow * g->sh - g->pt;            \
+			int64_t x0 = p % g->ow * g->sw - g->pl;            \
+			T *xi = (T *)J->out + img * g->h * g->w * g->c;    \
+			for (int64_t i = 0; i < g->kh; i++) {              \
+				int64_t iy = y0 + i * g->dh;               \
+				for (int64_t j = 0; j < g->kw;             \
+				     j++, col += g->c) {                   \
+					int64_t ix = x0 + j * g->dw;       \
+					if (iy < 0 || iy >= g->h ||        \
+					    ix < 0 || ix >= g->w)          \
+						continue;                  \
+					T *d = xi + (iy * g->w + ix) *     \
+						    g->c;                  \
+					for (int64_t z = 0; z < g->c; z++) \
+						d[z] += col[z];            \
+				}                                          \
+			}                                                  \
+		}                                                          \
+	}
+COL2IM(float)
+COL2IM(double)
+
+static void
+col2im(const Job *J, int64_t r, int64_t m, const void *col)
+{
+	if (J->dtype == TFG_F32)
+		col2im_float(J, r, m, col);
+	else
+		col2im_double(J, r, m, col);
+}
+
+/* --------------------------------------------------------- direct loops */
+
+/* The direct form of kind over output pixels [r, r + m): forward and
+ * filter add into J->out, input into J->out's images; the filter's
+ * gradient goes to df (J->out or a partial). */
+#define DIRECT(T)                                                          \
+	static void direct_##T(const Job *J, int64_t r, int64_t m, T *df)  \
+	{                                                                  \
+		const TfgConv *g = J->g;                                   \
+		int64_t o = g->o, c = g->c, oc = J->oc;                    \
+		for (int64_t q = r; q < r + m; q++) {                      \
+			int64_t img = q / (g->oh * g->ow);                 \
+			int64_t p = q % (g->oh * g->ow);                   \
+			int64_t y0 = p / g->ow * g->sh - g->pt;            \
+			int64_t x0 = p % g->ow * g->sw - g->pl;            \
+			const T *yr = J->kind == TFG_CONV_FORWARD ? NULL   \
+			    : (const T *)(J->kind == TFG_CONV_INPUT        \
+					  ? J->a : J->b) + q * oc;         \
+			T *yw = J->kind == TFG_CONV_FORWARD                \
+			    ? (T *)J->out + q * oc : NULL;                 \
+			for (int64_t i = 0; i < g->kh; i++)                \
+			for (int64_t j = 0; j < g->kw; j++) {              \
+				int64_t iy = y0 + i * g->dh;               \
+				int64_t ix = x0 + j * g->dw;               \
+				if (iy < 0 || iy >= g->h || ix < 0 ||      \
+				    ix >= g->w)                            \
+					continue;                          \
+				int64_t xo = ((img * g->h + iy) * g->w +   \
+					      ix) * c;                     \
+				int64_t fo = (i * g->kw + j) * c * o;      \
+				for (int64_t z = 0; z < c; z++) {          \
+					int64_t yo = g->depthwise ? z * o  \
+								  : 0;     \
+					const T *f = (const T *)J->b +     \
+						     fo + z * o;           \
+					if (J->kind == TFG_CONV_FORWARD) { \
+						T xv = ((const T *)J->a)   \
+						    [xo + z];              \
+						for (int64_t u = 0; u < o; \
+						     u++)                  \
+							yw[yo + u] +=      \
+							    xv * f[u];     \
+					} else if (J->kind ==              \
+						   TFG_CONV_INPUT) {       \
+						T s = 0;                   \
+						for (int64_t u = 0; u < o; \
+						     u++)                  \
+							s += yr[yo + u] *  \
+							     f[u];         \
+						((T *)J->out)[xo + z] +=   \
+						    s;                     \
+					} else {                           \
+						T xv = ((const T *)J->a)   \
+						    [xo + z];              \
+						T *d = df + fo + z * o;    \
+						for (int64_t u = 0; u < o; \
+						     u++)                  \
+							d[u] += xv *       \
+								yr[yo + u];\
+					}                                  \
+				}                                          \
+			}                                                  \
+		}                                                          \
+	}
+DIRECT(float)
+DIRECT(double)
+
+static void
+direct(const Job *J, int64_t r, int64_t m, void *df)
+{
+	if (J->dtype == TFG_F32)
+		direct_float(J, r, m, df);
+	else
+		direct_double(J, r, m, df);
+}
+
+/* --------------------------------------------------------------- blocks */
+
+static int
+one_by_one(const TfgConv *g)
+{
+	return g->kh == 1 && g->kw == 1 && g->sh == 1 && g->sw == 1 &&
+	       g->pt == 0 && g->pl == 0 && g->oh == g->h && g->ow == g->w &&
+	       !g->depthwise;
+}
+
+/* Block i's share of [0, len) */
+static void
+share(const Job *J, int64_t i, int64_t len, int64_t *b, int64_t *e)
+{
+	*b = len * i / J->parts;
+	*e = len * (i + 1) / J->parts;
+}
+
+/* Block i's chunks: whole chunks at fixed rows, so that every GEMM
+ * call has the same rows however many blocks there are. */
+static void
+forward(const Job *J, int64_t i)
+{
+	int64_t u0, u1, r0, r1;
+
+	share(J, i, (J->rows + J->chunk - 1) / J->chunk, &u0, &u1);
+	r0 = u0 * J->chunk;
+	r1 = u1 * J->chunk < J->rows ? u1 * J->chunk : J->rows;
+	if (J->direct) {
+		memset(J->out + (size_t)(r0 * J->oc) * J->sz, 0,
+		       (size_t)((r1 - r0) * J->oc) * J->sz);
+		direct(J, r0, r1 - r0, NULL);
+		return;
+	}
+	for (int64_t r = r0; r < r1; r += J->chunk) {
+		int64_t m = r1 - r < J->chunk ? r1 - r : J->chunk;
+		char *col = J->work + J->per * (size_t)i;
+
+		im2col(J, r, m, col);
+		rt_gemm_here(J->dtype, 0, m, J->oc, J->k, 1.0, col, J->k,
+			     J->b, J->oc, 0.0,
+			     J->out + (size_t)(r * J->oc) * J->sz, J->oc);
+	}
+}
+
+/* Images per group of the input's gradient: as many whole images as a
+ * chunk holds, or one, cut into chunks from its first row. */
+static int64_t
+group(const Job *J)
+{
+	int64_t per = J->g->oh * J->g->ow;
+
+	return J->chunk >= per ? J->chunk / per : 1;
+}
+
+/* Block i's groups of images, each its chunks from its first row. */
+static void
+input(const Job *J, int64_t i)
+{
+	const TfgConv *g = J->g;
+	int64_t per = g->oh * g->ow, G = group(J), g0, g1, n0, n1;
+
+	share(J, i, (g->n + G - 1) / G, &g0, &g1);
+	n0 = g0 * G;
+	n1 = g1 * G < g->n ? g1 * G : g->n;
+	memset(J->out + (size_t)(n0 * g->h * g->w * g->c) * J->sz, 0,
+	       (size_t)((n1 - n0) * g->h * g->w * g->c) * J->sz);
+	if (J->direct) {
+		direct(J, n0 * per, (n1 - n0) * per, NULL);
+		return;
+	}
+	for (int64_t s = n0; s < n1; s += G) {
+		int64_t e = (s + G < n1 ? s + G : n1) * per;
+
+		for (int64_t r = s * per; r < e; r += J->chunk) {
+			int64_t m = e - r < J->chunk ? e - r : J->chunk;
+			char *col = J->work + J->per * (size_t)i;
+
+			rt_gemm_here(J->dtype, 2, m, J->k, J->oc, 1.0,
+				     J->a + (size_t)(r * J->oc) * J->sz,
+				     J->oc, J->b, J->oc, 0.0, col, J->k);
+			col2im(J, r, m, col);
+		}
+	}
+}
+
+/* Slab i of the filter's gradient into its partial: slab 0's is out,
+ * the others' follow their chunk scratch in the block's work. */
+static void
+filter(const Job *J, int64_t i)
+{
+	int64_t r0, r1;
+	size_t fbytes = (size_t)(J->k * J->g->o) * J->sz;
+	char *w = J->work ? J->work + J->per * (size_t)i : NULL;
+	char *df = i == 0 ? J->out
+		 : w + (J->direct ? 0 : (size_t)J->chunk * (size_t)J->k * J->sz);
+
+	share(J, i, J->rows, &r0, &r1);
+	memset(df, 0, fbytes);
+	if (J->direct) {
+		direct(J, r0, r1 - r0, df);
+		return;
+	}
+	for (int64_t r = r0; r < r1; r += J->chunk) {
+		int64_t m = r1 - r < J->chunk ? r1 - r : J->chunk;
+
+		im2col(J, r, m, w);
+		rt_gemm_here(J->dtype, 1, J->k, J->oc, m, 1.0, w, J->k,
+			     J->b + (size_t)(r * J->oc) * J->sz, J->oc, 1.0,
+			     df, J->oc);
+	}
+}
+
+/* Blocks [b, e) of the job at bases[0] (a TfgKernelFn). */
+static void
+blocks(void *const *bases, int64_t b, int64_t e)
+{
+	const Job *J = bases[0];
+
+	for (int64_t i = b; i < e; i++)
+		if (J->kind == TFG_CONV_FORWARD)
+			forward(J, i);
+		else if (J->kind == TFG_CONV_INPUT)
+			input(J, i);
+		else
+			filter(J, i);
+}
+
+/* The 1 x 1 convolution as one product over the pool: P is the input. */
+static void
+pointwise(const Job *J)
+{
+	const TfgConv *g = J->g;
+
+	if (J->kind == TFG_CONV_FORWARD)
+		tfg_rt_gemm(J->dtype, 0, J->rows, J->oc, g->c, 1.0, J->a, g->c,
+			    J->b, J->oc, 0.0, J->out, J->oc);
+	else if (J->kind == TFG_CONV_INPUT)
+		tfg_rt_gemm(J->dtype, 2, J->rows, g->c, J->oc, 1.0, J->a,
+			    J->oc, J->b, J->oc, 0.0, J->out, g->c);
+	else
+		tfg_rt_gemm(J->dtype, 1, g->c, J->oc, J->rows, 1.0, J->a, g->c,
+			    J->b, J->oc, 0.0, J->out, J->oc);
+}
+
+/* The input's gradient of a convolution of stride 1 as a forward one:
+ * dx[iy] takes dy[oy] f[i] where oy = iy + pt - i dh, which with the
+ * taps reversed (i' = kh - 1 - i) is a convolution of dy by the filter
+ * turned half a turn, its channels swapped, padded (kh - 1) dh - pt
+ * before.  The forward path is faster than a product and col2im's
+ * scattered sums.  0 if the reversed filter could not be had. */
+static int
+input_as_forward(const TfgConv *g, int32_t dtype, const void *dy,
+		 const void *f, void *dx)
+{
+	size_t sz = dtype == TFG_F32 ? 4 : 8;
+	int64_t taps = g->kh * g->kw;
+	char *r = malloc((size_t)(taps * g->c * g->o) * sz);
+	TfgConv t = {g->n, g->oh, g->ow, g->o, g->kh, g->kw, g->c, g->h,
+		     g->w, 1, 1, g->dh, g->dw, (g->kh - 1) * g->dh - g->pt,
+		     (g->kw - 1) * g->dw - g->pl, 0};
+
+	if (!r)
+		return 0;
+	for (int64_t p = 0; p < taps; p++)
+		for (int64_t z = 0; z < g->c; z++)
+			for (int64_t u = 0; u < g->o; u++)
+				memcpy(r + (size_t)((p * g->o + u) * g->c +
+						    z) * sz,
+				       (const char *)f +
+					   (size_t)(((taps - 1 - p) * g->c +
+						     z) * g->o + u) * sz,
+				       sz);
+	tfg_rt_conv2d(TFG_CONV_FORWARD, dtype, &t, dy, r, dx);
+	free(r);
+	return 1;
+}
+
+TFG_API void
+tfg_rt_conv2d(int32_t kind, int32_t dtype, const TfgConv *g, const void *a,
+	      const void *b, void *out)
+{
+	Job J = {kind, dtype, g, a, b, out, dtype == TFG_F32 ? 4 : 8,
+		 g->kh * g->kw * g->c, g->depthwise ? g->c * g->o : g->o,
+		 g->n * g->oh * g->ow, 1, 1, 0, NULL, 0};
+	int64_t nchunk, units;
+	size_t fbytes = (size_t)(J.k * g->o) * J.sz; /* the filter */
+	void *base = &J;
+
+	if (kind == TFG_CONV_FILTER && J.rows == 0) {
+		memset(out, 0, fbytes);
+		return;
+	}
+	if (J.rows == 0 || J.k == 0 || J.oc == 0) {
+		if (kind == TFG_CONV_INPUT)
+			memset(out, 0, (size_t)(g->n * g->h * g->w * g->c) *
+					   J.sz);
+		else if (kind == TFG_CONV_FILTER)
+			memset(out, 0, fbytes);
+		return;
+	}
+	if (one_by_one(g) && !rt_conv_direct) {
+		pointwise(&J);
+		return;
+	}
+	if (kind == TFG_CONV_INPUT && g->sh == 1 && g->sw == 1 &&
+	    !g->depthwise && !rt_conv_direct &&
+	    input_as_forward(g, dtype, a, b, out))
+		return;
+	J.direct = g->depthwise || rt_conv_direct;
+	J.chunk = (rt_conv_chunk ? rt_conv_chunk : CHUNK_BYTES) /
+		  ((size_t)J.k * J.sz);
+	J.chunk = J.chunk < 1 ? 1 : J.chunk;
+	nchunk = (J.rows + J.chunk - 1) / J.chunk;
+	/* blocks: the pool's threads (forward, input), or slabs fixed by
+	   the shape (filter) */
+	units = kind == TFG_CONV_INPUT ? (g->n + group(&J) - 1) / group(&J)
+				       : nchunk;
+	if (kind == TFG_CONV_FILTER)
+		J.parts = units < SLABS_MAX ? units : SLABS_MAX;
+	else
+		J.parts = rt_pool_threads(units);
+	if (!J.direct)
+		J.per = (size_t)J.chunk * (size_t)J.k * J.sz;
+	if (kind == TFG_CONV_FILTER)
+		J.per += fbytes;
+	if (J.per && !(J.work = malloc(J.per * (size_t)J.parts))) {
+		/* the direct loops need no scratch but the partials: one
+		   slab into out */
+		J.direct = 1;
+		J.parts = kind == TFG_CONV_FILTER ? 1 : J.parts;
+		J.per = 0;
+	}
+	if (J.parts > 1)
+		tfg_rt_parallel(blocks, &base, J.parts);
+	else
+		blocks(&base, 0, 1);
+	if (kind == TFG_CONV_FILTER)
+		for (int64_t s = 1; s < J.parts; s++) {
+			const char *p = J.work + J.per * (size_t)s +
+					(J.direct ? 0 : (size_t)J.chunk *
+						  (size_t)J.k * J.sz);
+			int64_t n = J.k * g->o;
+
+			if (dtype == TFG_F32)
+				for (int64_t z = 0; z < n; z++)
+					((float *)out)[z] +=
+					    ((const float *)p)[z];
+			else
+				for (int64_t z = 0; z < n; z++)
+					((double *)out)[z] +=
+					    ((const double *)p)[z];
+		}
+	free(J.work);
+}
