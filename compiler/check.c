@@ -26,6 +26,63 @@
 #include "lang/parse.h"
 
 
+/* ------------------------------------------------------ list functions */
+
+/* The graph functions whose value is a list of tensors
+ * (spec §6.22 "split and lists"), and how a use where a tensor is
+ * needed is told to take one. */
+static const struct {
+	const char *name;
+	PtrVec *(*list)(Checker *, AstNode *);
+	const char *take;
+} list_fns[] = {
+	{"split", check_split_list, "assign it to a name or take an element "
+				    "(split(x, 2)[0])"},
+	{"moments", check_moments_list, "give it to two names (mean, "
+					"variance = moments(x, [0]))"},
+	{"top_k", check_top_k_list, "give it to two names (values, indices "
+				    "= top_k(x, 5))"},
+};
+
+static int
+list_fn(const AstNode *e)
+{
+	if (e->kind != AST_CALL || e->b)
+		return -1;
+	for (int i = 0; i < (int)(sizeof list_fns / sizeof list_fns[0]); i++)
+		if (strcmp(e->name, list_fns[i].name) == 0)
+			return i;
+	return -1;
+}
+
+int
+check_is_list_call(const AstNode *e)
+{
+	return list_fn(e) >= 0;
+}
+
+PtrVec *
+check_list_call(Checker *c, AstNode *e)
+{
+	int i = list_fn(e);
+
+	return i < 0 ? NULL : list_fns[i].list(c, e);
+}
+
+/* A list function where a tensor is needed (moments, top_k: the check
+ * column of stdlib/ops.def): its arguments checked, then an error. */
+IrNode *
+check_listfn(Checker *c, AstNode *e, OpKind op)
+{
+	int i = list_fn(e);
+
+	(void)op;
+	if (i >= 0 && list_fns[i].list(c, e))
+		diag_error(c->d, e->loc, "'%s' gives a list, not a tensor: %s",
+			   e->name, list_fns[i].take);
+	return NULL;
+}
+
 /* ---------------------------------------------------------------- names */
 
 static void
@@ -35,13 +92,22 @@ prescan(Checker *c, AstNode *n)
 		AstNode *s = n->list[i];
 		if (s->kind == AST_DEVICE) {
 			prescan(c, s);
-		} else if ((s->kind == AST_ASSIGN || s->kind == AST_INPUT ||
-			    s->kind == AST_VAR) &&
-			   !check_find(&c->defs, s->name)) {
-			Sym *d = arena_alloc(c->a, sizeof *d);
-			d->name = s->name;
-			d->loc = s->tok.loc;
-			sym_push(c->a, &c->defs, d);
+		} else if (s->kind == AST_ASSIGN || s->kind == AST_INPUT ||
+			   s->kind == AST_VAR) {
+			/* a, b = ...: each name */
+			int k = s->kind == AST_ASSIGN && s->n ? s->n : 1;
+
+			for (int j = 0; j < k; j++) {
+				const AstNode *t = k > 1 ? s->list[j] : s;
+				Sym *d;
+
+				if (check_find(&c->defs, t->name))
+					continue;
+				d = arena_alloc(c->a, sizeof *d);
+				d->name = t->name;
+				d->loc = t->tok.loc;
+				sym_push(c->a, &c->defs, d);
+			}
 		}
 	}
 }
@@ -1010,6 +1076,35 @@ assign_value(Checker *c, AstNode *s)
 	return check_expr(c, s->a);
 }
 
+/* a, b = LIST (spec §6.22 "split and lists"): a name for each element
+ * of the list, or an error naming the counts (each name defined still,
+ * so that its uses are not reported). */
+static void
+check_unpack(Checker *c, AstNode *s)
+{
+	PtrVec *l = NULL;
+
+	c->stmt = s->name;
+	if (!check_is_list(c, s->a))
+		diag_error(c->d, ast_extent(s->a), "%d names take the elements "
+			   "of a list (split, moments, top_k), not a tensor",
+			   s->n);
+	else if ((l = check_list(c, s->a, "a list")) && l->n != s->n)
+		diag_error(c->d, ast_extent(s->a), "a list of %d tensor%s "
+			   "cannot be given to %d names", l->n,
+			   l->n == 1 ? "" : "s", s->n);
+	c->stmt = NULL;
+	for (int i = 0; i < s->n; i++) {
+		IrNode *n = l && l->n == s->n ? l->v[i] : NULL;
+
+		if (n && !n->name) {
+			n->name = s->list[i]->name;
+			n->user_named = 1;
+		}
+		check_define(c, s->list[i]->name, s->list[i]->tok.loc, n);
+	}
+}
+
 static void
 check_assign(Checker *c, AstNode *s)
 {
@@ -1017,6 +1112,10 @@ check_assign(Checker *c, AstNode *s)
 
 	if (check_replicated(c, s, assign_value)) /* one per worker */
 		return;
+	if (s->n) {
+		check_unpack(c, s);
+		return;
+	}
 	c->stmt = s->name;
 	/* a list value (spec §6.22 "split and lists") */
 	if (check_is_list(c, s->a)) {

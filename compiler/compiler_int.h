@@ -461,6 +461,15 @@ AstNode *check_kwarg(AstNode *e, const char *name);
  * reported.  check_list_index: list[i] of AST_INDEX e whose base is a
  * list expression. */
 Sym *check_list_sym(Checker *c, AstNode *e);
+/* check.c: the graph functions whose value is a list: whether e calls
+ * one (split, moments, top_k), and its elements (NULL: reported), by
+ * their checkers: check_split_list (ops_shape.c), check_moments_list
+ * and check_top_k_list (ops_reduce.c). */
+int check_is_list_call(const AstNode *e);
+PtrVec *check_list_call(Checker *c, AstNode *e);
+PtrVec *check_split_list(Checker *c, AstNode *e);
+PtrVec *check_moments_list(Checker *c, AstNode *e);
+PtrVec *check_top_k_list(Checker *c, AstNode *e);
 int check_is_list(Checker *c, AstNode *e);
 PtrVec *check_list(Checker *c, AstNode *e, const char *what);
 IrNode *check_list_index(Checker *c, AstNode *e);

@@ -193,6 +193,71 @@ in_top_k(Checker *c, AstNode *e)
 				    TFG_I64)));
 }
 
+/* batch_normalization(x, mean, variance, offset=, scale=,
+ * variance_epsilon=0.001) (spec §6.35 "moments, batch_normalization, top_k"):
+ * TF's formula, x inv + (offset - mean inv) with
+ * inv = scale / sqrt(variance + epsilon), the statistics broadcast
+ * against x; offset and scale left out are 0 and 1. */
+static IrNode *
+batch_norm(Checker *c, AstNode *e)
+{
+	static const char *const what[] = {"mean", "variance", "offset",
+					   "scale"};
+	AstNode *arg[4] = {e->list[1], e->list[2], check_kwarg(e, "offset"),
+			   check_kwarg(e, "scale")};
+	AstNode *ep = check_kwarg(e, "variance_epsilon");
+	IrNode *x, *v[4] = {0}, *eps, *inv, *t, *one;
+	Lit l = {2, 0, 0.001};
+
+	if (!(x = number_arg(c, e, 1)))
+		return NULL;
+	for (int i = 0; i < 4; i++) {
+		if (!arg[i])
+			continue;
+		if (!(v[i] = check_expr(c, arg[i])))
+			return NULL;
+		if (v[i]->dtype != x->dtype && !v[i]->weak) {
+			diag_error(c->d, arg[i]->loc, "the %s of "
+				   "'batch_normalization' must have x's dtype "
+				   "%s, got %s", what[i],
+				   tfg_dtype_name(x->dtype),
+				   ir_type_str(c->a, v[i]->dtype,
+					       &v[i]->shape));
+			return NULL;
+		}
+		if (v[i]->dtype != x->dtype &&
+		    !(v[i] = check_built(c, ir_cast(c->p, arg[i]->loc, v[i],
+						     x->dtype))))
+			return NULL;
+	}
+	if (ep) {
+		l = check_lit_of(ep);
+		if ((l.kind != 1 && l.kind != 2) ||
+		    (l.kind == 2 ? l.f : (double)l.i) < 0) {
+			diag_error(c->d, ep->loc, "the variance_epsilon of "
+				   "'batch_normalization' must be a number "
+				   "literal of 0 or more");
+			return NULL;
+		}
+		if (l.kind == 1)
+			l = (Lit){2, 0, (double)l.i};
+	}
+	if (!(eps = check_scalar(c, e->loc, l, x->dtype)) ||
+	    !(one = check_scalar(c, e->loc, (Lit){2, 0, 1.0}, x->dtype)))
+		return NULL;
+	if (!(inv = bin(c, e->loc, OP_add, v[1], eps)) ||
+	    !(inv = check_built(c, ir_unary(c->p, e->loc, OP_sqrt, inv))))
+		return NULL;
+	inv = bin(c, e->loc, OP_div, one, inv);
+	if (v[3])
+		inv = bin(c, e->loc, OP_mul, inv, v[3]);
+	t = bin(c, e->loc, OP_mul, v[0], inv);
+	t = v[2] ? bin(c, e->loc, OP_sub, v[2], t)
+		 : (t ? check_built(c, ir_unary(c->p, e->loc, OP_neg, t))
+		      : NULL);
+	return bin(c, e->loc, OP_add, bin(c, e->loc, OP_mul, x, inv), t);
+}
+
 IrNode *
 check_math(Checker *c, AstNode *e, OpKind op)
 {
@@ -207,6 +272,8 @@ check_math(Checker *c, AstNode *e, OpKind op)
 		return bias_add(c, e);
 	if (strcmp(e->name, "in_top_k") == 0)
 		return in_top_k(c, e);
+	if (strcmp(e->name, "batch_normalization") == 0)
+		return batch_norm(c, e);
 	if (!(x = number_arg(c, e, strcmp(e->name, "square") != 0)))
 		return NULL;
 	in[0] = in[1] = x;

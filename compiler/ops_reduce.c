@@ -440,3 +440,150 @@ check_sparse_xent(Checker *c, AstNode *e, OpKind op)
 		return NULL;
 	return check_built(c, ir_where(c->p, e->loc, in[0], r, nan));
 }
+
+/* ------------------------------------------------------ list functions */
+
+/* moments(x, axes, shift=, keepdims=false)
+ * (spec §6.35 "moments, batch_normalization, top_k"): [mean, variance]
+ * of a float x over axes, TF's tf.nn.moments: the variance is the mean
+ * of the squared differences from the mean (shift, which TF does not
+ * use either, is taken and left alone). */
+PtrVec *
+check_moments_list(Checker *c, AstNode *e)
+{
+	AstNode *kd;
+	IrNode *x, *m, *d, *v;
+	PtrVec *out;
+	uint32_t mask;
+	int keep = 0;
+
+	if (check_bind(c, e) < 0 || !(x = check_expr(c, e->list[0])))
+		return NULL;
+	if (!dtype_is_float(x->dtype)) {
+		diag_error(c->d, e->list[0]->loc, "'moments' takes a float "
+			   "tensor, got %s",
+			   ir_type_str(c->a, x->dtype, &x->shape));
+		return NULL;
+	}
+	if (axes_of(c, e, e->list[1], x->shape.rank, 1, &mask) < 0)
+		return NULL;
+	if ((kd = check_kwarg(e, "keepdims"))) {
+		Lit l = check_lit_of(kd);
+
+		if (l.kind != 3) {
+			diag_error(c->d, kd->loc, "'keepdims' of 'moments' must "
+				   "be true or false");
+			return NULL;
+		}
+		keep = (int)l.i;
+	}
+	if (!(m = reduce_node(c, e, OP_reduce_mean, x, mask, 1)))
+		return NULL;
+	if (!(d = check_built(c, ir_binary(c->p, e->loc, OP_sub, x, m))) ||
+	    !(d = check_built(c, ir_binary(c->p, e->loc, OP_mul, d, d))) ||
+	    !(v = reduce_node(c, e, OP_reduce_mean, d, mask, keep)))
+		return NULL;
+	if (!keep) {
+		TfgShape s = v->shape;
+
+		if (!(m = check_built(c, ir_reshape(c->p, e->loc, m, &s))))
+			return NULL;
+	}
+	out = arena_alloc(c->a, sizeof *out);
+	vec_push(c->a, out, m);
+	vec_push(c->a, out, v);
+	return out;
+}
+
+/* top_k(input, k=1, sorted=true)
+ * (spec §6.35 "moments, batch_normalization, top_k"): [values, indices]
+ * of the k largest elements of each row (the last axis) of a number
+ * tensor, largest first, the lower index first among equals, as TF's;
+ * indices i32.  Made of k
+ * rounds: the row's argmax, its value (picked by a one-hot mask, so that
+ * the gradient goes to that element alone, as TF's), then that element
+ * replaced by the lowest value for the next round. */
+PtrVec *
+check_top_k_list(Checker *c, AstNode *e)
+{
+	AstNode *ke, *so;
+	IrNode *x, *m, **val, **idx, *lo, *zero;
+	PtrVec *out;
+	int64_t k = 1, n;
+	int r;
+	Lit l;
+
+	if (check_bind(c, e) < 0 || !(x = check_expr(c, e->list[0])))
+		return NULL;
+	ke = check_kwarg(e, "k");
+	so = check_kwarg(e, "sorted");
+	r = x->shape.rank;
+	if (r == 0 || x->dtype == TFG_BOOL || x->dtype == TFG_STRING ||
+	    x->shape.dims[r - 1] == IR_DIM_UNKNOWN) {
+		diag_error(c->d, e->list[0]->loc, "'top_k' takes a number "
+			   "tensor of rank 1 or more whose last dim is known, "
+			   "got %s", ir_type_str(c->a, x->dtype, &x->shape));
+		return NULL;
+	}
+	n = x->shape.dims[r - 1];
+	if (ke) {
+		l = check_lit_of(ke);
+		if (l.kind != 1) {
+			diag_error(c->d, ke->loc, "the k of 'top_k' must be an "
+				   "integer literal");
+			return NULL;
+		}
+		k = l.i;
+	}
+	if (k < 1 || k > n || k > 4096) {
+		diag_error(c->d, ke ? ke->loc : e->loc, "the k of 'top_k' must "
+			   "be 1 to the last dim of %s (%" PRId64 ")%s, got %"
+			   PRId64, ir_type_str(c->a, x->dtype, &x->shape), n,
+			   n > 4096 ? ", at most 4096" : "", k);
+		return NULL;
+	}
+	if (so && check_lit_of(so).kind != 3) {
+		diag_error(c->d, so->loc, "'sorted' of 'top_k' must be true or "
+			   "false");
+		return NULL;
+	}
+	l = dtype_is_float(x->dtype) ? (Lit){2, 0, -INFINITY}
+	    : (Lit){1, x->dtype == TFG_I64 ? INT64_MIN : x->dtype == TFG_I32
+		       ? INT32_MIN : 0, 0};
+	if (!(lo = check_scalar(c, e->loc, l, x->dtype)) ||
+	    !(zero = check_scalar(c, e->loc, (Lit){dtype_is_float(x->dtype)
+						    ? 2 : 1, 0, 0},
+				  x->dtype)))
+		return NULL;
+	val = arena_alloc(c->a, (size_t)k * sizeof *val);
+	idx = arena_alloc(c->a, (size_t)k * sizeof *idx);
+	m = x;
+	for (int64_t i = 0; i < k; i++) {
+		IrMake *mk = arena_alloc(c->a, sizeof *mk);
+		IrNode *a, *hot, *oh;
+		TfgShape hs = x->shape;
+
+		if (!(a = reduce_node(c, e, OP_argmax, m, 1u << (r - 1), 0)))
+			return NULL;
+		mk->f[0] = mk->i[0] = 1; /* on, off: true, false */
+		mk->axis = r - 1;
+		if (!(oh = check_built(c, ir_make(c->p, e->loc, OP_one_hot,
+						  TFG_BOOL, &hs, mk, &a, 1))) ||
+		    !(hot = check_built(c, ir_where(c->p, e->loc, oh, x,
+						    zero))) ||
+		    !(val[i] = reduce_node(c, e, OP_reduce_sum, hot,
+					   1u << (r - 1), 0)) ||
+		    !(idx[i] = check_built(c, ir_cast(c->p, e->loc, a,
+						      TFG_I32))))
+			return NULL;
+		if (i + 1 < k && !(m = check_built(c, ir_where(c->p, e->loc,
+							       oh, lo, m))))
+			return NULL;
+	}
+	out = arena_alloc(c->a, sizeof *out);
+	vec_push(c->a, out, check_built(c, ir_stack(c->p, e->loc, val, (int)k,
+						    r - 1)));
+	vec_push(c->a, out, check_built(c, ir_stack(c->p, e->loc, idx, (int)k,
+						    r - 1)));
+	return out->v[0] && out->v[1] ? out : NULL;
+}

@@ -678,12 +678,6 @@ check_list_sym(Checker *c, AstNode *e)
 	return s->list ? s : NULL;
 }
 
-static int
-is_split_call(const AstNode *e)
-{
-	return e->kind == AST_CALL && strcmp(e->name, "split") == 0 && !e->b;
-}
-
 /* list[a:b]: one slice of a list expression (spec §6.22 "split and lists"). */
 static int
 is_list_slice(Checker *c, AstNode *e)
@@ -695,7 +689,7 @@ is_list_slice(Checker *c, AstNode *e)
 int
 check_is_list(Checker *c, AstNode *e)
 {
-	return is_split_call(e) || check_list_sym(c, e) != NULL ||
+	return check_is_list_call(e) || check_list_sym(c, e) != NULL ||
 	       is_list_slice(c, e);
 }
 
@@ -730,8 +724,6 @@ slice_list(Checker *c, AstNode *e, const char *what)
 	return out;
 }
 
-static PtrVec *split_list(Checker *c, AstNode *e);
-
 /* what: "'concat'" and so on, for the error when e is no list. */
 PtrVec *
 check_list(Checker *c, AstNode *e, const char *what)
@@ -739,8 +731,8 @@ check_list(Checker *c, AstNode *e, const char *what)
 	Sym *s;
 	PtrVec *v;
 
-	if (is_split_call(e))
-		return split_list(c, e);
+	if (check_is_list_call(e))
+		return check_list_call(c, e);
 	if (is_list_slice(c, e))
 		return slice_list(c, e, what);
 	if ((s = check_list_sym(c, e)) != NULL)
@@ -969,8 +961,8 @@ split_unknown(Checker *c, AstNode *e, IrNode *x, int axis, AstNode *how)
 
 /* split(x, n or [sizes], axis=0) (spec §6.22 "split and lists"): a list of
  * OP_slice. */
-static PtrVec *
-split_list(Checker *c, AstNode *e)
+PtrVec *
+check_split_list(Checker *c, AstNode *e)
 {
 	static const char *const names[] = {"x", "num_or_size_splits", "axis",
 					    NULL};
@@ -1058,7 +1050,7 @@ IrNode *
 check_split(Checker *c, AstNode *e, OpKind op)
 {
 	(void)op;
-	if (split_list(c, e))
+	if (check_split_list(c, e))
 		diag_error(c->d, e->loc, "'split' gives a list, not a tensor: "
 			   "assign it to a name or take an element "
 			   "(split(x, 2)[0])");

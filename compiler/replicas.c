@@ -180,6 +180,60 @@ replicated_refs(Checker *c, const AstNode *e, const Sym **first,
 		replicated_refs(c, e->list[i], first, other);
 }
 
+/* a, b = LIST replicated over job: the list once per worker, each name
+ * given its element of every copy. */
+static int
+unpack_copies(Checker *c, AstNode *s, const CJob *job)
+{
+	IrNode ***copies = arena_alloc(c->a, (size_t)s->n * sizeof *copies);
+	int before = c->d->nerr;
+
+	for (int i = 0; i < s->n; i++)
+		copies[i] = arena_alloc(c->a, (job->ntask + 1) *
+					sizeof *copies[i]);
+	for (int k = 0; k < job->ntask && c->d->nerr == before; k++) {
+		PtrVec *l;
+
+		c->copy = k;
+		c->copy_job = job;
+		c->stmt = arena_printf(c->a, "%s@%d", s->name, k);
+		if (!check_is_list(c, s->a))
+			diag_error(c->d, ast_extent(s->a), "%d names take the "
+				   "elements of a list (split, moments, "
+				   "top_k), not a tensor", s->n);
+		else if ((l = check_list(c, s->a, "a list")) && l->n != s->n)
+			diag_error(c->d, ast_extent(s->a), "a list of %d "
+				   "tensor%s cannot be given to %d names",
+				   l->n, l->n == 1 ? "" : "s", s->n);
+		else if (l)
+			for (int i = 0; i < s->n; i++) {
+				IrNode *n = l->v[i];
+
+				if (!n->name) {
+					n->name = arena_printf(c->a, "%s@%d",
+						s->list[i]->name, k);
+					n->user_named = 1;
+				}
+				copies[i][k] = n;
+			}
+		c->stmt = NULL;
+		c->copy = -1;
+	}
+	for (int i = 0; i < s->n; i++) {
+		Sym *sym = check_define(c, s->list[i]->name,
+					s->list[i]->tok.loc,
+					c->d->nerr > before ? NULL
+							    : copies[i][0]);
+
+		if (sym && c->d->nerr == before) {
+			sym->ncopy = job->ntask;
+			sym->copies = copies[i];
+			sym->rep_job = job;
+		}
+	}
+	return 1;
+}
+
 int
 check_replicated(Checker *c, AstNode *s, IrNode *(*make)(Checker *,
 							  AstNode *))
@@ -222,6 +276,8 @@ check_replicated(Checker *c, AstNode *s, IrNode *(*make)(Checker *,
 		job = dep->rep_job;
 	if (!job || s->kind == AST_VAR)
 		return 0;
+	if (s->kind == AST_ASSIGN && s->n)
+		return unpack_copies(c, s, job);
 	if (s->kind == AST_ASSIGN && check_is_list(c, s->a)) {
 		diag_error(c->d, ast_extent(s->a), "a list cannot be "
 			   "replicated: split a value that is not");

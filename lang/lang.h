@@ -108,7 +108,8 @@ typedef enum {
 	AST_DEVICE,   /* str: device string (loc of the string in a->loc);
 			 a: AST_STRING, or AST_CALL for `device
 			 replicas(...)`; list: statements */
-	AST_ASSIGN,   /* name; a: value */
+	AST_ASSIGN,   /* name; a: value; list: the AST_NAMEs of `a, b = v`
+			 (n >= 2; name is the first), else n == 0 */
 	AST_INPUT,    /* name; a: AST_NAME dtype; list: dims (AST_INT;
 			 ival -1 for `?`); has_dims: brackets were written */
 	AST_SESSION,  /* a: AST_STRING target or NULL; list: statements;

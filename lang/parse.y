@@ -228,6 +228,22 @@ stmt(A) ::= IDENT(N) ASSIGN expr(E). {
 	A->name = tok_name(ps, &N);
 	A->a = E;
 }
+/* a, b = moments(x, [0]): the elements of a list, one name each */
+stmt(A) ::= IDENT(N) COMMA targets(L) ASSIGN expr(E). {
+	A = ast_new(ps->arena, AST_ASSIGN, loc_span(N.loc, ast_extent(E)),
+		    &N);
+	A->name = tok_name(ps, &N);
+	A->a = E;
+	add(ps, A, name_node(ps, &N));
+	for (int i = 0; i < L->n; i++)
+		add(ps, A, L->list[i]);
+}
+targets(A) ::= IDENT(N). {
+	A = add(ps, scratch(ps), name_node(ps, &N));
+}
+targets(A) ::= targets(L) COMMA IDENT(N). {
+	A = add(ps, L, name_node(ps, &N));
+}
 stmt(A) ::= INPUT(K) IDENT(N) COLON tname(T). {
 	A = ast_new(ps->arena, AST_INPUT, loc_span(K.loc, T->loc), &N);
 	A->name = tok_name(ps, &N);

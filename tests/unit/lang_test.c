@@ -476,7 +476,7 @@ t_error_messages(void)
 	static const struct {
 		const char *src, *msg;
 	} cases[] = {
-		{"x 2\n", "1:3: error: expected '=', found number '2'"},
+		{"x 2\n", "1:3: error: expected ',' or '=', found number '2'"},
 		{"}\n", "1:1: error: unexpected '}'"},
 		{"input x: 5\n",
 		 "1:10: error: expected identifier, found number '5'"},
