@@ -123,3 +123,117 @@ cu_gen_conv(CuGen *g, const IrNode *n, CuLaunch *l, int max)
 	cu_str_free(&s);
 	return 1;
 }
+
+/* Pools, one thread per output element: a max or an average over the
+ * window's elements inside the input (a NaN is the maximum); the input's
+ * gradient per element of the input: the output pixels whose windows
+ * hold it, their gradient where it is the window's first maximum, or
+ * divided by the window's count. */
+int
+cu_gen_pool(CuGen *g, const IrNode *n, CuLaunch *l, int max)
+{
+	const IrConv *v = n->conv;
+	int grad = n->op == OP_max_pool_grad || n->op == OP_avg_pool_grad;
+	const TfgShape *x = n->op == OP_avg_pool_grad ? &n->shape
+			  : &n->in[0]->shape;
+	const TfgShape *y = !grad ? &n->shape
+			  : n->op == OP_max_pool_grad ? &n->in[1]->shape
+			  : &n->in[0]->shape;
+	const char *t = cu_ctype(n->dtype);
+	int64_t N = tfg_shape_numel(&n->shape);
+	CuStr s = {0};
+
+	(void)max;
+	if (!v || x->rank != 4 || y->rank != 4 || !cu_dt_ok(n->dtype) ||
+	    n->dtype == TFG_BOOL || n->in[0]->dtype != n->dtype ||
+	    (n->op == OP_max_pool_grad &&
+	     (n->nin != 2 || n->in[1]->dtype != n->dtype)))
+		return cu_fail(n, "pool: malformed node");
+	if (N == 0)
+		return 0;
+	cu_printf(&s, "extern \"C\" __global__ void __launch_bounds__(256)\n"
+		  "@K(void *p0, void *p1%s)\n{\n\ttypedef long long I;\n"
+		  "\t%s *__restrict__ out = (%s *)p0;\n"
+		  "\tconst %s *__restrict__ a = (const %s *)p1;\n",
+		  n->nin > 1 ? ", void *p2" : "", t, t, t, t);
+	if (n->nin > 1)
+		cu_printf(&s, "\tconst %s *__restrict__ b = (const %s *)p2;\n",
+			  t, t);
+	cu_printf(&s, "\tconst I H = %" PRId64 ", W = %" PRId64 ", C = %"
+		  PRId64 ", KH = %" PRId64 ", KW = %" PRId64 ", OH = %"
+		  PRId64 ", OW = %" PRId64 ", SH = %" PRId64 ", SW = %"
+		  PRId64 ", PT = %" PRId64 ", PL = %" PRId64 ";\n",
+		  x->dims[1], x->dims[2], x->dims[3], v->ksize[0], v->ksize[1],
+		  y->dims[1], y->dims[2], v->stride[0], v->stride[1],
+		  v->pad[0], v->pad[2]);
+	cu_printf(&s, "\tfor (I e = (I)blockIdx.x * 256 + threadIdx.x; "
+		  "e < (I)%" PRId64 "; e += (I)gridDim.x * 256) {\n", N);
+	if (!grad) {
+		cu_printf(&s,
+			  "\t\tconst I z = e %% C, ox = e / C %% OW, "
+			  "oy = e / (C * OW) %% OH, img = e / (C * OW * OH);\n"
+			  "\t\tconst I y0 = oy * SH - PT < 0 ? 0 : oy * SH - PT;\n"
+			  "\t\tconst I y1 = oy * SH - PT + KH < H ? "
+			  "oy * SH - PT + KH : H;\n"
+			  "\t\tconst I x0 = ox * SW - PL < 0 ? 0 : ox * SW - PL;\n"
+			  "\t\tconst I x1 = ox * SW - PL + KW < W ? "
+			  "ox * SW - PL + KW : W;\n"
+			  "\t\tconst %s *ip = a + img * H * W * C + z;\n"
+			  "\t\t%s s = ip[(y0 * W + x0) * C];\n"
+			  "\t\tfor (I iy = y0; iy < y1; iy++)\n"
+			  "\t\tfor (I ix = x0; ix < x1; ix++) {\n"
+			  "\t\t\tif (iy == y0 && ix == x0)\n\t\t\t\tcontinue;\n"
+			  "\t\t\tconst %s u = ip[(iy * W + ix) * C];\n", t, t, t);
+		if (n->op == OP_max_pool)
+			cu_puts(&s, "\t\t\ts = u > s || u != u ? u : s;\n\t\t}\n");
+		else
+			cu_printf(&s, "\t\t\ts = s + u;\n\t\t}\n\t\ts = s / "
+				  "(%s)((y1 - y0) * (x1 - x0));\n", t);
+		cu_puts(&s, "\t\tout[e] = s;\n\t}\n}\n");
+	} else {
+		cu_printf(&s,
+			  "\t\tconst I z = e %% C, ix = e / C %% W, "
+			  "iy = e / (C * W) %% H, img = e / (C * W * H);\n"
+			  "\t\t%s s = 0;\n"
+			  "\t\tfor (I oy = 0; oy < OH; oy++)\n"
+			  "\t\tfor (I ox = 0; ox < OW; ox++) {\n"
+			  "\t\t\tconst I y0 = oy * SH - PT < 0 ? 0 : "
+			  "oy * SH - PT;\n"
+			  "\t\t\tconst I y1 = oy * SH - PT + KH < H ? "
+			  "oy * SH - PT + KH : H;\n"
+			  "\t\t\tconst I x0 = ox * SW - PL < 0 ? 0 : "
+			  "ox * SW - PL;\n"
+			  "\t\t\tconst I x1 = ox * SW - PL + KW < W ? "
+			  "ox * SW - PL + KW : W;\n"
+			  "\t\t\tif (iy < y0 || iy >= y1 || ix < x0 || ix >= x1)\n"
+			  "\t\t\t\tcontinue;\n"
+			  "\t\t\tconst %s g = %s[((img * OH + oy) * OW + ox) * C "
+			  "+ z];\n", t, t, n->op == OP_max_pool_grad ? "b" : "a");
+		if (n->op == OP_avg_pool_grad) {
+			cu_printf(&s, "\t\t\ts = s + g / (%s)((y1 - y0) * "
+				  "(x1 - x0));\n\t\t}\n", t);
+		} else {
+			cu_printf(&s,
+				  "\t\t\tconst %s *ip = a + img * H * W * C + z;\n"
+				  "\t\t\tI at = y0 * W + x0;\n"
+				  "\t\t\tfor (I qy = y0; qy < y1; qy++)\n"
+				  "\t\t\tfor (I qx = x0; qx < x1; qx++) {\n"
+				  "\t\t\t\tconst %s m = ip[at * C], u = "
+				  "ip[(qy * W + qx) * C];\n"
+				  "\t\t\t\tif (m == m && (u > m || u != u))\n"
+				  "\t\t\t\t\tat = qy * W + qx;\n"
+				  "\t\t\t}\n"
+				  "\t\t\tif (at == iy * W + ix)\n"
+				  "\t\t\t\ts = s + g;\n\t\t}\n", t, t);
+		}
+		cu_puts(&s, "\t\tout[e] = s;\n\t}\n}\n");
+	}
+	cu_set_launch(l, cu_kernel(g, s.p), cu_grid_for(N, CU_BLOCK),
+		      CU_BLOCK, 1);
+	l->nargs = 1 + n->nin;
+	l->arg[0] = CU_ARG_OUT;
+	l->arg[1] = 0;
+	l->arg[2] = 1;
+	cu_str_free(&s);
+	return 1;
+}

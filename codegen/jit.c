@@ -11,8 +11,8 @@
  *                   tfg_rt_send are absolute symbols (or the test fakes in
  *                   CgOptions), and so are tfg_rt_parallel (large loop
  *                   nests, codegen/cpu_nest.c), tfg_rt_gemm (large
- *                   matmuls, codegen/cpu_shape.c) and tfg_rt_conv2d
- *                   (codegen/cpu_conv.c); libc's fmod,
+ *                   matmuls, codegen/cpu_shape.c), tfg_rt_conv2d and
+ *                   tfg_rt_pool2d (codegen/cpu_conv.c); libc's fmod,
  *                   fmodf, memcpy, memset and memmove (which LLVM may
  *                   call for frem or copy loops)
  *                   and the libm functions of process_filter's list
@@ -606,6 +606,8 @@ define_symbols(CgJit *j, const CgOptions *o)
 		 {(uintptr_t)tfg_rt_gemm, fl}},
 		{LLVMOrcLLJITMangleAndIntern(j->jit, "tfg_rt_conv2d"),
 		 {(uintptr_t)tfg_rt_conv2d, fl}},
+		{LLVMOrcLLJITMangleAndIntern(j->jit, "tfg_rt_pool2d"),
+		 {(uintptr_t)tfg_rt_pool2d, fl}},
 		{LLVMOrcLLJITMangleAndIntern(j->jit, "tfg_rt_parallel"),
 		 {(uintptr_t)tfg_rt_parallel, fl}},
 		{LLVMOrcLLJITMangleAndIntern(j->jit, "tfg_rt_var"),

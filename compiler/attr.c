@@ -286,6 +286,9 @@ ir_attr_dump(FILE *out, const IrNode *n)
 			v->pad[3]);
 		if (v->depthwise)
 			fputs(" depthwise", out);
+		if (v->ksize[0])
+			fprintf(out, " ksize=[%" PRId64 ", %" PRId64 "]",
+				v->ksize[0], v->ksize[1]);
 	}
 	if ((a & A_OPT) && n->opt) {
 		static const char *const kind[IR_OPT__COUNT] = {

@@ -554,6 +554,34 @@ d_conv2d_filter(Ad *a, IrNode *n, IrNode *g, int k)
 	return conv(a, OP_conv2d, n->in[0], g, n, NULL);
 }
 
+/* A max pool's gradient goes to each window's first maximum
+ * (max_pool_grad, which has none of its own); an average pool's is
+ * spread over its windows (avg_pool_grad), whose adjoint is the average
+ * pool again. */
+static IrNode *
+d_max_pool(Ad *a, IrNode *n, IrNode *g, int k)
+{
+	(void)k;
+	return put(a, ir_pool(a->p, at(a), OP_max_pool_grad, n->in[0], g,
+			      n->conv, &n->in[0]->shape));
+}
+
+static IrNode *
+d_avg_pool(Ad *a, IrNode *n, IrNode *g, int k)
+{
+	(void)k;
+	return put(a, ir_pool(a->p, at(a), OP_avg_pool_grad, g, NULL, n->conv,
+			      &n->in[0]->shape));
+}
+
+static IrNode *
+d_avg_pool_grad(Ad *a, IrNode *n, IrNode *g, int k)
+{
+	(void)k;
+	return put(a, ir_pool(a->p, at(a), OP_avg_pool, g, NULL, n->conv,
+			      NULL));
+}
+
 static IrNode *
 d_transpose(Ad *a, IrNode *n, IrNode *g, int k)
 {

@@ -555,6 +555,64 @@ ir_conv(Program *p, SrcLoc loc, OpKind op, IrNode *a, IrNode *b,
 	return n;
 }
 
+/* The output of a pool of cv over an input of shape x (unknown dims
+ * stay unknown); -1 when a window does not fit. */
+static int
+pool_shape(const TfgShape *x, const IrConv *cv, TfgShape *y)
+{
+	if (x->rank != 4)
+		return -1;
+	*y = *x;
+	for (int a = 0; a < 2; a++) {
+		int64_t in = x->dims[1 + a], k = cv->ksize[a];
+		int64_t room = in + cv->pad[2 * a] + cv->pad[2 * a + 1];
+
+		if (k < 1 || cv->stride[a] < 1)
+			return -1;
+		if (in == IR_DIM_UNKNOWN)
+			continue;
+		if (room < k)
+			return -1;
+		y->dims[1 + a] = (room - k) / cv->stride[a] + 1;
+	}
+	return 0;
+}
+
+IrNode *
+ir_pool(Program *p, SrcLoc loc, OpKind op, IrNode *a, IrNode *b,
+	const IrConv *cv, const TfgShape *out)
+{
+	int max = op == OP_max_pool || op == OP_max_pool_grad;
+	int grad = op == OP_max_pool_grad || op == OP_avg_pool_grad;
+	IrNode *in[2] = {a, b}, *n;
+	TfgShape y;
+
+	if (a->shape.rank != 4 || (max ? a->dtype == TFG_BOOL ||
+				   a->dtype == TFG_STRING ||
+				   a->dtype == TFG_U8 : !is_float(a->dtype)) ||
+	    (b && b->dtype != a->dtype) || (grad && !out) ||
+	    (op == OP_max_pool_grad) != (b != NULL)) {
+		diag_error(p->diag, loc, "'%s' takes %s of rank 4, got %s",
+			   op_info[op].name, max ? "an i32, i64, f32 or f64 "
+			   "tensor" : "a float tensor", type_s(p, a));
+		return NULL;
+	}
+	if (pool_shape(grad ? out : &a->shape, cv, &y) < 0 ||
+	    (op == OP_max_pool_grad && !dims_fit(&y, &b->shape)) ||
+	    (op == OP_max_pool_grad && !dims_fit(out, &a->shape)) ||
+	    (op == OP_avg_pool_grad && !dims_fit(&y, &a->shape))) {
+		diag_error(p->diag, loc, "the windows of '%s' do not fit %s",
+			   op_info[op].name, type_s(p, a));
+		return NULL;
+	}
+	n = node(p, op, loc, in, b ? 2 : 1, a->dtype);
+	n->shape = grad ? *out : y;
+	if (grad && n->shape.dims[0] == IR_DIM_UNKNOWN)
+		n->shape.dims[0] = a->shape.dims[0];
+	n->conv = cv;
+	return n;
+}
+
 /* ------------------------------------------------- made by the passes */
 
 IrNode *

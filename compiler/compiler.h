@@ -117,10 +117,13 @@ typedef struct IrMake {
  * at the right), "VALID" (0) or explicit paddings for the input's size.
  * depthwise: the filter is [kh, kw, c, m] and output channel c * m + j
  * reads input channel c alone; else it is [kh, kw, c, o] and every
- * output channel reads every input channel. */
+ * output channel reads every input channel.  Pools (OP_max_pool ...) use
+ * stride, pad and ksize; their dil is 1. */
 typedef struct IrConv {
 	int64_t stride[2], dil[2], pad[4];
 	int64_t depthwise;
+	int64_t ksize[2]; /* pools: the window's height and width (a
+			     convolution's is its filter's) */
 } IrConv;
 
 /* A fused group's expression (compiler/pass_fuse.c, spec/design.md

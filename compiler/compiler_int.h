@@ -154,6 +154,12 @@ IrNode *ir_concat(Program *p, SrcLoc loc, IrNode **in, int nin, int axis);
  * output's gradient, out the filter's shape), of geometry *cv (kept) */
 IrNode *ir_conv(Program *p, SrcLoc loc, OpKind op, IrNode *a, IrNode *b,
 		const IrConv *cv, const TfgShape *out);
+/* OP_max_pool and OP_avg_pool (a the input; b and out NULL),
+ * OP_max_pool_grad (a the input, b the output's gradient, out the
+ * input's shape) and OP_avg_pool_grad (a the output's gradient, b NULL,
+ * out the input's shape), windows of cv->ksize (kept) */
+IrNode *ir_pool(Program *p, SrcLoc loc, OpKind op, IrNode *a, IrNode *b,
+		const IrConv *cv, const TfgShape *out);
 /* The output shape of a convolution of an input of shape x by a filter
  * of shape f (unknown dims stay unknown); -1 when they do not fit. */
 int ir_conv_shape(const TfgShape *x, const TfgShape *f, const IrConv *cv,

@@ -486,3 +486,169 @@ tfg_rt_conv2d(int32_t kind, int32_t dtype, const TfgConv *g, const void *a,
 		}
 	free(J.work);
 }
+
+/* ---------------------------------------------------------------- pools */
+
+/* The window of output row y (column x) inside the input: [*b, *e). */
+static void
+window(int64_t y, int64_t s, int64_t p, int64_t k, int64_t len, int64_t *b,
+       int64_t *e)
+{
+	int64_t lo = y * s - p;
+
+	*b = lo < 0 ? 0 : lo;
+	*e = lo + k < len ? lo + k : len;
+}
+
+/* Output rows [r0, r1) (of n * oh) of a max or an average pool: each
+ * output pixel's channels start as its window's first element, then take
+ * the others', a channel at a time (a loop the compiler vectorises).  A
+ * NaN is the maximum of its window (v != v). */
+#define POOL_FWD(T)                                                        \
+	static void fwd_##T(int32_t kind, const TfgConv *g, const T *x,    \
+			    T *out, int64_t r0, int64_t r1)                \
+	{                                                                  \
+		int64_t c = g->c, y0, y1, x0, x1;                          \
+		for (int64_t r = r0; r < r1; r++)                          \
+		for (int64_t ox = 0; ox < g->ow; ox++) {                   \
+			T *o = out + (r * g->ow + ox) * c;                 \
+			const T *img = x + r / g->oh * g->h * g->w * c;    \
+			window(r % g->oh, g->sh, g->pt, g->kh, g->h, &y0,  \
+			       &y1);                                       \
+			window(ox, g->sw, g->pl, g->kw, g->w, &x0, &x1);   \
+			memcpy(o, img + (y0 * g->w + x0) * c,              \
+			       (size_t)c * sizeof(T));                     \
+			for (int64_t iy = y0; iy < y1; iy++)               \
+			for (int64_t ix = x0; ix < x1; ix++) {             \
+				const T *v = img + (iy * g->w + ix) * c;   \
+				if (iy == y0 && ix == x0)                  \
+					continue;                          \
+				if (kind == TFG_POOL_MAX)                  \
+					for (int64_t z = 0; z < c; z++)    \
+						o[z] = v[z] > o[z] ||      \
+						       v[z] != v[z]        \
+						       ? v[z] : o[z];      \
+				else                                       \
+					for (int64_t z = 0; z < c; z++)    \
+						o[z] += v[z];              \
+			}                                                  \
+			if (kind == TFG_POOL_AVG)                          \
+				for (int64_t z = 0; z < c; z++)            \
+					o[z] /= (T)((y1 - y0) * (x1 - x0));\
+		}                                                          \
+	}
+
+/* The input's gradient of images [i0, i1): each output pixel's gradient
+ * added to its window's first maximum (the first NaN, if any), or spread
+ * over its window. */
+#define POOL_BWD(T)                                                        \
+	static void bwd_##T(int32_t kind, const TfgConv *g, const T *x,    \
+			    const T *dy, T *out, int64_t i0, int64_t i1)   \
+	{                                                                  \
+		int64_t c = g->c, hw = g->h * g->w, y0, y1, x0, x1;        \
+		memset(out + i0 * hw * c, 0,                               \
+		       (size_t)((i1 - i0) * hw * c) * sizeof(T));          \
+		for (int64_t i = i0; i < i1; i++)                          \
+		for (int64_t oy = 0; oy < g->oh; oy++)                     \
+		for (int64_t ox = 0; ox < g->ow; ox++) {                   \
+			const T *d = dy + ((i * g->oh + oy) * g->ow + ox) *\
+					  c;                               \
+			T *dx = out + i * hw * c;                          \
+			window(oy, g->sh, g->pt, g->kh, g->h, &y0, &y1);   \
+			window(ox, g->sw, g->pl, g->kw, g->w, &x0, &x1);   \
+			if (kind == TFG_POOL_AVG_GRAD) {                   \
+				T n = (T)((y1 - y0) * (x1 - x0));          \
+				for (int64_t iy = y0; iy < y1; iy++)       \
+				for (int64_t ix = x0; ix < x1; ix++)       \
+				for (int64_t z = 0; z < c; z++)            \
+					dx[(iy * g->w + ix) * c + z] +=    \
+					    d[z] / n;                      \
+				continue;                                  \
+			}                                                  \
+			for (int64_t z = 0; z < c; z++) {                  \
+				const T *xi = x + i * hw * c + z;          \
+				int64_t at = y0 * g->w + x0;               \
+				for (int64_t iy = y0; iy < y1; iy++)       \
+				for (int64_t ix = x0; ix < x1; ix++) {     \
+					int64_t q = iy * g->w + ix;        \
+					T m = xi[at * c], v = xi[q * c];   \
+					if (m == m && (v > m || v != v))   \
+						at = q;                    \
+				}                                          \
+				dx[at * c + z] += d[z];                    \
+			}                                                  \
+		}                                                          \
+	}
+POOL_FWD(float)
+POOL_FWD(double)
+POOL_FWD(int32_t)
+POOL_FWD(int64_t)
+POOL_BWD(float)
+POOL_BWD(double)
+POOL_BWD(int32_t)
+POOL_BWD(int64_t)
+
+typedef struct PoolJob {
+	int32_t kind, dtype;
+	const TfgConv *g;
+	const void *a, *b;
+	void *out;
+	int64_t units, parts;
+} PoolJob;
+
+static void
+pool_blocks(void *const *bases, int64_t b, int64_t e)
+{
+	const PoolJob *J = bases[0];
+
+	for (int64_t i = b; i < e; i++) {
+		int64_t r0 = J->units * i / J->parts;
+		int64_t r1 = J->units * (i + 1) / J->parts;
+		const void *x = J->kind == TFG_POOL_AVG_GRAD ? NULL : J->a;
+		const void *dy = J->kind == TFG_POOL_AVG_GRAD ? J->a : J->b;
+		int fwd = J->kind == TFG_POOL_MAX || J->kind == TFG_POOL_AVG;
+
+#define POOL_CALL(T)                                                       \
+	(fwd ? fwd_##T(J->kind, J->g, x, J->out, r0, r1)                   \
+	     : bwd_##T(J->kind, J->g, x, dy, J->out, r0, r1))
+		switch (J->dtype) {
+		case TFG_F32:
+			POOL_CALL(float);
+			break;
+		case TFG_F64:
+			POOL_CALL(double);
+			break;
+		case TFG_I32:
+			POOL_CALL(int32_t);
+			break;
+		default:
+			POOL_CALL(int64_t);
+			break;
+		}
+#undef POOL_CALL
+	}
+}
+
+TFG_API void
+tfg_rt_pool2d(int32_t kind, int32_t dtype, const TfgConv *g, const void *a,
+	      const void *b, void *out)
+{
+	PoolJob J = {kind, dtype, g, a, b, out, 0, 1};
+	void *base = &J;
+
+	/* rows of the output, or images of the input's gradient (windows
+	   overlap within an image, never across) */
+	J.units = kind == TFG_POOL_MAX || kind == TFG_POOL_AVG
+		  ? g->n * g->oh : g->n;
+	if (J.units == 0)
+		return;
+	J.parts = rt_pool_threads(J.units);
+	if (J.parts > 1 && (double)J.units * (double)(g->h * g->w * g->c) /
+				   (double)(kind < TFG_POOL_MAX_GRAD ? g->oh : 1)
+			   < 1 << 15)
+		J.parts = 1; /* too little to wake the pool for */
+	if (J.parts > 1)
+		tfg_rt_parallel(pool_blocks, &base, J.parts);
+	else
+		pool_blocks(&base, 0, 1);
+}

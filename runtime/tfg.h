@@ -494,6 +494,21 @@ enum {
 	TFG_CONV_INPUT,   /* out = d input from a: d output, b: filter */
 	TFG_CONV_FILTER   /* out = d filter from a: input, b: d output */
 };
+enum {
+	TFG_POOL_MAX = 8,  /* out = max_pool(a: input) */
+	TFG_POOL_AVG,      /* out = avg_pool(a: input) */
+	TFG_POOL_MAX_GRAD, /* out = d input from a: input, b: d output */
+	TFG_POOL_AVG_GRAD  /* out = d input from a: d output */
+};
+/* A pool (spec §6.33 "max_pool, avg_pool") of the windows kh x kw of g
+ * (o = c, dh = dw = 1, depthwise 0): max (i32, i64, f32, f64; a NaN in
+ * a window is its maximum) and avg (f32, f64: the sum of the window's
+ * elements inside the input over their number), and their input's
+ * gradients, which go to the window's first maximum in row-major order
+ * or are spread over the window's elements inside the input.  Over the
+ * kernel pool; the result does not depend on the number of threads. */
+TFG_API void tfg_rt_pool2d(int32_t kind, int32_t dtype, const TfgConv *g,
+			   const void *a, const void *b, void *out);
 /* out (f32 or f64, as a and b) = the convolution `kind` of g, over the
  * kernel pool; the result does not depend on the number of threads.
  * Generated parts call it for OP_conv2d and its gradients. */

@@ -197,9 +197,9 @@ t_shapes(void)
 static void
 t_conv(void)
 {
-	static const IrConv same = {{2, 2}, {1, 1}, {0, 1, 0, 1}, 0};
-	static const IrConv dil = {{1, 1}, {2, 2}, {0, 0, 0, 0}, 0};
-	static const IrConv dw = {{1, 1}, {1, 1}, {1, 1, 1, 1}, 1};
+	static const IrConv same = {{2, 2}, {1, 1}, {0, 1, 0, 1}, 0, {0, 0}};
+	static const IrConv dil = {{1, 1}, {2, 2}, {0, 0, 0, 0}, 0, {0, 0}};
+	static const IrConv dw = {{1, 1}, {1, 1}, {1, 1, 1, 1}, 1, {0, 0}};
 	TfgShape xs = {4, {IR_DIM_UNKNOWN, 6, 6, 3}}, ys = {4, {2, 3, 3, 8}};
 	TfgShape fs = {4, {3, 3, 3, 8}}, bad = {4, {3, 3, 3, 7}};
 	TfgShape x2 = {4, {2, 6, 6, 3}};
@@ -229,6 +229,35 @@ t_conv(void)
 	refused(ir_conv(&P, L, OP_conv2d_backprop_input, in(TFG_F32, ys), f,
 			&dil, &x2),
 		"operands of 'conv2d_backprop_input' do not fit");
+}
+
+/* Pools: SAME and VALID windows, the gradients' shapes checked. */
+static void
+t_pool(void)
+{
+	static const IrConv same = {{2, 2}, {1, 1}, {0, 1, 0, 1}, 0, {2, 2}};
+	static const IrConv valid = {{1, 1}, {1, 1}, {0, 0, 0, 0}, 0, {3, 3}};
+	TfgShape xs = {4, {IR_DIM_UNKNOWN, 5, 5, 3}}, x2 = {4, {2, 5, 5, 3}};
+	TfgShape ys = {4, {2, 3, 3, 3}};
+	IrNode *x = in(TFG_F32, xs);
+
+	is(ir_pool(&P, L, OP_max_pool, x, NULL, &same, NULL), TFG_F32,
+	   (TfgShape){4, {IR_DIM_UNKNOWN, 3, 3, 3}});
+	is(ir_pool(&P, L, OP_avg_pool, x, NULL, &valid, NULL), TFG_F32,
+	   (TfgShape){4, {IR_DIM_UNKNOWN, 3, 3, 3}});
+	is(ir_pool(&P, L, OP_max_pool, in(TFG_I64, x2), NULL, &same, NULL),
+	   TFG_I64, ys);
+	is(ir_pool(&P, L, OP_max_pool_grad, in(TFG_F32, x2), in(TFG_F32, ys),
+		   &same, &x2), TFG_F32, x2);
+	is(ir_pool(&P, L, OP_avg_pool_grad, in(TFG_F32, ys), NULL, &same,
+		   &x2), TFG_F32, x2);
+	refused(ir_pool(&P, L, OP_avg_pool, in(TFG_I32, x2), NULL, &same,
+			NULL), "'avg_pool' takes a float tensor of rank 4");
+	refused(ir_pool(&P, L, OP_max_pool, in(TFG_F32, (TfgShape){4, {1, 2,
+			2, 1}}), NULL, &valid, NULL),
+		"the windows of 'max_pool' do not fit");
+	refused(ir_pool(&P, L, OP_avg_pool_grad, in(TFG_F32, x2), NULL, &same,
+			&x2), "the windows of 'avg_pool_grad' do not fit");
 }
 
 static void
@@ -384,6 +413,7 @@ t_every_op(void)
 	t_reductions();
 	t_shapes();
 	t_conv();
+	t_pool();
 	t_makers_and_state();
 	t_made_by_passes();
 	for (int op = 0; op < OP__COUNT; op++)
@@ -393,7 +423,7 @@ t_every_op(void)
 
 TEST_MAIN_FIXTURE(setup, teardown, {"elementwise", t_elementwise},
 		  {"reductions", t_reductions}, {"xent", t_xent},
-		  {"shapes", t_shapes}, {"conv", t_conv},
+		  {"shapes", t_shapes}, {"conv", t_conv}, {"pool", t_pool},
 		  {"makers_and_state", t_makers_and_state},
 		  {"made_by_passes", t_made_by_passes}, {"flags", t_flags},
 		  {"every_op", t_every_op})

@@ -13,7 +13,9 @@
  * 1 x 1 filters, batches of 1), plus larger shapes, with the default
  * chunks and with chunks of a few rows, for several chunks and blocks.  Tolerance: 4 (taps + 1) eps of the sum of |terms|.
  * The GEMM path and the direct loops (rt_conv_direct) must both agree,
- * and a result must be bit for bit the same on 1 and 3 threads.
+ * and a result must be bit for bit the same on 1 and 3 threads.  The
+ * pools (tfg_rt_pool2d) likewise, every kind and dtype, with ties and
+ * NaNs.
  */
 #include <math.h>
 #include <stdint.h>
@@ -93,6 +95,28 @@ as(int32_t t, const double *v, int64_t n)
 		else
 			((double *)b)[i] = v[i];
 	return b;
+}
+
+static void
+store(int32_t t, void *b, int64_t i, double v)
+{
+	switch (t) {
+	case TFG_F32: ((float *)b)[i] = (float)v; break;
+	case TFG_F64: ((double *)b)[i] = v; break;
+	case TFG_I32: ((int32_t *)b)[i] = (int32_t)v; break;
+	default: ((int64_t *)b)[i] = (int64_t)v; break;
+	}
+}
+
+static double
+load(int32_t t, const void *b, int64_t i)
+{
+	switch (t) {
+	case TFG_F32: return ((const float *)b)[i];
+	case TFG_F64: return ((const double *)b)[i];
+	case TFG_I32: return ((const int32_t *)b)[i];
+	default: return (double)((const int64_t *)b)[i];
+	}
 }
 
 static double
@@ -292,6 +316,150 @@ t_empty(void)
 		ASSERT(df[i] == 0.0f);
 }
 
+/* ---- pools */
+
+/* The reference of pool kind over g on x (and dy): the window's max (a
+ * NaN wins; the first of equals takes the gradient) or average. */
+static void
+pool_ref(const TfgConv *g, int kind, const double *x, const double *dy,
+	 double *out)
+{
+	int64_t c = g->c, hw = g->h * g->w;
+
+	if (kind >= TFG_POOL_MAX_GRAD)
+		memset(out, 0, (size_t)(g->n * hw * c) * sizeof *out);
+	for (int64_t b = 0; b < g->n; b++)
+	for (int64_t oy = 0; oy < g->oh; oy++)
+	for (int64_t ox = 0; ox < g->ow; ox++)
+	for (int64_t z = 0; z < c; z++) {
+		int64_t yo = ((b * g->oh + oy) * g->ow + ox) * c + z, at = -1;
+		int64_t cnt = 0;
+		double m = 0, sum = 0;
+
+		for (int64_t i = 0; i < g->kh; i++)
+		for (int64_t j = 0; j < g->kw; j++) {
+			int64_t iy = oy * g->sh - g->pt + i;
+			int64_t ix = ox * g->sw - g->pl + j;
+			int64_t q = ((b * g->h + iy) * g->w + ix) * c + z;
+
+			if (iy < 0 || iy >= g->h || ix < 0 || ix >= g->w)
+				continue;
+			cnt++;
+			sum += x ? x[q] : 0;
+			if (x && (at < 0 || (!isnan(m) && (x[q] > m ||
+							   isnan(x[q])))))
+				m = x[q], at = q;
+		}
+		for (int64_t i = 0; kind == TFG_POOL_AVG_GRAD && i < g->kh; i++)
+		for (int64_t j = 0; j < g->kw; j++) {
+			int64_t iy = oy * g->sh - g->pt + i;
+			int64_t ix = ox * g->sw - g->pl + j;
+
+			if (iy >= 0 && iy < g->h && ix >= 0 && ix < g->w)
+				out[((b * g->h + iy) * g->w + ix) * c + z] +=
+				    dy[yo] / (double)cnt;
+		}
+		if (kind == TFG_POOL_MAX)
+			out[yo] = m;
+		else if (kind == TFG_POOL_AVG)
+			out[yo] = sum / (double)cnt;
+		else if (kind == TFG_POOL_MAX_GRAD)
+			out[at] += dy[yo];
+	}
+}
+
+/* Random windows (SAME and VALID paddings, strides below, at and above
+ * the window), every kind and dtype, ties and NaNs in the input, on 1
+ * and 3 threads: within rounding of the reference, bit for bit across
+ * threads. */
+static void
+t_pool(void)
+{
+	static const int32_t dts[] = {TFG_F32, TFG_F64, TFG_I32, TFG_I64};
+	int made = 0;
+
+	while (made < 200) {
+		TfgConv g = {0};
+		int64_t nx, ny, pb, pr;
+		int32_t t = dts[made % 4];
+		int fl = t == TFG_F32 || t == TFG_F64;
+		double *x, *dy, *ref;
+		size_t sz = t == TFG_F32 || t == TFG_I32 ? 4 : 8;
+
+		g.n = pick(1, 3), g.h = pick(1, 9), g.w = pick(1, 9);
+		g.c = pick(1, 5), g.kh = pick(1, 4), g.kw = pick(1, 4);
+		g.sh = pick(1, 4), g.sw = pick(1, 4), g.dh = g.dw = 1;
+		g.o = g.c;
+		if (pick(0, 1)) { /* SAME */
+			int64_t oh = (g.h + g.sh - 1) / g.sh;
+			int64_t ow = (g.w + g.sw - 1) / g.sw;
+			int64_t ph = (oh - 1) * g.sh + g.kh - g.h;
+			int64_t pw = (ow - 1) * g.sw + g.kw - g.w;
+
+			ph = ph < 0 ? 0 : ph, pw = pw < 0 ? 0 : pw;
+			g.pt = ph / 2, pb = ph - ph / 2;
+			g.pl = pw / 2, pr = pw - pw / 2;
+		} else {
+			g.pt = g.pl = pb = pr = 0;
+		}
+		if (!finish(&g, pb, pr))
+			continue;
+		nx = g.n * g.h * g.w * g.c;
+		ny = g.n * g.oh * g.ow * g.c;
+		x = values(nx), dy = values(ny);
+		for (int64_t i = 0; i < nx; i++) {
+			x[i] = fl ? x[i] : (double)(int64_t)(x[i] * 5);
+			if (i % 7 == 3)
+				x[i] = x[i > 0 ? i - 1 : 0]; /* a tie */
+			if (fl && made % 8 == 1 && i % 11 == 5)
+				x[i] = NAN;
+		}
+		for (int kind = TFG_POOL_MAX; kind <= TFG_POOL_AVG_GRAD;
+		     kind++) {
+			int64_t nout = kind >= TFG_POOL_MAX_GRAD ? nx : ny;
+			char *out[2], *xb, *gb;
+
+			if (!fl && kind != TFG_POOL_MAX)
+				continue;
+			ref = malloc((size_t)(nout ? nout : 1) * sizeof *ref);
+			pool_ref(&g, kind, kind == TFG_POOL_AVG_GRAD ? NULL : x,
+				 dy, ref);
+			xb = malloc((size_t)nx * 8);
+			gb = malloc((size_t)ny * 8);
+			for (int64_t i = 0; i < nx; i++)
+				store(t, xb, i, x[i]);
+			for (int64_t i = 0; i < ny; i++)
+				store(t, gb, i, dy[i]);
+			for (int th = 0; th < 2; th++) {
+				out[th] = malloc((size_t)nout * 8);
+				tfg_set_threads(th ? 3 : 1);
+				tfg_rt_pool2d(kind, t, &g, kind ==
+					      TFG_POOL_AVG_GRAD ? gb : xb, gb,
+					      out[th]);
+			}
+			tfg_set_threads(3);
+			if (memcmp(out[0], out[1], (size_t)nout * sz))
+				TEST_FAIL_("pool kind %d differs between 1 and "
+					   "3 threads", kind);
+			for (int64_t e = 0; e < nout; e++) {
+				double v = load(t, out[0], e);
+
+				if (!(isnan(v) && isnan(ref[e])) &&
+				    !(fabs(v - ref[e]) <= 1e-5 *
+				      (1 + fabs(ref[e]))))
+					TEST_FAIL_("pool kind %d dtype %d "
+						   "element %" PRId64 ": %g != "
+						   "%g", kind, (int)t, e, v,
+						   ref[e]);
+			}
+			free(out[0]), free(out[1]), free(xb), free(gb);
+			free(ref);
+		}
+		free(x), free(dy);
+		made++;
+	}
+}
+
 /* A pool of 3 threads: the first loop sizes it. */
 static void
 setup(void)
@@ -300,4 +468,5 @@ setup(void)
 	ASSERT_EQ(rt_pool_threads(8), 3);
 }
 
-TEST_MAIN_FIXTURE(setup, NULL, {"random", t_random}, {"large", t_large}, {"empty", t_empty})
+TEST_MAIN_FIXTURE(setup, NULL, {"random", t_random}, {"large", t_large},
+		  {"pool", t_pool}, {"empty", t_empty})

@@ -678,27 +678,49 @@ typedef struct ConvCase {
 
 static const ConvCase conv_cases[] = {
 	{OP_conv2d, TFG_F32, {4, {2, 7, 6, 3}}, {4, {3, 2, 3, 4}}, {0, {0}},
-	 {{2, 1}, {1, 2}, {1, 1, 1, 2}, 0}},
+	 {{2, 1}, {1, 2}, {1, 1, 1, 2}, 0, {0, 0}}},
 	{OP_conv2d_backprop_input, TFG_F64, {4, {2, 4, 7, 4}},
 	 {4, {3, 2, 3, 4}}, {4, {2, 7, 6, 3}},
-	 {{2, 1}, {1, 2}, {1, 1, 1, 2}, 0}},
+	 {{2, 1}, {1, 2}, {1, 1, 1, 2}, 0, {0, 0}}},
 	{OP_conv2d_backprop_filter, TFG_F32, {4, {2, 7, 6, 3}},
 	 {4, {2, 4, 7, 4}}, {4, {3, 2, 3, 4}},
-	 {{2, 1}, {1, 2}, {1, 1, 1, 2}, 0}},
+	 {{2, 1}, {1, 2}, {1, 1, 1, 2}, 0, {0, 0}}},
 	{OP_conv2d, TFG_F64, {4, {1, 5, 5, 3}}, {4, {3, 3, 3, 2}}, {0, {0}},
-	 {{2, 2}, {1, 1}, {1, 1, 1, 1}, 1}},
+	 {{2, 2}, {1, 1}, {1, 1, 1, 1}, 1, {0, 0}}},
 	{OP_conv2d_backprop_input, TFG_F32, {4, {1, 3, 3, 6}},
 	 {4, {3, 3, 3, 2}}, {4, {1, 5, 5, 3}},
-	 {{2, 2}, {1, 1}, {1, 1, 1, 1}, 1}},
+	 {{2, 2}, {1, 1}, {1, 1, 1, 1}, 1, {0, 0}}},
 	{OP_conv2d_backprop_filter, TFG_F64, {4, {1, 5, 5, 3}},
 	 {4, {1, 3, 3, 6}}, {4, {3, 3, 3, 2}},
-	 {{2, 2}, {1, 1}, {1, 1, 1, 1}, 1}},
+	 {{2, 2}, {1, 1}, {1, 1, 1, 1}, 1, {0, 0}}},
+	/* pools: SAME windows over strides below and at their size */
+	{OP_max_pool, TFG_F32, {4, {2, 7, 6, 3}}, {0, {0}}, {0, {0}},
+	 {{2, 1}, {1, 1}, {1, 1, 1, 1}, 0, {3, 3}}},
+	{OP_avg_pool, TFG_F64, {4, {2, 7, 6, 3}}, {0, {0}}, {0, {0}},
+	 {{2, 2}, {1, 1}, {0, 1, 0, 0}, 0, {2, 2}}},
+	{OP_max_pool_grad, TFG_F64, {4, {2, 7, 6, 3}}, {4, {2, 4, 6, 3}},
+	 {4, {2, 7, 6, 3}}, {{2, 1}, {1, 1}, {1, 1, 1, 1}, 0, {3, 3}}},
+	{OP_avg_pool_grad, TFG_F32, {4, {2, 4, 3, 3}}, {0, {0}},
+	 {4, {2, 7, 6, 3}}, {{2, 2}, {1, 1}, {0, 1, 0, 0}, 0, {2, 2}}},
+	{OP_max_pool, TFG_I32, {4, {1, 5, 5, 2}}, {0, {0}}, {0, {0}},
+	 {{2, 2}, {1, 1}, {0, 0, 0, 0}, 0, {2, 2}}},
 };
 #define NCONV (int)(sizeof conv_cases / sizeof conv_cases[0])
+
+static int
+is_pool(OpKind op)
+{
+	return op == OP_max_pool || op == OP_avg_pool ||
+	       op == OP_max_pool_grad || op == OP_avg_pool_grad;
+}
 
 static IrNode *
 conv_node(const ConvCase *k)
 {
+	if (is_pool(k->op))
+		return ir_pool(&P, L, k->op, in(k->t, k->a), k->b.rank ?
+			       in(k->t, k->b) : NULL, &k->cv,
+			       k->out.rank ? &k->out : NULL);
 	return ir_conv(&P, L, k->op, in(k->t, k->a), in(k->t, k->b), &k->cv,
 		       k->op == OP_conv2d ? NULL : &k->out);
 }
@@ -709,6 +731,7 @@ t_conv(void)
 {
 	for (int i = 0; i < NCONV; i++)
 		ASSERT_EQ(gen(conv_node(&conv_cases[i])), 1);
+	ASSERT(cu_has_kernel(OP_max_pool));
 	ASSERT(cu_has_kernel(OP_conv2d));
 	ASSERT(cu_has_kernel(OP_conv2d_backprop_input));
 	ASSERT(cu_has_kernel(OP_conv2d_backprop_filter));
@@ -718,6 +741,19 @@ t_conv(void)
 static TfgConv
 conv_geom(const ConvCase *k, const IrNode *n)
 {
+	if (is_pool(k->op)) {
+		const TfgShape *x = k->op == OP_avg_pool_grad ? &n->shape
+				  : &k->a;
+		const TfgShape *y = k->op == OP_max_pool ||
+				    k->op == OP_avg_pool ? &n->shape
+				  : k->op == OP_max_pool_grad ? &k->b : &k->a;
+		TfgConv c = {x->dims[0], x->dims[1], x->dims[2], x->dims[3],
+			     k->cv.ksize[0], k->cv.ksize[1], x->dims[3],
+			     y->dims[1], y->dims[2], k->cv.stride[0],
+			     k->cv.stride[1], 1, 1, k->cv.pad[0], k->cv.pad[2],
+			     0};
+		return c;
+	}
 	const TfgShape *x = k->op == OP_conv2d_backprop_input ? &n->shape
 			  : &k->a;
 	const TfgShape *w = k->op == OP_conv2d_backprop_filter ? &n->shape
@@ -733,7 +769,8 @@ conv_geom(const ConvCase *k, const IrNode *n)
 	return c;
 }
 
-/* Case k's operand of n elements made by conv_val(., salt), as dtype t. */
+/* Case k's operand of n elements made by conv_val(., salt), as dtype t
+ * (integers: the value times 10, truncated, as the host program's). */
 static void *
 conv_operand(TfgDtype t, int64_t n, unsigned salt)
 {
@@ -742,8 +779,10 @@ conv_operand(TfgDtype t, int64_t n, unsigned salt)
 	for (int64_t e = 0; e < n; e++)
 		if (t == TFG_F32)
 			((float *)b)[e] = (float)conv_val(e, salt);
-		else
+		else if (t == TFG_F64)
 			((double *)b)[e] = conv_val(e, salt);
+		else
+			((int32_t *)b)[e] = (int32_t)(conv_val(e, salt) * 10);
 	return b;
 }
 
@@ -759,12 +798,13 @@ static const char conv_run[] =
 	"\treturn (double)((long long)(((unsigned long long)i * "
 	"2654435761u + salt) % 2001) - 1000) / 1000.0;\n}\n"
 	"template <class T> static void run(void (*k)(void *, void *, "
-	"void *), long long na, long long nb, long long no)\n{\n"
-	"\tT *a = new T[na], *b = new T[nb], *o = new T[no];\n"
-	"\tfor (long long i = 0; i < na; i++) a[i] = (T)val(i, 1);\n"
-	"\tfor (long long i = 0; i < nb; i++) b[i] = (T)val(i, 2);\n"
+	"void *), void (*k1)(void *, void *), long long na, long long nb, "
+	"long long no, double sc)\n{\n"
+	"\tT *a = new T[na], *b = new T[nb + 1], *o = new T[no];\n"
+	"\tfor (long long i = 0; i < na; i++) a[i] = (T)(val(i, 1) * sc);\n"
+	"\tfor (long long i = 0; i < nb; i++) b[i] = (T)(val(i, 2) * sc);\n"
 	"\tfor (threadIdx.x = 0; threadIdx.x < 256; threadIdx.x++)\n"
-	"\t\tk(o, a, b);\n"
+	"\t\tif (k) k(o, a, b); else k1(o, a);\n"
 	"\tfor (long long i = 0; i < no; i++) printf(\"%a\\n\", "
 	"(double)o[i]);\n"
 	"\tdelete[] a; delete[] b; delete[] o;\n}\n"
@@ -795,8 +835,8 @@ t_conv_host(void)
 		ASSERT(n != NULL);
 		n->name = "c";
 		ASSERT_EQ(cu_gen_node(&g, n, l, CU_MAX_LAUNCH), 1);
-		ASSERT(l[0].nargs == 3 && l[0].arg[0] == CU_ARG_OUT &&
-		       l[0].arg[1] == 0 && l[0].arg[2] == 1);
+		ASSERT(l[0].nargs == 1 + n->nin && l[0].arg[0] == CU_ARG_OUT &&
+		       l[0].arg[1] == 0 && (n->nin == 1 || l[0].arg[2] == 1));
 		kern[i] = l[0].kernel;
 	}
 	f = fopen(src, "w");
@@ -809,10 +849,16 @@ t_conv_host(void)
 		const ConvCase *k = &conv_cases[i];
 		IrNode *n = conv_node(k);
 
-		fprintf(f, "\trun<%s>(%s, %" PRId64 ", %" PRId64 ", %" PRId64
-			");\n", k->t == TFG_F32 ? "float" : "double",
-			g.names[kern[i]], tfg_shape_numel(&k->a),
-			tfg_shape_numel(&k->b), tfg_shape_numel(&n->shape));
+		int two = n->nin == 2;
+
+		fprintf(f, "\trun<%s>(%s, %s, %" PRId64 ", %" PRId64 ", %"
+			PRId64 ", %s);\n", k->t == TFG_F32 ? "float"
+			: k->t == TFG_F64 ? "double" : "int",
+			two ? g.names[kern[i]] : "0",
+			two ? "0" : g.names[kern[i]], tfg_shape_numel(&k->a),
+			k->b.rank ? tfg_shape_numel(&k->b) : 0,
+			tfg_shape_numel(&n->shape),
+			k->t == TFG_I32 ? "10.0" : "1.0");
 	}
 	fputs("\treturn 0;\n}\n", f);
 	fclose(f);
@@ -827,17 +873,26 @@ t_conv_host(void)
 		TfgConv c = conv_geom(k, n);
 		int64_t no = tfg_shape_numel(&n->shape);
 		void *a = conv_operand(k->t, tfg_shape_numel(&k->a), 1);
-		void *b = conv_operand(k->t, tfg_shape_numel(&k->b), 2);
+		void *b = conv_operand(k->t, k->b.rank ?
+				       tfg_shape_numel(&k->b) : 0, 2);
 		char *o = malloc((size_t)no * 8);
 
-		tfg_rt_conv2d(k->op == OP_conv2d ? TFG_CONV_FORWARD
-			      : k->op == OP_conv2d_backprop_input
-			      ? TFG_CONV_INPUT : TFG_CONV_FILTER, k->t, &c, a,
-			      b, o);
+		if (is_pool(k->op))
+			tfg_rt_pool2d(k->op == OP_max_pool ? TFG_POOL_MAX
+				      : k->op == OP_avg_pool ? TFG_POOL_AVG
+				      : k->op == OP_max_pool_grad
+				      ? TFG_POOL_MAX_GRAD : TFG_POOL_AVG_GRAD,
+				      k->t, &c, a, b, o);
+		else
+			tfg_rt_conv2d(k->op == OP_conv2d ? TFG_CONV_FORWARD
+				      : k->op == OP_conv2d_backprop_input
+				      ? TFG_CONV_INPUT : TFG_CONV_FILTER, k->t,
+				      &c, a, b, o);
 		for (int64_t e = 0; e < no; e++) {
 			char buf[64];
 			double v, r = k->t == TFG_F32 ? ((float *)o)[e]
-						      : ((double *)o)[e];
+				    : k->t == TFG_F64 ? ((double *)o)[e]
+				    : ((int32_t *)o)[e];
 
 			ASSERT(fscanf(p, "%63s", buf) == 1);
 			v = strtod(buf, NULL);

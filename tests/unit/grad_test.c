@@ -339,6 +339,37 @@ t_matmul(void)
 		 "\n", -1, 1);
 }
 
+/* Convolutions and pools
+ * (spec §6.34 "conv2d, depthwise_conv2d, conv2d_transpose",
+ * §6.33 "max_pool, avg_pool"): every op through its
+ * rule, OP_conv2d_backprop_input and OP_conv2d_backprop_filter as
+ * functions of both their operands, OP_max_pool_grad and
+ * OP_avg_pool_grad as the pools' gradients, and a second gradient
+ * through avg_pool_grad. */
+static void
+t_conv_pool(void)
+{
+	fd_check("input x: f64[2, 5, 6, 3]\ninput f: f64[3, 2, 3, 4]\n"
+		 "y = reduce_sum(tanh(conv2d(x, f, [2, 1], \"SAME\", "
+		 "dilations=[1, 2])))\n", -1, 1);
+	fd_check("input x: f64[1, 5, 5, 2]\ninput f: f64[3, 3, 2, 2]\n"
+		 "y = reduce_sum(tanh(depthwise_conv2d(x, f, 2, \"VALID\")))"
+		 "\n", -1, 1);
+	fd_check("input g: f64[1, 3, 3, 4]\ninput f: f64[3, 3, 2, 4]\n"
+		 "y = reduce_sum(tanh(conv2d_transpose(g, f, [1, 5, 5, 2], "
+		 "2)))\n", -1, 1);
+	fd_check("input x: f64[1, 4, 4, 2]\ninput g: f64[1, 2, 2, 3]\n"
+		 "y = reduce_sum(tanh(conv2d_backprop_filter(x, [3, 3, 2, 3], "
+		 "g, 2, \"SAME\")))\n", -1, 1);
+	fd_check("input x: f64[2, 5, 4, 3]\n"
+		 "y = reduce_sum(tanh(max_pool(x, 3, [2, 1], \"SAME\")) * "
+		 "max_pool(x, 2, 2, \"VALID\")[0, 0, 0, 0])\n", -1, 1);
+	fd_check("input x: f64[1, 4, 4, 2]\ninput w: f64[1, 2, 2, 2]\n"
+		 "g = grad(reduce_sum(avg_pool(x, 2, 2, \"VALID\") * w), x)\n"
+		 "y = reduce_sum(tanh(g) * x) + reduce_sum(tanh(avg_pool(x, "
+		 "3, 2, \"SAME\")))\n", -1, 1);
+}
+
 static void
 t_shapes(void)
 {
@@ -440,6 +471,7 @@ TEST_MAIN({"arith", t_arith}, {"pow", t_pow}, {"max_min", t_max_min},
 	  {"where", t_where}, {"broadcast", t_broadcast},
 	  {"reductions", t_reductions}, {"ties_and_zeros", t_ties_and_zeros},
 	  {"softmax", t_softmax}, {"xent", t_xent}, {"matmul", t_matmul},
+	  {"conv_pool", t_conv_pool},
 	  {"shapes", t_shapes},
 	  {"cast", t_cast}, {"chain", t_chain},
 	  {"independent", t_independent}, {"variable", t_variable})
