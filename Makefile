@@ -60,8 +60,10 @@ LLVM_INC = -I$(shell $(LLVM_CONFIG) --includedir)
 LLVM_LIB = -L$(shell $(LLVM_CONFIG) --libdir) -lLLVM-19
 LDLIBS   = $(LLVM_LIB) -lopenblas -lz -lssl -lcrypto -lpthread -ldl -lm
 
-# the optimizers' loops (runtime/optim.c) vectorise, sqrt included
+# the optimizers' loops (runtime/optim.c) vectorise, sqrt included, and
+# so do the direct convolutions' and the pools' (runtime/conv.c)
 %/runtime/optim.o: OPT = -O3 -fno-math-errno
+%/runtime/conv.o: OPT = -O3
 
 LANG_SRC     = $(wildcard lang/*.c)
 COMPILER_SRC = $(filter-out compiler/main.c,$(wildcard compiler/*.c))

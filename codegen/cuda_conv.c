@@ -52,7 +52,10 @@ cu_gen_conv(CuGen *g, const IrNode *n, CuLaunch *l, int max)
 		  ", OH = %" PRId64 ", OW = %" PRId64 ", OC = %" PRId64
 		  ", SH = %" PRId64 ", SW = %" PRId64 ", DH = %" PRId64
 		  ", DW = %" PRId64 ", PT = %" PRId64 ", PL = %" PRId64
-		  ", NB = %" PRId64 ";\n",
+		  ", NB = %" PRId64 ";\n"
+		  "\t(void)H, (void)W, (void)C, (void)KH, (void)KW, (void)O, "
+		  "(void)OH, (void)OW, (void)OC, (void)SH, (void)SW, (void)DH, "
+		  "(void)DW, (void)PT, (void)PL, (void)NB;\n",
 		  t, t, t, t, t, t, x->dims[1], x->dims[2], x->dims[3],
 		  f->dims[0], f->dims[1], o, y->dims[1], y->dims[2], oc,
 		  v->stride[0], v->stride[1], v->dil[0], v->dil[1], v->pad[0],
@@ -162,7 +165,9 @@ cu_gen_pool(CuGen *g, const IrNode *n, CuLaunch *l, int max)
 	cu_printf(&s, "\tconst I H = %" PRId64 ", W = %" PRId64 ", C = %"
 		  PRId64 ", KH = %" PRId64 ", KW = %" PRId64 ", OH = %"
 		  PRId64 ", OW = %" PRId64 ", SH = %" PRId64 ", SW = %"
-		  PRId64 ", PT = %" PRId64 ", PL = %" PRId64 ";\n",
+		  PRId64 ", PT = %" PRId64 ", PL = %" PRId64 ";\n"
+		  "\t(void)H, (void)W, (void)C, (void)KH, (void)KW, (void)OH, "
+		  "(void)OW, (void)SH, (void)SW, (void)PT, (void)PL;\n",
 		  x->dims[1], x->dims[2], x->dims[3], v->ksize[0], v->ksize[1],
 		  y->dims[1], y->dims[2], v->stride[0], v->stride[1],
 		  v->pad[0], v->pad[2]);

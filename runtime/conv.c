@@ -39,6 +39,9 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 #include "runtime/rt_int.h"
 
@@ -157,24 +160,29 @@ col2im(const Job *J, int64_t r, int64_t m, const void *col)
 
 /* --------------------------------------------------------- direct loops */
 
-/* The direct form of kind over output pixels [r, r + m): forward and
- * filter add into J->out, input into J->out's images; the filter's
- * gradient goes to df (J->out or a partial). */
+/* The direct form of kind over output pixels [r, r + m), tap by tap:
+ * forward adds into the pixels' rows of J->out, input into J->out's
+ * images, filter into df (J->out or a partial).  The innermost loops run
+ * over contiguous channels and vectorise. */
 #define DIRECT(T)                                                          \
-	static void direct_##T(const Job *J, int64_t r, int64_t m, T *df)  \
+	static void direct_##T(const Job *J, int64_t r, int64_t m,         \
+			       T *restrict df)                             \
 	{                                                                  \
 		const TfgConv *g = J->g;                                   \
-		int64_t o = g->o, c = g->c, oc = J->oc;                    \
+		const int64_t o = g->o, c = g->c, oc = J->oc;              \
+		const int dw = g->depthwise != 0, kind = J->kind;          \
+		const T *restrict x = kind == TFG_CONV_INPUT ? NULL        \
+			: (const T *)J->a;                                 \
+		const T *restrict f = kind == TFG_CONV_FILTER ? NULL       \
+			: (const T *)J->b;                                 \
+		const T *restrict dy = kind == TFG_CONV_FORWARD ? NULL     \
+			: (const T *)(kind == TFG_CONV_INPUT ? J->a : J->b);\
+		T *restrict out = (T *)J->out;                             \
 		for (int64_t q = r; q < r + m; q++) {                      \
 			int64_t img = q / (g->oh * g->ow);                 \
 			int64_t p = q % (g->oh * g->ow);                   \
 			int64_t y0 = p / g->ow * g->sh - g->pt;            \
 			int64_t x0 = p % g->ow * g->sw - g->pl;            \
-			const T *yr = J->kind == TFG_CONV_FORWARD ? NULL   \
-			    : (const T *)(J->kind == TFG_CONV_INPUT        \
-					  ? J->a : J->b) + q * oc;         \
-			T *yw = J->kind == TFG_CONV_FORWARD                \
-			    ? (T *)J->out + q * oc : NULL;                 \
 			for (int64_t i = 0; i < g->kh; i++)                \
 			for (int64_t j = 0; j < g->kw; j++) {              \
 				int64_t iy = y0 + i * g->dh;               \
@@ -185,39 +193,43 @@ col2im(const Job *J, int64_t r, int64_t m, const void *col)
 				int64_t xo = ((img * g->h + iy) * g->w +   \
 					      ix) * c;                     \
 				int64_t fo = (i * g->kw + j) * c * o;      \
-				for (int64_t z = 0; z < c; z++) {          \
-					int64_t yo = g->depthwise ? z * o  \
-								  : 0;     \
-					const T *f = (const T *)J->b +     \
-						     fo + z * o;           \
-					if (J->kind == TFG_CONV_FORWARD) { \
-						T xv = ((const T *)J->a)   \
-						    [xo + z];              \
-						for (int64_t u = 0; u < o; \
-						     u++)                  \
-							yw[yo + u] +=      \
-							    xv * f[u];     \
-					} else if (J->kind ==              \
-						   TFG_CONV_INPUT) {       \
-						T s = 0;                   \
-						for (int64_t u = 0; u < o; \
-						     u++)                  \
-							s += yr[yo + u] *  \
-							     f[u];         \
-						((T *)J->out)[xo + z] +=   \
-						    s;                     \
-					} else {                           \
-						T xv = ((const T *)J->a)   \
-						    [xo + z];              \
-						T *d = df + fo + z * o;    \
-						for (int64_t u = 0; u < o; \
-						     u++)                  \
-							d[u] += xv *       \
-								yr[yo + u];\
-					}                                  \
+				if (kind == TFG_CONV_FORWARD) {            \
+					T *restrict yq = out + q * oc;     \
+					DIRECT_FWD(T);                     \
+				} else if (kind == TFG_CONV_INPUT) {       \
+					const T *gq = dy + q * oc;         \
+					DIRECT_IN(T);                      \
+				} else {                                   \
+					const T *gq = dy + q * oc;         \
+					DIRECT_FILT(T);                    \
 				}                                          \
 			}                                                  \
 		}                                                          \
+	}
+/* y[k] += x[z] f[z, k] (depthwise: y[z o + u] += x[z] f[z, u]) */
+#define DIRECT_FWD(T)                                                      \
+	for (int64_t z = 0; z < c; z++) {                                  \
+		const T xv = x[xo + z], *fz = f + fo + z * o;              \
+		T *yz = yq + (dw ? z * o : 0);                             \
+		for (int64_t u = 0; u < o; u++)                            \
+			yz[u] += xv * fz[u];                               \
+	}
+/* dx[z] += sum over k of dy[k] f[z, k] */
+#define DIRECT_IN(T)                                                       \
+	for (int64_t z = 0; z < c; z++) {                                  \
+		const T *fz = f + fo + z * o, *gz = gq + (dw ? z * o : 0); \
+		T s = 0;                                                   \
+		for (int64_t u = 0; u < o; u++)                            \
+			s += gz[u] * fz[u];                                \
+		out[xo + z] += s;                                          \
+	}
+/* df[z, k] += x[z] dy[k] */
+#define DIRECT_FILT(T)                                                     \
+	for (int64_t z = 0; z < c; z++) {                                  \
+		const T xv = x[xo + z], *gz = gq + (dw ? z * o : 0);       \
+		T *dz = df + fo + z * o;                                   \
+		for (int64_t u = 0; u < o; u++)                            \
+			dz[u] += xv * gz[u];                               \
 	}
 DIRECT(float)
 DIRECT(double)
@@ -538,6 +550,86 @@ window(int64_t y, int64_t s, int64_t p, int64_t k, int64_t len, int64_t *b,
 		}                                                          \
 	}
 
+#ifdef __SSE2__
+/* The channels of one f32 window 4 at a time, as max_grad_float's loop
+ * below, its selects as SSE2 masks (the compiler does not vectorise
+ * them): the first one not done. */
+static int64_t
+max_grad_sse(const TfgConv *g, const float *xi, const float *d, float *dx,
+	     int64_t y0, int64_t y1, int64_t x0, int64_t x1, int64_t z0,
+	     int64_t n)
+{
+	int64_t c = g->c, z = z0;
+
+	if (g->h * g->w > INT32_MAX)
+		return z0;
+	for (; z + 4 <= z0 + n; z += 4) {
+		int64_t first = y0 * g->w + x0;
+		__m128 m = _mm_loadu_ps(xi + first * c + z);
+		__m128i at = _mm_set1_epi32((int)first);
+		int32_t a[4];
+
+		for (int64_t iy = y0; iy < y1; iy++)
+			for (int64_t ix = x0; ix < x1; ix++) {
+				int64_t q = iy * g->w + ix;
+				__m128 v = _mm_loadu_ps(xi + q * c + z);
+				__m128 up = _mm_and_ps(_mm_cmpord_ps(m, m),
+					_mm_or_ps(_mm_cmpgt_ps(v, m),
+						  _mm_cmpunord_ps(v, v)));
+				__m128i u = _mm_castps_si128(up);
+
+				m = _mm_or_ps(_mm_and_ps(up, v),
+					      _mm_andnot_ps(up, m));
+				at = _mm_or_si128(
+				    _mm_and_si128(u, _mm_set1_epi32((int)q)),
+				    _mm_andnot_si128(u, at));
+			}
+		_mm_storeu_si128((__m128i *)(void *)a, at);
+		for (int k = 0; k < 4; k++)
+			dx[a[k] * c + z + k] += d[z + k];
+	}
+	return z;
+}
+#define MAX_GRAD_VEC_float max_grad_sse
+#else
+#define MAX_GRAD_VEC_float(g, xi, d, dx, y0, y1, x0, x1, z0, n) (z0)
+#endif
+#define MAX_GRAD_VEC_double(g, xi, d, dx, y0, y1, x0, x1, z0, n) (z0)
+#define MAX_GRAD_VEC_int32_t(g, xi, d, dx, y0, y1, x0, x1, z0, n) (z0)
+#define MAX_GRAD_VEC_int64_t(g, xi, d, dx, y0, y1, x0, x1, z0, n) (z0)
+
+/* A max pool's gradient of one window, channels [z0, z0 + n): each
+ * channel's first maximum (its first NaN, if any) found without a branch
+ * on the data (selects: random data mispredicts half the branches), then
+ * given d. */
+#define POOL_CH 64
+#define MAX_GRAD(T)                                                        \
+	static void max_grad_##T(const TfgConv *g, const T *xi,            \
+				 const T *d, T *dx, int64_t y0, int64_t y1,\
+				 int64_t x0, int64_t x1, int64_t z0,       \
+				 int64_t n)                                \
+	{                                                                  \
+		int64_t c = g->c, e = z0 + n;                              \
+		z0 = MAX_GRAD_VEC_##T(g, xi, d, dx, y0, y1, x0, x1, z0, n);\
+		for (int64_t z = z0; z < e; z++) {                         \
+			int64_t at = y0 * g->w + x0;                       \
+			T m = xi[at * c + z];                              \
+			for (int64_t iy = y0; iy < y1; iy++)               \
+			for (int64_t ix = x0; ix < x1; ix++) {             \
+				int64_t q = iy * g->w + ix;                \
+				T v = xi[q * c + z];                       \
+				int up = (m == m) & ((v > m) | (v != v));  \
+				m = up ? v : m;                            \
+				at = up ? q : at;                          \
+			}                                                  \
+			dx[at * c + z] += d[z];                            \
+		}                                                          \
+	}
+MAX_GRAD(float)
+MAX_GRAD(double)
+MAX_GRAD(int32_t)
+MAX_GRAD(int64_t)
+
 /* The input's gradient of images [i0, i1): each output pixel's gradient
  * added to its window's first maximum (the first NaN, if any), or spread
  * over its window. */
@@ -565,20 +657,14 @@ window(int64_t y, int64_t s, int64_t p, int64_t k, int64_t len, int64_t *b,
 					    d[z] / n;                      \
 				continue;                                  \
 			}                                                  \
-			for (int64_t z = 0; z < c; z++) {                  \
-				const T *xi = x + i * hw * c + z;          \
-				int64_t at = y0 * g->w + x0;               \
-				for (int64_t iy = y0; iy < y1; iy++)       \
-				for (int64_t ix = x0; ix < x1; ix++) {     \
-					int64_t q = iy * g->w + ix;        \
-					T m = xi[at * c], v = xi[q * c];   \
-					if (m == m && (v > m || v != v))   \
-						at = q;                    \
-				}                                          \
-				dx[at * c + z] += d[z];                    \
-			}                                                  \
+			for (int64_t z0 = 0; z0 < c; z0 += POOL_CH)        \
+				max_grad_##T(g, x + i * hw * c, d, dx, y0, \
+					     y1, x0, x1, z0,               \
+					     c - z0 < POOL_CH ? c - z0     \
+							      : POOL_CH);  \
 		}                                                          \
 	}
+
 POOL_FWD(float)
 POOL_FWD(double)
 POOL_FWD(int32_t)
