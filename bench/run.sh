@@ -180,5 +180,8 @@ done
 # table, each beside the machine's own limit measured in the same run.
 sh bench/kernels.sh
 
-# Training: the MLP step and MNIST against NumPy, PyTorch and TF1.
+# Training: the MLP step and MNIST against NumPy, PyTorch and TF1; the
+# Deep MNIST convolutional network's step and distributed training
+# against TF1 and PyTorch.
 sh bench/mnist.sh
+sh bench/cnn.sh

@@ -76,6 +76,8 @@ def extra(p):
     p.add_argument("--spec", help=argparse.SUPPRESS)
     p.add_argument("--out", help=argparse.SUPPRESS)
     p.add_argument("--workers", type=int, default=2)
+    p.add_argument("--model", choices=["mlp", "cnn"], default="mlp",
+                   help="cnn: TF's Deep MNIST network (bench/tf1_cnn_mnist.py)")
 
 
 
@@ -89,8 +91,42 @@ def serve(a):
     server.join()
 
 
+def cnn(tf, a):
+    """TF's Deep MNIST network, as examples/cnn_mnist.tfg: conv 5x5x32,
+    max-pool 2, conv 5x5x64, max-pool 2, dense 1024 with dropout, dense 10,
+    initial weights scaled by 1/sqrt(fan-in), biases 0.1 (0 for the last);
+    the logits and the keep probability (1 unless fed)."""
+    v1 = tf.compat.v1
+    rng = __import__("numpy").random.default_rng(a.seed)
+
+    def var(name, shape, sd):
+        init = (rng.standard_normal(shape) * sd).astype("float32")
+        return v1.get_variable(name, initializer=init)
+
+    def bias(name, n, v):
+        return v1.get_variable(name, initializer=tf.constant(v, shape=[n]))
+
+    x = v1.placeholder(tf.float32, [None, 784])
+    keep = v1.placeholder_with_default(1.0, [])
+    img = tf.reshape(x, [-1, 28, 28, 1])
+    h = tf.nn.relu(tf.nn.conv2d(img, var("w1", [5, 5, 1, 32], 0.2), 1,
+                                "SAME") + bias("b1", 32, 0.1))
+    h = tf.nn.max_pool2d(h, 2, 2, "SAME")
+    h = tf.nn.relu(tf.nn.conv2d(h, var("w2", [5, 5, 32, 64], 0.035), 1,
+                                "SAME") + bias("b2", 64, 0.1))
+    h = tf.nn.max_pool2d(h, 2, 2, "SAME")
+    h = tf.nn.relu(tf.matmul(tf.reshape(h, [-1, 3136]),
+                             var("w3", [3136, 1024], 0.018)) +
+                   bias("b3", 1024, 0.1))
+    h = v1.nn.dropout(h, keep_prob=keep)
+    logits = tf.matmul(h, var("w4", [1024, 10], 0.031)) + bias("b4", 10, 0.0)
+    return x, keep, logits
+
+
 def build(tf, a, nworkers):
     v1 = tf.compat.v1
+    if a.model == "cnn":
+        return build_cnn(tf, a)
     w1, b1, w2, b2 = mnist_data.init_weights(a.init, a.hidden, a.seed)
     spec = json.loads(a.spec)
     with v1.device(v1.train.replica_device_setter(
@@ -126,6 +162,33 @@ def build(tf, a, nworkers):
         set_stop = v1.assign(stop, 1)
     return dict(gs=gs, x=x, y=y, train=train, acc=acc, loss=loss,
                 ready=ready, stop=stop, arrive=arrive, set_stop=set_stop,
+                init=v1.global_variables_initializer(),
+                uninit=v1.report_uninitialized_variables())
+
+
+def build_cnn(tf, a):
+    v1 = tf.compat.v1
+    spec = json.loads(a.spec)
+    with v1.device(v1.train.replica_device_setter(
+            worker_device="/job:worker/task:%d" % a.task,
+            cluster=tf.train.ClusterSpec(spec))):
+        gs = v1.train.get_or_create_global_step()
+        x, keep, logits = cnn(tf, a)
+        y = v1.placeholder(tf.int64, [None])
+        loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(
+            labels=y, logits=logits))
+        # halved every epoch of the workers, as cnn_mnist.tfg's rate
+        rate = v1.train.exponential_decay(a.lr, gs, 60000 // a.batch, 0.5)
+        train = v1.train.AdamOptimizer(rate).minimize(loss, global_step=gs)
+        right = tf.reduce_sum(tf.cast(tf.equal(tf.argmax(logits, 1), y),
+                                      tf.float32))
+        ready = v1.get_variable("ready", [], tf.int32,
+                                v1.zeros_initializer(), trainable=False)
+        stop = v1.get_variable("stop", [], tf.int32,
+                               v1.zeros_initializer(), trainable=False)
+    return dict(gs=gs, x=x, y=y, train=train, right=right, loss=loss,
+                keep=keep, ready=ready, stop=stop,
+                arrive=v1.assign_add(ready, 1), set_stop=v1.assign(stop, 1),
                 init=v1.global_variables_initializer(),
                 uninit=v1.report_uninitialized_variables())
 
@@ -166,7 +229,12 @@ def work(a):
         done = False
 
         def evaluate(epoch):
-            acc = float(sess.run(g["acc"], {g["x"]: ex, g["y"]: ey}))
+            if "right" in g:  # the CNN: in batches of 500, as cnn_mnist.tfg
+                acc = sum(float(sess.run(g["right"], {
+                    g["x"]: ex[i:i + 500], g["y"]: ey[i:i + 500]}))
+                    for i in range(0, len(ex), 500)) / len(ex)
+            else:
+                acc = float(sess.run(g["acc"], {g["x"]: ex, g["y"]: ey}))
             s = int(sess.run(g["gs"]))
             t = time.time() - t0
             print("epoch %g step %d acc %.4f time %.3f" % (epoch, s, acc, t),
@@ -183,9 +251,10 @@ def work(a):
             perm = rng.permutation(len(shard[0]))
             for i in range(n):
                 idx = perm[i * a.batch:(i + 1) * a.batch]
-                _, step = sess.run([g["train"], g["gs"]],
-                                   {g["x"]: shard[0][idx],
-                                    g["y"]: shard[1][idx]})
+                feed = {g["x"]: shard[0][idx], g["y"]: shard[1][idx]}
+                if "keep" in g:
+                    feed[g["keep"]] = 0.5
+                _, step = sess.run([g["train"], g["gs"]], feed)
                 local += 1
                 if a.max_steps and step >= a.max_steps:
                     done = True

@@ -1,0 +1,37 @@
+#!/bin/sh
+# examples/cnn_mnist.tfg (spec §6.34 "conv2d, depthwise_conv2d, conv2d_transpose",
+# §6.33 "max_pool, avg_pool"): TF's Deep MNIST network trained by a ps and two
+# asynchronous workers with Adam.  Here 50 batches per worker (the ps
+# counts exactly 100 updates) and the first 1000 test images, above 85%;
+# with FULL=1 (make mnist) the example's own 4 epochs, at 99% or more.
+# The data is $TFG_MNIST or ../shared/data/mnist, never committed: SKIP
+# without it.
+. tests/integration/common.inc
+
+DATA=${TFG_MNIST:-../shared/data/mnist}
+for f in train-images-idx3-ubyte train-labels-idx1-ubyte \
+	t10k-images-idx3-ubyte t10k-labels-idx1-ubyte; do
+	if [ ! -e "$DATA/$f.gz" ]; then
+		echo "SKIP: no MNIST at $DATA ($f.gz)"
+		exit 0
+	fi
+done
+if [ "${FULL:-0}" = 1 ]; then
+	ARGS="" WANT=0.99 STEPS=""
+else
+	ARGS="--param epochs=1 --param limit=50 --param test=1000"
+	WANT=0.85 STEPS=100
+fi
+
+# shellcheck disable=SC2086
+expect_rc 0 $TFGC run --free-ports --no-progress examples/cnn_mnist.tfg \
+	--param data="$DATA" $ARGS
+cat "$T/out"
+acc=$(sed -n 's/.*test accuracy \([0-9.]*\).*/\1/p' "$T/out" | tail -1)
+[ -n "$acc" ] || fail "cnn_mnist.tfg printed no accuracy"
+python3 -c "import sys; sys.exit(not $acc >= $WANT)" ||
+	fail "cnn_mnist.tfg: test accuracy $acc, below $WANT"
+steps=$(sed -n 's/.*trained \([0-9]*\) global steps/\1/p' "$T/out")
+[ -z "$STEPS" ] || [ "$steps" = "$STEPS" ] ||
+	fail "the ps counted $steps updates, not $STEPS"
+echo "ok"
