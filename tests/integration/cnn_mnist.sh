@@ -3,7 +3,7 @@
 # §6.33 "max_pool, avg_pool"): TF's Deep MNIST network trained by a ps and two
 # asynchronous workers with Adam.  Here 50 batches per worker (the ps
 # counts exactly 100 updates) and the first 1000 test images, above 85%;
-# with FULL=1 (make mnist) the example's own 4 epochs, at 99% or more.
+# with FULL=1 (make mnist) the example's own 5 epochs, at 99% or more.
 # The data is $TFG_MNIST or ../shared/data/mnist, never committed: SKIP
 # without it.
 . tests/integration/common.inc
