@@ -126,6 +126,48 @@ cpu_emit_apply(CgCtx *C, IrNode *n)
 	return 0;
 }
 
+/* OP_check_range: tfg_rt_check_range on the input, the step failing
+ * there when it is out of its interval; then the input's value. */
+int
+cpu_emit_check_range(CgCtx *C, IrNode *n)
+{
+	static const char *const what[] = {"a value", "the keep_prob of "
+					   "'dropout'", "the rate of "
+					   "'dropout'"};
+	LLVMTypeRef dt = LLVMDoubleTypeInContext(C->c);
+	LLVMTypeRef ps[7] = {C->ptr, C->ptr, C->i32, dt, dt, C->i32, C->ptr};
+	LLVMTypeRef fty = LLVMFunctionType(C->i32, ps, 7, 0);
+	LLVMValueRef f, args[7];
+	const IrMake *m = n->make;
+	char label[256];
+	int w;
+
+	if (!m || n->nin != 1 || n->shape.rank != 0 ||
+	    n->in[0]->dtype != n->dtype ||
+	    (n->dtype != TFG_F32 && n->dtype != TFG_F64))
+		return cg_fail(C, n, "check_range: malformed node");
+	w = m->i[0] >= 0 && m->i[0] <= IR_RANGE_RATE ? (int)m->i[0] : 0;
+	snprintf(label, sizeof label, "%s%s%s%s at %s:%u:%u", what[w],
+		 n->in[0]->name ? " ('" : "",
+		 n->in[0]->name ? n->in[0]->name : "",
+		 n->in[0]->name ? "')" : "",
+		 n->loc.file ? n->loc.file->path : "?", n->loc.line,
+		 n->loc.col);
+	if (!(f = LLVMGetNamedFunction(C->m, "tfg_rt_check_range")))
+		f = LLVMAddFunction(C->m, "tfg_rt_check_range", fty);
+	args[0] = C->ctx_arg;
+	args[1] = cg_buf(C, n->in[0]);
+	args[2] = LLVMConstInt(C->i32, (unsigned)n->dtype, 0);
+	args[3] = LLVMConstReal(dt, m->f[0]);
+	args[4] = LLVMConstReal(dt, m->f[1]);
+	args[5] = LLVMConstInt(C->i32, (unsigned long long)m->i[1], 0);
+	args[6] = LLVMBuildGlobalStringPtr(C->b, label, "");
+	cg_check_rc(C, LLVMBuildCall2(C->b, fty, f, args, 7, "rc"));
+	LLVMBuildMemCpy(C->b, cg_buf(C, n), CG_SLOT_ALIGN, cg_buf(C, n->in[0]),
+			1, cg_i64c(C, (int64_t)ir_nbytes(n)));
+	return 0;
+}
+
 int
 cpu_emit_after(CgCtx *C, IrNode *n)
 {

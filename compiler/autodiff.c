@@ -554,6 +554,14 @@ d_conv2d_filter(Ad *a, IrNode *n, IrNode *g, int k)
 	return conv(a, OP_conv2d, n->in[0], g, n, NULL);
 }
 
+/* A checked value is its input. */
+static IrNode *
+d_check_range(Ad *a, IrNode *n, IrNode *g, int k)
+{
+	(void)a, (void)n, (void)k;
+	return g;
+}
+
 /* A max pool's gradient goes to each window's first maximum
  * (max_pool_grad, which has none of its own); an average pool's is
  * spread over its windows (avg_pool_grad), whose adjoint is the average

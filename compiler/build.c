@@ -459,6 +459,29 @@ ir_grad(Program *p, SrcLoc loc, IrNode *y, IrNode *x)
 	return n;
 }
 
+IrNode *
+ir_check_range(Program *p, SrcLoc loc, IrNode *x, double lo, double hi,
+	       int closed, int what)
+{
+	IrMake *m;
+	IrNode *n;
+
+	if (!is_float(x->dtype) || x->shape.rank != 0) {
+		diag_error(p->diag, loc, "'check_range' takes a float scalar, "
+			   "got %s", type_s(p, x));
+		return NULL;
+	}
+	m = arena_alloc(p->arena, sizeof *m);
+	m->f[0] = lo;
+	m->f[1] = hi;
+	m->i[0] = what;
+	m->i[1] = closed;
+	n = node(p, OP_check_range, loc, &x, 1, x->dtype);
+	n->shape = x->shape;
+	n->make = m;
+	return n;
+}
+
 /* ------------------------------------------------------- convolutions */
 
 int

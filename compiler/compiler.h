@@ -99,6 +99,9 @@ char *dev_str(Arena *a, Device d);
 /* A maker's static arguments (compiler/ops_make.c,
  * spec §6.13 "zeros, ones, fill" to §6.17 "random_uniform, random_normal"), as
  * the node's dtype: f[] for float dtypes, i[] for the others. */
+/* OP_check_range's IrMake.i[0]: what the value is, for its message */
+enum { IR_RANGE_KEEP_PROB = 1, IR_RANGE_RATE };
+
 typedef struct IrMake {
 	double f[2];     /* fill: value; range: start, delta; one_hot: on,
 			    off; random: min, max or mean, stddev */

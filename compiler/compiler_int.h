@@ -148,6 +148,11 @@ IrNode *ir_reshape(Program *p, SrcLoc loc, IrNode *x, const TfgShape *s);
 IrNode *ir_slice(Program *p, SrcLoc loc, IrNode *x, const int64_t *begin,
 		 const int64_t *size, uint32_t squeeze);
 IrNode *ir_concat(Program *p, SrcLoc loc, IrNode **in, int nin, int axis);
+/* OP_check_range: x (a float scalar), checked at run time to lie in
+ * [lo or (lo, hi] or hi) as closed says (bit 0: lo in it, bit 1: hi);
+ * what: IR_RANGE_* (compiler/compiler.h), the message's words */
+IrNode *ir_check_range(Program *p, SrcLoc loc, IrNode *x, double lo,
+		       double hi, int closed, int what);
 /* OP_conv2d (a the input, b the filter; out NULL),
  * OP_conv2d_backprop_input (a the output's gradient, b the filter, out
  * the input's shape) or OP_conv2d_backprop_filter (a the input, b the

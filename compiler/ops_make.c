@@ -545,7 +545,10 @@ make_dropout(Checker *c, AstNode *e)
 				   ir_type_str(c->a, kp->dtype, &kp->shape));
 			return NULL;
 		}
-		if (kp->dtype != x->dtype)
+		/* checked each step: keep_prob in (0, 1], rate in [0, 1) */
+		kp = check_built(c, ir_check_range(c->p, ep->loc, kp, 0.0, 1.0,
+			ek ? 2 : 1, ek ? IR_RANGE_KEEP_PROB : IR_RANGE_RATE));
+		if (kp && kp->dtype != x->dtype)
 			kp = check_built(c, ir_cast(c->p, ep->loc, kp,
 						    x->dtype));
 		if (kp && er) /* keep_prob = 1 - rate */

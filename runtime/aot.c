@@ -124,6 +124,21 @@ tfg_rt_check(struct RtCtx *c, const void *data, int64_t n, int32_t dtype,
 			 (long long)i);
 }
 
+TFG_API int
+tfg_rt_check_range(struct RtCtx *c, const void *data, int32_t dtype,
+		   double lo, double hi, int32_t closed, const char *label)
+{
+	double x = dtype == TFG_F32 ? *(const float *)data
+				    : *(const double *)data;
+
+	if ((closed & 1 ? x >= lo : x > lo) && (closed & 2 ? x <= hi : x < hi))
+		return TFG_OK;
+	return tfg_error(c->err, TFG_EINVAL, "%s%s%s must be in %c%g, %g%c, "
+			 "got %g", c->who ? c->who : "", c->who ? ": " : "",
+			 label, closed & 1 ? '[' : '(', lo, hi,
+			 closed & 2 ? ']' : ')', x);
+}
+
 char *
 rt_arena_alloc(size_t size)
 {

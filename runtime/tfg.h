@@ -438,6 +438,13 @@ TFG_API int tfg_rt_apply(struct RtCtx *ctx, uint32_t var, uint32_t kind,
  * elements (of dtype TFG_F32 or TFG_F64) is NaN or infinite. */
 TFG_API int tfg_rt_check(struct RtCtx *ctx, const void *data, int64_t n,
 			 int32_t dtype, const char *label);
+/* A checked value (OP_check_range): TFG_OK when the scalar at data (of
+ * dtype TFG_F32 or TFG_F64) lies in the interval from lo to hi (closed:
+ * bit 0, lo is in it; bit 1, hi is), else an error saying `label` must
+ * lie in it and what it is. */
+TFG_API int tfg_rt_check_range(struct RtCtx *ctx, const void *data,
+			       int32_t dtype, double lo, double hi,
+			       int32_t closed, const char *label);
 /* Parts compiled for --trace call it around each kernel: mark 2i as
  * kernel i (named by the NUL-terminated name) begins, 2i + 1 as it ends
  * (runtime/trace.h).  Returns 0. */

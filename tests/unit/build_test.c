@@ -231,6 +231,22 @@ t_conv(void)
 		"operands of 'conv2d_backprop_input' do not fit");
 }
 
+/* OP_check_range: a float scalar, its interval in *make. */
+static void
+t_check_range(void)
+{
+	IrNode *k = in(TFG_F32, shp(0, 0, 0, 0));
+	IrNode *n = ir_check_range(&P, L, k, 0.0, 1.0, 2, IR_RANGE_KEEP_PROB);
+
+	is(n, TFG_F32, shp(0, 0, 0, 0));
+	ASSERT(n->make && n->make->f[1] == 1.0 && n->make->i[1] == 2 &&
+	       n->make->i[0] == IR_RANGE_KEEP_PROB);
+	refused(ir_check_range(&P, L, in(TFG_I32, shp(0, 0, 0, 0)), 0, 1, 2,
+			       IR_RANGE_RATE), "takes a float scalar");
+	refused(ir_check_range(&P, L, in(TFG_F32, shp(1, 2, 0, 0)), 0, 1, 2,
+			       IR_RANGE_RATE), "takes a float scalar");
+}
+
 /* Pools: SAME and VALID windows, the gradients' shapes checked. */
 static void
 t_pool(void)
@@ -414,6 +430,7 @@ t_every_op(void)
 	t_shapes();
 	t_conv();
 	t_pool();
+	t_check_range();
 	t_makers_and_state();
 	t_made_by_passes();
 	for (int op = 0; op < OP__COUNT; op++)
@@ -424,6 +441,7 @@ t_every_op(void)
 TEST_MAIN_FIXTURE(setup, teardown, {"elementwise", t_elementwise},
 		  {"reductions", t_reductions}, {"xent", t_xent},
 		  {"shapes", t_shapes}, {"conv", t_conv}, {"pool", t_pool},
+		  {"check_range", t_check_range},
 		  {"makers_and_state", t_makers_and_state},
 		  {"made_by_passes", t_made_by_passes}, {"flags", t_flags},
 		  {"every_op", t_every_op})

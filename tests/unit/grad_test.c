@@ -370,6 +370,18 @@ t_conv_pool(void)
 		 "3, 2, \"SAME\")))\n", -1, 1);
 }
 
+/* A checked value (OP_check_range: dropout's fed keep_prob, here 1, at
+ * which dropout is x itself) passes its gradient through unchanged. */
+static void
+t_check_range(void)
+{
+	static const double in[] = {1, 2, 3, 1};
+	static const double want[] = {2, 4, 6, -14};
+
+	exact("input x: f64[3]\ninput k: f64[]\n"
+	      "y = reduce_sum(dropout(x, k, seed=3) * x)\n", in, want);
+}
+
 static void
 t_shapes(void)
 {
@@ -471,7 +483,7 @@ TEST_MAIN({"arith", t_arith}, {"pow", t_pow}, {"max_min", t_max_min},
 	  {"where", t_where}, {"broadcast", t_broadcast},
 	  {"reductions", t_reductions}, {"ties_and_zeros", t_ties_and_zeros},
 	  {"softmax", t_softmax}, {"xent", t_xent}, {"matmul", t_matmul},
-	  {"conv_pool", t_conv_pool},
+	  {"conv_pool", t_conv_pool}, {"check_range", t_check_range},
 	  {"shapes", t_shapes},
 	  {"cast", t_cast}, {"chain", t_chain},
 	  {"independent", t_independent}, {"variable", t_variable})
