@@ -153,15 +153,20 @@ def build(tf, a, nworkers):
         train = opt.minimize(loss, global_step=gs)
         acc = tf.reduce_mean(tf.cast(tf.equal(tf.argmax(logits, 1), y),
                                      tf.float32))
-        # not model state: the barrier and the stop flag
-        ready = v1.get_variable("ready", [], tf.int32,
-                                v1.zeros_initializer(), trainable=False)
-        stop = v1.get_variable("stop", [], tf.int32,
-                               v1.zeros_initializer(), trainable=False)
-        arrive = v1.assign_add(ready, 1)
-        set_stop = v1.assign(stop, 1)
-    return dict(gs=gs, x=x, y=y, train=train, acc=acc, loss=loss,
-                ready=ready, stop=stop, arrive=arrive, set_stop=set_stop,
+        g = control(tf)
+    return dict(g, gs=gs, x=x, y=y, train=train, acc=acc, loss=loss)
+
+
+def control(tf):
+    """Not model state, on the ps: the barrier and the stop flag, and the
+    initialisation ops (built last, under the device setter)."""
+    v1 = tf.compat.v1
+    ready = v1.get_variable("ready", [], tf.int32, v1.zeros_initializer(),
+                            trainable=False)
+    stop = v1.get_variable("stop", [], tf.int32, v1.zeros_initializer(),
+                           trainable=False)
+    return dict(ready=ready, stop=stop, arrive=v1.assign_add(ready, 1),
+                set_stop=v1.assign(stop, 1),
                 init=v1.global_variables_initializer(),
                 uninit=v1.report_uninitialized_variables())
 
@@ -182,15 +187,9 @@ def build_cnn(tf, a):
         train = v1.train.AdamOptimizer(rate).minimize(loss, global_step=gs)
         right = tf.reduce_sum(tf.cast(tf.equal(tf.argmax(logits, 1), y),
                                       tf.float32))
-        ready = v1.get_variable("ready", [], tf.int32,
-                                v1.zeros_initializer(), trainable=False)
-        stop = v1.get_variable("stop", [], tf.int32,
-                               v1.zeros_initializer(), trainable=False)
-    return dict(gs=gs, x=x, y=y, train=train, right=right, loss=loss,
-                keep=keep, ready=ready, stop=stop,
-                arrive=v1.assign_add(ready, 1), set_stop=v1.assign(stop, 1),
-                init=v1.global_variables_initializer(),
-                uninit=v1.report_uninitialized_variables())
+        g = control(tf)
+    return dict(g, gs=gs, x=x, y=y, train=train, right=right, loss=loss,
+                keep=keep)
 
 
 def work(a):

@@ -11,31 +11,6 @@
 
 #define CONV_FIELDS (sizeof(TfgConv) / sizeof(int64_t))
 
-/* The TfgConv of node n: input and filter shapes from the operands in
- * the roles n's op gives them (runtime/tfg.h). */
-static void
-geometry(const IrNode *n, TfgConv *g)
-{
-	const TfgShape *x, *f, *y;
-	const IrConv *v = n->conv;
-
-	switch (n->op) {
-	case OP_conv2d:
-		x = &n->in[0]->shape, f = &n->in[1]->shape, y = &n->shape;
-		break;
-	case OP_conv2d_backprop_input:
-		x = &n->shape, f = &n->in[1]->shape, y = &n->in[0]->shape;
-		break;
-	default:
-		x = &n->in[0]->shape, f = &n->shape, y = &n->in[1]->shape;
-		break;
-	}
-	*g = (TfgConv){x->dims[0], x->dims[1], x->dims[2], x->dims[3],
-		       f->dims[0], f->dims[1], f->dims[3], y->dims[1],
-		       y->dims[2], v->stride[0], v->stride[1], v->dil[0],
-		       v->dil[1], v->pad[0], v->pad[2], v->depthwise};
-}
-
 /* A call of fn (tfg_rt_conv2d or tfg_rt_pool2d: kind, dtype, &g, a, b,
  * out) for node n, g a constant of the module; b NULL without a second
  * input. */
@@ -75,12 +50,10 @@ cpu_emit_conv(CgCtx *C, IrNode *n)
 		 : TFG_CONV_FILTER;
 	TfgConv g;
 
-	if (!n->conv || n->nin != 2 || n->shape.rank != 4 ||
+	if (n->nin != 2 || ir_conv_geometry(n, &g) < 0 ||
 	    (n->dtype != TFG_F32 && n->dtype != TFG_F64) ||
-	    n->in[0]->dtype != n->dtype || n->in[1]->dtype != n->dtype ||
-	    n->in[0]->shape.rank != 4 || n->in[1]->shape.rank != 4)
+	    n->in[0]->dtype != n->dtype || n->in[1]->dtype != n->dtype)
 		return cg_fail(C, n, "convolution: malformed node");
-	geometry(n, &g);
 	/* multiply-adds: one per output pixel, filter tap and channel */
 	if ((double)(g.n * g.oh * g.ow) * (double)(g.kh * g.kw * g.c) *
 	    (double)g.o >= TFG_LONG_WORK)
@@ -94,29 +67,20 @@ cpu_emit_conv(CgCtx *C, IrNode *n)
 int
 cpu_emit_pool(CgCtx *C, IrNode *n)
 {
-	static const int kinds[] = {TFG_POOL_MAX, TFG_POOL_AVG,
-				    TFG_POOL_MAX_GRAD, TFG_POOL_AVG_GRAD};
-	int k = n->op == OP_max_pool ? 0 : n->op == OP_avg_pool ? 1
-	      : n->op == OP_max_pool_grad ? 2 : 3;
-	const TfgShape *x = k < 2 || k == 2 ? &n->in[0]->shape : &n->shape;
-	const TfgShape *y = k < 2 ? &n->shape : k == 2 ? &n->in[1]->shape
-			  : &n->in[0]->shape;
-	const IrConv *v = n->conv;
+	int kind = n->op == OP_max_pool ? TFG_POOL_MAX
+		 : n->op == OP_avg_pool ? TFG_POOL_AVG
+		 : n->op == OP_max_pool_grad ? TFG_POOL_MAX_GRAD
+		 : TFG_POOL_AVG_GRAD;
 	TfgConv g;
 
-	if (!v || n->shape.rank != 4 || x->rank != 4 || y->rank != 4 ||
-	    n->in[0]->dtype != n->dtype ||
-	    (k == 2 && (n->nin != 2 || n->in[1]->dtype != n->dtype)) ||
+	if (ir_conv_geometry(n, &g) < 0 || n->in[0]->dtype != n->dtype ||
+	    (n->nin > 1 && n->in[1]->dtype != n->dtype) ||
 	    (n->dtype != TFG_F32 && n->dtype != TFG_F64 &&
 	     n->dtype != TFG_I32 && n->dtype != TFG_I64))
 		return cg_fail(C, n, "pool: malformed node");
-	g = (TfgConv){x->dims[0], x->dims[1], x->dims[2], x->dims[3],
-		      v->ksize[0], v->ksize[1], x->dims[3], y->dims[1],
-		      y->dims[2], v->stride[0], v->stride[1], 1, 1, v->pad[0],
-		      v->pad[2], 0};
-	if ((double)tfg_shape_numel(x) * (double)(g.kh * g.kw) /
+	if ((double)(g.n * g.h * g.w * g.c) * (double)(g.kh * g.kw) /
 	    (double)(g.sh * g.sw) >= TFG_LONG_WORK)
 		cg_flush(C);
-	call(C, n, "tfg_rt_pool2d", kinds[k], &g);
+	call(C, n, "tfg_rt_pool2d", kind, &g);
 	return 0;
 }

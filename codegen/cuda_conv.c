@@ -18,36 +18,23 @@
 
 #include "codegen/cuda_int.h"
 
-int
-cu_gen_conv(CuGen *g, const IrNode *n, CuLaunch *l, int max)
+/* The start of a kernel of node n: out, its inputs a (and b), and g's
+ * sizes and geometry as constants (OC: the output's channels, c * o for
+ * a depthwise convolution), each marked used for nvcc's sake. */
+static void
+head(CuStr *s, const IrNode *n, const TfgConv *g)
 {
-	const IrConv *v = n->conv;
-	const TfgShape *x, *f, *y;
 	const char *t = cu_ctype(n->dtype);
-	int64_t N = tfg_shape_numel(&n->shape), o, oc;
-	CuStr s = {0};
 
-	(void)max;
-	if (!v || n->nin != 2 || !cu_is_float(n->dtype) ||
-	    n->in[0]->dtype != n->dtype || n->in[1]->dtype != n->dtype)
-		return cu_fail(n, "convolution: malformed node");
-	if (n->op == OP_conv2d)
-		x = &n->in[0]->shape, f = &n->in[1]->shape, y = &n->shape;
-	else if (n->op == OP_conv2d_backprop_input)
-		x = &n->shape, f = &n->in[1]->shape, y = &n->in[0]->shape;
-	else
-		x = &n->in[0]->shape, f = &n->shape, y = &n->in[1]->shape;
-	if (N == 0)
-		return 0;
-	o = f->dims[3];
-	oc = y->dims[3];
-	cu_printf(&s, "extern \"C\" __global__ void __launch_bounds__(256)\n"
-		  "@K(void *p0, void *p1, void *p2)\n{\n"
-		  "\ttypedef long long I;\n"
+	cu_printf(s, "extern \"C\" __global__ void __launch_bounds__(256)\n"
+		  "@K(void *p0, void *p1%s)\n{\n\ttypedef long long I;\n"
 		  "\t%s *__restrict__ out = (%s *)p0;\n"
-		  "\tconst %s *__restrict__ a = (const %s *)p1;\n"
-		  "\tconst %s *__restrict__ b = (const %s *)p2;\n"
-		  "\tconst I H = %" PRId64 ", W = %" PRId64 ", C = %" PRId64
+		  "\tconst %s *__restrict__ a = (const %s *)p1;\n",
+		  n->nin > 1 ? ", void *p2" : "", t, t, t, t);
+	if (n->nin > 1)
+		cu_printf(s, "\tconst %s *__restrict__ b = (const %s *)p2;\n",
+			  t, t);
+	cu_printf(s, "\tconst I H = %" PRId64 ", W = %" PRId64 ", C = %" PRId64
 		  ", KH = %" PRId64 ", KW = %" PRId64 ", O = %" PRId64
 		  ", OH = %" PRId64 ", OW = %" PRId64 ", OC = %" PRId64
 		  ", SH = %" PRId64 ", SW = %" PRId64 ", DH = %" PRId64
@@ -56,10 +43,28 @@ cu_gen_conv(CuGen *g, const IrNode *n, CuLaunch *l, int max)
 		  "\t(void)H, (void)W, (void)C, (void)KH, (void)KW, (void)O, "
 		  "(void)OH, (void)OW, (void)OC, (void)SH, (void)SW, (void)DH, "
 		  "(void)DW, (void)PT, (void)PL, (void)NB;\n",
-		  t, t, t, t, t, t, x->dims[1], x->dims[2], x->dims[3],
-		  f->dims[0], f->dims[1], o, y->dims[1], y->dims[2], oc,
-		  v->stride[0], v->stride[1], v->dil[0], v->dil[1], v->pad[0],
-		  v->pad[2], x->dims[0]);
+		  g->h, g->w, g->c, g->kh, g->kw, g->o, g->oh, g->ow,
+		  g->depthwise ? g->c * g->o : g->o, g->sh, g->sw, g->dh,
+		  g->dw, g->pt, g->pl, g->n);
+}
+
+int
+cu_gen_conv(CuGen *g, const IrNode *n, CuLaunch *l, int max)
+{
+	const IrConv *v = n->conv;
+	const char *t = cu_ctype(n->dtype);
+	int64_t N = tfg_shape_numel(&n->shape);
+	CuStr s = {0};
+	TfgConv geo;
+
+	(void)max;
+	if (n->nin != 2 || ir_conv_geometry(n, &geo) < 0 ||
+	    !cu_is_float(n->dtype) || n->in[0]->dtype != n->dtype ||
+	    n->in[1]->dtype != n->dtype)
+		return cu_fail(n, "convolution: malformed node");
+	if (N == 0)
+		return 0;
+	head(&s, n, &geo);
 	cu_printf(&s, "\tfor (I e = (I)blockIdx.x * 256 + threadIdx.x; "
 		  "e < (I)%" PRId64 "; e += (I)gridDim.x * 256) {\n"
 		  "\t\t%s s = 0;\n", N, t);
@@ -135,42 +140,20 @@ cu_gen_conv(CuGen *g, const IrNode *n, CuLaunch *l, int max)
 int
 cu_gen_pool(CuGen *g, const IrNode *n, CuLaunch *l, int max)
 {
-	const IrConv *v = n->conv;
 	int grad = n->op == OP_max_pool_grad || n->op == OP_avg_pool_grad;
-	const TfgShape *x = n->op == OP_avg_pool_grad ? &n->shape
-			  : &n->in[0]->shape;
-	const TfgShape *y = !grad ? &n->shape
-			  : n->op == OP_max_pool_grad ? &n->in[1]->shape
-			  : &n->in[0]->shape;
 	const char *t = cu_ctype(n->dtype);
 	int64_t N = tfg_shape_numel(&n->shape);
 	CuStr s = {0};
+	TfgConv geo;
 
 	(void)max;
-	if (!v || x->rank != 4 || y->rank != 4 || !cu_dt_ok(n->dtype) ||
+	if (ir_conv_geometry(n, &geo) < 0 || !cu_dt_ok(n->dtype) ||
 	    n->dtype == TFG_BOOL || n->in[0]->dtype != n->dtype ||
-	    (n->op == OP_max_pool_grad &&
-	     (n->nin != 2 || n->in[1]->dtype != n->dtype)))
+	    (n->nin > 1 && n->in[1]->dtype != n->dtype))
 		return cu_fail(n, "pool: malformed node");
 	if (N == 0)
 		return 0;
-	cu_printf(&s, "extern \"C\" __global__ void __launch_bounds__(256)\n"
-		  "@K(void *p0, void *p1%s)\n{\n\ttypedef long long I;\n"
-		  "\t%s *__restrict__ out = (%s *)p0;\n"
-		  "\tconst %s *__restrict__ a = (const %s *)p1;\n",
-		  n->nin > 1 ? ", void *p2" : "", t, t, t, t);
-	if (n->nin > 1)
-		cu_printf(&s, "\tconst %s *__restrict__ b = (const %s *)p2;\n",
-			  t, t);
-	cu_printf(&s, "\tconst I H = %" PRId64 ", W = %" PRId64 ", C = %"
-		  PRId64 ", KH = %" PRId64 ", KW = %" PRId64 ", OH = %"
-		  PRId64 ", OW = %" PRId64 ", SH = %" PRId64 ", SW = %"
-		  PRId64 ", PT = %" PRId64 ", PL = %" PRId64 ";\n"
-		  "\t(void)H, (void)W, (void)C, (void)KH, (void)KW, (void)OH, "
-		  "(void)OW, (void)SH, (void)SW, (void)PT, (void)PL;\n",
-		  x->dims[1], x->dims[2], x->dims[3], v->ksize[0], v->ksize[1],
-		  y->dims[1], y->dims[2], v->stride[0], v->stride[1],
-		  v->pad[0], v->pad[2]);
+	head(&s, n, &geo);
 	cu_printf(&s, "\tfor (I e = (I)blockIdx.x * 256 + threadIdx.x; "
 		  "e < (I)%" PRId64 "; e += (I)gridDim.x * 256) {\n", N);
 	if (!grad) {

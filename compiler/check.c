@@ -1076,26 +1076,39 @@ assign_value(Checker *c, AstNode *s)
 	return check_expr(c, s->a);
 }
 
+PtrVec *
+check_unpack_list(Checker *c, AstNode *s)
+{
+	PtrVec *l;
+
+	if (!check_is_list(c, s->a)) {
+		diag_error(c->d, ast_extent(s->a), "%d names take the elements "
+			   "of a list (split, moments, top_k), not a tensor",
+			   s->n);
+		return NULL;
+	}
+	if ((l = check_list(c, s->a, "a list")) && l->n != s->n) {
+		diag_error(c->d, ast_extent(s->a), "a list of %d tensor%s "
+			   "cannot be given to %d names", l->n,
+			   l->n == 1 ? "" : "s", s->n);
+		return NULL;
+	}
+	return l;
+}
+
 /* a, b = LIST (spec §6.22 "split and lists"): a name for each element
  * of the list, or an error naming the counts (each name defined still,
  * so that its uses are not reported). */
 static void
 check_unpack(Checker *c, AstNode *s)
 {
-	PtrVec *l = NULL;
+	PtrVec *l;
 
 	c->stmt = s->name;
-	if (!check_is_list(c, s->a))
-		diag_error(c->d, ast_extent(s->a), "%d names take the elements "
-			   "of a list (split, moments, top_k), not a tensor",
-			   s->n);
-	else if ((l = check_list(c, s->a, "a list")) && l->n != s->n)
-		diag_error(c->d, ast_extent(s->a), "a list of %d tensor%s "
-			   "cannot be given to %d names", l->n,
-			   l->n == 1 ? "" : "s", s->n);
+	l = check_unpack_list(c, s);
 	c->stmt = NULL;
 	for (int i = 0; i < s->n; i++) {
-		IrNode *n = l && l->n == s->n ? l->v[i] : NULL;
+		IrNode *n = l ? l->v[i] : NULL;
 
 		if (n && !n->name) {
 			n->name = s->list[i]->name;

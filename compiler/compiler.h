@@ -400,6 +400,11 @@ void dump_graph(FILE *out, const Program *p);
 int shape_broadcast(TfgShape *out, const TfgShape *a, const TfgShape *b);
 /* Bytes of n's value: numel * dtype size, or n->strbytes for strings. */
 size_t ir_nbytes(const IrNode *n);
+/* The TfgConv (runtime/tfg.h) of a convolution or pool node n (OP_conv2d
+ * ... OP_avg_pool_grad), read from the operands in the roles its op
+ * gives them and from n->conv: what both backends build their kernels
+ * of.  -1 when n's shapes do not have those roles. */
+int ir_conv_geometry(const IrNode *n, TfgConv *g);
 /* The attributes of n's op (stdlib/ops.def's attrs column), as bytes put
  * through put(ctx, p, n): the one walk that CSE's equality and hash and
  * codegen's kernel key use (compiler/attr.c). */

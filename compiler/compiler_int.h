@@ -477,6 +477,9 @@ Sym *check_list_sym(Checker *c, AstNode *e);
  * their checkers: check_split_list (ops_shape.c), check_moments_list
  * and check_top_k_list (ops_reduce.c). */
 int check_is_list_call(const AstNode *e);
+/* The list of `a, b = LIST` s, its length that of the names; NULL after
+ * reporting a tensor or another length. */
+PtrVec *check_unpack_list(Checker *c, AstNode *s);
 PtrVec *check_list_call(Checker *c, AstNode *e);
 PtrVec *check_split_list(Checker *c, AstNode *e);
 PtrVec *check_moments_list(Checker *c, AstNode *e);

@@ -81,6 +81,50 @@ ir_reach_vec(Program *p, PtrVec *roots)
 	return seen;
 }
 
+int
+ir_conv_geometry(const IrNode *n, TfgConv *g)
+{
+	const IrConv *v = n->conv;
+	const TfgShape *x, *f = NULL, *y;
+	int pool = n->op == OP_max_pool || n->op == OP_avg_pool ||
+		   n->op == OP_max_pool_grad || n->op == OP_avg_pool_grad;
+
+	switch (n->op) {
+	case OP_conv2d:
+		x = &n->in[0]->shape, f = &n->in[1]->shape, y = &n->shape;
+		break;
+	case OP_conv2d_backprop_input:
+		x = &n->shape, f = &n->in[1]->shape, y = &n->in[0]->shape;
+		break;
+	case OP_conv2d_backprop_filter:
+		x = &n->in[0]->shape, f = &n->shape, y = &n->in[1]->shape;
+		break;
+	case OP_max_pool:
+	case OP_avg_pool:
+		x = &n->in[0]->shape, y = &n->shape;
+		break;
+	case OP_max_pool_grad:
+		if (n->nin != 2)
+			return -1;
+		x = &n->in[0]->shape, y = &n->in[1]->shape;
+		break;
+	case OP_avg_pool_grad:
+		x = &n->shape, y = &n->in[0]->shape;
+		break;
+	default:
+		return -1;
+	}
+	if (!v || x->rank != 4 || y->rank != 4 || (f && f->rank != 4))
+		return -1;
+	*g = (TfgConv){x->dims[0], x->dims[1], x->dims[2], x->dims[3],
+		       pool ? v->ksize[0] : f->dims[0],
+		       pool ? v->ksize[1] : f->dims[1],
+		       pool ? x->dims[3] : f->dims[3], y->dims[1], y->dims[2],
+		       v->stride[0], v->stride[1], v->dil[0], v->dil[1],
+		       v->pad[0], v->pad[2], v->depthwise};
+	return 0;
+}
+
 size_t
 ir_nbytes(const IrNode *n)
 {

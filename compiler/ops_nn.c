@@ -112,6 +112,19 @@ check_padding(Checker *c, AstNode *call, AstNode *e, int *same)
 	return -1;
 }
 
+/* TF's SAME padding of axis a into cv->pad: ceil(in / stride) outputs,
+ * the padding they need split with the odd element after. */
+static void
+same_pad(IrConv *cv, int a, int64_t in, int64_t span)
+{
+	int64_t out = (in + cv->stride[a] - 1) / cv->stride[a];
+	int64_t pad = (out - 1) * cv->stride[a] + span - in;
+
+	pad = pad < 0 ? 0 : pad;
+	cv->pad[2 * a] = pad / 2;
+	cv->pad[2 * a + 1] = pad - pad / 2;
+}
+
 /* data_format= of call e, if given, is "NHWC"; 0, or -1 (reported:
  * NCHW is named as what tfg does not support). */
 static int
@@ -135,7 +148,7 @@ IrNode *
 check_pool(Checker *c, AstNode *e, OpKind op)
 {
 	int max = op == OP_max_pool, same;
-	int64_t k[2], s[2], in[2], out[2];
+	int64_t k[2], s[2], in[2];
 	IrConv *cv = arena_alloc(c->a, sizeof *cv);
 	IrNode *x;
 
@@ -158,8 +171,6 @@ check_pool(Checker *c, AstNode *e, OpKind op)
 	    check_padding(c, e, e->list[3], &same) < 0)
 		return NULL;
 	for (int a = 0; a < 2; a++) {
-		int64_t pad;
-
 		in[a] = x->shape.dims[1 + a];
 		if (in[a] == IR_DIM_UNKNOWN) {
 			diag_error(c->d, e->list[0]->loc, "'%s' needs the "
@@ -175,16 +186,11 @@ check_pool(Checker *c, AstNode *e, OpKind op)
 				   in[a]);
 			return NULL;
 		}
-		out[a] = same ? (in[a] + s[a] - 1) / s[a]
-			      : (in[a] - k[a]) / s[a] + 1;
-		pad = same ? (out[a] - 1) * s[a] + k[a] - in[a] : 0;
-		if (pad < 0)
-			pad = 0;
-		cv->pad[2 * a] = pad / 2;
-		cv->pad[2 * a + 1] = pad - pad / 2;
+		cv->stride[a] = s[a];
+		if (same)
+			same_pad(cv, a, in[a], k[a]);
 	}
 	cv->ksize[0] = k[0], cv->ksize[1] = k[1];
-	cv->stride[0] = s[0], cv->stride[1] = s[1];
 	cv->dil[0] = cv->dil[1] = 1;
 	return check_built(c, ir_pool(c->p, e->loc, op, x, NULL, cv, NULL));
 }
@@ -279,14 +285,8 @@ conv_padding(Checker *c, AstNode *call, AstNode *e, const int64_t *in,
 	}
 	if (check_padding(c, call, e, &same) < 0)
 		return -1;
-	for (int a = 0; a < 2 && same; a++) {
-		int64_t out = (in[a] + cv->stride[a] - 1) / cv->stride[a];
-		int64_t pad = (out - 1) * cv->stride[a] + span[a] - in[a];
-
-		pad = pad < 0 ? 0 : pad;
-		cv->pad[2 * a] = pad / 2;
-		cv->pad[2 * a + 1] = pad - pad / 2;
-	}
+	for (int a = 0; a < 2 && same; a++)
+		same_pad(cv, a, in[a], span[a]);
 	return 0;
 bad:
 	diag_error(c->d, e->loc, "the padding of '%s' is \"SAME\", \"VALID\" "
@@ -420,15 +420,9 @@ check_conv(Checker *c, AstNode *e, OpKind op)
 	if (pe) {
 		if (conv_padding(c, e, pe, in, span, cv) < 0)
 			return NULL;
-	} else {
-		for (int a = 0; a < 2; a++) {
-			int64_t o = (in[a] + cv->stride[a] - 1) / cv->stride[a];
-			int64_t p = (o - 1) * cv->stride[a] + span[a] - in[a];
-
-			p = p < 0 ? 0 : p;
-			cv->pad[2 * a] = p / 2;
-			cv->pad[2 * a + 1] = p - p / 2;
-		}
+	} else { /* conv2d_transpose's default, "SAME" */
+		for (int a = 0; a < 2; a++)
+			same_pad(cv, a, in[a], span[a]);
 	}
 	for (int a = 0; a < 2; a++)
 		if (in[a] + cv->pad[2 * a] + cv->pad[2 * a + 1] < span[a]) {

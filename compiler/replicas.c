@@ -197,15 +197,7 @@ unpack_copies(Checker *c, AstNode *s, const CJob *job)
 		c->copy = k;
 		c->copy_job = job;
 		c->stmt = arena_printf(c->a, "%s@%d", s->name, k);
-		if (!check_is_list(c, s->a))
-			diag_error(c->d, ast_extent(s->a), "%d names take the "
-				   "elements of a list (split, moments, "
-				   "top_k), not a tensor", s->n);
-		else if ((l = check_list(c, s->a, "a list")) && l->n != s->n)
-			diag_error(c->d, ast_extent(s->a), "a list of %d "
-				   "tensor%s cannot be given to %d names",
-				   l->n, l->n == 1 ? "" : "s", s->n);
-		else if (l)
+		if ((l = check_unpack_list(c, s)))
 			for (int i = 0; i < s->n; i++) {
 				IrNode *n = l->v[i];
 

@@ -737,38 +737,6 @@ t_conv(void)
 	ASSERT(cu_has_kernel(OP_conv2d_backprop_filter));
 }
 
-/* The TfgConv of case k, whose node is n. */
-static TfgConv
-conv_geom(const ConvCase *k, const IrNode *n)
-{
-	if (is_pool(k->op)) {
-		const TfgShape *x = k->op == OP_avg_pool_grad ? &n->shape
-				  : &k->a;
-		const TfgShape *y = k->op == OP_max_pool ||
-				    k->op == OP_avg_pool ? &n->shape
-				  : k->op == OP_max_pool_grad ? &k->b : &k->a;
-		TfgConv c = {x->dims[0], x->dims[1], x->dims[2], x->dims[3],
-			     k->cv.ksize[0], k->cv.ksize[1], x->dims[3],
-			     y->dims[1], y->dims[2], k->cv.stride[0],
-			     k->cv.stride[1], 1, 1, k->cv.pad[0], k->cv.pad[2],
-			     0};
-		return c;
-	}
-	const TfgShape *x = k->op == OP_conv2d_backprop_input ? &n->shape
-			  : &k->a;
-	const TfgShape *w = k->op == OP_conv2d_backprop_filter ? &n->shape
-			  : &k->b;
-	const TfgShape *y = k->op == OP_conv2d ? &n->shape
-			  : k->op == OP_conv2d_backprop_input ? &k->a : &k->b;
-	TfgConv c = {x->dims[0], x->dims[1], x->dims[2], x->dims[3],
-		     w->dims[0], w->dims[1], w->dims[3], y->dims[1],
-		     y->dims[2], k->cv.stride[0], k->cv.stride[1],
-		     k->cv.dil[0], k->cv.dil[1], k->cv.pad[0], k->cv.pad[2],
-		     k->cv.depthwise};
-
-	return c;
-}
-
 /* Case k's operand of n elements made by conv_val(., salt), as dtype t
  * (integers: the value times 10, truncated, as the host program's). */
 static void *
@@ -870,13 +838,14 @@ t_conv_host(void)
 	for (int i = 0; i < NCONV; i++) {
 		const ConvCase *k = &conv_cases[i];
 		IrNode *n = conv_node(k);
-		TfgConv c = conv_geom(k, n);
+		TfgConv c;
 		int64_t no = tfg_shape_numel(&n->shape);
 		void *a = conv_operand(k->t, tfg_shape_numel(&k->a), 1);
 		void *b = conv_operand(k->t, k->b.rank ?
 				       tfg_shape_numel(&k->b) : 0, 2);
 		char *o = malloc((size_t)no * 8);
 
+		ASSERT_EQ(ir_conv_geometry(n, &c), 0);
 		if (is_pool(k->op))
 			tfg_rt_pool2d(k->op == OP_max_pool ? TFG_POOL_MAX
 				      : k->op == OP_avg_pool ? TFG_POOL_AVG
