@@ -49,6 +49,7 @@
 #define SLABS_MAX 16            /* partials of a filter's gradient */
 
 int rt_conv_direct;
+int rt_conv_gemm;
 size_t rt_conv_chunk;
 
 typedef struct Job {
@@ -261,6 +262,287 @@ share(const Job *J, int64_t i, int64_t len, int64_t *b, int64_t *e)
 	*e = len * (i + 1) / J->parts;
 }
 
+/* ---------------------------------------------------------- thin filters */
+
+/* A filter of few taps (K = kh kw c at most THIN_K) makes products of K
+ * columns, too narrow for OpenBLAS's kernels: Deep MNIST's first layer
+ * (K = 25) ran at 16 GFLOP/s on a Zen 3 core where its second (K = 800)
+ * ran at 72.  With AVX2 and FMA, an f32 forward convolution or filter
+ * gradient of such a filter is computed directly instead, by output
+ * rows (an image's row oy of ow pixels):
+ *   - the input is copied once with its padding made zeros (xp, n x hp x
+ *     wp x c: every window lies inside it), the forward filter with its
+ *     output channels rounded up to whole vectors (op), so that no tap
+ *     is tested or masked;
+ *   - forward, each pair of output pixels keeps 32 channels of sums in
+ *     registers over all K taps (2 broadcasts and 4 loads of the filter
+ *     for 8 FMAs), then stores them;
+ *   - the filter's gradient keeps two taps' 32 channels of sums in
+ *     registers over a row's pixels, then adds them into its slab's
+ *     partial (K x op); slabs are rows cut by the shape alone and their
+ *     partials are added in order, as the GEMM path's.
+ * Every output pixel's sum runs over the taps in one order, so the
+ * result does not depend on the threads either. */
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+
+#define THIN_K 64
+#define THIN_TARGET __attribute__((target("avx2,fma")))
+
+typedef struct Thin {
+	const Job *J;
+	float *xp;         /* the padded input */
+	float *fp;         /* forward: K x op, the filter; filter: the
+			      partials, K x op each */
+	int64_t hp, wp, op;
+	int64_t *xoff;     /* tap t's element in xp from its pixel's first */
+} Thin;
+
+/* The first `last` lanes of a vector (1 to 8). */
+#define THIN_LANES(last)                                                   \
+	_mm256_cmpgt_epi32(_mm256_set1_epi32(last),                        \
+			   _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7))
+
+/* Output row (img, oy)'s first element of its first window in xp. */
+static const float *
+thin_row(const Thin *T, int64_t row)
+{
+	const TfgConv *g = T->J->g;
+	int64_t img = row / g->oh, oy = row % g->oh;
+
+	return T->xp + ((img * T->hp + oy * g->sh) * T->wp) * g->c;
+}
+
+/* Forward, channels [ob, ob + 8 NV) of output row yr from xr. */
+#define THIN_FWD(NV)                                                       \
+	THIN_TARGET static void thin_fwd_##NV(const Thin *T, const float *xr, \
+					      float *yr, int64_t ob,       \
+					      int last)                    \
+	{                                                                  \
+		const __m256i tail = THIN_LANES(last);                     \
+		const TfgConv *g = T->J->g;                                \
+		const int64_t K = T->J->k, op = T->op, o = g->o;           \
+		const int64_t step = g->sw * g->c;                         \
+		const int64_t *xoff = T->xoff;                             \
+		const float *f = T->fp + ob;                               \
+		for (int64_t ox = 0; ox < g->ow; ox += 2) {                \
+			const float *p0 = xr + ox * step;                  \
+			const float *p1 = ox + 1 < g->ow ? p0 + step : p0; \
+			__m256 a0[NV], a1[NV];                             \
+			for (int v = 0; v < NV; v++)                       \
+				a0[v] = a1[v] = _mm256_setzero_ps();       \
+			for (int64_t t = 0; t < K; t++) {                  \
+				__m256 b0 = _mm256_broadcast_ss(p0 + xoff[t]); \
+				__m256 b1 = _mm256_broadcast_ss(p1 + xoff[t]); \
+				const float *ft = f + t * op;              \
+				for (int v = 0; v < NV; v++) {             \
+					__m256 w = _mm256_loadu_ps(ft + 8 * v); \
+					a0[v] = _mm256_fmadd_ps(b0, w, a0[v]); \
+					a1[v] = _mm256_fmadd_ps(b1, w, a1[v]); \
+				}                                          \
+			}                                                  \
+			for (int q = 0; q < 2 && ox + q < g->ow; q++) {    \
+				float *y = yr + (ox + q) * o + ob;         \
+				const __m256 *a = q ? a1 : a0;             \
+				for (int v = 0; v < NV - 1; v++)           \
+					_mm256_storeu_ps(y + 8 * v, a[v]); \
+				_mm256_maskstore_ps(y + 8 * (NV - 1), tail, \
+						    a[NV - 1]);            \
+			}                                                  \
+		}                                                          \
+	}
+THIN_FWD(1)
+THIN_FWD(2)
+THIN_FWD(3)
+THIN_FWD(4)
+
+/* The filter's gradient: row dyr's channels [ob, ob + 8 NV) times xr's
+ * taps, added into df (K x op); M: the last vector is a part (tail). */
+#define THIN_FILT(NV, M)                                                   \
+	THIN_TARGET static void thin_filt_##NV##_##M(                      \
+	    const Thin *T, const float *xr, const float *dyr, float *df,   \
+	    int64_t ob, int last)                                          \
+	{                                                                  \
+		const __m256i tail = THIN_LANES(last);                     \
+		const TfgConv *g = T->J->g;                                \
+		const int64_t K = T->J->k, op = T->op, o = g->o;           \
+		const int64_t step = g->sw * g->c;                         \
+		for (int64_t t = 0; t < K; t += 2) {                       \
+			const int64_t o0 = T->xoff[t];                     \
+			const int64_t o1 = t + 1 < K ? T->xoff[t + 1] : o0; \
+			__m256 a0[NV], a1[NV];                             \
+			for (int v = 0; v < NV; v++)                       \
+				a0[v] = a1[v] = _mm256_setzero_ps();       \
+			for (int64_t ox = 0; ox < g->ow; ox++) {           \
+				const float *p = xr + ox * step;           \
+				const float *d = dyr + ox * o + ob;        \
+				__m256 b0 = _mm256_broadcast_ss(p + o0);   \
+				__m256 b1 = _mm256_broadcast_ss(p + o1);   \
+				for (int v = 0; v < NV; v++) {             \
+					__m256 e = M && v == NV - 1        \
+					    ? _mm256_maskload_ps(d + 8 * v, tail) \
+					    : _mm256_loadu_ps(d + 8 * v);  \
+					a0[v] = _mm256_fmadd_ps(b0, e, a0[v]); \
+					a1[v] = _mm256_fmadd_ps(b1, e, a1[v]); \
+				}                                          \
+			}                                                  \
+			for (int q = 0; q < 2 && t + q < K; q++) {         \
+				float *s = df + (t + q) * op + ob;         \
+				const __m256 *a = q ? a1 : a0;             \
+				for (int v = 0; v < NV; v++)               \
+					_mm256_storeu_ps(s + 8 * v,        \
+					    _mm256_add_ps(                 \
+						_mm256_loadu_ps(s + 8 * v), \
+						a[v]));                    \
+			}                                                  \
+		}                                                          \
+	}
+THIN_FILT(1, 0)
+THIN_FILT(2, 0)
+THIN_FILT(3, 0)
+THIN_FILT(4, 0)
+THIN_FILT(1, 1)
+THIN_FILT(2, 1)
+THIN_FILT(3, 1)
+THIN_FILT(4, 1)
+
+typedef void ThinFwd(const Thin *, const float *, float *, int64_t, int);
+typedef void ThinFilt(const Thin *, const float *, const float *, float *,
+		      int64_t, int);
+static ThinFwd *const thin_fwd[4] = {thin_fwd_1, thin_fwd_2, thin_fwd_3,
+				     thin_fwd_4};
+static ThinFilt *const thin_filt[2][4] = {
+	{thin_filt_1_0, thin_filt_2_0, thin_filt_3_0, thin_filt_4_0},
+	{thin_filt_1_1, thin_filt_2_1, thin_filt_3_1, thin_filt_4_1}};
+
+/* Block i of the rows: forward into out, the filter's gradient into
+ * slab i's partial. */
+THIN_TARGET static void
+thin_blocks(void *const *bases, int64_t b, int64_t e)
+{
+	const Thin *T = bases[0];
+	const Job *J = T->J;
+	const TfgConv *g = J->g;
+	int64_t rows = g->n * g->oh;
+
+	for (int64_t i = b; i < e; i++) {
+		int64_t r0, r1;
+		float *df = T->fp + i * J->k * T->op;
+
+		share(J, i, rows, &r0, &r1);
+		if (J->kind == TFG_CONV_FILTER)
+			memset(df, 0, (size_t)(J->k * T->op) * sizeof *df);
+		for (int64_t r = r0; r < r1; r++) {
+			const float *xr = thin_row(T, r);
+
+			for (int64_t ob = 0; ob < g->o; ob += 32) {
+				int64_t left = g->o - ob;
+				int nv = left >= 32 ? 4 : (int)((left + 7) / 8);
+				int last = left >= 8 * nv ? 8
+					 : (int)(left - 8 * (nv - 1));
+
+				if (J->kind == TFG_CONV_FORWARD)
+					thin_fwd[nv - 1](T, xr,
+						(float *)J->out + r * g->ow * g->o,
+						ob, last);
+				else
+					thin_filt[last < 8][nv - 1](T, xr,
+						(const float *)J->b +
+						    r * g->ow * g->o,
+						df, ob, last);
+			}
+		}
+	}
+}
+
+/* Takes J if it is thin and the host has AVX2 and FMA: 1 when done, 0
+ * when J is not thin or the scratch could not be had. */
+static int
+thin(const Job *J)
+{
+	const TfgConv *g = J->g;
+	Job R = *J;
+	Thin T = {&R, NULL, NULL, 0, 0, 0, NULL};
+	int64_t rows = g->n * g->oh, K = J->k, slab;
+	void *base = &T;
+	int done = 0;
+
+	if (J->dtype != TFG_F32 || g->depthwise || K > THIN_K ||
+	    J->kind == TFG_CONV_INPUT || rt_conv_direct || rt_conv_gemm ||
+	    !__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma"))
+		return 0;
+	T.hp = (g->oh - 1) * g->sh + (g->kh - 1) * g->dh + 1;
+	T.wp = (g->ow - 1) * g->sw + (g->kw - 1) * g->dw + 1;
+	T.op = (g->o + 7) / 8 * 8;
+	R.parts = J->kind == TFG_CONV_FILTER
+		? (rows < SLABS_MAX ? rows : SLABS_MAX)
+		: rt_pool_threads(rows);
+	slab = K * T.op;
+	T.xp = calloc((size_t)(g->n * T.hp * T.wp * g->c), sizeof(float));
+	T.fp = malloc((size_t)(J->kind == TFG_CONV_FILTER ? R.parts : 1) *
+		      (size_t)slab * sizeof(float));
+	T.xoff = malloc((size_t)K * sizeof *T.xoff);
+	if (T.xp && T.fp && T.xoff) {
+		const float *x = (const float *)J->a;
+		/* the input's columns [x0, x1) land inside xp */
+		int64_t x0 = g->pl < 0 ? -g->pl : 0;
+		int64_t x1 = T.wp - g->pl < g->w ? T.wp - g->pl : g->w;
+
+		for (int64_t img = 0; img < g->n && x0 < x1; img++)
+			for (int64_t y = 0; y < g->h; y++) {
+				int64_t yy = y + g->pt;
+
+				if (yy < 0 || yy >= T.hp)
+					continue;
+				memcpy(T.xp + ((img * T.hp + yy) * T.wp +
+					       x0 + g->pl) * g->c,
+				       x + ((img * g->h + y) * g->w + x0) *
+					       g->c,
+				       (size_t)((x1 - x0) * g->c) *
+					   sizeof(float));
+			}
+		for (int64_t i = 0, t = 0; i < g->kh; i++)
+			for (int64_t j = 0; j < g->kw; j++)
+				for (int64_t z = 0; z < g->c; z++)
+					T.xoff[t++] = (i * g->dh * T.wp +
+						       j * g->dw) * g->c + z;
+		if (J->kind == TFG_CONV_FORWARD)
+			for (int64_t t = 0; t < K; t++) {
+				memcpy(T.fp + t * T.op,
+				       (const float *)J->b + t * g->o,
+				       (size_t)g->o * sizeof(float));
+				memset(T.fp + t * T.op + g->o, 0,
+				       (size_t)(T.op - g->o) * sizeof(float));
+			}
+		if (R.parts > 1)
+			tfg_rt_parallel(thin_blocks, &base, R.parts);
+		else
+			thin_blocks(&base, 0, 1);
+		if (J->kind == TFG_CONV_FILTER)
+			for (int64_t t = 0; t < K; t++)
+				for (int64_t u = 0; u < g->o; u++) {
+					float s = T.fp[t * T.op + u];
+
+					for (int64_t p = 1; p < R.parts; p++)
+						s += T.fp[p * slab + t * T.op + u];
+					((float *)J->out)[t * g->o + u] = s;
+				}
+		done = 1;
+	}
+	free(T.xp);
+	free(T.fp);
+	free(T.xoff);
+	return done;
+}
+#else
+static int
+thin(const Job *J)
+{
+	(void)J;
+	return 0;
+}
+#endif
+
 /* Block i's chunks: whole chunks at fixed rows, so that every GEMM
  * call has the same rows however many blocks there are. */
 static void
@@ -444,6 +726,8 @@ tfg_rt_conv2d(int32_t kind, int32_t dtype, const TfgConv *g, const void *a,
 		pointwise(&J);
 		return;
 	}
+	if (thin(&J))
+		return;
 	if (kind == TFG_CONV_INPUT && g->sh == 1 && g->sw == 1 &&
 	    !g->depthwise && !rt_conv_direct &&
 	    input_as_forward(g, dtype, a, b, out))

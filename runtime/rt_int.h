@@ -83,8 +83,10 @@ void rt_gemm_here(int32_t dtype, int32_t trans, int64_t m, int64_t n,
 		  int64_t ldc);
 /* conv.c, for tests: 1 makes every convolution take the direct loops
  * (the reference of the GEMM path, and its fallback without memory);
- * rt_conv_chunk, when not 0, the bytes of patches of one GEMM. */
+ * rt_conv_gemm 1, the products even for thin filters; rt_conv_chunk,
+ * when not 0, the bytes of patches of one GEMM. */
 extern int rt_conv_direct;
+extern int rt_conv_gemm;
 extern size_t rt_conv_chunk;
 
 /* pool.c: the threads a loop of n iterations would run on now (1: the
