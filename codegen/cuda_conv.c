@@ -58,7 +58,7 @@ cu_gen_conv(CuGen *g, const IrNode *n, CuLaunch *l, int max)
 	TfgConv geo;
 
 	(void)max;
-	if (n->nin != 2 || ir_conv_geometry(n, &geo) < 0 ||
+	if (n->nin != 2 || n->fuse || ir_conv_geometry(n, &geo) < 0 ||
 	    !cu_is_float(n->dtype) || n->in[0]->dtype != n->dtype ||
 	    n->in[1]->dtype != n->dtype)
 		return cu_fail(n, "convolution: malformed node");

@@ -278,14 +278,17 @@ d_softplus(Ad *a, IrNode *n, IrNode *g, int k)
 	return bin(a, OP_mul, g, un(a, OP_sigmoid, n->in[0]));
 }
 
-/* 0 at x <= 0 */
+/* 0 at x <= 0, read from the output (relu(x) > 0 exactly when x > 0,
+ * NaN included), as TF's ReluGrad: x itself is then needed by relu
+ * alone, so that x = conv2d(...) + b and relu(x) fuse into one pass
+ * (compiler/pass_fuse.c) instead of both being kept for the gradient */
 static IrNode *
 d_relu(Ad *a, IrNode *n, IrNode *g, int k)
 {
 	IrNode *zero = scalar(a, n->dtype, 0);
 
 	(void)k;
-	return sel(a, bin(a, OP_greater, n->in[0], zero), g, zero);
+	return sel(a, bin(a, OP_greater, n, zero), g, zero);
 }
 
 /* sign(x): 0 at 0 */

@@ -28,7 +28,10 @@
  * the program, whose anchor operand is the product element, so codegen
  * (codegen/cpu_shape.c) applies it to each block of rows right after
  * computing them, while they are in cache.  A single elementwise op
- * (relu(x @ w)) is enough.
+ * (relu(x @ w)) is enough.  A conv2d on a CPU takes an epilogue the
+ * same way (relu(conv2d(x, f, ...) + b)): codegen/cpu_conv.c convolves a
+ * block of images at a time and runs the program over each block's
+ * outputs in place.
  *
  * Members may have fewer elements than the root (broadcasting); codegen
  * then recomputes them per element of the root, so only cheap ops join on
@@ -347,11 +350,12 @@ attach(Fuser *F, int g, IrNode *x, OpKind op, const TfgShape *shape)
 	attach_to(F, g, x, op, shape, ext, next, NULL);
 }
 
-/* Group g (root x at r) as the epilogue of a matmul among its external
- * inputs: one whose every use comes from the group (so it is neither
- * sent nor fetched), with the root's shape and dtype (the root's value
- * takes the product's place in the output buffer).  The root becomes
- * the matmul, its inputs the matmul's two and then the group's other
+/* Group g (root x at r) as the epilogue of a matmul, or of a CPU
+ * conv2d, among its external inputs: one whose every use comes from the
+ * group (so it is neither sent nor fetched), with the root's shape and
+ * dtype (the root's value takes the product's place in the output
+ * buffer).  The root becomes the matmul (the conv2d, with its
+ * geometry), its inputs the product's two and then the group's other
  * external inputs; the product node goes.  Returns whether it did. */
 static int
 epilogue(Fuser *F, int g, int r, IrNode *x)
@@ -363,8 +367,10 @@ epilogue(Fuser *F, int g, int r, IrNode *x)
 	for (int e = 0; e < next && !mm; e++) {
 		IrNode *c = ext[e];
 		int uses = 0;
-		if (c->op != OP_matmul || c->fuse || c->nin != 2 ||
-		    c->dtype != x->dtype ||
+		if ((c->op != OP_matmul &&
+		     (c->op != OP_conv2d || !c->conv ||
+		      c->dev.kind == DEV_GPU || x->dev.kind == DEV_GPU)) ||
+		    c->fuse || c->nin != 2 || c->dtype != x->dtype ||
 		    !tfg_shape_eq(&c->shape, &x->shape) ||
 		    (j = index_of(F, r, c)) < 0 || F->grp[j] >= 0)
 			continue;
@@ -383,8 +389,9 @@ epilogue(Fuser *F, int g, int r, IrNode *x)
 	for (int e = 0; e < next; e++)
 		if (ext[e] != mm && ext[e] != in[0] && ext[e] != in[1])
 			in[nin++] = ext[e];
-	attach_to(F, g, x, OP_matmul, &x->shape, in, nin, mm);
+	attach_to(F, g, x, mm->op, &x->shape, in, nin, mm);
 	x->trans = mm->trans;
+	x->conv = mm->conv;
 	F->gone[j] = 1;
 	return 1;
 }

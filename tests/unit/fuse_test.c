@@ -42,6 +42,7 @@ static TfgDtype fetch_dt[16];
 static int64_t fetch_n[16];
 static int nfetch;
 static int nfused; /* fused nodes in the last run_src's part */
+static int nconv_epi; /* conv2d nodes among them (epilogues) */
 
 /* Compiles src (with passes or without), runs sig 0 of task 0 and returns
  * the fetched tensors' bytes concatenated (malloc'd; *len their size). */
@@ -58,9 +59,12 @@ run_src(const char *src, int passes, size_t *len, int seed)
 	if (jh_compile_src(&p, src, &co) != 0)
 		return NULL;
 	g = &p.sigs[0];
-	nfused = 0;
-	for (int i = 0; i < g->parts[0].n; i++)
+	nfused = nconv_epi = 0;
+	for (int i = 0; i < g->parts[0].n; i++) {
 		nfused += g->parts[0].nodes[i]->fuse != NULL;
+		nconv_epi += g->parts[0].nodes[i]->fuse != NULL &&
+			     g->parts[0].nodes[i]->op == OP_conv2d;
+	}
 	nfetch = g->nfetch < 16 ? g->nfetch : 16;
 	for (int i = 0; i < nfetch; i++) {
 		fetch_dt[i] = g->fetch[i]->dtype;
@@ -301,8 +305,43 @@ t_epilogue_blas(void)
 	unsetenv("TFG_EPI_BLOCK");
 }
 
+/* conv2d epilogues (codegen/cpu_conv.c), in blocks of 3 images of
+ * 8 x 8 x 16 f32 outputs (TFG_EPI_BLOCK), so 7 images make two blocks
+ * and a rest: thin filters' kernels, a depthwise convolution and a
+ * program that reads the convolution's own input, bit for bit; the
+ * GEMM path (f64, 200 taps) within BLAS's tolerance. */
+static void
+t_epilogue_conv(void)
+{
+	setenv("TFG_EPI_BLOCK", "12288", 1);
+	same_results(
+	    "input x: f32[7, 8, 8, 2]\ninput f: f32[3, 3, 2, 16]\n"
+	    "input b: f32[16]\ninput d: f32[2, 2, 2, 8]\n"
+	    "input u: f32[7, 8, 8, 16]\ninput k: f32[1, 3, 16, 16]\n"
+	    "y = relu(conv2d(x, f, 1, \"SAME\") + b)\n"
+	    "z = depthwise_conv2d(x, d, [1, 1, 1, 1], \"SAME\") * 2.0 - b\n"
+	    "q = maximum(conv2d(u, k, 1, \"SAME\") + u, 0.5)\n"
+	    "session { print run(y, z, q, feed { x: load(\"x\"), "
+	    "f: load(\"f\"), b: load(\"b\"), d: load(\"d\"), "
+	    "u: load(\"u\"), k: load(\"k\") }) }\n", 3);
+	free(run_src("input x: f32[7, 8, 8, 2]\ninput f: f32[3, 3, 2, 16]\n"
+		     "y = relu(conv2d(x, f, 1, \"SAME\"))\n"
+		     "session { print run(y, feed { x: load(\"x\"), "
+		     "f: load(\"f\") }) }\n", 1, &(size_t){0}, 0));
+	ASSERT_EQ(nconv_epi, 1);
+	setenv("TFG_EPI_BLOCK", "20000", 1); /* 2 images of 8 x 8 x 16 f64 */
+	close_results(
+	    "input x: f64[5, 8, 8, 8]\ninput f: f64[5, 5, 8, 16]\n"
+	    "input b: f64[16]\n"
+	    "y = sigmoid(conv2d(x, f, 1, \"SAME\") + b)\n"
+	    "session { print run(y, feed { x: load(\"x\"), "
+	    "f: load(\"f\"), b: load(\"b\") }) }\n", 1, 1e-12);
+	unsetenv("TFG_EPI_BLOCK");
+}
+
 TEST_MAIN({"float_chain", t_float_chain}, {"float_f64", t_float_f64},
 	  {"int_ops", t_int_ops}, {"broadcast", t_broadcast},
 	  {"reduce", t_reduce}, {"fold", t_fold}, {"cse", t_cse},
 	  {"epilogue_loop", t_epilogue_loop},
-	  {"epilogue_blas", t_epilogue_blas})
+	  {"epilogue_blas", t_epilogue_blas},
+	  {"epilogue_conv", t_epilogue_conv})
