@@ -4,18 +4,28 @@
  * to BLAS (codegen/cpu_shape.c).
  *
  * OpenBLAS runs each call on one thread here: a product of at least
- * PAR_MIN multiply-adds is cut into one block of rows of c per thread of
- * the kernel pool (runtime/pool.c), or of columns when c has too few
- * rows, and each block is one cblas_*gemm call on the thread that takes
- * it.  OpenBLAS's own threads start and stop around every call and its
- * hand-off sleeps, which made the 100x784x100 products of the MNIST
- * step slower on two threads than on one; cut here, with the pool's
- * spinning hand-off, two threads take little more than half the time
- * of one (bench/README.md).  The blocks are as even as the rows allow: each thread
- * packs its own copy of b (of a, when columns are cut), which is little
- * next to its product from this size on.  A block computes its elements
- * exactly as one call over all of c would, so the result does not
- * depend on the number of threads.
+ * PAR_MIN multiply-adds is cut into blocks of rows or columns of c, and
+ * the threads of the kernel pool (runtime/pool.c) take them, each block
+ * one cblas_*gemm call on the thread that takes it.  OpenBLAS's own
+ * threads start and stop around every call and its hand-off sleeps,
+ * which made the 100x784x100 products of the MNIST step slower on two
+ * threads than on one; cut here, with the pool's spinning hand-off, two
+ * threads take little more than half the time of one (bench/README.md).
+ *
+ * The cut depends on the shape alone, never on the threads, because
+ * OpenBLAS's sums do depend on the size of the call (0.3.21 on Zen 3:
+ * 4,653 of the 102,400 elements of a 100x1024x3136 sgemm differed in
+ * their last bits when its rows were computed as two calls of 50), so
+ * the same blocks on any number of threads give the same result.
+ * Each block packs its own copy of the operand it shares with the
+ * others, so the cut is the one whose shared operand is the smaller:
+ * columns when m <= n (each block packs all of op(a), m x k), else rows
+ * (all of op(b)): cutting the rows of Deep MNIST's [100, 3136] x [3136,
+ * 1024] in two made each half pack the 12.8 MB of b again (one thread:
+ * 12.4 ms against 10.2 whole; its columns in two, 10.8).  GEMM_PARTS
+ * blocks at most, BLOCK_MIN rows or columns each at least: four keep
+ * two threads (these machines' cores) even and cost one thread a few
+ * per cent.
  *
  * An f32 product whose left operand is mostly zeros goes to
  * runtime/gemm_sparse.c first, which walks its nonzeros instead.
@@ -27,6 +37,7 @@
 
 #define PAR_MIN TFG_LONG_WORK /* multiply-adds: about 10 us on one core */
 #define BLOCK_MIN 16      /* rows or columns per block, at least */
+#define GEMM_PARTS 4      /* blocks, at most */
 
 typedef struct Gemm {
 	int32_t dtype, trans;
@@ -120,20 +131,21 @@ tfg_rt_gemm(int32_t dtype, int32_t trans, int64_t m, int64_t n, int64_t k,
 	Gemm g = {dtype, trans, m, n, k, lda, ldb, ldc, 1, 0, alpha, beta,
 		  a, b, c};
 	void *base = &g;
-	int t = 1;
 
 	pthread_once(&blas_once, rt_blas_one_thread);
 	if (m > 0 && n > 0 && k > 0 && m * n * k >= PAR_MIN) {
+		int64_t len;
+
 		if (dtype == TFG_F32 && !(trans & 2) &&
 		    rt_gemm_sparse(trans & 1, m, n, k, alpha, a, lda, b, ldb,
 				   beta, c, ldc))
 			return;
-		t = rt_pool_threads(m > n ? m : n);
+		g.cols = m <= n;
+		len = g.cols ? n : m;
+		g.parts = len / BLOCK_MIN < GEMM_PARTS ? len / BLOCK_MIN
+						       : GEMM_PARTS;
+		g.parts = g.parts < 1 ? 1 : g.parts;
 	}
-	if (t > 1 && m >= (int64_t)t * BLOCK_MIN)
-		g.parts = t;
-	else if (t > 1 && n >= (int64_t)t * BLOCK_MIN)
-		g.parts = t, g.cols = 1;
 	if (g.parts > 1)
 		tfg_rt_parallel(blocks, &base, g.parts);
 	else

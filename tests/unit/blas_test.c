@@ -282,6 +282,48 @@ direct(TfgDtype t, int threads, int trans, int64_t m, int64_t n, int64_t k)
 		}
 }
 
+/* The same bits on 1, 2 and 3 threads: OpenBLAS's sums depend on the
+ * size of each call, so tfg_rt_gemm's blocks must not depend on the
+ * threads (rows, columns, transposes, f64; the last one MNIST's sparse
+ * left operand, runtime/gemm_sparse.c). */
+static void
+t_same_on_any_threads(void)
+{
+	static const int64_t shapes[][4] = {
+		/* m    n     k   trans */
+		{100, 1024, 784, 0}, {784, 100, 100, 1}, {100, 784, 512, 2},
+		{301, 157, 97, 3}, {20, 700, 150, 0}, {100, 100, 784, 0},
+	};
+
+	for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+		int64_t m = shapes[i][0], n = shapes[i][1], k = shapes[i][2];
+		int trans = (int)shapes[i][3];
+		TfgDtype t = i == 3 ? TFG_F64 : TFG_F32;
+		size_t sz = t == TFG_F32 ? 4 : 8, cb = (size_t)(m * n) * sz;
+		int64_t lda = trans & 1 ? m : k, ldb = trans & 2 ? k : n;
+		char *a = fill(t, m * k), *b = fill(t, k * n);
+		char *c[3];
+
+		if (i == 5) /* four zeros in five, as MNIST's pixels */
+			for (int64_t e = 0; e < m * k; e++)
+				if (e % 5)
+					((float *)a)[e] = 0;
+		for (int th = 0; th < 3; th++) {
+			c[th] = calloc(1, cb);
+			ASSERT_EQ(tfg_set_threads(th + 1), th + 1);
+			tfg_rt_gemm(t, trans, m, n, k, 1.0, a, lda, b, ldb, 0.0,
+				    c[th], n);
+		}
+		if (memcmp(c[0], c[1], cb) != 0 || memcmp(c[0], c[2], cb) != 0)
+			TEST_FAIL_("[%lld, %lld, %lld] trans %d: 1, 2 and 3 "
+				   "threads differ", (long long)m, (long long)n,
+				   (long long)k, trans);
+		for (int th = 0; th < 3; th++)
+			free(c[th]);
+	}
+	ASSERT_EQ(tfg_set_threads(3), 3);
+}
+
 /* Blocks of rows (m large), of columns (m too small to cut), none
  * (too little work), on 3, 2 and 1 threads; then 3 for the other tests. */
 static void
@@ -308,4 +350,4 @@ t_count(void)
 TEST_MAIN({"split", t_split}, {"plain", t_plain}, {"batched", t_batched},
 	  {"batch_rows", t_batch_rows}, {"vector", t_vector},
 	  {"rule", t_rule}, {"flush", t_flush}, {"split", t_split},
-	  {"count", t_count})
+	  {"same_on_any_threads", t_same_on_any_threads}, {"count", t_count})
