@@ -30,6 +30,7 @@
  * vectorise, sqrt included.
  */
 #include <math.h>
+#include <stdatomic.h>
 #include <string.h>
 #include <time.h>
 
@@ -121,41 +122,112 @@ ir_nhyper(uint32_t kind)
 	return n[kind & 0xff];
 }
 
+/* Elements of an update, or of a gradient's check, per block of the
+ * kernel pool (runtime/pool.c): every element's update is its own, so
+ * the blocks change nothing but the time.  One thread streams an Adam
+ * update of Deep MNIST's 3136 x 1024 weights (7 passes of 12.8 MB) in
+ * 4.1-4.6 ms on Zen 3, short of the memory's bandwidth. */
+#define UPD_BLOCK 32768
+
+/* An update (or a check: kind -1) of elements [i0, i1). */
+typedef struct Upd {
+	int kind;
+	TfgDtype t;
+	RtVarSlot **s;
+	const char *g;
+	int64_t n, step;
+	const double *h;
+	_Atomic int bad; /* the check found a NaN or an infinity */
+} Upd;
+
+static void
+update_range(Upd *u, int64_t i0, int64_t i1)
+{
+	int f = u->t == TFG_F32;
+	size_t z = f ? 4 : 8, o = (size_t)i0 * z;
+	int64_t n = i1 - i0;
+	const void *g = u->g + o;
+	unsigned char *v;
+
+	if (u->kind < 0) {
+		if ((f ? nonfinite_float(g, n) : nonfinite_double(g, n)) >= 0)
+			u->bad = 1;
+		return;
+	}
+	v = u->s[0]->data + o;
+	switch (u->kind) {
+	case TFG_OPT_SGD:
+		if (f)
+			sgd_float((float *)v, g, n, u->h);
+		else
+			sgd_double((double *)v, g, n, u->h);
+		break;
+	case TFG_OPT_MOMENTUM:
+		if (f)
+			momentum_float((float *)v, (float *)(u->s[1]->data + o),
+				       g, n, u->h);
+		else
+			momentum_double((double *)v,
+					(double *)(u->s[1]->data + o), g, n,
+					u->h);
+		break;
+	case TFG_OPT_ADAM:
+		if (f)
+			adam_float((float *)v, (float *)(u->s[1]->data + o),
+				   (float *)(u->s[2]->data + o), g, n, u->step,
+				   u->h);
+		else
+			adam_double((double *)v, (double *)(u->s[1]->data + o),
+				    (double *)(u->s[2]->data + o), g, n,
+				    u->step, u->h);
+		break;
+	}
+}
+
+static void
+update_blocks(void *const *bases, int64_t b, int64_t e)
+{
+	Upd *u = bases[0];
+
+	update_range(u, b * UPD_BLOCK,
+		     e * UPD_BLOCK < u->n ? e * UPD_BLOCK : u->n);
+}
+
+static void
+update_all(Upd *u)
+{
+	void *base = u;
+
+	tfg_rt_parallel(update_blocks, &base,
+			(u->n + UPD_BLOCK - 1) / UPD_BLOCK);
+}
+
 /* The update itself, every lock held and every slot initialized. */
 static void
 update(uint32_t kind, TfgDtype t, RtVarSlot **s, const void *g, int64_t n,
        const double *h)
 {
-	int f = t == TFG_F32;
-	int64_t step;
+	Upd u = {(int)kind, t, s, g, n, 0, h, 0};
 
-	switch (kind) {
-	case TFG_OPT_SGD:
-		if (f)
-			sgd_float((float *)s[0]->data, g, n, h);
-		else
-			sgd_double((double *)s[0]->data, g, n, h);
-		break;
-	case TFG_OPT_MOMENTUM:
-		if (f)
-			momentum_float((float *)s[0]->data, (float *)s[1]->data,
-				       g, n, h);
-		else
-			momentum_double((double *)s[0]->data,
-					(double *)s[1]->data, g, n, h);
-		break;
-	case TFG_OPT_ADAM:
-		memcpy(&step, s[3]->data, sizeof step);
-		step++;
-		memcpy(s[3]->data, &step, sizeof step);
-		if (f)
-			adam_float((float *)s[0]->data, (float *)s[1]->data,
-				   (float *)s[2]->data, g, n, step, h);
-		else
-			adam_double((double *)s[0]->data, (double *)s[1]->data,
-				    (double *)s[2]->data, g, n, step, h);
-		break;
+	if (kind == TFG_OPT_ADAM) {
+		memcpy(&u.step, s[3]->data, sizeof u.step);
+		u.step++;
+		memcpy(s[3]->data, &u.step, sizeof u.step);
 	}
+	update_all(&u);
+}
+
+/* The index of the first NaN or infinity of the gradient g, or -1; the
+ * blocks only say whether there is one. */
+static int64_t
+nonfinite(TfgDtype t, const void *g, int64_t n)
+{
+	Upd u = {-1, t, NULL, g, n, 0, NULL, 0};
+
+	update_all(&u);
+	if (!u.bad)
+		return -1;
+	return t == TFG_F32 ? nonfinite_float(g, n) : nonfinite_double(g, n);
 }
 
 /* Whether slot k of an update of var (0: var itself) is what the kind
@@ -312,13 +384,11 @@ rt_apply(RtCtx *c, uint32_t var, uint32_t kind, uint32_t slot,
 		double x, loss = hyper[ir_nhyper(kind) +
 				       ((kind & TFG_OPT_SYNC) ? 3 : 0)];
 
-		if (v->dtype == TFG_F32) {
-			at = nonfinite_float(grad, numel);
+		at = nonfinite(v->dtype, grad, numel);
+		if (v->dtype == TFG_F32)
 			x = at >= 0 ? ((const float *)grad)[at] : 0;
-		} else {
-			at = nonfinite_double(grad, numel);
+		else
 			x = at >= 0 ? ((const double *)grad)[at] : 0;
-		}
 		/* a task's errors reach the client behind its name */
 		int local = c->step->client == srv->proc.task;
 
