@@ -1,12 +1,18 @@
 #!/bin/sh
-# bench/cnn.sh: one Adam step of TF's Deep MNIST network, batch 100, in
-# one task (issue 27): tfg (bench/cnn_step.tfg) against TF 2's
-# tf.compat.v1 and eager PyTorch (bench/cnn_step.py), each on 1 thread
-# and on every core, in the same run, on MNIST's first 100 training
-# images (random pixels without MNIST).  Prints each figure and the
-# ratio of the faster peer's best to tfg's best.  The peers come from
-# make bench-deps (TF in build/venv, PyTorch Debian's); the data from
-# $TFG_MNIST or ../shared/data/mnist.
+# bench/cnn.sh: TF's Deep MNIST network (issue 27), two measures.
+# 1. One Adam step, batch 100, in one task: tfg (bench/cnn_step.tfg)
+#    against TF 2's tf.compat.v1 and eager PyTorch (bench/cnn_step.py),
+#    each on 1 thread and on every core, in the same run, on MNIST's
+#    first 100 training images (random pixels without MNIST); the ratio
+#    of the faster peer's best to tfg's best.
+# 2. The wall time to 99% test accuracy: examples/cnn_mnist.tfg (1 ps +
+#    2 asynchronous workers) against TF1's distributed runtime with the
+#    same model, settings and cluster (bench/tf1_cnn_mnist.py) and
+#    against single-process eager PyTorch on one thread, its faster
+#    count here (bench/torch_cnn_mnist.py); CNN_EPOCHS (4) epochs at
+#    most, CNN_DIST=0 skips it (about 15 minutes on 2 cores).
+# The peers come from make bench-deps (TF in build/venv, PyTorch
+# Debian's); the data from $TFG_MNIST or ../shared/data/mnist.
 set -u
 cd "$(dirname "$0")/.." || exit 1
 TFGC=${TFGC:-./tfgc}
@@ -72,6 +78,10 @@ awk -v a="$best" '$2 > 0 { p = $1; sub(/_step_ms/, "", p)
 	"$T/peers"
 
 echo "== Deep MNIST, 1 ps + 2 asynchronous workers, Adam(1e-3), batch 100, to 99% test accuracy =="
+if [ "${CNN_DIST:-1}" = 0 ]; then
+	echo "skipped: CNN_DIST=0"
+	exit 0
+fi
 if [ ! -e "$DATA/train-images-idx3-ubyte.gz" ]; then
 	echo "skipped: no MNIST at $DATA"
 	exit 0
@@ -93,4 +103,18 @@ if [ -x "$TF" ]; then
 	fi
 else
 	echo "tf1: not installed (make bench-deps)"
+fi
+if $PY -c 'import torch' 2>/dev/null; then
+	$PY bench/torch_cnn_mnist.py --data "$DATA" --threads 1 \
+		--epochs "${CNN_EPOCHS:-4}" --stop-at-target 2>/dev/null |
+		tee "$T/torch"
+	tt=$(awk '$1 == "torch_mnist_target" && $3 == "time" { print $4 }' \
+		"$T/torch")
+	if [ -n "$tfg" ] && [ -n "$tt" ]; then
+		awk -v a="$tfg" -v b="$tt" 'BEGIN { printf "ratio tfg time " \
+			"to 99%% / single-process PyTorch'"'"'s: %.2f " \
+			"(goal < 1)\n", a / b }'
+	fi
+else
+	echo "torch: not installed (make bench-deps)"
 fi
