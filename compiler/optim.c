@@ -450,6 +450,7 @@ check_minimize(Checker *c, AstNode *e, OpKind op)
 {
 	AstNode *oe, *vk, *sk;
 	IrNode *loss, *v[256], *h[4], *in[258];
+	IrOpt *r[256];
 	double lit[4];
 	int o, nv, nin = 0, nh, sync = 0;
 	double wait = 0;
@@ -497,24 +498,35 @@ check_minimize(Checker *c, AstNode *e, OpKind op)
 		return NULL;
 	}
 	in[nin++] = loss;
-	for (int i = 0; i < nv; i++) {
+	/* the slots in the variables' order; the gradients and updates in
+	   the reverse one, the last variable the loss reads first, so that
+	   the definition order (which partition.c and the parts keep) is
+	   backpropagation's: each gradient and its update (a send to the
+	   variable's task, and the update there) come as soon as the
+	   backward pass has made it, not after the gradients of the
+	   variables before it.  A worker of Deep MNIST sent its dense
+	   layer's 12.8 MB gradient after both convolutions' gradients and
+	   then waited 5-15 ms for the ps to apply it */
+	for (int i = 0; i < nv; i++)
+		if (!(r[i] = opt_for(c, e, o, sync, wait, v[i]->var)))
+			return NULL;
+	for (int i = nv - 1; i >= 0; i--) {
 		IrVar *var = v[i]->var;
-		IrOpt *r = opt_for(c, e, o, sync, wait, var);
 		IrNode *g, *hn, *up;
 
-		if (!r)
-			return NULL;
 		g = check_built(c, ir_grad(c->p, e->loc, loss, var->read));
-		hn = hyper_node(c, e->loc, var, h, lit, nh, r, loss);
-		if (!g || !hn || !(up = ir_apply(c->p, e->loc, var, r, g, hn)))
+		hn = hyper_node(c, e->loc, var, h, lit, nh, r[i], loss);
+		if (!g || !hn ||
+		    !(up = ir_apply(c->p, e->loc, var, r[i], g, hn)))
 			return NULL;
 		up->name = c->copy >= 0 ? arena_printf(c->a, "%s/update@%d",
 						       var->name, c->copy)
 				: arena_printf(c->a, "%s/update", var->name);
 		up->why = arena_printf(c->a, "variable %s, %s", var->name,
 				       var->why);
-		in[nin++] = up;
+		in[1 + i] = up;
 	}
+	nin += nv;
 	if ((sk = check_kwarg(e, "global_step")) != NULL &&
 	    !(in[nin++] = step_inc(c, sk, sync ? in[1] : NULL)))
 		return NULL;
