@@ -7,13 +7,14 @@
  * or windows, over the kernel pool), with the layer's static shape and
  * geometry as a constant TfgConv of the module.
  *
- * A conv2d carrying an epilogue (compiler/pass_fuse.c: the bias add and
- * activation after it) is convolved a block of whole images at a time
+ * A conv2d or a pool carrying an epilogue (compiler/pass_fuse.c: the
+ * bias add and activation after a convolution, relu's gradient after a
+ * max pool's) is computed a block of whole images at a time
  * (CONV_EPI_BYTES of outputs, $TFG_EPI_BLOCK as for matmuls), and the
  * program runs over each block's outputs in place right after, while
  * they are in cache, instead of as a pass of its own over memory.  Each
- * output pixel's sum is the same whatever the blocks (tfg_rt_conv2d's
- * results do not depend on how its rows are cut).
+ * output is the same whatever the blocks (tfg_rt_conv2d's and
+ * tfg_rt_pool2d's results do not depend on how their rows are cut).
  */
 #include <string.h>
 
@@ -91,24 +92,40 @@ at(CgCtx *C, TfgDtype t, LLVMValueRef base, LLVMValueRef i, int64_t st)
 	return LLVMBuildInBoundsGEP2(C->b, cg_elty(C, t), base, &o, 1, "");
 }
 
-/* Images [img0, img0 + R) of n (img0 an i64 value): their convolution
+/* Elements of one image of a 4-d value x (batch first), or 0 for the
+ * operand that all images share (a convolution's filter). */
+static int64_t
+per_image(const IrNode *n, int k)
+{
+	const IrNode *x = k < 0 ? n : n->in[k];
+
+	if ((n->op == OP_conv2d && k == 1) || x->shape.dims[0] == 0)
+		return 0;
+	return tfg_shape_numel(&x->shape) / x->shape.dims[0];
+}
+
+/* Images [img0, img0 + R) of n (img0 an i64 value): fn's `kind` of them
  * into the output, then the program over them.  used[e]: input e is
  * read by the program at strides st[e] (broadcast to the output). */
 static void
-epi_block(CgCtx *C, const IrNode *n, const TfgConv *g, LLVMValueRef img0,
-	  int64_t R, const int *used, int64_t (*st)[TFG_MAX_RANK])
+epi_block(CgCtx *C, const IrNode *n, const TfgConv *g, const char *fn,
+	  int kind, LLVMValueRef img0, int64_t R, const int *used,
+	  int64_t (*st)[TFG_MAX_RANK])
 {
 	TfgConv b = *g;
 	TfgDtype t = n->dtype;
-	LLVMValueRef out = at(C, t, cg_buf(C, n), img0,
-			      g->oh * g->ow * n->shape.dims[3]);
+	LLVMValueRef out = at(C, t, cg_buf(C, n), img0, per_image(n, -1));
+	LLVMValueRef ab[2] = {LLVMConstNull(C->ptr), LLVMConstNull(C->ptr)};
 	Nest L = {0};
 	int64_t ost[TFG_MAX_RANK];
 
+	for (int k = 0; k < op_info[n->op].nin && k < 2; k++)
+		ab[k] = per_image(n, k)
+		      ? at(C, n->in[k]->dtype, cg_buf(C, n->in[k]), img0,
+			   per_image(n, k))
+		      : cg_buf(C, n->in[k]);
 	b.n = R;
-	call_at(C, n, "tfg_rt_conv2d", TFG_CONV_FORWARD, &b,
-		at(C, t, cg_buf(C, n->in[0]), img0, g->h * g->w * g->c),
-		cg_buf(C, n->in[1]), out);
+	call_at(C, n, fn, kind, &b, ab[0], ab[1], out);
 	cg_row_major(&n->shape, ost);
 	L.rank = n->shape.rank;
 	memcpy(L.dim, n->shape.dims, sizeof L.dim[0] * (size_t)L.rank);
@@ -130,10 +147,11 @@ epi_block(CgCtx *C, const IrNode *n, const TfgConv *g, LLVMValueRef img0,
 	cg_nest_emit(C, &L);
 }
 
-/* conv2d with an epilogue: full blocks of R images in a loop, then the
- * rest. */
+/* A conv2d or pool with an epilogue: full blocks of R images in a
+ * loop, then the rest. */
 static int
-emit_epilogue(CgCtx *C, IrNode *n, const TfgConv *g)
+emit_epilogue(CgCtx *C, IrNode *n, const TfgConv *g, const char *fn,
+	      int kind)
 {
 	const IrFuse *f = n->fuse;
 	int used[CG_MAX_OPS] = {0};
@@ -142,7 +160,7 @@ emit_epilogue(CgCtx *C, IrNode *n, const TfgConv *g)
 	Loop lb;
 
 	if (f->n < 1 || n->nin + 1 > CG_MAX_OPS || n->shape.rank != 4)
-		return cg_fail(C, n, "conv2d epilogue does not match");
+		return cg_fail(C, n, "epilogue does not match");
 	for (int m = 0; m < f->n; m++)
 		for (int k = 0; k < f->ops[m].nin; k++)
 			if (f->ops[m].arg[k] < 0 &&
@@ -154,9 +172,7 @@ emit_epilogue(CgCtx *C, IrNode *n, const TfgConv *g)
 		if (used[e])
 			cg_bcast_strides(&n->in[e]->shape, &n->shape, st[e]);
 	}
-	/* bytes of an image's outputs: o channels, or c o depthwise */
-	per = g->oh * g->ow * n->shape.dims[3] *
-	      (int64_t)tfg_dtype_size(n->dtype);
+	per = per_image(n, -1) * (int64_t)tfg_dtype_size(n->dtype);
 	if (g->n == 0 || per == 0)
 		return 0;
 	R = (C->epi_block > 0 ? C->epi_block : CONV_EPI_BYTES) / per;
@@ -164,15 +180,17 @@ emit_epilogue(CgCtx *C, IrNode *n, const TfgConv *g)
 	full = g->n / R;
 	rest = g->n % R;
 	if (full == 1) {
-		epi_block(C, n, g, cg_i64c(C, 0), R, used, st);
+		epi_block(C, n, g, fn, kind, cg_i64c(C, 0), R, used, st);
 	} else {
 		cg_loop_begin(C, &lb, NULL);
-		epi_block(C, n, g, LLVMBuildNSWMul(C->b, lb.i, cg_i64c(C, R),
-						   ""), R, used, st);
+		epi_block(C, n, g, fn, kind,
+			  LLVMBuildNSWMul(C->b, lb.i, cg_i64c(C, R), ""), R,
+			  used, st);
 		cg_loop_end(C, &lb, full, NULL);
 	}
 	if (rest > 0)
-		epi_block(C, n, g, cg_i64c(C, full * R), rest, used, st);
+		epi_block(C, n, g, fn, kind, cg_i64c(C, full * R), rest, used,
+			  st);
 	return 0;
 }
 
@@ -194,7 +212,7 @@ cpu_emit_conv(CgCtx *C, IrNode *n)
 	    (double)g.o >= TFG_LONG_WORK)
 		cg_flush(C);
 	if (n->fuse)
-		return emit_epilogue(C, n, &g);
+		return emit_epilogue(C, n, &g, "tfg_rt_conv2d", kind);
 	call(C, n, "tfg_rt_conv2d", kind, &g);
 	return 0;
 }
@@ -211,13 +229,15 @@ cpu_emit_pool(CgCtx *C, IrNode *n)
 	TfgConv g;
 
 	if (ir_conv_geometry(n, &g) < 0 || n->in[0]->dtype != n->dtype ||
-	    (n->nin > 1 && n->in[1]->dtype != n->dtype) ||
+	    (op_info[n->op].nin > 1 && n->in[1]->dtype != n->dtype) ||
 	    (n->dtype != TFG_F32 && n->dtype != TFG_F64 &&
 	     n->dtype != TFG_I32 && n->dtype != TFG_I64))
 		return cg_fail(C, n, "pool: malformed node");
 	if ((double)(g.n * g.h * g.w * g.c) * (double)(g.kh * g.kw) /
 	    (double)(g.sh * g.sw) >= TFG_LONG_WORK)
 		cg_flush(C);
+	if (n->fuse)
+		return emit_epilogue(C, n, &g, "tfg_rt_pool2d", kind);
 	call(C, n, "tfg_rt_pool2d", kind, &g);
 	return 0;
 }

@@ -147,7 +147,8 @@ cu_gen_pool(CuGen *g, const IrNode *n, CuLaunch *l, int max)
 	TfgConv geo;
 
 	(void)max;
-	if (ir_conv_geometry(n, &geo) < 0 || !cu_dt_ok(n->dtype) ||
+	if (n->fuse || ir_conv_geometry(n, &geo) < 0 ||
+	    !cu_dt_ok(n->dtype) ||
 	    n->dtype == TFG_BOOL || n->in[0]->dtype != n->dtype ||
 	    (n->nin > 1 && n->in[1]->dtype != n->dtype))
 		return cu_fail(n, "pool: malformed node");

@@ -680,12 +680,14 @@ ir_set_fuse(Program *p, IrNode *x, OpKind op, const IrFuse *f, IrNode **in,
 {
 	const IrFuseOp *v = f->n > 0 ? &f->ops[f->n - 1] : NULL;
 	int reduce = (op_info[op].flags & OPF_REDUCE) != 0;
-	int epi = op == OP_matmul || op == OP_conv2d;
+	int epi = ir_takes_epilogue(op);
 
-	/* the expression is the node's value, a matmul's or a conv2d's
-	   epilogue (of the product's dtype) or a reduction's input element */
+	/* the expression is the node's value, an epilogue of a matmul, a
+	   conv2d or a pool (of its value's dtype) or a reduction's input
+	   element */
 	if (!v || (op != OP_fused && !epi && !reduce) ||
-	    (!reduce && v->dtype != x->dtype) || nin < epi * 2) {
+	    (!reduce && v->dtype != x->dtype) ||
+	    nin < (epi ? op_info[op].nin : 0)) {
 		diag_error(p->diag, x->loc, "cannot fuse into '%s': an "
 			   "expression of %d ops giving %s", op_info[op].name,
 			   f->n, v ? tfg_dtype_name(v->dtype) : "nothing");

@@ -405,6 +405,10 @@ size_t ir_nbytes(const IrNode *n);
  * gives them and from n->conv: what both backends build their kernels
  * of.  -1 when n's shapes do not have those roles. */
 int ir_conv_geometry(const IrNode *n, TfgConv *g);
+/* Whether an op may carry an elementwise epilogue (IrNode.fuse, anchored
+ * on its value, compiler/pass_fuse.c): matmul, conv2d and the pools and
+ * their gradients. */
+int ir_takes_epilogue(OpKind op);
 /* The attributes of n's op (stdlib/ops.def's attrs column), as bytes put
  * through put(ctx, p, n): the one walk that CSE's equality and hash and
  * codegen's kernel key use (compiler/attr.c). */

@@ -50,16 +50,17 @@ node_line(FILE *out, Arena *a, const IrNode *n)
 		fuse_expr(out, n);
 		break;
 	default: /* a fused reduction prints its program as its input, a
-		    matmul or conv2d its epilogue after it */
+		    matmul, conv2d or pool its epilogue after it */
 		fprintf(out, "%s(", op_info[n->op].name);
-		if (n->fuse && n->op != OP_matmul && n->op != OP_conv2d)
+		if (n->fuse && !ir_takes_epilogue(n->op))
 			fuse_expr(out, n);
 		else
-			for (int i = 0; i < (n->fuse ? 2 : n->nin); i++)
+			for (int i = 0; i < (n->fuse ? op_info[n->op].nin
+						      : n->nin); i++)
 				fprintf(out, "%s%s", i ? ", " : "",
 					ir_node_label(n->in[i]));
 		fputc(')', out);
-		if (n->fuse && (n->op == OP_matmul || n->op == OP_conv2d)) {
+		if (n->fuse && ir_takes_epilogue(n->op)) {
 			fputs(" then ", out);
 			fuse_expr(out, n);
 		}

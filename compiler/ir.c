@@ -82,6 +82,14 @@ ir_reach_vec(Program *p, PtrVec *roots)
 }
 
 int
+ir_takes_epilogue(OpKind op)
+{
+	return op == OP_matmul || op == OP_conv2d || op == OP_max_pool ||
+	       op == OP_avg_pool || op == OP_max_pool_grad ||
+	       op == OP_avg_pool_grad;
+}
+
+int
 ir_conv_geometry(const IrNode *n, TfgConv *g)
 {
 	const IrConv *v = n->conv;
@@ -103,8 +111,8 @@ ir_conv_geometry(const IrNode *n, TfgConv *g)
 	case OP_avg_pool:
 		x = &n->in[0]->shape, y = &n->shape;
 		break;
-	case OP_max_pool_grad:
-		if (n->nin != 2)
+	case OP_max_pool_grad: /* with an epilogue's inputs after these */
+		if (n->nin < 2)
 			return -1;
 		x = &n->in[0]->shape, y = &n->in[1]->shape;
 		break;

@@ -28,8 +28,9 @@
  * the program, whose anchor operand is the product element, so codegen
  * (codegen/cpu_shape.c) applies it to each block of rows right after
  * computing them, while they are in cache.  A single elementwise op
- * (relu(x @ w)) is enough.  A conv2d on a CPU takes an epilogue the
- * same way (relu(conv2d(x, f, ...) + b)): codegen/cpu_conv.c convolves a
+ * (relu(x @ w)) is enough.  A conv2d, a pool or a pool's gradient on a
+ * CPU takes an epilogue the same way (relu(conv2d(x, f, ...) + b), or
+ * relu's gradient after max_pool_grad): codegen/cpu_conv.c computes a
  * block of images at a time and runs the program over each block's
  * outputs in place.
  *
@@ -351,26 +352,29 @@ attach(Fuser *F, int g, IrNode *x, OpKind op, const TfgShape *shape)
 }
 
 /* Group g (root x at r) as the epilogue of a matmul, or of a CPU
- * conv2d, among its external inputs: one whose every use comes from the
- * group (so it is neither sent nor fetched), with the root's shape and
- * dtype (the root's value takes the product's place in the output
- * buffer).  The root becomes the matmul (the conv2d, with its
- * geometry), its inputs the product's two and then the group's other
- * external inputs; the product node goes.  Returns whether it did. */
+ * conv2d or pool (ir_takes_epilogue), among its external inputs: one
+ * whose every use comes from the group (so it is neither sent nor
+ * fetched), with the root's shape and dtype (the root's value takes the
+ * product's place in the output buffer).  The root becomes the matmul
+ * (the conv2d or pool, with its geometry), its inputs the op's own and
+ * then the group's other external inputs; the op's node goes.  Returns
+ * whether it did. */
 static int
 epilogue(Fuser *F, int g, int r, IrNode *x)
 {
 	IrNode *ext[3 * FUSE_MAX_IN + 3], *in[FUSE_MAX_IN + 3];
-	int next = externals(F, g, ext), nin = 2, j = -1;
+	int next = externals(F, g, ext), nin, j = -1;
 	IrNode *mm = NULL;
 
 	for (int e = 0; e < next && !mm; e++) {
 		IrNode *c = ext[e];
 		int uses = 0;
-		if ((c->op != OP_matmul &&
-		     (c->op != OP_conv2d || !c->conv ||
-		      c->dev.kind == DEV_GPU || x->dev.kind == DEV_GPU)) ||
-		    c->fuse || c->nin != 2 || c->dtype != x->dtype ||
+		if (!ir_takes_epilogue(c->op) ||
+		    (c->op != OP_matmul &&
+		     (!c->conv || c->dev.kind == DEV_GPU ||
+		      x->dev.kind == DEV_GPU)) ||
+		    c->fuse || c->nin != op_info[c->op].nin ||
+		    c->dtype != x->dtype ||
 		    !tfg_shape_eq(&c->shape, &x->shape) ||
 		    (j = index_of(F, r, c)) < 0 || F->grp[j] >= 0)
 			continue;
@@ -384,11 +388,16 @@ epilogue(Fuser *F, int g, int r, IrNode *x)
 	}
 	if (!mm || next > FUSE_MAX_IN)
 		return 0;
-	in[0] = mm->in[0];
-	in[1] = mm->in[1];
-	for (int e = 0; e < next; e++)
-		if (ext[e] != mm && ext[e] != in[0] && ext[e] != in[1])
+	nin = mm->nin; /* its own operands, then the group's others */
+	for (int k = 0; k < nin; k++)
+		in[k] = mm->in[k];
+	for (int e = 0; e < next; e++) {
+		int own = ext[e] == mm;
+		for (int k = 0; k < mm->nin; k++)
+			own |= ext[e] == mm->in[k];
+		if (!own)
 			in[nin++] = ext[e];
+	}
 	attach_to(F, g, x, mm->op, &x->shape, in, nin, mm);
 	x->trans = mm->trans;
 	x->conv = mm->conv;

@@ -42,7 +42,7 @@ static TfgDtype fetch_dt[16];
 static int64_t fetch_n[16];
 static int nfetch;
 static int nfused; /* fused nodes in the last run_src's part */
-static int nconv_epi; /* conv2d nodes among them (epilogues) */
+static int nconv_epi; /* conv2d and pool nodes among them (epilogues) */
 
 /* Compiles src (with passes or without), runs sig 0 of task 0 and returns
  * the fetched tensors' bytes concatenated (malloc'd; *len their size). */
@@ -63,7 +63,8 @@ run_src(const char *src, int passes, size_t *len, int seed)
 	for (int i = 0; i < g->parts[0].n; i++) {
 		nfused += g->parts[0].nodes[i]->fuse != NULL;
 		nconv_epi += g->parts[0].nodes[i]->fuse != NULL &&
-			     g->parts[0].nodes[i]->op == OP_conv2d;
+			     g->parts[0].nodes[i]->op != OP_matmul &&
+			     ir_takes_epilogue(g->parts[0].nodes[i]->op);
 	}
 	nfetch = g->nfetch < 16 ? g->nfetch : 16;
 	for (int i = 0; i < nfetch; i++) {
@@ -305,11 +306,12 @@ t_epilogue_blas(void)
 	unsetenv("TFG_EPI_BLOCK");
 }
 
-/* conv2d epilogues (codegen/cpu_conv.c), in blocks of 3 images of
- * 8 x 8 x 16 f32 outputs (TFG_EPI_BLOCK), so 7 images make two blocks
- * and a rest: thin filters' kernels, a depthwise convolution and a
- * program that reads the convolution's own input, bit for bit; the
- * GEMM path (f64, 200 taps) within BLAS's tolerance. */
+/* conv2d and pool epilogues (codegen/cpu_conv.c), in blocks of 3
+ * images of 8 x 8 x 16 f32 outputs (TFG_EPI_BLOCK), so 7 images make two
+ * blocks and a rest: thin filters' kernels, a depthwise convolution, a
+ * program that reads the convolution's own input, pools and relu's and
+ * tanh's gradients after the pools' gradients, bit for bit; the GEMM
+ * path (f64, 200 taps) within BLAS's tolerance. */
 static void
 t_epilogue_conv(void)
 {
@@ -329,6 +331,24 @@ t_epilogue_conv(void)
 		     "session { print run(y, feed { x: load(\"x\"), "
 		     "f: load(\"f\") }) }\n", 1, &(size_t){0}, 0));
 	ASSERT_EQ(nconv_epi, 1);
+	same_results(
+	    "input u: f32[7, 8, 8, 16]\n"
+	    "p = max_pool(u, 3, 1, \"SAME\") * 3.0 + 1.0\n"
+	    "a = tanh(avg_pool(u, 3, 1, \"SAME\"))\n"
+	    "gm = grad(reduce_sum(max_pool(relu(u), 2, 2, \"VALID\") * "
+	    "2.0), u)\n"
+	    "ga = grad(reduce_sum(square(avg_pool(tanh(u), 2, 2, "
+	    "\"VALID\"))), u)\n"
+	    "session { print run(p, a, gm, ga, feed { u: load(\"u\") }) }\n",
+	    4);
+	free(run_src("input u: f32[7, 8, 8, 16]\n"
+		     "gm = grad(reduce_sum(max_pool(relu(u), 2, 2, \"VALID\") "
+		     "* 2.0), u)\n"
+		     "ga = grad(reduce_sum(square(avg_pool(tanh(u), 2, 2, "
+		     "\"VALID\"))), u)\n"
+		     "session { print run(gm, ga, feed { u: load(\"u\") }) }\n",
+		     1, &(size_t){0}, 0));
+	ASSERT(nconv_epi >= 2); /* both gradients, and maybe a pool */
 	setenv("TFG_EPI_BLOCK", "20000", 1); /* 2 images of 8 x 8 x 16 f64 */
 	close_results(
 	    "input x: f64[5, 8, 8, 8]\ninput f: f64[5, 5, 8, 16]\n"
