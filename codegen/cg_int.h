@@ -296,6 +296,16 @@ void cg_bcast_strides(const TfgShape *s, const TfgShape *to, int64_t *st);
  * operands (NULL when there are none). */
 LLVMValueRef cg_fuse_eval(CgCtx *C, const IrNode *n, const Nest *L,
 			  int first, LLVMValueRef *off, LLVMValueRef anchor);
+/* Epilogues (a matmul's, cpu_shape.c; a conv2d's or pool's, cpu_conv.c):
+ * used[e] = 1 for each input e of n that its program reads (used[]
+ * zeroed by the caller); the body that replaces operand 0's element,
+ * the anchor, by the program's value there; base + i * st elements of
+ * dtype t (i an i64 value; base itself when st is 0). */
+void cg_epi_used(const IrNode *n, int *used);
+LLVMValueRef cg_body_epi(CgCtx *C, const Nest *L, LLVMValueRef *off,
+			 LLVMValueRef acc);
+LLVMValueRef cg_at(CgCtx *C, TfgDtype t, LLVMValueRef base, LLVMValueRef i,
+		   int64_t st);
 
 /* vmath.c: exp, log, tanh and sigmoid of f32 (scalar or vector) as
  * inline IR without calls, so loops of them vectorise; errors as stated

@@ -71,27 +71,6 @@ call(CgCtx *C, const IrNode *n, const char *fn, int kind, const TfgConv *g)
 
 /* ---- epilogues */
 
-/* out = the program at out's element (the anchor), in place */
-static LLVMValueRef
-body_epi(CgCtx *C, const Nest *L, LLVMValueRef *off, LLVMValueRef acc)
-{
-	const IrNode *n = L->n;
-	LLVMValueRef v = cg_load_at(C, n->dtype, L->base[0], off[0]);
-
-	cg_store_at(C, n->dtype, L->base[0], off[0],
-		    cg_fuse_eval(C, n, L, 1, off, v));
-	return acc;
-}
-
-/* base + i * st elements of dtype t (i an i64 value) */
-static LLVMValueRef
-at(CgCtx *C, TfgDtype t, LLVMValueRef base, LLVMValueRef i, int64_t st)
-{
-	LLVMValueRef o = LLVMBuildNSWMul(C->b, i, cg_i64c(C, st), "");
-
-	return LLVMBuildInBoundsGEP2(C->b, cg_elty(C, t), base, &o, 1, "");
-}
-
 /* Elements of one image of a 4-d value x (batch first), or 0 for the
  * operand that all images share (a convolution's filter). */
 static int64_t
@@ -114,16 +93,14 @@ epi_block(CgCtx *C, const IrNode *n, const TfgConv *g, const char *fn,
 {
 	TfgConv b = *g;
 	TfgDtype t = n->dtype;
-	LLVMValueRef out = at(C, t, cg_buf(C, n), img0, per_image(n, -1));
+	LLVMValueRef out = cg_at(C, t, cg_buf(C, n), img0, per_image(n, -1));
 	LLVMValueRef ab[2] = {LLVMConstNull(C->ptr), LLVMConstNull(C->ptr)};
 	Nest L = {0};
 	int64_t ost[TFG_MAX_RANK];
 
 	for (int k = 0; k < op_info[n->op].nin && k < 2; k++)
-		ab[k] = per_image(n, k)
-		      ? at(C, n->in[k]->dtype, cg_buf(C, n->in[k]), img0,
-			   per_image(n, k))
-		      : cg_buf(C, n->in[k]);
+		ab[k] = cg_at(C, n->in[k]->dtype, cg_buf(C, n->in[k]), img0,
+			      per_image(n, k));
 	b.n = R;
 	call_at(C, n, fn, kind, &b, ab[0], ab[1], out);
 	cg_row_major(&n->shape, ost);
@@ -132,14 +109,14 @@ epi_block(CgCtx *C, const IrNode *n, const TfgConv *g, const char *fn,
 	L.dim[0] = R;
 	L.nop = 1 + n->nin;
 	L.n = n;
-	L.body = body_epi;
+	L.body = cg_body_epi;
 	L.flags = CG_NEST_SHARE | CG_NEST_ELEM;
 	L.base[0] = out;
 	memcpy(L.stride[0], ost, sizeof ost[0] * (size_t)L.rank);
 	for (int e = 0; e < n->nin; e++) {
-		L.base[1 + e] = used[e] ? at(C, n->in[e]->dtype,
-					     cg_buf(C, n->in[e]), img0,
-					     st[e][0])
+		L.base[1 + e] = used[e] ? cg_at(C, n->in[e]->dtype,
+						cg_buf(C, n->in[e]), img0,
+						st[e][0])
 					: cg_buf(C, n->in[e]);
 		for (int x = 0; x < L.rank; x++)
 			L.stride[1 + e][x] = used[e] ? st[e][x] : 0;
@@ -153,19 +130,14 @@ static int
 emit_epilogue(CgCtx *C, IrNode *n, const TfgConv *g, const char *fn,
 	      int kind)
 {
-	const IrFuse *f = n->fuse;
 	int used[CG_MAX_OPS] = {0};
 	int64_t st[CG_MAX_OPS][TFG_MAX_RANK];
 	int64_t per, R, full, rest;
 	Loop lb;
 
-	if (f->n < 1 || n->nin + 1 > CG_MAX_OPS || n->shape.rank != 4)
+	if (n->fuse->n < 1 || n->nin + 1 > CG_MAX_OPS || n->shape.rank != 4)
 		return cg_fail(C, n, "epilogue does not match");
-	for (int m = 0; m < f->n; m++)
-		for (int k = 0; k < f->ops[m].nin; k++)
-			if (f->ops[m].arg[k] < 0 &&
-			    f->ops[m].arg[k] != IR_FUSE_ANCHOR)
-				used[-1 - f->ops[m].arg[k]] = 1;
+	cg_epi_used(n, used);
 	for (int e = 0; e < n->nin; e++) {
 		if (used[e] && n->in[e]->shape.rank > n->shape.rank)
 			return cg_fail(C, n, "input rank above output rank");

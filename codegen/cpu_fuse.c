@@ -144,3 +144,37 @@ cpu_emit_fused(CgCtx *C, IrNode *n)
 	cg_nest_emit(C, &L);
 	return 0;
 }
+
+void
+cg_epi_used(const IrNode *n, int *used)
+{
+	const IrFuse *f = n->fuse;
+
+	for (int m = 0; m < f->n; m++)
+		for (int k = 0; k < f->ops[m].nin; k++)
+			if (f->ops[m].arg[k] < 0 &&
+			    f->ops[m].arg[k] != IR_FUSE_ANCHOR)
+				used[-1 - f->ops[m].arg[k]] = 1;
+}
+
+LLVMValueRef
+cg_body_epi(CgCtx *C, const Nest *L, LLVMValueRef *off, LLVMValueRef acc)
+{
+	const IrNode *n = L->n;
+	LLVMValueRef v = cg_load_at(C, n->dtype, L->base[0], off[0]);
+
+	cg_store_at(C, n->dtype, L->base[0], off[0],
+		    cg_fuse_eval(C, n, L, 1, off, v));
+	return acc;
+}
+
+LLVMValueRef
+cg_at(CgCtx *C, TfgDtype t, LLVMValueRef base, LLVMValueRef i, int64_t st)
+{
+	LLVMValueRef o;
+
+	if (st == 0)
+		return base;
+	o = LLVMBuildNSWMul(C->b, i, cg_i64c(C, st), "");
+	return LLVMBuildInBoundsGEP2(C->b, cg_elty(C, t), base, &o, 1, "");
+}

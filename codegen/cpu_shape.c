@@ -302,24 +302,12 @@ typedef struct Epi {
 	int64_t rs[CG_MAX_OPS], cs[CG_MAX_OPS];
 } Epi;
 
-/* base + i * st elements of dtype t (i an i64 value) */
-static LLVMValueRef
-row_at(CgCtx *C, TfgDtype t, LLVMValueRef base, LLVMValueRef i, int64_t st)
-{
-	LLVMValueRef o;
-	if (st == 0)
-		return base;
-	o = LLVMBuildNSWMul(C->b, i, cg_i64c(C, st), "");
-	return LLVMBuildInBoundsGEP2(C->b, cg_elty(C, t), base, &o, 1, "");
-}
-
 /* The plan of n's epilogue; flat: the batch axes as more rows, refused
  * (-1) unless every input the program reads walks them as one axis. */
 static int
 epi_plan(const CgCtx *C, const IrNode *n, int flat, Epi *E)
 {
 	const TfgShape *P = &n->shape;
-	const IrFuse *f = n->fuse;
 	int ra = n->in[0]->shape.rank, rb = n->in[1]->shape.rank;
 	int nb = P->rank - (ra >= 2) - (rb >= 2);
 
@@ -327,11 +315,7 @@ epi_plan(const CgCtx *C, const IrNode *n, int flat, Epi *E)
 	E->n = n;
 	E->t = n->in[0]->dtype;
 	mm_dims(n, &E->m, &E->k, &E->nn);
-	for (int m = 0; m < f->n; m++)
-		for (int k = 0; k < f->ops[m].nin; k++)
-			if (f->ops[m].arg[k] < 0 &&
-			    f->ops[m].arg[k] != IR_FUSE_ANCHOR)
-				E->used[-1 - f->ops[m].arg[k]] = 1;
+	cg_epi_used(n, E->used);
 	for (int e = 0; e < n->nin; e++) {
 		int64_t st[TFG_MAX_RANK], fs = -1, span = 1;
 		if (!E->used[e])
@@ -360,16 +344,6 @@ epi_plan(const CgCtx *C, const IrNode *n, int flat, Epi *E)
 	return 0;
 }
 
-static LLVMValueRef
-body_epi(CgCtx *C, const Nest *L, LLVMValueRef *off, LLVMValueRef acc)
-{
-	const IrNode *n = L->n;
-	LLVMValueRef v = cg_load_at(C, n->in[0]->dtype, L->base[0], off[0]);
-	cg_store_at(C, n->dtype, L->base[0], off[0],
-		    cg_fuse_eval(C, n, L, 1, off, v));
-	return acc;
-}
-
 /* R rows from row0 (an i64 value): the product, then the program over
  * them.  p[0] is the output, p[1 + e] input e, at the batch element. */
 static void
@@ -379,9 +353,9 @@ epi_block(CgCtx *C, const Epi *E, LLVMValueRef *p, LLVMValueRef row0,
 	const IrNode *n = E->n;
 	TfgDtype t = E->t;
 	Nest L = {0}, Z = {0};
-	LLVMValueRef out = row_at(C, t, p[0], row0, E->nn);
+	LLVMValueRef out = cg_at(C, t, p[0], row0, E->nn);
 	int ta = n->trans & 1;
-	LLVMValueRef a = row_at(C, t, p[1], row0, ta ? 1 : E->k);
+	LLVMValueRef a = cg_at(C, t, p[1], row0, ta ? 1 : E->k);
 
 	if (E->blas) {
 		blas_call(C, t, a, p[2], out, R, E->k, E->nn, n->trans,
@@ -417,14 +391,14 @@ epi_block(CgCtx *C, const Epi *E, LLVMValueRef *p, LLVMValueRef row0,
 	L.dim[1] = E->nn;
 	L.nop = 1 + n->nin;
 	L.n = n;
-	L.body = body_epi;
+	L.body = cg_body_epi;
 	L.flags = CG_NEST_SHARE | CG_NEST_ELEM;
 	L.base[0] = out;
 	L.stride[0][0] = E->nn;
 	L.stride[0][1] = 1;
 	for (int e = 0; e < n->nin; e++) {
 		L.base[1 + e] = E->used[e]
-		    ? row_at(C, n->in[e]->dtype, p[1 + e], row0, E->rs[e])
+		    ? cg_at(C, n->in[e]->dtype, p[1 + e], row0, E->rs[e])
 		    : p[1 + e];
 		L.stride[1 + e][0] = E->used[e] ? E->rs[e] : 0;
 		L.stride[1 + e][1] = E->used[e] ? E->cs[e] : 0;

@@ -427,10 +427,12 @@ thin_blocks(void *const *bases, int64_t b, int64_t e)
 
 	for (int64_t i = b; i < e; i++) {
 		int64_t r0, r1;
-		float *df = T->fp + i * J->k * T->op;
+		/* the filter's gradient: slab i's partial (forward: unused) */
+		float *df = J->kind == TFG_CONV_FILTER
+			  ? T->fp + i * J->k * T->op : NULL;
 
 		share(J, i, rows, &r0, &r1);
-		if (J->kind == TFG_CONV_FILTER)
+		if (df)
 			memset(df, 0, (size_t)(J->k * T->op) * sizeof *df);
 		for (int64_t r = r0; r < r1; r++) {
 			const float *xr = thin_row(T, r);

@@ -9,14 +9,7 @@
 # without it.
 . tests/integration/common.inc
 
-DATA=${TFG_MNIST:-../shared/data/mnist}
-for f in train-images-idx3-ubyte train-labels-idx1-ubyte \
-	t10k-images-idx3-ubyte t10k-labels-idx1-ubyte; do
-	if [ ! -e "$DATA/$f.gz" ]; then
-		echo "SKIP: no MNIST at $DATA ($f.gz)"
-		exit 0
-	fi
-done
+need_mnist
 if [ "${FULL:-0}" = 1 ]; then
 	ARGS="" WANT=0.99 STEPS=""
 else
@@ -24,14 +17,19 @@ else
 	WANT=0.80 STEPS=100
 fi
 
+# accurate NAME: the last test accuracy in $T/out is $WANT or more.
+accurate() {
+	cat "$T/out"
+	acc=$(sed -n 's/.*test accuracy \([0-9.]*\).*/\1/p' "$T/out" | tail -1)
+	[ -n "$acc" ] || fail "$1 printed no accuracy"
+	python3 -c "import sys; sys.exit(not $acc >= $WANT)" ||
+		fail "$1: test accuracy $acc, below $WANT"
+}
+
 # shellcheck disable=SC2086
 expect_rc 0 $TFGC run --free-ports --no-progress examples/cnn_mnist.tfg \
 	--param data="$DATA" $ARGS
-cat "$T/out"
-acc=$(sed -n 's/.*test accuracy \([0-9.]*\).*/\1/p' "$T/out" | tail -1)
-[ -n "$acc" ] || fail "cnn_mnist.tfg printed no accuracy"
-python3 -c "import sys; sys.exit(not $acc >= $WANT)" ||
-	fail "cnn_mnist.tfg: test accuracy $acc, below $WANT"
+accurate cnn_mnist.tfg
 steps=$(sed -n 's/.*trained \([0-9]*\) global steps/\1/p' "$T/out")
 [ -z "$STEPS" ] || [ "$steps" = "$STEPS" ] ||
 	fail "the ps counted $steps updates, not $STEPS"
@@ -40,11 +38,7 @@ steps=$(sed -n 's/.*trained \([0-9]*\) global steps/\1/p' "$T/out")
 # shellcheck disable=SC2086
 expect_rc 0 $TFGC run --no-progress examples/cnn_mnist_local.tfg \
 	--param data="$DATA" $ARGS
-cat "$T/out"
-acc=$(sed -n 's/.*test accuracy \([0-9.]*\).*/\1/p' "$T/out" | tail -1)
-[ -n "$acc" ] || fail "cnn_mnist_local.tfg printed no accuracy"
-python3 -c "import sys; sys.exit(not $acc >= $WANT)" ||
-	fail "cnn_mnist_local.tfg: test accuracy $acc, below $WANT"
+accurate cnn_mnist_local.tfg
 [ -z "$STEPS" ] || grep -q "step $((STEPS / 2)) test accuracy" "$T/out" ||
 	fail "cnn_mnist_local.tfg did not take $((STEPS / 2)) steps"
 echo "ok"

@@ -9,14 +9,7 @@
 # $TFG_MNIST or ../shared/data/mnist, never committed: SKIP without it.
 . tests/integration/common.inc
 
-DATA=${TFG_MNIST:-../shared/data/mnist}
-for f in train-images-idx3-ubyte train-labels-idx1-ubyte \
-	t10k-images-idx3-ubyte t10k-labels-idx1-ubyte; do
-	if [ ! -e "$DATA/$f.gz" ]; then
-		echo "SKIP: no MNIST at $DATA ($f.gz)"
-		exit 0
-	fi
-done
+need_mnist
 if [ "${FULL:-0}" = 1 ]; then
 	EPOCHS="" WANT=0.97
 else
