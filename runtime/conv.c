@@ -32,6 +32,9 @@
  * padding needs no patches: P is the input, and the product is one
  * tfg_rt_gemm.
  *
+ * On a host with AVX2 and FMA, f32 convolutions take the kernels of
+ * "AVX2 kernels" below instead, which make no patches.
+ *
  * Depthwise convolutions (each output channel reads one input channel)
  * are no product: they, and every convolution when the scratch cannot
  * be had (or rt_conv_direct is set, for the tests), take direct loops,
@@ -262,50 +265,65 @@ share(const Job *J, int64_t i, int64_t len, int64_t *b, int64_t *e)
 	*e = len * (i + 1) / J->parts;
 }
 
-/* ---------------------------------------------------------- thin filters */
+/* ------------------------------------------------------- AVX2 kernels */
 
-/* A filter of few taps (K = kh kw c at most THIN_K) makes products of K
- * columns, too narrow for OpenBLAS's kernels: Deep MNIST's first layer
- * (K = 25) ran at 16 GFLOP/s on a Zen 3 core where its second (K = 800)
- * ran at 72.  With AVX2 and FMA, an f32 forward convolution or filter
- * gradient of such a filter is computed directly instead, by output
- * rows (an image's row oy of ow pixels):
- *   - the input is copied once with its padding made zeros (xp, n x hp x
- *     wp x c: every window lies inside it), the forward filter with its
- *     output channels rounded up to whole vectors (op), so that no tap
- *     is tested or masked;
- *   - forward, each pair of output pixels keeps 32 channels of sums in
- *     registers over all K taps (2 broadcasts and 4 loads of the filter
- *     for 8 FMAs), then stores them;
- *   - the filter's gradient keeps two taps' 32 channels of sums in
- *     registers over a row's pixels, then adds them into its slab's
- *     partial (K x op); slabs are rows cut by the shape alone and their
- *     partials are added in order, as the GEMM path's.
- * Every output pixel's sum runs over the taps in one order, so the
- * result does not depend on the threads either. */
+/* OpenBLAS's products run at 60-75 GFLOP/s on a Zen 3 core where its FMA
+ * units can do 94, and at 16 on Deep MNIST's first layer (K = 25: too
+ * narrow for its kernels); making and packing the patches costs more
+ * on top.  With AVX2 and FMA, an f32 forward convolution or filter
+ * gradient (and so the input's gradient of stride 1, input_as_forward)
+ * is computed directly instead, on a copy of the input with its padding
+ * made zeros (xp, n x hp x wp x c: every window lies inside it, so no
+ * tap is tested or masked), each tap an offset into it (xoff):
+ *   thin filters (K = kh kw c at most THIN_K), by output rows (an
+ *     image's row oy of ow pixels):
+ *     - forward, each pair of output pixels keeps 32 channels of sums
+ *       in registers over all K taps (2 broadcasts and 4 loads of the
+ *       filter, its channels rounded up to vectors, for 8 FMAs);
+ *     - the filter's gradient keeps two taps' 32 channels of sums in
+ *       registers over a row's pixels, then adds them into its slab's
+ *       partial (K x op);
+ *   wider ones, in the GEMM's own register tiling of 6 x 16 sums in 12
+ *     registers, without its patch matrix or its packing:
+ *     - forward: 6 output pixels (any six: each has its own pointer into
+ *       xp) by 16 output channels over all K taps, each tap a broadcast
+ *       per pixel and two loads of the filter, packed in panels of 16
+ *       channels (op / 16 panels of K x 16, zeros past o);
+ *     - the filter's gradient: 6 taps (any six, each its own offset into
+ *       xp) by 16 output channels over TILE_GROUP of a slab's pixels,
+ *       each pixel two loads of dy, packed by 16 channels for the group
+ *       (dy's own rows of 256 bytes fall in a quarter of the L1's sets),
+ *       and a broadcast per tap; the sums are added into the slab's
+ *       partial after each group.
+ * Deep MNIST's second layer (5 x 5 x 32 x 64 on 14 x 14) ran forward at
+ * 83-87 GFLOP/s so, 63-69 through OpenBLAS; its input's gradient at
+ * 80-86 (43-58), its filter's at 71-78 (50-70).  Slabs are cut by the shape
+ * alone and their partials added in order, as the GEMM path's, and
+ * every output's sum runs over the taps in one order: the result does
+ * not depend on the threads. */
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
 
 #define THIN_K 64
-#define THIN_TARGET __attribute__((target("avx2,fma")))
+#define TILE 6          /* pixels (forward) or taps (filter) a tile */
+#define TILE_GROUP 128  /* pixels summed before adding to a partial */
+#define VEC_TARGET __attribute__((target("avx2,fma")))
 
-typedef struct Thin {
+typedef struct Vec {
 	const Job *J;
-	float *xp;         /* the padded input */
-	float *fp;         /* forward: K x op, the filter; filter: the
-			      partials, K x op each */
+	int thin;       /* K <= THIN_K */
+	float *xp;      /* the padded input */
+	float *fp;      /* forward: the filter as the kernels read it;
+			   filter: the partials, K x op each */
 	int64_t hp, wp, op;
-	int64_t *xoff;     /* tap t's element in xp from its pixel's first */
-} Thin;
-
-/* The first `last` lanes of a vector (1 to 8). */
-#define THIN_LANES(last)                                                   \
-	_mm256_cmpgt_epi32(_mm256_set1_epi32(last),                        \
-			   _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7))
+	int64_t *xoff;  /* tap t's element in xp from its pixel's first */
+	int64_t *poff;  /* tiled filter: each block's group's pixels in xp */
+	float *dyp;     /* tiled filter: each block's group of dy */
+} Vec;
 
 /* Output row (img, oy)'s first element of its first window in xp. */
 static const float *
-thin_row(const Thin *T, int64_t row)
+thin_row(const Vec *T, int64_t row)
 {
 	const TfgConv *g = T->J->g;
 	int64_t img = row / g->oh, oy = row % g->oh;
@@ -313,9 +331,25 @@ thin_row(const Thin *T, int64_t row)
 	return T->xp + ((img * T->hp + oy * g->sh) * T->wp) * g->c;
 }
 
+/* Pixel q's first window element in xp. */
+static int64_t
+tile_pixel(const Vec *T, int64_t q)
+{
+	const TfgConv *g = T->J->g;
+	int64_t img = q / (g->oh * g->ow), p = q % (g->oh * g->ow);
+
+	return ((img * T->hp + p / g->ow * g->sh) * T->wp +
+		p % g->ow * g->sw) * g->c;
+}
+
+/* The first `last` lanes of a vector (1 to 8). */
+#define THIN_LANES(last)                                                   \
+	_mm256_cmpgt_epi32(_mm256_set1_epi32(last),                        \
+			   _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7))
+
 /* Forward, channels [ob, ob + 8 NV) of output row yr from xr. */
 #define THIN_FWD(NV)                                                       \
-	THIN_TARGET static void thin_fwd_##NV(const Thin *T, const float *xr, \
+	VEC_TARGET static void thin_fwd_##NV(const Vec *T, const float *xr, \
 					      float *yr, int64_t ob,       \
 					      int last)                    \
 	{                                                                  \
@@ -359,8 +393,8 @@ THIN_FWD(4)
 /* The filter's gradient: row dyr's channels [ob, ob + 8 NV) times xr's
  * taps, added into df (K x op); M: the last vector is a part (tail). */
 #define THIN_FILT(NV, M)                                                   \
-	THIN_TARGET static void thin_filt_##NV##_##M(                      \
-	    const Thin *T, const float *xr, const float *dyr, float *df,   \
+	VEC_TARGET static void thin_filt_##NV##_##M(                      \
+	    const Vec *T, const float *xr, const float *dyr, float *df,   \
 	    int64_t ob, int last)                                          \
 	{                                                                  \
 		const __m256i tail = THIN_LANES(last);                     \
@@ -406,8 +440,8 @@ THIN_FILT(2, 1)
 THIN_FILT(3, 1)
 THIN_FILT(4, 1)
 
-typedef void ThinFwd(const Thin *, const float *, float *, int64_t, int);
-typedef void ThinFilt(const Thin *, const float *, const float *, float *,
+typedef void ThinFwd(const Vec *, const float *, float *, int64_t, int);
+typedef void ThinFilt(const Vec *, const float *, const float *, float *,
 		      int64_t, int);
 static ThinFwd *const thin_fwd[4] = {thin_fwd_1, thin_fwd_2, thin_fwd_3,
 				     thin_fwd_4};
@@ -417,128 +451,358 @@ static ThinFilt *const thin_filt[2][4] = {
 
 /* Block i of the rows: forward into out, the filter's gradient into
  * slab i's partial. */
-THIN_TARGET static void
-thin_blocks(void *const *bases, int64_t b, int64_t e)
+VEC_TARGET static void
+thin_block(const Vec *T, int64_t i)
 {
-	const Thin *T = bases[0];
 	const Job *J = T->J;
 	const TfgConv *g = J->g;
-	int64_t rows = g->n * g->oh;
+	int64_t r0, r1;
+	/* the filter's gradient: slab i's partial (forward: unused) */
+	float *df = J->kind == TFG_CONV_FILTER ? T->fp + i * J->k * T->op
+					       : NULL;
 
-	for (int64_t i = b; i < e; i++) {
-		int64_t r0, r1;
-		/* the filter's gradient: slab i's partial (forward: unused) */
-		float *df = J->kind == TFG_CONV_FILTER
-			  ? T->fp + i * J->k * T->op : NULL;
+	share(J, i, g->n * g->oh, &r0, &r1);
+	if (df)
+		memset(df, 0, (size_t)(J->k * T->op) * sizeof *df);
+	for (int64_t r = r0; r < r1; r++) {
+		const float *xr = thin_row(T, r);
 
-		share(J, i, rows, &r0, &r1);
-		if (df)
-			memset(df, 0, (size_t)(J->k * T->op) * sizeof *df);
-		for (int64_t r = r0; r < r1; r++) {
-			const float *xr = thin_row(T, r);
+		for (int64_t ob = 0; ob < g->o; ob += 32) {
+			int64_t left = g->o - ob;
+			int nv = left >= 32 ? 4 : (int)((left + 7) / 8);
+			int last = left >= 8 * nv ? 8
+				 : (int)(left - 8 * (nv - 1));
 
-			for (int64_t ob = 0; ob < g->o; ob += 32) {
-				int64_t left = g->o - ob;
-				int nv = left >= 32 ? 4 : (int)((left + 7) / 8);
-				int last = left >= 8 * nv ? 8
-					 : (int)(left - 8 * (nv - 1));
+			if (J->kind == TFG_CONV_FORWARD)
+				thin_fwd[nv - 1](T, xr,
+				    (float *)J->out + r * g->ow * g->o, ob,
+				    last);
+			else
+				thin_filt[last < 8][nv - 1](T, xr,
+				    (const float *)J->b + r * g->ow * g->o,
+				    df, ob, last);
+		}
+	}
+}
 
-				if (J->kind == TFG_CONV_FORWARD)
-					thin_fwd[nv - 1](T, xr,
-						(float *)J->out + r * g->ow * g->o,
-						ob, last);
-				else
-					thin_filt[last < 8][nv - 1](T, xr,
-						(const float *)J->b +
-						    r * g->ow * g->o,
-						df, ob, last);
+/* Twelve sums in registers, named: GCC keeps an array of vectors in
+ * memory across the loop. */
+#define TILE_SUMS                                                          \
+	__m256 s00 = _mm256_setzero_ps(), s01 = s00, s10 = s00, s11 = s00, \
+	       s20 = s00, s21 = s00, s30 = s00, s31 = s00, s40 = s00,      \
+	       s41 = s00, s50 = s00, s51 = s00
+/* row r of N (a tile's pixel or tap): base pointer b, vectors v0 and v1 */
+#define TILE_FMA(N, r, b, v0, v1)                                          \
+	if (N > r) {                                                       \
+		__m256 x_ = _mm256_broadcast_ss(b);                        \
+		s##r##0 = _mm256_fmadd_ps(x_, v0, s##r##0);                \
+		s##r##1 = _mm256_fmadd_ps(x_, v1, s##r##1);                \
+	}
+#define TILE_ROWS(N, B, v0, v1)                                            \
+	TILE_FMA(N, 0, B(0), v0, v1)                                       \
+	TILE_FMA(N, 1, B(1), v0, v1)                                       \
+	TILE_FMA(N, 2, B(2), v0, v1)                                       \
+	TILE_FMA(N, 3, B(3), v0, v1)                                       \
+	TILE_FMA(N, 4, B(4), v0, v1)                                       \
+	TILE_FMA(N, 5, B(5), v0, v1)
+#define TILE_EACH(N, DO)                                                   \
+	DO(N, 0) DO(N, 1) DO(N, 2) DO(N, 3) DO(N, 4) DO(N, 5)
+#define TILE_PTR(N, r) const float *p##r = px[N > r ? r : 0];
+#define TILE_STORE(N, r)                                                   \
+	if (N > r) {                                                       \
+		_mm256_maskstore_ps(py[r], m0, s##r##0);                   \
+		_mm256_maskstore_ps(py[r] + 8, m1, s##r##1);               \
+	}
+#define TILE_QPTR(N, r) const float *p##r = qx[N > r ? r : 0];
+#define TILE_ADD(N, r)                                                     \
+	if (N > r) {                                                       \
+		float *d_ = df + r * op;                                   \
+		_mm256_storeu_ps(d_, _mm256_add_ps(_mm256_loadu_ps(d_),    \
+						   s##r##0));              \
+		_mm256_storeu_ps(d_ + 8, _mm256_add_ps(                    \
+			_mm256_loadu_ps(d_ + 8), s##r##1));                \
+	}
+#define TILE_AT(r) (p##r + off)
+
+#define TILE_FWD(P)                                                        \
+	VEC_TARGET static void tile_fwd_##P(const float *const *px,       \
+					     const int64_t *xoff,          \
+					     const float *f, int64_t K,    \
+					     float *const *py, __m256i m0, \
+					     __m256i m1)                   \
+	{                                                                  \
+		TILE_SUMS;                                                 \
+		TILE_EACH(P, TILE_PTR)                                     \
+		for (int64_t k = 0; k < K; k++) {                          \
+			__m256 w0 = _mm256_loadu_ps(f + 16 * k);           \
+			__m256 w1 = _mm256_loadu_ps(f + 16 * k + 8);       \
+			int64_t off = xoff[k];                             \
+			TILE_ROWS(P, TILE_AT, w0, w1)                      \
+		}                                                          \
+		TILE_EACH(P, TILE_STORE)                                   \
+	}
+TILE_FWD(1)
+TILE_FWD(2)
+TILE_FWD(3)
+TILE_FWD(4)
+TILE_FWD(5)
+TILE_FWD(6)
+
+/* dy: the group's 16 channels of dy, packed pixel after pixel */
+#define TILE_FILT(Q)                                                       \
+	VEC_TARGET static void tile_filt_##Q(const float *const *qx,      \
+					      const int64_t *poff,         \
+					      const float *dy, int64_t np, \
+					      float *df, int64_t op)       \
+	{                                                                  \
+		TILE_SUMS;                                                 \
+		TILE_EACH(Q, TILE_QPTR)                                    \
+		for (int64_t i = 0; i < np; i++) {                         \
+			__m256 e0 = _mm256_loadu_ps(dy + 16 * i);          \
+			__m256 e1 = _mm256_loadu_ps(dy + 16 * i + 8);      \
+			int64_t off = poff[i];                             \
+			TILE_ROWS(Q, TILE_AT, e0, e1)                      \
+		}                                                          \
+		TILE_EACH(Q, TILE_ADD)                                     \
+	}
+TILE_FILT(1)
+TILE_FILT(2)
+TILE_FILT(3)
+TILE_FILT(4)
+TILE_FILT(5)
+TILE_FILT(6)
+
+typedef void TileFwd(const float *const *, const int64_t *, const float *,
+		     int64_t, float *const *, __m256i, __m256i);
+typedef void TileFilt(const float *const *, const int64_t *, const float *,
+		      int64_t, float *, int64_t);
+static TileFwd *const tile_fwd[TILE] = {tile_fwd_1, tile_fwd_2, tile_fwd_3,
+					tile_fwd_4, tile_fwd_5, tile_fwd_6};
+static TileFilt *const tile_filt[TILE] = {
+	tile_filt_1, tile_filt_2, tile_filt_3, tile_filt_4, tile_filt_5,
+	tile_filt_6};
+
+/* The masks of the 16 channels from ob: o - ob of them are real. */
+VEC_TARGET static void
+tile_masks(int64_t o, int64_t ob, __m256i *m0, __m256i *m1)
+{
+	int64_t left = o - ob;
+
+	*m0 = THIN_LANES(left >= 8 ? 8 : (int)left);
+	*m1 = THIN_LANES(left >= 16 ? 8 : left > 8 ? (int)(left - 8) : 0);
+}
+
+/* Forward: block i's tiles of pixels. */
+VEC_TARGET static void
+tile_forward(const Vec *T, int64_t i)
+{
+	const Job *J = T->J;
+	const TfgConv *g = J->g;
+	int64_t tiles = (J->rows + TILE - 1) / TILE, t0, t1;
+
+	share(J, i, tiles, &t0, &t1);
+	for (int64_t t = t0; t < t1; t++) {
+		int64_t q0 = t * TILE;
+		int np = J->rows - q0 < TILE ? (int)(J->rows - q0) : TILE;
+		const float *px[TILE];
+		float *py[TILE];
+
+		for (int p = 0; p < np; p++)
+			px[p] = T->xp + tile_pixel(T, q0 + p);
+		for (int64_t ob = 0; ob < T->op; ob += 16) {
+			__m256i m0, m1;
+
+			tile_masks(g->o, ob, &m0, &m1);
+			for (int p = 0; p < np; p++)
+				py[p] = (float *)J->out + (q0 + p) * g->o + ob;
+			tile_fwd[np - 1](px, T->xoff, T->fp + ob * J->k, J->k,
+					 py, m0, m1);
+		}
+	}
+}
+
+/* The filter's gradient: slab i's pixels into its partial. */
+VEC_TARGET static void
+tile_filter(const Vec *T, int64_t i)
+{
+	const Job *J = T->J;
+	const TfgConv *g = J->g;
+	const int64_t K = J->k, op = T->op;
+	float *df = T->fp + i * K * op;
+	int64_t *poff = T->poff + i * TILE_GROUP, r0, r1;
+	float *dyp = T->dyp + i * TILE_GROUP * 16;
+
+	share(J, i, J->rows, &r0, &r1);
+	memset(df, 0, (size_t)(K * op) * sizeof *df);
+	for (int64_t q0 = r0; q0 < r1; q0 += TILE_GROUP) {
+		int64_t np = r1 - q0 < TILE_GROUP ? r1 - q0 : TILE_GROUP;
+		const float *dy = (const float *)J->b + q0 * g->o;
+
+		for (int64_t p = 0; p < np; p++)
+			poff[p] = tile_pixel(T, q0 + p);
+		for (int64_t ob = 0; ob < op; ob += 16) {
+			__m256i m0, m1;
+
+			tile_masks(g->o, ob, &m0, &m1);
+			for (int64_t p = 0; p < np; p++) {
+				const float *d = dy + p * g->o + ob;
+
+				_mm256_storeu_ps(dyp + 16 * p,
+						 _mm256_maskload_ps(d, m0));
+				_mm256_storeu_ps(dyp + 16 * p + 8,
+						 _mm256_maskload_ps(d + 8, m1));
+			}
+			for (int64_t k = 0; k < K; k += TILE) {
+				int nq = K - k < TILE ? (int)(K - k) : TILE;
+				const float *qx[TILE];
+
+				for (int q = 0; q < nq; q++)
+					qx[q] = T->xp + T->xoff[k + q];
+				tile_filt[nq - 1](qx, poff, dyp, np,
+						  df + k * op + ob, op);
 			}
 		}
 	}
 }
 
-/* Takes J if it is thin and the host has AVX2 and FMA: 1 when done, 0
- * when J is not thin or the scratch could not be had. */
+static void
+vec_blocks(void *const *bases, int64_t b, int64_t e)
+{
+	const Vec *T = bases[0];
+
+	for (int64_t i = b; i < e; i++)
+		if (T->thin)
+			thin_block(T, i);
+		else if (T->J->kind == TFG_CONV_FORWARD)
+			tile_forward(T, i);
+		else
+			tile_filter(T, i);
+}
+
+/* Images [b, e) of the input into xp. */
+static void
+vec_pad(void *const *bases, int64_t b, int64_t e)
+{
+	const Vec *T = bases[0];
+	const TfgConv *g = T->J->g;
+	const float *x = (const float *)T->J->a;
+	/* the input's columns [x0, x1) land inside xp */
+	int64_t x0 = g->pl < 0 ? -g->pl : 0;
+	int64_t x1 = T->wp - g->pl < g->w ? T->wp - g->pl : g->w;
+
+	for (int64_t img = b; img < e && x0 < x1; img++)
+		for (int64_t y = 0; y < g->h; y++) {
+			int64_t yy = y + g->pt;
+
+			if (yy < 0 || yy >= T->hp)
+				continue;
+			memcpy(T->xp + ((img * T->hp + yy) * T->wp + x0 +
+					g->pl) * g->c,
+			       x + ((img * g->h + y) * g->w + x0) * g->c,
+			       (size_t)((x1 - x0) * g->c) * sizeof(float));
+		}
+}
+
+/* Taps [b, e) of the filter's gradient: the slabs' partials in order. */
+static void
+vec_sum(void *const *bases, int64_t b, int64_t e)
+{
+	const Vec *T = bases[0];
+	const Job *J = T->J;
+	int64_t o = J->g->o, slab = J->k * T->op;
+
+	for (int64_t t = b; t < e; t++)
+		for (int64_t u = 0; u < o; u++) {
+			float s = T->fp[t * T->op + u];
+
+			for (int64_t p = 1; p < J->parts; p++)
+				s += T->fp[p * slab + t * T->op + u];
+			((float *)J->out)[t * o + u] = s;
+		}
+}
+
+/* Takes J if the host has AVX2 and FMA and J is an f32 forward
+ * convolution or filter gradient: 1 when done, 0 when not or the
+ * scratch could not be had. */
 static int
-thin(const Job *J)
+vec(const Job *J)
 {
 	const TfgConv *g = J->g;
+	const int64_t K = J->k;
 	Job R = *J;
-	Thin T = {&R, NULL, NULL, 0, 0, 0, NULL};
-	int64_t rows = g->n * g->oh, K = J->k, slab;
+	Vec T = {&R, K <= THIN_K, NULL, NULL, 0, 0, 0, NULL, NULL, NULL};
+	int64_t units, slab;
 	void *base = &T;
-	int done = 0;
+	int done = 0, group;
 
-	if (J->dtype != TFG_F32 || g->depthwise || K > THIN_K ||
-	    J->kind == TFG_CONV_INPUT || rt_conv_direct || rt_conv_gemm ||
+	if (J->dtype != TFG_F32 || g->depthwise || J->kind == TFG_CONV_INPUT ||
+	    rt_conv_direct || rt_conv_gemm ||
 	    !__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma"))
 		return 0;
 	T.hp = (g->oh - 1) * g->sh + (g->kh - 1) * g->dh + 1;
 	T.wp = (g->ow - 1) * g->sw + (g->kw - 1) * g->dw + 1;
-	T.op = (g->o + 7) / 8 * 8;
+	T.op = T.thin ? (g->o + 7) / 8 * 8 : (g->o + 15) / 16 * 16;
+	/* thin: output rows; tiled: pixels, forward in tiles */
+	units = T.thin ? g->n * g->oh
+	      : J->kind == TFG_CONV_FORWARD ? (J->rows + TILE - 1) / TILE
+					    : J->rows;
 	R.parts = J->kind == TFG_CONV_FILTER
-		? (rows < SLABS_MAX ? rows : SLABS_MAX)
-		: rt_pool_threads(rows);
+		? (units < SLABS_MAX ? units : SLABS_MAX)
+		: rt_pool_threads(units);
+	group = !T.thin && J->kind == TFG_CONV_FILTER;
 	slab = K * T.op;
 	T.xp = calloc((size_t)(g->n * T.hp * T.wp * g->c), sizeof(float));
 	T.fp = malloc((size_t)(J->kind == TFG_CONV_FILTER ? R.parts : 1) *
 		      (size_t)slab * sizeof(float));
 	T.xoff = malloc((size_t)K * sizeof *T.xoff);
-	if (T.xp && T.fp && T.xoff) {
-		const float *x = (const float *)J->a;
-		/* the input's columns [x0, x1) land inside xp */
-		int64_t x0 = g->pl < 0 ? -g->pl : 0;
-		int64_t x1 = T.wp - g->pl < g->w ? T.wp - g->pl : g->w;
+	if (group) {
+		T.poff = malloc((size_t)(R.parts * TILE_GROUP) *
+				sizeof *T.poff);
+		T.dyp = malloc((size_t)(R.parts * TILE_GROUP * 16) *
+			       sizeof *T.dyp);
+	}
+	if (T.xp && T.fp && T.xoff && (!group || (T.poff && T.dyp))) {
+		const float *f = (const float *)J->b;
 
-		for (int64_t img = 0; img < g->n && x0 < x1; img++)
-			for (int64_t y = 0; y < g->h; y++) {
-				int64_t yy = y + g->pt;
-
-				if (yy < 0 || yy >= T.hp)
-					continue;
-				memcpy(T.xp + ((img * T.hp + yy) * T.wp +
-					       x0 + g->pl) * g->c,
-				       x + ((img * g->h + y) * g->w + x0) *
-					       g->c,
-				       (size_t)((x1 - x0) * g->c) *
-					   sizeof(float));
-			}
+		tfg_rt_parallel(vec_pad, &base, g->n);
 		for (int64_t i = 0, t = 0; i < g->kh; i++)
 			for (int64_t j = 0; j < g->kw; j++)
 				for (int64_t z = 0; z < g->c; z++)
 					T.xoff[t++] = (i * g->dh * T.wp +
 						       j * g->dw) * g->c + z;
-		if (J->kind == TFG_CONV_FORWARD)
+		if (J->kind == TFG_CONV_FORWARD && T.thin)
 			for (int64_t t = 0; t < K; t++) {
-				memcpy(T.fp + t * T.op,
-				       (const float *)J->b + t * g->o,
+				memcpy(T.fp + t * T.op, f + t * g->o,
 				       (size_t)g->o * sizeof(float));
 				memset(T.fp + t * T.op + g->o, 0,
 				       (size_t)(T.op - g->o) * sizeof(float));
 			}
+		else if (J->kind == TFG_CONV_FORWARD)
+			for (int64_t ob = 0; ob < T.op; ob += 16)
+				for (int64_t t = 0; t < K; t++)
+					for (int64_t u = 0; u < 16; u++)
+						T.fp[ob * K + t * 16 + u] =
+						    ob + u < g->o
+							? f[t * g->o + ob + u]
+							: 0;
 		if (R.parts > 1)
-			tfg_rt_parallel(thin_blocks, &base, R.parts);
+			tfg_rt_parallel(vec_blocks, &base, R.parts);
 		else
-			thin_blocks(&base, 0, 1);
+			vec_blocks(&base, 0, 1);
 		if (J->kind == TFG_CONV_FILTER)
-			for (int64_t t = 0; t < K; t++)
-				for (int64_t u = 0; u < g->o; u++) {
-					float s = T.fp[t * T.op + u];
-
-					for (int64_t p = 1; p < R.parts; p++)
-						s += T.fp[p * slab + t * T.op + u];
-					((float *)J->out)[t * g->o + u] = s;
-				}
+			tfg_rt_parallel(vec_sum, &base, K);
 		done = 1;
 	}
 	free(T.xp);
 	free(T.fp);
 	free(T.xoff);
+	free(T.poff);
+	free(T.dyp);
 	return done;
 }
 #else
 static int
-thin(const Job *J)
+vec(const Job *J)
 {
 	(void)J;
 	return 0;
@@ -728,7 +992,7 @@ tfg_rt_conv2d(int32_t kind, int32_t dtype, const TfgConv *g, const void *a,
 		pointwise(&J);
 		return;
 	}
-	if (thin(&J))
+	if (vec(&J))
 		return;
 	if (kind == TFG_CONV_INPUT && g->sh == 1 && g->sw == 1 &&
 	    !g->depthwise && !rt_conv_direct &&

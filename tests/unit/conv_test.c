@@ -12,8 +12,8 @@
  * dilations, uneven padding, windows larger than the input's stride,
  * 1 x 1 filters, batches of 1), plus larger shapes, with the default
  * chunks and with chunks of a few rows, for several chunks and blocks.  Tolerance: 4 (taps + 1) eps of the sum of |terms|.
- * The default path (thin filters' direct AVX2 kernels where the host has
- * them), the GEMM path (rt_conv_gemm) and the direct loops
+ * The default path (the direct AVX2 kernels, thin and tiled, where the
+ * host has them), the GEMM path (rt_conv_gemm) and the direct loops
  * (rt_conv_direct) must all agree, and a result must be bit for bit the
  * same on 1 and 3 threads.  The
  * pools (tfg_rt_pool2d) likewise, every kind and dtype, with ties and
@@ -259,9 +259,12 @@ t_random(void)
 		int64_t pb, pr;
 
 		g->n = pick(1, 3), g->h = pick(1, 9), g->w = pick(1, 9);
-		g->c = pick(1, 5), g->kh = pick(1, 4), g->kw = pick(1, 4);
-		/* a third of the outputs wider than a vector or four */
-		g->o = made % 3 == 1 ? pick(6, 40) : pick(1, 5);
+		/* a third of the outputs wider than a vector or four, a
+		   third of the inputs wide enough for filters past THIN_K
+		   taps (runtime/conv.c's tiles) */
+		g->c = made % 3 == 2 ? pick(6, 24) : pick(1, 5);
+		g->kh = pick(1, 4), g->kw = pick(1, 4);
+		g->o = made % 3 == 0 ? pick(1, 5) : pick(6, 40);
 		g->sh = pick(1, 3), g->sw = pick(1, 3);
 		g->dh = pick(1, 2), g->dw = pick(1, 2);
 		g->pt = pick(0, 2), g->pl = pick(0, 2);
@@ -292,6 +295,8 @@ t_large(void)
 		{3, 17, 15, 8, 3, 3, 16, 8, 7, 2, 2, 1, 1, 0, 0, 0},
 		{4, 16, 16, 16, 3, 3, 2, 16, 16, 1, 1, 1, 1, 1, 1, 1},
 		{4, 20, 20, 8, 1, 1, 24, 20, 20, 1, 1, 1, 1, 0, 0, 0},
+		/* tiles: 20 outputs (a partial panel), dilated, VALID */
+		{3, 15, 13, 12, 3, 3, 20, 11, 9, 1, 1, 2, 2, 0, 0, 0},
 	};
 
 	for (size_t i = 0; i < sizeof gs / sizeof gs[0]; i++)
