@@ -679,27 +679,36 @@ vec_blocks(void *const *bases, int64_t b, int64_t e)
 			tile_filter(T, i);
 }
 
-/* Images [b, e) of the input into xp. */
+/* Images [b, e) of the input into xp, its padding zeros. */
 static void
 vec_pad(void *const *bases, int64_t b, int64_t e)
 {
 	const Vec *T = bases[0];
 	const TfgConv *g = T->J->g;
 	const float *x = (const float *)T->J->a;
-	/* the input's columns [x0, x1) land inside xp */
+	/* the input's columns [x0, x1) land at [x0 + pl, x1 + pl) in xp */
 	int64_t x0 = g->pl < 0 ? -g->pl : 0;
 	int64_t x1 = T->wp - g->pl < g->w ? T->wp - g->pl : g->w;
+	size_t c = (size_t)g->c * sizeof(float);
 
-	for (int64_t img = b; img < e && x0 < x1; img++)
-		for (int64_t y = 0; y < g->h; y++) {
-			int64_t yy = y + g->pt;
+	if (x1 < x0)
+		x1 = x0;
+	for (int64_t img = b; img < e; img++)
+		for (int64_t yy = 0; yy < T->hp; yy++) {
+			char *d = (char *)(T->xp + (img * T->hp + yy) *
+						       T->wp * g->c);
+			int64_t y = yy - g->pt;
 
-			if (yy < 0 || yy >= T->hp)
+			if (y < 0 || y >= g->h || x0 == x1) {
+				memset(d, 0, (size_t)T->wp * c);
 				continue;
-			memcpy(T->xp + ((img * T->hp + yy) * T->wp + x0 +
-					g->pl) * g->c,
+			}
+			memset(d, 0, (size_t)(x0 + g->pl) * c);
+			memcpy(d + (size_t)(x0 + g->pl) * c,
 			       x + ((img * g->h + y) * g->w + x0) * g->c,
-			       (size_t)((x1 - x0) * g->c) * sizeof(float));
+			       (size_t)(x1 - x0) * c);
+			memset(d + (size_t)(x1 + g->pl) * c, 0,
+			       (size_t)(T->wp - x1 - g->pl) * c);
 		}
 }
 
@@ -711,14 +720,17 @@ vec_sum(void *const *bases, int64_t b, int64_t e)
 	const Job *J = T->J;
 	int64_t o = J->g->o, slab = J->k * T->op;
 
-	for (int64_t t = b; t < e; t++)
-		for (int64_t u = 0; u < o; u++) {
-			float s = T->fp[t * T->op + u];
+	for (int64_t t = b; t < e; t++) {
+		float *d = (float *)J->out + t * o;
 
-			for (int64_t p = 1; p < J->parts; p++)
-				s += T->fp[p * slab + t * T->op + u];
-			((float *)J->out)[t * o + u] = s;
+		memcpy(d, T->fp + t * T->op, (size_t)o * sizeof *d);
+		for (int64_t p = 1; p < J->parts; p++) {
+			const float *s = T->fp + p * slab + t * T->op;
+
+			for (int64_t u = 0; u < o; u++)
+				d[u] += s[u];
 		}
+	}
 }
 
 /* Takes J if the host has AVX2 and FMA and J is an f32 forward
@@ -751,7 +763,7 @@ vec(const Job *J)
 		: rt_pool_threads(units);
 	group = !T.thin && J->kind == TFG_CONV_FILTER;
 	slab = K * T.op;
-	T.xp = calloc((size_t)(g->n * T.hp * T.wp * g->c), sizeof(float));
+	T.xp = malloc((size_t)(g->n * T.hp * T.wp * g->c) * sizeof(float));
 	T.fp = malloc((size_t)(J->kind == TFG_CONV_FILTER ? R.parts : 1) *
 		      (size_t)slab * sizeof(float));
 	T.xoff = malloc((size_t)K * sizeof *T.xoff);
