@@ -284,6 +284,26 @@ int_pow(CgCtx *C, LLVMValueRef a, LLVMValueRef b, int uns)
 	return LLVMBuildSelect(B, neg, nr, r, "");
 }
 
+/* hash_bucket (spec §6.38 "hash_bucket, sigmoid_cross_entropy"): the
+ * i64 a's fingerprint, MurmurHash3's 64-bit finalizer of its bits, as an
+ * unsigned number modulo b (1 or more: the checker's constant). */
+static LLVMValueRef
+hash_bucket(CgCtx *C, LLVMValueRef a, LLVMValueRef b)
+{
+	static const unsigned long long mul[2] = {0xff51afd7ed558ccdULL,
+						  0xc4ceb9fe1a85ec53ULL};
+	LLVMBuilderRef B = C->b;
+	LLVMTypeRef t = LLVMTypeOf(a);
+	LLVMValueRef s33 = LLVMConstInt(t, 33, 0);
+
+	for (int i = 0; i < 2; i++) {
+		a = LLVMBuildXor(B, a, LLVMBuildLShr(B, a, s33, ""), "");
+		a = LLVMBuildMul(B, a, LLVMConstInt(t, mul[i], 0), "");
+	}
+	a = LLVMBuildXor(B, a, LLVMBuildLShr(B, a, s33, ""), "");
+	return LLVMBuildURem(B, a, b, "");
+}
+
 /* a cmp b as a bool (i8 0/1), both of dtype t: IEEE comparisons (NaN is
  * unequal to everything, != is true), signed integers, unsigned u8, bool
  * as 0/1. */
@@ -336,6 +356,7 @@ cg_arith(CgCtx *C, OpKind op, TfgDtype t, LLVMValueRef a, LLVMValueRef b)
 		r = uns ? uint_divmod(C, a, b, 0) : cg_int_divmod(C, a, b, 0);
 		break;
 	case OP_pow: r = int_pow(C, a, b, uns); break;
+	case OP_hash_bucket: r = hash_bucket(C, a, b); break;
 	case OP_logical_and: r = LLVMBuildAnd(B, a, b, ""); break;
 	case OP_logical_or: r = LLVMBuildOr(B, a, b, ""); break;
 	case OP_maximum:

@@ -670,6 +670,76 @@ d_join(Ad *a, IrNode *n, IrNode *g, int k)
 	return put(a, ir_slice(a->p, at(a), g, begin, size, squeeze));
 }
 
+/* x gathered on axis at ids where an id is 0 or more, zeros where it
+ * is negative (TF's _GatherDropNegatives: a segment reduction drops
+ * those rows); *keep, when asked: whether each id is 0 or more, shaped
+ * to broadcast over the result. */
+static IrNode *
+gather_kept(Ad *a, IrNode *x, IrNode *ids, int axis, IrNode **keep)
+{
+	int64_t zero = 0;
+	void *d = arena_alloc(a->p->arena, 8);
+	TfgShape s0 = {0, {0}}, ks;
+	IrNode *z, *m, *v;
+
+	if (ids->dtype == TFG_I32)
+		*(int32_t *)d = 0;
+	else
+		memcpy(d, &zero, 8);
+	z = put(a, ir_const(a->p, at(a), ids->dtype, &s0, d, 0));
+	v = z ? put(a, ir_gather(a->p, at(a), x, bin(a, OP_maximum, ids, z),
+				 axis)) : NULL;
+	if (!v)
+		return NULL;
+	ks.rank = v->shape.rank;
+	for (int k = 0; k < ks.rank; k++)
+		ks.dims[k] = k >= axis && k < axis + ids->shape.rank
+			   ? ids->shape.dims[k - axis] : 1;
+	m = reshape(a, bin(a, OP_greater_equal, ids, z), &ks);
+	if (keep)
+		*keep = m;
+	return sel(a, m, v, scalar(a, x->dtype, 0));
+}
+
+/* gather: the output's rows summed into the rows they came from */
+static IrNode *
+d_gather(Ad *a, IrNode *n, IrNode *g, int k)
+{
+	IrNode *x = n->in[0];
+
+	(void)k;
+	return put(a, ir_segment(a->p, at(a), OP_unsorted_segment_sum, g,
+				 n->in[1], x->shape.dims[n->axis], n->axis));
+}
+
+/* a segment sum: each row's segment's adjoint (none for a dropped row) */
+static IrNode *
+d_segment_sum(Ad *a, IrNode *n, IrNode *g, int k)
+{
+	(void)k;
+	return gather_kept(a, g, n->in[1], n->axis, NULL);
+}
+
+/* a segment max: to the rows equal to their segment's maximum, split
+ * evenly among them, as TF's */
+static IrNode *
+d_segment_max(Ad *a, IrNode *n, IrNode *g, int k)
+{
+	IrNode *x = n->in[0], *ids = n->in[1], *keep = NULL, *hit, *cnt;
+	IrNode *one = scalar(a, x->dtype, 1);
+	int64_t nseg = n->shape.dims[n->axis];
+
+	(void)k;
+	hit = gather_kept(a, n, ids, n->axis, &keep);
+	hit = bin(a, OP_logical_and, bin(a, OP_equal, x, hit), keep);
+	cnt = cast(a, hit, x->dtype);
+	cnt = cnt ? put(a, ir_segment(a->p, at(a), OP_unsorted_segment_sum,
+				      cnt, ids, nseg, n->axis)) : NULL;
+	g = bin(a, OP_div, g, bin(a, OP_maximum, cnt, one));
+	return sel(a, hit, gather_kept(a, g, ids, n->axis, NULL),
+		   scalar(a, x->dtype, 0));
+}
+
 static GradRule *const grad_rule[OP__COUNT] = {
 #define OP(name, nin, nout, flags, attrs, types, cost, fold, grad, cpu, gpu) \
 	[OP_##name] = grad,

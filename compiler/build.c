@@ -636,6 +636,79 @@ ir_pool(Program *p, SrcLoc loc, OpKind op, IrNode *a, IrNode *b,
 	return n;
 }
 
+/* -------------------------------------------------- gather, segments */
+
+static int
+is_index(TfgDtype t)
+{
+	return t == TFG_I32 || t == TFG_I64;
+}
+
+/* gather (spec §6.36 "gather, embedding_lookup"): params' axes before
+ * axis, the indices' axes, params' axes after axis. */
+IrNode *
+ir_gather(Program *p, SrcLoc loc, IrNode *x, IrNode *idx, int axis)
+{
+	IrNode *in[2] = {x, idx}, *n;
+	int r = x->shape.rank + idx->shape.rank - 1, j = 0;
+
+	if (x->dtype == TFG_STRING || !is_index(idx->dtype) || axis < 0 ||
+	    axis >= x->shape.rank || r > TFG_MAX_RANK) {
+		diag_error(p->diag, loc, "'gather' takes a tensor, i32 or i64 "
+			   "indices and one of its axes, with a result of rank "
+			   "%d at most: got %s, %s and axis %d", TFG_MAX_RANK,
+			   type_s(p, x), type_s(p, idx), axis);
+		return NULL;
+	}
+	n = node(p, OP_gather, loc, in, 2, x->dtype);
+	n->axis = axis;
+	n->shape.rank = r;
+	for (int k = 0; k < axis; k++)
+		n->shape.dims[j++] = x->shape.dims[k];
+	for (int k = 0; k < idx->shape.rank; k++)
+		n->shape.dims[j++] = idx->shape.dims[k];
+	for (int k = axis + 1; k < x->shape.rank; k++)
+		n->shape.dims[j++] = x->shape.dims[k];
+	return n;
+}
+
+/* unsorted_segment_sum and _max (spec §6.37 "Segment reductions"): data's
+ * axes [axis, axis + rank of ids) are the ids' shape and become one of
+ * nseg. */
+IrNode *
+ir_segment(Program *p, SrcLoc loc, OpKind op, IrNode *data, IrNode *ids,
+	   int64_t nseg, int axis)
+{
+	IrNode *in[2] = {data, ids}, *n;
+	int r = ids->shape.rank, j = 0;
+	TfgShape sub = {r, {0}};
+
+	for (int k = 0; k < r && axis >= 0 && axis + k < data->shape.rank;
+	     k++)
+		sub.dims[k] = data->shape.dims[axis + k];
+	if ((op != OP_unsorted_segment_sum && op != OP_unsorted_segment_max) ||
+	    !(is_float(data->dtype) || is_index(data->dtype)) ||
+	    !is_index(ids->dtype) || axis < 0 ||
+	    axis + r > data->shape.rank ||
+	    (nseg < 0 && nseg != IR_DIM_UNKNOWN) ||
+	    !dims_fit(&sub, &ids->shape)) {
+		diag_error(p->diag, loc, "'%s' takes f32, f64, i32 or i64 data "
+			   "whose dims from axis %d are the shape of its i32 or "
+			   "i64 segment ids: got %s and %s", op_info[op].name,
+			   axis, type_s(p, data), type_s(p, ids));
+		return NULL;
+	}
+	n = node(p, op, loc, in, 2, data->dtype);
+	n->axis = axis;
+	n->shape.rank = data->shape.rank - r + 1;
+	for (int k = 0; k < axis; k++)
+		n->shape.dims[j++] = data->shape.dims[k];
+	n->shape.dims[j++] = nseg;
+	for (int k = axis + r; k < data->shape.rank; k++)
+		n->shape.dims[j++] = data->shape.dims[k];
+	return n;
+}
+
 /* ------------------------------------------------- made by the passes */
 
 IrNode *

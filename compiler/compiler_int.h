@@ -170,6 +170,10 @@ IrNode *ir_pool(Program *p, SrcLoc loc, OpKind op, IrNode *a, IrNode *b,
 int ir_conv_shape(const TfgShape *x, const TfgShape *f, const IrConv *cv,
 		  TfgShape *y);
 IrNode *ir_stack(Program *p, SrcLoc loc, IrNode **in, int nin, int axis);
+/* spec §6.36 "gather, embedding_lookup", §6.37 "Segment reductions" */
+IrNode *ir_gather(Program *p, SrcLoc loc, IrNode *x, IrNode *idx, int axis);
+IrNode *ir_segment(Program *p, SrcLoc loc, OpKind op, IrNode *data,
+		   IrNode *ids, int64_t nseg, int axis);
 /* OP_grad: the gradient of y (a float scalar) with respect to x (a float
  * tensor), of x's dtype and shape, until compiler/autodiff.c expands it */
 IrNode *ir_grad(Program *p, SrcLoc loc, IrNode *y, IrNode *x);

@@ -12,6 +12,8 @@
  *   in_top_k(predictions, targets, k)
  *                             whether fewer than k classes score above
  *                             the target's, per row
+ *   sigmoid_cross_entropy(logits, labels)
+ *                             max(x, 0) - x z + log(1 + exp(-|x|))
  *
  * Each is the nodes it stands for, so gradients, fusion, folding and the
  * GPU come from those ops (an elementwise chain is one fused kernel:
@@ -258,6 +260,45 @@ batch_norm(Checker *c, AstNode *e)
 	return bin(c, e->loc, OP_add, bin(c, e->loc, OP_mul, x, inv), t);
 }
 
+/* sigmoid_cross_entropy(logits, labels) (spec §6.38 "hash_bucket,
+ * sigmoid_cross_entropy"): TF's sigmoid_cross_entropy_with_logits,
+ * max(x, 0) - x z + log(1 + exp(-|x|)), per element, made of `where` as
+ * TF's is, so that its gradient at x = 0 is TF's, sigmoid(0) - z. */
+static IrNode *
+sigmoid_xent(Checker *c, AstNode *e)
+{
+	SrcLoc at = e->loc;
+	IrNode *x, *z, *zero, *pos, *r, *na, *t;
+	int ok;
+
+	if (!(x = number_arg(c, e, 1)) || !(z = check_expr(c, e->list[1])))
+		return NULL;
+	if (z->dtype != x->dtype && z->weak &&
+	    !(z = check_built(c, ir_cast(c->p, at, z, x->dtype))))
+		return NULL;
+	ok = z->dtype == x->dtype && z->shape.rank == x->shape.rank;
+	for (int k = 0; ok && k < x->shape.rank; k++)
+		ok = x->shape.dims[k] == z->shape.dims[k] ||
+		     x->shape.dims[k] == IR_DIM_UNKNOWN ||
+		     z->shape.dims[k] == IR_DIM_UNKNOWN;
+	if (!ok) {
+		diag_error(c->d, e->list[1]->loc, "the labels of '%s' must "
+			   "have the logits' dtype and shape, %s: got %s",
+			   e->name, ir_type_str(c->a, x->dtype, &x->shape),
+			   ir_type_str(c->a, z->dtype, &z->shape));
+		return NULL;
+	}
+	if (!(zero = check_scalar(c, at, (Lit){2, 0, 0.0}, x->dtype)) ||
+	    !(pos = bin(c, at, OP_greater_equal, x, zero)) ||
+	    !(r = check_built(c, ir_where(c->p, at, pos, x, zero))) ||
+	    !(na = check_built(c, ir_unary(c->p, at, OP_neg, x))) ||
+	    !(na = check_built(c, ir_where(c->p, at, pos, na, x))) ||
+	    !(na = check_built(c, ir_unary(c->p, at, OP_softplus, na))))
+		return NULL;
+	t = bin(c, at, OP_sub, r, bin(c, at, OP_mul, x, z));
+	return bin(c, at, OP_add, t, na);
+}
+
 IrNode *
 check_math(Checker *c, AstNode *e, OpKind op)
 {
@@ -274,6 +315,8 @@ check_math(Checker *c, AstNode *e, OpKind op)
 		return in_top_k(c, e);
 	if (strcmp(e->name, "batch_normalization") == 0)
 		return batch_norm(c, e);
+	if (strcmp(e->name, "sigmoid_cross_entropy") == 0)
+		return sigmoid_xent(c, e);
 	if (!(x = number_arg(c, e, strcmp(e->name, "square") != 0)))
 		return NULL;
 	in[0] = in[1] = x;

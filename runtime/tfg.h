@@ -522,6 +522,30 @@ TFG_API void tfg_rt_pool2d(int32_t kind, int32_t dtype, const TfgConv *g,
 TFG_API void tfg_rt_conv2d(int32_t kind, int32_t dtype, const TfgConv *g,
 			   const void *a, const void *b, void *out);
 
+/* Rows by index (runtime/gather.c, spec §6.36 "gather, embedding_lookup"):
+ * params is [outer, n, row bytes], idx nidx indices of idx_dtype
+ * (TFG_I32 or TFG_I64), out [outer, nidx, row bytes]: out[a, i] =
+ * params[a, idx[i]].  An index outside [0, n) fails the step (an error
+ * naming label, the index and its element) before anything is written.
+ * Generated parts call it for OP_gather. */
+TFG_API int tfg_rt_gather(struct RtCtx *ctx, const void *params,
+			  const void *idx, int32_t idx_dtype, void *out,
+			  int64_t outer, int64_t n, int64_t nidx, int64_t row,
+			  const char *label);
+enum { TFG_SEGMENT_SUM, TFG_SEGMENT_MAX };
+/* Rows summed by index (spec §6.37 "Segment reductions"): data is
+ * [outer, nids, inner] of dtype (f32, f64, i32, i64), ids nids segment
+ * ids, out [outer, nseg, inner]: out[a, j] = the sum (TFG_SEGMENT_SUM;
+ * zeros if none) or the maximum (TFG_SEGMENT_MAX; the dtype's lowest
+ * value if none, a NaN wins) of the rows data[a, i] with ids[i] == j, in
+ * order of i.  A negative id drops its row; one of nseg or more fails
+ * the step before anything is written. */
+TFG_API int tfg_rt_segment(struct RtCtx *ctx, int32_t kind, int32_t dtype,
+			   const void *data, const void *ids,
+			   int32_t id_dtype, void *out, int64_t outer,
+			   int64_t nids, int64_t nseg, int64_t inner,
+			   const char *label);
+
 /* --------------------------- GPUs (runtime/gpu.c, spec/design.md "GPUs") */
 
 /* libcuda is loaded with dlopen at first use, so nothing here needs a

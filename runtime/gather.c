@@ -1,0 +1,146 @@
+/*
+ * runtime/gather.c: rows picked by index and rows summed by index
+ * (spec §6.36 "gather, embedding_lookup", §6.37 "Segment reductions"):
+ * tfg_rt_gather, which generated parts call for OP_gather, and
+ * tfg_rt_segment, for OP_unsorted_segment_sum and _max
+ * (codegen/cpu_gather.c).
+ *
+ * Both see their operands as three axes: `outer` rows of the axes
+ * before the indexed one, the indexed axis, and rows of `row` bytes
+ * (`inner` elements) after it, so that every axis= is one loop.  The
+ * indices are checked first, all of them, so that a bad one fails the
+ * step before anything is written and names the first bad element.
+ * Sums run in index order: the result is the same every run.
+ */
+#include <float.h>
+#include <limits.h>
+#include <string.h>
+
+#include "runtime/part.h"
+#include "runtime/rt_int.h"
+
+/* Element i of an index tensor of dtype t (TFG_I32 or TFG_I64). */
+static int64_t
+index_at(const void *idx, int32_t t, int64_t i)
+{
+	return t == TFG_I32 ? ((const int32_t *)idx)[i]
+			    : ((const int64_t *)idx)[i];
+}
+
+/* The first index of the n at idx outside [lo, hi): its element, or -1. */
+static int64_t
+bad_index(const void *idx, int32_t t, int64_t n, int64_t lo, int64_t hi)
+{
+	for (int64_t i = 0; i < n; i++) {
+		int64_t v = index_at(idx, t, i);
+
+		if (v < lo || v >= hi)
+			return i;
+	}
+	return -1;
+}
+
+static const char *
+who(const struct RtCtx *c)
+{
+	return c && c->who ? c->who : "";
+}
+
+TFG_API int
+tfg_rt_gather(struct RtCtx *ctx, const void *params, const void *idx,
+	      int32_t idx_dtype, void *out, int64_t outer, int64_t n,
+	      int64_t nidx, int64_t row, const char *label)
+{
+	const char *p = params;
+	char *o = out;
+	int64_t bad = bad_index(idx, idx_dtype, nidx, 0, n);
+
+	if (bad >= 0)
+		return tfg_error(ctx->err, TFG_EINVAL, "%s%s%s: index %lld "
+				 "(element %lld of the indices) is outside "
+				 "[0, %lld)", who(ctx), *who(ctx) ? ": " : "",
+				 label, (long long)index_at(idx, idx_dtype,
+							    bad),
+				 (long long)bad, (long long)n);
+	for (int64_t a = 0; a < outer; a++, p += n * row)
+		for (int64_t i = 0; i < nidx; i++, o += row)
+			memcpy(o, p + index_at(idx, idx_dtype, i) * row,
+			       (size_t)row);
+	return TFG_OK;
+}
+
+/* out's nseg rows of each outer row: zeros (sum) or the dtype's lowest
+ * value (max, as TF's for an empty segment). */
+static void
+segment_init(int32_t kind, int32_t dtype, void *out, int64_t n)
+{
+	if (kind == TFG_SEGMENT_SUM) {
+		memset(out, 0, (size_t)n * tfg_dtype_size((TfgDtype)dtype));
+		return;
+	}
+	for (int64_t i = 0; i < n; i++)
+		switch (dtype) {
+		case TFG_F32: ((float *)out)[i] = -FLT_MAX; break;
+		case TFG_F64: ((double *)out)[i] = -DBL_MAX; break;
+		case TFG_I32: ((int32_t *)out)[i] = INT32_MIN; break;
+		default: ((int64_t *)out)[i] = INT64_MIN; break;
+		}
+}
+
+/* s[0, m) op= d[0, m): a sum or a max (a NaN wins, as TF's). */
+#define SEGMENT_ROW(T)                                                     \
+	static void segment_##T(int32_t kind, T *s, const T *d, int64_t m) \
+	{                                                                  \
+		if (kind == TFG_SEGMENT_SUM)                               \
+			for (int64_t k = 0; k < m; k++)                    \
+				s[k] += d[k];                              \
+		else                                                       \
+			for (int64_t k = 0; k < m; k++)                    \
+				s[k] = d[k] > s[k] || d[k] != d[k] ? d[k]  \
+								   : s[k]; \
+	}
+SEGMENT_ROW(float)
+SEGMENT_ROW(double)
+SEGMENT_ROW(int32_t)
+SEGMENT_ROW(int64_t)
+
+TFG_API int
+tfg_rt_segment(struct RtCtx *ctx, int32_t kind, int32_t dtype,
+	       const void *data, const void *ids, int32_t id_dtype, void *out,
+	       int64_t outer, int64_t nids, int64_t nseg, int64_t inner,
+	       const char *label)
+{
+	size_t sz = tfg_dtype_size((TfgDtype)dtype), row = (size_t)inner * sz;
+	const char *d = data;
+	char *o = out;
+	int64_t bad = bad_index(ids, id_dtype, nids, INT64_MIN, nseg);
+
+	if (bad >= 0)
+		return tfg_error(ctx->err, TFG_EINVAL, "%s%s%s: segment id "
+				 "%lld (element %lld of the segment ids) is "
+				 "not below num_segments, %lld", who(ctx),
+				 *who(ctx) ? ": " : "", label,
+				 (long long)index_at(ids, id_dtype, bad),
+				 (long long)bad, (long long)nseg);
+	segment_init(kind, dtype, out, outer * nseg * inner);
+	for (int64_t a = 0; a < outer; a++, o += (size_t)nseg * row)
+		for (int64_t i = 0; i < nids; i++, d += row) {
+			int64_t j = index_at(ids, id_dtype, i);
+			void *s;
+
+			if (j < 0) /* dropped, as TF's */
+				continue;
+			s = o + (size_t)j * row;
+			switch (dtype) {
+			case TFG_F32: segment_float(kind, s, (const void *)d,
+						    inner); break;
+			case TFG_F64: segment_double(kind, s, (const void *)d,
+						     inner); break;
+			case TFG_I32: segment_int32_t(kind, s, (const void *)d,
+						      inner); break;
+			default: segment_int64_t(kind, s, (const void *)d,
+						 inner); break;
+			}
+		}
+	return TFG_OK;
+}
