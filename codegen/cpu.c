@@ -285,22 +285,25 @@ int_pow(CgCtx *C, LLVMValueRef a, LLVMValueRef b, int uns)
 }
 
 /* hash_bucket (spec §6.38 "hash_bucket, sigmoid_cross_entropy"): the
- * i64 a's fingerprint, MurmurHash3's 64-bit finalizer of its bits, as an
- * unsigned number modulo b (1 or more: the checker's constant). */
+ * i64 a's fingerprint, SplitMix64's output of its bits plus the golden
+ * ratio's 2^64, as an unsigned number modulo b (1 or more: the
+ * checker's constant). */
 static LLVMValueRef
 hash_bucket(CgCtx *C, LLVMValueRef a, LLVMValueRef b)
 {
-	static const unsigned long long mul[2] = {0xff51afd7ed558ccdULL,
-						  0xc4ceb9fe1a85ec53ULL};
+	static const unsigned long long mul[2] = {0xbf58476d1ce4e5b9ULL,
+						  0x94d049bb133111ebULL};
+	static const unsigned shift[3] = {30, 27, 31};
 	LLVMBuilderRef B = C->b;
 	LLVMTypeRef t = LLVMTypeOf(a);
-	LLVMValueRef s33 = LLVMConstInt(t, 33, 0);
 
-	for (int i = 0; i < 2; i++) {
-		a = LLVMBuildXor(B, a, LLVMBuildLShr(B, a, s33, ""), "");
-		a = LLVMBuildMul(B, a, LLVMConstInt(t, mul[i], 0), "");
+	a = LLVMBuildAdd(B, a, LLVMConstInt(t, 0x9e3779b97f4a7c15ULL, 0), "");
+	for (int i = 0; i < 3; i++) {
+		a = LLVMBuildXor(B, a, LLVMBuildLShr(B, a, LLVMConstInt(
+					 t, shift[i], 0), ""), "");
+		if (i < 2)
+			a = LLVMBuildMul(B, a, LLVMConstInt(t, mul[i], 0), "");
 	}
-	a = LLVMBuildXor(B, a, LLVMBuildLShr(B, a, s33, ""), "");
 	return LLVMBuildURem(B, a, b, "");
 }
 

@@ -1,7 +1,8 @@
 /*
  * codegen/cpu_gather.c: the emitter of OP_gather,
- * OP_unsorted_segment_sum and OP_unsorted_segment_max (spec §6.36
- * "gather, embedding_lookup", §6.37 "Segment reductions"): a call of
+ * OP_unsorted_segment_sum and OP_unsorted_segment_max
+ * (spec §6.36 "gather, embedding_lookup",
+ * §6.37 "Segment reductions"): a call of
  * tfg_rt_gather or tfg_rt_segment (runtime/gather.c) with the operands
  * seen as [outer, indexed, inner] from the node's static shapes, and a
  * label naming the op and where it was written for the error of an

@@ -1,7 +1,7 @@
 /*
- * compiler/ops_embed.c: the checkers of rows by index, spec §6.36
- * "gather, embedding_lookup", §6.37 "Segment reductions" and §6.38
- * "hash_bucket, sigmoid_cross_entropy" (hash_bucket; the other is a
+ * compiler/ops_embed.c: the checkers of rows by index,
+ * spec §6.36 "gather, embedding_lookup", §6.37 "Segment reductions" and
+ * §6.38 "hash_bucket, sigmoid_cross_entropy" (hash_bucket; the other is a
  * composition of compiler/ops_math.c): check_gather, check_segment and
  * check_hash, named by the check column of stdlib/ops.def.
  *

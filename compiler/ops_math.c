@@ -260,8 +260,9 @@ batch_norm(Checker *c, AstNode *e)
 	return bin(c, e->loc, OP_add, bin(c, e->loc, OP_mul, x, inv), t);
 }
 
-/* sigmoid_cross_entropy(logits, labels) (spec §6.38 "hash_bucket,
- * sigmoid_cross_entropy"): TF's sigmoid_cross_entropy_with_logits,
+/* sigmoid_cross_entropy(logits, labels)
+ * (spec §6.38 "hash_bucket, sigmoid_cross_entropy"): TF's
+ * sigmoid_cross_entropy_with_logits,
  * max(x, 0) - x z + log(1 + exp(-|x|)), per element, made of `where` as
  * TF's is, so that its gradient at x = 0 is TF's, sigmoid(0) - z. */
 static IrNode *

@@ -442,6 +442,8 @@ types_words(unsigned t)
 		return "numbers, bool";
 	if (t == TY_BOOL)
 		return "bool";
+	if (t == TY_INDEX)
+		return "i32, i64";
 	return "any";
 }
 

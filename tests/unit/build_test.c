@@ -87,25 +87,29 @@ t_elementwise(void)
 	IrNode *b = in(TFG_BOOL, shp(2, 2, 3, 0));
 
 	IrNode *bv = in(TFG_BOOL, shp(1, 3, 0, 0));
+	IrNode *i = in(TFG_I64, shp(2, 2, 3, 0));
+	IrNode *iv = in(TFG_I64, shp(1, 3, 0, 0));
 
-	/* on f32, or on bools for the ops that take only those (the
-	   logical ones) */
+	/* on f32, or on the one dtype of the ops that take only that (the
+	   logical ones bools, hash_bucket i64) */
 	for (int op = 0; op < OP__COUNT; op++) {
-		int fl = op_takes(op, TFG_F32);
-		TfgDtype t = fl ? TFG_F32 : TFG_BOOL;
+		int fl = op_takes(op, TFG_F32), it = !fl && op_takes(op, TFG_I64);
+		TfgDtype t = fl ? TFG_F32 : it ? TFG_I64 : TFG_BOOL;
+		IrNode *a = fl ? x : it ? i : b, *av = fl ? y : it ? iv : bv;
 
 		if (!(op_info[op].flags & OPF_ELEMWISE) || op == OP_cast)
 			continue;
 		if (op_info[op].nin == 2) {
 			int cmp = op >= OP_equal && op <= OP_greater_equal;
 
-			is(ir_binary(&P, L, op, fl ? x : b, fl ? y : bv),
-			   cmp ? TFG_BOOL : t, shp(2, 2, 3, 0));
-		} else if (op_info[op].nin == 1) {
-			is(ir_unary(&P, L, op, fl ? x : b), t,
+			is(ir_binary(&P, L, op, a, av), cmp ? TFG_BOOL : t,
 			   shp(2, 2, 3, 0));
+		} else if (op_info[op].nin == 1) {
+			is(ir_unary(&P, L, op, a), t, shp(2, 2, 3, 0));
 		}
 	}
+	refused(ir_binary(&P, L, OP_hash_bucket, x, y),
+		"'hash_bucket' does not take f32");
 	refused(ir_binary(&P, L, OP_logical_and, x, y),
 		"'logical_and' does not take f32");
 	is(ir_where(&P, L, b, x, y), TFG_F32, shp(2, 2, 3, 0));
@@ -401,6 +405,39 @@ t_made_by_passes(void)
 	ASSERT_EQ(f->nin, 0);
 }
 
+/* Rows by index (spec §6.36 "gather, embedding_lookup",
+ * §6.37 "Segment reductions"): the result's axes, and what the builders
+ * refuse. */
+static void
+t_gather(void)
+{
+	IrNode *x = in(TFG_F32, shp(3, 10, 4, 5));
+	IrNode *idx = in(TFG_I32, shp(2, 2, 3, 0));
+	IrNode *ids = in(TFG_I64, shp(1, 10, 0, 0));
+	IrNode *g;
+
+	is(ir_gather(&P, L, x, idx, 0), TFG_F32, (TfgShape){4, {2, 3, 4, 5}});
+	g = ir_gather(&P, L, x, idx, 1);
+	is(g, TFG_F32, (TfgShape){4, {10, 2, 3, 5}});
+	ASSERT_EQ(g->axis, 1);
+	is(ir_gather(&P, L, x, ids, 2), TFG_F32, (TfgShape){3, {10, 4, 10}});
+	refused(ir_gather(&P, L, x, x, 0), "'gather' takes a tensor, i32 or "
+		"i64 indices");
+	refused(ir_gather(&P, L, x, idx, 3), "axis 3");
+	is(ir_segment(&P, L, OP_unsorted_segment_sum, x, ids, 7, 0), TFG_F32,
+	   shp(3, 7, 4, 5));
+	g = ir_segment(&P, L, OP_unsorted_segment_max, g, idx, 10, 1);
+	is(g, TFG_F32, shp(3, 10, 10, 5));
+	refused(ir_segment(&P, L, OP_unsorted_segment_sum, x, idx, 7, 0),
+		"dims from axis 0 are the shape of its i32 or i64 segment ids");
+	refused(ir_segment(&P, L, OP_unsorted_segment_sum, x, ids, -2, 0),
+		"'unsorted_segment_sum' takes f32, f64, i32 or i64 data");
+	refused(ir_segment(&P, L, OP_gather, x, ids, 7, 0), "'gather' takes");
+	refused(ir_segment(&P, L, OP_unsorted_segment_sum,
+			   in(TFG_BOOL, shp(1, 10, 0, 0)), ids, 7, 0),
+		"f32, f64, i32 or i64 data");
+}
+
 /* The flags agree with each other: state is neither elementwise (it
  * would be fused into a loop) nor differentiable, and what has operands
  * to swap has two. */
@@ -430,6 +467,7 @@ t_every_op(void)
 	t_shapes();
 	t_conv();
 	t_pool();
+	t_gather();
 	t_check_range();
 	t_makers_and_state();
 	t_made_by_passes();
@@ -444,4 +482,4 @@ TEST_MAIN_FIXTURE(setup, teardown, {"elementwise", t_elementwise},
 		  {"check_range", t_check_range},
 		  {"makers_and_state", t_makers_and_state},
 		  {"made_by_passes", t_made_by_passes}, {"flags", t_flags},
-		  {"every_op", t_every_op})
+		  {"gather", t_gather}, {"every_op", t_every_op})

@@ -370,6 +370,33 @@ t_conv_pool(void)
 		 "3, 2, \"SAME\")))\n", -1, 1);
 }
 
+/* Rows by index (spec §6.36 "gather, embedding_lookup",
+ * §6.37 "Segment reductions",
+ * §6.38 "hash_bucket, sigmoid_cross_entropy"): gather on
+ * each axis with repeated indices (their gradients add up), a segment
+ * sum with a dropped id and an empty segment, a maximum (no ties among
+ * random values) and a mean, a second gradient through a gather's (a
+ * segment sum, whose own is a gather), and the logistic loss. */
+static void
+t_gather_segment(void)
+{
+	fd_check("input x: f64[5, 3]\n"
+		 "y = reduce_sum(tanh(gather(x, [3, 0, 3, 4]))) + "
+		 "reduce_sum(tanh(gather(x, [[2, 0], [1, 2]], axis=1)) * 2.0) "
+		 "+ reduce_sum(embedding_lookup(x, [1, 1]) * x[0])\n", -1, 1);
+	fd_check("input x: f64[6, 2]\n"
+		 "s = unsorted_segment_sum(x, [0, 2, 0, -1, 3, 2], 5)\n"
+		 "m = unsorted_segment_max(x, [1, 1, 0, 1, -1, 0], 3)\n"
+		 "a = unsorted_segment_mean(x, [0, 0, 2, 1, 2, 2], 4)\n"
+		 "y = reduce_sum(tanh(s) * s) + reduce_sum(tanh(m[0:2])) + "
+		 "reduce_sum(exp(a))\n", -1, 1);
+	fd_check("input x: f64[4, 3]\ninput w: f64[3, 3]\n"
+		 "g = grad(reduce_sum(tanh(gather(x, [1, 1, 2]) * w)), x)\n"
+		 "y = reduce_sum(tanh(g) * x)\n", -1, 1);
+	fd_check("input x: f64[6]\ninput z: f64[6]\n"
+		 "y = reduce_sum(sigmoid_cross_entropy(x, z) * z)\n", -2, 2);
+}
+
 /* A checked value (OP_check_range: dropout's fed keep_prob, here 1, at
  * which dropout is x itself) passes its gradient through unchanged. */
 static void
@@ -483,7 +510,8 @@ TEST_MAIN({"arith", t_arith}, {"pow", t_pow}, {"max_min", t_max_min},
 	  {"where", t_where}, {"broadcast", t_broadcast},
 	  {"reductions", t_reductions}, {"ties_and_zeros", t_ties_and_zeros},
 	  {"softmax", t_softmax}, {"xent", t_xent}, {"matmul", t_matmul},
-	  {"conv_pool", t_conv_pool}, {"check_range", t_check_range},
+	  {"conv_pool", t_conv_pool},
+		  {"gather_segment", t_gather_segment}, {"check_range", t_check_range},
 	  {"shapes", t_shapes},
 	  {"cast", t_cast}, {"chain", t_chain},
 	  {"independent", t_independent}, {"variable", t_variable})
