@@ -98,7 +98,8 @@ cpu_emit_apply(CgCtx *C, IrNode *n)
 {
 	static const uint32_t kind[IR_OPT__COUNT] = {
 		[IR_OPT_SGD] = TFG_OPT_SGD, [IR_OPT_MOMENTUM] = TFG_OPT_MOMENTUM,
-		[IR_OPT_ADAM] = TFG_OPT_ADAM,
+		[IR_OPT_ADAM] = TFG_OPT_ADAM, [IR_OPT_ADAGRAD] = TFG_OPT_ADAGRAD,
+		[IR_OPT_FTRL] = TFG_OPT_FTRL,
 	};
 	LLVMValueRef args[7];
 

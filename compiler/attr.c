@@ -292,7 +292,7 @@ ir_attr_dump(FILE *out, const IrNode *n)
 	}
 	if ((a & A_OPT) && n->opt) {
 		static const char *const kind[IR_OPT__COUNT] = {
-			"sgd", "momentum", "adam"};
+			"sgd", "momentum", "adam", "adagrad", "ftrl"};
 		fprintf(out, " %s", kind[n->opt->kind]);
 		if (n->opt->sync)
 			fprintf(out, " sync=%d", n->opt->sync);

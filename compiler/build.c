@@ -896,6 +896,7 @@ ir_opt_nhyper(IrOptKind k)
 {
 	static const int n[IR_OPT__COUNT] = {
 		[IR_OPT_SGD] = 1, [IR_OPT_MOMENTUM] = 2, [IR_OPT_ADAM] = 4,
+		[IR_OPT_ADAGRAD] = 2, [IR_OPT_FTRL] = 4,
 	};
 	return (unsigned)k < IR_OPT__COUNT ? n[k] : -1;
 }

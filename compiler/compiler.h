@@ -197,6 +197,10 @@ typedef enum IrOptKind {
 	IR_OPT_SGD,      /* v -= lr g;                 hyper: lr */
 	IR_OPT_MOMENTUM, /* a = m a + g; v -= lr a;    hyper: lr, m */
 	IR_OPT_ADAM,     /* TF's Adam;  hyper: lr, beta1, beta2, epsilon */
+	IR_OPT_ADAGRAD,  /* s += g^2; v -= lr g / sqrt(s);
+			    hyper: lr, initial_accumulator_value */
+	IR_OPT_FTRL,     /* TF's FTRL-Proximal, learning rate power -1/2;
+			    hyper: lr, l1, l2, initial_accumulator_value */
 	IR_OPT__COUNT
 } IrOptKind;
 

@@ -33,6 +33,8 @@ static const Rename optimizers[] = {
 	{"GradientDescentOptimizer", "sgd(%s)", 1},
 	{"MomentumOptimizer", "momentum(%s)", 1},
 	{"AdamOptimizer", "adam(%s)", 1},
+	{"AdagradOptimizer", "adagrad(%s)", 1},
+	{"FtrlOptimizer", "ftrl(%s)", 1},
 };
 
 static const Rename renames[] = {
@@ -41,6 +43,7 @@ static const Rename renames[] = {
 	 1},
 	{"sparse_softmax_cross_entropy_with_logits",
 	 "sparse_softmax_cross_entropy(%s)", 1},
+	{"sigmoid_cross_entropy_with_logits", "sigmoid_cross_entropy(%s)", 1},
 	{"gradients", "grad(%s)", 1},
 	{"multiply", "a * b", 0},
 	{"add", "a + b", 0},

@@ -52,7 +52,19 @@ static const struct {
 	 {"Momentum"}, 1},
 	{"adam", IR_OPT_ADAM, {"lr", "beta1", "beta2", "epsilon"},
 	 {0.001, 0.9, 0.999, 1e-8}, {"Adam", "Adam_1", "Adam_t"}, 3},
+	{"adagrad", IR_OPT_ADAGRAD, {"lr", "initial_accumulator_value"},
+	 {NAN, 0.1}, {"Adagrad"}, 1},
+	{"ftrl", IR_OPT_FTRL, {"lr", "l1", "l2", "initial_accumulator_value"},
+	 {NAN, 0, 0, 0.1}, {"Ftrl", "Ftrl_1"}, 2},
 };
+
+/* Whether hyperparameter k of opts[o] is an accumulator's initial value
+ * (a literal: it initializes the slot). */
+static int
+is_init(int o, int k)
+{
+	return strcmp(opts[o].kw[k], "initial_accumulator_value") == 0;
+}
 
 static int
 opt_lookup(const char *name)
@@ -92,16 +104,29 @@ hyper(Checker *c, int o, int k, AstNode *e, double *lit, int *is_lit)
 			bad |= k == 3 ? !(d > 0) : !(d >= 0 && d < 1);
 		if (k == 1 && o == IR_OPT_MOMENTUM)
 			bad |= !(d >= 0);
+		if (k > 0 && o == IR_OPT_FTRL && !is_init(o, k))
+			bad |= !(d >= 0);
+		if (is_init(o, k))
+			bad |= !(d > 0);
 		if (bad) {
 			diag_error(c->d, ast_extent(e), "%s: %s must be %s, "
 				   "got %g", opts[o].name, what,
 				   k == 0 ? "a finite number" :
-				   o == IR_OPT_MOMENTUM ? "a number >= 0" :
+				   is_init(o, k) ? "a number > 0" :
+				   o == IR_OPT_MOMENTUM || o == IR_OPT_FTRL
+				   ? "a number >= 0" :
 				   k == 3 ? "a number > 0" :
 				   "a number in [0, 1)", d);
 			return NULL;
 		}
 		*lit = d;
+		return NULL;
+	}
+	if (is_init(o, k)) {
+		diag_error(c->d, ast_extent(e), "%s: %s must be a number "
+			   "literal: it initializes the accumulators",
+			   opts[o].name, what);
+		*is_lit = -1;
 		return NULL;
 	}
 	if (l.kind == 3 || !(x = check_expr(c, e)) ||
@@ -195,11 +220,13 @@ hyper_node(Checker *c, SrcLoc loc, const IrVar *v, IrNode **h,
 }
 
 /* A slot variable of v: zeros of v's type (dtype t, shape of v unless
- * scalar), named v/suffix (v/suffix_2 ... if taken), beside v. */
+ * scalar), or init in each element, named v/suffix (v/suffix_2 ... if
+ * taken), beside v. */
 static IrVar *
 make_slot(Checker *c, const IrVar *v, const char *suffix, TfgDtype t,
-	  int scalar, SrcLoc loc)
+	  int scalar, double init, SrcLoc loc)
 {
+	IrMake *m = arena_alloc(c->a, sizeof *m);
 	IrVar *s = arena_alloc(c->a, sizeof *s);
 	const char *name = arena_printf(c->a, "%s/%s", v->name, suffix);
 	TfgShape sh = scalar ? (TfgShape){0, {0}} : v->shape;
@@ -220,8 +247,9 @@ make_slot(Checker *c, const IrVar *v, const char *suffix, TfgDtype t,
 	s->shape = sh;
 	s->req = v->req;
 	s->why = arena_printf(c->a, "slot of %s", v->name);
-	z = ir_make(c->p, loc, OP_zeros, t, &sh,
-		    arena_alloc(c->a, sizeof(IrMake)), NULL, 0);
+	m->f[0] = init;
+	z = ir_make(c->p, loc, init != 0 ? OP_fill : OP_zeros, t, &sh, m, NULL,
+		    0);
 	if (!z)
 		return NULL;
 	z->req = v->req;
@@ -230,12 +258,17 @@ make_slot(Checker *c, const IrVar *v, const char *suffix, TfgDtype t,
 	return s;
 }
 
-/* The optimizer of call e (opts[o]) for v: its slots made by the first
- * copy of this minimize, shared by the others. */
+/* The optimizer of call e (opts[o], hyperparameter literals lit[]) for
+ * v: its slots made by the first copy of this minimize, shared by the
+ * others; an accumulator (Adagrad's, FTRL's first) starts at the
+ * initial_accumulator_value. */
 static IrOpt *
-opt_for(Checker *c, const AstNode *e, int o, int sync, double wait,
-	const IrVar *v)
+opt_for(Checker *c, const AstNode *e, int o, const double *lit, int sync,
+	double wait, const IrVar *v)
 {
+	int ninit = ir_opt_nhyper(opts[o].kind) - 1;
+	double init = is_init(o, ninit) ? lit[ninit] : 0;
+
 	static const char *const sync_slot[3] = {
 		"sync_sum", "sync_count", "sync_round"};
 	IrOpt *r;
@@ -257,7 +290,7 @@ opt_for(Checker *c, const AstNode *e, int o, int sync, double wait,
 		r->slot[k] = make_slot(c, v, s >= 0 ? sync_slot[s]
 						 : opts[o].slot[k],
 				       count ? TFG_I64 : v->dtype, count,
-				       e->loc);
+				       k == 0 ? init : 0, e->loc);
 		if (!r->slot[k])
 			return NULL;
 	}
@@ -508,7 +541,7 @@ check_minimize(Checker *c, AstNode *e, OpKind op)
 	   layer's 12.8 MB gradient after both convolutions' gradients and
 	   then waited 5-15 ms for the ps to apply it */
 	for (int i = 0; i < nv; i++)
-		if (!(r[i] = opt_for(c, e, o, sync, wait, v[i]->var)))
+		if (!(r[i] = opt_for(c, e, o, lit, sync, wait, v[i]->var)))
 			return NULL;
 	for (int i = nv - 1; i >= 0; i--) {
 		IrVar *var = v[i]->var;

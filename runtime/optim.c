@@ -15,6 +15,11 @@
  *   adam      t += 1;  lr_t = lr sqrt(1 - beta2^t) / (1 - beta1^t)
  *             m = m + (g - m)(1 - beta1);  s = s + (g^2 - s)(1 - beta2)
  *             v -= lr_t m / (sqrt(s) + epsilon)
+ *   adagrad   s += g^2;  v -= lr g / sqrt(s)
+ *   ftrl      (FTRL-Proximal, learning rate power -1/2)
+ *             s' = s + g^2;  z += g - (sqrt(s') - sqrt(s)) / lr v;
+ *             v = |z| > l1 ? (sign(z) l1 - z) / (sqrt(s') / lr + 2 l2)
+ *                          : 0;  s = s'
  *
  * A gradient with a NaN or an infinity is not applied: the step fails
  * instead, naming the variable (spec §6.26 "minimize and optimizers"),
@@ -99,6 +104,34 @@
 				return i;                               \
 		return -1;                                              \
 	}
+#define ADAGRAD(T)                                                      \
+	CLONES                                                          \
+	static void adagrad_##T(T *restrict v, T *restrict s,           \
+				const T *restrict g, int64_t n,         \
+				const double *h)                        \
+	{                                                               \
+		T lr = (T)h[0];                                         \
+		for (int64_t i = 0; i < n; i++) {                       \
+			s[i] += g[i] * g[i];                            \
+			v[i] -= lr * g[i] / sqrt(s[i]);                 \
+		}                                                       \
+	}
+#define FTRL(T)                                                         \
+	CLONES                                                          \
+	static void ftrl_##T(T *restrict v, T *restrict s, T *restrict z, \
+			     const T *restrict g, int64_t n,            \
+			     const double *h)                           \
+	{                                                               \
+		T lr = (T)h[0], l1 = (T)h[1], l2 = (T)h[2];             \
+		for (int64_t i = 0; i < n; i++) {                       \
+			T s1 = s[i] + g[i] * g[i], r = sqrt(s1);        \
+			T q = r / lr + 2 * l2;                          \
+			z[i] += g[i] - (r - sqrt(s[i])) / lr * v[i];    \
+			v[i] = z[i] > l1 ? (l1 - z[i]) / q              \
+			     : z[i] < -l1 ? (-l1 - z[i]) / q : 0;       \
+			s[i] = s1;                                      \
+		}                                                       \
+	}
 FINITE(float)
 FINITE(double)
 SGD(float)
@@ -107,9 +140,14 @@ MOMENTUM(float)
 MOMENTUM(double)
 ADAM(float)
 ADAM(double)
+ADAGRAD(float)
+ADAGRAD(double)
+FTRL(float)
+FTRL(double)
 
 static const int nslots[] = {
 	[TFG_OPT_SGD] = 0, [TFG_OPT_MOMENTUM] = 1, [TFG_OPT_ADAM] = 3,
+	[TFG_OPT_ADAGRAD] = 1, [TFG_OPT_FTRL] = 2,
 };
 
 /* The hyperparameters of a kind (a sync update's follow them). */
@@ -118,6 +156,7 @@ ir_nhyper(uint32_t kind)
 {
 	static const int n[] = {
 		[TFG_OPT_SGD] = 1, [TFG_OPT_MOMENTUM] = 2, [TFG_OPT_ADAM] = 4,
+		[TFG_OPT_ADAGRAD] = 2, [TFG_OPT_FTRL] = 4,
 	};
 	return n[kind & 0xff];
 }
@@ -180,6 +219,23 @@ update_range(Upd *u, int64_t i0, int64_t i1)
 			adam_double((double *)v, (double *)(u->s[1]->data + o),
 				    (double *)(u->s[2]->data + o), g, n,
 				    u->step, u->h);
+		break;
+	case TFG_OPT_ADAGRAD:
+		if (f)
+			adagrad_float((float *)v, (float *)(u->s[1]->data + o),
+				      g, n, u->h);
+		else
+			adagrad_double((double *)v,
+				       (double *)(u->s[1]->data + o), g, n,
+				       u->h);
+		break;
+	case TFG_OPT_FTRL:
+		if (f)
+			ftrl_float((float *)v, (float *)(u->s[1]->data + o),
+				   (float *)(u->s[2]->data + o), g, n, u->h);
+		else
+			ftrl_double((double *)v, (double *)(u->s[1]->data + o),
+				    (double *)(u->s[2]->data + o), g, n, u->h);
 		break;
 	}
 }
@@ -361,7 +417,7 @@ rt_apply(RtCtx *c, uint32_t var, uint32_t kind, uint32_t slot,
 	uint32_t inner = kind & 0xff;
 	int n, ninner, rc = TFG_OK, locked = 0, done = 1;
 
-	if (inner > TFG_OPT_ADAM || (kind & ~0x1ffu) ||
+	if (inner > TFG_OPT_FTRL || (kind & ~0x1ffu) ||
 	    var >= (uint32_t)plan->nvar || srv->vars == NULL)
 		goto bad;
 	ninner = nslots[inner];

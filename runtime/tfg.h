@@ -422,6 +422,11 @@ enum {
 	TFG_OPT_MOMENTUM, /* a = m a + g, v -= lr a          lr, m */
 	TFG_OPT_ADAM,     /* TF's Adam, t counted per variable:
 			     lr, beta1, beta2, epsilon */
+	TFG_OPT_ADAGRAD,  /* s += g^2, v -= lr g / sqrt(s)   lr, s0 */
+	TFG_OPT_FTRL,     /* TF's FTRL-Proximal (learning rate power
+			     -1/2), slots accum and linear: lr, l1, l2, s0
+			     (s0, the accumulators' initial value, is
+			     the slots' initializer's, unused here) */
 	/* or'ed in: gradients are summed until `replicas` have come from
 	   the round the step read (hyperparameters: the kind's, then
 	   replicas, then that round, then the loss), then their mean is applied; three
