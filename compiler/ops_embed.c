@@ -7,6 +7,11 @@
  *
  *   gather(params, indices, axis=)     OP_gather
  *   embedding_lookup(params, ids)      OP_gather on axis 0
+ *   embedding_lookup_sparse(params, ids, segment_ids, n, weights=,
+ *                           combiner=)
+ *                                      the rows of each segment's ids,
+ *                                      summed (weighted), over the sum of
+ *                                      the weights or its root
  *   unsorted_segment_sum(data, ids, n) OP_unsorted_segment_sum
  *   unsorted_segment_max(data, ids, n) OP_unsorted_segment_max
  *   unsorted_segment_mean(data, ids, n)
@@ -61,12 +66,129 @@ int_arg(Checker *c, AstNode *e, const char *fn, const char *what,
 	return 0;
 }
 
+static IrNode *
+bin(Checker *c, SrcLoc at, OpKind op, IrNode *a, IrNode *b)
+{
+	return a && b ? check_built(c, ir_binary(c->p, at, op, a, b)) : NULL;
+}
+
+/* x reshaped to [its dim 0, then rank - 1 ones]: to broadcast over a
+ * value of that rank row by row. */
+static IrNode *
+per_row(Checker *c, SrcLoc at, IrNode *x, int rank)
+{
+	TfgShape s = {rank, {0}};
+
+	if (!x)
+		return NULL;
+	s.dims[0] = x->shape.dims[0];
+	for (int k = 1; k < rank; k++)
+		s.dims[k] = 1;
+	return check_built(c, ir_reshape(c->p, at, x, &s));
+}
+
+/* embedding_lookup_sparse(params, ids, segment_ids, num_segments, *,
+ * weights=, combiner="mean"): TF's, its SparseTensor of ids given as the
+ * ids and the segment (the batch's row) of each: per segment, the
+ * weighted sum of its ids' rows of params ("sum"), over the sum of the
+ * weights ("mean") or over the root of the sum of their squares
+ * ("sqrtn"); 0 for an empty segment (or a sum of weights of 0). */
+static IrNode *
+lookup_sparse(Checker *c, AstNode *e, IrNode *x, IrNode *ids)
+{
+	static const char *const comb[] = {"sum", "mean", "sqrtn"};
+	SrcLoc at = e->loc;
+	AstNode *wa = check_kwarg(e, "weights"), *ca = check_kwarg(e, "combiner");
+	IrNode *seg, *w = NULL, *rows, *s, *d, *zero, *one, *nz;
+	int64_t n;
+	int how = 1;
+
+	if (!(seg = index_arg(c, e->list[2], e->name, "segment_ids")) ||
+	    int_arg(c, e->list[3], e->name, "num_segments", &n) < 0)
+		return NULL;
+	if (ca) {
+		const char *near;
+
+		for (how = 0; how < 3 && (ca->kind != AST_STRING ||
+					  strcmp(ca->str, comb[how])); how++)
+			;
+		if (how == 3) {
+			near = ca->kind == AST_STRING
+			     ? check_nearest(ca->str, comb, 3) : NULL;
+			diag_error(c->d, ca->loc, "the combiner of '%s' is "
+				   "\"sum\", \"mean\" or \"sqrtn\"%s%s%s",
+				   e->name, near ? "; did you mean \"" : "",
+				   near ? near : "", near ? "\"?" : "");
+			return NULL;
+		}
+	}
+	if (!dtype_is_float(x->dtype) || ids->shape.rank != 1 ||
+	    seg->shape.rank != 1 || n < 0 ||
+	    (ids->shape.dims[0] != seg->shape.dims[0] &&
+	     ids->shape.dims[0] != IR_DIM_UNKNOWN &&
+	     seg->shape.dims[0] != IR_DIM_UNKNOWN)) {
+		diag_error(c->d, at, "'%s' takes float params, ids and "
+			   "segment_ids of one length and num_segments >= 0: "
+			   "got %s, %s, %s and %" PRId64, e->name,
+			   type_s(c, x), type_s(c, ids), type_s(c, seg), n);
+		return NULL;
+	}
+	if (wa) {
+		if (!(w = check_expr(c, wa)))
+			return NULL;
+		if (w->dtype != x->dtype && w->weak &&
+		    !(w = check_built(c, ir_cast(c->p, wa->loc, w, x->dtype))))
+			return NULL;
+		if (w->dtype != x->dtype || w->shape.rank != 1 ||
+		    (w->shape.dims[0] != ids->shape.dims[0] &&
+		     w->shape.dims[0] != IR_DIM_UNKNOWN &&
+		     ids->shape.dims[0] != IR_DIM_UNKNOWN)) {
+			diag_error(c->d, wa->loc, "the weights of '%s' are "
+				   "one per id, of the params' dtype %s: got %s",
+				   e->name, tfg_dtype_name(x->dtype),
+				   type_s(c, w));
+			return NULL;
+		}
+	}
+	rows = check_built(c, ir_gather(c->p, at, x, ids, 0));
+	if (w)
+		rows = bin(c, at, OP_mul, rows, per_row(c, at, w,
+							x->shape.rank));
+	if (!rows || !(s = check_built(c, ir_segment(c->p, at,
+						     OP_unsorted_segment_sum,
+						     rows, seg, n, 0))))
+		return NULL;
+	if (how == 0)
+		return s;
+	/* each segment's sum of weights (of their squares), 1 per id
+	   without weights */
+	if (!w && (!(w = bin(c, at, OP_equal, ids, ids)) ||
+		   !(w = check_built(c, ir_cast(c->p, at, w, x->dtype)))))
+		return NULL;
+	if (how == 2)
+		w = bin(c, at, OP_mul, w, w);
+	d = w ? check_built(c, ir_segment(c->p, at, OP_unsorted_segment_sum,
+					  w, seg, n, 0)) : NULL;
+	if (how == 2 && d)
+		d = check_built(c, ir_unary(c->p, at, OP_sqrt, d));
+	zero = check_scalar(c, at, (Lit){2, 0, 0.0}, x->dtype);
+	one = check_scalar(c, at, (Lit){2, 0, 1.0}, x->dtype);
+	/* s / d where d is not 0, else 0 (TF's div_no_nan), without a
+	   division by 0 for a gradient to meet */
+	if (!(d = per_row(c, at, d, x->shape.rank)) ||
+	    !(nz = bin(c, at, OP_not_equal, d, zero)) ||
+	    !(d = check_built(c, ir_where(c->p, at, nz, d, one))))
+		return NULL;
+	return check_built(c, ir_where(c->p, at, nz, bin(c, at, OP_div, s, d),
+				       zero));
+}
+
 /* gather(params, indices, *, axis=0) and embedding_lookup(params, ids):
  * params' axes before axis, the indices' axes, params' axes after it. */
 IrNode *
 check_gather(Checker *c, AstNode *e, OpKind op)
 {
-	int lookup = strcmp(e->name, "embedding_lookup") == 0;
+	int lookup = strncmp(e->name, "embedding_lookup", 16) == 0;
 	AstNode *ax = NULL;
 	IrNode *x, *idx;
 	int64_t axis = 0;
@@ -86,6 +208,8 @@ check_gather(Checker *c, AstNode *e, OpKind op)
 			   type_s(c, x));
 		return NULL;
 	}
+	if (strcmp(e->name, "embedding_lookup_sparse") == 0)
+		return lookup_sparse(c, e, x, idx);
 	if (ax && int_arg(c, ax, e->name, "axis", &axis) < 0)
 		return NULL;
 	if (axis < -x->shape.rank || axis >= x->shape.rank) {

@@ -395,6 +395,11 @@ t_gather_segment(void)
 		 "y = reduce_sum(tanh(g) * x)\n", -1, 1);
 	fd_check("input x: f64[6]\ninput z: f64[6]\n"
 		 "y = reduce_sum(sigmoid_cross_entropy(x, z) * z)\n", -2, 2);
+	fd_check("input x: f64[4, 3]\ninput w: f64[5]\n"
+		 "i = [1, 3, 0, 2, 2]\ns = [0, 0, 1, 3, 3]\n"
+		 "y = reduce_sum(tanh(embedding_lookup_sparse(x, i, s, 4, "
+		 "weights=w, combiner=\"sqrtn\"))) + reduce_sum(tanh("
+		 "embedding_lookup_sparse(x, i, s, 4, weights=w)))\n", 1, 2);
 }
 
 /* A checked value (OP_check_range: dropout's fed keep_prob, here 1, at
