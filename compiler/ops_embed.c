@@ -49,6 +49,25 @@ index_arg(Checker *c, AstNode *e, const char *fn, const char *what)
 	return x;
 }
 
+/* A gather of params x, built: when x is a variable's value, placed where
+ * the variable lives, as TF's embedding_lookup colocates its gather with
+ * the table, so that the indices go to the table's task and only the
+ * rows they pick come back (and the gradient's segment sum, which the
+ * grad pass places with the gather, is made there: only the rows'
+ * gradient travels). */
+static IrNode *
+gather_at(Checker *c, SrcLoc at, IrNode *x, IrNode *idx, int axis)
+{
+	IrNode *n = check_built(c, ir_gather(c->p, at, x, idx, axis));
+
+	if (n && x->op == OP_variable && x->var) {
+		n->req = x->var->req;
+		n->why = arena_printf(c->a, "with its table, variable %s",
+				      x->var->name);
+	}
+	return n;
+}
+
 /* An integer literal argument e (a param's value too), the `what` of
  * call fn, into *v; -1 (reported). */
 static int
@@ -150,7 +169,7 @@ lookup_sparse(Checker *c, AstNode *e, IrNode *x, IrNode *ids)
 			return NULL;
 		}
 	}
-	rows = check_built(c, ir_gather(c->p, at, x, ids, 0));
+	rows = gather_at(c, at, x, ids, 0);
 	if (w)
 		rows = bin(c, at, OP_mul, rows, per_row(c, at, w,
 							x->shape.rank));
@@ -227,7 +246,7 @@ check_gather(Checker *c, AstNode *e, OpKind op)
 			   x->shape.rank + idx->shape.rank - 1, TFG_MAX_RANK);
 		return NULL;
 	}
-	return check_built(c, ir_gather(c->p, e->loc, x, idx, (int)axis));
+	return gather_at(c, e->loc, x, idx, (int)axis);
 }
 
 /* unsorted_segment_sum, _mean and _max(data, segment_ids, num_segments):
