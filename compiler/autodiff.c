@@ -14,7 +14,8 @@
  * pass next to the forward values it reads.  The new nodes go just before
  * the OP_grad node in IrGraph.nodes (they read only nodes before it), and
  * the OP_grad node becomes a reshape of x's adjoint (ir_set_alias), a
- * view, so that fetches and consumers naming it are unchanged.  A later
+ * view placed where the adjoint is made, so that fetches and consumers
+ * naming it are unchanged.  A later
  * grad may differentiate an earlier one's backward graph: its rules are
  * made of differentiable ops.
  *
@@ -879,6 +880,12 @@ expand(Program *p, IrNode *g)
 		return 0;
 	if (!r || ir_set_alias(p, g, r) < 0)
 		return -1;
+	/* the view goes where the adjoint is made: a gather's adjoint is
+	   made on its table's task (compiler/ops_embed.c), and a view of it
+	   on the worker would bring the whole gradient there and back to
+	   the update */
+	g->req = r->req;
+	g->why = r->why;
 	/* the new nodes [old, n) move to just before g */
 	added = p->g.nodes.n - old;
 	v = (IrNode **)p->g.nodes.v;
