@@ -193,6 +193,27 @@ check_built(Checker *c, IrNode *n)
 }
 
 IrNode *
+check_bin(Checker *c, SrcLoc loc, OpKind op, IrNode *a, IrNode *b)
+{
+	return a && b ? check_built(c, ir_binary(c->p, loc, op, a, b)) : NULL;
+}
+
+int
+check_int_arg(Checker *c, AstNode *call, AstNode *e, const char *what,
+	      int64_t *v)
+{
+	Lit l = check_lit_of(e);
+
+	if (l.kind != 1) {
+		diag_error(c->d, e->loc, "%s of '%s' must be an integer "
+			   "literal", what, call->name);
+		return -1;
+	}
+	*v = l.i;
+	return 0;
+}
+
+IrNode *
 check_scalar(Checker *c, SrcLoc loc, Lit l, TfgDtype t)
 {
 	void *data = arena_alloc(c->a, 8);

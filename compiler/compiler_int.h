@@ -417,6 +417,14 @@ IrNode *check_expr(Checker *c, AstNode *e);  /* NULL: error reported */
 /* A node a builder made (build.c), NULL passed through: it gets the
  * device the enclosing blocks request, as check_node's do. */
 IrNode *check_built(Checker *c, IrNode *n);
+/* a op b, built as check_built's (NULL when a or b is: the error is
+ * reported) */
+IrNode *check_bin(Checker *c, SrcLoc loc, OpKind op, IrNode *a, IrNode *b);
+/* A static integer argument e of call (an integer literal, or a param's
+ * value) into *v: "WHAT of 'fn' must be an integer literal"; -1
+ * (reported). */
+int check_int_arg(Checker *c, AstNode *call, AstNode *e, const char *what,
+		  int64_t *v);
 /* A tensor literal as an OP_const, its elements of dtype (-1: as they
  * come, §5.6 "Tensor literals"); NULL (reported). */
 IrNode *check_tensor_const(Checker *c, AstNode *e, int dtype);

@@ -68,29 +68,6 @@ gather_at(Checker *c, SrcLoc at, IrNode *x, IrNode *idx, int axis)
 	return n;
 }
 
-/* An integer literal argument e (a param's value too), the `what` of
- * call fn, into *v; -1 (reported). */
-static int
-int_arg(Checker *c, AstNode *e, const char *fn, const char *what,
-	int64_t *v)
-{
-	Lit l = check_lit_of(e);
-
-	if (l.kind != 1) {
-		diag_error(c->d, e->loc, "the %s of '%s' must be an integer "
-			   "literal", what, fn);
-		return -1;
-	}
-	*v = l.i;
-	return 0;
-}
-
-static IrNode *
-bin(Checker *c, SrcLoc at, OpKind op, IrNode *a, IrNode *b)
-{
-	return a && b ? check_built(c, ir_binary(c->p, at, op, a, b)) : NULL;
-}
-
 /* x reshaped to [its dim 0, then rank - 1 ones]: to broadcast over a
  * value of that rank row by row. */
 static IrNode *
@@ -123,7 +100,7 @@ lookup_sparse(Checker *c, AstNode *e, IrNode *x, IrNode *ids)
 	int how = 1;
 
 	if (!(seg = index_arg(c, e->list[2], e->name, "segment_ids")) ||
-	    int_arg(c, e->list[3], e->name, "num_segments", &n) < 0)
+	    check_int_arg(c, e, e->list[3], "the num_segments", &n) < 0)
 		return NULL;
 	if (ca) {
 		const char *near;
@@ -171,7 +148,7 @@ lookup_sparse(Checker *c, AstNode *e, IrNode *x, IrNode *ids)
 	}
 	rows = gather_at(c, at, x, ids, 0);
 	if (w)
-		rows = bin(c, at, OP_mul, rows, per_row(c, at, w,
+		rows = check_bin(c, at, OP_mul, rows, per_row(c, at, w,
 							x->shape.rank));
 	if (!rows || !(s = check_built(c, ir_segment(c->p, at,
 						     OP_unsorted_segment_sum,
@@ -181,11 +158,11 @@ lookup_sparse(Checker *c, AstNode *e, IrNode *x, IrNode *ids)
 		return s;
 	/* each segment's sum of weights (of their squares), 1 per id
 	   without weights */
-	if (!w && (!(w = bin(c, at, OP_equal, ids, ids)) ||
+	if (!w && (!(w = check_bin(c, at, OP_equal, ids, ids)) ||
 		   !(w = check_built(c, ir_cast(c->p, at, w, x->dtype)))))
 		return NULL;
 	if (how == 2)
-		w = bin(c, at, OP_mul, w, w);
+		w = check_bin(c, at, OP_mul, w, w);
 	d = w ? check_built(c, ir_segment(c->p, at, OP_unsorted_segment_sum,
 					  w, seg, n, 0)) : NULL;
 	if (how == 2 && d)
@@ -195,10 +172,10 @@ lookup_sparse(Checker *c, AstNode *e, IrNode *x, IrNode *ids)
 	/* s / d where d is not 0, else 0 (TF's div_no_nan), without a
 	   division by 0 for a gradient to meet */
 	if (!(d = per_row(c, at, d, x->shape.rank)) ||
-	    !(nz = bin(c, at, OP_not_equal, d, zero)) ||
+	    !(nz = check_bin(c, at, OP_not_equal, d, zero)) ||
 	    !(d = check_built(c, ir_where(c->p, at, nz, d, one))))
 		return NULL;
-	return check_built(c, ir_where(c->p, at, nz, bin(c, at, OP_div, s, d),
+	return check_built(c, ir_where(c->p, at, nz, check_bin(c, at, OP_div, s, d),
 				       zero));
 }
 
@@ -229,7 +206,7 @@ check_gather(Checker *c, AstNode *e, OpKind op)
 	}
 	if (strcmp(e->name, "embedding_lookup_sparse") == 0)
 		return lookup_sparse(c, e, x, idx);
-	if (ax && int_arg(c, ax, e->name, "axis", &axis) < 0)
+	if (ax && check_int_arg(c, e, ax, "the axis", &axis) < 0)
 		return NULL;
 	if (axis < -x->shape.rank || axis >= x->shape.rank) {
 		diag_error(c->d, ax->loc, "axis %" PRId64 " is out of range "
@@ -263,7 +240,7 @@ check_segment(Checker *c, AstNode *e, OpKind op)
 		return NULL;
 	if (!(x = check_expr(c, e->list[0])) ||
 	    !(ids = index_arg(c, e->list[1], e->name, "segment_ids")) ||
-	    int_arg(c, e->list[2], e->name, "num_segments", &nseg) < 0)
+	    check_int_arg(c, e, e->list[2], "the num_segments", &nseg) < 0)
 		return NULL;
 	if (nseg < 0) {
 		diag_error(c->d, e->list[2]->loc, "the num_segments of '%s' "
@@ -300,7 +277,7 @@ check_segment(Checker *c, AstNode *e, OpKind op)
 	/* the mean: each segment's sum over its count of rows, at least 1
 	   (an empty segment's mean is 0, as TF's); a row counts 1 */
 	one = check_scalar(c, e->loc, (Lit){2, 0, 1.0}, x->dtype);
-	ones = check_built(c, ir_binary(c->p, e->loc, OP_equal, ids, ids));
+	ones = check_bin(c, e->loc, OP_equal, ids, ids);
 	if (!one || !ones ||
 	    !(ones = check_built(c, ir_cast(c->p, e->loc, ones, x->dtype))) ||
 	    !(n = check_built(c, ir_segment(c->p, e->loc,
@@ -311,10 +288,10 @@ check_segment(Checker *c, AstNode *e, OpKind op)
 	cs = s->shape;
 	for (int k = 1; k < cs.rank; k++)
 		cs.dims[k] = 1;
-	if (!(n = check_built(c, ir_binary(c->p, e->loc, OP_maximum, n, one))) ||
+	if (!(n = check_bin(c, e->loc, OP_maximum, n, one)) ||
 	    !(n = check_built(c, ir_reshape(c->p, e->loc, n, &cs))))
 		return NULL;
-	return check_built(c, ir_binary(c->p, e->loc, OP_div, s, n));
+	return check_bin(c, e->loc, OP_div, s, n);
 }
 
 /* hash_bucket(ids, num_buckets): the i64 fingerprint of each id (i32 ids
@@ -328,7 +305,7 @@ check_hash(Checker *c, AstNode *e, OpKind op)
 	if (check_bind(c, e) < 0)
 		return NULL;
 	if (!(x = index_arg(c, e->list[0], "hash_bucket", "ids")) ||
-	    int_arg(c, e->list[1], "hash_bucket", "num_buckets", &n) < 0)
+	    check_int_arg(c, e, e->list[1], "the num_buckets", &n) < 0)
 		return NULL;
 	if (n <= 0) {
 		diag_error(c->d, e->list[1]->loc, "the num_buckets of "
@@ -340,5 +317,5 @@ check_hash(Checker *c, AstNode *e, OpKind op)
 		return NULL;
 	if (!(nb = check_scalar(c, e->loc, (Lit){1, n, 0}, TFG_I64)))
 		return NULL;
-	return check_built(c, ir_binary(c->p, e->loc, op, x, nb));
+	return check_bin(c, e->loc, op, x, nb);
 }

@@ -93,21 +93,6 @@ lit_arg(Checker *c, AstNode *call, AstNode *e, const char *what, Lit *l)
 	return 0;
 }
 
-/* A static integer argument (depth, axis, seed). */
-static int
-int_arg(Checker *c, AstNode *call, AstNode *e, const char *what, int64_t *v)
-{
-	Lit l = check_lit_of(e);
-
-	if (l.kind != 1) {
-		diag_error(c->d, e->loc, "%s of '%s' must be an integer "
-			   "literal", what, call->name);
-		return -1;
-	}
-	*v = l.i;
-	return 0;
-}
-
 /* Stores literal l as dtype t into slot k of m (diagnosed as a tensor
  * literal's element would be). */
 static int
@@ -325,7 +310,7 @@ make_one_hot(Checker *c, AstNode *e)
 			   ir_type_str(c->a, x->dtype, &x->shape));
 		return NULL;
 	}
-	if (int_arg(c, e, e->list[1], "the depth", &depth) < 0)
+	if (check_int_arg(c, e, e->list[1], "the depth", &depth) < 0)
 		return NULL;
 	if (depth < 0) {
 		diag_error(c->d, e->list[1]->loc, "the depth of 'one_hot' is "
@@ -353,7 +338,7 @@ make_one_hot(Checker *c, AstNode *e)
 	if (store(c, eon ? eon : e, on, t, m, 0) < 0 ||
 	    store(c, eoff ? eoff : e, off, t, m, 1) < 0)
 		return NULL;
-	if (eax && int_arg(c, e, eax, "the axis", &axis) < 0)
+	if (eax && check_int_arg(c, e, eax, "the axis", &axis) < 0)
 		return NULL;
 	if (x->shape.rank + 1 > TFG_MAX_RANK) {
 		diag_error(c->d, e->loc, "'one_hot' of a rank %d tensor would "
@@ -433,7 +418,7 @@ random_node(Checker *c, AstNode *e, OpKind op, TfgDtype t, const TfgShape *s,
 	int64_t seed = 0;
 	IrNode *d;
 
-	if (es && int_arg(c, e, es, "the seed", &seed) < 0)
+	if (es && check_int_arg(c, e, es, "the seed", &seed) < 0)
 		return NULL;
 	m->seed = (uint64_t)seed;
 	m->stream = es ? 0 : next_stream(c);

@@ -126,13 +126,6 @@ bias_add(Checker *c, AstNode *e)
 	return check_elem(c, OP_add, e->loc, in, 2, v->dtype, &v->shape);
 }
 
-/* a op b, built and placed as the checker's nodes are (NULL propagates) */
-static IrNode *
-bin(Checker *c, SrcLoc loc, OpKind op, IrNode *a, IrNode *b)
-{
-	return a && b ? check_built(c, ir_binary(c->p, loc, op, a, b)) : NULL;
-}
-
 /* in_top_k(predictions, targets, k) (spec §6.30 "bias_add, in_top_k"):
  * row i is true when fewer than k classes score strictly above
  * predictions[i, targets[i]], which is finite, and targets[i] is a
@@ -168,29 +161,29 @@ in_top_k(Checker *c, AstNode *e)
 	m->axis = 1;
 	h = check_built(c, ir_make(c->p, at, OP_one_hot, p->dtype, &p->shape,
 				   m, &t, 1));
-	if (!(tp = bin(c, at, OP_mul, p, h)) ||
+	if (!(tp = check_bin(c, at, OP_mul, p, h)) ||
 	    !(tp = check_built(c, ir_reduce(c->p, at, OP_reduce_sum, tp, 2,
 					    1))))
 		return NULL;
 	/* fewer than k classes above it */
-	if (!(n = bin(c, at, OP_greater, p, tp)) ||
+	if (!(n = check_bin(c, at, OP_greater, p, tp)) ||
 	    !(n = check_built(c, ir_cast(c->p, at, n, TFG_I64))) ||
 	    !(n = check_built(c, ir_reduce(c->p, at, OP_reduce_sum, n, 2, 0))))
 		return NULL;
-	ok = bin(c, at, OP_less, n, check_scalar(c, at, k, TFG_I64));
+	ok = check_bin(c, at, OP_less, n, check_scalar(c, at, k, TFG_I64));
 	/* a finite score (x - x is 0 for finite x alone) */
 	if (!(tp = check_built(c, ir_reshape(c->p, at, tp, &t->shape))))
 		return NULL;
-	ok = bin(c, at, OP_logical_and, ok,
-		 bin(c, at, OP_equal, bin(c, at, OP_sub, tp, tp),
+	ok = check_bin(c, at, OP_logical_and, ok,
+		 check_bin(c, at, OP_equal, check_bin(c, at, OP_sub, tp, tp),
 		     check_scalar(c, at, (Lit){2, 0, 0.0}, p->dtype)));
 	/* a target that is a class: 0 <= t < classes */
 	t64 = check_built(c, ir_cast(c->p, at, t, TFG_I64));
-	ok = bin(c, at, OP_logical_and, ok,
-		 bin(c, at, OP_greater_equal, t64,
+	ok = check_bin(c, at, OP_logical_and, ok,
+		 check_bin(c, at, OP_greater_equal, t64,
 		     check_scalar(c, at, (Lit){1, 0, 0}, TFG_I64)));
-	return bin(c, at, OP_logical_and, ok,
-		   bin(c, at, OP_less, t64,
+	return check_bin(c, at, OP_logical_and, ok,
+		   check_bin(c, at, OP_less, t64,
 		       check_scalar(c, at, (Lit){1, p->shape.dims[1], 0},
 				    TFG_I64)));
 }
@@ -247,17 +240,17 @@ batch_norm(Checker *c, AstNode *e)
 	if (!(eps = check_scalar(c, e->loc, l, x->dtype)) ||
 	    !(one = check_scalar(c, e->loc, (Lit){2, 0, 1.0}, x->dtype)))
 		return NULL;
-	if (!(inv = bin(c, e->loc, OP_add, v[1], eps)) ||
+	if (!(inv = check_bin(c, e->loc, OP_add, v[1], eps)) ||
 	    !(inv = check_built(c, ir_unary(c->p, e->loc, OP_sqrt, inv))))
 		return NULL;
-	inv = bin(c, e->loc, OP_div, one, inv);
+	inv = check_bin(c, e->loc, OP_div, one, inv);
 	if (v[3])
-		inv = bin(c, e->loc, OP_mul, inv, v[3]);
-	t = bin(c, e->loc, OP_mul, v[0], inv);
-	t = v[2] ? bin(c, e->loc, OP_sub, v[2], t)
+		inv = check_bin(c, e->loc, OP_mul, inv, v[3]);
+	t = check_bin(c, e->loc, OP_mul, v[0], inv);
+	t = v[2] ? check_bin(c, e->loc, OP_sub, v[2], t)
 		 : (t ? check_built(c, ir_unary(c->p, e->loc, OP_neg, t))
 		      : NULL);
-	return bin(c, e->loc, OP_add, bin(c, e->loc, OP_mul, x, inv), t);
+	return check_bin(c, e->loc, OP_add, check_bin(c, e->loc, OP_mul, x, inv), t);
 }
 
 /* sigmoid_cross_entropy(logits, labels)
@@ -290,14 +283,14 @@ sigmoid_xent(Checker *c, AstNode *e)
 		return NULL;
 	}
 	if (!(zero = check_scalar(c, at, (Lit){2, 0, 0.0}, x->dtype)) ||
-	    !(pos = bin(c, at, OP_greater_equal, x, zero)) ||
+	    !(pos = check_bin(c, at, OP_greater_equal, x, zero)) ||
 	    !(r = check_built(c, ir_where(c->p, at, pos, x, zero))) ||
 	    !(na = check_built(c, ir_unary(c->p, at, OP_neg, x))) ||
 	    !(na = check_built(c, ir_where(c->p, at, pos, na, x))) ||
 	    !(na = check_built(c, ir_unary(c->p, at, OP_softplus, na))))
 		return NULL;
-	t = bin(c, at, OP_sub, r, bin(c, at, OP_mul, x, z));
-	return bin(c, at, OP_add, t, na);
+	t = check_bin(c, at, OP_sub, r, check_bin(c, at, OP_mul, x, z));
+	return check_bin(c, at, OP_add, t, na);
 }
 
 IrNode *

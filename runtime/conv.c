@@ -485,102 +485,58 @@ thin_block(const Vec *T, int64_t i)
 	}
 }
 
-/* Twelve sums in registers, named: GCC keeps an array of vectors in
- * memory across the loop. */
+/* One kernel makes both tiles: the sums of N rows (6 at most; the
+ * forward's pixels, the filter gradient's taps), row r's over i < n of
+ * base[r][off[i]] (a broadcast) times the 16 floats v[16 i ..] (the
+ * filter's panel, or the group's packed dy), into sum[2 r] and
+ * sum[2 r + 1]; the caller stores or adds them.  The twelve sums are
+ * named variables in the loop: GCC keeps an array of vectors in memory
+ * across it. */
 #define TILE_SUMS                                                          \
 	__m256 s00 = _mm256_setzero_ps(), s01 = s00, s10 = s00, s11 = s00, \
 	       s20 = s00, s21 = s00, s30 = s00, s31 = s00, s40 = s00,      \
 	       s41 = s00, s50 = s00, s51 = s00
-/* row r of N (a tile's pixel or tap): base pointer b, vectors v0 and v1 */
-#define TILE_FMA(N, r, b, v0, v1)                                          \
-	if (N > r) {                                                       \
-		__m256 x_ = _mm256_broadcast_ss(b);                        \
-		s##r##0 = _mm256_fmadd_ps(x_, v0, s##r##0);                \
-		s##r##1 = _mm256_fmadd_ps(x_, v1, s##r##1);                \
-	}
-#define TILE_ROWS(N, B, v0, v1)                                            \
-	TILE_FMA(N, 0, B(0), v0, v1)                                       \
-	TILE_FMA(N, 1, B(1), v0, v1)                                       \
-	TILE_FMA(N, 2, B(2), v0, v1)                                       \
-	TILE_FMA(N, 3, B(3), v0, v1)                                       \
-	TILE_FMA(N, 4, B(4), v0, v1)                                       \
-	TILE_FMA(N, 5, B(5), v0, v1)
 #define TILE_EACH(N, DO)                                                   \
 	DO(N, 0) DO(N, 1) DO(N, 2) DO(N, 3) DO(N, 4) DO(N, 5)
-#define TILE_PTR(N, r) const float *p##r = px[N > r ? r : 0];
-#define TILE_STORE(N, r)                                                   \
+#define TILE_BASE(N, r) const float *b##r = base[N > r ? r : 0];
+#define TILE_FMA(N, r)                                                     \
 	if (N > r) {                                                       \
-		_mm256_maskstore_ps(py[r], m0, s##r##0);                   \
-		_mm256_maskstore_ps(py[r] + 8, m1, s##r##1);               \
+		__m256 x_ = _mm256_broadcast_ss(b##r + o);                 \
+		s##r##0 = _mm256_fmadd_ps(x_, w0, s##r##0);                \
+		s##r##1 = _mm256_fmadd_ps(x_, w1, s##r##1);                \
 	}
-#define TILE_QPTR(N, r) const float *p##r = qx[N > r ? r : 0];
-#define TILE_ADD(N, r)                                                     \
+#define TILE_OUT(N, r)                                                     \
 	if (N > r) {                                                       \
-		float *d_ = df + r * op;                                   \
-		_mm256_storeu_ps(d_, _mm256_add_ps(_mm256_loadu_ps(d_),    \
-						   s##r##0));              \
-		_mm256_storeu_ps(d_ + 8, _mm256_add_ps(                    \
-			_mm256_loadu_ps(d_ + 8), s##r##1));                \
+		sum[2 * r] = s##r##0;                                      \
+		sum[2 * r + 1] = s##r##1;                                  \
 	}
-#define TILE_AT(r) (p##r + off)
-
-#define TILE_FWD(P)                                                        \
-	VEC_TARGET static void tile_fwd_##P(const float *const *px,       \
-					     const int64_t *xoff,          \
-					     const float *f, int64_t K,    \
-					     float *const *py, __m256i m0, \
-					     __m256i m1)                   \
+#define TILE_RUN(N)                                                        \
+	VEC_TARGET static void tile_run_##N(const float *const *base,     \
+					    const int64_t *off,            \
+					    const float *v, int64_t n,     \
+					    __m256 *sum)                   \
 	{                                                                  \
 		TILE_SUMS;                                                 \
-		TILE_EACH(P, TILE_PTR)                                     \
-		for (int64_t k = 0; k < K; k++) {                          \
-			__m256 w0 = _mm256_loadu_ps(f + 16 * k);           \
-			__m256 w1 = _mm256_loadu_ps(f + 16 * k + 8);       \
-			int64_t off = xoff[k];                             \
-			TILE_ROWS(P, TILE_AT, w0, w1)                      \
+		TILE_EACH(N, TILE_BASE)                                    \
+		for (int64_t i = 0; i < n; i++) {                          \
+			__m256 w0 = _mm256_loadu_ps(v + 16 * i);           \
+			__m256 w1 = _mm256_loadu_ps(v + 16 * i + 8);       \
+			int64_t o = off[i];                                \
+			TILE_EACH(N, TILE_FMA)                             \
 		}                                                          \
-		TILE_EACH(P, TILE_STORE)                                   \
+		TILE_EACH(N, TILE_OUT)                                     \
 	}
-TILE_FWD(1)
-TILE_FWD(2)
-TILE_FWD(3)
-TILE_FWD(4)
-TILE_FWD(5)
-TILE_FWD(6)
+TILE_RUN(1)
+TILE_RUN(2)
+TILE_RUN(3)
+TILE_RUN(4)
+TILE_RUN(5)
+TILE_RUN(6)
 
-/* dy: the group's 16 channels of dy, packed pixel after pixel */
-#define TILE_FILT(Q)                                                       \
-	VEC_TARGET static void tile_filt_##Q(const float *const *qx,      \
-					      const int64_t *poff,         \
-					      const float *dy, int64_t np, \
-					      float *df, int64_t op)       \
-	{                                                                  \
-		TILE_SUMS;                                                 \
-		TILE_EACH(Q, TILE_QPTR)                                    \
-		for (int64_t i = 0; i < np; i++) {                         \
-			__m256 e0 = _mm256_loadu_ps(dy + 16 * i);          \
-			__m256 e1 = _mm256_loadu_ps(dy + 16 * i + 8);      \
-			int64_t off = poff[i];                             \
-			TILE_ROWS(Q, TILE_AT, e0, e1)                      \
-		}                                                          \
-		TILE_EACH(Q, TILE_ADD)                                     \
-	}
-TILE_FILT(1)
-TILE_FILT(2)
-TILE_FILT(3)
-TILE_FILT(4)
-TILE_FILT(5)
-TILE_FILT(6)
-
-typedef void TileFwd(const float *const *, const int64_t *, const float *,
-		     int64_t, float *const *, __m256i, __m256i);
-typedef void TileFilt(const float *const *, const int64_t *, const float *,
-		      int64_t, float *, int64_t);
-static TileFwd *const tile_fwd[TILE] = {tile_fwd_1, tile_fwd_2, tile_fwd_3,
-					tile_fwd_4, tile_fwd_5, tile_fwd_6};
-static TileFilt *const tile_filt[TILE] = {
-	tile_filt_1, tile_filt_2, tile_filt_3, tile_filt_4, tile_filt_5,
-	tile_filt_6};
+typedef void TileRun(const float *const *, const int64_t *, const float *,
+		     int64_t, __m256 *);
+static TileRun *const tile_run[TILE] = {tile_run_1, tile_run_2, tile_run_3,
+					tile_run_4, tile_run_5, tile_run_6};
 
 /* The masks of the 16 channels from ob: o - ob of them are real. */
 VEC_TARGET static void
@@ -605,18 +561,22 @@ tile_forward(const Vec *T, int64_t i)
 		int64_t q0 = t * TILE;
 		int np = J->rows - q0 < TILE ? (int)(J->rows - q0) : TILE;
 		const float *px[TILE];
-		float *py[TILE];
 
 		for (int p = 0; p < np; p++)
 			px[p] = T->xp + tile_pixel(T, q0 + p);
 		for (int64_t ob = 0; ob < T->op; ob += 16) {
+			__m256 sum[2 * TILE];
 			__m256i m0, m1;
 
 			tile_masks(g->o, ob, &m0, &m1);
-			for (int p = 0; p < np; p++)
-				py[p] = (float *)J->out + (q0 + p) * g->o + ob;
-			tile_fwd[np - 1](px, T->xoff, T->fp + ob * J->k, J->k,
-					 py, m0, m1);
+			tile_run[np - 1](px, T->xoff, T->fp + ob * J->k, J->k,
+					 sum);
+			for (int p = 0; p < np; p++) {
+				float *y = (float *)J->out + (q0 + p) * g->o + ob;
+
+				_mm256_maskstore_ps(y, m0, sum[2 * p]);
+				_mm256_maskstore_ps(y + 8, m1, sum[2 * p + 1]);
+			}
 		}
 	}
 }
@@ -655,11 +615,20 @@ tile_filter(const Vec *T, int64_t i)
 			for (int64_t k = 0; k < K; k += TILE) {
 				int nq = K - k < TILE ? (int)(K - k) : TILE;
 				const float *qx[TILE];
+				__m256 sum[2 * TILE];
 
 				for (int q = 0; q < nq; q++)
 					qx[q] = T->xp + T->xoff[k + q];
-				tile_filt[nq - 1](qx, poff, dyp, np,
-						  df + k * op + ob, op);
+				tile_run[nq - 1](qx, poff, dyp, np, sum);
+				for (int q = 0; q < nq; q++) {
+					float *d = df + (k + q) * op + ob;
+
+					_mm256_storeu_ps(d, _mm256_add_ps(
+					    _mm256_loadu_ps(d), sum[2 * q]));
+					_mm256_storeu_ps(d + 8, _mm256_add_ps(
+					    _mm256_loadu_ps(d + 8),
+					    sum[2 * q + 1]));
+				}
 			}
 		}
 	}
