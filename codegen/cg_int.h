@@ -41,6 +41,9 @@ typedef struct CgCtx {
 	LLVMValueRef rt_var;   /* declared on first use (cpu_state.c) */
 	LLVMTypeRef rt_apply_ty; /* i32 (ptr, i32, i32, i32, ptr, ptr, ptr) */
 	LLVMValueRef rt_apply; /* tfg_rt_apply, declared on first use */
+	LLVMTypeRef rt_apply_rows_ty; /* and tfg_rt_apply_rows: */
+	LLVMValueRef rt_apply_rows;   /* (ptr, i32, i32, i32, ptr, i64, ptr,
+					 ptr, ptr) */
 	LLVMValueRef rt_flush; /* tfg_rt_flush, declared on first use */
 	LLVMValueRef fn;       /* the part function being built */
 	LLVMValueRef ctx_arg, arena_arg;

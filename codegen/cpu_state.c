@@ -15,8 +15,17 @@
  *     i32 tfg_rt_apply(ptr ctx, i32 var, i32 kind, i32 slot, ptr grad,
  *                      ptr hyper, ptr dst)
  *
+ * or, for an update of the rows a gather's gradient touches
+ * (OP_apply_rows),
+ *
+ *     i32 tfg_rt_apply_rows(ptr ctx, i32 var, i32 kind, i32 slot,
+ *                           ptr ids, i64 n, ptr rows, ptr hyper,
+ *                           ptr dst)
+ *
  * (runtime/optim.c), and OP_after a copy of its first input.
  */
+#include <string.h>
+
 #include "codegen/cg_int.h"
 
 /* tfg_rt_var(ctx, n->var->index, op, src, n's slot), returning its rc if
@@ -93,38 +102,61 @@ cpu_emit_random_draw(CgCtx *C, IrNode *n)
 	return var_call(C, n, TFG_VAR_DRAW, NULL);
 }
 
-int
-cpu_emit_apply(CgCtx *C, IrNode *n)
+/* tfg_rt_apply (OP_apply) or tfg_rt_apply_rows (OP_apply_rows): the
+ * update of n->var by n->opt. */
+static int
+apply_call(CgCtx *C, IrNode *n, int rows)
 {
 	static const uint32_t kind[IR_OPT__COUNT] = {
 		[IR_OPT_SGD] = TFG_OPT_SGD, [IR_OPT_MOMENTUM] = TFG_OPT_MOMENTUM,
 		[IR_OPT_ADAM] = TFG_OPT_ADAM, [IR_OPT_ADAGRAD] = TFG_OPT_ADAGRAD,
 		[IR_OPT_FTRL] = TFG_OPT_FTRL,
 	};
-	LLVMValueRef args[7];
+	LLVMValueRef args[9], *a = args;
+	LLVMValueRef *f = rows ? &C->rt_apply_rows : &C->rt_apply;
+	LLVMTypeRef *ft = rows ? &C->rt_apply_rows_ty : &C->rt_apply_ty;
 
-	if (!n->var || !n->opt || n->nin != 2)
+	if (!n->var || !n->opt || n->nin != 2 + rows)
 		return cg_fail(C, n, "an update without its variable");
-	if (!C->rt_apply) {
-		LLVMTypeRef p[7] = {C->ptr, C->i32, C->i32, C->i32, C->ptr,
-				    C->ptr, C->ptr};
+	if (!*f) {
+		LLVMTypeRef p[9] = {C->ptr, C->i32, C->i32, C->i32, C->ptr,
+				    C->i64, C->ptr, C->ptr, C->ptr};
 
-		C->rt_apply_ty = LLVMFunctionType(C->i32, p, 7, 0);
-		C->rt_apply = LLVMAddFunction(C->m, "tfg_rt_apply",
-					      C->rt_apply_ty);
+		if (!rows) /* no ids and count */
+			memmove(p + 4, p + 6, 3 * sizeof *p);
+		*ft = LLVMFunctionType(C->i32, p, rows ? 9 : 7, 0);
+		*f = LLVMAddFunction(C->m, rows ? "tfg_rt_apply_rows" :
+				     "tfg_rt_apply", *ft);
 	}
-	args[0] = C->ctx_arg;
-	args[1] = LLVMConstInt(C->i32, (unsigned long long)n->var->index, 0);
-	args[2] = LLVMConstInt(C->i32, kind[n->opt->kind] |
-			       (n->opt->sync ? TFG_OPT_SYNC : 0), 0);
-	args[3] = LLVMConstInt(C->i32, n->opt->nslot ? (unsigned long long)
-				       n->opt->slot[0]->index : 0, 0);
-	args[4] = cg_buf(C, n->in[0]);
-	args[5] = cg_buf(C, n->in[1]);
-	args[6] = cg_buf(C, n);
-	cg_check_rc(C, LLVMBuildCall2(C->b, C->rt_apply_ty, C->rt_apply, args,
-				      7, "rc"));
+	*a++ = C->ctx_arg;
+	*a++ = LLVMConstInt(C->i32, (unsigned long long)n->var->index, 0);
+	*a++ = LLVMConstInt(C->i32, kind[n->opt->kind] |
+			    (n->opt->sync ? TFG_OPT_SYNC : 0), 0);
+	*a++ = LLVMConstInt(C->i32, n->opt->nslot ? (unsigned long long)
+				    n->opt->slot[0]->index : 0, 0);
+	if (rows) {
+		*a++ = cg_buf(C, n->in[2]);
+		*a++ = LLVMConstInt(C->i64, (unsigned long long)
+				    n->in[2]->shape.dims[0], 0);
+	}
+	*a++ = cg_buf(C, n->in[0]);
+	*a++ = cg_buf(C, n->in[1]);
+	*a++ = cg_buf(C, n);
+	cg_check_rc(C, LLVMBuildCall2(C->b, *ft, *f, args, (unsigned)(a - args),
+				      "rc"));
 	return 0;
+}
+
+int
+cpu_emit_apply(CgCtx *C, IrNode *n)
+{
+	return apply_call(C, n, 0);
+}
+
+int
+cpu_emit_apply_rows(CgCtx *C, IrNode *n)
+{
+	return apply_call(C, n, 1);
 }
 
 /* OP_check_range: tfg_rt_check_range on the input, the step failing

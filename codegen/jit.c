@@ -620,6 +620,8 @@ define_symbols(CgJit *j, const CgOptions *o)
 		 {(uintptr_t)tfg_rt_check, fl}},
 		{LLVMOrcLLJITMangleAndIntern(j->jit, "tfg_rt_apply"),
 		 {(uintptr_t)tfg_rt_apply, fl}},
+		{LLVMOrcLLJITMangleAndIntern(j->jit, "tfg_rt_apply_rows"),
+		 {(uintptr_t)tfg_rt_apply_rows, fl}},
 		{LLVMOrcLLJITMangleAndIntern(j->jit, "tfg_rt_check_range"),
 		 {(uintptr_t)tfg_rt_check_range, fl}},
 		{LLVMOrcLLJITMangleAndIntern(j->jit, "tfg_rt_mark"),

@@ -866,15 +866,32 @@ backward(Ad *a, IrNode *y, IrNode *x, int *skip)
 	return NULL;
 }
 
+/* The nodes made since the graph had old of them move to just before
+ * the node at index at (they read only nodes before it). */
+static void
+move_before(Program *p, int old, int at)
+{
+	int added = p->g.nodes.n - old;
+	IrNode **v = (IrNode **)p->g.nodes.v, **tmp;
+
+	if (added <= 0)
+		return;
+	tmp = arena_alloc(p->arena, added * sizeof *tmp);
+	memcpy(tmp, v + old, added * sizeof *tmp);
+	memmove(v + at + added, v + at, (old - at) * sizeof *v);
+	memcpy(v + at, tmp, added * sizeof *tmp);
+	for (int i = at; i < p->g.nodes.n; i++)
+		v[i]->id = i;
+}
+
 /* Expands OP_grad node g: its backward graph goes just before it, and g
  * becomes a view of x's adjoint.  0, or -1 (reported). */
 static int
 expand(Program *p, IrNode *g)
 {
 	Ad a = {p, g, g, NULL, 0};
-	int old = p->g.nodes.n, at = g->id, skip = 0, added;
+	int old = p->g.nodes.n, skip = 0;
 	IrNode *r = backward(&a, g->in[0], g->in[1], &skip);
-	IrNode **v;
 
 	if (skip) /* a generic plan's: expanded in each specialisation */
 		return 0;
@@ -886,18 +903,149 @@ expand(Program *p, IrNode *g)
 	   the update */
 	g->req = r->req;
 	g->why = r->why;
-	/* the new nodes [old, n) move to just before g */
-	added = p->g.nodes.n - old;
-	v = (IrNode **)p->g.nodes.v;
-	if (added > 0) {
-		IrNode **tmp = arena_alloc(p->arena, added * sizeof *tmp);
-		memcpy(tmp, v + old, added * sizeof *tmp);
-		memmove(v + at + added, v + at, (old - at) * sizeof *v);
-		memcpy(v + at, tmp, added * sizeof *tmp);
-		for (int i = at; i < p->g.nodes.n; i++)
-			v[i]->id = i;
-	}
+	move_before(p, old, g->id);
 	return 0;
+}
+
+/* ------------------------------------------------- row-sparse updates */
+
+#define MAX_ROW_TERMS 64
+
+/* The terms of adjoint r added up (the grad pass sums a value's adjoint
+ * over its consumers, each term of its shape) into t[], up to max;
+ * their number, or max + 1 when there are more. */
+static int
+terms(IrNode *r, IrNode **t, int n, int max)
+{
+	if (r->op == OP_add && tfg_shape_eq(&r->in[0]->shape, &r->shape) &&
+	    tfg_shape_eq(&r->in[1]->shape, &r->shape)) {
+		n = terms(r->in[0], t, n, max);
+		return n > max ? n : terms(r->in[1], t, n, max);
+	}
+	if (n < max)
+		t[n] = r;
+	return n + 1;
+}
+
+/* Whether term t of a variable's adjoint is a segment sum of rows into
+ * the variable's rows: a gather's adjoint on axis 0. */
+static int
+rows_term(const IrNode *t, const IrVar *v)
+{
+	return t->op == OP_unsorted_segment_sum && t->axis == 0 &&
+	       tfg_shape_eq(&t->shape, &v->shape);
+}
+
+/* A node that the update u's loss depends on and that reads u's
+ * variable other than as a gather's table on axis 0, or NULL. */
+static IrNode *
+other_reader(Program *p, IrNode *u)
+{
+	const IrNode *read = u->var->read;
+	char *dep = ir_reach(p, &u->in[1], 1, NULL, 0);
+
+	for (int i = read->id + 1; i < u->id; i++) {
+		IrNode *x = p->g.nodes.v[i];
+		for (int k = 0; dep[i] && k < x->nin; k++)
+			if (x->in[k] == read && !(x->op == OP_gather &&
+						  k == 0 && x->axis == 0))
+				return x;
+	}
+	return NULL;
+}
+
+/* x reshaped to n rows (and cast to i64 when it is the ids), for the
+ * update u: placed with it. */
+static IrNode *
+as_rows(Program *p, const IrNode *u, IrNode *x, int ids)
+{
+	TfgShape s = {0, {0}};
+	int64_t n = 1;
+	int lead = ids ? x->shape.rank : x->shape.rank - (u->var->shape.rank -
+							  1);
+
+	for (int k = 0; k < lead; k++)
+		n *= x->shape.dims[k];
+	s.rank = ids ? 1 : u->var->shape.rank;
+	s.dims[0] = n;
+	for (int k = 1; k < s.rank; k++)
+		s.dims[k] = u->var->shape.dims[k];
+	if (ids && x->dtype != TFG_I64 &&
+	    (x = ir_cast(p, u->loc, x, TFG_I64)) != NULL) {
+		x->req = u->req;
+		x->why = u->why;
+	}
+	if (x && !tfg_shape_eq(&x->shape, &s) &&
+	    (x = ir_reshape(p, u->loc, x, &s)) != NULL) {
+		x->req = u->req;
+		x->why = u->why;
+	}
+	return x;
+}
+
+/* minimize's update u: when its variable's gradient is only rows (each
+ * term of the adjoint a gather's, on axis 0) and its optimizer has a
+ * row-wise form, it becomes an OP_apply_rows of the rows and their ids,
+ * which the update's task applies to those rows alone
+ * (spec §6.26 "minimize and optimizers"); a gathered table whose update stays dense
+ * gets a note saying why.  0, or -1 (reported). */
+static int
+sparse_update(Program *p, IrNode *u)
+{
+	const IrOpt *o = u->opt;
+	IrNode *g = u->in[0], *t[MAX_ROW_TERMS], *rows[MAX_ROW_TERMS];
+	IrNode *ids[MAX_ROW_TERMS], *x = NULL, *dense = NULL;
+	int n, nrows = 0, old = p->g.nodes.n;
+
+	if (g->op != OP_reshape) /* not expanded: a generic plan */
+		return 0;
+	n = terms(g->in[0], t, 0, MAX_ROW_TERMS);
+	for (int i = 0; i < n && i < MAX_ROW_TERMS; i++)
+		if (rows_term(t[i], u->var))
+			nrows++;
+		else if (!dense)
+			dense = t[i];
+	if (nrows == 0) /* not a table */
+		return 0;
+	if (n > MAX_ROW_TERMS)
+		u->note = arena_printf(p->arena, "dense: more than %d "
+				       "gathers read '%s'", MAX_ROW_TERMS,
+				       u->var->name);
+	else if (dense && (dense = other_reader(p, u)) != NULL)
+		u->note = arena_printf(p->arena, "dense: '%s' is read by "
+				       "'%s' (line %u), not only by gathers "
+				       "on axis 0", u->var->name,
+				       op_info[dense->op].name, dense->loc.line);
+	else if (dense)
+		u->note = arena_printf(p->arena, "dense: '%s' is read by "
+				       "more than gathers on axis 0",
+				       u->var->name);
+	else if (o->sync)
+		u->note = arena_printf(p->arena, "dense: sync sums its "
+				       "replicas' gradients whole");
+	else if (o->kind == IR_OPT_ADAM)
+		u->note = arena_printf(p->arena, "dense: adam decays every "
+				       "row's moments each step, as TF1's");
+	if (u->note)
+		return 0;
+	for (int i = 0; i < n; i++) {
+		rows[i] = as_rows(p, u, t[i]->in[0], 0);
+		ids[i] = as_rows(p, u, t[i]->in[1], 1);
+		if (!rows[i] || !ids[i])
+			return -1;
+	}
+	if (n == 1) {
+		x = rows[0];
+		g = ids[0];
+	} else if ((x = ir_concat(p, u->loc, rows, n, 0)) &&
+		   (g = ir_concat(p, u->loc, ids, n, 0))) {
+		x->req = g->req = u->req;
+		x->why = g->why = u->why;
+	} else {
+		return -1;
+	}
+	move_before(p, old, u->id);
+	return ir_set_rows(p, u, x, g);
 }
 
 int
@@ -911,6 +1059,13 @@ grad_program(Program *p)
 		    p->diag->nerr == before)
 			diag_error(p->diag, g->loc, "internal error: grad "
 				   "failed");
+	}
+	for (int i = 0; i < p->g.nodes.n && p->diag->nerr == before; i++) {
+		IrNode *u = p->g.nodes.v[i];
+		if (u->op == OP_apply && sparse_update(p, u) < 0 &&
+		    p->diag->nerr == before)
+			diag_error(p->diag, u->loc, "internal error: a row "
+				   "update failed");
 	}
 	return p->diag->nerr - before;
 }

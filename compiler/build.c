@@ -942,6 +942,34 @@ ir_apply(Program *p, SrcLoc loc, IrVar *v, const IrOpt *o, IrNode *g,
 	return n;
 }
 
+int
+ir_set_rows(Program *p, IrNode *u, IrNode *rows, IrNode *ids)
+{
+	const IrVar *v = u->var;
+	IrNode *h;
+	int ok = u->op == OP_apply && v && v->shape.rank >= 1 &&
+		 rows->dtype == v->dtype && rows->shape.rank == v->shape.rank &&
+		 ids->dtype == TFG_I64 && ids->shape.rank == 1 &&
+		 ids->shape.dims[0] == rows->shape.dims[0];
+
+	for (int k = 1; ok && k < v->shape.rank; k++)
+		ok = rows->shape.dims[k] == v->shape.dims[k];
+	if (!ok) {
+		diag_error(p->diag, u->loc, "an update of rows of '%s' needs "
+			   "i64 ids and their rows' gradients, got %s and %s",
+			   v ? v->name : "?", type_s(p, ids), type_s(p, rows));
+		return -1;
+	}
+	h = u->in[1];
+	u->op = OP_apply_rows;
+	u->nin = 3;
+	u->in = arena_alloc(p->arena, 3 * sizeof *u->in);
+	u->in[0] = rows;
+	u->in[1] = h;
+	u->in[2] = ids;
+	return 0;
+}
+
 IrNode *
 ir_after(Program *p, SrcLoc loc, IrNode **in, int nin)
 {

@@ -290,6 +290,9 @@ struct IrNode {
 	   dropped once the sessions are checked (check.c) */
 	int type_dep;
 	const IrFuse *fuse; /* OP_fused, fused reductions: the expression */
+	/* OP_apply of a variable that a gather reads: why its update stays
+	   dense (--emit=grad prints it) */
+	const char *note;
 };
 
 typedef struct IrGraph {

@@ -196,6 +196,10 @@ IrNode *ir_var(Program *p, SrcLoc loc, OpKind op, IrVar *v, IrNode *x);
  * with v */
 IrNode *ir_apply(Program *p, SrcLoc loc, IrVar *v, const IrOpt *o,
 		 IrNode *g, IrNode *h);
+/* OP_apply u becomes an OP_apply_rows in place: the update of only the
+ * rows ids (i64[n]) of its variable by rows ([n] + the variable's dims
+ * after the first); 0, or -1 reported */
+int ir_set_rows(Program *p, IrNode *u, IrNode *rows, IrNode *ids);
 /* OP_after: in[0]'s value once in[1..nin) are computed */
 IrNode *ir_after(Program *p, SrcLoc loc, IrNode **in, int nin);
 /* The number of f64 hyperparameters of an optimizer kind, and of o (an

@@ -83,7 +83,10 @@ void
 dump_graph(FILE *out, const Program *p)
 {
 	for (int i = 0; i < p->g.nodes.n; i++) {
-		node_line(out, p->arena, p->g.nodes.v[i]);
+		const IrNode *n = p->g.nodes.v[i];
+		node_line(out, p->arena, n);
+		if (n->note)
+			fprintf(out, "  # %s", n->note);
 		fputc('\n', out);
 	}
 }

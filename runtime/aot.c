@@ -98,7 +98,22 @@ tfg_rt_apply(struct RtCtx *c, uint32_t var, uint32_t kind, uint32_t slot,
 	if (c->apply == NULL)
 		return tfg_error(c->err, TFG_EINVAL, "variables live in a "
 				 "task server: this part runs without one");
-	return c->apply(c, var, kind, slot, grad, hyper, dst);
+	return c->apply(c, var, kind, slot, NULL, 0, grad, hyper, dst);
+}
+
+TFG_API int
+tfg_rt_apply_rows(struct RtCtx *c, uint32_t var, uint32_t kind,
+		  uint32_t slot, const int64_t *ids, int64_t n,
+		  const void *rows, const double *hyper, void *dst)
+{
+	if (c->apply == NULL)
+		return tfg_error(c->err, TFG_EINVAL, "variables live in a "
+				 "task server: this part runs without one");
+	if (ids == NULL && n > 0)
+		return tfg_error(c->err, TFG_EINVAL, "an update of %lld rows "
+				 "without their ids", (long long)n);
+	return c->apply(c, var, kind, slot, ids ? ids : (const int64_t *)"",
+			n, rows, hyper, dst);
 }
 
 TFG_API int

@@ -36,6 +36,7 @@
  */
 #include <math.h>
 #include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -124,9 +125,9 @@
 	{                                                               \
 		T lr = (T)h[0], l1 = (T)h[1], l2 = (T)h[2];             \
 		for (int64_t i = 0; i < n; i++) {                       \
-			T s1 = s[i] + g[i] * g[i], r = sqrt(s1);        \
-			T q = r / lr + 2 * l2;                          \
-			z[i] += g[i] - (r - sqrt(s[i])) / lr * v[i];    \
+			T s1 = s[i] + g[i] * g[i], r = (T)sqrt(s1);     \
+			T q = r / lr + 2 * l2, r0 = (T)sqrt(s[i]);      \
+			z[i] += g[i] - (r - r0) / lr * v[i];            \
 			v[i] = z[i] > l1 ? (l1 - z[i]) / q              \
 			     : z[i] < -l1 ? (-l1 - z[i]) / q : 0;       \
 			s[i] = s1;                                      \
@@ -172,7 +173,7 @@ ir_nhyper(uint32_t kind)
 typedef struct Upd {
 	int kind;
 	TfgDtype t;
-	RtVarSlot **s;
+	unsigned char *d[4]; /* the variable's data, then its slots' */
 	const char *g;
 	int64_t n, step;
 	const double *h;
@@ -193,7 +194,7 @@ update_range(Upd *u, int64_t i0, int64_t i1)
 			u->bad = 1;
 		return;
 	}
-	v = u->s[0]->data + o;
+	v = u->d[0] + o;
 	switch (u->kind) {
 	case TFG_OPT_SGD:
 		if (f)
@@ -203,39 +204,39 @@ update_range(Upd *u, int64_t i0, int64_t i1)
 		break;
 	case TFG_OPT_MOMENTUM:
 		if (f)
-			momentum_float((float *)v, (float *)(u->s[1]->data + o),
+			momentum_float((float *)v, (float *)(u->d[1] + o),
 				       g, n, u->h);
 		else
 			momentum_double((double *)v,
-					(double *)(u->s[1]->data + o), g, n,
+					(double *)(u->d[1] + o), g, n,
 					u->h);
 		break;
 	case TFG_OPT_ADAM:
 		if (f)
-			adam_float((float *)v, (float *)(u->s[1]->data + o),
-				   (float *)(u->s[2]->data + o), g, n, u->step,
+			adam_float((float *)v, (float *)(u->d[1] + o),
+				   (float *)(u->d[2] + o), g, n, u->step,
 				   u->h);
 		else
-			adam_double((double *)v, (double *)(u->s[1]->data + o),
-				    (double *)(u->s[2]->data + o), g, n,
+			adam_double((double *)v, (double *)(u->d[1] + o),
+				    (double *)(u->d[2] + o), g, n,
 				    u->step, u->h);
 		break;
 	case TFG_OPT_ADAGRAD:
 		if (f)
-			adagrad_float((float *)v, (float *)(u->s[1]->data + o),
+			adagrad_float((float *)v, (float *)(u->d[1] + o),
 				      g, n, u->h);
 		else
 			adagrad_double((double *)v,
-				       (double *)(u->s[1]->data + o), g, n,
+				       (double *)(u->d[1] + o), g, n,
 				       u->h);
 		break;
 	case TFG_OPT_FTRL:
 		if (f)
-			ftrl_float((float *)v, (float *)(u->s[1]->data + o),
-				   (float *)(u->s[2]->data + o), g, n, u->h);
+			ftrl_float((float *)v, (float *)(u->d[1] + o),
+				   (float *)(u->d[2] + o), g, n, u->h);
 		else
-			ftrl_double((double *)v, (double *)(u->s[1]->data + o),
-				    (double *)(u->s[2]->data + o), g, n, u->h);
+			ftrl_double((double *)v, (double *)(u->d[1] + o),
+				    (double *)(u->d[2] + o), g, n, u->h);
 		break;
 	}
 }
@@ -263,7 +264,10 @@ static void
 update(uint32_t kind, TfgDtype t, RtVarSlot **s, const void *g, int64_t n,
        const double *h)
 {
-	Upd u = {(int)kind, t, s, g, n, 0, h, 0};
+	Upd u = {(int)kind, t, {NULL}, g, n, 0, h, 0};
+
+	for (int k = 0; k < 4 && k <= nslots[kind]; k++)
+		u.d[k] = s[k]->data;
 
 	if (kind == TFG_OPT_ADAM) {
 		memcpy(&u.step, s[3]->data, sizeof u.step);
@@ -278,7 +282,7 @@ update(uint32_t kind, TfgDtype t, RtVarSlot **s, const void *g, int64_t n,
 static int64_t
 nonfinite(TfgDtype t, const void *g, int64_t n)
 {
-	Upd u = {-1, t, NULL, g, n, 0, NULL, 0};
+	Upd u = {-1, t, {NULL}, g, n, 0, NULL, 0};
 
 	update_all(&u);
 	if (!u.bad)
@@ -406,9 +410,185 @@ unlock:
 	return rc;
 }
 
+/* ------------------------------------------------------- row updates */
+
+/* An update of some rows of a variable (tfg_rt_apply_rows): the ids
+ * sorted, each distinct row's gradient (its duplicates' sum, in their
+ * order, or the row as it came), so that the update touches each row
+ * once and the result does not depend on the ids' order. */
+typedef struct Rows {
+	int kind;
+	TfgDtype t;
+	RtVarSlot **s;
+	int64_t width;       /* elements per row */
+	int64_t n;           /* distinct rows */
+	int64_t *id;         /* [n] ascending */
+	const char **g;      /* [n] their gradients */
+	char *sum;           /* duplicates' sums */
+	const double *h;
+} Rows;
+
+/* Rows per block of the kernel pool. */
+#define ROW_BLOCK 256
+
+/* ids[0..n) (each in [0, 2^ib)) as keys id << pb | position, sorted:
+ * least significant digit first, 11 bits at a time, ping-ponging
+ * between key and tmp; the sorted keys. */
+static uint64_t *
+sort_keys(const int64_t *ids, int64_t n, int ib, int pb, uint64_t *key,
+	  uint64_t *tmp)
+{
+	int64_t m = 0;
+
+	for (int64_t i = 0; i < n; i++)
+		if (ids[i] >= 0)
+			key[m++] = (uint64_t)ids[i] << pb | (uint64_t)i;
+	if (m < 64) { /* insertion */
+		for (int64_t i = 1; i < m; i++) {
+			uint64_t k = key[i];
+			int64_t j = i;
+			for (; j > 0 && key[j - 1] > k; j--)
+				key[j] = key[j - 1];
+			key[j] = k;
+		}
+		return key;
+	}
+	for (int sh = 0; sh < ib + pb; sh += 11) {
+		int64_t cnt[2048 + 1] = {0};
+		uint64_t *t;
+
+		for (int64_t i = 0; i < m; i++)
+			cnt[((key[i] >> sh) & 2047) + 1]++;
+		for (int d = 0; d < 2048; d++)
+			cnt[d + 1] += cnt[d];
+		for (int64_t i = 0; i < m; i++)
+			tmp[cnt[(key[i] >> sh) & 2047]++] = key[i];
+		t = key, key = tmp, tmp = t;
+	}
+	return key;
+}
+
+static int
+bits(uint64_t x)
+{
+	int b = 0;
+
+	while (b < 64 && (x >> b) != 0)
+		b++;
+	return b;
+}
+
+/* The distinct rows of the update of v by rows g[0..nids) at ids, into
+ * *r; TFG_OK, or an error (an id past the table, no memory). */
+static int
+rows_prepare(RtCtx *c, const RtVar *v, const int64_t *ids, int64_t nids,
+	     const char *g, Rows *r)
+{
+	RtServer *srv = c->store;
+	int64_t nrow = v->shape.dims[0], bad = -1, m = 0, ndup = 0, at = 0;
+	size_t z = tfg_dtype_size(v->dtype), rb;
+	int ib = bits((uint64_t)nrow), pb = bits((uint64_t)nids);
+	int local = c->step->client == srv->proc.task;
+	uint64_t *key, *tmp, *k;
+
+	r->width = nrow ? tfg_shape_numel(&v->shape) / nrow : 0;
+	rb = (size_t)r->width * z;
+	for (int64_t i = 0; i < nids && bad < 0; i++)
+		if (ids[i] >= nrow)
+			bad = i;
+	if (bad >= 0)
+		return tfg_error(c->err, TFG_EINVAL, "%s%sthe update of "
+				 "variable '%s': row id %lld (element %lld of "
+				 "its ids) is outside its %lld rows",
+				 local ? srv->proc.name : "", local ? ": " :
+				 "", v->name, (long long)ids[bad],
+				 (long long)bad, (long long)nrow);
+	if (ib + pb > 64)
+		return tfg_error(c->err, TFG_EINVAL, "the update of variable "
+				 "'%s': %lld ids of %lld rows are too many to "
+				 "sort", v->name, (long long)nids,
+				 (long long)nrow);
+	key = malloc(2 * (size_t)(nids ? nids : 1) * sizeof *key);
+	r->id = malloc((size_t)(nids ? nids : 1) * sizeof *r->id);
+	r->g = malloc((size_t)(nids ? nids : 1) * sizeof *r->g);
+	if (!key || !r->id || !r->g) {
+		free(key);
+		return tfg_error(c->err, TFG_ENOMEM, "the update of variable "
+				 "'%s': no memory to sort %lld ids", v->name,
+				 (long long)nids);
+	}
+	tmp = key + nids;
+	k = sort_keys(ids, nids, ib, pb, key, tmp);
+	for (int64_t i = 0; i < nids; i++) /* how many kept, and dups */
+		m += ids[i] >= 0;
+	for (int64_t i = 1; i < m; i++)
+		ndup += (k[i] >> pb) == (k[i - 1] >> pb) &&
+			(i < 2 || (k[i - 1] >> pb) != (k[i - 2] >> pb));
+	if (ndup && !(r->sum = malloc((size_t)ndup * rb))) {
+		free(key);
+		return tfg_error(c->err, TFG_ENOMEM, "the update of variable "
+				 "'%s': no memory to sum %lld rows", v->name,
+				 (long long)ndup);
+	}
+	r->n = 0;
+	for (int64_t i = 0; i < m; i++) {
+		uint64_t id = k[i] >> pb, pos = k[i] & ((1ull << pb) - 1);
+		const char *row = g + pos * rb;
+		int64_t j = i + 1;
+
+		while (j < m && (k[j] >> pb) == id)
+			j++;
+		r->id[r->n] = (int64_t)id;
+		if (j == i + 1) {
+			r->g[r->n++] = row;
+			continue;
+		}
+		{
+			char *d = r->sum + (size_t)at++ * rb;
+			memcpy(d, row, rb);
+			for (int64_t q = i + 1; q < j; q++) {
+				const char *x = g + (k[q] & ((1ull << pb) - 1))
+						* rb;
+				if (v->dtype == TFG_F32)
+					add_float((float *)d, (const float *)x,
+						  r->width);
+				else
+					add_double((double *)d,
+						   (const double *)x,
+						   r->width);
+			}
+			r->g[r->n++] = d;
+		}
+		i = j - 1;
+	}
+	free(key);
+	return TFG_OK;
+}
+
+static void
+rows_blocks(void *const *bases, int64_t b, int64_t e)
+{
+	const Rows *r = bases[0];
+	size_t rb = (size_t)r->width * tfg_dtype_size(r->t);
+	int64_t end = e * ROW_BLOCK < r->n ? e * ROW_BLOCK : r->n;
+
+	for (int64_t i = b * ROW_BLOCK; i < end; i++) {
+		size_t o = (size_t)r->id[i] * rb;
+		Upd u = {r->kind, r->t, {NULL}, r->g[i], r->width, 0, r->h, 0};
+
+		/* the row of the variable and of its slots */
+		for (int k = 0; k < 4 && k <= nslots[r->kind]; k++)
+			u.d[k] = r->s[k]->data + o;
+		update_range(&u, 0, r->width);
+	}
+}
+
+/* An update of variable var (ids NULL) or of rows ids[0..nids) of it,
+ * by the optimizer kind with slots from slot on: c->apply. */
 static int
 rt_apply(RtCtx *c, uint32_t var, uint32_t kind, uint32_t slot,
-	 const void *grad, const double *hyper, void *dst)
+	 const int64_t *ids, int64_t nids, const void *grad,
+	 const double *hyper, void *dst)
 {
 	RtServer *srv = c->store;
 	const TfgPlan *plan = srv->proc.plan;
@@ -416,6 +596,7 @@ rt_apply(RtCtx *c, uint32_t var, uint32_t kind, uint32_t slot,
 	const RtVar *v;
 	uint32_t inner = kind & 0xff;
 	int n, ninner, rc = TFG_OK, locked = 0, done = 1;
+	Rows r = {0};
 
 	if (inner > TFG_OPT_FTRL || (kind & ~0x1ffu) ||
 	    var >= (uint32_t)plan->nvar || srv->vars == NULL)
@@ -425,7 +606,9 @@ rt_apply(RtCtx *c, uint32_t var, uint32_t kind, uint32_t slot,
 	v = &plan->vars[var];
 	if (v->task != srv->proc.task || v->hidden ||
 	    (v->dtype != TFG_F32 && v->dtype != TFG_F64) ||
-	    (n > 1 && (slot <= var || slot > (uint32_t)plan->nvar - (n - 1))))
+	    (n > 1 && (slot <= var || slot > (uint32_t)plan->nvar - (n - 1))) ||
+	    (ids && (inner == TFG_OPT_ADAM || (kind & TFG_OPT_SYNC) ||
+		     v->shape.rank < 1 || nids < 0)))
 		goto bad;
 	for (int k = 0; k < n; k++) {
 		uint32_t i = k ? slot + (uint32_t)k - 1 : var;
@@ -437,6 +620,11 @@ rt_apply(RtCtx *c, uint32_t var, uint32_t kind, uint32_t slot,
 	}
 	{
 		int64_t numel = tfg_shape_numel(&v->shape), at;
+
+		if (ids) /* rows of the variable's */
+			numel = v->shape.dims[0] ? nids * (numel /
+							   v->shape.dims[0])
+						 : 0;
 		double x, loss = hyper[ir_nhyper(kind) +
 				       ((kind & TFG_OPT_SYNC) ? 3 : 0)];
 
@@ -468,6 +656,8 @@ rt_apply(RtCtx *c, uint32_t var, uint32_t kind, uint32_t slot,
 					 isnan(x) ? "NaN" : x > 0 ? "inf" : "-inf",
 					 (long long)at);
 	}
+	if (ids && (rc = rows_prepare(c, v, ids, nids, grad, &r)) != TFG_OK)
+		goto out;
 	for (; locked < n; locked++)
 		pthread_mutex_lock(&s[locked]->mu);
 	for (int k = 0; k < n && rc == TFG_OK; k++) {
@@ -484,12 +674,25 @@ rt_apply(RtCtx *c, uint32_t var, uint32_t kind, uint32_t slot,
 	if (rc == TFG_OK && (kind & TFG_OPT_SYNC)) {
 		rc = sync_update(c, v, kind, s, n, ninner, grad, hyper, &done);
 		locked = 0; /* it unlocked them */
+	} else if (rc == TFG_OK && ids) {
+		void *base = &r;
+
+		r.kind = (int)inner;
+		r.t = v->dtype;
+		r.s = s;
+		r.h = hyper;
+		tfg_rt_parallel(rows_blocks, &base,
+				(r.n + ROW_BLOCK - 1) / ROW_BLOCK);
 	} else if (rc == TFG_OK) {
 		update(inner, v->dtype, s, grad, tfg_shape_numel(&v->shape),
 		       hyper);
 	}
 	while (locked > 0)
 		pthread_mutex_unlock(&s[--locked]->mu);
+out:
+	free(r.id);
+	free(r.g);
+	free(r.sum);
 	*(unsigned char *)dst = rc == TFG_OK && done;
 	return rc;
 bad:

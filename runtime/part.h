@@ -38,12 +38,13 @@ struct RtCtx {
 	/* tfg_rt_flush's: the sends this thread held back leave now
 	   (spec/design.md "Held sends"); NULL where nothing is held */
 	void (*flush)(RtCtx *c);
-	/* what tfg_rt_var/tfg_rt_apply call: the task's variables (NULL:
+	/* what tfg_rt_var/tfg_rt_apply(_rows) call: the task's variables (NULL:
 	   the part runs without a task server) */
 	int (*var)(RtCtx *c, uint32_t var, uint32_t op, const void *src,
 		   void *dst);
 	int (*apply)(RtCtx *c, uint32_t var, uint32_t kind, uint32_t slot,
-		     const void *grad, const double *hyper, void *dst);
+		     const int64_t *ids, int64_t nids, const void *grad,
+		     const double *hyper, void *dst);
 	void *store;           /* their state (the RtServer) */
 	const TfgAotSig *aot;  /* tfg_aot_run only: the signature, */
 	const void *const *aot_feeds; /* its feed buffers */

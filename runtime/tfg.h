@@ -438,6 +438,15 @@ enum {
 TFG_API int tfg_rt_apply(struct RtCtx *ctx, uint32_t var, uint32_t kind,
 			 uint32_t slot, const void *grad, const double *hyper,
 			 void *dst);
+/* The update of only the rows ids[0..n) of variable var (not sync; an
+ * optimizer with a row-wise form: sgd, momentum, lazily as TF1's on
+ * IndexedSlices, adagrad, ftrl): rows holds n rows' gradients, each of
+ * the variable's dims after the first; duplicate ids add up, a negative
+ * id is no row (as in a segment sum), one past the table an error. */
+TFG_API int tfg_rt_apply_rows(struct RtCtx *ctx, uint32_t var,
+			      uint32_t kind, uint32_t slot,
+			      const int64_t *ids, int64_t n, const void *rows,
+			      const double *hyper, void *dst);
 /* Parts compiled with --check-numerics call it after each float value of
  * a CPU node: TFG_OK, or an error naming `label` when one of the n
  * elements (of dtype TFG_F32 or TFG_F64) is NaN or infinite. */

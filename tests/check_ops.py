@@ -85,11 +85,13 @@ OPERATORS = {"add": "+", "sub": "-", "mul": "*", "div": "/", "mod": "%",
              "greater": ">", "greater_equal": ">="}
 # ops a program makes without naming them: feeds, the ends of edges
 # between tasks, fused groups, copies to a GPU, the random makers' draw
-# counts, minimize's updates, initialization's checks, subscripts
+# counts, minimize's updates (of rows, where gathers read the table),
+# initialization's checks, subscripts
 IMPLIED = {"input": r"\binput\b", "send": r"/job:\w+/task:1",
            "recv": r"/job:\w+/task:1", "fused": r"\bfused\b",
            "copy": r"/gpu:0", "random_draw": r"\brandom_(uniform|normal)\(",
            "apply": r"\bminimize\(", "after": r"\bminimize\(",
+           "apply_rows": r"(?s)\b(gather|embedding_lookup)\(.*\bminimize\(",
            "var_initialized": r"\binitialize\b", "variable": r"\bvar\b",
            "const": r"\b\d", "slice": r"\w\[[^\]\n]*:|\bsplit\("}
 

@@ -337,6 +337,20 @@ t_makers_and_state(void)
 			"f32[2, 3], got f64[]");
 		refused(ir_apply(&P, L, v, o, x, in(TFG_F64, shp(1, 1, 0, 0))),
 			"needs f64[2] hyperparameters"); /* lr, the loss */
+		/* of rows: ids i64[n], rows [n] + the variable's dims after
+		   the first, in place */
+		refused((ir_set_rows(&P, u, in(TFG_F32, shp(2, 4, 3, 0)),
+				     in(TFG_I32, shp(1, 4, 0, 0))), NULL),
+			"needs i64 ids and their rows' gradients, got i32[4] "
+			"and f32[4, 3]");
+		refused((ir_set_rows(&P, u, in(TFG_F32, shp(2, 4, 2, 0)),
+				     in(TFG_I64, shp(1, 4, 0, 0))), NULL),
+			"got i64[4] and f32[4, 2]");
+		ASSERT_EQ(ir_set_rows(&P, u, in(TFG_F32, shp(2, 5, 3, 0)),
+				      in(TFG_I64, shp(1, 5, 0, 0))), 0);
+		ASSERT(u->op == OP_apply_rows && u->nin == 3 && u->in[1] == h);
+		built[OP_apply_rows] = 1;
+		ASSERT(u->var == v && u->opt == o);
 		a[0] = x;
 		a[1] = u;
 		is(ir_after(&P, L, a, 2), TFG_F32, s);
