@@ -326,7 +326,7 @@ $(BUILD)/static/tfgc: $(BUILD)/tfgc
 $(BUILD)/static/tfgc.xz: $(BUILD)/static/tfgc
 	xz -6 -T0 -k -f $<
 
-bench: tfgc $(BUILD)/bench/nng_rtt
+bench: tfgc $(BUILD)/bench/nng_rtt $(BUILD)/bench/rows
 	@sh bench/run.sh
 
 # The references bench/ref_sigmoid.py times, for Debian's /usr/bin/python3,
@@ -351,6 +351,11 @@ bench-gpu-ref: $(BUILD)/bench/gpu_ref
 $(BUILD)/bench/gpu_ref: bench/gpu_ref.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $< -ldl -lpthread -lm
+
+# bench/rows.c: a sparse adagrad update on a task server's variables
+$(BUILD)/bench/rows: bench/rows.c $(BUILD)/libtfg.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -I. -o $@ $< $(BUILD)/libtfg.a $(FUZZ_LIBS)
 
 $(BUILD)/bench/nng_rtt: bench/nng_rtt.c
 	@mkdir -p $(dir $@)

@@ -176,6 +176,9 @@ for f in examples/hello.tfg examples/mean.tfg; do
 		sed "s|^tfgc: |$f |"
 done
 
+echo "== a sparse adagrad update on a ps (issue 28; bench/rows.c), 5 runs =="
+for i in 1 2 3 4 5; do $B/rows || exit 1; done
+
 # The kernels of issue 3 (matmul included, through bench/matmul.sh) as a
 # table, each beside the machine's own limit measured in the same run.
 sh bench/kernels.sh

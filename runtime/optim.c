@@ -114,7 +114,7 @@
 		T lr = (T)h[0];                                         \
 		for (int64_t i = 0; i < n; i++) {                       \
 			s[i] += g[i] * g[i];                            \
-			v[i] -= lr * g[i] / sqrt(s[i]);                 \
+			v[i] -= g[i] * lr * ((T)1 / (T)sqrt(s[i]));     \
 		}                                                       \
 	}
 #define FTRL(T)                                                         \
@@ -428,8 +428,10 @@ typedef struct Rows {
 	const double *h;
 } Rows;
 
-/* Rows per block of the kernel pool. */
+/* Rows per block of the kernel pool, and how far ahead a block fetches
+ * the rows it will update. */
 #define ROW_BLOCK 256
+#define ROW_AHEAD 8
 
 /* ids[0..n) (each in [0, 2^ib)) as keys id << pb | position, sorted:
  * least significant digit first, 11 bits at a time, ping-ponging
@@ -574,6 +576,17 @@ rows_blocks(void *const *bases, int64_t b, int64_t e)
 
 	for (int64_t i = b * ROW_BLOCK; i < end; i++) {
 		size_t o = (size_t)r->id[i] * rb;
+
+		/* the rows a few ahead, from memory while this one is
+		   computed: a big table's rows are misses, and the update
+		   of one is too long for the core to reach the next */
+		if (i + ROW_AHEAD < end) {
+			size_t a = (size_t)r->id[i + ROW_AHEAD] * rb;
+			for (int k = 0; k <= nslots[r->kind]; k++)
+				for (size_t l = 0; l < rb; l += 64)
+					__builtin_prefetch(r->s[k]->data + a + l,
+							   1);
+		}
 		Upd u = {r->kind, r->t, {NULL}, r->g[i], r->width, 0, r->h, 0};
 
 		/* the row of the variable and of its slots */
