@@ -54,7 +54,8 @@ cpu_emit_gather(CgCtx *C, IrNode *n)
 		args[0] = C->ctx_arg;
 		args[1] = cg_buf(C, x);
 		args[2] = cg_buf(C, idx);
-		args[3] = LLVMConstInt(i32, (unsigned)idx->dtype, 0);
+		args[3] = LLVMConstInt(i32, (unsigned)idx->dtype |
+				       (n->drop ? TFG_GATHER_DROP : 0), 0);
 		args[4] = cg_buf(C, n);
 		args[5] = cg_i64c(C, span(&x->shape, 0, n->axis));
 		args[6] = cg_i64c(C, x->shape.dims[n->axis]);

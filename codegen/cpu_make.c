@@ -13,7 +13,8 @@
  *
  * The random makers are Philox-4x32-10 (Salmon et al., "Parallel random
  * numbers: as easy as 1, 2, 3", SC'11), inlined as integer IR: element i
- * is the block of counter (i mod 2^32, i >> 32, stream, draw mod 2^32)
+ * is the block of counter (i mod 2^32, i >> 32, stream, draw mod 2^32),
+ * i counted from IrMake.first (0 but in a partitioned variable's shard),
  * under key (seed mod 2^32, seed >> 32), where draw, the maker's input
  * (OP_random_draw, an i64 scalar), is how many times it ran before on its
  * task (spec §6.17 "random_uniform, random_normal").  Given the draw, no
@@ -222,8 +223,12 @@ body_random(CgCtx *C, const Nest *L, LLVMValueRef *off, LLVMValueRef acc)
 	LLVMTypeRef ty = cg_elty(C, t);
 	LLVMValueRef w[4], v;
 
-	w[0] = LLVMBuildTrunc(B, off[0], C->i32, "");
-	w[1] = LLVMBuildTrunc(B, LLVMBuildLShr(B, off[0], cg_i64c(C, 32), ""),
+	LLVMValueRef i = m->first ? LLVMBuildAdd(B, off[0],
+						 cg_i64c(C, m->first), "")
+				  : off[0];
+
+	w[0] = LLVMBuildTrunc(B, i, C->i32, "");
+	w[1] = LLVMBuildTrunc(B, LLVMBuildLShr(B, i, cg_i64c(C, 32), ""),
 			      C->i32, "");
 	w[2] = c32(C, m->stream);
 	w[3] = n->nin == 1 ? LLVMBuildTrunc(B, cg_load_at(C, TFG_I64, L->base[1],

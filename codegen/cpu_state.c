@@ -159,6 +159,36 @@ cpu_emit_apply_rows(CgCtx *C, IrNode *n)
 	return apply_call(C, n, 1);
 }
 
+/* OP_check_range of indices (IR_RANGE_INDEX): tfg_rt_check_index on
+ * them, named as the gather they feed names its own, then their value. */
+static int
+check_index(CgCtx *C, IrNode *n)
+{
+	LLVMTypeRef ps[6] = {C->ptr, C->ptr, C->i32, C->i64, C->i64, C->ptr};
+	LLVMTypeRef fty = LLVMFunctionType(C->i32, ps, 6, 0);
+	LLVMValueRef f, args[6];
+	char label[256];
+
+	if (n->nin != 1 || n->in[0]->dtype != n->dtype ||
+	    (n->dtype != TFG_I32 && n->dtype != TFG_I64))
+		return cg_fail(C, n, "check_range: malformed node");
+	snprintf(label, sizeof label, "'gather' at %s:%u:%u",
+		 n->loc.file ? n->loc.file->path : "?", n->loc.line,
+		 n->loc.col);
+	if (!(f = LLVMGetNamedFunction(C->m, "tfg_rt_check_index")))
+		f = LLVMAddFunction(C->m, "tfg_rt_check_index", fty);
+	args[0] = C->ctx_arg;
+	args[1] = cg_buf(C, n->in[0]);
+	args[2] = LLVMConstInt(C->i32, (unsigned)n->dtype, 0);
+	args[3] = cg_i64c(C, tfg_shape_numel(&n->shape));
+	args[4] = cg_i64c(C, n->make->i[1]);
+	args[5] = LLVMBuildGlobalStringPtr(C->b, label, "");
+	cg_check_rc(C, LLVMBuildCall2(C->b, fty, f, args, 6, "rc"));
+	LLVMBuildMemCpy(C->b, cg_buf(C, n), CG_SLOT_ALIGN, cg_buf(C, n->in[0]),
+			1, cg_i64c(C, (int64_t)ir_nbytes(n)));
+	return 0;
+}
+
 /* OP_check_range: tfg_rt_check_range on the input, the step failing
  * there when it is out of its interval; then the input's value. */
 int
@@ -175,6 +205,8 @@ cpu_emit_check_range(CgCtx *C, IrNode *n)
 	char label[256];
 	int w;
 
+	if (m && m->i[0] == IR_RANGE_INDEX)
+		return check_index(C, n);
 	if (!m || n->nin != 1 || n->shape.rank != 0 ||
 	    n->in[0]->dtype != n->dtype ||
 	    (n->dtype != TFG_F32 && n->dtype != TFG_F64))

@@ -1375,9 +1375,15 @@ cu_gen_random(CuGen *g, const IrNode *n, CuLaunch *l, int max)
 		return cu_fail(n, "random maker: malformed node");
 	cu_printf(&pre, "\tconst unsigned draw = %s;\n",
 		  n->nin ? "(unsigned)a[0]" : "0u");
-	cu_printf(&b, "\t\tunsigned w[4] = {(unsigned)(unsigned long long)i, "
-		  "(unsigned)((unsigned long long)i >> 32), %" PRIu32
-		  "u, draw};\n", m->stream);
+	if (m->first) /* a shard's rows of the whole maker's numbers */
+		cu_printf(&b, "\t\tconst unsigned long long c = (unsigned "
+			  "long long)i + %" PRId64 "ull;\n\t\tunsigned w[4] = "
+			  "{(unsigned)c, (unsigned)(c >> 32), %" PRIu32
+			  "u, draw};\n", m->first, m->stream);
+	else
+		cu_printf(&b, "\t\tunsigned w[4] = {(unsigned)(unsigned long "
+			  "long)i, (unsigned)((unsigned long long)i >> 32), %"
+			  PRIu32 "u, draw};\n", m->stream);
 	cu_printf(&b, "\t\ttfg_philox(w, %" PRIu32 "u, %" PRIu32 "u);\n",
 		  (uint32_t)m->seed, (uint32_t)(m->seed >> 32));
 	if (n->op == OP_random_normal) {

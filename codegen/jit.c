@@ -624,6 +624,8 @@ define_symbols(CgJit *j, const CgOptions *o)
 		 {(uintptr_t)tfg_rt_apply_rows, fl}},
 		{LLVMOrcLLJITMangleAndIntern(j->jit, "tfg_rt_check_range"),
 		 {(uintptr_t)tfg_rt_check_range, fl}},
+		{LLVMOrcLLJITMangleAndIntern(j->jit, "tfg_rt_check_index"),
+		 {(uintptr_t)tfg_rt_check_index, fl}},
 		{LLVMOrcLLJITMangleAndIntern(j->jit, "tfg_rt_mark"),
 		 {(uintptr_t)tfg_rt_mark, fl}},
 		{LLVMOrcLLJITMangleAndIntern(j->jit, "tfg_rt_flush"),

@@ -58,6 +58,8 @@ ir_attr_write(const IrNode *n, IrPut put, void *ctx)
 			put_i64(put, ctx, n->ax->perm[i]);
 	if (a & A_AXIS)
 		put_i64(put, ctx, n->axis);
+	if (a & A_DROP)
+		put_i64(put, ctx, n->drop);
 	if (a & A_MAKE) {
 		const IrMake *m = n->make;
 
@@ -68,6 +70,7 @@ ir_attr_write(const IrNode *n, IrPut put, void *ctx)
 			put_i64(put, ctx, m->axis);
 			put_i64(put, ctx, (int64_t)m->seed);
 			put_i64(put, ctx, m->stream);
+			put_i64(put, ctx, m->first);
 		}
 	}
 	if (a & A_VAR)
@@ -221,6 +224,8 @@ dump_make(FILE *out, const IrNode *n)
 		fprintf(out, " seed=%" PRIu64, n->make->seed);
 		if (n->make->stream)
 			fprintf(out, " stream=%" PRIu32, n->make->stream);
+		if (n->make->first)
+			fprintf(out, " first=%" PRId64, n->make->first);
 		break;
 	default: /* zeros, ones and the likes: their dtype and shape */
 		break;
@@ -266,6 +271,8 @@ ir_attr_dump(FILE *out, const IrNode *n)
 	}
 	if (a & A_AXIS)
 		fprintf(out, " axis=%d", n->axis);
+	if ((a & A_DROP) && n->drop)
+		fputs(" drop", out);
 	if ((a & A_MAKE) && n->make)
 		dump_make(out, n);
 	if ((a & A_VAR) && n->var)

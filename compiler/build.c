@@ -466,16 +466,19 @@ ir_check_range(Program *p, SrcLoc loc, IrNode *x, double lo, double hi,
 	IrMake *m;
 	IrNode *n;
 
-	if (!is_float(x->dtype) || x->shape.rank != 0) {
-		diag_error(p->diag, loc, "'check_range' takes a float scalar, "
-			   "got %s", type_s(p, x));
+	if (what == IR_RANGE_INDEX ? !(x->dtype == TFG_I32 ||
+				       x->dtype == TFG_I64) || !(hi >= 0)
+	    : !is_float(x->dtype) || x->shape.rank != 0) {
+		diag_error(p->diag, loc, "'check_range' takes %s, got %s",
+			   what == IR_RANGE_INDEX ? "indices" :
+			   "a float scalar", type_s(p, x));
 		return NULL;
 	}
 	m = arena_alloc(p->arena, sizeof *m);
 	m->f[0] = lo;
 	m->f[1] = hi;
 	m->i[0] = what;
-	m->i[1] = closed;
+	m->i[1] = what == IR_RANGE_INDEX ? (int64_t)hi : closed;
 	n = node(p, OP_check_range, loc, &x, 1, x->dtype);
 	n->shape = x->shape;
 	n->make = m;
@@ -993,6 +996,7 @@ clear_attrs(IrNode *x)
 	x->axes = 0;
 	x->keepdims = 0;
 	x->axis = 0;
+	x->drop = 0;
 	x->ax = NULL;
 }
 

@@ -99,8 +99,10 @@ char *dev_str(Arena *a, Device d);
 /* A maker's static arguments (compiler/ops_make.c,
  * spec §6.13 "zeros, ones, fill" to §6.17 "random_uniform, random_normal"), as
  * the node's dtype: f[] for float dtypes, i[] for the others. */
-/* OP_check_range's IrMake.i[0]: what the value is, for its message */
-enum { IR_RANGE_KEEP_PROB = 1, IR_RANGE_RATE };
+/* OP_check_range's IrMake.i[0]: what the value is, for its message;
+ * IR_RANGE_INDEX: an index tensor of a gather (i32 or i64, any shape),
+ * each in [0, i[1]) */
+enum { IR_RANGE_KEEP_PROB = 1, IR_RANGE_RATE, IR_RANGE_INDEX };
 
 typedef struct IrMake {
 	double f[2];     /* fill: value; range: start, delta; one_hot: on,
@@ -109,6 +111,9 @@ typedef struct IrMake {
 	int axis;        /* one_hot: the output axis that indexes depth */
 	uint64_t seed;   /* random_*: the Philox-4x32-10 key */
 	uint32_t stream; /* random_*: counter word 2 (0 with seed=) */
+	int64_t first;   /* random_*: the counter of element 0 (a shard of
+			    a partitioned variable's initializer computes
+			    its rows of the whole one's numbers) */
 } IrMake;
 
 /* A convolution's geometry (OP_conv2d and its gradients, IrNode.conv;
@@ -167,6 +172,7 @@ typedef struct IrFuse {
 
 typedef struct IrNode IrNode;
 typedef struct IrVar IrVar;
+typedef struct IrShards IrShards;
 
 /* The axes of an OP_slice or an OP_transpose (IrNode.ax). */
 typedef struct IrAxes {
@@ -269,6 +275,9 @@ struct IrNode {
 	int keepdims;
 	/* OP_concat, OP_stack: the axis (of the output) */
 	int axis;
+	/* OP_gather: an index of -1 picks a row of zeros (a partitioned
+	   table's shard, for the ids of the others: compiler/vars.c) */
+	int drop;
 	/* OP_send, OP_recv, OP_input (feed), fetch sends */
 	uint32_t key;     /* rendezvous edge key */
 	int peer;         /* task at the other end */
@@ -293,6 +302,20 @@ struct IrNode {
 	/* OP_apply of a variable that a gather reads: why its update stays
 	   dense (--emit=grad prints it) */
 	const char *note;
+	/* a partitioned variable's whole value (the checker's) */
+	const IrShards *shards;
+};
+
+/* A partitioned variable (spec §4.4.1 "Partitioned variables",
+ * compiler/shards.c): its shards, each a variable of its rows of axis
+ * 0. */
+struct IrShards {
+	int n;          /* shards, 1 to 64 */
+	int mod;        /* strategy="mod": row r in shard r % n at r / n;
+			   else "div": contiguous, the first rows % n
+			   shards one row longer */
+	int64_t rows;   /* the whole's axis 0 */
+	IrVar **var;    /* [n] name/part_k */
 };
 
 typedef struct IrGraph {

@@ -150,7 +150,8 @@ IrNode *ir_slice(Program *p, SrcLoc loc, IrNode *x, const int64_t *begin,
 IrNode *ir_concat(Program *p, SrcLoc loc, IrNode **in, int nin, int axis);
 /* OP_check_range: x (a float scalar), checked at run time to lie in
  * [lo or (lo, hi] or hi) as closed says (bit 0: lo in it, bit 1: hi);
- * what: IR_RANGE_* (compiler/compiler.h), the message's words */
+ * what: IR_RANGE_* (compiler/compiler.h), the message's words; with
+ * IR_RANGE_INDEX, x is indices (i32 or i64), each checked in [0, hi) */
 IrNode *ir_check_range(Program *p, SrcLoc loc, IrNode *x, double lo,
 		       double hi, int closed, int what);
 /* OP_conv2d (a the input, b the filter; out NULL),
@@ -266,6 +267,8 @@ typedef struct Sym {
 	int slot;     /* session loop variable (node == NULL) */
 	PtrVec *list; /* a list value (split): IrNode * elements; node NULL */
 	IrVar *var;   /* a variable: node is its read */
+	const IrShards *shards; /* a partitioned variable: node is its
+				   whole value */
 	int loop;     /* a loop variable (locals: the others are lets) */
 	int batch;    /* a batches() loop's (spec §8.6.1 "batches"): the
 			 arrays it was given, 1 or 2; slot .. slot + 4 are
@@ -392,6 +395,20 @@ void check_var(Checker *c, AstNode *s);
  * variable, with its read, its initializer of x (at init_loc) and its
  * query (spec §4.4 "Variables"): `var` statements and optimizers' slots. */
 void check_var_add(Checker *c, IrVar *v, IrNode *x, SrcLoc init_loc);
+/* The initial value e of the variable of `var` statement s, made on
+ * device dev: of its declared type, its dims known, of no input; NULL
+ * (reported) if not. */
+IrNode *check_var_init(Checker *c, AstNode *s, AstNode *e, Device dev);
+
+/* shards.c (spec §4.4.1 "Partitioned variables"): `var v =
+ * partitioned(INIT, N)`; a gather of axis 0 of its whole value (each
+ * shard's rows where it lives, added up); an update (OP_assign ...) of
+ * it by x, each shard by its part: its new whole value. */
+void check_sharded(Checker *c, AstNode *s);
+IrNode *check_gather_shards(Checker *c, SrcLoc at, const IrShards *sh,
+			    IrNode *ids);
+IrNode *check_shards_update(Checker *c, const IrShards *sh, OpKind op,
+			    IrNode *x, SrcLoc at);
 
 /* replicas.c (spec §7.6 "Replicas"): `device replicas(...)` and between-graph
  * replication.  check_replicas checks such a block; check_node_device is

@@ -58,8 +58,11 @@ index_arg(Checker *c, AstNode *e, const char *fn, const char *what)
 static IrNode *
 gather_at(Checker *c, SrcLoc at, IrNode *x, IrNode *idx, int axis)
 {
-	IrNode *n = check_built(c, ir_gather(c->p, at, x, idx, axis));
+	IrNode *n;
 
+	if (x->shards && axis == 0) /* each shard's rows where it is */
+		return check_gather_shards(c, at, x->shards, idx);
+	n = check_built(c, ir_gather(c->p, at, x, idx, axis));
 	if (n && x->op == OP_variable && x->var) {
 		n->req = x->var->req;
 		n->why = arena_printf(c->a, "with its table, variable %s",

@@ -352,46 +352,56 @@ listed_vars(Checker *c, AstNode *list, IrNode *loss, IrNode **out, int max)
 		AstNode *x = list->list[i];
 		Sym *s = x->kind == AST_NAME ? check_find(&c->syms, x->name)
 					     : NULL;
-		int found = 0;
+		IrVar *var[64];
+		int found = 0, nvar;
 
 		if (x->kind == AST_NAME && !s) {
 			check_lookup(c, x);
 			return -1;
 		}
-		if (!s || !s->var) {
+		if (!s || !(s->var || s->shards)) {
 			diag_error(c->d, ast_extent(x), "minimize: vars= "
 				   "lists variables, and this is not one");
 			return -1;
 		}
-		if (s->var->dtype != TFG_F32 && s->var->dtype != TFG_F64) {
+		/* a partitioned variable: its shards */
+		nvar = s->shards ? s->shards->n : 1;
+		var[0] = s->var;
+		for (int j = 0; j < nvar; j++)
+			var[j] = s->shards ? s->shards->var[j] : s->var;
+		if (var[0]->dtype != TFG_F32 && var[0]->dtype != TFG_F64) {
 			diag_error(c->d, x->loc, "minimize: '%s' is %s: only "
 				   "float variables have gradients", x->name,
-				   ir_type_str(c->a, s->var->dtype,
-					       &s->var->shape));
+				   ir_type_str(c->a, var[0]->dtype,
+					       &s->node->shape));
 			return -1;
 		}
-		for (int k = 0; k < ndep; k++)
-			found |= dep[k] == s->var->read;
+		for (int j = 0; j < nvar; j++)
+			for (int k = 0; k < ndep; k++)
+				found |= dep[k] == var[j]->read;
 		if (!found) {
 			diag_error(c->d, x->loc, "minimize: the loss does not "
 				   "depend on '%s' (through operations that "
 				   "have gradients)", x->name);
-			diag_note(c->d, s->var->loc, "'%s' is declared here",
+			diag_note(c->d, var[0]->loc, "'%s' is declared here",
 				  x->name);
 			return -1;
 		}
-		for (int k = 0; k < n; k++)
-			if (out[k] == s->var->read) {
-				diag_error(c->d, x->loc, "minimize: '%s' is "
-					   "listed twice", x->name);
+		for (int j = 0; j < nvar; j++) {
+			for (int k = 0; k < n; k++)
+				if (out[k] == var[j]->read) {
+					diag_error(c->d, x->loc, "minimize: "
+						   "'%s' is listed twice",
+						   x->name);
+					return -1;
+				}
+			if (n == max) {
+				diag_error(c->d, x->loc, "minimize: at most "
+					   "%d variables", max);
 				return -1;
 			}
-		if (n == max) {
-			diag_error(c->d, x->loc, "minimize: at most %d "
-				   "variables", max);
-			return -1;
+			out[n++] = var[j]->read;
 		}
-		out[n++] = s->var->read;
 	}
 	return n;
 }

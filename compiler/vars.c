@@ -95,18 +95,18 @@ declared_type(Checker *c, AstNode *s, TfgDtype *t, TfgShape *sh)
  * literal too) takes its dtype, a scalar literal fills the shape (fill),
  * anything else must already be of that type. */
 static IrNode *
-as_declared(Checker *c, AstNode *s, IrNode *x, TfgDtype t,
+as_declared(Checker *c, AstNode *s, AstNode *e, IrNode *x, TfgDtype t,
 	    const TfgShape *sh)
 {
-	Lit l = check_lit_of(s->a);
+	Lit l = check_lit_of(e);
 
-	if (l.kind && !(x = check_lit_node(c, s->a, l, t)))
+	if (l.kind && !(x = check_lit_node(c, e, l, t)))
 		return NULL;
-	if (s->a->kind == AST_TENSOR && /* a literal: of dtype t */
-	    !(x = check_tensor_const(c, s->a, t)))
+	if (e->kind == AST_TENSOR && /* a literal: of dtype t */
+	    !(x = check_tensor_const(c, e, t)))
 		return NULL;
 	if (x->dtype != t) {
-		diag_error(c->d, ast_extent(s->a), "variable '%s' is %s, but "
+		diag_error(c->d, ast_extent(e), "variable '%s' is %s, but "
 			   "its initial value is %s: cast it (cast(x, %s))",
 			   s->name, ir_type_str(c->a, t, sh),
 			   ir_type_str(c->a, x->dtype, &x->shape),
@@ -116,37 +116,31 @@ as_declared(Checker *c, AstNode *s, IrNode *x, TfgDtype t,
 	if (tfg_shape_eq(&x->shape, sh))
 		return x;
 	if (!(l.kind && x->shape.rank == 0)) {
-		diag_error(c->d, ast_extent(s->a), "variable '%s' is %s, but "
+		diag_error(c->d, ast_extent(e), "variable '%s' is %s, but "
 			   "its initial value is %s", s->name,
 			   ir_type_str(c->a, t, sh),
 			   ir_type_str(c->a, x->dtype, &x->shape));
 		return NULL;
 	}
-	return check_built(c, ir_make(c->p, ast_extent(s->a), OP_fill, t, sh,
+	return check_built(c, ir_make(c->p, ast_extent(e), OP_fill, t, sh,
 				      arena_alloc(c->a, sizeof(IrMake)), &x,
 				      1));
 }
 
-void
-check_var(Checker *c, AstNode *s)
+/* The initial value e of variable s, on device dev: of its declared
+ * type, its dims known, of no input; NULL (reported) if not. */
+IrNode *
+check_var_init(Checker *c, AstNode *s, AstNode *e, Device dev)
 {
 	Device saved = c->dev;
 	IrNode *x, *in;
-	IrVar *v = arena_alloc(c->a, sizeof *v);
-	Sym *sym;
 
-	if (check_replicated(c, s, NULL)) /* its value may not be */
-		return;
 	c->stmt = s->name;
-	v->name = s->name;
-	v->loc = s->tok.loc;
-	v->why = check_var_why(c);
-	v->req = dev_complete(c->p, check_var_device(c)); /* replicas.c */
-	c->dev = v->req;
-	c->why = arena_printf(c->a, "initial value of variable %s", v->name);
-	x = check_expr(c, s->a);
+	c->dev = dev;
+	c->why = arena_printf(c->a, "initial value of variable %s", s->name);
+	x = check_expr(c, e);
 	if (x && x->dtype == TFG_STRING) {
-		diag_error(c->d, ast_extent(s->a), "a variable cannot hold "
+		diag_error(c->d, ast_extent(e), "a variable cannot hold "
 			   "strings: they are constants");
 		x = NULL;
 	}
@@ -155,25 +149,46 @@ check_var(Checker *c, AstNode *s)
 		TfgShape sh = {0, {0}};
 
 		x = declared_type(c, s, &t, &sh) < 0 ? NULL
-						     : as_declared(c, s, x, t, &sh);
+					: as_declared(c, s, e, x, t, &sh);
 	}
 	c->dev = saved;
 	c->why = NULL;
 	c->stmt = NULL;
 	if (x && !shape_known(&x->shape)) {
-		diag_error(c->d, ast_extent(s->a), "the initial value of '%s' "
+		diag_error(c->d, ast_extent(e), "the initial value of '%s' "
 			   "is %s: a variable's dims must be known", s->name,
 			   ir_type_str(c->a, x->dtype, &x->shape));
 		x = NULL;
 	}
 	if (x && (in = input_of(c, x)) != NULL) {
-		diag_error(c->d, ast_extent(s->a), "the initial value of '%s' "
+		diag_error(c->d, ast_extent(e), "the initial value of '%s' "
 			   "depends on input '%s': initialize() has no feed",
 			   s->name, in->name);
 		diag_note(c->d, in->loc, "'%s' is declared here", in->name);
 		x = NULL;
 	}
-	if (!x) {
+	return x;
+}
+
+void
+check_var(Checker *c, AstNode *s)
+{
+	IrNode *x;
+	IrVar *v;
+	Sym *sym;
+
+	if (check_replicated(c, s, NULL)) /* its value may not be */
+		return;
+	if (s->a->kind == AST_CALL && strcmp(s->a->name, "partitioned") == 0) {
+		check_sharded(c, s);
+		return;
+	}
+	v = arena_alloc(c->a, sizeof *v);
+	v->name = s->name;
+	v->loc = s->tok.loc;
+	v->why = check_var_why(c);
+	v->req = dev_complete(c->p, check_var_device(c)); /* replicas.c */
+	if (!(x = check_var_init(c, s, s->a, v->req))) {
 		check_define(c, s->name, s->tok.loc, NULL);
 		return;
 	}
@@ -223,7 +238,9 @@ check_varop(Checker *c, AstNode *e, OpKind op)
 		check_lookup(c, target);
 		return NULL;
 	}
-	if (!s->var) {
+	if (s->shards) /* a partitioned variable: its first shard's type */
+		v = s->shards->var[0];
+	else if (!s->var) {
 		if (s->node || s->list) {
 			diag_error(c->d, target->loc, "'%s' is not a variable: "
 				   "%s() updates one declared with 'var'",
@@ -232,8 +249,9 @@ check_varop(Checker *c, AstNode *e, OpKind op)
 				  target->name);
 		}
 		return NULL;
+	} else {
+		v = s->var;
 	}
-	v = s->var;
 	if (op != OP_assign && v->dtype == TFG_BOOL) {
 		diag_error(c->d, target->loc, "%s() needs a number, but '%s' "
 			   "is %s", e->name, v->name,
@@ -251,15 +269,18 @@ check_varop(Checker *c, AstNode *e, OpKind op)
 	if (!x)
 		return NULL;
 	if (x->dtype != v->dtype ||
-	    (!tfg_shape_eq(&x->shape, &v->shape) &&
+	    (!tfg_shape_eq(&x->shape, &s->node->shape) &&
 	     !(l.kind && x->shape.rank == 0))) {
 		diag_error(c->d, ast_extent(val), "%s(%s, ...) needs %s, the "
-			   "variable's type, got %s%s", e->name, v->name,
-			   ir_type_str(c->a, v->dtype, &v->shape),
+			   "variable's type, got %s%s", e->name, target->name,
+			   ir_type_str(c->a, v->dtype, &s->node->shape),
 			   ir_type_str(c->a, x->dtype, &x->shape),
 			   x->dtype != v->dtype ? ": cast it" : "");
-		diag_note(c->d, v->loc, "'%s' is declared here", v->name);
+		diag_note(c->d, v->loc, "'%s' is declared here",
+			  target->name);
 		return NULL;
 	}
+	if (s->shards)
+		return check_shards_update(c, s->shards, op, x, e->loc);
 	return check_var_node(c, v, op, x, e->loc);
 }

@@ -53,6 +53,32 @@ tfg_rt_gather(struct RtCtx *ctx, const void *params, const void *idx,
 {
 	const char *p = params;
 	char *o = out;
+	int drop = (idx_dtype & TFG_GATHER_DROP) != 0;
+	int64_t bad;
+
+	idx_dtype &= ~TFG_GATHER_DROP;
+	if ((bad = bad_index(idx, idx_dtype, nidx, -drop, n)) >= 0)
+		return tfg_error(ctx->err, TFG_EINVAL, "%s%s%s: index %lld "
+				 "(element %lld of the indices) is outside "
+				 "[%d, %lld)", who(ctx), *who(ctx) ? ": " : "",
+				 label, (long long)index_at(idx, idx_dtype,
+							    bad),
+				 (long long)bad, -drop, (long long)n);
+	for (int64_t a = 0; a < outer; a++, p += n * row)
+		for (int64_t i = 0; i < nidx; i++, o += row) {
+			int64_t k = index_at(idx, idx_dtype, i);
+			if (k < 0)
+				memset(o, 0, (size_t)row);
+			else
+				memcpy(o, p + k * row, (size_t)row);
+		}
+	return TFG_OK;
+}
+
+TFG_API int
+tfg_rt_check_index(struct RtCtx *ctx, const void *idx, int32_t idx_dtype,
+		   int64_t nidx, int64_t n, const char *label)
+{
 	int64_t bad = bad_index(idx, idx_dtype, nidx, 0, n);
 
 	if (bad >= 0)
@@ -62,10 +88,6 @@ tfg_rt_gather(struct RtCtx *ctx, const void *params, const void *idx,
 				 label, (long long)index_at(idx, idx_dtype,
 							    bad),
 				 (long long)bad, (long long)n);
-	for (int64_t a = 0; a < outer; a++, p += n * row)
-		for (int64_t i = 0; i < nidx; i++, o += row)
-			memcpy(o, p + index_at(idx, idx_dtype, i) * row,
-			       (size_t)row);
 	return TFG_OK;
 }
 

@@ -540,8 +540,17 @@ TFG_API void tfg_rt_conv2d(int32_t kind, int32_t dtype, const TfgConv *g,
  * params is [outer, n, row bytes], idx nidx indices of idx_dtype
  * (TFG_I32 or TFG_I64), out [outer, nidx, row bytes]: out[a, i] =
  * params[a, idx[i]].  An index outside [0, n) fails the step (an error
- * naming label, the index and its element) before anything is written.
+ * naming label, the index and its element) before anything is written;
+ * with TFG_GATHER_DROP or'ed into idx_dtype, -1 is allowed and picks a
+ * row of zeros (a partitioned table's shard, for the others' ids).
  * Generated parts call it for OP_gather. */
+enum { TFG_GATHER_DROP = 0x100 };
+/* TFG_OK, or the error tfg_rt_gather gives when one of the nidx indices
+ * at idx is outside [0, n): the ids of a gather of a partitioned table
+ * are checked against the whole table so (OP_check_range). */
+TFG_API int tfg_rt_check_index(struct RtCtx *ctx, const void *idx,
+			       int32_t idx_dtype, int64_t nidx, int64_t n,
+			       const char *label);
 TFG_API int tfg_rt_gather(struct RtCtx *ctx, const void *params,
 			  const void *idx, int32_t idx_dtype, void *out,
 			  int64_t outer, int64_t n, int64_t nidx, int64_t row,
