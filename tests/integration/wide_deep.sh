@@ -1,5 +1,7 @@
 #!/bin/sh
-# examples/wide_deep.sh and .tfg (spec §6.36 "gather, embedding_lookup"):
+# examples/wide_deep.sh and .tfg (spec §6.36 "gather, embedding_lookup",
+# §4.4.1 "Partitioned variables": its user tables and the cross's
+# million weights in two shards each):
 # the generator makes a small click data set (2,000 users, 200 items,
 # 60,000 training and 5,000 test examples) and two workers on two ps
 # train the wide-and-deep model on it for two epochs; the model's test
