@@ -176,6 +176,9 @@ for f in examples/hello.tfg examples/mean.tfg; do
 		sed "s|^tfgc: |$f |"
 done
 
+echo "== wide-and-deep training vs TF1 (issue 28; bench/wide_deep.sh) =="
+sh bench/wide_deep.sh
+
 echo "== a sparse adagrad update on a ps (issue 28; bench/rows.c), 5 runs =="
 for i in 1 2 3 4 5; do $B/rows || exit 1; done
 

@@ -148,7 +148,9 @@ def build(tf, a):
         return v1.get_variable(name, shape, tf.float32, init,
                                partitioner=partitioner)
 
-    def look(table, ids):  # gather rows, of a partitioned table too
+    def look(table, ids):
+        # gather rows, of a partitioned table too, by the op on the table's
+        # ps (tf.gather of a variable on a ps fails to place its gradient)
         return v1.nn.embedding_lookup(table, ids, partition_strategy="div")
 
     zeros = v1.zeros_initializer()
@@ -172,10 +174,10 @@ def build(tf, a):
         y = v1.placeholder(tf.float32, [None])
         user, item, hour = x[:, 0], x[:, 1], x[:, 2]
         cross = hash_bucket(tf, user * a.items + item, a.buckets)
-        wide = (look(wu, user) + tf.gather(wi, item) + tf.gather(wh, hour) +
+        wide = (look(wu, user) + look(wi, item) + look(wh, hour) +
                 look(wc, cross) + b)
-        uv = look(eu, user) * tf.gather(ei, item)
-        h = tf.nn.relu(tf.matmul(tf.concat([uv, tf.gather(eh, hour)], 1), w1)
+        uv = look(eu, user) * look(ei, item)
+        h = tf.nn.relu(tf.matmul(tf.concat([uv, look(eh, hour)], 1), w1)
                        + b1)
         logit = wide + tf.reduce_sum(uv, 1) + tf.reshape(tf.matmul(h, w2),
                                                          [-1])
