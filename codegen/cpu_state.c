@@ -89,6 +89,34 @@ cpu_emit_assign_sub(CgCtx *C, IrNode *n)
 	return update(C, n, TFG_VAR_SUB);
 }
 
+/* scatter_add, scatter_update: tfg_rt_scatter(ctx, var, op, ids, n,
+ * rows, n's slot). */
+int
+cpu_emit_scatter(CgCtx *C, IrNode *n)
+{
+	LLVMTypeRef p[7] = {C->ptr, C->i32, C->i32, C->ptr, C->i64, C->ptr,
+			    C->ptr};
+	LLVMTypeRef fty = LLVMFunctionType(C->i32, p, 7, 0);
+	LLVMValueRef f, args[7];
+	uint32_t op = (n->op == OP_scatter_add ? TFG_VAR_SCATTER_ADD
+					       : TFG_VAR_SCATTER_SET) |
+		      (n->drop ? TFG_VAR_DROP : 0);
+
+	if (!n->var || n->nin != 2 || n->in[0]->shape.rank != 1)
+		return cg_fail(C, n, "scatter: malformed node");
+	if (!(f = LLVMGetNamedFunction(C->m, "tfg_rt_scatter")))
+		f = LLVMAddFunction(C->m, "tfg_rt_scatter", fty);
+	args[0] = C->ctx_arg;
+	args[1] = LLVMConstInt(C->i32, (unsigned long long)n->var->index, 0);
+	args[2] = LLVMConstInt(C->i32, op, 0);
+	args[3] = cg_buf(C, n->in[0]);
+	args[4] = cg_i64c(C, n->in[0]->shape.dims[0]);
+	args[5] = cg_buf(C, n->in[1]);
+	args[6] = cg_buf(C, n);
+	cg_check_rc(C, LLVMBuildCall2(C->b, fty, f, args, 7, "rc"));
+	return 0;
+}
+
 int
 cpu_emit_var_initialized(CgCtx *C, IrNode *n)
 {
@@ -172,7 +200,9 @@ check_index(CgCtx *C, IrNode *n)
 	if (n->nin != 1 || n->in[0]->dtype != n->dtype ||
 	    (n->dtype != TFG_I32 && n->dtype != TFG_I64))
 		return cg_fail(C, n, "check_range: malformed node");
-	snprintf(label, sizeof label, "'gather' at %s:%u:%u",
+	snprintf(label, sizeof label, "'%s' at %s:%u:%u",
+		 n->make->axis > 0 && n->make->axis < OP__COUNT
+		 ? op_info[n->make->axis].name : "gather",
 		 n->loc.file ? n->loc.file->path : "?", n->loc.line,
 		 n->loc.col);
 	if (!(f = LLVMGetNamedFunction(C->m, "tfg_rt_check_index")))

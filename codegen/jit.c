@@ -626,6 +626,8 @@ define_symbols(CgJit *j, const CgOptions *o)
 		 {(uintptr_t)tfg_rt_check_range, fl}},
 		{LLVMOrcLLJITMangleAndIntern(j->jit, "tfg_rt_check_index"),
 		 {(uintptr_t)tfg_rt_check_index, fl}},
+		{LLVMOrcLLJITMangleAndIntern(j->jit, "tfg_rt_scatter"),
+		 {(uintptr_t)tfg_rt_scatter, fl}},
 		{LLVMOrcLLJITMangleAndIntern(j->jit, "tfg_rt_mark"),
 		 {(uintptr_t)tfg_rt_mark, fl}},
 		{LLVMOrcLLJITMangleAndIntern(j->jit, "tfg_rt_flush"),

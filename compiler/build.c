@@ -479,6 +479,7 @@ ir_check_range(Program *p, SrcLoc loc, IrNode *x, double lo, double hi,
 	m->f[1] = hi;
 	m->i[0] = what;
 	m->i[1] = what == IR_RANGE_INDEX ? (int64_t)hi : closed;
+	m->axis = what == IR_RANGE_INDEX ? closed : 0; /* the op it feeds */
 	n = node(p, OP_check_range, loc, &x, 1, x->dtype);
 	n->shape = x->shape;
 	n->make = m;
@@ -891,6 +892,32 @@ ir_var(Program *p, SrcLoc loc, OpKind op, IrVar *v, IrNode *x)
 		n->shape = v->shape;
 		n->req = v->req; /* placed with its variable */
 	}
+	return n;
+}
+
+IrNode *
+ir_scatter(Program *p, SrcLoc loc, OpKind op, IrVar *v, IrNode *ids,
+	   IrNode *rows)
+{
+	IrNode *in[2] = {ids, rows}, *n;
+	int ok = (op == OP_scatter_add || op == OP_scatter_update) && v &&
+		 v->shape.rank >= 1 && ids->dtype == TFG_I64 &&
+		 ids->shape.rank == 1 && rows->dtype == v->dtype &&
+		 rows->shape.rank == v->shape.rank &&
+		 rows->shape.dims[0] == ids->shape.dims[0];
+
+	for (int k = 1; ok && k < v->shape.rank; k++)
+		ok = rows->shape.dims[k] == v->shape.dims[k];
+	if (!ok) {
+		diag_error(p->diag, loc, "'%s' of '%s' needs i64 ids and their "
+			   "rows, got %s and %s", op_info[op].name,
+			   v ? v->name : "?", type_s(p, ids), type_s(p, rows));
+		return NULL;
+	}
+	n = node(p, op, loc, in, 2, v->dtype);
+	n->shape = v->shape;
+	n->var = v;
+	n->req = v->req; /* placed with its variable */
 	return n;
 }
 

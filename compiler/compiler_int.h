@@ -151,7 +151,8 @@ IrNode *ir_concat(Program *p, SrcLoc loc, IrNode **in, int nin, int axis);
 /* OP_check_range: x (a float scalar), checked at run time to lie in
  * [lo or (lo, hi] or hi) as closed says (bit 0: lo in it, bit 1: hi);
  * what: IR_RANGE_* (compiler/compiler.h), the message's words; with
- * IR_RANGE_INDEX, x is indices (i32 or i64), each checked in [0, hi) */
+ * IR_RANGE_INDEX, x is indices (i32 or i64), each checked in [0, hi), and
+ * closed is the OpKind they feed (its name is in the message) */
 IrNode *ir_check_range(Program *p, SrcLoc loc, IrNode *x, double lo,
 		       double hi, int closed, int what);
 /* OP_conv2d (a the input, b the filter; out NULL),
@@ -192,6 +193,10 @@ IrNode *ir_make(Program *p, SrcLoc loc, OpKind op, TfgDtype t,
  * its shape or a scalar), OP_var_initialized, OP_random_draw (v may be
  * NULL and given after, as the draw makes its hidden variable) */
 IrNode *ir_var(Program *p, SrcLoc loc, OpKind op, IrVar *v, IrNode *x);
+/* OP_scatter_add or OP_scatter_update of v's rows ids (i64[n]) by rows
+ * ([n] + v's dims after the first): v's new value; placed with v */
+IrNode *ir_scatter(Program *p, SrcLoc loc, OpKind op, IrVar *v, IrNode *ids,
+		   IrNode *rows);
 /* OP_apply: o's update of v by gradient g (v's dtype and shape) with the
  * hyperparameters h (f64[k], k as o's kind wants), a bool scalar; placed
  * with v */
@@ -409,6 +414,12 @@ IrNode *check_gather_shards(Checker *c, SrcLoc at, const IrShards *sh,
 			    IrNode *ids);
 IrNode *check_shards_update(Checker *c, const IrShards *sh, OpKind op,
 			    IrNode *x, SrcLoc at);
+/* scatter_add/scatter_update of v (a shard's too: ids i64[n], rows [n] +
+ * its dims after the first) and of a partitioned variable's shards */
+IrNode *check_var_scatter(Checker *c, IrVar *v, OpKind op, IrNode *ids,
+			  IrNode *rows, SrcLoc at);
+IrNode *check_shards_scatter(Checker *c, const IrShards *sh, OpKind op,
+			     IrNode *ids, IrNode *rows, SrcLoc at);
 
 /* replicas.c (spec §7.6 "Replicas"): `device replicas(...)` and between-graph
  * replication.  check_replicas checks such a block; check_node_device is

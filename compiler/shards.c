@@ -25,6 +25,8 @@
  *                   (compiler/autodiff.c sparse_update); the shards'
  *                   rows are added up
  *   assign(emb, x)  each shard takes its part of x
+ *   scatter_add(emb, ids, rows), scatter_update: routed as a gather,
+ *                   each shard changing its own rows
  *   vars=[emb]      each shard
  *
  * Each shard is an ordinary variable to the rest of the compiler and to
@@ -250,6 +252,43 @@ check_partitioned(Checker *c, AstNode *e, OpKind op)
 	return NULL;
 }
 
+/* The ids (checked to lie in the whole table) as shard k's rows, on its
+ * task: their local row where they are in the shard, else -1. */
+static IrNode *
+local_ids(Checker *c, SrcLoc at, const IrShards *sh, int k, IrNode *ids)
+{
+	int64_t lo = shard_first(sh, k), nk = shard_rows(sh, k);
+	IrNode *in, *local, *none;
+
+#define SCALAR(v) on_shard(c, sh, k, check_scalar(c, at, (Lit){1, (v), 0}, \
+						  ids->dtype))
+#define BIN(op, a, b) on_shard(c, sh, k, check_bin(c, at, (op), (a), (b)))
+	if (sh->mod) {
+		in = BIN(OP_equal, BIN(OP_mod, ids, SCALAR(sh->n)), SCALAR(k));
+		local = BIN(OP_div, ids, SCALAR(sh->n));
+	} else {
+		local = BIN(OP_sub, ids, SCALAR(lo));
+		in = BIN(OP_logical_and, BIN(OP_greater_equal, local, SCALAR(0)),
+			 BIN(OP_less, local, SCALAR(nk)));
+	}
+	none = SCALAR(-1);
+#undef BIN
+#undef SCALAR
+	if (!in || !local || !none)
+		return NULL;
+	return on_shard(c, sh, k, check_built(c, ir_where(c->p, at, in, local,
+							  none)));
+}
+
+/* ids checked against the whole table, in the message of op. */
+static IrNode *
+whole_ids(Checker *c, SrcLoc at, const IrShards *sh, IrNode *ids, OpKind op)
+{
+	return check_built(c, ir_check_range(c->p, at, ids, 0,
+					     (double)sh->rows, (int)op,
+					     IR_RANGE_INDEX));
+}
+
 IrNode *
 check_gather_shards(Checker *c, SrcLoc at, const IrShards *sh,
 		    IrNode *ids)
@@ -259,36 +298,11 @@ check_gather_shards(Checker *c, SrcLoc at, const IrShards *sh,
 	if (sh->n == 1) /* the gather checks the ids itself */
 		return on_shard(c, sh, 0, check_built(c, ir_gather(c->p, at,
 				sh->var[0]->read, ids, 0)));
-	/* every id in the whole table, as a gather of it says */
-	if (!(ids = check_built(c, ir_check_range(c->p, at, ids, 0,
-						  (double)sh->rows, 0,
-						  IR_RANGE_INDEX))))
+	if (!(ids = whole_ids(c, at, sh, ids, OP_gather)))
 		return NULL;
 	for (int k = 0; k < sh->n; k++) {
-		int64_t lo = shard_first(sh, k), nk = shard_rows(sh, k);
-		IrNode *in, *local, *none, *g;
+		IrNode *local = local_ids(c, at, sh, k, ids), *g;
 
-#define SCALAR(v) on_shard(c, sh, k, check_scalar(c, at, (Lit){1, (v), 0}, \
-						      ids->dtype))
-#define BIN(op, a, b) on_shard(c, sh, k, check_bin(c, at, (op), (a), (b)))
-		if (sh->mod) {
-			in = BIN(OP_equal, BIN(OP_mod, ids, SCALAR(sh->n)),
-				 SCALAR(k));
-			local = BIN(OP_div, ids, SCALAR(sh->n));
-		} else {
-			local = BIN(OP_sub, ids, SCALAR(lo));
-			in = BIN(OP_logical_and,
-				 BIN(OP_greater_equal, local, SCALAR(0)),
-				 BIN(OP_less, local, SCALAR(nk)));
-		}
-		none = SCALAR(-1);
-#undef BIN
-#undef SCALAR
-		if (!in || !local || !none)
-			return NULL;
-		local = on_shard(c, sh, k, check_built(c, ir_where(c->p, at, in,
-								 local,
-								 none)));
 		if (!local || !(g = check_built(c, ir_gather(c->p, at,
 							     sh->var[k]->read,
 							     local, 0))))
@@ -298,6 +312,25 @@ check_gather_shards(Checker *c, SrcLoc at, const IrShards *sh,
 		sum = sum ? check_bin(c, at, OP_add, sum, g) : g;
 	}
 	return sum;
+}
+
+IrNode *
+check_shards_scatter(Checker *c, const IrShards *sh, OpKind op,
+		     IrNode *ids, IrNode *rows, SrcLoc at)
+{
+	IrNode *up[64];
+
+	if (sh->n > 1 && !(ids = whole_ids(c, at, sh, ids, op)))
+		return NULL;
+	for (int k = 0; k < sh->n; k++) {
+		IrNode *local = sh->n > 1 ? local_ids(c, at, sh, k, ids) : ids;
+
+		if (!local || !(up[k] = check_var_scatter(c, sh->var[k], op,
+							  local, rows, at)))
+			return NULL;
+		up[k]->drop = sh->n > 1;
+	}
+	return join(c, at, sh, up);
 }
 
 IrNode *

@@ -213,6 +213,117 @@ check_var_add(Checker *c, IrVar *v, IrNode *x, SrcLoc init_loc)
 	vec_push(c->a, &c->p->vars, v);
 }
 
+/* The variable (or partitioned variable) that target, the first
+ * argument of update e, names; NULL (reported) if not one. */
+static Sym *
+target_of(Checker *c, AstNode *e, AstNode *target)
+{
+	Sym *s;
+
+	if (target->kind != AST_NAME) {
+		diag_error(c->d, ast_extent(target), "the first argument of "
+			   "%s() must be a variable", e->name);
+		return NULL;
+	}
+	if (!(s = check_find(&c->syms, target->name))) {
+		check_lookup(c, target);
+		return NULL;
+	}
+	if (!s->var && !s->shards) {
+		if (s->node || s->list) {
+			diag_error(c->d, target->loc, "'%s' is not a variable: "
+				   "%s() updates one declared with 'var'",
+				   target->name, e->name);
+			diag_note(c->d, s->loc, "'%s' is defined here",
+				  target->name);
+		}
+		return NULL;
+	}
+	return s;
+}
+
+IrNode *
+check_var_scatter(Checker *c, IrVar *v, OpKind op, IrNode *ids,
+		  IrNode *rows, SrcLoc at)
+{
+	IrNode *n = ir_scatter(c->p, at, op, v, ids, rows);
+
+	if (n)
+		n->why = arena_printf(c->a, "variable %s, %s", v->name, v->why);
+	return n;
+}
+
+/* scatter_add(v, indices, updates), scatter_update: TF1's
+ * tf.compat.v1.scatter_add and scatter_update, v's new value.  updates
+ * has the indices' shape and then v's dims after the first; a literal
+ * takes v's dtype. */
+IrNode *
+check_scatter(Checker *c, AstNode *e, OpKind op)
+{
+	AstNode *val;
+	IrNode *ids, *x;
+	TfgShape want, flat = {1, {0}};
+	const TfgShape *vs;
+	IrVar *v;
+	Sym *s;
+	int64_t n = 1;
+
+	if (check_bind(c, e) < 0 || !(s = target_of(c, e, e->list[0])))
+		return NULL;
+	v = s->shards ? s->shards->var[0] : s->var;
+	vs = &s->node->shape;
+	if (v->dtype == TFG_BOOL || vs->rank == 0) {
+		diag_error(c->d, e->list[0]->loc, "%s() changes rows of a "
+			   "variable of numbers, and '%s' is %s", e->name,
+			   e->list[0]->name, ir_type_str(c->a, v->dtype, vs));
+		return NULL;
+	}
+	if (!(ids = check_expr(c, e->list[1])))
+		return NULL;
+	if (ids->dtype != TFG_I32 && ids->dtype != TFG_I64) {
+		diag_error(c->d, ast_extent(e->list[1]), "the indices of '%s' "
+			   "must be i32 or i64, got %s", e->name,
+			   ir_type_str(c->a, ids->dtype, &ids->shape));
+		return NULL;
+	}
+	val = e->list[2];
+	x = val->kind == AST_TENSOR ? check_tensor_const(c, val, v->dtype)
+				    : check_expr(c, val);
+	if (!x)
+		return NULL;
+	want.rank = ids->shape.rank + vs->rank - 1;
+	for (int k = 0; k < ids->shape.rank && want.rank <= TFG_MAX_RANK; k++)
+		n *= want.dims[k] = ids->shape.dims[k];
+	for (int k = 1; k < vs->rank && want.rank <= TFG_MAX_RANK; k++)
+		want.dims[ids->shape.rank + k - 1] = vs->dims[k];
+	if (want.rank > TFG_MAX_RANK || x->dtype != v->dtype ||
+	    !tfg_shape_eq(&x->shape, &want)) {
+		diag_error(c->d, ast_extent(val), "%s(%s, ...) needs updates "
+			   "of %s (the indices' shape, then the variable's "
+			   "dims after the first), got %s", e->name,
+			   e->list[0]->name,
+			   want.rank > TFG_MAX_RANK ? "too many dims"
+			   : ir_type_str(c->a, v->dtype, &want),
+			   ir_type_str(c->a, x->dtype, &x->shape));
+		return NULL;
+	}
+	/* ids as i64[n], updates as [n] + the rows' dims */
+	flat.dims[0] = n;
+	if (ids->dtype != TFG_I64)
+		ids = check_built(c, ir_cast(c->p, e->loc, ids, TFG_I64));
+	if (ids && ids->shape.rank != 1)
+		ids = check_built(c, ir_reshape(c->p, e->loc, ids, &flat));
+	want = *vs;
+	want.dims[0] = n;
+	if (x->shape.rank != want.rank)
+		x = check_built(c, ir_reshape(c->p, e->loc, x, &want));
+	if (!ids || !x)
+		return NULL;
+	if (s->shards)
+		return check_shards_scatter(c, s->shards, op, ids, x, e->loc);
+	return check_var_scatter(c, v, op, ids, x, e->loc);
+}
+
 /* assign(v, x), assign_add(v, x), assign_sub(v, x): v's new value.  x
  * has v's dtype and shape; a literal (a tensor literal too) takes v's
  * dtype, and a scalar literal stands for every element. */
@@ -229,29 +340,10 @@ check_varop(Checker *c, AstNode *e, OpKind op)
 		return NULL;
 	target = e->list[0];
 	val = e->list[1];
-	if (target->kind != AST_NAME) {
-		diag_error(c->d, ast_extent(target), "the first argument of "
-			   "%s() must be a variable", e->name);
+	if (!(s = target_of(c, e, target)))
 		return NULL;
-	}
-	if (!(s = check_find(&c->syms, target->name))) {
-		check_lookup(c, target);
-		return NULL;
-	}
-	if (s->shards) /* a partitioned variable: its first shard's type */
-		v = s->shards->var[0];
-	else if (!s->var) {
-		if (s->node || s->list) {
-			diag_error(c->d, target->loc, "'%s' is not a variable: "
-				   "%s() updates one declared with 'var'",
-				   target->name, e->name);
-			diag_note(c->d, s->loc, "'%s' is defined here",
-				  target->name);
-		}
-		return NULL;
-	} else {
-		v = s->var;
-	}
+	/* a partitioned variable: its first shard's dtype */
+	v = s->shards ? s->shards->var[0] : s->var;
 	if (op != OP_assign && v->dtype == TFG_BOOL) {
 		diag_error(c->d, target->loc, "%s() needs a number, but '%s' "
 			   "is %s", e->name, v->name,

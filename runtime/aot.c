@@ -92,6 +92,18 @@ tfg_rt_var(struct RtCtx *c, uint32_t var, uint32_t op, const void *src,
 }
 
 TFG_API int
+tfg_rt_scatter(struct RtCtx *c, uint32_t var, uint32_t op,
+	       const int64_t *ids, int64_t n, const void *rows, void *dst)
+{
+	RtRows r = {ids, n, rows};
+
+	if (c->var == NULL)
+		return tfg_error(c->err, TFG_EINVAL, "variables live in a "
+				 "task server: this part runs without one");
+	return c->var(c, var, op, &r, dst);
+}
+
+TFG_API int
 tfg_rt_apply(struct RtCtx *c, uint32_t var, uint32_t kind, uint32_t slot,
 	     const void *grad, const double *hyper, void *dst)
 {

@@ -28,6 +28,13 @@ struct RtStep;
 struct RtGpuStep;
 
 typedef struct RtCtx RtCtx;
+
+/* What RtCtx.var gets as src for a scatter (tfg_rt_scatter). */
+typedef struct RtRows {
+	const int64_t *ids;
+	int64_t n;
+	const void *rows;
+} RtRows;
 struct RtCtx {
 	/* what tfg_rt_recv/tfg_rt_send/tfg_rt_recv_ref call: the
 	   rendezvous, or tfg_aot_run's buffers (recv_ref NULL: recv, into

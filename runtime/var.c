@@ -161,6 +161,45 @@ fill(void *dst, const void *src, size_t size, int64_t n)
 		memcpy((unsigned char *)dst + (size_t)i * size, src, size);
 }
 
+/* A scatter's rows (RtRows at src) into variable v's data, its lock
+ * held; TFG_OK, or an error before anything changes. */
+static int
+scatter(RtCtx *c, const RtVar *v, RtVarSlot *slot, uint32_t op,
+	const void *src)
+{
+	const RtRows *r = src;
+	int64_t nrow = v->shape.rank ? v->shape.dims[0] : 0;
+	int64_t width = nrow ? tfg_shape_numel(&v->shape) / nrow : 0;
+	int64_t lo = (op & TFG_VAR_DROP) ? -1 : 0;
+	size_t rb = (size_t)width * tfg_dtype_size(v->dtype);
+	const unsigned char *x = r->rows;
+	RtServer *s = c->store;
+	int local = c->step->client == s->proc.task;
+
+	for (int64_t i = 0; i < r->n; i++)
+		if (r->ids[i] < lo || r->ids[i] >= nrow)
+			return tfg_error(c->err, TFG_EINVAL, "%s%s'%s' of "
+					 "variable '%s': index %lld (element "
+					 "%lld of the indices) is outside [0, "
+					 "%lld)", local ? s->proc.name : "",
+					 local ? ": " : "",
+					 (op & 0xff) == TFG_VAR_SCATTER_ADD ?
+					 "scatter_add" : "scatter_update",
+					 v->name, (long long)r->ids[i],
+					 (long long)i, (long long)nrow);
+	for (int64_t i = 0; i < r->n; i++, x += rb) {
+		unsigned char *d = slot->data + (size_t)r->ids[i] * rb;
+
+		if (r->ids[i] < 0)
+			continue;
+		if ((op & 0xff) == TFG_VAR_SCATTER_ADD)
+			update(v->dtype, d, x, width, 0, 0);
+		else
+			memcpy(d, x, rb);
+	}
+	return TFG_OK;
+}
+
 static int
 var_op(RtCtx *c, uint32_t var, uint32_t op, const void *src, void *dst)
 {
@@ -168,13 +207,13 @@ var_op(RtCtx *c, uint32_t var, uint32_t op, const void *src, void *dst)
 	const TfgPlan *plan = s->proc.plan;
 	const RtVar *v;
 	RtVarSlot *slot;
-	uint32_t kind = op & ~(uint32_t)TFG_VAR_SCALAR;
+	uint32_t kind = op & ~(uint32_t)(TFG_VAR_SCALAR | TFG_VAR_DROP);
 	int scalar = (op & TFG_VAR_SCALAR) != 0, rc = TFG_OK;
 	int64_t n;
 	size_t size;
 
 	if (var >= (uint32_t)plan->nvar || plan->vars[var].task !=
-	    s->proc.task || kind > TFG_VAR_DRAW || s->vars == NULL ||
+	    s->proc.task || kind > TFG_VAR_SCATTER_SET || s->vars == NULL ||
 	    (kind == TFG_VAR_DRAW && !plan->vars[var].hidden))
 		return tfg_error(c->err, TFG_EINVAL, "%s: no variable %u (op "
 				 "%u) here", s->proc.name, var, op);
@@ -202,6 +241,9 @@ var_op(RtCtx *c, uint32_t var, uint32_t op, const void *src, void *dst)
 		rc = tfg_error(c->err, TFG_ENOMEM, "%s: out of memory for "
 			       "variable '%s' (%zu bytes)", s->proc.name,
 			       v->name, v->nbytes);
+	} else if (kind >= TFG_VAR_SCATTER_ADD &&
+		   (rc = scatter(c, v, slot, op, src)) != TFG_OK) {
+		; /* nothing changed */
 	} else {
 		if (kind == TFG_VAR_ASSIGN && scalar)
 			fill(slot->data, src, size, n);

@@ -323,6 +323,16 @@ t_makers_and_state(void)
 	   shp(0, 0, 0, 0));
 	refused(ir_var(&P, L, OP_assign_add, v, one),
 		"assign_add(w, ...) needs f32[2, 3]");
+	/* rows of it: i64[n] ids, their rows */
+	is(ir_scatter(&P, L, OP_scatter_add, v, in(TFG_I64, shp(1, 4, 0, 0)),
+		      in(TFG_F32, shp(2, 4, 3, 0))), TFG_F32, s);
+	is(ir_scatter(&P, L, OP_scatter_update, v,
+		      in(TFG_I64, shp(1, 1, 0, 0)), in(TFG_F32, shp(2, 1, 3, 0))),
+	   TFG_F32, s);
+	refused(ir_scatter(&P, L, OP_scatter_add, v,
+			   in(TFG_I32, shp(1, 4, 0, 0)),
+			   in(TFG_F32, shp(2, 4, 3, 0))),
+		"needs i64 ids and their rows, got i32[4] and f32[4, 3]");
 	/* an optimizer's update (spec §6.26 "minimize and optimizers"):
 	   its gradient of v's type, its f64 hyperparameters, a bool; and
 	   the after node that waits for it */
