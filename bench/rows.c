@@ -21,6 +21,7 @@
 #include <time.h>
 
 #include "runtime/role.h"
+#include "runtime/rt_int.h"
 
 enum { WIDTH = 32 };
 
@@ -99,7 +100,8 @@ main(int argc, char **argv)
 		return 2;
 	}
 	for (int i = 0; i < 2; i++) {
-		float *d = must(malloc(vars[i].nbytes));
+		/* as the server allocates a variable: huge pages when big */
+		float *d = (float *)must(rt_arena_alloc(vars[i].nbytes));
 		for (int64_t k = 0; k < rows * WIDTH; k++)
 			d[k] = i ? 0.1f : (float)(k % 97) * 0.001f;
 		s.vars[i].data = (unsigned char *)d;
