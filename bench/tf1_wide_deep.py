@@ -51,41 +51,21 @@ one after training; --max-steps limits a worker's steps in all (tfg's
 limit, its steps per epoch).
 """
 import argparse
-import ctypes
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
 
 import numpy as np
 
+sys.dont_write_bytecode = True  # no bench/__pycache__
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+# the launcher's helpers, as TF1's MNIST peer has them
+from tf1_mnist import die_with_parent, free_port, quiet_tf  # noqa: E402
+
 WAIT_S = 300  # the longest a task waits for another at startup or the end
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-
-def die_with_parent():
-    # PR_SET_PDEATHSIG = 1: no task outlives the launcher.
-    ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)
-    if os.getppid() == 1:  # the launcher died before the prctl
-        sys.exit(1)
-
-
-def quiet_tf():
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-    import tensorflow as tf
-    tf.compat.v1.disable_eager_execution()
-    tf.get_logger().setLevel("ERROR")
-    return tf
 
 
 def flags():

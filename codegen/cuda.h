@@ -12,8 +12,11 @@
  * generated part launches kernels through tfg_rt_gpu_launch
  * (runtime/gpu.c) on the stream of the node's GPU.
  *
- *   cuda_kern.c  prelude, elementwise ops, fused programs, makers,
- *                casts, data movement, reductions, softmax
+ *   cuda_prelude.c  the unit's prelude (a device function per
+ *                elementwise op and dtype, casts, Philox), its kernels
+ *   cuda_kern.c  elementwise ops, fused programs, makers, casts, data
+ *                movement, the dispatch
+ *   cuda_reduce.c  reductions, softmax
  *   cuda_mm.c    matmul (tiled shared-memory kernels, TF32 mma.sync
  *                with --gpu-tf32), with its epilogue program
  *   cuda.c       the module: which nodes, their launches, --emit=cuda

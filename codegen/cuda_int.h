@@ -1,6 +1,6 @@
 /*
- * codegen/cuda_int.h: what the CUDA C generators (codegen/cuda_kern.c,
- * codegen/cuda_reduce.c) share besides codegen/cuda.h.
+ * codegen/cuda_int.h: what the CUDA C generators (codegen/cuda_prelude.c,
+ * cuda_kern.c, cuda_reduce.c, ...) share besides codegen/cuda.h.
  */
 #ifndef TFG_CODEGEN_CUDA_INT_H
 #define TFG_CODEGEN_CUDA_INT_H

@@ -118,14 +118,17 @@ tfg_rt_apply_rows(struct RtCtx *c, uint32_t var, uint32_t kind,
 		  uint32_t slot, const int64_t *ids, int64_t n,
 		  const void *rows, const double *hyper, void *dst)
 {
+	/* rows, none of them: not NULL, which says a whole update */
+	static const int64_t none[1];
+
 	if (c->apply == NULL)
 		return tfg_error(c->err, TFG_EINVAL, "variables live in a "
 				 "task server: this part runs without one");
 	if (ids == NULL && n > 0)
 		return tfg_error(c->err, TFG_EINVAL, "an update of %lld rows "
 				 "without their ids", (long long)n);
-	return c->apply(c, var, kind, slot, ids ? ids : (const int64_t *)"",
-			n, rows, hyper, dst);
+	return c->apply(c, var, kind, slot, ids ? ids : none, n, rows, hyper,
+			dst);
 }
 
 TFG_API int

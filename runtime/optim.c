@@ -433,12 +433,13 @@ typedef struct Rows {
 #define ROW_BLOCK 256
 #define ROW_AHEAD 8
 
-/* ids[0..n) (each in [0, 2^ib)) as keys id << pb | position, sorted:
- * least significant digit first, 11 bits at a time, ping-ponging
- * between key and tmp; the sorted keys. */
+/* ids[0..n) (each below 2^ib; the negative ones left out) as keys
+ * id << pb | position, sorted: least significant digit first, 11 bits
+ * at a time, ping-ponging between key and tmp; the sorted keys, *nkey
+ * of them. */
 static uint64_t *
 sort_keys(const int64_t *ids, int64_t n, int ib, int pb, uint64_t *key,
-	  uint64_t *tmp)
+	  uint64_t *tmp, int64_t *nkey)
 {
 	int64_t m = 0;
 
@@ -453,6 +454,7 @@ sort_keys(const int64_t *ids, int64_t n, int ib, int pb, uint64_t *key,
 				key[j] = key[j - 1];
 			key[j] = k;
 		}
+		*nkey = m;
 		return key;
 	}
 	for (int sh = 0; sh < ib + pb; sh += 11) {
@@ -467,6 +469,7 @@ sort_keys(const int64_t *ids, int64_t n, int ib, int pb, uint64_t *key,
 			tmp[cnt[(key[i] >> sh) & 2047]++] = key[i];
 		t = key, key = tmp, tmp = t;
 	}
+	*nkey = m;
 	return key;
 }
 
@@ -520,9 +523,7 @@ rows_prepare(RtCtx *c, const RtVar *v, const int64_t *ids, int64_t nids,
 				 (long long)nids);
 	}
 	tmp = key + nids;
-	k = sort_keys(ids, nids, ib, pb, key, tmp);
-	for (int64_t i = 0; i < nids; i++) /* how many kept, and dups */
-		m += ids[i] >= 0;
+	k = sort_keys(ids, nids, ib, pb, key, tmp, &m);
 	for (int64_t i = 1; i < m; i++)
 		ndup += (k[i] >> pb) == (k[i - 1] >> pb) &&
 			(i < 2 || (k[i - 1] >> pb) != (k[i - 2] >> pb));
