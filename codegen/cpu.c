@@ -425,14 +425,32 @@ cpu_emit_input(CgCtx *C, IrNode *n)
 	return 0;
 }
 
+/* A send, or with a second input (the ids that count its rows,
+ * spec/design.md "Counted edges") tfg_rt_send_rows. */
 int
 cpu_emit_send(CgCtx *C, IrNode *n)
 {
-	if (n->nin != 1)
-		return cg_fail(C, n, "send needs one input");
-	LLVMValueRef args[3] = {C->ctx_arg, LLVMConstInt(C->i32, n->key, 0),
-				cg_buf(C, n->in[0])};
-	cg_check_rc(C, LLVMBuildCall2(C->b, C->rt_ty, C->rt_send, args, 3, "rc"));
+	LLVMTypeRef ps[5] = {C->ptr, C->i32, C->ptr, C->ptr, C->i64};
+	LLVMTypeRef fty = LLVMFunctionType(C->i32, ps, 5, 0);
+	LLVMValueRef f;
+
+	if (n->nin != 1 && (n->nin != 2 || n->in[1]->dtype != TFG_I64 ||
+			    n->in[0]->shape.rank < 1 ||
+			    n->in[1]->shape.rank != 1))
+		return cg_fail(C, n, "send needs one input, or a value and "
+			       "the ids that count its rows");
+	LLVMValueRef args[5] = {C->ctx_arg, LLVMConstInt(C->i32, n->key, 0),
+				cg_buf(C, n->in[0]), NULL, NULL};
+	if (n->nin == 1) {
+		cg_check_rc(C, LLVMBuildCall2(C->b, C->rt_ty, C->rt_send, args,
+					      3, "rc"));
+		return 0;
+	}
+	if (!(f = LLVMGetNamedFunction(C->m, "tfg_rt_send_rows")))
+		f = LLVMAddFunction(C->m, "tfg_rt_send_rows", fty);
+	args[3] = cg_buf(C, n->in[1]);
+	args[4] = cg_i64c(C, n->in[1]->shape.dims[0]);
+	cg_check_rc(C, LLVMBuildCall2(C->b, fty, f, args, 5, "rc"));
 	return 0;
 }
 

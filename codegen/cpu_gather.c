@@ -86,3 +86,33 @@ cpu_emit_gather(CgCtx *C, IrNode *n)
 	cg_check_rc(C, LLVMBuildCall2(C->b, fty, f, args, 12, "rc"));
 	return 0;
 }
+
+/* OP_shard_ids: tfg_rt_shard_ids on the ids. */
+int
+cpu_emit_shard_ids(CgCtx *C, IrNode *n)
+{
+	LLVMTypeRef i32 = C->i32, i64 = C->i64, p = C->ptr;
+	LLVMTypeRef ps[9] = {p, p, i32, i64, i64, i64, i64, i32, p};
+	LLVMTypeRef fty = LLVMFunctionType(i32, ps, 9, 0);
+	LLVMValueRef f, args[9];
+	const IrNode *idx = n->nin == 1 ? n->in[0] : NULL;
+	const RtShardOf *s = n->part;
+
+	if (!idx || !s || (idx->dtype != TFG_I32 && idx->dtype != TFG_I64) ||
+	    n->dtype != TFG_I64 ||
+	    tfg_shape_numel(&n->shape) != 2 * tfg_shape_numel(&idx->shape))
+		return cg_fail(C, n, "shard_ids: malformed node");
+	if (!(f = LLVMGetNamedFunction(C->m, "tfg_rt_shard_ids")))
+		f = LLVMAddFunction(C->m, "tfg_rt_shard_ids", fty);
+	args[0] = C->ctx_arg;
+	args[1] = cg_buf(C, idx);
+	args[2] = LLVMConstInt(i32, (unsigned)idx->dtype, 0);
+	args[3] = cg_i64c(C, tfg_shape_numel(&idx->shape));
+	args[4] = cg_i64c(C, s->k);
+	args[5] = cg_i64c(C, s->n);
+	args[6] = cg_i64c(C, s->rows);
+	args[7] = LLVMConstInt(i32, (unsigned)s->mod, 0);
+	args[8] = cg_buf(C, n);
+	cg_check_rc(C, LLVMBuildCall2(C->b, fty, f, args, 9, "rc"));
+	return 0;
+}

@@ -599,6 +599,8 @@ define_symbols(CgJit *j, const CgOptions *o)
 		 {recv, fl}},
 		{LLVMOrcLLJITMangleAndIntern(j->jit, "tfg_rt_send"),
 		 {send, fl}},
+		{LLVMOrcLLJITMangleAndIntern(j->jit, "tfg_rt_send_rows"),
+		 {(uintptr_t)tfg_rt_send_rows, fl}},
 		{LLVMOrcLLJITMangleAndIntern(j->jit, "tfg_rt_recv_ref"),
 		 {(uintptr_t)(o && o->rt_recv_ref ? o->rt_recv_ref
 						 : tfg_rt_recv_ref), fl}},
@@ -626,6 +628,8 @@ define_symbols(CgJit *j, const CgOptions *o)
 		 {(uintptr_t)tfg_rt_check_range, fl}},
 		{LLVMOrcLLJITMangleAndIntern(j->jit, "tfg_rt_check_index"),
 		 {(uintptr_t)tfg_rt_check_index, fl}},
+		{LLVMOrcLLJITMangleAndIntern(j->jit, "tfg_rt_shard_ids"),
+		 {(uintptr_t)tfg_rt_shard_ids, fl}},
 		{LLVMOrcLLJITMangleAndIntern(j->jit, "tfg_rt_scatter"),
 		 {(uintptr_t)tfg_rt_scatter, fl}},
 		{LLVMOrcLLJITMangleAndIntern(j->jit, "tfg_rt_mark"),

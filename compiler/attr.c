@@ -60,6 +60,12 @@ ir_attr_write(const IrNode *n, IrPut put, void *ctx)
 		put_i64(put, ctx, n->axis);
 	if (a & A_DROP)
 		put_i64(put, ctx, n->drop);
+	if (a & A_SHARD) {
+		put_i64(put, ctx, n->part ? n->part->k : -1);
+		put_i64(put, ctx, n->part ? n->part->n : -1);
+		put_i64(put, ctx, n->part ? n->part->mod : -1);
+		put_i64(put, ctx, n->part ? n->part->rows : -1);
+	}
 	if (a & A_MAKE) {
 		const IrMake *m = n->make;
 
@@ -273,6 +279,9 @@ ir_attr_dump(FILE *out, const IrNode *n)
 		fprintf(out, " axis=%d", n->axis);
 	if ((a & A_DROP) && n->drop)
 		fputs(" drop", out);
+	if ((a & A_SHARD) && n->part)
+		fprintf(out, " shard=%d/%d rows=%" PRId64 "%s", n->part->k,
+			n->part->n, n->part->rows, n->part->mod ? " mod" : "");
 	if ((a & A_MAKE) && n->make)
 		dump_make(out, n);
 	if ((a & A_VAR) && n->var)

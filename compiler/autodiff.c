@@ -708,9 +708,16 @@ d_gather(Ad *a, IrNode *n, IrNode *g, int k)
 {
 	IrNode *x = n->in[0];
 
+	IrNode *d;
+
 	(void)k;
-	return put(a, ir_segment(a->p, at(a), OP_unsorted_segment_sum, g,
-				 n->in[1], x->shape.dims[n->axis], n->axis));
+	d = put(a, ir_segment(a->p, at(a), OP_unsorted_segment_sum, g,
+			      n->in[1], x->shape.dims[n->axis], n->axis));
+	/* a counted value's rows past its count are read by no gather, so
+	   their adjoint is zeros, counted as it is (compiler/shards.c) */
+	if (d && n->axis == 0 && x->count && x->count != x)
+		d->count = x->count;
+	return d;
 }
 
 /* a segment sum: each row's segment's adjoint (none for a dropped row) */

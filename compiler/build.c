@@ -676,6 +676,26 @@ ir_gather(Program *p, SrcLoc loc, IrNode *x, IrNode *idx, int axis)
 	return n;
 }
 
+/* OP_shard_ids: ids (i32 or i64, rank 1) routed to shard *part: i64
+ * [2, n]. */
+IrNode *
+ir_shard_ids(Program *p, SrcLoc loc, IrNode *ids, const RtShardOf *part)
+{
+	IrNode *n;
+
+	if (!is_index(ids->dtype) || ids->shape.rank != 1) {
+		diag_error(p->diag, loc, "internal error: 'shard_ids' takes "
+			   "i32 or i64 ids of rank 1, got %s", type_s(p, ids));
+		return NULL;
+	}
+	n = node(p, OP_shard_ids, loc, &ids, 1, TFG_I64);
+	n->part = part;
+	n->shape.rank = 2;
+	n->shape.dims[0] = 2;
+	n->shape.dims[1] = ids->shape.dims[0];
+	return n;
+}
+
 /* unsorted_segment_sum and _max (spec §6.37 "Segment reductions"): data's
  * axes [axis, axis + rank of ids) are the ids' shape and become one of
  * nseg. */

@@ -243,6 +243,7 @@ struct IrVar {
 			     random maker, on that node's task */
 	IrNode *saved;    /* restore(): the OP_input its value is fed to */
 	IrNode *restore;  /* and the OP_assign of it */
+	RtShardOf part;   /* a partitioned variable's shard, or its slot */
 };
 
 struct IrNode {
@@ -278,6 +279,15 @@ struct IrNode {
 	/* OP_gather: an index of -1 picks a row of zeros (a partitioned
 	   table's shard, for the ids of the others: compiler/vars.c) */
 	int drop;
+	/* OP_shard_ids: the shard it routes to */
+	const RtShardOf *part;
+	/* a value whose rows past a count that only the step knows are
+	   padding that no consumer reads (spec/design.md "Counted edges"):
+	   the i64 ids, on its task, whose entries before the first negative
+	   one count its rows (itself for such ids, padded with -1; else its
+	   padding is zeros); a send of it to another task sends only those
+	   rows.  NULL for every other value */
+	IrNode *count;
 	/* OP_send, OP_recv, OP_input (feed), fetch sends */
 	uint32_t key;     /* rendezvous edge key */
 	int peer;         /* task at the other end */

@@ -174,6 +174,8 @@ int ir_conv_shape(const TfgShape *x, const TfgShape *f, const IrConv *cv,
 IrNode *ir_stack(Program *p, SrcLoc loc, IrNode **in, int nin, int axis);
 /* spec §6.36 "gather, embedding_lookup", §6.37 "Segment reductions" */
 IrNode *ir_gather(Program *p, SrcLoc loc, IrNode *x, IrNode *idx, int axis);
+IrNode *ir_shard_ids(Program *p, SrcLoc loc, IrNode *ids,
+		     const RtShardOf *part);
 IrNode *ir_segment(Program *p, SrcLoc loc, OpKind op, IrNode *data,
 		   IrNode *ids, int64_t nseg, int axis);
 /* OP_grad: the gradient of y (a float scalar) with respect to x (a float
@@ -412,6 +414,9 @@ IrNode *check_var_init(Checker *c, AstNode *s, AstNode *e, Device dev);
 void check_sharded(Checker *c, AstNode *s);
 IrNode *check_gather_shards(Checker *c, SrcLoc at, const IrShards *sh,
 			    IrNode *ids);
+/* gather(v, ids) of variable v on axis 0, ids of rank 1: routed as a
+ * table of one shard (its distinct rows to v's task, counted). */
+IrNode *check_gather_var(Checker *c, SrcLoc at, IrVar *v, IrNode *ids);
 IrNode *check_shards_update(Checker *c, const IrShards *sh, OpKind op,
 			    IrNode *x, SrcLoc at);
 /* scatter_add/scatter_update of v (a shard's too: ids i64[n], rows [n] +

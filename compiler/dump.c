@@ -66,6 +66,8 @@ node_line(FILE *out, Arena *a, const IrNode *n)
 		}
 	}
 	ir_attr_dump(out, n);
+	if (n->count) /* spec/design.md "Counted edges" */
+		fprintf(out, " counted=%s", ir_node_label(n->count));
 	fprintf(out, " : %s", ir_type_str(a, n->dtype, &n->shape));
 }
 

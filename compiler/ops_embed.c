@@ -62,6 +62,10 @@ gather_at(Checker *c, SrcLoc at, IrNode *x, IrNode *idx, int axis)
 
 	if (x->shards && axis == 0) /* each shard's rows where it is */
 		return check_gather_shards(c, at, x->shards, idx);
+	if (x->op == OP_variable && x->var && axis == 0 &&
+	    idx->shape.rank == 1 && x->shape.rank >= 1 &&
+	    x->shape.dims[0] > 0) /* its distinct rows, routed */
+		return check_gather_var(c, at, x->var, idx);
 	n = check_built(c, ir_gather(c->p, at, x, idx, axis));
 	if (n && x->op == OP_variable && x->var) {
 		n->req = x->var->req;

@@ -247,6 +247,11 @@ make_slot(Checker *c, const IrVar *v, const char *suffix, TfgDtype t,
 	s->shape = sh;
 	s->req = v->req;
 	s->why = arena_printf(c->a, "slot of %s", v->name);
+	if (v->part.whole && !scalar) { /* a shard's: its rows of the whole's */
+		s->part = v->part;
+		s->part.whole = arena_printf(c->a, "%s%s", v->part.whole,
+					     name + strlen(v->name));
+	}
 	m->f[0] = init;
 	z = ir_make(c->p, loc, init != 0 ? OP_fill : OP_zeros, t, &sh, m, NULL,
 		    0);

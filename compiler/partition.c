@@ -139,6 +139,30 @@ value_in(Cut *c, int t, IrNode *x, int slot)
 	return *at;
 }
 
+/* A send of counted value x (IrNode.count; spec/design.md "Counted
+ * edges") sends only its counted rows where the ids that count them are
+ * in the part (on the host): they become its second input and its edge
+ * a counted one.  Elsewhere it sends the whole value, which a counted
+ * edge takes too. */
+static void
+counted_send(Cut *c, const IrNode *x, IrNode *snd)
+{
+	IrNode *ids, **in;
+	RtEdge *e;
+
+	if (!x->count || x->shape.rank < 1 || x->dtype == TFG_STRING ||
+	    !(ids = c->local[snd->task][x->count->id * NSLOT]) ||
+	    ids->dtype != TFG_I64 || ids->shape.rank != 1)
+		return;
+	in = arena_alloc(c->p->arena, 2 * sizeof *in);
+	in[0] = snd->in[0];
+	in[1] = ids;
+	snd->in = in;
+	snd->nin = 2;
+	e = c->p->edges.v[snd->key];
+	e->counted = x->count == x ? RT_COUNTED_IDS : RT_COUNTED_ZEROS;
+}
+
 static void
 cut_node(Cut *c, IrNode *x, const char *needed, PtrVec *users)
 {
@@ -174,6 +198,7 @@ cut_node(Cut *c, IrNode *x, const char *needed, PtrVec *users)
 		snd = comm(c, x, h, t, u->task,
 			   edge_key(c->p, name, t, u->task, x));
 		snd->dev = h->dev;
+		counted_send(c, x, snd);
 	}
 }
 

@@ -50,6 +50,12 @@ same(const IrNode *a, const IrNode *b)
 		return 0;
 	if (memcmp(a->shape.dims, b->shape.dims, r * sizeof *a->shape.dims))
 		return 0;
+	/* a check's error names where it was written: one of another
+	   place would name a call the run may not have */
+	if (a->op == OP_check_range &&
+	    (a->loc.file != b->loc.file || a->loc.line != b->loc.line ||
+	     a->loc.col != b->loc.col))
+		return 0;
 	for (int k = 0; k < a->nin; k++)
 		if (a->in[k] != b->in[k])
 			return 0;
@@ -79,6 +85,8 @@ cse_program(Program *p)
 		repl[i] = x;
 		for (int k = 0; k < x->nin; k++)
 			x->in[k] = repl[x->in[k]->id];
+		if (x->count)
+			x->count = repl[x->count->id];
 		/* inputs are fed one by one; state is read and changed
 		   where it is, once per node */
 		if (x->op == OP_input || (op_info[x->op].flags &

@@ -21,6 +21,11 @@ sweep(Program *p, const char *live)
 {
 	int n = p->g.nodes.n, w = 0;
 
+	for (int i = 0; i < n; i++) { /* counted by ids that go: not */
+		IrNode *x = p->g.nodes.v[i];
+		if (live[i] && x->count && !live[x->count->id])
+			x->count = NULL;
+	}
 	for (int i = 0; i < n; i++) {
 		IrNode *x = p->g.nodes.v[i];
 		if (!live[i])

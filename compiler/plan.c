@@ -159,6 +159,7 @@ plan_new(Program *p)
 		r->nbytes = (size_t)tfg_shape_numel(&v->shape) *
 			    tfg_dtype_size(v->dtype);
 		r->where = diag_where(a, v->loc);
+		r->part = v->part;
 	}
 	return pl;
 }

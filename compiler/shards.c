@@ -222,6 +222,7 @@ check_sharded(Checker *c, AstNode *s)
 		v->dtype = x->dtype;
 		v->shape = x->shape;
 		v->shape.dims[0] = shard_rows(sh, k);
+		v->part = (RtShardOf){s->name, k, sh->n, sh->mod, sh->rows};
 		sh->var[k] = v;
 		if (!(init = shard_init(c, e->loc, sh, k, x)))
 			goto fail;
@@ -289,17 +290,70 @@ whole_ids(Checker *c, SrcLoc at, const IrShards *sh, IrNode *ids, OpKind op)
 					     IR_RANGE_INDEX));
 }
 
+/* gather(table, ids) of ids of rank 1, routed where the ids are
+ * (spec/design.md "Counted edges"): for each shard, its distinct rows
+ * among the ids (OP_shard_ids) go to it, counted, and its rows come
+ * back, counted; each id then takes its row from its shard's.  So the
+ * gradient is each shard's rows summed per distinct id where the ids
+ * are, and only those travel to the shard, whatever the table's size. */
+static IrNode *
+gather_routed(Checker *c, SrcLoc at, const IrShards *sh, IrNode *ids)
+{
+	int64_t b0[TFG_MAX_RANK] = {0}, b1[TFG_MAX_RANK] = {1}, z[TFG_MAX_RANK];
+	IrNode *sum = NULL;
+
+	z[0] = 1;
+	z[1] = ids->shape.dims[0];
+	for (int k = 0; k < sh->n; k++) {
+		RtShardOf *part = arena_alloc(c->a, sizeof *part);
+		IrNode *route, *local, *place, *rows, *g;
+
+		*part = (RtShardOf){sh->var[k]->name, k, sh->n, sh->mod,
+				    sh->rows};
+		if (!(route = check_built(c, ir_shard_ids(c->p, at, ids, part))) ||
+		    !(local = check_built(c, ir_slice(c->p, at, route, b0, z,
+						      1))) ||
+		    !(place = check_built(c, ir_slice(c->p, at, route, b1, z,
+						      1))) ||
+		    !(rows = check_built(c, ir_gather(c->p, at,
+						      sh->var[k]->read, local,
+						      0))) ||
+		    !(g = check_built(c, ir_gather(c->p, at, rows, place, 0))))
+			return NULL;
+		local->count = local;
+		rows->drop = g->drop = 1;
+		rows->count = local;
+		on_shard(c, sh, k, rows);
+		sum = sum ? check_bin(c, at, OP_add, sum, g) : g;
+	}
+	return sum;
+}
+
+IrNode *
+check_gather_var(Checker *c, SrcLoc at, IrVar *v, IrNode *ids)
+{
+	IrShards *sh = arena_alloc(c->a, sizeof *sh);
+
+	sh->n = 1;
+	sh->rows = v->shape.dims[0];
+	sh->var = arena_alloc(c->a, sizeof *sh->var);
+	sh->var[0] = v;
+	return check_gather_shards(c, at, sh, ids);
+}
+
 IrNode *
 check_gather_shards(Checker *c, SrcLoc at, const IrShards *sh,
 		    IrNode *ids)
 {
 	IrNode *sum = NULL;
 
+	if (!(ids = whole_ids(c, at, sh, ids, OP_gather)))
+		return NULL;
+	if (ids->shape.rank == 1)
+		return gather_routed(c, at, sh, ids);
 	if (sh->n == 1) /* the gather checks the ids itself */
 		return on_shard(c, sh, 0, check_built(c, ir_gather(c->p, at,
 				sh->var[0]->read, ids, 0)));
-	if (!(ids = whole_ids(c, at, sh, ids, OP_gather)))
-		return NULL;
 	for (int k = 0; k < sh->n; k++) {
 		IrNode *local = local_ids(c, at, sh, k, ids), *g;
 

@@ -56,6 +56,19 @@ tfg_rt_send(struct RtCtx *c, uint32_t key, const void *src)
 	return c->send(c, key, src);
 }
 
+TFG_API int
+tfg_rt_send_rows(struct RtCtx *c, uint32_t key, const void *src,
+		 const int64_t *ids, int64_t nids)
+{
+	int64_t rows = 0;
+
+	if (!c->send_rows)
+		return c->send(c, key, src);
+	while (rows < nids && ids[rows] >= 0)
+		rows++;
+	return c->send_rows(c, key, src, rows);
+}
+
 TFG_API void
 tfg_rt_flush(struct RtCtx *c)
 {

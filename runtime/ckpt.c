@@ -13,7 +13,14 @@
  *
  * one line per variable in the plan's order: its name, file, the task it
  * lived on, dtype, shape, and the CRC-32 (zlib's) and size of the whole
- * file.  Saving writes everything into a fresh directory beside DIR,
+ * file.  A shard of a partitioned variable, or its slot, has an eighth
+ * field saying how the shards join, "part=K/N:STRATEGY:ROWS:WHOLE"
+ * (shard K of N of the variable WHOLE of ROWS rows;
+ * spec §4.4.1 "Partitioned variables"), and its manifest says "tfg
+ * checkpoint 2".
+ * Restoring into a program that splits a variable otherwise (another N
+ * or strategy, or not at all) joins the checkpoint's shards and cuts the
+ * program's from them (resplit).  Saving writes everything into a fresh directory beside DIR,
  * flushed to disk, and only then puts it in DIR's place in one step
  * (renameat2 RENAME_EXCHANGE, or a rename when DIR is new): a crash
  * leaves either the old checkpoint or the new one, never half of one.
@@ -42,6 +49,7 @@
 
 #define MANIFEST "MANIFEST"
 #define MAGIC "tfg checkpoint 1"
+#define MAGIC2 "tfg checkpoint 2" /* with shards' part= fields */
 #define MAX_MANIFEST ((long)16 << 20)
 #define MAX_LINE 4096
 
@@ -195,12 +203,15 @@ write_files(const char *tmp, const TfgPlan *plan, RtTensor *const *val,
 	char path[2 * PATH_MAX], file[512], sh[256];
 	FILE *m;
 	tfg_status st;
+	int shards = 0;
 
 	snprintf(path, sizeof path, "%s/%s", tmp, MANIFEST);
 	if ((m = fopen(path, "w")) == NULL)
 		return tfg_error(e, TFG_EIO, "%s: cannot create: %s", path,
 				 strerror(errno));
-	fprintf(m, "%s\nvariables %d\n", MAGIC, plan->nvar);
+	for (int i = 0; i < plan->nvar; i++)
+		shards |= plan->vars[i].part.whole != NULL;
+	fprintf(m, "%s\nvariables %d\n", shards ? MAGIC2 : MAGIC, plan->nvar);
 	for (int i = 0; i < plan->nvar; i++) {
 		const RtVar *v = &plan->vars[i];
 		uint32_t crc;
@@ -218,9 +229,14 @@ write_files(const char *tmp, const TfgPlan *plan, RtTensor *const *val,
 					 strerror(errno));
 		}
 		shape_of(sh, sizeof sh, &v->shape);
-		fprintf(m, "%s\t%s\t%s\t%s\t%s\tcrc32=%08x\tbytes=%lld\n",
+		fprintf(m, "%s\t%s\t%s\t%s\t%s\tcrc32=%08x\tbytes=%lld",
 			v->name, file, plan->tasks[v->task].name,
 			tfg_dtype_name(v->dtype), sh, crc, size);
+		if (v->part.whole)
+			fprintf(m, "\tpart=%d/%d:%s:%lld:%s", v->part.k,
+				v->part.n, v->part.mod ? "mod" : "div",
+				(long long)v->part.rows, v->part.whole);
+		fputc('\n', m);
 	}
 	if (fflush(m) != 0 || fsync(fileno(m)) != 0) {
 		int err = errno;
@@ -342,17 +358,39 @@ typedef struct Entry {
 	uint32_t crc;
 	long long bytes;
 	int used;
+	/* how it joins the other shards: part.whole NULL when unsplit, and
+	   then as one shard of itself (a variable of rank >= 1) */
+	RtShardOf part;
+	char whole[256];
 } Entry;
+
+/* "K/N:STRATEGY:ROWS:WHOLE" into x->part; -1 when malformed. */
+static int
+parse_part(const char *s, Entry *x)
+{
+	char strategy[4];
+	long long rows;
+	int k, n, len;
+
+	if (sscanf(s, "%d/%d:%3[a-z]:%lld:%n", &k, &n, strategy, &rows,
+		   &len) != 4 || n < 1 || n > 1000000 || k < 0 || k >= n ||
+	    rows < n || (strcmp(strategy, "div") && strcmp(strategy, "mod")) ||
+	    s[len] == '\0' || strlen(s + len) >= sizeof x->whole)
+		return -1;
+	strcpy(x->whole, s + len);
+	x->part = (RtShardOf){x->whole, k, n, strategy[0] == 'm', rows};
+	return 0;
+}
 
 static int
 parse_line(char *line, Entry *x)
 {
-	char *f[7];
+	char *f[8];
 	int n = 0;
 	unsigned long crc;
 	char *end;
 
-	for (char *p = line; n < 7; n++) {
+	for (char *p = line; n < 8; n++) {
 		f[n] = p;
 		if ((p = strchr(p, '\t')) == NULL) {
 			n++;
@@ -360,11 +398,13 @@ parse_line(char *line, Entry *x)
 		}
 		*p++ = '\0';
 	}
-	if (n != 7 || strncmp(f[5], "crc32=", 6) != 0 ||
+	if (n < 7 || n > 8 || strncmp(f[5], "crc32=", 6) != 0 ||
 	    strncmp(f[6], "bytes=", 6) != 0 || strlen(f[0]) >= sizeof x->name ||
 	    strlen(f[1]) >= sizeof x->file || strlen(f[2]) >= sizeof x->task ||
 	    strlen(f[3]) >= sizeof x->dtype || strlen(f[4]) >= sizeof x->shape ||
-	    strchr(f[1], '/') || f[1][0] == '.' || f[1][0] == '\0')
+	    strchr(f[1], '/') || f[1][0] == '.' || f[1][0] == '\0' ||
+	    (n == 8 && (strncmp(f[7], "part=", 5) != 0 ||
+			parse_part(f[7] + 5, x) != 0)))
 		return -1;
 	errno = 0;
 	crc = strtoul(f[5] + 6, &end, 16);
@@ -415,7 +455,8 @@ read_manifest(const char *dir, Entry **out, int *n, TfgError *e)
 		}
 		line[len - 1] = '\0';
 		if (lineno == 1) {
-			if (strcmp(line, MAGIC) != 0)
+			if (strcmp(line, MAGIC) != 0 &&
+			    strcmp(line, MAGIC2) != 0)
 				st = tfg_error(e, TFG_EFORMAT, "%s: not a tfg "
 					       "checkpoint manifest (expected "
 					       "'%s')", path, MAGIC);
@@ -448,51 +489,295 @@ read_manifest(const char *dir, Entry **out, int *n, TfgError *e)
 	return TFG_OK;
 }
 
-/* Checks entry x against variable var and loads its file into *t. */
+/* Checks entry x against a variable `name` of dtype t and shape sh and
+ * loads its file into *out. */
 static tfg_status
-load_entry(const char *dir, const RtVar *var, const Entry *x, RtTensor **t,
-	   TfgError *e)
+load_entry(const char *dir, const char *name, TfgDtype t,
+	   const TfgShape *shape, const Entry *x, RtTensor **out, TfgError *e)
 {
 	char path[2 * PATH_MAX], sh[256];
 	uint32_t crc;
 	long long size;
 	tfg_status st;
 
-	shape_of(sh, sizeof sh, &var->shape);
-	if (strcmp(x->dtype, tfg_dtype_name(var->dtype)) != 0 ||
+	shape_of(sh, sizeof sh, shape);
+	if (strcmp(x->dtype, tfg_dtype_name(t)) != 0 ||
 	    strcmp(x->shape, sh) != 0)
 		return tfg_error(e, TFG_ESHAPE, "%s: variable '%s' is %s%s "
 				 "in the checkpoint, %s%s in the program", dir,
-				 var->name, x->dtype, x->shape,
-				 tfg_dtype_name(var->dtype), sh);
+				 name, x->dtype, x->shape, tfg_dtype_name(t),
+				 sh);
 	snprintf(path, sizeof path, "%s/%s", dir, x->file);
 	if (file_crc(path, &crc, &size) != 0)
 		return tfg_error(e, TFG_EIO, "%s: variable '%s': %s", path,
-				 var->name, strerror(errno));
+				 name, strerror(errno));
 	if (size != x->bytes)
 		return tfg_error(e, TFG_EFORMAT, "%s: variable '%s': %lld "
 				 "bytes, the manifest says %lld (truncated?)",
-				 path, var->name, size, x->bytes);
+				 path, name, size, x->bytes);
 	if (crc != x->crc)
 		return tfg_error(e, TFG_EFORMAT, "%s: variable '%s': CRC-32 "
 				 "%08x, the manifest says %08x (damaged)", path,
-				 var->name, crc, x->crc);
-	if ((st = rt_npy_load(t, path, e)) != TFG_OK) {
+				 name, crc, x->crc);
+	if ((st = rt_npy_load(out, path, e)) != TFG_OK) {
 		char why[sizeof e->msg];
 
 		snprintf(why, sizeof why, "%s", e->msg);
-		return tfg_error(e, st, "variable '%s': %s", var->name, why);
+		return tfg_error(e, st, "variable '%s': %s", name, why);
 	}
-	if ((*t)->dtype != var->dtype || !tfg_shape_eq(&(*t)->shape,
-						       &var->shape)) {
-		rt_tensor_free(*t);
-		*t = NULL;
+	if ((*out)->dtype != t || !tfg_shape_eq(&(*out)->shape, shape)) {
+		rt_tensor_free(*out);
+		*out = NULL;
 		return tfg_error(e, TFG_ESHAPE, "%s: variable '%s': the file "
 				 "holds another dtype or shape than %s%s",
-				 path, var->name, tfg_dtype_name(var->dtype),
-				 sh);
+				 path, name, tfg_dtype_name(t), sh);
 	}
 	return TFG_OK;
+}
+
+/* ------------------------------------------------------- re-splitting */
+
+/* Shard k of p's first row (div) and its number of rows, as
+ * compiler/shards.c cuts them. */
+static int64_t
+part_first(const RtShardOf *p, int k)
+{
+	int64_t base = p->rows / p->n, extra = p->rows % p->n;
+
+	return p->mod ? k : k * base + (k < extra ? k : extra);
+}
+
+static int64_t
+part_rows(const RtShardOf *p, int k)
+{
+	if (p->mod)
+		return (p->rows - k + p->n - 1) / p->n;
+	return p->rows / p->n + (k < p->rows % p->n);
+}
+
+/* Which shard of p holds the whole's row g, and at which of its rows. */
+static int
+part_of(const RtShardOf *p, int64_t g, int64_t *row)
+{
+	int64_t base = p->rows / p->n, extra = p->rows % p->n;
+	int64_t long_rows = extra * (base + 1);
+
+	if (p->mod) {
+		*row = g / p->n;
+		return (int)(g % p->n);
+	}
+	if (g < long_rows) {
+		*row = g % (base + 1);
+		return (int)(g / (base + 1));
+	}
+	*row = (g - long_rows) % base;
+	return (int)(extra + (g - long_rows) / base);
+}
+
+/* "[a,b]" into *sh; -1 when it is no shape. */
+static int
+parse_shape(const char *s, TfgShape *sh)
+{
+	char *end;
+
+	memset(sh, 0, sizeof *sh);
+	if (*s++ != '[')
+		return -1;
+	while (*s != ']') {
+		if (sh->rank == TFG_MAX_RANK || (sh->rank && *s++ != ','))
+			return -1;
+		errno = 0;
+		sh->dims[sh->rank++] = strtoll(s, &end, 10);
+		if (errno || end == s || sh->dims[sh->rank - 1] < 0)
+			return -1;
+		s = end;
+	}
+	return s[1] == '\0' ? 0 : -1;
+}
+
+/* How v joins: its part, or as the one shard of itself when unsplit
+ * (rank >= 1).  0 when it cannot be split (a scalar). */
+static int
+split_of(const char *name, const TfgShape *sh, const RtShardOf *part,
+	 RtShardOf *out)
+{
+	if (part->whole) {
+		*out = *part;
+		return 1;
+	}
+	if (sh->rank < 1 || sh->dims[0] < 1)
+		return 0;
+	*out = (RtShardOf){name, 0, 1, 0, sh->dims[0]};
+	return 1;
+}
+
+static int
+same_split(const RtShardOf *a, const RtShardOf *b)
+{
+	return strcmp(a->whole, b->whole) == 0 && a->n == b->n &&
+	       a->mod == b->mod && a->rows == b->rows;
+}
+
+/* An entry's split, its shape read: 0 when it has none. */
+static int
+entry_split(const Entry *x, TfgShape *sh, RtShardOf *out)
+{
+	if (parse_shape(x->shape, sh) != 0)
+		return 0;
+	return split_of(x->name, sh, &x->part, out);
+}
+
+/* The whole's shape and dtype as "f32[7,2]", shard shape sh, split p. */
+static void
+whole_text(char *buf, size_t n, const char *dtype, const TfgShape *sh,
+	   const RtShardOf *p, int split)
+{
+	TfgShape w = *sh;
+	char s[256];
+
+	w.dims[0] = p->rows;
+	shape_of(s, sizeof s, &w);
+	if (!split)
+		snprintf(buf, n, "%s%s (not partitioned)", dtype, s);
+	else
+		snprintf(buf, n, "%s%s (%d shard%s%s)", dtype, s, p->n,
+			 p->n == 1 ? "" : "s", p->mod ? ", mod" : "");
+}
+
+/* The program's variables that are shards of `whole` (from the plan's
+ * variable i on) take their rows from the checkpoint's shards of it,
+ * which are checked to join into the same whole first. */
+static tfg_status
+resplit(const char *dir, const TfgPlan *plan, int i, const char *whole,
+	Entry *x, int n, RtTensor **val, TfgError *e)
+{
+	const RtVar *v = &plan->vars[i];
+	RtShardOf want, have = {0}, p;
+	RtTensor **src;
+	const Entry **from;
+	const char *dtype = "";
+	TfgShape sh, first = {0};
+	char a[300], b[300];
+	size_t rowbytes;
+	tfg_status st = TFG_OK;
+	int nsrc = 0;
+
+	split_of(v->name, &v->shape, &v->part, &want);
+	/* the checkpoint's shards of it: one split, every shard once */
+	for (int k = 0; k < n; k++) {
+		if (!entry_split(&x[k], &sh, &p) || strcmp(p.whole, whole))
+			continue;
+		if (nsrc++ == 0) {
+			have = p;
+			first = sh;
+			dtype = x[k].dtype;
+		} else if (!same_split(&p, &have))
+			return tfg_error(e, TFG_EFORMAT, "%s: the shards of "
+					 "variable '%s' in the checkpoint do "
+					 "not agree on how it is split (%s is "
+					 "shard %d of %d of %lld rows, %s)",
+					 dir, whole, x[k].name, p.k, p.n,
+					 (long long)p.rows, p.mod ? "mod" :
+					 "div");
+		if (sh.rank != first.rank ||
+		    memcmp(sh.dims + 1, first.dims + 1,
+			   (size_t)(sh.rank - 1) * sizeof *sh.dims) ||
+		    strcmp(x[k].dtype, dtype) ||
+		    sh.dims[0] != part_rows(&p, p.k))
+			return tfg_error(e, TFG_EFORMAT, "%s: variable '%s' is "
+					 "%s%s in the checkpoint, which is no "
+					 "shard %d of %d of '%s' (%lld rows): "
+					 "its shards do not add up to the "
+					 "variable's shape", dir, x[k].name,
+					 x[k].dtype, x[k].shape, p.k, p.n,
+					 whole, (long long)p.rows);
+	}
+	if (nsrc == 0 || have.n > n)
+		return tfg_error(e, TFG_ENOENT, "%s: variable '%s' is not in "
+				 "the checkpoint", dir, whole);
+	if (!(from = calloc((size_t)have.n, sizeof *from)) ||
+	    !(src = calloc((size_t)have.n, sizeof *src))) {
+		free(from);
+		return tfg_error(e, TFG_ENOMEM, "out of memory");
+	}
+	for (int k = 0; k < n && st == TFG_OK; k++) {
+		if (!entry_split(&x[k], &sh, &p) || strcmp(p.whole, whole))
+			continue;
+		if (from[p.k])
+			st = tfg_error(e, TFG_EFORMAT, "%s: shard %d of "
+				       "variable '%s' is in the checkpoint "
+				       "twice (%s, %s)", dir, p.k, whole,
+				       from[p.k]->name, x[k].name);
+		from[p.k] = &x[k];
+	}
+	for (int k = 0; k < have.n && st == TFG_OK; k++)
+		if (!from[k])
+			st = tfg_error(e, TFG_EFORMAT, "%s: variable '%s' is "
+				       "split into %d shards in the checkpoint, "
+				       "and shard %d is missing: its shards do "
+				       "not add up to the variable's shape",
+				       dir, whole, have.n, k);
+	if (st == TFG_OK &&
+	    (have.rows != want.rows || strcmp(from[0]->dtype,
+					      tfg_dtype_name(v->dtype)) ||
+	     first.rank != v->shape.rank ||
+	     memcmp(first.dims + 1, v->shape.dims + 1,
+		    (size_t)(first.rank - 1) * sizeof *first.dims))) {
+		whole_text(a, sizeof a, from[0]->dtype, &first, &have,
+			   from[0]->part.whole != NULL);
+		whole_text(b, sizeof b, tfg_dtype_name(v->dtype), &v->shape,
+			   &want, v->part.whole != NULL);
+		st = tfg_error(e, TFG_ESHAPE, "%s: variable '%s' is %s in the "
+			       "checkpoint, %s in the program", dir, whole, a,
+			       b);
+	}
+	for (int k = 0; k < have.n && st == TFG_OK; k++) {
+		TfgShape s;
+
+		parse_shape(from[k]->shape, &s);
+		((Entry *)from[k])->used++;
+		st = load_entry(dir, from[k]->name, v->dtype, &s, from[k],
+				&src[k], e);
+	}
+	/* each of the program's shards its rows of the whole */
+	rowbytes = tfg_dtype_size(v->dtype);
+	for (int d = 1; d < v->shape.rank; d++)
+		rowbytes *= (size_t)v->shape.dims[d];
+	for (int j = i; j < plan->nvar && st == TFG_OK; j++) {
+		const RtVar *u = &plan->vars[j];
+		RtShardOf q;
+
+		if (u->hidden || !split_of(u->name, &u->shape, &u->part, &q) ||
+		    strcmp(q.whole, whole) || val[j])
+			continue;
+		if (!same_split(&q, &want) || u->dtype != v->dtype ||
+		    u->shape.rank != v->shape.rank ||
+		    u->shape.dims[0] != part_rows(&q, q.k) ||
+		    memcmp(u->shape.dims + 1, v->shape.dims + 1,
+			   (size_t)(v->shape.rank - 1) * sizeof *v->shape.dims)) {
+			st = tfg_error(e, TFG_EINVAL, "the program's shards of "
+				       "'%s' do not join (%s)", whole, u->name);
+			break;
+		}
+		if (rt_tensor_new(&val[j], u->dtype, &u->shape) != TFG_OK) {
+			st = tfg_error(e, TFG_ENOMEM, "out of memory");
+			break;
+		}
+		for (int64_t r = 0; r < u->shape.dims[0]; r++) {
+			int64_t g = q.mod ? q.k + r * q.n : part_first(&q, q.k) + r,
+				at;
+			int k = part_of(&have, g, &at);
+
+			memcpy((char *)val[j]->data + (size_t)r * rowbytes,
+			       (char *)src[k]->data + (size_t)at * rowbytes,
+			       rowbytes);
+		}
+	}
+	for (int k = 0; k < have.n; k++)
+		rt_tensor_free(src[k]);
+	free(src);
+	free(from);
+	return st;
 }
 
 /* Whether a checkpoint's variable is internal state that the compiler
@@ -530,6 +815,21 @@ left_out(const char *dir, const Entry *x, int n, char *note, size_t size)
 			 named ? " and " : ": ", hidden);
 }
 
+/* Whether the checkpoint has shards of variable whole (or whole
+ * unsplit too, when shards_only is 0). */
+static int
+has_shards(const Entry *x, int n, const char *whole, int shards_only)
+{
+	TfgShape sh;
+	RtShardOf p;
+
+	for (int k = 0; k < n; k++)
+		if (entry_split(&x[k], &sh, &p) && strcmp(p.whole, whole) == 0 &&
+		    (x[k].part.whole || !shards_only))
+			return 1;
+	return 0;
+}
+
 tfg_status
 rt_ckpt_load(const TfgPlan *plan, const char *dir, RtTensor **val,
 	     char *note, size_t nnote, TfgError *e)
@@ -545,11 +845,24 @@ rt_ckpt_load(const TfgPlan *plan, const char *dir, RtTensor **val,
 		return st;
 	for (int i = 0; i < plan->nvar && st == TFG_OK; i++) {
 		const RtVar *v = &plan->vars[i];
-		int k = 0;
+		RtShardOf mine = {0}, theirs;
+		TfgShape sh;
+		int k = 0, split = split_of(v->name, &v->shape, &v->part,
+					     &mine);
 
+		if (val[i]) /* cut from its whole's shards already */
+			continue;
 		while (k < n && strcmp(x[k].name, v->name) != 0)
 			k++;
-		if (k == n && v->hidden) { /* its draws from the start */
+		/* split otherwise than in the checkpoint, a shard on
+		   either side: cut anew */
+		if (split && (k == n ? has_shards(x, n, mine.whole,
+						  !v->part.whole)
+				     : entry_split(&x[k], &sh, &theirs) &&
+				       !same_split(&mine, &theirs) &&
+				       (v->part.whole || x[k].part.whole)))
+			st = resplit(dir, plan, i, mine.whole, x, n, val, e);
+		else if (k == n && v->hidden) { /* its draws from the start */
 			if (rt_tensor_new(&val[i], v->dtype, &v->shape) !=
 			    TFG_OK)
 				st = tfg_error(e, TFG_ENOMEM, "out of memory");
@@ -565,7 +878,8 @@ rt_ckpt_load(const TfgPlan *plan, const char *dir, RtTensor **val,
 			st = tfg_error(e, TFG_EFORMAT, "%s: variable '%s' is "
 				       "in the checkpoint twice", dir, v->name);
 		else
-			st = load_entry(dir, v, &x[k], &val[i], e);
+			st = load_entry(dir, v->name, v->dtype, &v->shape,
+					&x[k], &val[i], e);
 	}
 	if (st == TFG_OK)
 		left_out(dir, x, n, note, nnote);

@@ -14,6 +14,7 @@
  */
 #include <float.h>
 #include <limits.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "runtime/part.h"
@@ -88,6 +89,64 @@ tfg_rt_check_index(struct RtCtx *ctx, const void *idx, int32_t idx_dtype,
 				 label, (long long)index_at(idx, idx_dtype,
 							    bad),
 				 (long long)bad, (long long)n);
+	return TFG_OK;
+}
+
+TFG_API int
+tfg_rt_shard_ids(struct RtCtx *ctx, const void *idx, int32_t idx_dtype,
+		 int64_t nidx, int64_t k, int64_t nshards, int64_t rows,
+		 int32_t mod, int64_t *out)
+{
+	int64_t base = rows / nshards, extra = rows % nshards, m, j = -1;
+	int64_t first = mod ? 0 : k * base + (k < extra ? k : extra);
+	int64_t len = mod ? (rows - k + nshards - 1) / nshards
+			  : base + (k < extra);
+	int64_t *local = out + nidx, prev = -1;
+	uint64_t *key, *sorted, buf[2 * 512];
+	int ib = 1, pb = 1;
+
+	while (ib < 63 && (len >> ib))
+		ib++;
+	while (pb < 63 && (nidx >> pb))
+		pb++;
+	if (nshards < 1 || k < 0 || k >= nshards || rows < nshards ||
+	    ib + pb > 64)
+		return tfg_error(ctx->err, TFG_EINVAL, "%s%sthe route of %lld "
+				 "ids to shard %lld of %lld of a table of %lld "
+				 "rows: out of range", who(ctx),
+				 *who(ctx) ? ": " : "", (long long)nidx,
+				 (long long)k, (long long)nshards,
+				 (long long)rows);
+	/* each id as the shard's row, or -1: in out's second half */
+	for (int64_t i = 0; i < nidx; i++) {
+		int64_t r = index_at(idx, idx_dtype, i);
+
+		if (mod)
+			local[i] = r >= 0 && r % nshards == k ? r / nshards : -1;
+		else
+			local[i] = r >= first && r < first + len ? r - first
+								 : -1;
+	}
+	key = nidx <= 512 ? buf : malloc(2 * (size_t)nidx * sizeof *key);
+	if (!key)
+		return tfg_error(ctx->err, TFG_ENOMEM, "%s%sno memory to route "
+				 "%lld ids", who(ctx), *who(ctx) ? ": " : "",
+				 (long long)nidx);
+	sorted = rt_sort_keys(local, nidx, ib, pb, key, key + nidx, &m);
+	/* the distinct rows in front; each id's place */
+	for (int64_t i = 0; i < nidx; i++)
+		local[i] = -1;
+	for (int64_t q = 0; q < m; q++) {
+		int64_t r = (int64_t)(sorted[q] >> pb);
+
+		if (r != prev)
+			out[++j] = prev = r;
+		local[sorted[q] & ((1ull << pb) - 1)] = j;
+	}
+	for (int64_t i = j + 1; i < nidx; i++)
+		out[i] = -1;
+	if (key != buf)
+		free(key);
 	return TFG_OK;
 }
 

@@ -433,12 +433,8 @@ typedef struct Rows {
 #define ROW_BLOCK 256
 #define ROW_AHEAD 8
 
-/* ids[0..n) (each below 2^ib; the negative ones left out) as keys
- * id << pb | position, sorted: least significant digit first, 11 bits
- * at a time, ping-ponging between key and tmp; the sorted keys, *nkey
- * of them. */
-static uint64_t *
-sort_keys(const int64_t *ids, int64_t n, int ib, int pb, uint64_t *key,
+uint64_t *
+rt_sort_keys(const int64_t *ids, int64_t n, int ib, int pb, uint64_t *key,
 	  uint64_t *tmp, int64_t *nkey)
 {
 	int64_t m = 0;
@@ -523,7 +519,7 @@ rows_prepare(RtCtx *c, const RtVar *v, const int64_t *ids, int64_t nids,
 				 (long long)nids);
 	}
 	tmp = key + nids;
-	k = sort_keys(ids, nids, ib, pb, key, tmp, &m);
+	k = rt_sort_keys(ids, nids, ib, pb, key, tmp, &m);
 	for (int64_t i = 1; i < m; i++)
 		ndup += (k[i] >> pb) == (k[i - 1] >> pb) &&
 			(i < 2 || (k[i - 1] >> pb) != (k[i - 2] >> pb));

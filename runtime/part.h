@@ -41,6 +41,10 @@ struct RtCtx {
 	   dst) */
 	int (*recv)(RtCtx *c, uint32_t key, void *dst);
 	int (*send)(RtCtx *c, uint32_t key, const void *src);
+	/* tfg_rt_send_rows's: rows rows of a counted edge (NULL: send
+	   sends the whole value) */
+	int (*send_rows)(RtCtx *c, uint32_t key, const void *src,
+			 int64_t rows);
 	int (*recv_ref)(RtCtx *c, uint32_t key, void *dst, void **data);
 	/* tfg_rt_flush's: the sends this thread held back leave now
 	   (spec/design.md "Held sends"); NULL where nothing is held */

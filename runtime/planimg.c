@@ -29,7 +29,7 @@
 
 #include "runtime/rt_int.h"
 
-#define IMG_MAGIC "TFGPLAN1"
+#define IMG_MAGIC "TFGPLAN2" /* 2: RtVar.part, RtEdge.counted */
 #define IMG_DEPTH 200 /* nested statements and expressions */
 
 /* ------------------------------------------------------------- writer */
@@ -208,6 +208,7 @@ tfg_plan_image(const TfgPlan *pl, unsigned char **out, size_t *n, TfgError *e)
 		put_i32(&w, g->dst);
 		put_shape(&w, g->dtype, &g->shape);
 		put_i64(&w, g->nbytes);
+		put_i32(&w, g->counted);
 	}
 	put_i32(&w, pl->nsig);
 	for (int s = 0; s < pl->nsig; s++) {
@@ -239,6 +240,11 @@ tfg_plan_image(const TfgPlan *pl, unsigned char **out, size_t *n, TfgError *e)
 		put_i64(&w, v->nbytes);
 		put_str(&w, v->where);
 		put_i32(&w, v->hidden);
+		put_str(&w, v->part.whole);
+		put_i32(&w, v->part.k);
+		put_i32(&w, v->part.n);
+		put_i32(&w, v->part.mod);
+		put_i64(&w, v->part.rows);
 	}
 	put_i32(&w, pl->nsession);
 	for (int i = 0; i < pl->nsession; i++) {
@@ -644,6 +650,12 @@ get_plan(Rd *r, TfgPlan *pl)
 		get_shape(r, &g->dtype, &g->shape);
 		g->nbytes = (size_t)get_i64(r);
 		check_size(r, g->dtype, &g->shape, g->nbytes);
+		g->counted = get_i32(r);
+		if (g->counted < RT_COUNTED_NO || g->counted > RT_COUNTED_IDS ||
+		    (g->counted && (g->shape.rank < 1 ||
+				    g->dtype == TFG_STRING)) ||
+		    (g->counted == RT_COUNTED_IDS && g->dtype != TFG_I64))
+			bad(r, "an edge's count is out of range");
 	}
 	pl->nsig = get_count(r, 4);
 	if (!(pl->sigs = take(r, ((size_t)pl->nsig + 1) * sizeof *pl->sigs)))
@@ -706,6 +718,16 @@ get_plan(Rd *r, TfgPlan *pl)
 		check_size(r, v->dtype, &v->shape, v->nbytes);
 		v->where = get_str(r);
 		v->hidden = get_i32(r);
+		v->part.whole = get_str(r);
+		v->part.k = get_i32(r);
+		v->part.n = get_i32(r);
+		v->part.mod = get_i32(r);
+		v->part.rows = get_i64(r);
+		if (v->part.whole && (v->part.n < 1 || v->part.k < 0 ||
+				      v->part.k >= v->part.n ||
+				      v->part.rows < v->part.n ||
+				      v->shape.rank < 1))
+			bad(r, "a variable's shard is out of range");
 	}
 	pl->nsession = get_count(r, 16);
 	if (!(pl->sessions = take(r, ((size_t)pl->nsession + 1) *

@@ -780,6 +780,8 @@ rt_msg_new(RtProc *p, const TfgPlan *plan, RtBuf **out,
 		h.rank = (uint8_t)edge->shape.rank;
 		for (int i = 0; i < edge->shape.rank; i++)
 			h.dims[i] = (uint64_t)edge->shape.dims[i];
+		if (edge->counted && rt_edge_rowbytes(edge))
+			h.dims[0] = nbytes / rt_edge_rowbytes(edge);
 	}
 	rt_hdr_encode(m->data, &h);
 	*out = m;

@@ -172,6 +172,9 @@ tfg_status rt_wire_check_lost(RtHdr *h, const TfgPlan *plan, int self,
 			      TfgError *e);
 /* Bytes of an edge's tensor, RtEdge.nbytes (validated plans only). */
 size_t rt_edge_nbytes(const RtEdge *edge);
+/* The bytes of a row (axis 0) of the edge's value; 0 for a scalar or
+ * an empty one. */
+size_t rt_edge_rowbytes(const RtEdge *edge);
 /* Whether edge->nbytes agrees with its dtype and shape: numel * size, or
  * for strings at least the records; and at most RT_MAX_BODY. */
 int rt_edge_valid(const RtEdge *edge);
@@ -445,6 +448,10 @@ tfg_status rt_step_poll(RtStep *c, TfgError *e);
 /* Receives the tensor of edge key of step c into dst (its part's
  * tfg_rt_recv, or its client's fetch), waiting for it. */
 tfg_status rt_step_recv(RtStep *c, uint32_t key, void *dst);
+/* rt_step_send of the first `rows` rows of a counted edge's value (-1:
+ * all of it, as rt_step_send). */
+tfg_status rt_step_send_rows(RtStep *c, uint32_t key, const void *src,
+			     int64_t rows);
 /* Sends src as the tensor of edge key of step c (its part's tfg_rt_send,
  * or its client's feed): small ones are held back (rt_net_hold). */
 tfg_status rt_step_send(RtStep *c, uint32_t key, const void *src);

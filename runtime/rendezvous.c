@@ -58,6 +58,12 @@ rdv_send(RtCtx *x, uint32_t key, const void *src)
 	return rt_step_send(x->step, key, src);
 }
 
+static int
+rdv_send_rows(RtCtx *x, uint32_t key, const void *src, int64_t rows)
+{
+	return rt_step_send_rows(x->step, key, src, rows);
+}
+
 static int rdv_recv_ref(RtCtx *x, uint32_t key, void *dst, void **data);
 
 static void
@@ -85,6 +91,7 @@ rt_part_init(RtCtx *x, RtStep *s)
 	memset(x, 0, sizeof *x);
 	x->recv = rdv_recv;
 	x->send = rdv_send;
+	x->send_rows = rdv_send_rows;
 	x->recv_ref = rdv_recv_ref;
 	x->flush = rdv_flush;
 	x->step = s;
@@ -667,6 +674,7 @@ rt_step_recv(RtStep *c, uint32_t key, void *dst)
 		 p->plan->tasks[edge->src].name);
 	t0 = rt_tracing ? rt_trace_clock() : 0;
 	land = edge->src != p->task && edge->dtype != TFG_STRING &&
+	       !edge->counted &&
 	       rt_edge_nbytes(edge) + RT_HDR_SIZE >= RT_LAND_MIN;
 	if (land)
 		land_post(c, edge, key, dst, &l);
@@ -693,11 +701,16 @@ rt_step_recv(RtStep *c, uint32_t key, void *dst)
 	if (land)
 		land_done(c, key, &l);
 	if (m.body != dst) /* else it was read into dst, and verified */
-		memcpy(dst, m.body, rt_edge_nbytes(edge));
-	rt_msg_free(&m);
+		memcpy(dst, m.body, edge->counted ? m.h.nbytes
+						  : rt_edge_nbytes(edge));
+	if (edge->counted) /* its rows past the count: padding */
+		memset((char *)dst + m.h.nbytes, edge->counted ==
+		       RT_COUNTED_IDS ? 0xff : 0, rt_edge_nbytes(edge) -
+		       m.h.nbytes);
 	if (rt_tracing && edge->src != p->task)
 		rt_trace_event("recv", what, RT_STEP_NO(c->step),
-			       rt_edge_nbytes(edge), t0, rt_trace_clock());
+			       m.h.nbytes, t0, rt_trace_clock());
+	rt_msg_free(&m);
 	return TFG_OK;
 }
 
@@ -737,6 +750,12 @@ rdv_recv_ref(RtCtx *x, uint32_t key, void *dst, void **data)
 tfg_status
 rt_step_send(RtStep *c, uint32_t key, const void *src)
 {
+	return rt_step_send_rows(c, key, src, -1);
+}
+
+tfg_status
+rt_step_send_rows(RtStep *c, uint32_t key, const void *src, int64_t rows)
+{
 	RtProc *p = c->proc;
 	const RtEdge *edge;
 	size_t n;
@@ -753,6 +772,8 @@ rt_step_send(RtStep *c, uint32_t key, const void *src)
 				 key);
 	edge = &c->plan->edges[key];
 	n = rt_edge_nbytes(edge);
+	if (edge->counted && rows >= 0 && rows < edge->shape.dims[0])
+		n = (size_t)rows * rt_edge_rowbytes(edge);
 	/* cancelled since the last wait: nobody waits for it any more */
 	if ((st = rt_step_poll(c, &c->err)) != TFG_OK)
 		return st;

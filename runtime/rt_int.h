@@ -140,6 +140,14 @@ tfg_status rt_batches_begin(RtBatches *bt, const RtTensor *a,
 void rt_batches_get(RtBatches *bt, int64_t i);
 void rt_batches_end(RtBatches *bt);
 
+/* optim.c: ids[0..n) (each below 2^ib, ib + pb <= 64, n <= 2^pb; the
+ * negative ones left out) as keys id << pb | position, sorted: least
+ * significant digit first, 11 bits at a time, ping-ponging between key
+ * and tmp (n each); the sorted keys, *nkey of them (tfg_rt_apply_rows,
+ * tfg_rt_shard_ids). */
+uint64_t *rt_sort_keys(const int64_t *ids, int64_t n, int ib, int pb,
+		       uint64_t *key, uint64_t *tmp, int64_t *nkey);
+
 /* The layers of the execution side (spec/design.md "Runtime layers")
  * have headers of their own: runtime/net.h (transport), runtime/proto.h
  * (protocol), runtime/role.h (roles). */

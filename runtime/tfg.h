@@ -194,7 +194,17 @@ typedef struct RtEdge {
 			     strings the records and the text; what the
 			     wire's nbytes must say (rt_proc_init checks it
 			     against dtype and shape) */
+	int counted;      /* RT_COUNTED_*: a counted edge (spec/design.md
+			     "Counted edges"): a message carries the rows
+			     before a count the step knows (its dims[0], at
+			     most shape.dims[0]) and the receiver pads the
+			     rest */
 } RtEdge;
+enum {
+	RT_COUNTED_NO,
+	RT_COUNTED_ZEROS, /* padded with zero bytes */
+	RT_COUNTED_IDS    /* i64 ids, padded with -1 */
+};
 
 typedef struct RtFeed {
 	const char *name; /* the input's name */
@@ -335,6 +345,20 @@ typedef struct RtSession {
 
 /* A variable (spec §4.4 "Variables"): state on task `task` that outlives
  * steps, updated by the parts that run there (tfg_rt_var). */
+/* How a variable that is one shard of a partitioned one
+ * (spec §4.4.1 "Partitioned variables") joins the others: what lets a checkpoint's
+ * shards be cut anew for another number of them (runtime/ckpt.c). */
+typedef struct RtShardOf {
+	const char *whole; /* NULL: no shard; else the partitioned variable's
+			      name, or its slot's as the variable unsplit
+			      would name it ("emb", "emb/accumulator") */
+	int k, n;          /* shard k of n */
+	int mod;           /* strategy "mod": row r in shard r % n at r / n;
+			      else "div": contiguous, the first rows % n
+			      shards one row longer */
+	int64_t rows;      /* the whole's axis 0 */
+} RtShardOf;
+
 typedef struct RtVar {
 	const char *name;
 	int task;
@@ -345,6 +369,7 @@ typedef struct RtVar {
 	int hidden;        /* the count of a random maker's draws (an i64
 			      scalar, 0 when the process starts): TFG_VAR_DRAW
 			      only, never initialize()d */
+	RtShardOf part;    /* part.whole NULL: not a shard */
 } RtVar;
 
 /* Runs one task's part of one signature for the current step.  Generated
@@ -391,6 +416,12 @@ typedef struct TfgPlan {
 /* Called by generated code. Return 0 or a tfg_status. */
 TFG_API int tfg_rt_recv(struct RtCtx *ctx, uint32_t key, void *dst);
 TFG_API int tfg_rt_send(struct RtCtx *ctx, uint32_t key, const void *src);
+/* tfg_rt_send of a counted edge (RtEdge.counted, spec/design.md "Counted
+ * edges"): only the value's rows before the first negative one of the
+ * nids ids go, and the receiver pads the rest. */
+TFG_API int tfg_rt_send_rows(struct RtCtx *ctx, uint32_t key,
+			     const void *src, const int64_t *ids,
+			     int64_t nids);
 /* tfg_rt_recv for a value the part only reads: *data gets where it is,
  * dst after a copy or, for a value that stays where it is, unchanged,
  * until the step ends (a feed of the client's own part: the session's
@@ -564,6 +595,20 @@ TFG_API int tfg_rt_gather(struct RtCtx *ctx, const void *params,
 			  const void *idx, int32_t idx_dtype, void *out,
 			  int64_t outer, int64_t n, int64_t nidx, int64_t row,
 			  const char *label);
+/* The route of a partitioned table's gather to shard k of nshards
+ * (OP_shard_ids, compiler/shards.c; spec §4.4.1 "Partitioned variables"):
+ * the table has `rows` rows, shard k those of its rows r with r %
+ * nshards == k, at r / nshards (mod), or else a contiguous run of them,
+ * the first rows % nshards shards one row longer; ids are nidx of
+ * idx_dtype, each in [0, rows) (checked before).  out[0..nidx): the
+ * shard's distinct rows among the ids, ascending, as the shard's own
+ * rows, then -1 (what travels to the shard: a prefix, spec/design.md
+ * "Counted edges"); out[nidx..2 nidx): each id's place among them, or -1
+ * for another shard's id. */
+TFG_API int tfg_rt_shard_ids(struct RtCtx *ctx, const void *idx,
+			     int32_t idx_dtype, int64_t nidx, int64_t k,
+			     int64_t nshards, int64_t rows, int32_t mod,
+			     int64_t *out);
 enum { TFG_SEGMENT_SUM, TFG_SEGMENT_MAX };
 /* Rows summed by index (spec §6.37 "Segment reductions"): data is
  * [outer, nids, inner] of dtype (f32, f64, i32, i64), ids nids segment

@@ -147,6 +147,13 @@ rt_edge_nbytes(const RtEdge *edge)
 	return edge->nbytes;
 }
 
+size_t
+rt_edge_rowbytes(const RtEdge *edge)
+{
+	return edge->shape.rank && edge->shape.dims[0] > 0
+		       ? edge->nbytes / (size_t)edge->shape.dims[0] : 0;
+}
+
 int
 rt_edge_valid(const RtEdge *edge)
 {
@@ -236,13 +243,24 @@ check_tensor(const RtHdr *h, const TfgPlan *plan, int self, const char *who,
 		if (i < h->rank && h->dims[i] > (uint64_t)INT64_MAX)
 			got.dims[i] = -1;
 	}
+	want = rt_edge_nbytes(edge);
+	if (edge->counted && got.rank == edge->shape.rank && got.rank &&
+	    got.dims[0] >= 0 && got.dims[0] <= edge->shape.dims[0]) {
+		/* counted: its first rows, the rest the receiver's padding */
+		int64_t rows = got.dims[0];
+
+		got.dims[0] = edge->shape.dims[0];
+		want = (size_t)rows * rt_edge_rowbytes(edge);
+		if (!tfg_shape_eq(&got, &edge->shape))
+			got.dims[0] = rows;
+	}
 	if (!tfg_shape_eq(&got, &edge->shape))
 		return tfg_error(e, TFG_EPROTO,
-				 "bad TENSOR from %s: edge '%s' has shape %s, "
+				 "bad TENSOR from %s: edge '%s' has shape %s%s, "
 				 "got %s", who, edge->name,
 				 tfg_shape_str(a, sizeof a, &edge->shape),
-				 tfg_shape_str(b, sizeof b, &got));
-	want = rt_edge_nbytes(edge);
+				 edge->counted ? " (counted: at most that many "
+				 "rows)" : "", tfg_shape_str(b, sizeof b, &got));
 	if (h->nbytes != want)
 		return tfg_error(e, TFG_EPROTO,
 				 "bad TENSOR from %s: edge '%s' needs %zu "

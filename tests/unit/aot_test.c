@@ -84,8 +84,8 @@ t_digest(void)
 {
 	RtTask tasks[1] = {{"local", 0, "127.0.0.1:1", "/job:local/task:0"}};
 	RtEdge edges[2] = {
-	    {0, "x@feed;a->a", 0, 0, TFG_F32, {1, {3}}, 12},
-	    {1, "y;a->a", 0, 0, TFG_F32, {1, {3}}, 12}};
+	    {0, "x@feed;a->a", 0, 0, TFG_F32, {1, {3}}, 12, 0},
+	    {1, "y;a->a", 0, 0, TFG_F32, {1, {3}}, 12, 0}};
 	RtFeed feeds[1] = {{"x", TFG_F32, {1, {3}}, 0}};
 	RtFetch fetches[1] = {{"y", 1}};
 	int stasks[1] = {0}, done[1] = {0};

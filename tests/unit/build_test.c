@@ -460,6 +460,16 @@ t_gather(void)
 	refused(ir_segment(&P, L, OP_unsorted_segment_sum,
 			   in(TFG_BOOL, shp(1, 10, 0, 0)), ids, 7, 0),
 		"f32, f64, i32 or i64 data");
+	/* a partitioned table's route: i64 [2, n] of rank-1 ids */
+	{
+		static const RtShardOf part = {"t", 1, 3, 0, 100};
+
+		g = ir_shard_ids(&P, L, ids, &part);
+		is(g, TFG_I64, shp(2, 2, 10, 0));
+		ASSERT(g->part == &part);
+		refused(ir_shard_ids(&P, L, idx, &part), "ids of rank 1");
+		refused(ir_shard_ids(&P, L, x, &part), "i32 or i64 ids");
+	}
 }
 
 /* The flags agree with each other: state is neither elementwise (it

@@ -142,11 +142,11 @@ static RtTask tasks[2] = {
 };
 static RtEdge edges[3] = {
 	{0, "x;/job:local/task:0->/job:local/task:1", 0, 1, TFG_I32, {0, {0}},
-	 4},
+	 4, 0},
 	{1, "y2;/job:local/task:1->/job:local/task:0", 1, 0, TFG_I32, {0, {0}},
-	 4},
+	 4, 0},
 	{2, "y;/job:local/task:0->/job:local/task:0", 0, 0, TFG_I32, {0, {0}},
-	 4},
+	 4, 0},
 };
 static RtFeed feeds[1] = {{"x", TFG_I32, {0, {0}}, 0}};
 static RtFetch fetches[1] = {{"y", 2}};

@@ -17,12 +17,12 @@ static RtTask tasks[2] = {
 };
 static RtEdge edges[3] = {
 	{0, "x;/job:local/task:0->/job:local/task:1", 0, 1, TFG_F32,
-	 {2, {2, 3}}, 24},
+	 {2, {2, 3}}, 24, 0},
 	{1, "y;/job:local/task:1->/job:local/task:0", 1, 0, TFG_I64, {0, {0}},
-	 8},
+	 8, 0},
 	/* string[2] holding "ab" and "cde": 2 records and 5 bytes of text */
 	{2, "s;/job:local/task:0->/job:local/task:1", 0, 1, TFG_STRING,
-	 {1, {2}}, 2 * TFG_STRING_RECORD + 5},
+	 {1, {2}}, 2 * TFG_STRING_RECORD + 5, 0},
 };
 static RtFeed feeds[1] = {{"x", TFG_F32, {2, {2, 3}}, 0}};
 static RtFetch fetches[1] = {{"y", 1}};
@@ -661,7 +661,37 @@ t_run(void)
 	ASSERT(got.prog == (plan.hash ^ 42));
 }
 
-TEST_MAIN({"layout", t_layout}, {"round_trip", t_round_trip},
+/* A counted edge (spec/design.md "Counted edges"): a TENSOR of it may
+ * carry fewer rows than its shape's, its header's first dim saying how
+ * many and its byte count theirs; more rows, or bytes that are not
+ * theirs, are refused; an edge that is not counted takes only all of
+ * them. */
+static void
+t_counted(void)
+{
+	RtHdr h = tensor_hdr(), x;
+
+	edges[0].counted = RT_COUNTED_ZEROS;
+	for (int rows = 0; rows <= 2; rows++) {
+		x = h, x.dims[0] = (uint64_t)rows, x.nbytes = 12u * rows;
+		ASSERT_EQ(check(&x, RT_HDR_SIZE + 12 * rows), TFG_OK);
+		ASSERT_EQ(got.dims[0], (uint64_t)rows);
+	}
+	x = h, x.dims[0] = 3, x.nbytes = 36;
+	EXPECT_BAD(x, RT_HDR_SIZE + 36, TFG_EPROTO, "has shape [2, 3] "
+		   "(counted: at most that many rows), got [3, 3]");
+	x = h, x.dims[0] = 1; /* 24 bytes for one row */
+	EXPECT_BAD(x, RT_HDR_SIZE + 24, TFG_EPROTO, "needs 12 bytes, header "
+		   "says 24");
+	x = h, x.dims[0] = 1, x.dims[1] = 4, x.nbytes = 16;
+	EXPECT_BAD(x, RT_HDR_SIZE + 16, TFG_EPROTO, "got [1, 4]");
+	edges[0].counted = RT_COUNTED_NO;
+	x = h, x.dims[0] = 1, x.nbytes = 12;
+	EXPECT_BAD(x, RT_HDR_SIZE + 12, TFG_EPROTO,
+		   "has shape [2, 3], got [1, 3]");
+}
+
+TEST_MAIN({"layout", t_layout}, {"counted", t_counted}, {"round_trip", t_round_trip},
 	  {"valid", t_valid}, {"bad_header", t_bad_header},
 	  {"bad_size", t_bad_size}, {"bad_key", t_bad_key},
 	  {"bad_tensor", t_bad_tensor}, {"string", t_string},
