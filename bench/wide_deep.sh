@@ -7,8 +7,10 @@
 # per second, RUNS (3) runs of each, interleaved, STEPS (300) steps per
 # worker.  The data is examples/wide_deep.sh's default set (1,000,000
 # examples of 100,000 users), made once into $D.  tfg's time is its
-# epoch line's: from the start of training to the end of the test
-# set's prediction, so it counts more than TF1's.
+# epoch line's: worker 0's training steps, not the startup nor the test
+# after the epoch, and its global step is read right after them, as
+# TF1's peer counts its own (train_s: from both workers' start to the
+# last one's last step).
 set -u
 cd "$(dirname "$0")/.." || exit 1
 TFGC=${TFGC:-./tfgc}

@@ -98,11 +98,13 @@ cpu_emit_scatter(CgCtx *C, IrNode *n)
 			    C->ptr};
 	LLVMTypeRef fty = LLVMFunctionType(C->i32, p, 7, 0);
 	LLVMValueRef f, args[7];
-	uint32_t op = (n->op == OP_scatter_add ? TFG_VAR_SCATTER_ADD
-					       : TFG_VAR_SCATTER_SET) |
+	uint32_t op = (n->op == OP_scatter_add ? TFG_VAR_SCATTER_ADD :
+		       n->op == OP_gather_var ? TFG_VAR_GATHER
+					      : TFG_VAR_SCATTER_SET) |
 		      (n->drop ? TFG_VAR_DROP : 0);
 
-	if (!n->var || n->nin != 2 || n->in[0]->shape.rank != 1)
+	if (!n->var || n->nin != (n->op == OP_gather_var ? 1 : 2) ||
+	    n->in[0]->shape.rank != 1 || n->in[0]->dtype != TFG_I64)
 		return cg_fail(C, n, "scatter: malformed node");
 	if (!(f = LLVMGetNamedFunction(C->m, "tfg_rt_scatter")))
 		f = LLVMAddFunction(C->m, "tfg_rt_scatter", fty);
@@ -111,10 +113,17 @@ cpu_emit_scatter(CgCtx *C, IrNode *n)
 	args[2] = LLVMConstInt(C->i32, op, 0);
 	args[3] = cg_buf(C, n->in[0]);
 	args[4] = cg_i64c(C, n->in[0]->shape.dims[0]);
-	args[5] = cg_buf(C, n->in[1]);
+	args[5] = n->nin > 1 ? cg_buf(C, n->in[1]) : LLVMConstNull(C->ptr);
 	args[6] = cg_buf(C, n);
 	cg_check_rc(C, LLVMBuildCall2(C->b, fty, f, args, 7, "rc"));
 	return 0;
+}
+
+/* gather_var: tfg_rt_scatter's TFG_VAR_GATHER, the rows to n's slot. */
+int
+cpu_emit_gather_var(CgCtx *C, IrNode *n)
+{
+	return cpu_emit_scatter(C, n);
 }
 
 int

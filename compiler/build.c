@@ -993,6 +993,27 @@ ir_apply(Program *p, SrcLoc loc, IrVar *v, const IrOpt *o, IrNode *g,
 }
 
 int
+ir_set_gather_var(Program *p, IrNode *g, IrVar *v)
+{
+	IrNode *ids = g->nin == 2 ? g->in[1] : NULL;
+
+	if (g->op != OP_gather || g->axis != 0 || !ids ||
+	    ids->dtype != TFG_I64 || ids->shape.rank != 1 ||
+	    g->in[0]->dtype != v->dtype ||
+	    !tfg_shape_eq(&g->in[0]->shape, &v->shape)) {
+		diag_error(p->diag, g->loc, "internal error: a gather of rows "
+			   "of '%s' in place needs its value and i64 ids of "
+			   "rank 1", v->name);
+		return -1;
+	}
+	g->op = OP_gather_var;
+	g->var = v;
+	g->in[0] = ids;
+	g->nin = 1;
+	return 0;
+}
+
+int
 ir_set_rows(Program *p, IrNode *u, IrNode *rows, IrNode *ids)
 {
 	const IrVar *v = u->var;

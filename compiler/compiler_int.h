@@ -208,6 +208,10 @@ IrNode *ir_apply(Program *p, SrcLoc loc, IrVar *v, const IrOpt *o,
  * rows ids (i64[n]) of its variable by rows ([n] + the variable's dims
  * after the first); 0, or -1 reported */
 int ir_set_rows(Program *p, IrNode *u, IrNode *rows, IrNode *ids);
+/* OP_gather g, of variable v's read on axis 0 by i64 ids of rank 1,
+ * becomes an OP_gather_var in place, reading the rows from v (its one
+ * input the ids); 0, or -1 reported */
+int ir_set_gather_var(Program *p, IrNode *g, IrVar *v);
 /* OP_after: in[0]'s value once in[1..nin) are computed */
 IrNode *ir_after(Program *p, SrcLoc loc, IrNode **in, int nin);
 /* The number of f64 hyperparameters of an optimizer kind, and of o (an

@@ -118,10 +118,14 @@ part_line(FILE *out, const Program *p, const IrNode *n)
 	if (n->op == OP_send) {
 		fprintf(out, "send %s to %s", ir_node_label(n->in[0]),
 			p->tasks[n->peer].name);
+		if (n->nin > 1) /* spec/design.md "Counted edges" */
+			fprintf(out, ", the rows %s counts",
+				ir_node_label(n->in[1]));
 	} else if (n->op == OP_recv) {
-		fprintf(out, "%s = recv from %s : %s", ir_node_label(n),
+		fprintf(out, "%s = recv from %s : %s%s", ir_node_label(n),
 			p->tasks[n->peer].name,
-			ir_type_str(p->arena, n->dtype, &n->shape));
+			ir_type_str(p->arena, n->dtype, &n->shape),
+			e && e->counted ? " (counted)" : "");
 	} else if (n->op == OP_input) {
 		fprintf(out, "%s = feed from %s : %s", ir_node_label(n),
 			p->tasks[n->peer].name,

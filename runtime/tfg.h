@@ -437,6 +437,7 @@ enum {
 	TFG_VAR_DRAW, /* dst (i64) = the count, then count + 1; without a
 			 task server (tfg_aot_run) always 0 */
 	TFG_VAR_SCATTER_ADD, TFG_VAR_SCATTER_SET, /* tfg_rt_scatter's */
+	TFG_VAR_GATHER,
 	TFG_VAR_SCALAR = 0x100,
 	TFG_VAR_DROP = 0x200 /* scatter: an id of -1 is no row */
 };
@@ -445,7 +446,9 @@ TFG_API int tfg_rt_var(struct RtCtx *ctx, uint32_t var, uint32_t op,
 /* scatter_add / scatter_update (op TFG_VAR_SCATTER_*, maybe with
  * TFG_VAR_DROP): rows ids[0..n) of variable var plus (or set to) the n
  * rows at rows, in order, atomically; the new value to dst.  An id
- * outside the variable's rows fails the call before anything changes. */
+ * outside the variable's rows fails the call before anything changes.
+ * TFG_VAR_GATHER (OP_gather_var): rows ids[0..n) of the variable to
+ * dst, read at once (rows NULL; with TFG_VAR_DROP, -1 gives zeros). */
 TFG_API int tfg_rt_scatter(struct RtCtx *ctx, uint32_t var, uint32_t op,
 			   const int64_t *ids, int64_t n, const void *rows,
 			   void *dst);

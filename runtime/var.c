@@ -161,11 +161,12 @@ fill(void *dst, const void *src, size_t size, int64_t n)
 		memcpy((unsigned char *)dst + (size_t)i * size, src, size);
 }
 
-/* A scatter's rows (RtRows at src) into variable v's data, its lock
- * held; TFG_OK, or an error before anything changes. */
+/* A scatter's rows (RtRows at src) into variable v's data, or a
+ * gather's out of it into dst, its lock held; TFG_OK, or an error
+ * before anything changes. */
 static int
 scatter(RtCtx *c, const RtVar *v, RtVarSlot *slot, uint32_t op,
-	const void *src)
+	const void *src, void *dst)
 {
 	const RtRows *r = src;
 	int64_t nrow = v->shape.rank ? v->shape.dims[0] : 0;
@@ -184,9 +185,23 @@ scatter(RtCtx *c, const RtVar *v, RtVarSlot *slot, uint32_t op,
 					 "%lld)", local ? s->proc.name : "",
 					 local ? ": " : "",
 					 (op & 0xff) == TFG_VAR_SCATTER_ADD ?
-					 "scatter_add" : "scatter_update",
+					 "scatter_add" : (op & 0xff) ==
+					 TFG_VAR_GATHER ? "gather" :
+					 "scatter_update",
 					 v->name, (long long)r->ids[i],
 					 (long long)i, (long long)nrow);
+	if ((op & 0xff) == TFG_VAR_GATHER) {
+		for (int64_t i = 0; i < r->n; i++) {
+			unsigned char *d = (unsigned char *)dst + (size_t)i * rb;
+
+			if (r->ids[i] < 0)
+				memset(d, 0, rb);
+			else
+				memcpy(d, slot->data + (size_t)r->ids[i] * rb,
+				       rb);
+		}
+		return TFG_OK;
+	}
 	for (int64_t i = 0; i < r->n; i++, x += rb) {
 		unsigned char *d = slot->data + (size_t)r->ids[i] * rb;
 
@@ -213,7 +228,7 @@ var_op(RtCtx *c, uint32_t var, uint32_t op, const void *src, void *dst)
 	size_t size;
 
 	if (var >= (uint32_t)plan->nvar || plan->vars[var].task !=
-	    s->proc.task || kind > TFG_VAR_SCATTER_SET || s->vars == NULL ||
+	    s->proc.task || kind > TFG_VAR_GATHER || s->vars == NULL ||
 	    (kind == TFG_VAR_DRAW && !plan->vars[var].hidden))
 		return tfg_error(c->err, TFG_EINVAL, "%s: no variable %u (op "
 				 "%u) here", s->proc.name, var, op);
@@ -241,8 +256,10 @@ var_op(RtCtx *c, uint32_t var, uint32_t op, const void *src, void *dst)
 		rc = tfg_error(c->err, TFG_ENOMEM, "%s: out of memory for "
 			       "variable '%s' (%zu bytes)", s->proc.name,
 			       v->name, v->nbytes);
+	} else if (kind == TFG_VAR_GATHER) {
+		rc = scatter(c, v, slot, op, src, dst);
 	} else if (kind >= TFG_VAR_SCATTER_ADD &&
-		   (rc = scatter(c, v, slot, op, src)) != TFG_OK) {
+		   (rc = scatter(c, v, slot, op, src, dst)) != TFG_OK) {
 		; /* nothing changed */
 	} else {
 		if (kind == TFG_VAR_ASSIGN && scalar)

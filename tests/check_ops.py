@@ -92,6 +92,7 @@ IMPLIED = {"input": r"\binput\b", "send": r"/job:\w+/task:1",
            "copy": r"/gpu:0", "random_draw": r"\brandom_(uniform|normal)\(",
            "apply": r"\bminimize\(", "after": r"\bminimize\(",
            "apply_rows": r"(?s)\b(gather|embedding_lookup)\(.*\bminimize\(",
+           "gather_var": r"(?s)\bvar\b.*\b(gather|embedding_lookup)\(",
            "var_initialized": r"\binitialize\b", "variable": r"\bvar\b",
            "const": r"\b\d", "slice": r"\w\[[^\]\n]*:|\bsplit\("}
 

@@ -323,6 +323,20 @@ t_makers_and_state(void)
 	   shp(0, 0, 0, 0));
 	refused(ir_var(&P, L, OP_assign_add, v, one),
 		"assign_add(w, ...) needs f32[2, 3]");
+	/* a gather of its rows read in place */
+	{
+		IrNode *ids = in(TFG_I64, shp(1, 4, 0, 0));
+		IrNode *g = ir_gather(&P, L, in(TFG_F32, s), ids, 0);
+
+		ASSERT_EQ(ir_set_gather_var(&P, g, v), 0);
+		is(g, TFG_F32, shp(2, 4, 3, 0));
+		ASSERT(g->op == OP_gather_var && g->var == v && g->nin == 1 &&
+		       g->in[0] == ids);
+		built[OP_gather_var] = 1;
+		g = ir_gather(&P, L, in(TFG_F32, s), in(TFG_I32, shp(1, 4, 0,
+								     0)), 0);
+		refused((ir_set_gather_var(&P, g, v), NULL), "i64 ids of rank 1");
+	}
 	/* rows of it: i64[n] ids, their rows */
 	is(ir_scatter(&P, L, OP_scatter_add, v, in(TFG_I64, shp(1, 4, 0, 0)),
 		      in(TFG_F32, shp(2, 4, 3, 0))), TFG_F32, s);
