@@ -209,13 +209,17 @@ check_index(CgCtx *C, IrNode *n)
 	if (n->nin != 1 || n->in[0]->dtype != n->dtype ||
 	    (n->dtype != TFG_I32 && n->dtype != TFG_I64))
 		return cg_fail(C, n, "check_range: malformed node");
+	const char *fn = n->make->i[0] == IR_RANGE_SORTED ?
+			 "tfg_rt_check_sorted" : "tfg_rt_check_index";
+
 	snprintf(label, sizeof label, "'%s' at %s:%u:%u",
+		 n->make->i[0] == IR_RANGE_SORTED ? "segment_sum" :
 		 n->make->axis > 0 && n->make->axis < OP__COUNT
 		 ? op_info[n->make->axis].name : "gather",
 		 n->loc.file ? n->loc.file->path : "?", n->loc.line,
 		 n->loc.col);
-	if (!(f = LLVMGetNamedFunction(C->m, "tfg_rt_check_index")))
-		f = LLVMAddFunction(C->m, "tfg_rt_check_index", fty);
+	if (!(f = LLVMGetNamedFunction(C->m, fn)))
+		f = LLVMAddFunction(C->m, fn, fty);
 	args[0] = C->ctx_arg;
 	args[1] = cg_buf(C, n->in[0]);
 	args[2] = LLVMConstInt(C->i32, (unsigned)n->dtype, 0);
@@ -244,7 +248,7 @@ cpu_emit_check_range(CgCtx *C, IrNode *n)
 	char label[256];
 	int w;
 
-	if (m && m->i[0] == IR_RANGE_INDEX)
+	if (m && (m->i[0] == IR_RANGE_INDEX || m->i[0] == IR_RANGE_SORTED))
 		return check_index(C, n);
 	if (!m || n->nin != 1 || n->shape.rank != 0 ||
 	    n->in[0]->dtype != n->dtype ||

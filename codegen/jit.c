@@ -628,6 +628,8 @@ define_symbols(CgJit *j, const CgOptions *o)
 		 {(uintptr_t)tfg_rt_check_range, fl}},
 		{LLVMOrcLLJITMangleAndIntern(j->jit, "tfg_rt_check_index"),
 		 {(uintptr_t)tfg_rt_check_index, fl}},
+		{LLVMOrcLLJITMangleAndIntern(j->jit, "tfg_rt_check_sorted"),
+		 {(uintptr_t)tfg_rt_check_sorted, fl}},
 		{LLVMOrcLLJITMangleAndIntern(j->jit, "tfg_rt_shard_ids"),
 		 {(uintptr_t)tfg_rt_shard_ids, fl}},
 		{LLVMOrcLLJITMangleAndIntern(j->jit, "tfg_rt_scatter"),

@@ -466,20 +466,23 @@ ir_check_range(Program *p, SrcLoc loc, IrNode *x, double lo, double hi,
 	IrMake *m;
 	IrNode *n;
 
-	if (what == IR_RANGE_INDEX ? !(x->dtype == TFG_I32 ||
-				       x->dtype == TFG_I64) || !(hi >= 0)
+	int index = what == IR_RANGE_INDEX || what == IR_RANGE_SORTED;
+
+	if (index ? !(x->dtype == TFG_I32 || x->dtype == TFG_I64) ||
+		    !(hi >= 0) || (what == IR_RANGE_SORTED &&
+				   x->shape.rank != 1)
 	    : !is_float(x->dtype) || x->shape.rank != 0) {
 		diag_error(p->diag, loc, "'check_range' takes %s, got %s",
-			   what == IR_RANGE_INDEX ? "indices" :
-			   "a float scalar", type_s(p, x));
+			   what == IR_RANGE_SORTED ? "indices of rank 1" :
+			   index ? "indices" : "a float scalar", type_s(p, x));
 		return NULL;
 	}
 	m = arena_alloc(p->arena, sizeof *m);
 	m->f[0] = lo;
 	m->f[1] = hi;
 	m->i[0] = what;
-	m->i[1] = what == IR_RANGE_INDEX ? (int64_t)hi : closed;
-	m->axis = what == IR_RANGE_INDEX ? closed : 0; /* the op it feeds */
+	m->i[1] = index ? (int64_t)hi : closed;
+	m->axis = index ? closed : 0; /* the op it feeds */
 	n = node(p, OP_check_range, loc, &x, 1, x->dtype);
 	n->shape = x->shape;
 	n->make = m;

@@ -101,8 +101,10 @@ char *dev_str(Arena *a, Device d);
  * the node's dtype: f[] for float dtypes, i[] for the others. */
 /* OP_check_range's IrMake.i[0]: what the value is, for its message;
  * IR_RANGE_INDEX: an index tensor of a gather (i32 or i64, any shape),
- * each in [0, i[1]) */
-enum { IR_RANGE_KEEP_PROB = 1, IR_RANGE_RATE, IR_RANGE_INDEX };
+ * each in [0, i[1]); IR_RANGE_SORTED: segment_sum's segment ids (rank
+ * 1), each in [0, i[1]) and none below the one before */
+enum { IR_RANGE_KEEP_PROB = 1, IR_RANGE_RATE, IR_RANGE_INDEX,
+       IR_RANGE_SORTED };
 
 typedef struct IrMake {
 	double f[2];     /* fill: value; range: start, delta; one_hot: on,

@@ -301,6 +301,85 @@ check_segment(Checker *c, AstNode *e, OpKind op)
 	return check_bin(c, e->loc, OP_div, s, n);
 }
 
+/* segment_sum(data, segment_ids, num_segments=)
+ * (spec §6.37 "Segment reductions"): TF's, of sorted segment ids of rank 1, its rows the last
+ * id + 1.  Ids the compiler knows give that (and are checked sorted
+ * here); others need num_segments=, the rows the result has, and are
+ * checked sorted and below it when the step runs.  The sum itself is
+ * unsorted_segment_sum's, so is its gradient. */
+IrNode *
+check_segment_sorted(Checker *c, AstNode *e, OpKind op)
+{
+	AstNode *na = check_kwarg(e, "num_segments");
+	IrNode *x, *ids;
+	int64_t nseg = -1, last = -1;
+
+	if (check_bind(c, e) < 0)
+		return NULL;
+	if (!(x = check_expr(c, e->list[0])) ||
+	    !(ids = index_arg(c, e->list[1], e->name, "segment_ids")) ||
+	    (na && check_int_arg(c, e, na, "the num_segments", &nseg) < 0))
+		return NULL;
+	if (ids->shape.rank != 1 || x->shape.rank < 1) {
+		diag_error(c->d, e->list[1]->loc, "the segment_ids of "
+			   "'segment_sum' are a vector, one per row of data: "
+			   "got %s and %s", type_s(c, ids), type_s(c, x));
+		return NULL;
+	}
+	if (na && nseg < 0) {
+		diag_error(c->d, na->loc, "the num_segments of 'segment_sum' "
+			   "must be 0 or more, got %" PRId64, nseg);
+		return NULL;
+	}
+	if (ids->op == OP_const && ids->data) {
+		for (int64_t i = 0; i < ids->shape.dims[0]; i++) {
+			int64_t k = ids->dtype == TFG_I32
+					    ? ((const int32_t *)ids->data)[i]
+					    : ((const int64_t *)ids->data)[i];
+
+			if (k < last || k < 0 || (na && k >= nseg)) {
+				diag_error(c->d, e->list[1]->loc, "the "
+					   "segment_ids of 'segment_sum' must "
+					   "be %s: element %" PRId64 " is %"
+					   PRId64 "%s", k < 0 ? "0 or more"
+					   : k < last ? "sorted" :
+					   "below num_segments", i, k,
+					   k < last && k >= 0 ? ", after a "
+					   "larger one" : "");
+				return NULL;
+			}
+			last = k;
+		}
+		if (!na)
+			nseg = last + 1;
+	} else if (!na) {
+		diag_error(c->d, e->loc, "'segment_sum' has as many rows as "
+			   "its last segment id + 1, which only the step knows "
+			   "here: give num_segments=N, the rows it has (the "
+			   "ids are checked to be sorted and below it)");
+		return NULL;
+	} else if (!(ids = check_built(c, ir_check_range(c->p, e->loc, ids,
+							 0, (double)nseg, 0,
+							 IR_RANGE_SORTED)))) {
+		return NULL;
+	}
+	if (!(dtype_is_float(x->dtype) || x->dtype == TFG_I32 ||
+	      x->dtype == TFG_I64)) {
+		diag_error(c->d, e->list[0]->loc, "'segment_sum' takes f32, "
+			   "f64, i32 or i64 data, got %s", type_s(c, x));
+		return NULL;
+	}
+	if (ids->shape.dims[0] != x->shape.dims[0] &&
+	    ids->shape.dims[0] != IR_DIM_UNKNOWN &&
+	    x->shape.dims[0] != IR_DIM_UNKNOWN) {
+		diag_error(c->d, e->loc, "the segment_ids of 'segment_sum' are "
+			   "one per row of data: got %s and %s", type_s(c, ids),
+			   type_s(c, x));
+		return NULL;
+	}
+	return check_built(c, ir_segment(c->p, e->loc, op, x, ids, nseg, 0));
+}
+
 /* hash_bucket(ids, num_buckets): the i64 fingerprint of each id (i32 ids
  * widened) modulo num_buckets, a constant of 1 or more. */
 IrNode *

@@ -93,6 +93,32 @@ tfg_rt_check_index(struct RtCtx *ctx, const void *idx, int32_t idx_dtype,
 }
 
 TFG_API int
+tfg_rt_check_sorted(struct RtCtx *ctx, const void *idx, int32_t idx_dtype,
+		    int64_t nidx, int64_t n, const char *label)
+{
+	for (int64_t i = 0; i < nidx; i++) {
+		int64_t k = index_at(idx, idx_dtype, i);
+
+		if (k < 0 || k >= n)
+			return tfg_error(ctx->err, TFG_EINVAL, "%s%s%s: segment "
+					 "id %lld (element %lld of the segment "
+					 "ids) is outside [0, %lld)", who(ctx),
+					 *who(ctx) ? ": " : "", label,
+					 (long long)k, (long long)i,
+					 (long long)n);
+		if (i > 0 && k < index_at(idx, idx_dtype, i - 1))
+			return tfg_error(ctx->err, TFG_EINVAL, "%s%s%s: the "
+					 "segment ids are not sorted: element "
+					 "%lld is %lld, after %lld", who(ctx),
+					 *who(ctx) ? ": " : "", label,
+					 (long long)i, (long long)k,
+					 (long long)index_at(idx, idx_dtype,
+							     i - 1));
+	}
+	return TFG_OK;
+}
+
+TFG_API int
 tfg_rt_shard_ids(struct RtCtx *ctx, const void *idx, int32_t idx_dtype,
 		 int64_t nidx, int64_t k, int64_t nshards, int64_t rows,
 		 int32_t mod, int64_t *out)

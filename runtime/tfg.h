@@ -594,6 +594,12 @@ enum { TFG_GATHER_DROP = 0x100 };
 TFG_API int tfg_rt_check_index(struct RtCtx *ctx, const void *idx,
 			       int32_t idx_dtype, int64_t nidx, int64_t n,
 			       const char *label);
+/* TFG_OK, or an error naming label when one of the nidx segment ids at
+ * idx is outside [0, n) or below the one before it (segment_sum's,
+ * spec §6.37 "Segment reductions"). */
+TFG_API int tfg_rt_check_sorted(struct RtCtx *ctx, const void *idx,
+				int32_t idx_dtype, int64_t nidx, int64_t n,
+				const char *label);
 TFG_API int tfg_rt_gather(struct RtCtx *ctx, const void *params,
 			  const void *idx, int32_t idx_dtype, void *out,
 			  int64_t outer, int64_t n, int64_t nidx, int64_t row,
