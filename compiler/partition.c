@@ -37,6 +37,7 @@ typedef struct Cut {
 	IrNode ***local; /* [ntask][node id * NSLOT + slot]: the node's value
 			    in that part, on that device (dev_slot) */
 	int *sends;      /* [ntask] */
+	PtrVec *users;   /* [node id]: the graph's users of each node */
 } Cut;
 
 static uint32_t
@@ -163,6 +164,24 @@ counted_send(Cut *c, const IrNode *x, IrNode *snd)
 	e->counted = x->count == x ? RT_COUNTED_IDS : RT_COUNTED_ZEROS;
 }
 
+/* Whether after-node u waits for its input x, a change of state on
+ * another task, only so that the run returns after it: u's value goes
+ * to fetches alone, and the client waits for the DONE of a task whose
+ * part changes state after its last message to the client
+ * (compiler/plan.c effect_after).  Then x sends u nothing: a training
+ * step of a model on two ps sent some 14 one-byte acknowledgements. */
+static int
+ack_dropped(const Cut *c, const IrNode *u, const IrNode *x)
+{
+	if (u->op != OP_after || x == u->in[0] || x->task == u->task ||
+	    !(op_info[x->op].flags & OPF_EFFECT) || c->users[u->id].n)
+		return 0;
+	for (int i = 0; i < c->g->nfetch; i++)
+		if (c->g->fetch[i] == u)
+			return 1;
+	return 0;
+}
+
 static void
 cut_node(Cut *c, IrNode *x, const char *needed, PtrVec *users)
 {
@@ -173,8 +192,10 @@ cut_node(Cut *c, IrNode *x, const char *needed, PtrVec *users)
 	if (small_const(x))
 		return; /* copied where used, by value_in */
 	v = ir_clone(c->p->arena, x);
+	v->nin = 0;
 	for (int k = 0; k < x->nin; k++)
-		v->in[k] = value_in(c, t, x->in[k], slot);
+		if (!ack_dropped(c, x, x->in[k]))
+			v->in[v->nin++] = value_in(c, t, x->in[k], slot);
 	if (x->op == OP_input) {
 		for (int i = 0; i < c->g->nfeed; i++) {
 			if (c->g->feed[i] != x)
@@ -190,7 +211,8 @@ cut_node(Cut *c, IrNode *x, const char *needed, PtrVec *users)
 		IrNode *u = users->v[i];
 		const char *name;
 		IrNode *h, *snd;
-		if (!needed[u->id] || u->task == t || sent[u->task])
+		if (!needed[u->id] || u->task == t || sent[u->task] ||
+		    ack_dropped(c, u, x))
 			continue;
 		sent[u->task] = 1;
 		name = edge_name(c, x, "", t, u->task);
@@ -273,7 +295,7 @@ cut_sig(Program *p, int sig, PtrVec *users)
 	IrNode **nodes = (IrNode **)p->g.nodes.v;
 	char *needed = ir_reach(p, g->fetch, g->nfetch, g->target,
 				g->ntarget);
-	Cut c = {p, g, sig, NULL, NULL, NULL};
+	Cut c = {p, g, sig, NULL, NULL, NULL, users};
 
 	/* every feed arrives somewhere, each on its own key: one that no
 	   fetch needs (an input whose shape alone was wanted) took key 0,
