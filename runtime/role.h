@@ -31,10 +31,15 @@
 #include "runtime/proto.h"
 
 /* Arenas of one part not in use: a step takes one (or a new one) and
- * gives it back, so that steps of one signature may run at once. */
+ * gives it back, so that steps of one signature may run at once.  One of
+ * RT_ARENA_ONCE bytes or more goes back to the system after the part's
+ * first step: what runs once (initialize(), a restore()) leaves nothing
+ * behind; a part that runs again keeps it. */
+#define RT_ARENA_ONCE ((size_t)64 << 20)
 typedef struct RtArenas {
 	char **v;
 	int n, cap;
+	int ran;  /* the part has finished a step */
 } RtArenas;
 
 /* A specialisation of a generic plan (spec/design.md "Unknown dims"):

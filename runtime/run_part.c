@@ -9,7 +9,10 @@
  *
  * Arenas of one part not in use wait in its RtArenas, so that steps of
  * one signature may run at once, each with its own; one lock guards
- * every list (a take or give is a pointer move).
+ * every list (a take or give is a pointer move).  A big one (64 MiB or
+ * more) is freed after its part's first step instead: a ps initializing
+ * a 640 MB shard kept the maker's 640 MB arena for good, as it did
+ * restore()'s.
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -32,9 +35,14 @@ arena_take(RtArenas *a, size_t size)
 }
 
 static void
-arena_give(RtArenas *a, char *p)
+arena_give(RtArenas *a, char *p, size_t size, int pinned)
 {
 	pthread_mutex_lock(&arenas_mu);
+	if (!a->ran++ && size >= RT_ARENA_ONCE && !pinned) {
+		pthread_mutex_unlock(&arenas_mu);
+		free(p); /* its part's first step: maybe its only one */
+		return;
+	}
 	if (a->n == a->cap) {
 		int nc = a->cap ? 2 * a->cap : 2;
 		char **v = realloc(a->v, sizeof *v * (size_t)nc);
@@ -103,7 +111,7 @@ rt_run_part(RtStep *s, RtServer *vars, const char *who, const RtPart *p,
 		rt_trace_event("part", name, RT_STEP_NO(s->step),
 			       p->arena_size, t0, rt_trace_clock());
 	}
-	arena_give(spare, arena);
+	arena_give(spare, arena, p->arena_size, gpu);
 	if (rc != 0 && s->err.msg[0] == '\0')
 		tfg_error(&s->err, (tfg_status)rc, "part of %s failed: %s",
 			  who, tfg_strerror((tfg_status)rc));
