@@ -28,12 +28,27 @@
 
 #include "codegen/cg_int.h"
 
+/* Whether a node of the part after n reads n's value. */
+static int
+read_later(const CgCtx *C, const IrNode *n)
+{
+	for (int i = C->cur + 1; i < C->part->n; i++)
+		for (int k = 0; k < C->part->nodes[i]->nin; k++)
+			if (C->part->nodes[i]->in[k] == n)
+				return 1;
+	return 0;
+}
+
 /* tfg_rt_var(ctx, n->var->index, op, src, n's slot), returning its rc if
- * not 0. */
+ * not 0; an update's new value that nothing reads (--check-numerics
+ * reads every value) is not copied (NULL: initialize() of a 640 MB
+ * shard touched 640 MB of arena for it). */
 static int
 var_call(CgCtx *C, IrNode *n, uint32_t op, LLVMValueRef src)
 {
 	LLVMValueRef args[5];
+	int read = (op & 0xff) != TFG_VAR_ASSIGN && (op & 0xff) !=
+		   TFG_VAR_ADD && (op & 0xff) != TFG_VAR_SUB;
 
 	if (!n->var)
 		return cg_fail(C, n, "a variable op without its variable");
@@ -47,7 +62,8 @@ var_call(CgCtx *C, IrNode *n, uint32_t op, LLVMValueRef src)
 	args[1] = LLVMConstInt(C->i32, (unsigned long long)n->var->index, 0);
 	args[2] = LLVMConstInt(C->i32, op, 0);
 	args[3] = src ? src : LLVMConstNull(C->ptr);
-	args[4] = cg_buf(C, n);
+	args[4] = read || C->rt_check || read_later(C, n)
+			  ? cg_buf(C, n) : LLVMConstNull(C->ptr);
 	cg_check_rc(C, LLVMBuildCall2(C->b, C->rt_var_ty, C->rt_var, args, 5,
 				      "rc"));
 	return 0;
@@ -114,7 +130,8 @@ cpu_emit_scatter(CgCtx *C, IrNode *n)
 	args[3] = cg_buf(C, n->in[0]);
 	args[4] = cg_i64c(C, n->in[0]->shape.dims[0]);
 	args[5] = n->nin > 1 ? cg_buf(C, n->in[1]) : LLVMConstNull(C->ptr);
-	args[6] = cg_buf(C, n);
+	args[6] = n->op == OP_gather_var || C->rt_check || read_later(C, n)
+			  ? cg_buf(C, n) : LLVMConstNull(C->ptr);
 	cg_check_rc(C, LLVMBuildCall2(C->b, fty, f, args, 7, "rc"));
 	return 0;
 }

@@ -430,7 +430,8 @@ TFG_API int tfg_rt_recv_ref(struct RtCtx *ctx, uint32_t key, void *dst,
 			    void **data);
 /* Variable `var` of the plan (on this task): READ copies its value to
  * dst; ASSIGN, ADD, SUB change it by src (with SCALAR: a scalar src for
- * every element), atomically, and copy the new value to dst; INITED
+ * every element), atomically, and copy the new value to dst (dst NULL:
+ * not copied, a value nothing reads; so for the scatters); INITED
  * writes whether it has a value to dst (one bool byte). */
 enum {
 	TFG_VAR_READ, TFG_VAR_ASSIGN, TFG_VAR_ADD, TFG_VAR_SUB, TFG_VAR_INITED,

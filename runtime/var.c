@@ -270,7 +270,7 @@ var_op(RtCtx *c, uint32_t var, uint32_t op, const void *src, void *dst)
 			update(v->dtype, slot->data, src, n,
 			       kind == TFG_VAR_SUB, scalar);
 		slot->init = 1;
-		if (v->nbytes)
+		if (v->nbytes && dst) /* NULL: a value nothing reads */
 			memcpy(dst, slot->data, v->nbytes);
 	}
 	pthread_mutex_unlock(&slot->mu);
