@@ -182,6 +182,9 @@ sh bench/wide_deep.sh
 echo "== a sparse adagrad update on a ps (issue 28; bench/rows.c), 5 runs =="
 for i in 1 2 3 4 5; do $B/rows || exit 1; done
 
+echo "== a 10,000,000 x 64 table over 4 ps: each ps's peak memory (issue 28; bench/big_table.sh) =="
+sh bench/big_table.sh
+
 # The kernels of issue 3 (matmul included, through bench/matmul.sh) as a
 # table, each beside the machine's own limit measured in the same run.
 sh bench/kernels.sh
