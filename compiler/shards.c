@@ -40,17 +40,13 @@
 static int64_t
 shard_first(const IrShards *sh, int k)
 {
-	int64_t base = sh->rows / sh->n, extra = sh->rows % sh->n;
-
-	return sh->mod ? k : k * base + (k < extra ? k : extra);
+	return tfg_shard_first(sh->rows, sh->n, sh->mod, k);
 }
 
 static int64_t
 shard_rows(const IrShards *sh, int k)
 {
-	if (sh->mod)
-		return (sh->rows - k + sh->n - 1) / sh->n;
-	return sh->rows / sh->n + (k < sh->rows % sh->n);
+	return tfg_shard_rows(sh->rows, sh->n, sh->mod, k);
 }
 
 /* n, placed with shard k (NULL stays NULL). */

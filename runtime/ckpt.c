@@ -537,22 +537,10 @@ load_entry(const char *dir, const char *name, TfgDtype t,
 
 /* ------------------------------------------------------- re-splitting */
 
-/* Shard k of p's first row (div) and its number of rows, as
- * compiler/shards.c cuts them. */
-static int64_t
-part_first(const RtShardOf *p, int k)
-{
-	int64_t base = p->rows / p->n, extra = p->rows % p->n;
-
-	return p->mod ? k : k * base + (k < extra ? k : extra);
-}
-
 static int64_t
 part_rows(const RtShardOf *p, int k)
 {
-	if (p->mod)
-		return (p->rows - k + p->n - 1) / p->n;
-	return p->rows / p->n + (k < p->rows % p->n);
+	return tfg_shard_rows(p->rows, p->n, p->mod, k);
 }
 
 /* Which shard of p holds the whole's row g, and at which of its rows. */
@@ -764,8 +752,8 @@ resplit(const char *dir, const TfgPlan *plan, int i, const char *whole,
 			break;
 		}
 		for (int64_t r = 0; r < u->shape.dims[0]; r++) {
-			int64_t g = q.mod ? q.k + r * q.n : part_first(&q, q.k) + r,
-				at;
+			int64_t at, g = tfg_shard_first(q.rows, q.n, q.mod, q.k) +
+					r * (q.mod ? q.n : 1);
 			int k = part_of(&have, g, &at);
 
 			memcpy((char *)val[j]->data + (size_t)r * rowbytes,

@@ -118,25 +118,40 @@ tfg_rt_check_sorted(struct RtCtx *ctx, const void *idx, int32_t idx_dtype,
 	return TFG_OK;
 }
 
+TFG_API int64_t
+tfg_shard_first(int64_t rows, int64_t n, int mod, int64_t k)
+{
+	int64_t extra = rows % n;
+
+	return mod ? k : k * (rows / n) + (k < extra ? k : extra);
+}
+
+TFG_API int64_t
+tfg_shard_rows(int64_t rows, int64_t n, int mod, int64_t k)
+{
+	return mod ? (rows - k + n - 1) / n : rows / n + (k < rows % n);
+}
+
 TFG_API int
 tfg_rt_shard_ids(struct RtCtx *ctx, const void *idx, int32_t idx_dtype,
 		 int64_t nidx, int64_t k, int64_t nshards, int64_t rows,
 		 int32_t mod, int64_t *out)
 {
-	int64_t base = rows / nshards, extra = rows % nshards, m, j = -1;
-	int64_t first = mod ? 0 : k * base + (k < extra ? k : extra);
-	int64_t len = mod ? (rows - k + nshards - 1) / nshards
-			  : base + (k < extra);
+	int64_t first, len, m, j = -1;
 	int64_t *local = out + nidx, prev = -1;
 	uint64_t *key, *sorted, buf[2 * 512];
 	int ib = 1, pb = 1;
 
+	if (nshards < 1 || k < 0 || k >= nshards || rows < nshards)
+		first = len = -1;
+	else
+		first = tfg_shard_first(rows, nshards, mod, k),
+		len = tfg_shard_rows(rows, nshards, mod, k);
 	while (ib < 63 && (len >> ib))
 		ib++;
 	while (pb < 63 && (nidx >> pb))
 		pb++;
-	if (nshards < 1 || k < 0 || k >= nshards || rows < nshards ||
-	    ib + pb > 64)
+	if (len < 0 || ib + pb > 64)
 		return tfg_error(ctx->err, TFG_EINVAL, "%s%sthe route of %lld "
 				 "ids to shard %lld of %lld of a table of %lld "
 				 "rows: out of range", who(ctx),

@@ -358,6 +358,12 @@ typedef struct RtShardOf {
 			      shards one row longer */
 	int64_t rows;      /* the whole's axis 0 */
 } RtShardOf;
+/* Shard k of n of a whole of `rows` rows: its first row of the whole
+ * (then every row with mod, every n-th without) and its number of rows
+ * (runtime/gather.c; the compiler cuts shards by them too). */
+TFG_API int64_t tfg_shard_first(int64_t rows, int64_t n, int mod,
+				int64_t k);
+TFG_API int64_t tfg_shard_rows(int64_t rows, int64_t n, int mod, int64_t k);
 
 typedef struct RtVar {
 	const char *name;
