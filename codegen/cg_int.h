@@ -39,6 +39,7 @@ typedef struct CgCtx {
 	LLVMValueRef rt_check; /* tfg_rt_check; NULL: no --check-numerics */
 	LLVMTypeRef rt_var_ty; /* i32 (ptr, i32, i32, ptr, ptr): tfg_rt_var */
 	LLVMValueRef rt_var;   /* declared on first use (cpu_state.c) */
+	LLVMValueRef held_slot; /* the part's ptr alloca for TFG_VAR_HOLD_* */
 	LLVMTypeRef rt_apply_ty; /* i32 (ptr, i32, i32, i32, ptr, ptr, ptr) */
 	LLVMValueRef rt_apply; /* tfg_rt_apply, declared on first use */
 	LLVMTypeRef rt_apply_rows_ty; /* and tfg_rt_apply_rows: */
@@ -133,6 +134,15 @@ int cg_compile_module(LLVMContextRef c, const Program *p, int task,
  * an epilogue is cpu_emit_matmul's own: blocks of rows, the program after
  * each.) */
 int cg_emit_matmul_to(CgCtx *C, const IrNode *n, LLVMValueRef out);
+/* cpu_state.c: a value in a variable's storage (cg_var_place, place its
+ * kind, t its taker): before n's code, the variable held and n's buffer
+ * set to its storage; after it, let go (an assign's input: the variable
+ * then has that value).  cpu_emit_assigned is the taker assign's code. */
+void cpu_var_hold(CgCtx *C, IrNode *n, const IrNode *t, int place);
+void cpu_var_put(CgCtx *C, IrNode *n, const IrNode *t, int place);
+void cpu_emit_assigned(CgCtx *C, IrNode *n);
+/* Whether a node of the current part after n reads n's value. */
+int cg_read_later(const CgCtx *C, const IrNode *n);
 /* memplan.c: buffer planning.  A slot of the arena: node (index in the
  * part) is live from its position `first` to its last reader's `last`
  * (inclusive; part order), and gets off. */
@@ -145,12 +155,22 @@ typedef struct CgSlot {
 	size_t size;     /* bytes (0: no memory) */
 	size_t off;      /* assigned, 64-byte aligned */
 } CgSlot;
-/* The slots of part (every node but sends and constants, in part order)
+/* The slots of part (every node but sends, constants, views and values
+ * in variables' storage (cg_var_place), in part order)
  * with live ranges and offsets: *slots (malloc'd, the caller frees),
  * *peak the arena size, *unplanned (if not NULL) the sum of the aligned
  * sizes, what one slot per node would take.  Returns their number. */
 int cg_plan_part(const IrPart *part, CgSlot **slots, size_t *peak,
 		 size_t *unplanned);
+/* What a node of CG_VAR_MIN bytes or more that has no slot holds
+ * (spec/design.md "Values in a variable's storage"): CG_INTO_VAR, a value
+ * computed straight into the storage of the variable that its only
+ * reader, the whole assign at part position *taker, takes; CG_FROM_VAR,
+ * a variable's read that its only reader, the send at *taker, sends from
+ * the variable's storage.  0: neither (it has a slot, or is a view). */
+enum { CG_INTO_VAR = 1, CG_FROM_VAR };
+#define CG_VAR_MIN ((size_t)1 << 20)
+int cg_var_place(const IrPart *part, int i, int *taker);
 /* The peak of space sp among s[0..n) (0 when it has no slot). */
 size_t cg_space_peak(const CgSlot *s, int n, int sp);
 /* Offsets for s[0..n) from sizes and live ranges; returns the peak. */

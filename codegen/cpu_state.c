@@ -28,15 +28,25 @@
 
 #include "codegen/cg_int.h"
 
-/* Whether a node of the part after n reads n's value. */
-static int
-read_later(const CgCtx *C, const IrNode *n)
+int
+cg_read_later(const CgCtx *C, const IrNode *n)
 {
 	for (int i = C->cur + 1; i < C->part->n; i++)
 		for (int k = 0; k < C->part->nodes[i]->nin; k++)
 			if (C->part->nodes[i]->in[k] == n)
 				return 1;
 	return 0;
+}
+
+static void
+declare_var(CgCtx *C)
+{
+	if (!C->rt_var) {
+		LLVMTypeRef p[5] = {C->ptr, C->i32, C->i32, C->ptr, C->ptr};
+
+		C->rt_var_ty = LLVMFunctionType(C->i32, p, 5, 0);
+		C->rt_var = LLVMAddFunction(C->m, "tfg_rt_var", C->rt_var_ty);
+	}
 }
 
 /* tfg_rt_var(ctx, n->var->index, op, src, n's slot), returning its rc if
@@ -52,17 +62,12 @@ var_call(CgCtx *C, IrNode *n, uint32_t op, LLVMValueRef src)
 
 	if (!n->var)
 		return cg_fail(C, n, "a variable op without its variable");
-	if (!C->rt_var) {
-		LLVMTypeRef p[5] = {C->ptr, C->i32, C->i32, C->ptr, C->ptr};
-
-		C->rt_var_ty = LLVMFunctionType(C->i32, p, 5, 0);
-		C->rt_var = LLVMAddFunction(C->m, "tfg_rt_var", C->rt_var_ty);
-	}
+	declare_var(C);
 	args[0] = C->ctx_arg;
 	args[1] = LLVMConstInt(C->i32, (unsigned long long)n->var->index, 0);
 	args[2] = LLVMConstInt(C->i32, op, 0);
 	args[3] = src ? src : LLVMConstNull(C->ptr);
-	args[4] = read || C->rt_check || read_later(C, n)
+	args[4] = read || C->rt_check || cg_read_later(C, n)
 			  ? cg_buf(C, n) : LLVMConstNull(C->ptr);
 	cg_check_rc(C, LLVMBuildCall2(C->b, C->rt_var_ty, C->rt_var, args, 5,
 				      "rc"));
@@ -79,6 +84,59 @@ update(CgCtx *C, IrNode *n, uint32_t op)
 	if (n->in[0]->shape.rank == 0 && n->shape.rank != 0)
 		op |= TFG_VAR_SCALAR;
 	return var_call(C, n, op, cg_buf(C, n->in[0]));
+}
+
+/* Values in a variable's storage (spec/design.md "Values in a
+ * variable's storage"): tfg_rt_var(ctx, var, TFG_VAR_HOLD_WRITE or
+ * _READ, NULL, &held) before n's code, which then writes or reads the
+ * storage at held, the variable's lock held; tfg_rt_var(ctx, var,
+ * TFG_VAR_PUT, n's buffer or NULL, NULL) after it lets it go (the
+ * runtime copies the value in where it is elsewhere: a feed read where
+ * it is).  Should n's code fail between the two, the part's caller lets
+ * the variable go (rt_vars_drop). */
+void
+cpu_var_hold(CgCtx *C, IrNode *n, const IrNode *t, int place)
+{
+	const IrVar *v = place == CG_INTO_VAR ? t->var : n->var;
+	LLVMValueRef args[5];
+
+	declare_var(C);
+	if (!C->held_slot)
+		C->held_slot = cg_entry_alloca(C, C->ptr, 8, "held");
+	args[0] = C->ctx_arg;
+	args[1] = LLVMConstInt(C->i32, (unsigned long long)v->index, 0);
+	args[2] = LLVMConstInt(C->i32, place == CG_INTO_VAR ?
+			       TFG_VAR_HOLD_WRITE : TFG_VAR_HOLD_READ, 0);
+	args[3] = LLVMConstNull(C->ptr);
+	args[4] = C->held_slot;
+	cg_check_rc(C, LLVMBuildCall2(C->b, C->rt_var_ty, C->rt_var, args, 5,
+				      "rc"));
+	C->val[C->cur] = LLVMBuildLoad2(C->b, C->ptr, C->held_slot,
+					n->name ? n->name : "");
+}
+
+void
+cpu_var_put(CgCtx *C, IrNode *n, const IrNode *t, int place)
+{
+	const IrVar *v = place == CG_INTO_VAR ? t->var : n->var;
+	LLVMValueRef args[5];
+
+	args[0] = C->ctx_arg;
+	args[1] = LLVMConstInt(C->i32, (unsigned long long)v->index, 0);
+	args[2] = LLVMConstInt(C->i32, TFG_VAR_PUT, 0);
+	args[3] = place == CG_INTO_VAR ? cg_buf(C, n) : LLVMConstNull(C->ptr);
+	args[4] = LLVMConstNull(C->ptr);
+	cg_check_rc(C, LLVMBuildCall2(C->b, C->rt_var_ty, C->rt_var, args, 5,
+				      "rc"));
+}
+
+/* The assign whose input was computed into its variable: its value, if
+ * read (it then has a slot: codegen/memplan.c), is the variable's. */
+void
+cpu_emit_assigned(CgCtx *C, IrNode *n)
+{
+	if (cg_read_later(C, n))
+		var_call(C, n, TFG_VAR_READ, NULL);
 }
 
 int
@@ -130,7 +188,7 @@ cpu_emit_scatter(CgCtx *C, IrNode *n)
 	args[3] = cg_buf(C, n->in[0]);
 	args[4] = cg_i64c(C, n->in[0]->shape.dims[0]);
 	args[5] = n->nin > 1 ? cg_buf(C, n->in[1]) : LLVMConstNull(C->ptr);
-	args[6] = n->op == OP_gather_var || C->rt_check || read_later(C, n)
+	args[6] = n->op == OP_gather_var || C->rt_check || cg_read_later(C, n)
 			  ? cg_buf(C, n) : LLVMConstNull(C->ptr);
 	cg_check_rc(C, LLVMBuildCall2(C->b, fty, f, args, 7, "rc"));
 	return 0;

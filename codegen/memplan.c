@@ -2,8 +2,9 @@
  * codegen/memplan.c: buffer planning for a part's arena (the slots of
  * codegen/cpu.c's layout), and its dump, `tfgc emit --emit=memory`.
  *
- * Every node but sends, constants and reshapes of a node with a slot
- * owns a slot (CgSlot); such a reshape is a view of its input's.  Its live
+ * Every node but sends, constants, reshapes of a node with a slot and
+ * the values that live in a variable's storage (cg_var_place) owns a
+ * slot (CgSlot); such a reshape is a view of its input's.  Its live
  * range runs, in part order, from the node's own position (where it is
  * computed, or where a recv or feed writes it) to the position of its
  * last reader; a send, a fetch among them, reads its input at its own
@@ -125,23 +126,89 @@ alias_of(const IrPart *part, int i, const int *slot_of)
 	return -1;
 }
 
+/* Whether a node of the part after position i reads node i. */
+static int
+read_in(const IrPart *part, int i)
+{
+	for (int k = i + 1; k < part->n; k++)
+		for (int q = 0; q < part->nodes[k]->nin; q++)
+			if (part->nodes[k]->in[q] == part->nodes[i])
+				return 1;
+	return 0;
+}
+
+int
+cg_var_place(const IrPart *part, int i, int *taker)
+{
+	const IrNode *n = part->nodes[i], *t = NULL;
+	int j = -1;
+
+	if (n->dev.kind == DEV_GPU || n->dtype == TFG_STRING ||
+	    ir_nbytes(n) < CG_VAR_MIN || n->op == OP_send)
+		return 0;
+	for (int k = i + 1; k < part->n; k++)
+		for (int q = 0; q < part->nodes[k]->nin; q++)
+			if (part->nodes[k]->in[q] == n) {
+				if (t && t != part->nodes[k])
+					return 0; /* two readers */
+				t = part->nodes[k];
+				j = k;
+			}
+	if (t == NULL || t->nin != 1 || t->dev.kind == DEV_GPU)
+		return 0;
+	if (n->op == OP_variable && n->var && t->op == OP_send) {
+		*taker = j;
+		return CG_FROM_VAR;
+	}
+	/* not a value that has its own storage (a constant), is a view (a
+	   reshape) or is a variable op's, that a copy moves between
+	   memories, that the assign broadcasts (a scalar), or that another
+	   task computes (a recv: should that task fail, the variable would
+	   lose its value; a feed comes from the client right behind the
+	   step's START) */
+	if (t->op != OP_assign || t->var == NULL || n->var ||
+	    n->op == OP_const || n->op == OP_reshape || n->op == OP_copy ||
+	    n->op == OP_recv ||
+	    n->dtype != t->dtype ||
+	    tfg_shape_numel(&n->shape) != tfg_shape_numel(&t->shape))
+		return 0;
+	/* the variable changes at n's position, not the assign's: nothing
+	   between them may look at it */
+	for (int k = i + 1; k < j; k++)
+		if (part->nodes[k]->var == t->var)
+			return 0;
+	*taker = j;
+	return CG_INTO_VAR;
+}
+
 int
 cg_plan_part(const IrPart *part, CgSlot **slotsp, size_t *peak,
 	     size_t *unplanned)
 {
 	int *slot_of = malloc(((size_t)part->n + 1) * sizeof *slot_of);
 	CgSlot *s = calloc((size_t)part->n + 1, sizeof *s);
+	char *noslot = calloc((size_t)part->n + 1, 1);
 	int ns = 0;
 	size_t sum = 0;
-	if (!slot_of || !s) {
+	if (!slot_of || !s || !noslot) {
 		fprintf(stderr, "tfgc: error: out of memory\n");
 		exit(1);
 	}
 	for (int i = 0; i < part->n; i++) {
 		const IrNode *n = part->nodes[i];
+		int taker;
+
 		slot_of[i] = -1;
-		if (n->op == OP_send || n->op == OP_const)
+		if (noslot[i] || n->op == OP_send || n->op == OP_const)
 			continue;
+		if (cg_var_place(part, i, &taker)) {
+			/* an assign that takes it: its value, the
+			   variable's, only for a reader of its own */
+			if (part->nodes[taker]->op == OP_assign &&
+			    !read_in(part, taker))
+				noslot[taker] = 1;
+			continue;
+		}
 		if (n->op == OP_reshape && (slot_of[i] = alias_of(part, i,
 								  slot_of)) >= 0)
 			continue; /* a view of its input's slot */
@@ -172,6 +239,7 @@ cg_plan_part(const IrPart *part, CgSlot **slotsp, size_t *peak,
 	if (unplanned)
 		*unplanned = sum;
 	free(slot_of);
+	free(noslot);
 	*slotsp = s;
 	return ns;
 }
@@ -194,7 +262,7 @@ dump_part(FILE *out, const Program *p, int task, int sig,
 {
 	CgSlot *s;
 	size_t peak, sum;
-	int ns = cg_plan_part(part, &s, &peak, &sum), k = 0;
+	int ns = cg_plan_part(part, &s, &peak, &sum), k = 0, taker;
 	fprintf(out, "sig %d, %s: peak %zu bytes, unplanned %zu bytes, "
 		"%d slots\n", sig, p->tasks[task].name, peak, sum, ns);
 	fprintf(out, "  %4s %10s %10s  %-9s %s\n", "pos", "offset", "bytes",
@@ -211,6 +279,9 @@ dump_part(FILE *out, const Program *p, int task, int sig,
 			k++;
 		} else if (n->op == OP_reshape) {
 			snprintf(live, sizeof live, "view");
+		} else if (cg_var_place(part, i, &taker)) {
+			snprintf(live, sizeof live, "variable");
+			snprintf(size, sizeof size, "%zu", ir_nbytes(n));
 		}
 		fprintf(out, "  %4d %10s %10s  %-9s ", i, off, size, live);
 		if (n->op == OP_send)

@@ -390,24 +390,48 @@ build_part(CgCtx *C, int s, const IrPart *part, const char *cpu,
 	C->par_bases = NULL;
 	C->ref_slot = NULL;
 	C->val = calloc((size_t)part->n, sizeof *C->val);
+	C->held_slot = NULL;
 	layout(C);
+	/* [i]: node i takes a value in its variable's storage (CG_*_VAR) */
+	char *taken = calloc((size_t)part->n + 1, 1);
+	if (!taken) {
+		fprintf(stderr, "tfgc: error: out of memory\n");
+		C->err = 1;
+	}
 	for (int i = 0; i < part->n && !C->err; i++) {
 		IrNode *n = part->nodes[i];
+		int place = 0, t = -1;
 		if ((unsigned)n->op >= OP__COUNT) {
 			cg_fail(C, n, "unknown op");
 			break;
 		}
 		C->cur = i;
+		if (taken[i] == CG_FROM_VAR)
+			continue; /* sent where the variable was read */
+		if (!taken[i] && (place = cg_var_place(part, i, &t))) {
+			taken[t] = (char)place;
+			cpu_var_hold(C, n, part->nodes[t], place);
+		}
 		if (C->rt_mark && traced(n))
 			mark(C, n, 2 * i);
-		backend_of(n)->emit(C, n);
+		if (taken[i])
+			cpu_emit_assigned(C, n);
+		else if (place != CG_FROM_VAR)
+			backend_of(n)->emit(C, n);
 		/* the values computed in host memory: a GPU's are not
-		   the host's to read */
-		if (C->rt_check && !C->err && n->dev.kind != DEV_GPU)
+		   the host's to read (nor is an assign's that nothing
+		   reads, of a value checked in its variable) */
+		if (C->rt_check && !C->err && n->dev.kind != DEV_GPU &&
+		    !(taken[i] && !cg_read_later(C, n)))
 			check(C, n);
+		if (place == CG_FROM_VAR)
+			cpu_emit_send(C, part->nodes[t]);
+		if (place)
+			cpu_var_put(C, n, part->nodes[t], place);
 		if (C->rt_mark && traced(n))
 			mark(C, n, 2 * i + 1);
 	}
+	free(taken);
 	LLVMBuildRet(C->b, LLVMConstNull(C->i32));
 	if (!C->err)
 		sink_slots(C);

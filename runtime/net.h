@@ -194,6 +194,8 @@ typedef struct RtNet {
 	int nretired, capretired;
 	double hb_dead;        /* seconds of silence that break a link that
 				  is up (0: never) */
+	double tended;         /* when the I/O thread last tended the links
+				  (net_tend_links) */
 	double up_wait;        /* seconds a send waits for a peer that is
 				  not up to come (0: its deadline) */
 	int keyed;             /* a cluster key: every connection proves

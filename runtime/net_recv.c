@@ -16,6 +16,8 @@
 
 #include "runtime/net_int.h"
 
+#define NET_READ_TURN ((size_t)16 << 20)
+
 /* Takes l off the places posted.  Under n->lmu. */
 static void
 land_unlink(RtNet *n, RtNetLand *l)
@@ -715,8 +717,17 @@ conn_tls_step(RtNet *n, RtConn *c)
 static int
 conn_read(RtNet *n, RtConn *c)
 {
+	size_t turn = 0;
+
 	for (;;) {
 		ssize_t r;
+
+		/* a turn of 16 MiB, then the other connections' (the
+		   socket stays readable, and nothing waits in a buffer of
+		   ours or TLS's): a 610 MB frame read at once kept this
+		   thread from the heartbeats' pings and pongs for seconds */
+		if (turn >= NET_READ_TURN && !c->tls && c->ra_at == c->ra_len)
+			return 0;
 
 		if (c->wantx) {
 			r = conn_in(c, c->x + c->nx,
@@ -731,6 +742,7 @@ conn_read(RtNet *n, RtConn *c)
 			return -1;
 		if (r < 0)
 			return errno == EAGAIN || errno == EINTR ? 0 : -1;
+		turn += (size_t)r;
 		if (c->wantx) {
 			if ((c->nx += (int)r) < c->wantx)
 				continue;

@@ -70,6 +70,9 @@ struct RtCtx {
 				  NULL: the client names the task */
 	TfgError *err;         /* why a call failed: the step's error, or
 				  tfg_aot_run's */
+	int held;              /* 1 + the variable whose lock the part
+				  holds (TFG_VAR_HOLD_*), 0: none */
+	int held_write;        /* that hold is a HOLD_WRITE */
 };
 
 #endif /* TFG_RUNTIME_PART_H */

@@ -86,6 +86,7 @@ typedef struct RtVarSlot {
 	unsigned char *data;   /* RtVar.nbytes, 64-byte aligned; NULL until
 				  the first assign */
 	int init;              /* it has a value */
+	int lost;              /* a HOLD_WRITE failed part-way: no value */
 } RtVarSlot;
 
 /* A task process's roles. */
@@ -157,6 +158,9 @@ void rt_vars_free(RtServer *s);
 /* Makes c a part's run that may use s's variables (RtCtx.var; c->step
  * set). */
 void rt_vars_attach(RtServer *s, RtCtx *c);
+/* The variable that c's part held when it failed (TFG_VAR_HOLD_*) let
+ * go: one it was writing has no value from then on. */
+void rt_vars_drop(RtCtx *c);
 /* optim.c: c's tfg_rt_apply, on the variables rt_vars_attach gave it */
 void rt_optim_attach(RtCtx *c);
 

@@ -96,6 +96,7 @@ rt_run_part(RtStep *s, RtServer *vars, const char *who, const RtPart *p,
 		rt_vars_attach(vars, &c);
 	t0 = rt_tracing ? rt_trace_clock() : 0;
 	rc = p->fn(&c, arena);
+	rt_vars_drop(&c); /* held by a part that failed there */
 	gpu = c.gpu != NULL;
 	st = rt_gpu_step_end(&c); /* its GPU work done, or its error */
 	if (rc == 0)

@@ -445,6 +445,15 @@ enum {
 			 task server (tfg_aot_run) always 0 */
 	TFG_VAR_SCATTER_ADD, TFG_VAR_SCATTER_SET, /* tfg_rt_scatter's */
 	TFG_VAR_GATHER,
+	/* a value in the variable's storage (spec/design.md "Values in a
+	   variable's storage"): HOLD_READ and HOLD_WRITE (which makes the
+	   storage if there is none) take the variable's lock and write
+	   its storage's address to dst (a void *); PUT lets it go, after
+	   a HOLD_WRITE with src the value (copied in unless src is the
+	   storage), which the variable then has.  One at a time per part,
+	   on the part's thread; a part that fails holding one leaves it
+	   to rt_vars_drop. */
+	TFG_VAR_HOLD_READ, TFG_VAR_HOLD_WRITE, TFG_VAR_PUT,
 	TFG_VAR_SCALAR = 0x100,
 	TFG_VAR_DROP = 0x200 /* scatter: an id of -1 is no row */
 };

@@ -82,6 +82,7 @@ rt_vars_restore(RtServer *s, const char *dir, TfgError *e)
 			if (v->nbytes)
 				memcpy(slot->data, val[i]->data, v->nbytes);
 			slot->init = 1;
+			slot->lost = 0;
 			n++;
 		}
 		pthread_mutex_unlock(&slot->mu);
@@ -215,6 +216,46 @@ scatter(RtCtx *c, const RtVar *v, RtVarSlot *slot, uint32_t op,
 	return TFG_OK;
 }
 
+/* TFG_VAR_PUT: the variable c holds let go, with the value at src after
+ * a HOLD_WRITE. */
+static int
+put(RtCtx *c, uint32_t var, const void *src)
+{
+	RtServer *s = c->store;
+	const RtVar *v = &s->proc.plan->vars[var];
+	RtVarSlot *slot = &s->vars[var];
+
+	if (c->held != (int)var + 1)
+		return tfg_error(c->err, TFG_EINVAL, "%s: variable '%s' let go "
+				 "without being held", s->proc.name, v->name);
+	if (c->held_write) {
+		if (src && src != slot->data && v->nbytes)
+			memcpy(slot->data, src, v->nbytes);
+		slot->init = 1;
+		slot->lost = 0;
+	}
+	c->held = 0;
+	pthread_mutex_unlock(&slot->mu);
+	return TFG_OK;
+}
+
+void
+rt_vars_drop(RtCtx *c)
+{
+	RtServer *s = c->store;
+	RtVarSlot *slot;
+
+	if (!c->held || s == NULL)
+		return;
+	slot = &s->vars[c->held - 1];
+	if (c->held_write && slot->data) { /* written part-way, maybe */
+		slot->init = 0;
+		slot->lost = 1;
+	}
+	c->held = 0;
+	pthread_mutex_unlock(&slot->mu);
+}
+
 static int
 var_op(RtCtx *c, uint32_t var, uint32_t op, const void *src, void *dst)
 {
@@ -223,15 +264,19 @@ var_op(RtCtx *c, uint32_t var, uint32_t op, const void *src, void *dst)
 	const RtVar *v;
 	RtVarSlot *slot;
 	uint32_t kind = op & ~(uint32_t)(TFG_VAR_SCALAR | TFG_VAR_DROP);
-	int scalar = (op & TFG_VAR_SCALAR) != 0, rc = TFG_OK;
+	int scalar = (op & TFG_VAR_SCALAR) != 0, rc = TFG_OK, write;
 	int64_t n;
 	size_t size;
 
 	if (var >= (uint32_t)plan->nvar || plan->vars[var].task !=
-	    s->proc.task || kind > TFG_VAR_GATHER || s->vars == NULL ||
-	    (kind == TFG_VAR_DRAW && !plan->vars[var].hidden))
+	    s->proc.task || kind > TFG_VAR_PUT || s->vars == NULL ||
+	    (kind == TFG_VAR_DRAW && !plan->vars[var].hidden) ||
+	    (c->held && kind != TFG_VAR_PUT))
 		return tfg_error(c->err, TFG_EINVAL, "%s: no variable %u (op "
 				 "%u) here", s->proc.name, var, op);
+	if (kind == TFG_VAR_PUT)
+		return put(c, var, src);
+	write = kind == TFG_VAR_ASSIGN || kind == TFG_VAR_HOLD_WRITE;
 	v = &plan->vars[var];
 	slot = &s->vars[var];
 	n = tfg_shape_numel(&v->shape);
@@ -242,20 +287,28 @@ var_op(RtCtx *c, uint32_t var, uint32_t op, const void *src, void *dst)
 	} else if (kind == TFG_VAR_DRAW) {
 		memcpy(dst, slot->data, sizeof(int64_t));
 		*(int64_t *)slot->data += 1;
-	} else if (kind != TFG_VAR_ASSIGN && !slot->init) {
+	} else if (!write && !slot->init) {
 		/* a task's errors reach the client behind its name */
 		int local = c->step->client == s->proc.task;
 
-		rc = tfg_error(c->err, TFG_EINVAL, "%s%svariable '%s' is not "
-			       "initialized (declared at %s): run initialize() "
-			       "first", local ? s->proc.name : "",
-			       local ? ": " : "", v->name, v->where);
-	} else if (kind == TFG_VAR_ASSIGN && slot->data == NULL &&
+		rc = tfg_error(c->err, TFG_EINVAL, "%s%svariable '%s' %s "
+			       "(declared at %s): run initialize() %s",
+			       local ? s->proc.name : "", local ? ": " : "",
+			       v->name, slot->lost ? "lost its value when a "
+			       "step that was writing it failed" : "is not "
+			       "initialized", v->where, slot->lost ?
+			       "or restore() again" : "first");
+	} else if (write && slot->data == NULL &&
 		   (slot->data = (unsigned char *)rt_arena_alloc(v->nbytes)) ==
 		   NULL) {
 		rc = tfg_error(c->err, TFG_ENOMEM, "%s: out of memory for "
 			       "variable '%s' (%zu bytes)", s->proc.name,
 			       v->name, v->nbytes);
+	} else if (kind == TFG_VAR_HOLD_READ || kind == TFG_VAR_HOLD_WRITE) {
+		memcpy(dst, &slot->data, sizeof slot->data);
+		c->held = (int)var + 1;
+		c->held_write = write;
+		return TFG_OK; /* its lock held until TFG_VAR_PUT */
 	} else if (kind == TFG_VAR_GATHER) {
 		rc = scatter(c, v, slot, op, src, dst);
 	} else if (kind >= TFG_VAR_SCATTER_ADD &&
@@ -270,6 +323,7 @@ var_op(RtCtx *c, uint32_t var, uint32_t op, const void *src, void *dst)
 			update(v->dtype, slot->data, src, n,
 			       kind == TFG_VAR_SUB, scalar);
 		slot->init = 1;
+		slot->lost = 0;
 		if (v->nbytes && dst) /* NULL: a value nothing reads */
 			memcpy(dst, slot->data, v->nbytes);
 	}
