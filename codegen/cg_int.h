@@ -162,14 +162,18 @@ typedef struct CgSlot {
  * sizes, what one slot per node would take.  Returns their number. */
 int cg_plan_part(const IrPart *part, CgSlot **slots, size_t *peak,
 		 size_t *unplanned);
-/* What a node of CG_VAR_MIN bytes or more that has no slot holds
- * (spec/design.md "Values in a variable's storage"): CG_INTO_VAR, a value
- * computed straight into the storage of the variable that its only
+/* What a node that has no slot holds (spec/design.md "Values in a
+ * variable's storage"): CG_INTO_VAR, a value of CG_VAR_MIN bytes or
+ * more computed straight into the storage of the variable that its only
  * reader, the whole assign at part position *taker, takes; CG_FROM_VAR,
- * a variable's read that its only reader, the send at *taker, sends from
- * the variable's storage.  0: neither (it has a slot, or is a view). */
+ * a variable's read of CG_SEND_VAR_MIN bytes or more that its only
+ * reader, the send at *taker, sends from the variable's storage (its
+ * lock held meanwhile: other steps' reads of a variable that workers
+ * fetch every step wait for that send, so only where a second copy
+ * would cost much).  0: neither (it has a slot, or is a view). */
 enum { CG_INTO_VAR = 1, CG_FROM_VAR };
 #define CG_VAR_MIN ((size_t)1 << 20)
+#define CG_SEND_VAR_MIN ((size_t)64 << 20)
 int cg_var_place(const IrPart *part, int i, int *taker);
 /* The peak of space sp among s[0..n) (0 when it has no slot). */
 size_t cg_space_peak(const CgSlot *s, int n, int sp);

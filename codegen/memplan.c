@@ -156,7 +156,8 @@ cg_var_place(const IrPart *part, int i, int *taker)
 			}
 	if (t == NULL || t->nin != 1 || t->dev.kind == DEV_GPU)
 		return 0;
-	if (n->op == OP_variable && n->var && t->op == OP_send) {
+	if (n->op == OP_variable && n->var && t->op == OP_send &&
+	    ir_nbytes(n) >= CG_SEND_VAR_MIN) {
 		*taker = j;
 		return CG_FROM_VAR;
 	}

@@ -341,27 +341,27 @@ IrNode *
 check_gather_shards(Checker *c, SrcLoc at, const IrShards *sh,
 		    IrNode *ids)
 {
-	IrNode *sum = NULL;
+	const TfgShape *t = &sh->var[0]->shape;
+	TfgShape flat = {1, {0}}, out;
+	IrNode *g;
 
 	if (!(ids = whole_ids(c, at, sh, ids, OP_gather)))
 		return NULL;
 	if (ids->shape.rank == 1)
 		return gather_routed(c, at, sh, ids);
-	if (sh->n == 1) /* the gather checks the ids itself */
-		return on_shard(c, sh, 0, check_built(c, ir_gather(c->p, at,
-				sh->var[0]->read, ids, 0)));
-	for (int k = 0; k < sh->n; k++) {
-		IrNode *local = local_ids(c, at, sh, k, ids), *g;
-
-		if (!local || !(g = check_built(c, ir_gather(c->p, at,
-							     sh->var[k]->read,
-							     local, 0))))
-			return NULL;
-		g->drop = 1;
-		on_shard(c, sh, k, g);
-		sum = sum ? check_bin(c, at, OP_add, sum, g) : g;
-	}
-	return sum;
+	/* ids of another rank: routed as one list of them, their rows
+	   then shaped as the ids with a row's dims after */
+	out = ids->shape;
+	flat.dims[0] = tfg_shape_numel(&ids->shape);
+	if (ids->shape.rank + t->rank - 1 > TFG_MAX_RANK)
+		return check_built(c, ir_gather(c->p, at, sh->var[0]->read,
+						ids, 0)); /* its error */
+	for (int d = 1; d < t->rank; d++)
+		out.dims[out.rank++] = t->dims[d];
+	if (!(ids = check_built(c, ir_reshape(c->p, at, ids, &flat))) ||
+	    !(g = gather_routed(c, at, sh, ids)))
+		return NULL;
+	return check_built(c, ir_reshape(c->p, at, g, &out));
 }
 
 IrNode *

@@ -1,6 +1,6 @@
 #!/bin/sh
 # Values in a variable's memory:
-# spec §10.4 "Buffer planning and `--emit=memory`".  A 2 MiB variable
+# spec §10.4 "Buffer planning and `--emit=memory`".  A 64 MiB variable
 # on a ps, initialized, fetched, saved, restored and assigned a value
 # made from itself, each with no copy beside the variable, keeps its
 # values: the fetch and the ps's own sum of squares agree bit for bit,
@@ -16,13 +16,13 @@ prog() { # CLUSTER PS WORKER
 	cat <<P
 cluster { $1 }
 device "$2" {
-    var w = random_normal([512, 1024], stddev=1.0, seed=7)
+    var w = random_normal([4096, 4096], stddev=1.0, seed=7)
     total = reduce_sum(w * w)
     twice = assign(w, w * 2.0)
     bump = assign_add(w, 1.0)
 }
 device "$3" {
-    input x: f32[512, 1024]
+    input x: f32[4096, 4096]
     sx = reduce_sum(x * x)
 }
 session "$3" {
@@ -48,7 +48,7 @@ prog 'ps = ["localhost:1"]; worker = ["localhost:2"]' /job:ps/task:0 \
 # the variable's values in its memory, no slots (the fetch, sig 1)
 $TFGC emit --emit=memory --task /job:ps/task:0 two.tfg >mem 2>&1 ||
 	fail "emit: $(cat mem)"
-expect_in mem "2097152  variable  w = variable"
+expect_in mem "67108864  variable  w = variable"
 for opt in "" --check-numerics; do
 	rm -rf ck
 	# shellcheck disable=SC2086
