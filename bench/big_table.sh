@@ -14,7 +14,12 @@ ROWS=${ROWS:-10000000}
 OPT=${OPT:-sgd}
 STEPS=${STEPS:-3}
 D=$(mktemp -d /tmp/tfg-big-table.XXXXXX) || exit 1
-trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$D"' EXIT
+# the servers too, not only their /usr/bin/time (which a TERM kills,
+# leaving its child behind); $(jobs -p) is empty in dash's subshell
+pids=""
+trap 'for j in $pids; do pkill -P "$j"; kill "$j"; done 2>/dev/null
+rm -rf "$D"' EXIT
+trap 'exit 1' INT TERM
 cd "$D" || exit 1
 python3 - "$ROWS" <<'PY' || exit 1
 import struct, sys
@@ -53,9 +58,11 @@ grep -m1 'model name' /proc/cpuinfo | sed 's/.*: /CPU: /'
 for k in 0 1 2 3; do
 	/usr/bin/time -f "%M" "$TFGC" server big.tfg --job ps --task $k \
 		$addrs 2>"ps$k.log" &
+	pids="$pids $!"
 done
 /usr/bin/time -f "%M" "$TFGC" server big.tfg --job worker --task 0 $addrs \
 	2>worker.log &
+pids="$pids $!"
 t0=$(date +%s.%N)
 "$TFGC" run --attach --startup-timeout 30 $addrs big.tfg || exit 1
 t1=$(date +%s.%N)

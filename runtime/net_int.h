@@ -83,6 +83,8 @@ typedef struct RtConn {
 	int ldrop;             /* its place was taken back midway: the
 				  frame is read on and dropped */
 	unsigned lgen;         /* RtNet.lgen when places were last tried */
+	int ltry;              /* the frame's places not tried yet (its
+				  head has not come) */
 	/* deadlines (net_recv.c's conn_sweep) */
 	double born;           /* rt_now() at accept */
 	double fstart;         /* rt_now() when the frame's length came */

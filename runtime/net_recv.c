@@ -48,6 +48,7 @@ conn_land(RtNet *n, RtConn *c, unsigned char **at, size_t *room)
 	}
 	if (l == NULL && c->got >= RT_LAND_MATCH) {
 		c->lgen = n->lgen;
+		c->ltry = 0;
 		for (l = n->lands; l; l = l->next)
 			if (l->conn == NULL && l->state == 0 &&
 			    l->len == c->want && c->got >= l->off &&
@@ -564,7 +565,11 @@ conn_word(RtNet *n, RtConn *c)
 		return -1;
 	c->got = 0;
 	c->cap = 0;
-	c->lgen = n->lgen + 1; /* the places posted are tried once */
+	/* the places posted are tried once its head has come, and again
+	   whenever one is posted (an lgen of n's + 1 here, as this was,
+	   met n's own when the step posted its place right after: the
+	   frame, 610 MB of a restore, was read whole into a buffer) */
+	c->ltry = 1;
 	return 0;
 }
 
@@ -632,7 +637,7 @@ conn_body(RtNet *n, RtConn *c)
 	ssize_t r;
 
 	if (c->cur && c->want >= RT_LAND_MIN &&
-	    (c->land || c->ldrop || c->lgen != n->lgen)) {
+	    (c->land || c->ldrop || c->ltry || c->lgen != n->lgen)) {
 		pthread_mutex_lock(&n->lmu); /* the place stays while read */
 		held = 1;
 		conn_land(n, c, &at, &room);

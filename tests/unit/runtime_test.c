@@ -2412,6 +2412,60 @@ t_land(void)
 	}
 }
 
+/* A place posted right after a large frame's length came, before any
+ * of its bytes: the frame lands there all the same (one such place
+ * posted between the length and the body's first bytes, by a step that
+ * began as its START came, went untried, and a restore's 610 MB feed
+ * was read whole into a buffer beside the variable it was for). */
+static void
+t_land_late(void)
+{
+	const size_t len = (size_t)3 << 20, off = 112;
+	RtNet a;
+	RtNetRecv r = {land_done_cb};
+	RtNetLand l;
+	TfgError e;
+	unsigned char *dst = malloc(len - off), word[8], small[16] = {0};
+	RtBuf *m, *ref = land_msg(len, 3);
+	int fd;
+
+	land_n = 0;
+	ASSERT(dst != NULL && ref != NULL);
+	ASSERT_EQ(rt_net_init(&a, "a", 0), TFG_OK);
+	ASSERT_EQ(rt_net_listen(&a, "tcp://127.0.0.1:0", len + 1, &e), TFG_OK);
+	ASSERT_EQ(rt_net_recv_start(&a, &r, &e), TFG_OK);
+	ASSERT((fd = push_to(strrchr(a.url, ':') + 1)) >= 0);
+	frame_send(fd, small, sizeof small); /* a frame proves the peer */
+	ASSERT((m = land_next(0)) != NULL && m->len == sizeof small);
+	rt_buf_free(m);
+	rt_put_le(word, len, 8);
+	ASSERT_EQ(write(fd, word, 8), 8);
+	usleep(100000); /* the length is read, nothing after it */
+	memset(&l, 0, sizeof l);
+	memcpy(l.match, ref->data, 30);
+	l.nmatch = 30;
+	l.off = off;
+	l.len = len;
+	l.dst = dst;
+	rt_net_land(&a, &l);
+	for (size_t at = 0; at < len;) {
+		ssize_t w = write(fd, ref->data + at, len - at);
+
+		if (w <= 0)
+			break;
+		at += (size_t)w;
+	}
+	ASSERT((m = land_next(1)) != NULL);
+	ASSERT(m->landed == dst && m->len == len);
+	ASSERT(memcmp(dst, ref->data + off, len - off) == 0);
+	rt_buf_free(m);
+	rt_net_unland(&a, &l);
+	close(fd);
+	rt_net_close(&a);
+	rt_buf_free(ref);
+	free(dst);
+}
+
 /* Whether message i got is land_msg(len, seed); it is freed. */
 static int
 got_is(int i, size_t len, int seed)
@@ -2931,7 +2985,7 @@ TEST_MAIN({"hello", t_hello}, {"loop_print", t_loop_print},
 	  {"restart_tensor", t_restart_tensor}, {"step_ids", t_step_ids},
 	  {"restart_specs", t_restart_specs},
 	  {"many_steps", t_many_steps},
-	  {"land", t_land}, {"hold", t_hold}, {"relay", t_relay},
+	  {"land", t_land}, {"land_late", t_land_late}, {"hold", t_hold}, {"relay", t_relay},
 	  {"tls_giveup", t_tls_giveup},
 	  {"tls_refused_peer", t_tls_refused_peer}) /* last: their threads end
 						  before no fork */
