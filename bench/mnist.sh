@@ -96,7 +96,7 @@ for i in 0 1 2 3; do
 done
 cat "$T/tfg.1"
 rate=$(for i in 1 2 3; do
-	sed -n 's/.*global step \([0-9]*\) .* time \([0-9.]*\)$/\1 \2/p' \
+	sed -n 's/.*global step \([0-9]*\) .* time \([0-9.]*\)\( s\)*$/\1 \2/p' \
 		"$T/tfg.$i" | tail -1 | awk '{print $1 / $2}'; done | median)
 t97=$(for i in 1 2 3; do
 	awk '/test accuracy/ && $9 >= 0.97 {print $11; exit}' "$T/tfg.$i" |
