@@ -141,8 +141,6 @@ int cg_emit_matmul_to(CgCtx *C, const IrNode *n, LLVMValueRef out);
 void cpu_var_hold(CgCtx *C, IrNode *n, const IrNode *t, int place);
 void cpu_var_put(CgCtx *C, IrNode *n, const IrNode *t, int place);
 void cpu_emit_assigned(CgCtx *C, IrNode *n);
-/* Whether a node of the current part after n reads n's value. */
-int cg_read_later(const CgCtx *C, const IrNode *n);
 /* memplan.c: buffer planning.  A slot of the arena: node (index in the
  * part) is live from its position `first` to its last reader's `last`
  * (inclusive; part order), and gets off. */
@@ -175,6 +173,8 @@ enum { CG_INTO_VAR = 1, CG_FROM_VAR };
 #define CG_VAR_MIN ((size_t)1 << 20)
 #define CG_SEND_VAR_MIN ((size_t)64 << 20)
 int cg_var_place(const IrPart *part, int i, int *taker);
+/* Whether a node of part after position i reads node i's value. */
+int cg_read_after(const IrPart *part, int i);
 /* The peak of space sp among s[0..n) (0 when it has no slot). */
 size_t cg_space_peak(const CgSlot *s, int n, int sp);
 /* Offsets for s[0..n) from sizes and live ranges; returns the peak. */

@@ -28,14 +28,11 @@
 
 #include "codegen/cg_int.h"
 
-int
-cg_read_later(const CgCtx *C, const IrNode *n)
+/* Whether a node after the one being emitted reads its value. */
+static int
+read_later(const CgCtx *C)
 {
-	for (int i = C->cur + 1; i < C->part->n; i++)
-		for (int k = 0; k < C->part->nodes[i]->nin; k++)
-			if (C->part->nodes[i]->in[k] == n)
-				return 1;
-	return 0;
+	return cg_read_after(C->part, C->cur);
 }
 
 static void
@@ -67,7 +64,7 @@ var_call(CgCtx *C, IrNode *n, uint32_t op, LLVMValueRef src)
 	args[1] = LLVMConstInt(C->i32, (unsigned long long)n->var->index, 0);
 	args[2] = LLVMConstInt(C->i32, op, 0);
 	args[3] = src ? src : LLVMConstNull(C->ptr);
-	args[4] = read || C->rt_check || cg_read_later(C, n)
+	args[4] = read || C->rt_check || read_later(C)
 			  ? cg_buf(C, n) : LLVMConstNull(C->ptr);
 	cg_check_rc(C, LLVMBuildCall2(C->b, C->rt_var_ty, C->rt_var, args, 5,
 				      "rc"));
@@ -135,7 +132,7 @@ cpu_var_put(CgCtx *C, IrNode *n, const IrNode *t, int place)
 void
 cpu_emit_assigned(CgCtx *C, IrNode *n)
 {
-	if (cg_read_later(C, n))
+	if (read_later(C))
 		var_call(C, n, TFG_VAR_READ, NULL);
 }
 
@@ -188,7 +185,7 @@ cpu_emit_scatter(CgCtx *C, IrNode *n)
 	args[3] = cg_buf(C, n->in[0]);
 	args[4] = cg_i64c(C, n->in[0]->shape.dims[0]);
 	args[5] = n->nin > 1 ? cg_buf(C, n->in[1]) : LLVMConstNull(C->ptr);
-	args[6] = n->op == OP_gather_var || C->rt_check || cg_read_later(C, n)
+	args[6] = n->op == OP_gather_var || C->rt_check || read_later(C)
 			  ? cg_buf(C, n) : LLVMConstNull(C->ptr);
 	cg_check_rc(C, LLVMBuildCall2(C->b, fty, f, args, 7, "rc"));
 	return 0;

@@ -126,9 +126,8 @@ alias_of(const IrPart *part, int i, const int *slot_of)
 	return -1;
 }
 
-/* Whether a node of the part after position i reads node i. */
-static int
-read_in(const IrPart *part, int i)
+int
+cg_read_after(const IrPart *part, int i)
 {
 	for (int k = i + 1; k < part->n; k++)
 		for (int q = 0; q < part->nodes[k]->nin; q++)
@@ -206,7 +205,7 @@ cg_plan_part(const IrPart *part, CgSlot **slotsp, size_t *peak,
 			/* an assign that takes it: its value, the
 			   variable's, only for a reader of its own */
 			if (part->nodes[taker]->op == OP_assign &&
-			    !read_in(part, taker))
+			    !cg_read_after(part, taker))
 				noslot[taker] = 1;
 			continue;
 		}

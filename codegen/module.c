@@ -422,7 +422,7 @@ build_part(CgCtx *C, int s, const IrPart *part, const char *cpu,
 		   the host's to read (nor is an assign's that nothing
 		   reads, of a value checked in its variable) */
 		if (C->rt_check && !C->err && n->dev.kind != DEV_GPU &&
-		    !(taken[i] && !cg_read_later(C, n)))
+		    !(taken[i] && !cg_read_after(part, i)))
 			check(C, n);
 		if (place == CG_FROM_VAR)
 			cpu_emit_send(C, part->nodes[t]);

@@ -270,10 +270,14 @@ var_op(RtCtx *c, uint32_t var, uint32_t op, const void *src, void *dst)
 
 	if (var >= (uint32_t)plan->nvar || plan->vars[var].task !=
 	    s->proc.task || kind > TFG_VAR_PUT || s->vars == NULL ||
-	    (kind == TFG_VAR_DRAW && !plan->vars[var].hidden) ||
-	    (c->held && kind != TFG_VAR_PUT))
+	    (kind == TFG_VAR_DRAW && !plan->vars[var].hidden))
 		return tfg_error(c->err, TFG_EINVAL, "%s: no variable %u (op "
 				 "%u) here", s->proc.name, var, op);
+	if (c->held && kind != TFG_VAR_PUT) /* its lock is this thread's */
+		return tfg_error(c->err, TFG_EINVAL, "%s: op %u of variable "
+				 "'%s' while the part holds '%s'",
+				 s->proc.name, op, plan->vars[var].name,
+				 plan->vars[c->held - 1].name);
 	if (kind == TFG_VAR_PUT)
 		return put(c, var, src);
 	write = kind == TFG_VAR_ASSIGN || kind == TFG_VAR_HOLD_WRITE;

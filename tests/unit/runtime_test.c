@@ -2341,6 +2341,20 @@ land_msg(size_t len, int seed)
 	return b;
 }
 
+/* Posts l on n for message ref (its first 30 bytes), its bytes from
+ * off on to go to dst. */
+static void
+land_post(RtNet *n, RtNetLand *l, const RtBuf *ref, size_t off, void *dst)
+{
+	memset(l, 0, sizeof *l);
+	memcpy(l->match, ref->data, 30);
+	l->nmatch = 30;
+	l->off = off;
+	l->len = ref->len;
+	l->dst = dst;
+	rt_net_land(n, l);
+}
+
 /* spec/design.md "Transport": a large message whose first bytes match a
  * place posted (rt_net_land) is read straight into it, and its
  * completion says so; one that matches none, and one that comes after
@@ -2374,13 +2388,7 @@ t_land(void)
 			  TFG_OK);
 		ASSERT_EQ(rt_net_recv_start(&a, &r, &e), TFG_OK);
 		ASSERT_EQ(rt_net_dial(&b, 0, a.url, "a", &e), TFG_OK);
-		memset(&l, 0, sizeof l);
-		memcpy(l.match, ref->data, 30);
-		l.nmatch = 30;
-		l.off = off;
-		l.len = len;
-		l.dst = dst;
-		rt_net_land(&a, &l);
+		land_post(&a, &l, ref, off, dst);
 		/* another message first: it matches not (its first bytes) */
 		ASSERT_EQ(rt_net_send(&b, 0, land_msg(len, 9), rt_now() + 10,
 				      NULL, NULL, &e), TFG_OK);
@@ -2441,13 +2449,7 @@ t_land_late(void)
 	rt_put_le(word, len, 8);
 	ASSERT_EQ(write(fd, word, 8), 8);
 	usleep(100000); /* the length is read, nothing after it */
-	memset(&l, 0, sizeof l);
-	memcpy(l.match, ref->data, 30);
-	l.nmatch = 30;
-	l.off = off;
-	l.len = len;
-	l.dst = dst;
-	rt_net_land(&a, &l);
+	land_post(&a, &l, ref, off, dst);
 	for (size_t at = 0; at < len;) {
 		ssize_t w = write(fd, ref->data + at, len - at);
 

@@ -96,6 +96,7 @@ t_hold(void)
 	ASSERT_EQ(p[7], -14.0f);
 	/* out of turn: an op while holding, a put of what is not held */
 	ASSERT_EQ(read_w(&f, out), TFG_EINVAL);
+	ASSERT(strstr(f.st.err.msg, "while the part holds 'w'") != NULL);
 	ASSERT_EQ(tfg_rt_var(&f.c, 0, TFG_VAR_PUT, NULL, NULL), TFG_OK);
 	ASSERT_EQ(tfg_rt_var(&f.c, 0, TFG_VAR_PUT, NULL, NULL), TFG_EINVAL);
 	ASSERT(strstr(f.st.err.msg, "without being held") != NULL);
