@@ -185,6 +185,9 @@ for i in 1 2 3 4 5; do $B/rows || exit 1; done
 echo "== a 10,000,000 x 64 table over 4 ps: each ps's peak memory (issue 28; bench/big_table.sh) =="
 sh bench/big_table.sh
 
+echo "== 1 to 32 workers on one ps, compute replaced by a wait (issue 29; bench/scale.sh) =="
+sh bench/scale.sh
+
 # The kernels of issue 3 (matmul included, through bench/matmul.sh) as a
 # table, each beside the machine's own limit measured in the same run.
 sh bench/kernels.sh

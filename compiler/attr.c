@@ -91,6 +91,7 @@ ir_attr_write(const IrNode *n, IrPut put, void *ctx)
 	if (a & A_OPT) {
 		put_i64(put, ctx, n->opt ? (int64_t)n->opt->kind : -1);
 		put_i64(put, ctx, n->opt ? n->opt->sync : -1);
+		put_i64(put, ctx, n->opt ? n->opt->aggregate : -1);
 		put_i64(put, ctx, n->opt && n->opt->nslot ?
 				  n->opt->slot[0]->index : -1);
 	}
@@ -312,6 +313,8 @@ ir_attr_dump(FILE *out, const IrNode *n)
 		fprintf(out, " %s", kind[n->opt->kind]);
 		if (n->opt->sync)
 			fprintf(out, " sync=%d", n->opt->sync);
+		if (n->opt->sync && n->opt->aggregate != n->opt->sync)
+			fprintf(out, " aggregate=%d", n->opt->aggregate);
 		for (int k = 0; k < n->opt->nslot; k++)
 			fprintf(out, "%s%s", k ? ", " : " slots=",
 				n->opt->slot[k]->name);

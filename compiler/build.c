@@ -957,7 +957,7 @@ ir_opt_nhyper(IrOptKind k)
 int
 ir_opt_nhyper_of(const IrOpt *o)
 {
-	return ir_opt_nhyper(o->kind) + (o->sync > 0) * 3 + 1;
+	return ir_opt_nhyper(o->kind) + (o->sync > 0) * TFG_SYNC_HYPER + 1;
 }
 
 IrNode *

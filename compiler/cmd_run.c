@@ -34,6 +34,7 @@ runtime_options(const Args *a)
 	o.tls_key = a->tls[1];
 	o.tls_ca = a->tls[2];
 	o.trace_file = a->trace;
+	o.stats = a->stats;
 	o.max_specs = a->max_specs;
 	o.verbose = a->verbose;
 	o.no_progress = a->no_progress;

@@ -216,11 +216,14 @@ typedef struct IrOpt {
 	IrOptKind kind;
 	int nslot;
 	IrVar *slot[6];
-	/* sync(OPT, replicas=N): N > 0, gradients of N steps averaged per
+	/* sync(OPT, replicas=N, aggregate=M): N > 0, gradients of M steps
+	   (M <= N, fewer when fewer replicas are left) averaged per
 	   update; the last three slots are the sum, its count and the
 	   number of updates made (the round), and the hyperparameters end
-	   with N, the round the step read and sync_wait */
+	   with N, M, the round the step read and sync_wait
+	   (TFG_SYNC_HYPER) */
 	int sync;
+	int aggregate;
 	double sync_wait;  /* seconds a gradient waits for its round's last
 			      (sync's timeout=, 60 by default) */
 } IrOpt;

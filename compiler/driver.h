@@ -23,6 +23,7 @@ typedef struct Args {
 	int no_key;          /* run --no-cluster-key */
 	const char *tls[3];  /* --tls-cert, --tls-key, --tls-ca FILE */
 	const char *trace;   /* --trace FILE */
+	int stats;           /* run --stats */
 	const char *chief;   /* server --chief J:T or none */
 	const char *listen;  /* run, stop --listen HOST:PORT */
 	int stop;            /* run --attach --stop */

@@ -175,8 +175,8 @@ hypers(Checker *c, AstNode *e, int o, IrNode **h, double *lit)
 }
 
 /* The f64[n] hyperparameters of one update, on v's task; with sync, then
- * N, the round the step read (cast to f64) and the seconds it waits for
- * the round; then the step's loss, so
+ * N, M, the round the step read (cast to f64) and the seconds it waits
+ * for the round; then the step's loss, so
  * that an update of a NaN loss is refused where it would be applied. */
 static IrNode *
 hyper_node(Checker *c, SrcLoc loc, const IrVar *v, IrNode **h,
@@ -188,24 +188,25 @@ hyper_node(Checker *c, SrcLoc loc, const IrVar *v, IrNode **h,
 	for (int k = 0; k < n; k++)
 		in[k] = h[k];
 	if (r->sync) {
-		in[n] = in[n + 2] = NULL;
-		in[n + 1] = ir_cast(c->p, loc, r->slot[r->nslot - 1]->read,
+		in[n] = in[n + 1] = in[n + 3] = NULL;
+		in[n + 2] = ir_cast(c->p, loc, r->slot[r->nslot - 1]->read,
 				    TFG_F64);
-		if (!in[n + 1])
+		if (!in[n + 2])
 			return NULL;
-		in[n + 1]->req = v->req;
+		in[n + 2]->req = v->req;
 	}
-	for (int k = 0; k < n + (r->sync ? 3 : 0); k++) {
+	for (int k = 0; k < n + (r->sync ? TFG_SYNC_HYPER : 0); k++) {
 		double *d;
 		if (in[k])
 			continue;
 		d = arena_alloc(c->a, sizeof *d);
-		*d = k < n ? lit[k] : k == n ? r->sync : r->sync_wait;
+		*d = k < n ? lit[k] : k == n ? r->sync
+		   : k == n + 1 ? r->aggregate : r->sync_wait;
 		if ((in[k] = ir_const(c->p, loc, TFG_F64, &s0, d, 0)) == NULL)
 			return NULL;
 		in[k]->req = v->req;
 	}
-	n += r->sync ? 3 : 0;
+	n += r->sync ? TFG_SYNC_HYPER : 0;
 	in[n++] = loss->dtype == TFG_F64 ? loss
 		: check_built(c, ir_cast(c->p, loc, loss, TFG_F64));
 	if (!in[n - 1])
@@ -269,7 +270,7 @@ make_slot(Checker *c, const IrVar *v, const char *suffix, TfgDtype t,
  * initial_accumulator_value. */
 static IrOpt *
 opt_for(Checker *c, const AstNode *e, int o, const double *lit, int sync,
-	double wait, const IrVar *v)
+	int agg, double wait, const IrVar *v)
 {
 	int ninit = ir_opt_nhyper(opts[o].kind) - 1;
 	double init = is_init(o, ninit) ? lit[ninit] : 0;
@@ -287,6 +288,7 @@ opt_for(Checker *c, const AstNode *e, int o, const double *lit, int sync,
 	r = arena_alloc(c->a, sizeof *r);
 	r->kind = opts[o].kind;
 	r->sync = sync;
+	r->aggregate = agg;
 	r->sync_wait = wait;
 	r->nslot = opts[o].nslot + (sync ? 3 : 0);
 	for (int k = 0; k < r->nslot; k++) {
@@ -448,32 +450,58 @@ step_inc(Checker *c, AstNode *e, IrNode *done)
 	return check_var_node(c, s->var, OP_assign_add, one, e->loc);
 }
 
-/* sync(OPT, replicas=N, timeout=S): N, or -1 (reported), and S in
- * *wait; OPT is checked by the caller. */
+/* sync(OPT, replicas=N, aggregate=M, timeout=S): N, or -1 (reported),
+ * M in *agg and S in *wait; OPT is checked by the caller.  Either of N
+ * and M stands for both, as TF's total_num_replicas defaults to
+ * replicas_to_aggregate. */
 /* Seconds a synchronous update waits for the other replicas' gradients
  * of its round before it fails, unless sync's timeout= says (so that a
  * replica that is gone never hangs the others). */
 #define SYNC_WAIT_S 60.0
 
+/* The integer of sync's argument a (from 1 to 1024), or -1 reported. */
 static int
-sync_of(Checker *c, AstNode *e, double *wait)
+sync_count(Checker *c, AstNode *a, const char *name)
 {
-	AstNode *n, *t;
-	Lit l;
+	Lit l = check_lit_of(a);
+
+	if (l.kind != 1 || l.i < 1 || l.i > 1024) {
+		diag_error(c->d, ast_extent(a), "sync: %s must be an integer "
+			   "from 1 to 1024", name);
+		return -1;
+	}
+	return (int)l.i;
+}
+
+static int
+sync_of(Checker *c, AstNode *e, int *agg, double *wait)
+{
+	AstNode *n, *m, *t;
+	int nr = 0, na = 0;
 
 	if (check_bind(c, e) < 0)
 		return -1;
-	if (!(n = check_kwarg(e, "replicas"))) {
+	n = check_kwarg(e, "replicas");
+	m = check_kwarg(e, "aggregate");
+	if (!n && !m) {
 		diag_error(c->d, e->loc, "sync() needs replicas=N: how many "
 			   "gradients make one update");
 		return -1;
 	}
-	l = check_lit_of(n);
-	if (l.kind != 1 || l.i < 1 || l.i > 1024) {
-		diag_error(c->d, ast_extent(n), "sync: replicas must be an "
-			   "integer from 1 to 1024");
+	if ((n && (nr = sync_count(c, n, "replicas")) < 0) ||
+	    (m && (na = sync_count(c, m, "aggregate")) < 0))
+		return -1;
+	if (!n)
+		nr = na;
+	if (!m)
+		na = nr;
+	if (na > nr) {
+		diag_error(c->d, ast_extent(m), "sync: aggregate=%d is more "
+			   "than replicas=%d: an update takes at most one "
+			   "gradient of each replica", na, nr);
 		return -1;
 	}
+	*agg = na;
 	*wait = SYNC_WAIT_S;
 	if ((t = check_kwarg(e, "timeout")) != NULL) {
 		Lit w = check_lit_of(t);
@@ -488,7 +516,7 @@ sync_of(Checker *c, AstNode *e, double *wait)
 		}
 		*wait = s;
 	}
-	return (int)l.i;
+	return nr;
 }
 
 /* minimize(loss, OPTIMIZER, vars=[...], global_step=step): the loss after
@@ -500,7 +528,7 @@ check_minimize(Checker *c, AstNode *e, OpKind op)
 	IrNode *loss, *v[256], *h[4], *in[258];
 	IrOpt *r[256];
 	double lit[4];
-	int o, nv, nin = 0, nh, sync = 0;
+	int o, nv, nin = 0, nh, sync = 0, agg = 0;
 	double wait = 0;
 
 	(void)op;
@@ -508,7 +536,7 @@ check_minimize(Checker *c, AstNode *e, OpKind op)
 		return NULL;
 	oe = e->list[1];
 	if (oe->kind == AST_CALL && strcmp(oe->name, "sync") == 0 &&
-	    (sync = sync_of(c, oe, &wait)) <= 0)
+	    (sync = sync_of(c, oe, &agg, &wait)) <= 0)
 		return NULL;
 	if (sync)
 		oe = oe->list[0];
@@ -556,7 +584,8 @@ check_minimize(Checker *c, AstNode *e, OpKind op)
 	   layer's 12.8 MB gradient after both convolutions' gradients and
 	   then waited 5-15 ms for the ps to apply it */
 	for (int i = 0; i < nv; i++)
-		if (!(r[i] = opt_for(c, e, o, lit, sync, wait, v[i]->var)))
+		if (!(r[i] = opt_for(c, e, o, lit, sync, agg, wait,
+				     v[i]->var)))
 			return NULL;
 	for (int i = nv - 1; i >= 0; i--) {
 		IrVar *var = v[i]->var;

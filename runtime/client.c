@@ -847,6 +847,31 @@ loop_slots(Sess *ss, RtStmt **stmts, int n, const TfgShape *scalar)
 	return rv;
 }
 
+/* LEAVE to every other task that the session's steps ran on: it ended,
+ * and with it this task's part in their sync groups (runtime/optim.c),
+ * so that replicas that stop at different times never hang the others.
+ * Like ABORT, sent without waiting: a task not up is not held. */
+static void
+leave(RtProc *p, int session, const char *ran)
+{
+	double deadline = rt_now() + 0.2;
+
+	for (int t = 0; ran && t < p->plan->ntask; t++) {
+		RtBuf *b;
+		unsigned char *body;
+		TfgError e;
+
+		if (t == p->task || !ran[t] || !rt_peer_linked(p, t) ||
+		    rt_msg_new(p, NULL, &b, &body, RT_MSG_LEAVE, 0,
+			       (uint32_t)session, NULL, 0, &e) != TFG_OK)
+			continue;
+		if (rt_send(p, t, b, deadline, NULL, &e) != TFG_OK &&
+		    p->opt.verbose)
+			fprintf(stderr, "tfg: %s: no LEAVE to %s: %s\n",
+				p->name, p->plan->tasks[t].name, e.msg);
+	}
+}
+
 tfg_status
 rt_client_session(RtServer *srv, int session, const char *url)
 {
@@ -876,6 +901,9 @@ rt_client_session(RtServer *srv, int session, const char *url)
 	if (rv == TFG_OK && s->ncsv > 0 &&
 	    (ss.csv = calloc((size_t)s->ncsv, sizeof *ss.csv)) == NULL)
 		rv = tfg_error(&ss.err, TFG_ENOMEM, "out of memory");
+	if (rv == TFG_OK &&
+	    (ss.ran = calloc((size_t)p->plan->ntask, 1)) == NULL)
+		rv = tfg_error(&ss.err, TFG_ENOMEM, "out of memory");
 	/* loop variables: i64 scalars */
 	if (rv == TFG_OK)
 		rv = loop_slots(&ss, s->stmts, s->nstmt, &scalar);
@@ -904,6 +932,8 @@ rt_client_session(RtServer *srv, int session, const char *url)
 		if (n >= (int)sizeof text)
 			n = (int)sizeof text - 1;
 	}
+	leave(p, session, ss.ran);
+	free(ss.ran);
 	if (rt_send_text(p, url, RT_MSG_SESSION_END, 0, (uint32_t)session,
 			 text, (size_t)n, &e) != TFG_OK)
 		fprintf(stderr, "tfgc: error: %s: %s\n", p->name, e.msg);

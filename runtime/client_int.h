@@ -53,6 +53,8 @@ typedef struct Sess {
 	int prog_epoch;    /* a call since the last epoch's end */
 	double prog_sent;  /* rt_now() of the last PROGRESS */
 	FILE **csv;        /* [s->ncsv]: record()'s files, once written */
+	char *ran;         /* [ntask]: the tasks its steps ran on, which
+			      hear LEAVE at its end (client.c) */
 } Sess;
 
 /* client.c */

@@ -378,6 +378,8 @@ step_finish(Sess *ss, RtStep *c, int sigi, const RtPart *parts,
 	const RtSig *sig = &plan->sigs[sigi];
 	tfg_status st;
 
+	for (int i = 0; ss->ran && i < sig->ntask; i++)
+		ss->ran[sig->tasks[i]] = 1;
 	/* Feeds for this task itself, or (malformed plans) for a task
 	 * without a part, go the ordinary way. */
 	for (int i = 0; i < sig->nfeed; i++) {

@@ -966,6 +966,148 @@ write_trace(RtProc *c, pid_t *pids)
 	return 0;
 }
 
+/* n bytes as "1.2 MB". */
+static void
+stats_bytes(char *buf, size_t cap, unsigned long long n)
+{
+	static const char *const unit[] = {"B", "KB", "MB", "GB", "TB"};
+	double v = (double)n;
+	int u = 0;
+
+	while (v >= 1000 && u < 4)
+		v /= 1000, u++;
+	if (u == 0)
+		snprintf(buf, cap, "%llu B", n);
+	else
+		snprintf(buf, cap, "%.1f %s", v, unit[u]);
+}
+
+/* One direction of a link, "from -> to": what the sender counted, or
+ * what the receiver did if the sender did not answer. */
+static void
+stats_dir(char *buf, size_t cap, const uint64_t *sent, const uint64_t *got)
+{
+	const uint64_t *v = sent ? sent : got;
+	char b[32];
+
+	stats_bytes(b, sizeof b, v ? (unsigned long long)v[1] : 0);
+	snprintf(buf, cap, "%8llu msgs %10s", v ? (unsigned long long)v[0]
+						: 0ULL, b);
+}
+
+/* --stats (spec/design.md "Link counts"): STATS to every task still up,
+ * and a line per pair of tasks that exchanged messages, with the
+ * messages and bytes each way, then the controller's own. */
+static void
+write_stats(RtProc *c, pid_t *pids)
+{
+	const TfgPlan *plan = c->plan;
+	int nt = plan->ntask, left = 0, links = 0, width = 10, dialed = 0;
+	/* cnt[(i * nt + j) * 4 + 0..3]: i's counts of j (om ob im ib) */
+	uint64_t *cnt = calloc((size_t)nt * (size_t)nt * 4, sizeof *cnt);
+	char *got = calloc((size_t)nt, 1);
+	double deadline = rt_now() + c->opt.startup_timeout;
+	RtMsg m;
+
+	if (cnt == NULL || got == NULL) {
+		free(cnt);
+		free(got);
+		fprintf(stderr, "tfgc: error: out of memory for --stats\n");
+		return;
+	}
+	for (int i = 0; i < nt; i++) {
+		RtBuf *b;
+		unsigned char *body;
+		size_t n = strlen(rt_proc_url(c));
+		TfgError e;
+
+		if (pids && pids[i] == 0)
+			continue; /* exited */
+		if (rt_msg_new(c, NULL, &b, &body, RT_MSG_STATS, 0, 0, NULL, n,
+			       &e) != TFG_OK)
+			continue;
+		memcpy(body, rt_proc_url(c), n);
+		if (rt_send(c, i, b, rt_now() + SLICE, NULL, &e) == TFG_OK)
+			left++;
+	}
+	while (left > 0 && rt_now() < deadline && !rt_stop_requested) {
+		if (recv_one(c, &m, deadline) != 0)
+			continue;
+		if (m.h.type == RT_MSG_STATS_DATA && !got[m.h.src]) {
+			const char *t = (const char *)m.body,
+				   *end = t + m.h.nbytes;
+
+			int d, k;
+
+			got[m.h.src] = 1;
+			left--;
+			if (sscanf(t, "dialed %d%n", &d, &k) == 1 && t + k <= end)
+				dialed += d;
+			while (t < end) {
+				unsigned long long v[4];
+				int j, k;
+
+				if (sscanf(t, "%d %llu %llu %llu %llu%n", &j,
+					   &v[0], &v[1], &v[2], &v[3], &k) == 5
+				    && j >= 0 && j < nt && t + k <= end)
+					for (int x = 0; x < 4; x++)
+						cnt[((size_t)m.h.src * nt + j)
+						    * 4 + x] = v[x];
+				while (t < end && *t++ != '\n')
+					;
+			}
+		}
+		rt_msg_free(&m);
+	}
+	for (int i = 0; i < nt; i++) {
+		int w = (int)strlen(plan->tasks[i].name);
+
+		if (w > width)
+			width = w;
+	}
+	fprintf(stderr, "tfgc: links of the run (--stats), messages and "
+		"bytes each way:\n");
+	for (int i = 0; i < nt; i++)
+		for (int j = i + 1; j < nt; j++) {
+			const uint64_t *ij = &cnt[((size_t)i * nt + j) * 4],
+				       *ji = &cnt[((size_t)j * nt + i) * 4];
+			char a[64], b[64];
+
+			if (!(ij[0] | ij[2] | ji[0] | ji[2]))
+				continue;
+			links++;
+			/* i -> j: i's sends, else j's receipts */
+			stats_dir(a, sizeof a, got[i] ? ij : NULL,
+				  got[j] ? ji + 2 : NULL);
+			stats_dir(b, sizeof b, got[j] ? ji : NULL,
+				  got[i] ? ij + 2 : NULL);
+			fprintf(stderr, "  %-*s -> %-*s %s   back %s\n", width,
+				plan->tasks[i].name, width, plan->tasks[j].name,
+				a, b);
+		}
+	for (int i = 0; i < nt; i++) {
+		const RtPeer *q = &c->peers[i];
+		uint64_t out[2] = {q->out_msgs, q->out_bytes},
+			 in[2] = {q->in_msgs, q->in_bytes};
+		char a[64], b[64];
+
+		stats_dir(a, sizeof a, out, NULL);
+		stats_dir(b, sizeof b, in, NULL);
+		fprintf(stderr, "  %-*s -> %-*s %s   back %s\n", width,
+			"controller", width, plan->tasks[i].name, a, b);
+	}
+	fprintf(stderr, "tfgc: %d of the %d pairs of tasks exchanged "
+		"messages, over %d connections", links, nt * (nt - 1) / 2,
+		dialed);
+	for (int i = 0; i < nt; i++)
+		if (!got[i])
+			fprintf(stderr, "; %s did not answer (its links are "
+				"counted by its peers)", plan->tasks[i].name);
+	fprintf(stderr, "\n");
+	free(cnt);
+	free(got);
+}
+
 /* tfgc run --restore DIR: the checkpoint read and checked here, before
  * any task starts, so that what is wrong with it, or what of it the
  * program leaves out, is said once rather than by every task (each of
@@ -1043,6 +1185,8 @@ tfg_launch(const TfgPlan *plan, const TfgOptions *opt, const char *argv0,
 	   one is wanted most), from every task still up */
 	if (c.opt.trace_file && write_trace(&c, pids) != 0 && rc == 0)
 		rc = 1;
+	if (c.opt.stats)
+		write_stats(&c, pids);
 	/* Servers we attached to keep serving, whatever happened, for
 	   `tfgc stop` to end them; unless they are to stop with the run
 	   (--stop), which a launched chief's controller is (spec/design.md

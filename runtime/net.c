@@ -479,8 +479,8 @@ rt_net_listen(RtNet *n, const char *url, size_t maxmsg, TfgError *e)
 }
 
 tfg_status
-rt_net_dial(RtNet *n, int peer, const char *url, const char *name,
-	    TfgError *e)
+rt_net_peer_set(RtNet *n, int peer, const char *url, const char *name,
+		TfgError *e)
 {
 	RtLink *k;
 
@@ -498,11 +498,37 @@ rt_net_dial(RtNet *n, int peer, const char *url, const char *name,
 				 "a tcp://host:port address", n->name, name,
 				 url);
 	}
-	k->open = 1;
-	k->down_since = rt_now();
-	net_link_dial(n, k);
+	k->known = 1;
 	pthread_mutex_unlock(&k->mu);
 	return TFG_OK;
+}
+
+void
+rt_net_peer_open(RtNet *n, int peer)
+{
+	RtLink *k;
+
+	if (peer < 0 || peer >= n->npeer || n->peers[peer].open)
+		return;
+	k = &n->peers[peer];
+	pthread_mutex_lock(&k->mu);
+	if (k->known && !k->open && !n->closing) {
+		k->down_since = rt_now();
+		k->open = 1;
+		net_link_dial(n, k);
+	}
+	pthread_mutex_unlock(&k->mu);
+}
+
+tfg_status
+rt_net_dial(RtNet *n, int peer, const char *url, const char *name,
+	    TfgError *e)
+{
+	tfg_status st = rt_net_peer_set(n, peer, url, name, e);
+
+	if (st == TFG_OK)
+		rt_net_peer_open(n, peer);
+	return st;
 }
 
 tfg_status
@@ -738,6 +764,8 @@ tfg_status
 rt_net_send(RtNet *n, int peer, RtBuf *b, double deadline, RtNetStopFn stop,
 	    void *arg, TfgError *e)
 {
+	if (peer >= 0 && peer < n->npeer)
+		rt_net_peer_open(n, peer); /* its first send dials it */
 	if (peer < 0 || peer >= n->npeer || !n->peers[peer].open) {
 		rt_buf_free(b);
 		return tfg_error(e, TFG_EINVAL, "%s: no connection to task %d",
@@ -1020,6 +1048,12 @@ rt_net_peer_up(RtNet *n, int peer)
 	if (peer < 0 || peer >= n->npeer || !n->peers[peer].open)
 		return 0;
 	return n->peers[peer].state == 1;
+}
+
+int
+rt_net_peer_dialed(RtNet *n, int peer)
+{
+	return peer >= 0 && peer < n->npeer && n->peers[peer].open;
 }
 
 int

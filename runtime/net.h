@@ -89,7 +89,9 @@ typedef struct RtLink {
 				  connected, and waits for the peer to
 				  answer its first ping */
 	_Atomic int state;     /* 0 never connected, 1 up, 2 gone */
-	int open;              /* dialed (a peer of the cluster or a reply) */
+	_Atomic int open;      /* dialed (a peer of the cluster or a reply) */
+	int known;             /* its address is set: dialed at its first
+				  send or wait (rt_net_peer_open) */
 	char url[RT_URL_MAX];
 	char host[RT_URL_MAX], port[16];
 	const char *name;      /* for messages: "/job:local/task:1", or the
@@ -245,8 +247,15 @@ tfg_status rt_net_init(RtNet *n, const char *name, int npeer);
  * up to maxmsg bytes.  Port 0 picks one: n->url names it. */
 tfg_status rt_net_listen(RtNet *n, const char *url, size_t maxmsg,
 			 TfgError *e);
-/* Dials peer i at url, in the background, and again whenever the
- * connection breaks. */
+/* Peer i is at url, named name in messages: rt_net_peer_open dials it,
+ * and so does its first send (spec/design.md "Transport": only the
+ * peers a task exchanges messages with are dialed). */
+tfg_status rt_net_peer_set(RtNet *n, int peer, const char *url,
+			   const char *name, TfgError *e);
+/* Dials peer i (set), in the background, and again whenever the
+ * connection breaks; nothing if it is dialed already or not set. */
+void rt_net_peer_open(RtNet *n, int peer);
+/* rt_net_peer_set and rt_net_peer_open. */
 tfg_status rt_net_dial(RtNet *n, int peer, const char *url,
 		       const char *name, TfgError *e);
 /* Every frame to and from this process carries a MAC under a key of its
@@ -301,6 +310,7 @@ void rt_net_flush_held(void);
 /* Whether this thread holds sends back now. */
 int rt_net_holding(void);
 int rt_net_peer_up(RtNet *n, int peer);   /* connected now */
+int rt_net_peer_dialed(RtNet *n, int peer); /* rt_net_peer_open'ed */
 int rt_net_peer_ups(RtNet *n, int peer);  /* connections it made so far */
 int rt_net_peer_gone(RtNet *n, int peer); /* was up, went away */
 int rt_net_url_gone(RtNet *n, const char *url);

@@ -335,65 +335,125 @@ i64_set(RtVarSlot *s, int64_t v)
 	memcpy(s->data, &v, sizeof v);
 }
 
+/* How many gradients make the round of a sync variable (s0, its
+ * group in s0->member) now: sync's aggregate= (M), or fewer when fewer
+ * replicas are left.  The group expects replicas= (N) members, or the
+ * client tasks whose gradients it took if more; a member whose session
+ * ended (RtServer.left) or whose link is gone leaves it, until its next
+ * gradient (spec/design.md "Synchronous replicas"). */
+static double
+sync_need(RtCtx *c, RtVarSlot *s0, double replicas, double aggregate)
+{
+	RtServer *srv = c->store;
+	int nt = srv->proc.plan->ntask, known = 0, out = 0;
+	double live;
+
+	for (int t = 0; t < nt && s0->member; t++) {
+		if (!s0->member[t])
+			continue;
+		known++;
+		out += srv->left[t] || rt_peer_gone(&srv->proc, t);
+	}
+	live = (known > replicas ? known : replicas) - out;
+	return live < 1 ? 1 : live < aggregate ? live : aggregate;
+}
+
+/* The round's update, with the mean of its cnt gradients: s[0..n)
+ * locked.  The sum is cleared and the round advanced. */
+static void
+sync_apply(const RtVar *v, uint32_t kind, RtVarSlot **s, int ninner,
+	   const double *hyper)
+{
+	RtVarSlot *sum = s[ninner + 1], *cnt = s[ninner + 2];
+	RtVarSlot *round = s[ninner + 3];
+	int64_t numel = tfg_shape_numel(&v->shape);
+	double k = (double)i64_at(cnt);
+
+	if (v->dtype == TFG_F32)
+		scale_float((float *)sum->data, numel, (float)(1 / k));
+	else
+		scale_double((double *)sum->data, numel, 1 / k);
+	update(kind & 0xff, v->dtype, s, sum->data, numel, hyper);
+	memset(sum->data, 0, (size_t)numel * tfg_dtype_size(v->dtype));
+	i64_set(cnt, 0);
+	i64_set(round, i64_at(round) + 1);
+	pthread_cond_broadcast(&s[0]->cv);
+}
+
 /* sync: s[0..n) locked and initialized (the variable, the kind's ninner
  * slots, then the sum, the count and the round); adds g to the round's
  * sum if the step read this round, and makes the update with the mean
- * when it is the replicas-th; else waits, holding only the variable's
- * lock, until another makes it.  *done: whether this call made it.
- * Unlocks everything. */
+ * when the round has as many as it needs (sync_need); else waits,
+ * holding only the variable's lock, until another makes it, or until
+ * the group shrank to what the round has, and makes it itself.  *done:
+ * whether this call made it.  Unlocks everything. */
 static int
 sync_update(RtCtx *c, const RtVar *v, uint32_t kind, RtVarSlot **s, int n,
 	    int ninner, const void *g, const double *hyper, int *done)
 {
+	RtServer *srv = c->store;
 	RtVarSlot *sum = s[ninner + 1], *cnt = s[ninner + 2];
 	RtVarSlot *round = s[ninner + 3];
 	int64_t numel = tfg_shape_numel(&v->shape), tag, want;
-	int f = v->dtype == TFG_F32, rc = TFG_OK;
-	double t0, replicas = hyper[ir_nhyper(kind)];
-	double wait = hyper[ir_nhyper(kind) + 2]; /* sync's timeout= */
+	int rc = TFG_OK, held = n, client = c->step->client;
+	const double *sh = hyper + ir_nhyper(kind);
+	double t0, replicas = sh[0], aggregate = sh[1];
+	double wait = sh[3]; /* sync's timeout= */
 
-	tag = (int64_t)hyper[ir_nhyper(kind) + 1];
+	tag = (int64_t)sh[2];
 	*done = 0;
+	if (s[0]->member == NULL &&
+	    (s[0]->member = calloc((size_t)srv->proc.plan->ntask, 1)) == NULL) {
+		rc = tfg_error(c->err, TFG_ENOMEM, "out of memory");
+		goto unlock;
+	}
+	if (client >= 0 && client < srv->proc.plan->ntask) {
+		s[0]->member[client] = 1; /* it trains: in the group */
+		srv->left[client] = 0;
+	}
 	if (tag < i64_at(round)) /* computed from an older round: dropped */
 		goto unlock;
-	if (f)
+	if (v->dtype == TFG_F32)
 		add_float((float *)sum->data, g, numel);
 	else
 		add_double((double *)sum->data, g, numel);
 	i64_set(cnt, i64_at(cnt) + 1);
-	if ((double)i64_at(cnt) >= replicas) {
-		if (f)
-			scale_float((float *)sum->data, numel,
-				    (float)(1 / replicas));
-		else
-			scale_double((double *)sum->data, numel,
-				     1 / replicas);
-		update(kind & 0xff, v->dtype, s, sum->data, numel, hyper);
-		memset(sum->data, 0, (size_t)numel * tfg_dtype_size(v->dtype));
-		i64_set(cnt, 0);
-		i64_set(round, i64_at(round) + 1);
-		pthread_cond_broadcast(&s[0]->cv);
+	if ((double)i64_at(cnt) >= sync_need(c, s[0], replicas, aggregate)) {
+		sync_apply(v, kind, s, ninner, hyper);
 		*done = 1;
 		goto unlock;
 	}
 	/* wait for the round's last gradient: with only the variable's
 	   lock held, which every update of it takes */
-	while (n > 1)
-		pthread_mutex_unlock(&s[--n]->mu);
+	while (held > 1)
+		pthread_mutex_unlock(&s[--held]->mu);
 	want = tag + 1;
 	t0 = rt_now();
 	while (i64_at(round) < want && !c->step->aborted) {
 		struct timespec ts;
 		double now = rt_now();
 
+		/* a member gone or left meanwhile: the round may be whole
+		   without it, and this step makes the update (the slots
+		   come after the variable: locked in index order) */
+		if ((double)i64_at(cnt) >= sync_need(c, s[0], replicas,
+						     aggregate)) {
+			while (held < n)
+				pthread_mutex_lock(&s[held++]->mu);
+			sync_apply(v, kind, s, ninner, hyper);
+			*done = 1;
+			break;
+		}
 		if (now - t0 > wait) {
 			rc = tfg_error(c->err, TFG_ETIMEDOUT, "sync: waited "
 				       "%g s for the other replicas' "
 				       "gradients of variable '%s' (%g "
 				       "needed a round, %lld came): is a "
-				       "replica gone? (sync(..., timeout=S) "
-				       "waits longer)", wait, v->name,
-				       replicas, (long long)i64_at(cnt));
+				       "replica stopped? (sync(..., "
+				       "timeout=S) waits longer)", wait,
+				       v->name, sync_need(c, s[0], replicas,
+							  aggregate),
+				       (long long)i64_at(cnt));
 			break;
 		}
 		clock_gettime(CLOCK_REALTIME, &ts);
@@ -405,8 +465,8 @@ sync_update(RtCtx *c, const RtVar *v, uint32_t kind, RtVarSlot **s, int n,
 		pthread_cond_timedwait(&s[0]->cv, &s[0]->mu, &ts);
 	}
 unlock:
-	while (n > 0)
-		pthread_mutex_unlock(&s[--n]->mu);
+	while (held > 0)
+		pthread_mutex_unlock(&s[--held]->mu);
 	return rc;
 }
 
@@ -636,7 +696,8 @@ rt_apply(RtCtx *c, uint32_t var, uint32_t kind, uint32_t slot,
 							   v->shape.dims[0])
 						 : 0;
 		double x, loss = hyper[ir_nhyper(kind) +
-				       ((kind & TFG_OPT_SYNC) ? 3 : 0)];
+				       ((kind & TFG_OPT_SYNC) ?
+					TFG_SYNC_HYPER : 0)];
 
 		at = nonfinite(v->dtype, grad, numel);
 		if (v->dtype == TFG_F32)

@@ -100,6 +100,20 @@ on_recv(RtNetRecv *r, RtBuf *m)
 	rt_proc_take(p, m);
 }
 
+/* Lets p->mu go, then wakes an executor for what was queued under it
+ * (rt_queue_push_locked).  A waiter cannot miss it: it looked at the
+ * queue under the lock, and waits on qcv before the lock is free. */
+static void
+unlock_wake(RtProc *p)
+{
+	int wake = p->qwake;
+
+	p->qwake = 0;
+	pthread_mutex_unlock(&p->mu);
+	if (wake)
+		pthread_cond_signal(&p->qcv);
+}
+
 tfg_status
 rt_proc_init(RtProc *p, const TfgPlan *plan, int task, const TfgOptions *opt)
 {
@@ -163,6 +177,31 @@ rt_proc_free(RtProc *p)
 	memset(p, 0, sizeof *p);
 }
 
+void
+rt_plan_peers(const TfgPlan *plan, int task, char *talks)
+{
+	for (int i = 0; i < plan->nsig; i++) {
+		const RtSig *g = &plan->sigs[i];
+		int in = 0;
+
+		for (int j = 0; j < g->ntask; j++)
+			in |= g->tasks[j] == task;
+		if (g->client == task)
+			for (int j = 0; j < g->ntask; j++)
+				talks[g->tasks[j]] = 1;
+		else if (in)
+			talks[g->client] = 1;
+	}
+	for (int i = 0; i < plan->nedge; i++) {
+		if (plan->edges[i].src == task)
+			talks[plan->edges[i].dst] = 1;
+		if (plan->edges[i].dst == task)
+			talks[plan->edges[i].src] = 1;
+	}
+	if (task >= 0 && task < plan->ntask)
+		talks[task] = 0;
+}
+
 tfg_status
 rt_proc_open(RtProc *p, const char *url, TfgError *e)
 {
@@ -170,6 +209,7 @@ rt_proc_open(RtProc *p, const char *url, TfgError *e)
 	unsigned char key[RT_KEY_BYTES];
 	TfgError de;
 	tfg_status st;
+	char *talks;
 	int keyed;
 
 	if ((keyed = rt_auth_key_load(p->opt.cluster_key, key, e)) < 0)
@@ -194,14 +234,20 @@ rt_proc_open(RtProc *p, const char *url, TfgError *e)
 	if ((st = rt_net_listen(&p->net, url, RT_HDR_SIZE +
 				(size_t)RT_MAX_BODY, e)) != TFG_OK)
 		return st;
+	if ((talks = calloc((size_t)p->plan->ntask, 1)) == NULL)
+		return tfg_error(e, TFG_ENOMEM, "out of memory");
+	rt_plan_peers(p->plan, p->task, talks);
 	for (int i = 0; i < p->plan->ntask; i++) {
 		if (i == p->task)
 			continue;
 		rt_url(peer, sizeof peer, p->plan->tasks[i].addr);
-		if (rt_net_dial(&p->net, i, peer, p->plan->tasks[i].name,
-				&de) != TFG_OK)
+		if (rt_net_peer_set(&p->net, i, peer, p->plan->tasks[i].name,
+				    &de) != TFG_OK)
 			fprintf(stderr, "tfgc: error: %s\n", de.msg);
+		else if (talks[i])
+			rt_net_peer_open(&p->net, i);
 	}
+	free(talks);
 	return rt_net_recv_start(&p->net, &p->recv, e);
 }
 
@@ -412,11 +458,11 @@ rt_proc_take(RtProc *p, RtBuf *m)
 					fprintf(stderr, "tfgc: error: %s: %s "
 						"(refused: the run is told)\n",
 						p->name, e.msg);
-				pthread_mutex_unlock(&p->mu);
+				unlock_wake(p);
 				return;
 			}
 		}
-		pthread_mutex_unlock(&p->mu);
+		unlock_wake(p);
 		say_ignored(p, e.msg);
 		rt_buf_free(m);
 		return;
@@ -424,7 +470,7 @@ rt_proc_take(RtProc *p, RtBuf *m)
 	/* This task's own messages never come over the network (they are
 	   delivered in the process): one that says it does is forged. */
 	if (p->task >= 0 && out.h.src == (uint16_t)p->task) {
-		pthread_mutex_unlock(&p->mu);
+		unlock_wake(p);
 		fprintf(stderr, "tfgc: error: %s: %s from %s claims to come "
 			"from this task (ignored)\n", p->name,
 			rt_msg_name(out.h.type), m->from[0] ? m->from : "a peer");
@@ -440,9 +486,13 @@ rt_proc_take(RtProc *p, RtBuf *m)
 	   speak for its task's incarnation: a garbled one can neither make
 	   a task look restarted nor raise the incarnation recorded for it. */
 	if (rt_epoch_check_locked(p, &out.h) != 0) {
-		pthread_mutex_unlock(&p->mu);
+		unlock_wake(p);
 		rt_msg_free(&out);
 		return;
+	}
+	if (out.h.src < p->plan->ntask) {
+		p->peers[out.h.src].in_msgs++;
+		p->peers[out.h.src].in_bytes += RT_HDR_SIZE + out.h.nbytes;
 	}
 	if (p->opt.verbose)
 		fprintf(stderr, "tfg: %s: got %s step %llu key %u from %u "
@@ -450,7 +500,7 @@ rt_proc_take(RtProc *p, RtBuf *m)
 			RT_STEP_NO(out.h.step), out.h.key, out.h.src,
 			(unsigned long long)out.h.nbytes);
 	rt_dispatch_locked(p, &out);
-	pthread_mutex_unlock(&p->mu);
+	unlock_wake(p);
 }
 
 void
@@ -458,7 +508,7 @@ rt_dispatch(RtProc *p, RtMsg *m)
 {
 	pthread_mutex_lock(&p->mu);
 	rt_dispatch_locked(p, m);
-	pthread_mutex_unlock(&p->mu);
+	unlock_wake(p);
 }
 
 static int
@@ -487,7 +537,10 @@ rt_queue_push_locked(RtProc *p, const RtMsg *m)
 {
 	if (msg_push(&p->queue, &p->nqueue, &p->capqueue, m) != 0)
 		return -1;
-	pthread_cond_signal(&p->qcv);
+	/* Signalled by the receive once it let the lock go: an executor
+	   woken under it would only wait for the lock (a hand-off of 32
+	   workers' steps at once spent a tenth of the ps's time so) */
+	p->qwake = 1;
 	return 0;
 }
 
@@ -806,10 +859,49 @@ send_stop(void *arg, TfgError *e)
 	return c && rt_step_poll(c, e) != TFG_OK;
 }
 
+/* A message to peer, counted for --stats. */
+static void
+count_out(RtProc *p, int peer, const RtBuf *m)
+{
+	if (peer >= 0 && peer < p->plan->ntask) {
+		p->peers[peer].out_msgs++;
+		p->peers[peer].out_bytes += m->len + m->ntail;
+	}
+}
+
+char *
+rt_stats_text(RtProc *p, size_t *n)
+{
+	size_t cap = 100 * (size_t)p->plan->ntask + 32, k;
+	char *s = malloc(cap);
+
+	int dialed = 0;
+
+	if (s == NULL)
+		return NULL;
+	for (int i = 0; i < p->plan->ntask; i++)
+		dialed += rt_net_peer_dialed(&p->net, i);
+	k = (size_t)snprintf(s, cap, "dialed %d\n", dialed);
+	for (int i = 0; i < p->plan->ntask; i++) {
+		const RtPeer *q = &p->peers[i];
+		unsigned long long om = q->out_msgs, ob = q->out_bytes,
+				   im = q->in_msgs, ib = q->in_bytes;
+
+		if (om || im)
+			k += (size_t)snprintf(s + k, cap - k,
+					      "%d %llu %llu %llu %llu\n", i,
+					      om, ob, im, ib);
+	}
+	s[k] = '\0';
+	*n = k;
+	return s;
+}
+
 tfg_status
 rt_send(RtProc *p, int peer, RtBuf *m, double deadline, RtStep *step,
 	TfgError *e)
 {
+	count_out(p, peer, m);
 	return rt_net_send(&p->net, peer, m, deadline, send_stop, step, e);
 }
 
@@ -817,6 +909,7 @@ tfg_status
 rt_send_held(RtProc *p, int peer, RtBuf *m, double deadline, RtStep *step,
 	     TfgError *e)
 {
+	count_out(p, peer, m);
 	return rt_net_hold(&p->net, peer, m, deadline, send_stop, step, e);
 }
 
@@ -1030,11 +1123,20 @@ rt_peer_absent(RtProc *p, int task, char *why, size_t n)
 }
 
 int
+rt_peer_linked(RtProc *p, int task)
+{
+	return rt_net_peer_dialed(&p->net, task);
+}
+
+int
 rt_peer_lost(RtProc *p, int task, char *why, size_t n)
 {
 	const char *name = p->plan->tasks[task].name;
 	double down;
 
+	/* a wait on a task makes a link to it, if it has none yet: its
+	   heartbeat tells whether the task lives */
+	rt_net_peer_open(&p->net, task);
 	if (rt_peer_refused(p, task, why, n))
 		return 1;
 	switch (rt_net_peer_why(&p->net, task)) {

@@ -71,6 +71,16 @@ enum {
 	RT_MSG_PROGRESS, /* client -> controller; key: session; body: a
 			    progress() record, one line of text of at most
 			    RT_PROGRESS_MAX bytes (runtime/progress.c) */
+	RT_MSG_STATS,    /* controller -> task; body: reply URL */
+	RT_MSG_STATS_DATA, /* task -> controller; body: "dialed N", then a
+			      line per task it exchanged messages with,
+			      "T om ob im ib":
+			      messages and bytes sent to task T, and
+			      received from it (rt_stats_text) */
+	RT_MSG_LEAVE,    /* client -> task; key: a session of the client,
+			    which ended; no body: the client leaves the
+			    task's sync groups until its next gradient
+			    (runtime/optim.c) */
 	RT_MSG__N
 };
 
@@ -101,12 +111,13 @@ enum {
 #define RT_SHUTDOWN_QUIET 1
 
 #define RT_WIRE_MAGIC 0x31474654u /* "TFG1" */
-#define RT_WIRE_VERSION 8 /* 2: the last header field is the epoch; 3: a
+#define RT_WIRE_VERSION 9 /* 2: the last header field is the epoch; 3: a
 			     step id carries its client's tag; 4: OUTPUT and
 			     SESSION_END name their session; 5: TRACE; 6: a
 			     large feed follows its START (rt_feed_apart);
 			     7: PROGRESS; 8: prog xor the run, a
-			     PING names its run and pid */
+			     PING names its run and pid; 9: STATS,
+			     LEAVE */
 #define RT_HDR_SIZE 112
 #define RT_SRC_CONTROLLER 0xffff
 #define RT_MAX_BODY ((uint64_t)1 << 30) /* largest body: 1 GiB */
@@ -214,6 +225,9 @@ typedef struct RtPeer {
 			      running here are stale (rt_step_stale) */
 	int ordered;       /* one of its SPECIALISE or RELEASE records is
 			      being run: the next waits (rt_proc_done) */
+	/* messages and bytes (header included) sent to it (rt_send,
+	   rt_send_held) and received from it (rt_proc_take), for --stats */
+	_Atomic uint64_t out_msgs, out_bytes, in_msgs, in_bytes;
 } RtPeer;
 
 typedef struct RtStep RtStep;
@@ -247,6 +261,9 @@ typedef struct RtProc {
 				  own into its inbox when it begins */
 	RtMsg *queue;          /* records for the roles, FIFO */
 	int nqueue, capqueue;
+	int qwake;             /* records were queued under mu by a
+				  receive: qcv is signalled once mu is let
+				  go (rt_proc_take, rt_dispatch) */
 	RtStep *steps;         /* the steps running in this process */
 	uint64_t counter;      /* steps started as client */
 	int keyed;             /* its messages carry MACs (--cluster-key) */
@@ -275,6 +292,13 @@ tfg_status rt_proc_init(RtProc *p, const TfgPlan *plan, int task,
 void rt_proc_free(RtProc *p);
 /* Listens on url, dials every other task of the plan, and starts
  * receiving. */
+/* talks[t] = 1 for each task t that task `task` of plan exchanges
+ * messages with (talks[] of plan->ntask, zeroed by the caller): the
+ * clients of the signatures it takes part in, the tasks of those it
+ * drives, and both ends of its edges.  rt_proc_open dials these; any
+ * other is dialed at its first send or wait (spec/design.md
+ * "Transport"). */
+void rt_plan_peers(const TfgPlan *plan, int task, char *talks);
 tfg_status rt_proc_open(RtProc *p, const char *url, TfgError *e);
 /* The address p serves on (its listener's URL, the reply address its
  * PINGs give). */
@@ -334,6 +358,11 @@ tfg_status rt_msg_new(RtProc *p, const TfgPlan *plan, RtBuf **out,
 /* Sends to task `peer`, waiting at most until deadline; gives up early
  * when step (may be NULL) is cancelled, or a stop was requested.  Takes
  * m in every case. */
+/* This process's counts of its messages to and from each task, for
+ * --stats: "dialed N" (the tasks it has a link to), then a line "T om ob
+ * im ib" per task it exchanged any with (the body of STATS_DATA), *n its
+ * length; NULL out of memory. */
+char *rt_stats_text(RtProc *p, size_t *n);
 tfg_status rt_send(RtProc *p, int peer, RtBuf *m, double deadline,
 		   RtStep *step, TfgError *e);
 /* The same, held back while small (rt_net_hold): it leaves with this
@@ -369,6 +398,9 @@ int rt_peer_gone(RtProc *p, int task);
  * connection hung up, it stopped answering heartbeats, or it has not been
  * up for longer than the start-up deadline.  A task that is only busy is
  * not lost (spec/design.md "Failures"). */
+/* Whether this process has a link to task (dialed: rt_plan_peers, or
+ * by a message or a wait). */
+int rt_peer_linked(RtProc *p, int task);
 int rt_peer_lost(RtProc *p, int task, char *why, size_t n);
 /* Why task is not up yet, in why[n], for a wait that says what it waits
  * for: "connection refused" (nothing listens at its address), another

@@ -435,6 +435,8 @@ rt_dispatch_locked(RtProc *p, RtMsg *m)
 	case RT_MSG_RUN_SESSION:
 	case RT_MSG_SHUTDOWN:
 	case RT_MSG_TRACE:
+	case RT_MSG_STATS:
+	case RT_MSG_LEAVE:
 		if (rt_queue_push_locked(p, m) == 0)
 			return;
 		fprintf(stderr, "tfgc: error: %s: out of memory: %s dropped\n",

@@ -87,12 +87,19 @@ typedef struct RtVarSlot {
 				  the first assign */
 	int init;              /* it has a value */
 	int lost;              /* a HOLD_WRITE failed part-way: no value */
+	unsigned char *member; /* a sync variable's group (optim.c): [ntask],
+				  1 for each client task whose gradient it
+				  took; NULL until the first */
 } RtVarSlot;
 
 /* A task process's roles. */
 typedef struct RtServer {
 	RtProc proc;
 	RtVarSlot *vars;       /* [plan->nvar]; those of other tasks unused */
+	_Atomic unsigned char *left; /* [ntask]: 1 for a client task whose
+				  session ended (LEAVE) and that has sent no
+				  sync gradient since: out of the sync groups
+				  (optim.c) */
 	RtPart *parts;         /* [nsig] the own plan's parts; owned */
 	RtArenas *spare;       /* [nsig] their spare arenas; owned */
 	pthread_mutex_t mu;    /* everything below */

@@ -177,6 +177,52 @@ serve_trace(RtServer *s, const RtMsg *m)
 	free(json);
 }
 
+/* STATS from the controller: this task's counts of its links
+ * (spec/design.md "Link counts"). */
+static void
+serve_stats(RtServer *s, const RtMsg *m)
+{
+	char url[RT_URL_MAX], *text;
+	size_t n;
+	TfgError e;
+
+	rt_body_url(url, m);
+	if (url[0] == '\0')
+		return;
+	/* the steps still running here finish their sends first */
+	rt_proc_idle(&s->proc, rt_now() + 1.0);
+	if ((text = rt_stats_text(&s->proc, &n)) == NULL) {
+		fprintf(stderr, "tfgc: error: %s: out of memory for its "
+			"link counts\n", s->proc.name);
+		return;
+	}
+	if (rt_send_text(&s->proc, url, RT_MSG_STATS_DATA, 0, 0, text, n,
+			 &e))
+		fprintf(stderr, "tfgc: error: %s: %s\n", s->proc.name, e.msg);
+	free(text);
+}
+
+/* LEAVE: a session of client m->h.src ended; it leaves the sync groups
+ * of this task's variables until its next gradient (optim.c), and the
+ * updates that wait for a round see it at once. */
+static void
+serve_leave(RtServer *s, const RtMsg *m)
+{
+	if (s->left == NULL || m->h.src >= s->proc.plan->ntask)
+		return;
+	if (s->proc.opt.verbose)
+		fprintf(stderr, "tfg: %s: %s left (its session %u ended)\n",
+			s->proc.name, s->proc.plan->tasks[m->h.src].name,
+			m->h.key);
+	s->left[m->h.src] = 1;
+	for (int i = 0; i < s->proc.plan->nvar; i++)
+		if (s->vars[i].member) {
+			pthread_mutex_lock(&s->vars[i].mu);
+			pthread_cond_broadcast(&s->vars[i].cv);
+			pthread_mutex_unlock(&s->vars[i].mu);
+		}
+}
+
 static void
 serve_shutdown(RtServer *s, const RtMsg *m)
 {
@@ -244,6 +290,12 @@ handle(RtServer *s, RtStep *step, RtMsg *m)
 		break;
 	case RT_MSG_TRACE:
 		serve_trace(s, m);
+		break;
+	case RT_MSG_STATS:
+		serve_stats(s, m);
+		break;
+	case RT_MSG_LEAVE:
+		serve_leave(s, m);
 		break;
 	case RT_EV_RESTARTED:
 		rt_spec_forget(s, m->h.src, m->h.epoch);

@@ -486,14 +486,20 @@ enum {
 			     -1/2), slots accum and linear: lr, l1, l2, s0
 			     (s0, the accumulators' initial value, is
 			     the slots' initializer's, unused here) */
-	/* or'ed in: gradients are summed until `replicas` have come from
-	   the round the step read (hyperparameters: the kind's, then
-	   replicas, then that round, then the loss), then their mean is applied; three
+	/* or'ed in: gradients are summed until `aggregate` have come from
+	   the round the step read, or fewer when fewer replicas are left
+	   (hyperparameters: the kind's, then TFG_SYNC_HYPER, then the
+	   loss), then their mean is applied; three
 	   more slots after the kind's: the sum, its count, the round.
 	   dst is 1 when this call made the update, else 0 (a stale
 	   gradient, dropped, or one that waited for the others) */
 	TFG_OPT_SYNC = 0x100
 };
+/* With TFG_OPT_SYNC, the hyperparameters after the inner kind's: N
+ * (replicas=), M (aggregate=), the round the step read, and the seconds
+ * an update waits for its round (timeout=); the loss follows. */
+#define TFG_SYNC_HYPER 4
+
 TFG_API int tfg_rt_apply(struct RtCtx *ctx, uint32_t var, uint32_t kind,
 			 uint32_t slot, const void *grad, const double *hyper,
 			 void *dst);
@@ -854,6 +860,9 @@ typedef struct TfgOptions {
 				    TFG_CLUSTER_KEY names, or none) */
 	const char *tls_cert, *tls_key, *tls_ca; /* --tls-*: TLS on every
 				    connection (PEM files) */
+	int stats;              /* tfgc run --stats: each link's messages
+				   and bytes at the end (spec/design.md
+				   "Link counts") */
 	const char *trace_file; /* tfgc run --trace FILE: the run's trace
 				   goes there; tfgc server --trace: the
 				   task records one ("-": for the

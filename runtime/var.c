@@ -27,7 +27,8 @@ rt_vars_init(RtServer *s)
 
 	if (plan->nvar == 0)
 		return TFG_OK;
-	if ((s->vars = calloc((size_t)plan->nvar, sizeof *s->vars)) == NULL)
+	if ((s->vars = calloc((size_t)plan->nvar, sizeof *s->vars)) == NULL ||
+	    (s->left = calloc((size_t)plan->ntask, sizeof *s->left)) == NULL)
 		return TFG_ENOMEM;
 	for (int i = 0; i < plan->nvar; i++) {
 		pthread_mutex_init(&s->vars[i].mu, NULL);
@@ -101,11 +102,14 @@ rt_vars_free(RtServer *s)
 {
 	for (int i = 0; s->vars && i < s->proc.plan->nvar; i++) {
 		free(s->vars[i].data);
+		free(s->vars[i].member);
 		pthread_mutex_destroy(&s->vars[i].mu);
 		pthread_cond_destroy(&s->vars[i].cv);
 	}
 	free(s->vars);
 	s->vars = NULL;
+	free((void *)s->left);
+	s->left = NULL;
 }
 
 /* dst = dst op src over n elements of dtype t, where U is the type the

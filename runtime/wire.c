@@ -62,6 +62,9 @@ static const char *const msg_names[RT_MSG__N] = {
 	[RT_MSG_TRACE] = "TRACE",
 	[RT_MSG_TRACE_DATA] = "TRACE_DATA",
 	[RT_MSG_PROGRESS] = "PROGRESS",
+	[RT_MSG_STATS] = "STATS",
+	[RT_MSG_STATS_DATA] = "STATS_DATA",
+	[RT_MSG_LEAVE] = "LEAVE",
 };
 
 const char *
@@ -188,12 +191,13 @@ rt_feed_apart(const RtEdge *e)
 }
 
 /* Which types a given sender may send: the controller sends only PING,
- * RUN_SESSION, SHUTDOWN and TRACE; tasks send everything else. */
+ * RUN_SESSION, SHUTDOWN, TRACE and STATS; tasks send everything else. */
 static int
 from_controller(int type)
 {
 	return type == RT_MSG_PING || type == RT_MSG_RUN_SESSION ||
-	       type == RT_MSG_SHUTDOWN || type == RT_MSG_TRACE;
+	       type == RT_MSG_SHUTDOWN || type == RT_MSG_TRACE ||
+	       type == RT_MSG_STATS;
 }
 
 /* Whether the step field must name a client task (RT_STEP: client << 48
@@ -364,6 +368,20 @@ check_key(const RtHdr *h, const TfgPlan *plan, int self, const char *who,
 		break;
 	case RT_MSG_RUN_SESSION:
 		lim = (uint32_t)plan->nsession, what = "session";
+		break;
+	case RT_MSG_LEAVE:
+		if (h->nbytes != 0 || self < 0)
+			return tfg_error(e, TFG_EPROTO,
+					 "bad LEAVE from %s: %s", who,
+					 self < 0 ? "a task's client sends it "
+					 "to a task" : "it has no body");
+		lim = (uint32_t)plan->nsession, what = "session";
+		if (h->key < lim && plan->sessions[h->key].task != h->src)
+			return tfg_error(e, TFG_EPROTO,
+					 "bad LEAVE from %s: session %u runs on "
+					 "%s", who, h->key,
+					 plan->tasks[plan->sessions[h->key]
+						     .task].name);
 		break;
 	case RT_MSG_PROGRESS:
 		if (h->nbytes > RT_PROGRESS_MAX)

@@ -87,7 +87,7 @@ t_layout(void)
 	h.key = 0;
 	rt_hdr_encode(buf, &h);
 	ASSERT(memcmp(buf, "TFG1", 4) == 0);
-	ASSERT_EQ(buf[4], 8);     /* version 8: the run in prog */
+	ASSERT_EQ(buf[4], 9);     /* version 9: STATS */
 	ASSERT_EQ(buf[5], 0);
 	ASSERT_EQ(buf[6], RT_MSG_TENSOR);
 	ASSERT_EQ(buf[8], 0x78);  /* prog, little-endian */
@@ -171,7 +171,7 @@ t_bad_header(void)
 	EXPECT_BAD(x, RT_HDR_SIZE + 24, TFG_EPROTO, "127.0.0.1:5555: magic");
 	x = h, x.version = 1; /* whose last field had to be 0 */
 	EXPECT_BAD(x, RT_HDR_SIZE + 24, TFG_EPROTO,
-		   "/job:local/task:0 (127.0.0.1:5555): version 1, expected 8");
+		   "/job:local/task:0 (127.0.0.1:5555): version 1, expected 9");
 	x = h, x.type = 0;
 	EXPECT_BAD(x, RT_HDR_SIZE + 24, TFG_EPROTO, "unknown type 0");
 	x = h, x.type = RT_MSG__N;
@@ -245,6 +245,35 @@ t_bad_key(void)
 		    EPOCH);
 	EXPECT_BAD(x, RT_HDR_SIZE + RT_PROGRESS_MAX + 1, TFG_EPROTO,
 		   "1025 body bytes, at most 1024");
+	/* STATS (spec/design.md "Link counts"): from the controller alone,
+	   and its answer from a task alone */
+	rt_hdr_init(&x, &plan, RT_MSG_STATS, 0, 0, RT_SRC_CONTROLLER, 0,
+		    EPOCH);
+	ASSERT_EQ(check(&x, RT_HDR_SIZE), TFG_OK);
+	rt_hdr_init(&x, &plan, RT_MSG_STATS, 0, 0, 1, 0, EPOCH);
+	EXPECT_BAD(x, RT_HDR_SIZE, TFG_EPROTO, "bad STATS from "
+		   "/job:local/task:1 (127.0.0.1:5555): sender 1 is not");
+	rt_hdr_init(&x, &plan, RT_MSG_STATS_DATA, 0, 0, 1, 30, EPOCH);
+	ASSERT_EQ(check(&x, RT_HDR_SIZE + 30), TFG_OK);
+	rt_hdr_init(&x, &plan, RT_MSG_STATS_DATA, 0, 0, RT_SRC_CONTROLLER, 0,
+		    EPOCH);
+	EXPECT_BAD(x, RT_HDR_SIZE, TFG_EPROTO, "bad STATS_DATA from");
+	/* LEAVE (runtime/optim.c): a client's session ended; no body, a
+	   session of the sender's, to a task */
+	rt_hdr_init(&x, &plan, RT_MSG_LEAVE, 0, 0, 0, 0, EPOCH);
+	ASSERT_EQ(check(&x, RT_HDR_SIZE), TFG_OK);
+	rt_hdr_init(&x, &plan, RT_MSG_LEAVE, 0, 0, 0, 4, EPOCH);
+	EXPECT_BAD(x, RT_HDR_SIZE + 4, TFG_EPROTO, "bad LEAVE from "
+		   "/job:local/task:0 (127.0.0.1:5555): it has no body");
+	rt_hdr_init(&x, &plan, RT_MSG_LEAVE, 0, 0, 1, 0, EPOCH);
+	EXPECT_BAD(x, RT_HDR_SIZE, TFG_EPROTO, "bad LEAVE from "
+		   "/job:local/task:1 (127.0.0.1:5555): session 0 runs on "
+		   "/job:local/task:0");
+	rt_hdr_init(&x, &plan, RT_MSG_LEAVE, 0, 1, 0, 0, EPOCH);
+	EXPECT_BAD(x, RT_HDR_SIZE, TFG_EPROTO, "session 1 out of range");
+	rt_hdr_init(&x, &plan, RT_MSG_LEAVE, 0, 0, RT_SRC_CONTROLLER, 0,
+		    EPOCH);
+	EXPECT_BAD(x, RT_HDR_SIZE, TFG_EPROTO, "bad LEAVE from");
 	rt_hdr_init(&x, &plan, RT_MSG_ERROR, 3, RT_ERROR__N, 0, 0, EPOCH);
 	EXPECT_BAD(x, RT_HDR_SIZE, TFG_EPROTO, "error kind 2 out of range");
 	/* START from a task that does not drive the signature */
