@@ -35,7 +35,9 @@ typedef struct Cut {
 	int sig;
 	PtrVec *parts;   /* [ntask]: IrNode * in order */
 	IrNode ***local; /* [ntask][node id * NSLOT + slot]: the node's value
-			    in that part, on that device (dev_slot) */
+			    in that part, on that device (dev_slot); a
+			    task's table made at its first use (local_of) */
+	int nnode;
 	int *sends;      /* [ntask] */
 	PtrVec *users;   /* [node id]: the graph's users of each node */
 } Cut;
@@ -104,11 +106,23 @@ slot_dev(Cut *c, int t, int slot)
 	return d;
 }
 
+/* Task t's table of values (Cut.local), made when the signature first
+ * puts a value there: a signature of two tasks in a cluster of 400 made
+ * a table per task, 192 MB for a session per worker. */
+static IrNode **
+local_of(Cut *c, int t)
+{
+	if (!c->local[t])
+		c->local[t] = arena_alloc(c->p->arena, ((size_t)c->nnode + 1) *
+					  NSLOT * sizeof(IrNode *));
+	return c->local[t];
+}
+
 /* The value of graph node x inside task t's part, on device slot. */
 static IrNode *
 value_in(Cut *c, int t, IrNode *x, int slot)
 {
-	IrNode **at = &c->local[t][x->id * NSLOT + slot], *home;
+	IrNode **at = &local_of(c, t)[x->id * NSLOT + slot], *home;
 	int hs;
 	uint32_t key;
 
@@ -121,17 +135,17 @@ value_in(Cut *c, int t, IrNode *x, int slot)
 	}
 	if (x->task != t) {
 		hs = 0;
-		home = c->local[t][x->id * NSLOT];
+		home = local_of(c, t)[x->id * NSLOT];
 		if (!home) {
 			key = edge_key(c->p, edge_name(c, x, "", x->task, t),
 				       x->task, t, x);
 			home = comm(c, x, NULL, t, x->task, key);
 			home->dev = slot_dev(c, t, 0);
-			c->local[t][x->id * NSLOT] = home;
+			local_of(c, t)[x->id * NSLOT] = home;
 		}
 	} else {
 		hs = dev_slot(x->dev);
-		home = c->local[t][x->id * NSLOT + hs];
+		home = local_of(c, t)[x->id * NSLOT + hs];
 		TFG_ASSERT(home);
 	}
 	if (hs == slot)
@@ -152,7 +166,7 @@ counted_send(Cut *c, const IrNode *x, IrNode *snd)
 	RtEdge *e;
 
 	if (!x->count || x->shape.rank < 1 || x->dtype == TFG_STRING ||
-	    !(ids = c->local[snd->task][x->count->id * NSLOT]) ||
+	    !(ids = local_of(c, snd->task)[x->count->id * NSLOT]) ||
 	    ids->dtype != TFG_I64 || ids->shape.rank != 1)
 		return;
 	in = arena_alloc(c->p->arena, 2 * sizeof *in);
@@ -206,7 +220,7 @@ cut_node(Cut *c, IrNode *x, const char *needed, PtrVec *users)
 			v->peer = c->g->client;
 		}
 	}
-	c->local[t][x->id * NSLOT + slot] = add(c, t, v);
+	local_of(c, t)[x->id * NSLOT + slot] = add(c, t, v);
 	for (int i = 0; i < users->n; i++) {
 		IrNode *u = users->v[i];
 		const char *name;
@@ -295,7 +309,7 @@ cut_sig(Program *p, int sig, PtrVec *users)
 	IrNode **nodes = (IrNode **)p->g.nodes.v;
 	char *needed = ir_reach(p, g->fetch, g->nfetch, g->target,
 				g->ntarget);
-	Cut c = {p, g, sig, NULL, NULL, NULL, users};
+	Cut c = {p, g, sig, NULL, NULL, 0, NULL, users};
 
 	/* every feed arrives somewhere, each on its own key: one that no
 	   fetch needs (an input whose shape alone was wanted) took key 0,
@@ -306,9 +320,7 @@ cut_sig(Program *p, int sig, PtrVec *users)
 	c.parts = arena_alloc(p->arena, p->ntask * sizeof *c.parts);
 	c.local = arena_alloc(p->arena, p->ntask * sizeof *c.local);
 	c.sends = arena_alloc(p->arena, p->ntask * sizeof *c.sends);
-	for (int t = 0; t < p->ntask; t++)
-		c.local[t] = arena_alloc(p->arena,
-					 ((size_t)n + 1) * NSLOT * sizeof(IrNode *));
+	c.nnode = n;
 	g->feed_key = arena_alloc(p->arena, (g->nfeed + 1) * sizeof(uint32_t));
 	g->fetch_key =
 	    arena_alloc(p->arena, (g->nfetch + 1) * sizeof(uint32_t));

@@ -11,6 +11,7 @@
 #include <netinet/in.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -34,7 +35,18 @@ free_ports(Program *p)
 {
 	int *fds = arena_alloc(p->arena, (p->ntask + 1) * sizeof *fds);
 	int rc = 0;
+	struct rlimit r;
 
+	/* a socket held per task: the soft limit of descriptors raised
+	   toward the hard one where a large cluster needs it (tfg_launch
+	   checks what the run needs later) */
+	if (getrlimit(RLIMIT_NOFILE, &r) == 0 && r.rlim_cur != RLIM_INFINITY &&
+	    r.rlim_cur < (rlim_t)p->ntask + 64) {
+		r.rlim_cur = r.rlim_max == RLIM_INFINITY ||
+			     r.rlim_max > (rlim_t)p->ntask + 64
+			     ? (rlim_t)p->ntask + 64 : r.rlim_max;
+		(void)setrlimit(RLIMIT_NOFILE, &r);
+	}
 	for (int t = 0; t < p->ntask; t++) {
 		struct sockaddr_in sa = {0};
 		socklen_t len = sizeof sa;
@@ -46,8 +58,19 @@ free_ports(Program *p)
 		if ((fds[t] = socket(AF_INET, SOCK_STREAM, 0)) < 0 ||
 		    bind(fds[t], (struct sockaddr *)&sa, sizeof sa) < 0 ||
 		    getsockname(fds[t], (struct sockaddr *)&sa, &len) < 0) {
-			fprintf(stderr, "tfgc: error: cannot find a free port: "
-				"%s\n", strerror(errno));
+			int err = errno;
+
+			if (err == EMFILE && getrlimit(RLIMIT_NOFILE, &r) == 0)
+				fprintf(stderr, "tfgc: error: cannot find a free "
+					"port for each of the cluster's %d "
+					"tasks: %s (this machine allows %llu "
+					"open files, ulimit -Hn: raise it, or "
+					"run fewer tasks here)\n", p->ntask,
+					strerror(err),
+					(unsigned long long)r.rlim_max);
+			else
+				fprintf(stderr, "tfgc: error: cannot find a free "
+					"port: %s\n", strerror(err));
 			rc = -1;
 			break;
 		}

@@ -28,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -119,6 +120,76 @@ share_cores(int ntask)
 	snprintf(buf, sizeof buf, "%d", n);
 	setenv("TFG_THREADS", buf, 0);
 	setenv("OPENBLAS_NUM_THREADS", "1", 1);
+}
+
+/* Raises resource limit res's soft value to need, up to its hard one;
+ * 0, or -1 when even the hard one is lower (*have: it). */
+static int
+limit_raise(int res, rlim_t need, rlim_t *have)
+{
+	struct rlimit r;
+
+	if (getrlimit(res, &r) != 0 || r.rlim_cur == RLIM_INFINITY ||
+	    r.rlim_cur >= need)
+		return 0;
+	*have = r.rlim_max;
+	if (r.rlim_max != RLIM_INFINITY && r.rlim_max < need)
+		return -1;
+	r.rlim_cur = need;
+	return setrlimit(res, &r) == 0 ? 0 : -1;
+}
+
+/* What this machine must allow for the tasks of plan that tfg_launch
+ * starts here (spec/design.md "Processes"): descriptors for the task
+ * with the most links (two a peer: its own link and the one it
+ * accepts, and the controller's), and for the controller (two a task);
+ * processes and threads (four a task at least: its main thread, its
+ * I/O thread, an executor, a kernel thread).  Soft limits are raised to
+ * what is needed, which children inherit; a hard limit too low is an
+ * error that names it.  0, or 1 after saying why. */
+static int
+check_limits(const TfgPlan *plan)
+{
+	char *talks = calloc((size_t)plan->ntask + 1, 1);
+	int most = 0, who = 0;
+	rlim_t fds, procs, have = 0;
+
+	if (talks == NULL)
+		return 0;
+	for (int t = 0; t < plan->ntask; t++) {
+		int n = 0;
+
+		memset(talks, 0, (size_t)plan->ntask);
+		rt_plan_peers(plan, t, talks);
+		for (int i = 0; i < plan->ntask; i++)
+			n += talks[i];
+		if (n > most)
+			most = n, who = t;
+	}
+	free(talks);
+	fds = 2 * (rlim_t)(most > plan->ntask ? most : plan->ntask) + 64;
+	if (limit_raise(RLIMIT_NOFILE, fds, &have) != 0) {
+		fprintf(stderr, "tfgc: error: the cluster's %d tasks need up "
+			"to %llu open descriptors in one process (%s talks to "
+			"%d tasks, and this run's controller to all), and "
+			"this machine allows %llu (the hard limit of open "
+			"files, ulimit -Hn): raise it, or run fewer tasks "
+			"here\n", plan->ntask, (unsigned long long)fds,
+			plan->tasks[who].name, most,
+			(unsigned long long)have);
+		return 1;
+	}
+	procs = 4 * (rlim_t)plan->ntask + 64;
+	if (limit_raise(RLIMIT_NPROC, procs, &have) != 0) {
+		fprintf(stderr, "tfgc: error: the cluster's %d tasks need at "
+			"least %llu processes and threads of this user (four "
+			"a task), and this machine allows %llu (the hard "
+			"limit of user processes, ulimit -Hu): raise it, or "
+			"run fewer tasks here\n", plan->ntask,
+			(unsigned long long)procs, (unsigned long long)have);
+		return 1;
+	}
+	return 0;
 }
 
 /* `tfgc server` for task t: argv0, server_args, then --job J --task T. */
@@ -480,7 +551,7 @@ wait_up(RtProc *c, pid_t *pids)
 	char (*said)[64] = calloc((size_t)plan->ntask, sizeof *said);
 	int *up = calloc((size_t)plan->ntask, sizeof *up), nup = 0, rc = 1;
 	double *held = calloc((size_t)plan->ntask, sizeof *held);
-	int taken = 0, nheld = 0;
+	int taken = 0, nheld = 0, extended = 0;
 	RtMsg m;
 
 	if (up == NULL || held == NULL || said == NULL) {
@@ -534,10 +605,19 @@ wait_up(RtProc *c, pid_t *pids)
 					continue;
 				rt_url(url, sizeof url, plan->tasks[i].addr);
 				rt_peer_absent(c, i, why, sizeof why);
-				fprintf(stderr, "tfgc: error: task %s did not "
-					"come up within %g s (%s: %s)\n",
-					plan->tasks[i].name,
-					c->opt.startup_timeout, url, why);
+				if (extended)
+					fprintf(stderr, "tfgc: error: task %s "
+						"did not come up within %g s of "
+						"the last task that did (%.0f s "
+						"in all; %s: %s)\n",
+						plan->tasks[i].name,
+						c->opt.startup_timeout,
+						now - start, url, why);
+				else
+					fprintf(stderr, "tfgc: error: task %s "
+						"did not come up within %g s "
+						"(%s: %s)\n", plan->tasks[i].name,
+						c->opt.startup_timeout, url, why);
 			}
 			break;
 		}
@@ -564,6 +644,15 @@ wait_up(RtProc *c, pid_t *pids)
 		if (m.h.type == RT_MSG_PONG && !up[m.h.src]) {
 			up[m.h.src] = 1;
 			nup++;
+			/* servers of this run that keep coming up are no hang:
+			   200 tasks on two cores take 20 s to start, most of
+			   it each process faulting in the binary, so the
+			   deadline counts from the last one up */
+			if (pids && rt_now() + c->opt.startup_timeout >
+					    deadline) {
+				deadline = rt_now() + c->opt.startup_timeout;
+				extended = 1;
+			}
 		}
 		rt_msg_free(&m);
 	}
@@ -1148,6 +1237,8 @@ tfg_launch(const TfgPlan *plan, const TfgOptions *opt, const char *argv0,
 
 	if (!attach && opt->restore_dir && check_restore(plan, opt) != 0)
 		return 1;
+	if (!attach && check_limits(plan) != 0)
+		return 1;
 	if (ctl_open(&c, plan, opt))
 		return 1;
 	bars = rt_bars_new(plan, opt); /* NULL (no memory): none shown */
@@ -1164,9 +1255,15 @@ tfg_launch(const TfgPlan *plan, const TfgOptions *opt, const char *argv0,
 		for (int i = 0; i < plan->ntask && rc == 0; i++)
 			if ((pids[i] = spawn(argv0, server_args,
 					     &plan->tasks[i])) < 0) {
+				int err = errno;
+
 				fprintf(stderr, "tfgc: error: cannot start %s: "
-					"%s\n", plan->tasks[i].name,
-					strerror(errno));
+					"%s%s\n", plan->tasks[i].name,
+					strerror(err), err == EAGAIN ?
+					" (the limit of this user's processes "
+					"and threads, ulimit -u, or of the "
+					"machine's, kernel.threads-max)" :
+					err == ENOMEM ? " (out of memory)" : "");
 				pids[i] = 0;
 				rc = 1;
 			}

@@ -62,4 +62,34 @@ grep -q "^tfgc: 128 of the 630 pairs of tasks exchanged messages, over 256 conne
 	fail "4 ps + 32 workers: not 128 links over 256 connections: $(grep pairs "$T/err")"
 grep -q "^  /job:ps/task:[0-9]* *-> /job:ps" "$T/err" &&
 	fail "two ps tasks exchanged messages"
+
+# 200 tasks on this machine: 1 ps + 199 workers of the tutorial's counter
+# start (in some 20 s on two cores, most of it each process faulting in
+# the binary: the start-up deadline counts from the last task up) and
+# count 995.
+# (Not under AddressSanitizer, whose 200 processes would need some 16 GB.)
+cluster "$T/c200.json" 1 199
+case $TFGC in
+*asan*) ;;
+*)
+	expect_rc 0 $TFGC run examples/ps_counter.tfg --cluster "$T/c200.json" \
+		--free-ports
+	[ "$(tail -n 1 "$T/out")" = "995.0" ] || fail "1 ps + 199 workers: $(tail -n 3 "$T/out")"
+	;;
+esac
+# limits too low for 200 tasks are said before anything starts, naming
+# the limit: descriptors (the ps talks to 199 workers), and processes
+( ulimit -n 300 && exec $TFGC run examples/ps_counter.tfg \
+	--cluster "$T/c200.json" --free-ports ) >"$T/out" 2>"$T/err"
+[ $? = 1 ] || fail "200 tasks with 300 descriptors did not fail: $(cat "$T/err")"
+expect_in "$T/err" "tfgc: error: the cluster's 200 tasks need up to 464 open descriptors in one process (/job:ps/task:0 talks to 199 tasks, and this run's controller to all), and this machine allows 300 (the hard limit of open files, ulimit -Hn)"
+( ulimit -n 100 && exec $TFGC run examples/ps_counter.tfg \
+	--cluster "$T/c200.json" --free-ports ) >"$T/out" 2>"$T/err"
+[ $? = 1 ] || fail "200 tasks with 100 descriptors did not fail: $(cat "$T/err")"
+expect_in "$T/err" "cannot find a free port for each of the cluster's 200 tasks: Too many open files (this machine allows 100 open files, ulimit -Hn"
+prlimit --nproc=300 -- $TFGC run examples/ps_counter.tfg \
+	--cluster "$T/c200.json" --free-ports >"$T/out" 2>"$T/err"
+[ $? = 1 ] || fail "200 tasks with 300 processes did not fail: $(cat "$T/err")"
+expect_in "$T/err" "need at least 864 processes and threads of this user (four a task), and this machine allows 300 (the hard limit of user processes, ulimit -Hu)"
+pgrep -f "c200.json" >/dev/null && fail "a task of the refused runs was started"
 exit 0
