@@ -33,10 +33,11 @@ DESTDIR     ?=
 # this machine; libssl-dev for the cluster key's MACs and TLS, openssl
 # for the certificates the TLS test makes; libcairo2 for tfgc plot, which
 # loads it with dlopen when it runs: nothing links it; groff-base for the
-# test that renders man/tfgc.1).
+# test that renders man/tfgc.1; iproute2 for the hosts of network
+# namespaces in tests/integration/hosts.sh, util-linux for prlimit).
 PKGS = gcc make libc6-dev re2c lemon llvm-19-dev libopenblas-dev libnng-dev \
        libzstd-dev zlib1g-dev libssl-dev openssl python3 procps graphviz \
-       openmpi-bin slurm-wlm munge libcairo2 groff-base
+       openmpi-bin slurm-wlm munge libcairo2 groff-base iproute2 util-linux
 
 OPT     ?= -O2
 WARN     = -Wall -Wextra -Wpedantic
@@ -208,7 +209,7 @@ golden-update: tfgc
 	@UPDATE=1 sh tests/golden/run.sh $(AREA) $(T); \
 	git status --short tests/golden
 
-integration: tfgc
+integration: tfgc $(BUILD)/tests/netfwd
 	@sh tests/integration/run.sh
 
 # The MNIST examples' full runs, the perceptrons past 97% test accuracy
@@ -326,7 +327,7 @@ $(BUILD)/static/tfgc: $(BUILD)/tfgc
 $(BUILD)/static/tfgc.xz: $(BUILD)/static/tfgc
 	xz -6 -T0 -k -f $<
 
-bench: tfgc $(BUILD)/bench/nng_rtt $(BUILD)/bench/rows
+bench: tfgc $(BUILD)/bench/nng_rtt $(BUILD)/bench/rows $(BUILD)/tests/netfwd
 	@sh bench/run.sh
 
 # The references bench/ref_sigmoid.py times, for Debian's /usr/bin/python3,
@@ -356,6 +357,11 @@ $(BUILD)/bench/gpu_ref: bench/gpu_ref.c
 $(BUILD)/bench/rows: bench/rows.c $(BUILD)/libtfg.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -I. -o $@ $< $(BUILD)/libtfg.a $(FUZZ_LIBS)
+
+# the links of tests/integration/hosts.inc's network namespaces
+$(BUILD)/tests/netfwd: tests/netfwd.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 $(OPT) $(WARN) -o $@ $<
 
 $(BUILD)/bench/nng_rtt: bench/nng_rtt.c
 	@mkdir -p $(dir $@)

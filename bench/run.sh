@@ -188,6 +188,9 @@ sh bench/big_table.sh
 echo "== 1 to 32 workers on one ps, compute replaced by a wait (issue 29; bench/scale.sh) =="
 sh bench/scale.sh
 
+echo "== across hosts with real network stacks: network namespaces, 0.25 ms links (issue 29; bench/hosts.sh, root) =="
+sh bench/hosts.sh
+
 # The kernels of issue 3 (matmul included, through bench/matmul.sh) as a
 # table, each beside the machine's own limit measured in the same run.
 sh bench/kernels.sh

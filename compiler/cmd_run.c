@@ -42,7 +42,7 @@ runtime_options(const Args *a)
 	o.picked_ports = a->picked_ports;
 	o.from_run = a->from_run ? 1 + a->free_ports : 0;
 	o.run = a->run_id;
-	o.controller_addr = a->listen ? a->listen : "127.0.0.1:0";
+	o.controller_addr = a->listen; /* NULL: tfg_launch picks */
 	return o;
 }
 

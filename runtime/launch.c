@@ -27,8 +27,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <netdb.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -908,13 +911,63 @@ stop_all(RtProc *c, pid_t *pids)
 		}
 }
 
+/* Where the controller takes the tasks' answers unless --listen says:
+ * 127.0.0.1 when every task is on this machine's loopback, else the
+ * address this machine reaches the first other task from (a UDP
+ * socket's connect picks it, and sends nothing), port 0.  Tasks on
+ * other hosts, or in other network namespaces, could not answer
+ * 127.0.0.1. */
+static const char *
+ctl_listen(const TfgPlan *plan, char *buf, size_t n)
+{
+	for (int t = 0; t < plan->ntask; t++) {
+		const char *a = plan->tasks[t].addr, *colon = strrchr(a, ':');
+		char host[RT_URL_MAX], ip[INET6_ADDRSTRLEN];
+		struct addrinfo hints, *ai = NULL;
+		struct sockaddr_storage sa;
+		socklen_t len = sizeof sa;
+		int s, ok;
+
+		if (!colon || (size_t)(colon - a) >= sizeof host)
+			continue;
+		snprintf(host, sizeof host, "%.*s", (int)(colon - a), a);
+		if (strcmp(host, "localhost") == 0 ||
+		    strncmp(host, "127.", 4) == 0 || strcmp(host, "[::1]") == 0 ||
+		    strcmp(host, "0.0.0.0") == 0)
+			continue;
+		memset(&hints, 0, sizeof hints);
+		hints.ai_family = AF_INET;
+		hints.ai_socktype = SOCK_DGRAM;
+		if (getaddrinfo(host, colon + 1, &hints, &ai) != 0 || !ai)
+			continue;
+		s = socket(ai->ai_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+		ok = s >= 0 && connect(s, ai->ai_addr, ai->ai_addrlen) == 0 &&
+		     getsockname(s, (struct sockaddr *)&sa, &len) == 0 &&
+		     inet_ntop(AF_INET, &((struct sockaddr_in *)&sa)->sin_addr,
+			       ip, sizeof ip) != NULL;
+		if (s >= 0)
+			close(s);
+		freeaddrinfo(ai);
+		if (ok) {
+			snprintf(buf, n, "%s:0", ip);
+			return buf;
+		}
+	}
+	return "127.0.0.1:0";
+}
+
 static int
 ctl_open(RtProc *c, const TfgPlan *plan, const TfgOptions *opt)
 {
+	static char listen[RT_URL_MAX]; /* outlives this: c->opt names it */
 	char url[RT_URL_MAX];
+	TfgOptions o = *opt;
 	TfgError e;
 	tfg_status st;
 
+	if (o.controller_addr == NULL)
+		o.controller_addr = ctl_listen(plan, listen, sizeof listen);
+	opt = &o;
 	if ((st = rt_proc_init(c, plan, -1, opt)) != TFG_OK) {
 		fprintf(stderr, "tfgc: error: %s\n", st == TFG_ENOMEM
 			? "out of memory" : "malformed plan: an edge's byte "
