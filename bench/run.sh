@@ -188,6 +188,9 @@ sh bench/big_table.sh
 echo "== 1 to 32 workers on one ps, compute replaced by a wait (issue 29; bench/scale.sh) =="
 sh bench/scale.sh
 
+echo "== MNIST to 97%: synchronous replicas against async (issue 29; bench/sync.sh) =="
+sh bench/sync.sh
+
 echo "== across hosts with real network stacks: network namespaces, 0.25 ms links (issue 29; bench/hosts.sh, root) =="
 sh bench/hosts.sh
 
