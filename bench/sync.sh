@@ -6,7 +6,11 @@
 # step of batch 200), replicas=3 with aggregate=2 (a backup worker: the
 # slowest gradient of a round is dropped), and async with 2 and 3
 # workers; the first epoch at 97%, and the global steps (rounds, for
-# sync) it took.  TF1's SyncReplicasOptimizer is not run here yet.
+# sync) it took.  Beside them TF1's SyncReplicasOptimizer on the same
+# model, settings and clusters (bench/tf1_mnist.py --sync M; make
+# bench-deps installs TF), given 300 s: it hangs where replicas stop
+# at different times, so it runs the same epochs on every worker and
+# never stops at the target.
 set -u
 cd "$(dirname "$0")/.." || exit 1
 TFGC=$(pwd)/${TFGC:-tfgc}
@@ -42,3 +46,22 @@ one "async, 2 workers" 2 "sgd(lr)"
 one "sync, replicas=2" 2 "sync(sgd(lr), replicas=2)"
 one "async, 3 workers" 3 "sgd(lr)"
 one "sync, replicas=3, aggregate=2" 3 "sync(sgd(lr), replicas=3, aggregate=2)"
+
+TF=build/venv/bin/python3
+if [ -x $TF ] && $TF -c 'import tensorflow' 2>/dev/null; then
+	for x in "2 2" "3 2"; do
+		set -- $x
+		timeout -k 5 300 $TF bench/tf1_mnist.py --act relu --init scaled \
+			--opt sgd --lr 0.3 --epochs 8 --data "$DATA" \
+			--workers "$1" --sync "$2" >"$D/tf1" 2>/dev/null
+		rc=$?
+		awk -v n="$1" -v m="$2" -v rc="$rc" '
+			$1 == "tf1_mnist_target" && $3 == "time" {
+				printf "TF1 SyncReplicasOptimizer, %s workers, replicas_to_aggregate=%s: 97%% after %s s, epoch %s, %s global steps (accuracy %s)\n", n, m, $4, $8, $6, $10; done = 1 }
+			$1 == "tf1_mnist_target" && $3 == "not_reached" {
+				printf "TF1 SyncReplicasOptimizer, %s workers, replicas_to_aggregate=%s: not at 97%% in 8 epochs (best %s)\n", n, m, $5; done = 1 }
+			END { if (!done) printf "TF1 SyncReplicasOptimizer, %s workers, replicas_to_aggregate=%s: no result (exit %s%s)\n", n, m, rc, rc == 124 ? ": it hung, killed after 300 s" : "" }' "$D/tf1"
+	done
+else
+	echo "TF1: skipped (make bench-deps installs TF into build/venv)"
+fi

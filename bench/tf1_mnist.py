@@ -76,6 +76,9 @@ def extra(p):
     p.add_argument("--spec", help=argparse.SUPPRESS)
     p.add_argument("--out", help=argparse.SUPPRESS)
     p.add_argument("--workers", type=int, default=2)
+    p.add_argument("--sync", type=int, default=0, metavar="M",
+                   help="SyncReplicasOptimizer(replicas_to_aggregate=M, "
+                   "total_num_replicas=workers): bench/sync.sh")
     p.add_argument("--model", choices=["mlp", "cnn"], default="mlp",
                    help="cnn: TF's Deep MNIST network (bench/tf1_cnn_mnist.py)")
 
@@ -150,10 +153,23 @@ def build(tf, a, nworkers):
             opt = v1.train.MomentumOptimizer(a.lr, a.momentum)
         else:
             opt = v1.train.AdamOptimizer(a.lr)
+        if a.sync:
+            opt = v1.train.SyncReplicasOptimizer(
+                opt, replicas_to_aggregate=a.sync,
+                total_num_replicas=nworkers)
         train = opt.minimize(loss, global_step=gs)
         acc = tf.reduce_mean(tf.cast(tf.equal(tf.argmax(logits, 1), y),
                                      tf.float32))
         g = control(tf)
+    if a.sync:
+        # the token queue's runner and first tokens (the chief's), each
+        # worker's local step, and a wait for the global variables only:
+        # a worker's own local step is not the chief's to initialise
+        g.update(sync_qr=opt.get_chief_queue_runner(),
+                 sync_tokens=opt.get_init_tokens_op(),
+                 sync_local=opt.local_step_init_op,
+                 uninit=v1.report_uninitialized_variables(
+                     v1.global_variables()))
     return dict(g, gs=gs, x=x, y=y, train=train, acc=acc, loss=loss)
 
 
@@ -214,6 +230,11 @@ def work(a):
             if time.time() > deadline:
                 sys.exit("worker %d: variables never initialised" % a.task)
             time.sleep(0.05)
+        if "sync_local" in g:
+            sess.run(g["sync_local"])
+            if chief:
+                g["sync_qr"].create_threads(sess, daemon=True, start=True)
+                sess.run(g["sync_tokens"])
         sess.run(g["arrive"])
         while sess.run(g["ready"]) < nworkers:
             if time.time() > deadline:
