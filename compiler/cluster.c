@@ -90,6 +90,13 @@ json_jobs(Arena *ar, const Json *j, const char *from, Diag *d)
 			diag_error(d, v->loc, "job '%s' must be a list of "
 				   "\"host:port\" addresses, not %s",
 				   j->keys[i], json_kind_name(v->kind));
+			if (strcmp(j->keys[i], "cluster") == 0 &&
+			    v->kind == JSON_OBJECT)
+				diag_note(d, j->keylocs[i], "a cluster file "
+					  "holds the jobs alone, {\"ps\": "
+					  "[...], \"worker\": [...]}; the "
+					  "{\"cluster\": ..., \"task\": ...} "
+					  "of TF_CONFIG goes in that variable");
 			bad = 1;
 			continue;
 		}

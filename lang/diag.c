@@ -9,6 +9,10 @@
  * control bytes shown as <XX>, and the caret line is computed with the same
  * widths, so the marker lines up whatever the terminal's tab setting
  * (chibicc's display_width).  UTF-8 continuation bytes take no column.
+ * A line longer than SHOWN bytes is shown as a window of SHOWN bytes
+ * around the caret, "..." where it was cut, as clang does: a cluster
+ * file of one 1,000-byte line printed it whole, and a caret line as
+ * long under it.
  * After d->max errors one "too many errors" line is printed and everything
  * after it is suppressed (but still counted).
  */
@@ -18,7 +22,7 @@
 
 #include "lang/lang_int.h"
 
-enum { TABSTOP = 8 };
+enum { TABSTOP = 8, SHOWN = 160, SHOWN_BEFORE = 60 };
 
 #define C_BOLD "\033[1m"
 #define C_RED "\033[1;31m"
@@ -116,6 +120,32 @@ put_source(Diag *d, SrcLoc loc)
 		end++;
 	if (end > line && end[-1] == '\r')
 		end--;
+	if (end - line > SHOWN) {
+		const char *from = line + (loc.col - 1), *to;
+		int plain = 1;
+
+		from = from - line > SHOWN_BEFORE ? from - SHOWN_BEFORE : line;
+		while (from > line && from < end &&
+		       ((unsigned char)*from & 0xc0) == 0x80)
+			from++; /* not inside a UTF-8 character */
+		to = end - from > SHOWN ? from + SHOWN : end;
+		while (to < end && ((unsigned char)*to & 0xc0) == 0x80)
+			to++;
+		for (const char *q = from; q < to; q++)
+			if ((unsigned char)*q < 0x20 || *q == 0x7f)
+				plain = 0; /* tabs, <XX>: shown whole */
+		if (plain) {
+			SrcLoc at = loc;
+
+			fputs(from > line ? "..." : "", d->out);
+			fwrite(from, 1, (size_t)(to - from), d->out);
+			fputs(to < end ? "...\n" : "\n", d->out);
+			at.col = loc.col - (uint32_t)(from - line);
+			fprintf(d->out, "%s", from > line ? "   " : "");
+			put_caret(d, from, to, at);
+			return;
+		}
+	}
 	put_line(d, line, end);
 	put_caret(d, line, end, loc);
 }

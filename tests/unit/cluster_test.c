@@ -234,5 +234,46 @@ t_slurm_block(void)
 	unsetenv("SLURM_CONF");
 }
 
-TEST_MAIN({"tf_config", t_tf_config}, {"precedence", t_precedence},
+/* A cluster file in TF_CONFIG's shape ({"cluster": {...}}): the job
+ * 'cluster' is refused, with a note saying what the file holds; its one
+ * long line is shown as a window around the caret (lang/diag.c). */
+static void
+t_file_nested(void)
+{
+	char path[] = "/tmp/tfg-cluster-XXXXXX";
+	int fd = mkstemp(path);
+	FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+	Arena *ar = arena_new();
+	ClusterEnv ce;
+	Diag d;
+	char *err = NULL;
+	size_t nerr = 0;
+	FILE *errf = open_memstream(&err, &nerr);
+
+	ASSERT(f != NULL);
+	fputs("{\"cluster\": {\"ps\": [\"localhost:31000\"], \"worker\": [", f);
+	for (int i = 0; i < 32; i++)
+		fprintf(f, "%s\"localhost:%d\"", i ? ", " : "", 31001 + i);
+	fputs("]}}\n", f);
+	fclose(f);
+	clear_env();
+	diag_init(&d, errf);
+	ASSERT(cluster_load(&ce, ar, path, &d) != 0);
+	fflush(errf);
+	ASSERT(strstr(err, ":1:13: error: job 'cluster' must be a list of "
+		      "\"host:port\" addresses, not an object"));
+	ASSERT(strstr(err, "note: a cluster file holds the jobs alone, "
+		      "{\"ps\": [...], \"worker\": [...]}; the {\"cluster\": "
+		      "..., \"task\": ...} of TF_CONFIG goes in that variable"));
+	/* 160 bytes of the 600-byte line, cut with "..." */
+	ASSERT(strstr(err, "\"localhost:310...\n"));
+	ASSERT(strstr(err, "localhost:31031") == NULL);
+	fclose(errf);
+	free(err);
+	unlink(path);
+	arena_free(ar);
+}
+
+TEST_MAIN({"tf_config", t_tf_config}, {"file_nested", t_file_nested},
+	  {"precedence", t_precedence},
 	  {"slurm_block", t_slurm_block})
