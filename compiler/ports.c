@@ -37,16 +37,9 @@ free_ports(Program *p)
 	int rc = 0;
 	struct rlimit r;
 
-	/* a socket held per task: the soft limit of descriptors raised
-	   toward the hard one where a large cluster needs it (tfg_launch
-	   checks what the run needs later) */
-	if (getrlimit(RLIMIT_NOFILE, &r) == 0 && r.rlim_cur != RLIM_INFINITY &&
-	    r.rlim_cur < (rlim_t)p->ntask + 64) {
-		r.rlim_cur = r.rlim_max == RLIM_INFINITY ||
-			     r.rlim_max > (rlim_t)p->ntask + 64
-			     ? (rlim_t)p->ntask + 64 : r.rlim_max;
-		(void)setrlimit(RLIMIT_NOFILE, &r);
-	}
+	/* a socket held per task (tfg_launch checks what the run needs
+	   later) */
+	(void)rt_limit_raise(RLIMIT_NOFILE, (unsigned)p->ntask + 64ULL, NULL);
 	for (int t = 0; t < p->ntask; t++) {
 		struct sockaddr_in sa = {0};
 		socklen_t len = sizeof sa;

@@ -125,23 +125,6 @@ share_cores(int ntask)
 	setenv("OPENBLAS_NUM_THREADS", "1", 1);
 }
 
-/* Raises resource limit res's soft value to need, up to its hard one;
- * 0, or -1 when even the hard one is lower (*have: it). */
-static int
-limit_raise(int res, rlim_t need, rlim_t *have)
-{
-	struct rlimit r;
-
-	if (getrlimit(res, &r) != 0 || r.rlim_cur == RLIM_INFINITY ||
-	    r.rlim_cur >= need)
-		return 0;
-	*have = r.rlim_max;
-	if (r.rlim_max != RLIM_INFINITY && r.rlim_max < need)
-		return -1;
-	r.rlim_cur = need;
-	return setrlimit(res, &r) == 0 ? 0 : -1;
-}
-
 /* What this machine must allow for the tasks of plan that tfg_launch
  * starts here (spec/design.md "Processes"): descriptors for the task
  * with the most links (two a peer: its own link and the one it
@@ -155,7 +138,7 @@ check_limits(const TfgPlan *plan)
 {
 	char *talks = calloc((size_t)plan->ntask + 1, 1);
 	int most = 0, who = 0;
-	rlim_t fds, procs, have = 0;
+	unsigned long long fds, procs, have = 0;
 
 	if (talks == NULL)
 		return 0;
@@ -170,26 +153,24 @@ check_limits(const TfgPlan *plan)
 			most = n, who = t;
 	}
 	free(talks);
-	fds = 2 * (rlim_t)(most > plan->ntask ? most : plan->ntask) + 64;
-	if (limit_raise(RLIMIT_NOFILE, fds, &have) != 0) {
+	fds = 2ULL * (unsigned)(most > plan->ntask ? most : plan->ntask) + 64;
+	if (rt_limit_raise(RLIMIT_NOFILE, fds, &have) != 0) {
 		fprintf(stderr, "tfgc: error: the cluster's %d tasks need up "
 			"to %llu open descriptors in one process (%s talks to "
 			"%d tasks, and this run's controller to all), and "
 			"this machine allows %llu (the hard limit of open "
 			"files, ulimit -Hn): raise it, or run fewer tasks "
-			"here\n", plan->ntask, (unsigned long long)fds,
-			plan->tasks[who].name, most,
-			(unsigned long long)have);
+			"here\n", plan->ntask, fds, plan->tasks[who].name,
+			most, have);
 		return 1;
 	}
-	procs = 4 * (rlim_t)plan->ntask + 64;
-	if (limit_raise(RLIMIT_NPROC, procs, &have) != 0) {
+	procs = 4ULL * (unsigned)plan->ntask + 64;
+	if (rt_limit_raise(RLIMIT_NPROC, procs, &have) != 0) {
 		fprintf(stderr, "tfgc: error: the cluster's %d tasks need at "
 			"least %llu processes and threads of this user (four "
 			"a task), and this machine allows %llu (the hard "
 			"limit of user processes, ulimit -Hu): raise it, or "
-			"run fewer tasks here\n", plan->ntask,
-			(unsigned long long)procs, (unsigned long long)have);
+			"run fewer tasks here\n", plan->ntask, procs, have);
 		return 1;
 	}
 	return 0;
@@ -1029,6 +1010,35 @@ trace_part(FILE *f, const RtMsg *m, double t0, double t1)
 	return bad ? -1 : 0;
 }
 
+/* A message of type (TRACE, STATS: its body the reply URL) to every
+ * task still up (pids[i] 0: exited, marked in gone[i] if not NULL);
+ * how many were sent. */
+static int
+ask_tasks(RtProc *c, const pid_t *pids, int type, int *gone)
+{
+	size_t n = strlen(rt_proc_url(c));
+	int sent = 0;
+
+	for (int i = 0; i < c->plan->ntask; i++) {
+		RtBuf *b;
+		unsigned char *body;
+		TfgError e;
+
+		if (pids && pids[i] == 0) {
+			if (gone)
+				gone[i] = -1;
+			continue;
+		}
+		if (rt_msg_new(c, NULL, &b, &body, type, 0, 0, NULL, n, &e) !=
+		    TFG_OK)
+			continue;
+		memcpy(body, rt_proc_url(c), n);
+		if (rt_send(c, i, b, rt_now() + SLICE, NULL, &e) == TFG_OK)
+			sent++;
+	}
+	return sent;
+}
+
 /* --trace FILE (spec/design.md "Traces"): TRACE to every task, its
  * events back in this process's clock, and one Chrome trace-event file of
  * them all, a process (a track) per task.  0, or 1 after saying why. */
@@ -1052,23 +1062,7 @@ write_trace(RtProc *c, pid_t *pids)
 		return 1;
 	}
 	fprintf(f, "{\"traceEvents\": [\n");
-	for (int i = 0; i < plan->ntask; i++) {
-		RtBuf *b;
-		unsigned char *body;
-		size_t n = strlen(rt_proc_url(c));
-		TfgError e;
-
-		if (pids && pids[i] == 0) {
-			got[i] = -1; /* exited */
-			continue;
-		}
-		if (rt_msg_new(c, NULL, &b, &body, RT_MSG_TRACE, 0, 0, NULL, n,
-			       &e) != TFG_OK)
-			continue;
-		memcpy(body, rt_proc_url(c), n);
-		if (rt_send(c, i, b, rt_now() + SLICE, NULL, &e) == TFG_OK)
-			left++;
-	}
+	left = ask_tasks(c, pids, RT_MSG_TRACE, got);
 	while (left > 0 && rt_now() < deadline && !rt_stop_requested) {
 		if (recv_one(c, &m, deadline) != 0)
 			continue;
@@ -1157,28 +1151,13 @@ write_stats(RtProc *c, pid_t *pids)
 		fprintf(stderr, "tfgc: error: out of memory for --stats\n");
 		return;
 	}
-	for (int i = 0; i < nt; i++) {
-		RtBuf *b;
-		unsigned char *body;
-		size_t n = strlen(rt_proc_url(c));
-		TfgError e;
-
-		if (pids && pids[i] == 0)
-			continue; /* exited */
-		if (rt_msg_new(c, NULL, &b, &body, RT_MSG_STATS, 0, 0, NULL, n,
-			       &e) != TFG_OK)
-			continue;
-		memcpy(body, rt_proc_url(c), n);
-		if (rt_send(c, i, b, rt_now() + SLICE, NULL, &e) == TFG_OK)
-			left++;
-	}
+	left = ask_tasks(c, pids, RT_MSG_STATS, NULL);
 	while (left > 0 && rt_now() < deadline && !rt_stop_requested) {
 		if (recv_one(c, &m, deadline) != 0)
 			continue;
 		if (m.h.type == RT_MSG_STATS_DATA && !got[m.h.src]) {
 			const char *t = (const char *)m.body,
 				   *end = t + m.h.nbytes;
-
 			int d, k;
 
 			got[m.h.src] = 1;

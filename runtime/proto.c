@@ -238,20 +238,10 @@ rt_proc_open(RtProc *p, const char *url, TfgError *e)
 	if ((talks = calloc((size_t)p->plan->ntask, 1)) == NULL)
 		return tfg_error(e, TFG_ENOMEM, "out of memory");
 	rt_plan_peers(p->plan, p->task, talks);
-	{
-		/* two descriptors a peer at most (its link, the connection
-		   it dials here): the soft limit raised toward the hard one
-		   for a server of a large cluster started by hand */
-		struct rlimit r;
-		rlim_t need = 2 * (rlim_t)p->plan->ntask + 64;
-
-		if (getrlimit(RLIMIT_NOFILE, &r) == 0 &&
-		    r.rlim_cur != RLIM_INFINITY && r.rlim_cur < need) {
-			r.rlim_cur = r.rlim_max == RLIM_INFINITY ||
-				     r.rlim_max > need ? need : r.rlim_max;
-			(void)setrlimit(RLIMIT_NOFILE, &r);
-		}
-	}
+	/* two descriptors a peer at most (its link, the connection it dials
+	   here): a server of a large cluster started by hand */
+	(void)rt_limit_raise(RLIMIT_NOFILE, 2ULL * (unsigned)p->plan->ntask + 64,
+			     NULL);
 	for (int i = 0; i < p->plan->ntask; i++) {
 		if (i == p->task)
 			continue;

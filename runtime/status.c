@@ -11,6 +11,7 @@
 
 #include <limits.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -121,4 +122,23 @@ rt_url(char *buf, size_t n, const char *addr)
 		snprintf(buf, n, "%s", addr);
 	else
 		snprintf(buf, n, "tcp://%s", addr);
+}
+
+int
+rt_limit_raise(int res, unsigned long long need, unsigned long long *hard)
+{
+	struct rlimit r;
+
+	if (getrlimit(res, &r) != 0 || r.rlim_cur == RLIM_INFINITY ||
+	    r.rlim_cur >= need)
+		return 0;
+	if (hard)
+		*hard = r.rlim_max;
+	if (r.rlim_max != RLIM_INFINITY && r.rlim_max < need) {
+		r.rlim_cur = r.rlim_max;
+		(void)setrlimit(res, &r);
+		return -1;
+	}
+	r.rlim_cur = need;
+	return setrlimit(res, &r) == 0 ? 0 : -1;
 }

@@ -155,6 +155,12 @@ TFG_API tfg_status rt_cifar10_load(RtTensor **out, const char *path,
 				   TfgError *e);
 TFG_API tfg_status rt_npy_save(const char *path, const RtTensor *t, TfgError *e);
 
+/* Raises this process's soft limit of resource res (RLIMIT_*) to need,
+ * or as far toward it as its hard limit allows (children inherit it);
+ * 0, or -1 when the hard limit is below need (*hard: it). */
+TFG_API int rt_limit_raise(int res, unsigned long long need,
+			   unsigned long long *hard);
+
 /* Prints a value the way NumPy's print() does: scalars as Python repr
  * (238, 0.5, True), arrays as [1. 2.5] with nested brackets. */
 TFG_API void rt_format(FILE *f, const RtTensor *t);

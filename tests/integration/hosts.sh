@@ -22,14 +22,19 @@ J
 head -c 32 /dev/urandom >"$T/key"
 params="--param data=$DATA --param epochs=${EPOCHS:-5} --param curves=$T/curves.csv"
 opts="--cluster $T/c.json --cluster-key $T/key"
-i=0
-for x in "ps 0" "worker 0" "worker 1" "worker 2"; do
-	set -- $x
-	on_host $i $TFGC server examples/mnist_distributed.tfg $opts $params \
-		--job "$1" --task "$2" 2>"$T/s$i" &
-	_servers="$_servers $!"
-	i=$((i + 1))
-done
+# start_servers: a task in each host, their pids in $_servers
+start_servers() {
+	_servers=""
+	i=0
+	for x in "ps 0" "worker 0" "worker 1" "worker 2"; do
+		set -- $x
+		on_host $i $TFGC server examples/mnist_distributed.tfg $opts \
+			$params --job "$1" --task "$2" 2>"$T/s$i" &
+		_servers="$_servers $!"
+		i=$((i + 1))
+	done
+}
+start_servers
 on_host 0 $TFGC run --attach --stop --no-progress examples/mnist_distributed.tfg \
 	$opts $params >"$T/out" 2>"$T/err"
 rc=$?
@@ -44,31 +49,15 @@ grep "test accuracy" "$T/out" | tail -n 1 >&2
 
 # The link cut: the servers again, worker 2's host off the network from
 # the chief's first epoch line for 4 s.
-_servers=""
-i=0
-for x in "ps 0" "worker 0" "worker 1" "worker 2"; do
-	set -- $x
-	on_host $i $TFGC server examples/mnist_distributed.tfg $opts $params \
-		--job "$1" --task "$2" 2>"$T/s$i" &
-	_servers="$_servers $!"
-	i=$((i + 1))
-done
+start_servers
 rm -f "$T/out"
 on_host 0 $TFGC run --attach --no-progress examples/mnist_distributed.tfg \
 	$opts $params >"$T/out" 2>"$T/err" &
 run=$!
-i=0
-while ! grep -q "epoch 1 " "$T/out" 2>/dev/null && [ $i -lt 600 ]; do
-	sleep 0.05
-	i=$((i + 1))
-done
+wait_for "$T/out" "epoch 1 " 30
 t0=$(now)
 on_host 3 ip link set tfgtun0 down
-while ! grep -q "/job:worker/task:2 stopped answering" "$T/err" 2>/dev/null &&
-      [ $i -lt 1200 ]; do
-	sleep 0.05
-	i=$((i + 1))
-done
+wait_for "$T/err" "/job:worker/task:2 stopped answering" 30
 t1=$(now)
 sleep 2
 on_host 3 ip link set tfgtun0 up

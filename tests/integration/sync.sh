@@ -67,11 +67,7 @@ TFG
 rm -f "$T/out"
 $TFGC run "$T/s.tfg" --free-ports --heartbeat-timeout 10 >"$T/out" 2>"$T/err" &
 run=$!
-i=0
-while ! grep -q "global step [1-9]" "$T/out" 2>/dev/null && [ $i -lt 400 ]; do
-	sleep 0.05
-	i=$((i + 1))
-done
+wait_for "$T/out" "global step [1-9]"
 w2=$(pgrep -P $run -f -- "--job worker --task 2" | head -n 1)
 [ -n "$w2" ] || { kill $run; fail "no server of worker 2 under tfgc run"; }
 t_stop=$(python3 -c 'import time; print(time.time())')
@@ -112,11 +108,7 @@ for p in $ps $w0 $w1 $w2; do wait_listen "$p"; done
 rm -f "$T/out"
 $TFGC run --attach $opts "$T/k.tfg" >"$T/out" 2>"$T/err" &
 run=$!
-i=0
-while ! grep -q "global step [1-9]" "$T/out" 2>/dev/null && [ $i -lt 400 ]; do
-	sleep 0.05
-	i=$((i + 1))
-done
+wait_for "$T/out" "global step [1-9]"
 kill -9 $pid_worker_1
 t0=$(now)
 wait $run
