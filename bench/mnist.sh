@@ -93,6 +93,12 @@ for i in 0 1 2 3; do
 		--param curves="$T/curves.csv" >"$T/tfg.$i" || exit 1
 	$TFGC run examples/mnist.tfg --param data="$DATA" --param epochs=5 \
 		--param curves="$T/curves.csv" >"$T/one.$i" || exit 1
+	# the same over TCP (--no-shm), interleaved: what shared memory
+	# between the tasks gives (issue 29)
+	[ $i = 0 ] || $TFGC run --free-ports --no-shm \
+		examples/mnist_distributed.tfg --param data="$DATA" \
+		--param epochs=5 --param curves="$T/curves.csv" \
+		>"$T/tcp.$i" || exit 1
 done
 cat "$T/tfg.1"
 rate=$(for i in 1 2 3; do
@@ -104,6 +110,11 @@ t97=$(for i in 1 2 3; do
 cold=$(awk '/test accuracy/ && $9 >= 0.97 {print $11; exit}' "$T/tfg.0")
 echo "tfg: $rate global steps/s, 97% after $t97 s (medians of 3; the" \
 	"first run, which filled the JIT cache: 97% after ${cold:-never} s)"
+tcprate=$(for i in 1 2 3; do
+	sed -n 's/.*global step \([0-9]*\) .* time \([0-9.]*\)\( s\)*$/\1 \2/p' \
+		"$T/tcp.$i" | tail -1 | awk '{print $1 / $2}'; done | median)
+awk -v r="$rate" -v t="$tcprate" 'BEGIN {printf "tfg over TCP (--no-shm): %.0f global steps/s; shared memory: %.2fx\n", t, r / t}'
+
 one97=$(for i in 1 2 3; do
 	awk '/test accuracy/ && $7 >= 0.97 {print $9; exit}' "$T/one.$i" |
 		grep . || echo 1e9; done | median)

@@ -7,6 +7,8 @@
  * from another task and writes it back.
  *
  *     nng_rtt [N] [--thread] [--size B] [--tcp [--oneway]]
+ *     nng_rtt [N] --memcpy --size B
+ *     nng_rtt [N] --futex
  *
  * --tcp does the same over a plain TCP socket with blocking reads and
  * writes (TCP_NODELAY, no framing: both ends know the size), which is
@@ -14,6 +16,15 @@
  * message with one byte: the time to copy B bytes from one process to
  * another (and hear that they came), the reference of a tensor moved
  * between tasks.
+ *
+ * --memcpy times one thread's memcpy of B bytes between two buffers
+ * whose pages are mapped: the machine's own limit for a tensor moved
+ * through shared memory (spec/design.md "Shared memory").
+ *
+ * --futex times a round trip of two processes that wake each other
+ * through a futex word in shared memory, and nothing else: the floor of
+ * any transport whose reader sleeps until woken (spec/design.md "Shared
+ * memory").
  *
  * By default the replier is a separate process (fork + exec of this
  * binary with --rep URL, as tfg's tasks are); --thread puts it on a thread
@@ -25,7 +36,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/futex.h>
+#include <stdatomic.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <netinet/in.h>
@@ -240,6 +255,87 @@ tcp_main(int n, int use_thread, const char *url, pid_t pid)
 	return 0;
 }
 
+/* --memcpy: n copies of msg_size bytes, one thread. */
+static int
+memcpy_main(int n)
+{
+	unsigned char *a = malloc(msg_size), *b = malloc(msg_size);
+	double *t = malloc(sizeof *t * (size_t)n), sum = 0;
+
+	if (a == NULL || b == NULL || t == NULL)
+		exit(1);
+	memset(a, 0x5a, msg_size);
+	memset(b, 0xa5, msg_size);
+	for (int i = -3; i < n; i++) {
+		double t0 = now_us();
+
+		memcpy(i & 1 ? a : b, i & 1 ? b : a, msg_size);
+		if (i >= 0)
+			t[i] = now_us() - t0;
+	}
+	for (int i = 0; i < n; i++)
+		sum += t[i];
+	qsort(t, (size_t)n, sizeof *t, cmp);
+	printf("memcpy of %zu bytes, one thread: median %.1f us, mean %.1f "
+	       "us (%d iterations)\n", msg_size, t[n / 2], sum / n, n);
+	free(a);
+	free(b);
+	free(t);
+	return 0;
+}
+
+/* --futex: n round trips of two processes that wake each other. */
+static void
+futex_wait_ne(_Atomic unsigned *w, unsigned v)
+{
+	while (atomic_load(w) == v)
+		syscall(SYS_futex, w, FUTEX_WAIT, v, NULL, NULL, 0);
+}
+
+static void
+futex_bump(_Atomic unsigned *w)
+{
+	atomic_fetch_add(w, 1);
+	syscall(SYS_futex, w, FUTEX_WAKE, 1, NULL, NULL, 0);
+}
+
+static int
+futex_main(int n)
+{
+	_Atomic unsigned *w = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
+				   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	double *t = malloc(sizeof *t * (size_t)n), sum = 0;
+	const int warm = 200;
+	pid_t pid;
+
+	if (w == MAP_FAILED || t == NULL)
+		exit(1);
+	if ((pid = fork()) == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		for (unsigned i = 0; i < (unsigned)(n + warm); i++) {
+			futex_wait_ne(&w[0], i);
+			futex_bump(&w[16]);
+		}
+		_exit(0);
+	}
+	for (int i = -warm; i < n; i++) {
+		double t0 = now_us();
+
+		futex_bump(&w[0]);
+		futex_wait_ne(&w[16], (unsigned)(i + warm));
+		if (i >= 0)
+			t[i] = now_us() - t0;
+	}
+	waitpid(pid, NULL, 0);
+	for (int i = 0; i < n; i++)
+		sum += t[i];
+	qsort(t, (size_t)n, sizeof *t, cmp);
+	printf("futex round trip between two processes: median %.1f us, "
+	       "mean %.1f us (%d iterations)\n", t[n / 2], sum / n, n);
+	free(t);
+	return 0;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -266,7 +362,9 @@ main(int argc, char **argv)
 		if (strcmp(argv[i], "--thread") == 0)
 			use_thread = 1;
 		else if (strcmp(argv[i], "--tcp") == 0 ||
-			 strcmp(argv[i], "--oneway") == 0)
+			 strcmp(argv[i], "--oneway") == 0 ||
+			 strcmp(argv[i], "--memcpy") == 0 ||
+			 strcmp(argv[i], "--futex") == 0)
 			;
 		else if (strcmp(argv[i], "--size") == 0 && i + 1 < argc)
 			msg_size = (size_t)atol(argv[++i]);
@@ -274,6 +372,11 @@ main(int argc, char **argv)
 			n = atoi(argv[i]);
 	if (n < 1)
 		n = 1;
+	for (int i = 1; i < argc; i++)
+		if (strcmp(argv[i], "--memcpy") == 0)
+			return memcpy_main(n);
+		else if (strcmp(argv[i], "--futex") == 0)
+			return futex_main(n);
 	snprintf(url, sizeof url, "tcp://127.0.0.1:%d", free_port());
 	if (use_thread) {
 		pthread_create(&th, NULL, rep_thread, url);

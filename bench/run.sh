@@ -31,8 +31,11 @@ done | median | awk '{printf "whole run, median of 15: %.1f ms\n", $1}'
 # less that of a run of 1, over $2 - 1; the median of 3.  $3, if given,
 # is a sed expression applied too (the transfer's size); $flags are
 # options of tfgc run: unkeyed for the plain rows (runs are keyed by
-# default), a key or TLS for theirs.
-flags="--no-cluster-key"
+# default), a key or TLS for theirs.  The rows up to the shared-memory
+# section measure the TCP transport (--no-shm), what tasks on different
+# hosts use: tasks of one host use shared memory by default.
+tcp="--no-shm"
+flags="--no-cluster-key $tcp"
 per_step() {
 	for steps in 1 $2; do
 		sed -e "s/STEPS/$steps/" -e "${3:-s/^//}" "bench/$1.tfg" \
@@ -100,7 +103,7 @@ echo "== one tensor from task to task vs a raw TCP copy (issue 10) =="
 transfers "" 1 16 64
 
 echo "== the same keyed, as runs are by default: on one machine the connections are direct, no MACs after the first exchange (issues 10, 25) =="
-flags=""
+flags="$tcp"
 transfers ", keyed" 1 16 64
 sc=$(per_step var_scalar 10000)
 echo "tfg scalar step A->B->A reading a variable, keyed (bench/var_scalar.tfg, 10000 steps): $sc us"
@@ -113,7 +116,7 @@ transfers ", every frame MACed" 1 16
 sc=$(per_step var_scalar 10000)
 echo "tfg scalar step A->B->A reading a variable, every frame MACed (bench/var_scalar.tfg, 10000 steps): $sc us"
 unset TFG_NET_MAC
-flags="--no-cluster-key"
+flags="--no-cluster-key $tcp"
 
 echo "== the same with TLS: every connection TLS 1.3 (spec/design.md \"TLS\") =="
 # a CA and the tasks' certificate, made here as tests/integration/tls.sh
@@ -126,13 +129,37 @@ echo "== the same with TLS: every connection TLS 1.3 (spec/design.md \"TLS\") ==
 	-keyout task.key -out task.csr -subj "/CN=bench task" &&
  openssl x509 -req -in task.csr -CA ca.pem -CAkey ca.key -CAcreateserial \
 	-out task.pem -days 2) >/dev/null 2>&1 || exit 1
-flags="--tls-cert $T/task.pem --tls-key $T/task.key --tls-ca $T/ca.pem"
+flags="--tls-cert $T/task.pem --tls-key $T/task.key --tls-ca $T/ca.pem $tcp"
 tstep=$(per_step step 10000)
 echo "tfg step under TLS (bench/step.tfg, median of 3 x 10000 steps): $tstep us (without: $step us)"
 sc=$(per_step var_scalar 10000)
 echo "tfg scalar step A->B->A reading a variable, TLS (bench/var_scalar.tfg, 10000 steps): $sc us"
 us=$(per_step transfer 32 "s/ELEMS/$((64 * 262144))/g")
 awk "BEGIN {printf \"tfg 64 MiB task to task, TLS: %.0f us (%.2f GB/s)\\n\", $us, 64 * 1048.576 / $us}"
+flags=""
+
+echo "== tasks of one host through shared memory (issue 29; spec/design.md \"Shared memory\"), beside raw TCP and one thread's memcpy =="
+flags="--no-cluster-key"
+for mib in 1 16 64; do
+	steps=$((2048 / mib)); [ $steps -gt 1000 ] && steps=1000
+	us=$(per_step transfer $steps "s/ELEMS/$((mib * 262144))/g")
+	flags="--no-cluster-key $tcp"
+	tus=$(per_step transfer $steps "s/ELEMS/$((mib * 262144))/g")
+	flags="--no-cluster-key"
+	$B/nng_rtt $((4000 / mib)) --tcp --oneway --size $((mib << 20)) >"$T/tcp"
+	$B/nng_rtt $((400 / mib + 3)) --memcpy --size $((mib << 20)) >"$T/mc"
+	awk "BEGIN {printf \"tfg %d MiB task to task, shared memory: %.0f us (%.2f GB/s); over TCP (--no-shm) %.0f us; raw TCP copy %.0f us; one thread's memcpy %.0f us; %.2fx raw TCP, %.2f of memcpy, %.2fx tfg over TCP\\n\", $mib, $us, $mib * 1048.576 / $us, $tus, $(rtt_median <"$T/tcp"), $(sed -n 's/.*median \([0-9.]*\) us.*/\1/p' "$T/mc"), $(rtt_median <"$T/tcp") / $us, $(sed -n 's/.*median \([0-9.]*\) us.*/\1/p' "$T/mc") / $us, $tus / $us}"
+done
+sstep=$(per_step step 10000)
+flags="--no-cluster-key $tcp"
+tstep=$(per_step step 10000)
+flags="--no-cluster-key"
+$B/nng_rtt 10000 --tcp | tee "$T/tcp"
+$B/nng_rtt 10000 --futex | tee "$T/futex"
+awk "BEGIN {printf \"the floor of a reader that sleeps until woken, a bare futex round trip: %.2f of a raw TCP round trip\\n\", $(rtt_median <"$T/futex") / $(rtt_median <"$T/tcp")}"
+awk "BEGIN {printf \"tfg step crossing tasks (bench/step.tfg), shared memory: %.1f us; over TCP (--no-shm): %.1f us; %.2f of a raw TCP round trip (over TCP: %.2f)\\n\", $sstep, $tstep, $sstep / $(rtt_median <"$T/tcp"), $tstep / $(rtt_median <"$T/tcp")}"
+sc=$(per_step var_scalar 10000)
+echo "tfg scalar step A->B->A reading a variable, shared memory (bench/var_scalar.tfg, 10000 steps): $sc us"
 flags=""
 
 echo "== start-up and failure detection (issue 10) =="

@@ -35,6 +35,7 @@ runtime_options(const Args *a)
 	o.tls_ca = a->tls[2];
 	o.trace_file = a->trace;
 	o.stats = a->stats;
+	o.no_shm = a->no_shm;
 	o.max_specs = a->max_specs;
 	o.verbose = a->verbose;
 	o.no_progress = a->no_progress;
@@ -174,6 +175,8 @@ common_args(PtrVec *v, const Args *a, Program *p)
 	}
 	if (a->soft_placement)
 		vec_push(p->arena, v, "--soft-placement");
+	if (a->no_shm)
+		vec_push(p->arena, v, "--no-shm");
 	if (a->prefer_gpu)
 		vec_push(p->arena, v, "--prefer-gpu");
 	if (a->gpu_tf32)

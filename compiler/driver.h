@@ -21,6 +21,7 @@ typedef struct Args {
 	const char *restore; /* run, server --restore DIR */
 	const char *key;     /* --cluster-key FILE, or run's own */
 	int no_key;          /* run --no-cluster-key */
+	int no_shm;          /* --no-shm */
 	const char *tls[3];  /* --tls-cert, --tls-key, --tls-ca FILE */
 	const char *trace;   /* --trace FILE */
 	int stats;           /* run --stats */

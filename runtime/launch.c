@@ -127,10 +127,11 @@ share_cores(int ntask)
 
 /* What this machine must allow for the tasks of plan that tfg_launch
  * starts here (spec/design.md "Processes"): descriptors for the task
- * with the most links (two a peer: its own link and the one it
- * accepts, and the controller's), and for the controller (two a task);
- * processes and threads (four a task at least: its main thread, its
- * I/O thread, an executor, a kernel thread).  Soft limits are raised to
+ * with the most links (three a peer: its own link, the one it accepts,
+ * and the memfd of a ring of shared memory while it is offered, and the
+ * controller's), and for the controller (three a task); processes and
+ * threads (five a task at least: its main thread, its I/O thread, the
+ * thread that reads its rings, an executor, a kernel thread).  Soft limits are raised to
  * what is needed, which children inherit; a hard limit too low is an
  * error that names it.  0, or 1 after saying why. */
 static int
@@ -153,7 +154,7 @@ check_limits(const TfgPlan *plan)
 			most = n, who = t;
 	}
 	free(talks);
-	fds = 2ULL * (unsigned)(most > plan->ntask ? most : plan->ntask) + 64;
+	fds = 3ULL * (unsigned)(most > plan->ntask ? most : plan->ntask) + 64;
 	if (rt_limit_raise(RLIMIT_NOFILE, fds, &have) != 0) {
 		fprintf(stderr, "tfgc: error: the cluster's %d tasks need up "
 			"to %llu open descriptors in one process (%s talks to "
@@ -164,10 +165,10 @@ check_limits(const TfgPlan *plan)
 			most, have);
 		return 1;
 	}
-	procs = 4ULL * (unsigned)plan->ntask + 64;
+	procs = 5ULL * (unsigned)plan->ntask + 64;
 	if (rt_limit_raise(RLIMIT_NPROC, procs, &have) != 0) {
 		fprintf(stderr, "tfgc: error: the cluster's %d tasks need at "
-			"least %llu processes and threads of this user (four "
+			"least %llu processes and threads of this user (five "
 			"a task), and this machine allows %llu (the hard "
 			"limit of user processes, ulimit -Hu): raise it, or "
 			"run fewer tasks here\n", plan->ntask, procs, have);
@@ -1138,7 +1139,7 @@ static void
 write_stats(RtProc *c, pid_t *pids)
 {
 	const TfgPlan *plan = c->plan;
-	int nt = plan->ntask, left = 0, links = 0, width = 10, dialed = 0;
+	int nt = plan->ntask, left = 0, links = 0, width = 10, dialed = 0, shm = 0;
 	/* cnt[(i * nt + j) * 4 + 0..3]: i's counts of j (om ob im ib) */
 	uint64_t *cnt = calloc((size_t)nt * (size_t)nt * 4, sizeof *cnt);
 	char *got = calloc((size_t)nt, 1);
@@ -1158,12 +1159,13 @@ write_stats(RtProc *c, pid_t *pids)
 		if (m.h.type == RT_MSG_STATS_DATA && !got[m.h.src]) {
 			const char *t = (const char *)m.body,
 				   *end = t + m.h.nbytes;
-			int d, k;
+			int d, sh, k;
 
 			got[m.h.src] = 1;
 			left--;
-			if (sscanf(t, "dialed %d%n", &d, &k) == 1 && t + k <= end)
-				dialed += d;
+			if (sscanf(t, "dialed %d shm %d%n", &d, &sh, &k) == 2 &&
+			    t + k <= end)
+				dialed += d, shm += sh;
 			while (t < end) {
 				unsigned long long v[4];
 				int j, k;
@@ -1220,6 +1222,8 @@ write_stats(RtProc *c, pid_t *pids)
 	fprintf(stderr, "tfgc: %d of the %d pairs of tasks exchanged "
 		"messages, over %d connections", links, nt * (nt - 1) / 2,
 		dialed);
+	if (shm > 0)
+		fprintf(stderr, " (%d of them through shared memory)", shm);
 	for (int i = 0; i < nt; i++)
 		if (!got[i])
 			fprintf(stderr, "; %s did not answer (its links are "

@@ -411,6 +411,7 @@ rt_net_init(RtNet *n, const char *name, int npeer)
 	n->mac_all = getenv("TFG_NET_MAC") &&
 		     strcmp(getenv("TFG_NET_MAC"), "all") == 0;
 	net_here(n);
+	net_shm_init(n);
 	pthread_mutex_init(&n->mu, NULL);
 	pthread_mutex_init(&n->lmu, NULL);
 	pthread_cond_init(&n->lcv, NULL);
@@ -624,7 +625,6 @@ write_frame(RtNet *n, RtLink *k, RtBuf *b, double deadline,
 		struct iovec iov[4];
 		int niov;
 		ssize_t w;
-		struct pollfd pfd;
 
 		/* the tag (part 3) only once the MAC is done; a large frame
 		   in pieces of SEND_PIECE, each MACed once the kernel took
@@ -632,7 +632,7 @@ write_frame(RtNet *n, RtLink *k, RtBuf *b, double deadline,
 		niov = net_iov_rest(iov, part, macked < body ? 3 : 4, off);
 		if (tagged && macked < body)
 			niov = net_iov_cap(iov, niov, SEND_PIECE);
-		w = net_io_sendv(k->tls, k->fd, iov, niov);
+		w = net_link_sendv(k, iov, niov);
 		if (w > 0) {
 			off += (size_t)w;
 			k->alive = rt_now(); /* the peer takes it: alive */
@@ -668,9 +668,7 @@ write_frame(RtNet *n, RtLink *k, RtBuf *b, double deadline,
 			return tfg_error(e, TFG_ETIMEDOUT, "timed out sending "
 					 "to %s (not up?)", k->name);
 		}
-		pfd.fd = k->fd;
-		pfd.events = POLLOUT;
-		poll(&pfd, 1, (int)(RT_NET_SLICE * 1000));
+		net_link_wait(k, (int)(RT_NET_SLICE * 1000));
 	}
 	return TFG_OK;
 }
@@ -705,6 +703,10 @@ link_send(RtNet *n, RtLink *k, RtBuf *b, double deadline, RtNetStopFn stop,
 		if (k->fd >= 0 && !k->connecting &&
 		    (rv = net_link_flush(n, k)) == 0) {
 			st = write_frame(n, k, b, deadline, stop, arg, e);
+			if (st == TFG_OK) {
+				k->nframes++;
+				net_shm_offer(n, k); /* it carries frames */
+			}
 			if (k->fd >= 0) /* an event may have come meanwhile */
 				net_link_arm(n, k, 0);
 			pthread_mutex_unlock(&k->mu);
@@ -748,15 +750,14 @@ link_send(RtNet *n, RtLink *k, RtBuf *b, double deadline, RtNetStopFn stop,
 			return tfg_error(e, TFG_ETIMEDOUT, "timed out sending "
 					 "to %s (not up?)", k->name);
 		}
-		{
-			struct pollfd pfd = {k->fd, POLLOUT, 0};
-
-			if (pfd.fd < 0 || k->connecting)
-				poll(NULL, 0, (int)(RT_NET_SLICE * 1000));
-			else
-				poll(&pfd, 1, (int)(RT_NET_SLICE * 1000));
-		}
 		pthread_mutex_lock(&k->mu);
+		if (k->shm_state == SHM_ON) { /* its ring stays while held */
+			net_link_wait(k, (int)(RT_NET_SLICE * 1000));
+		} else { /* the I/O thread takes the link to connect it */
+			pthread_mutex_unlock(&k->mu);
+			net_link_wait(k, (int)(RT_NET_SLICE * 1000));
+			pthread_mutex_lock(&k->mu);
+		}
 	}
 }
 
@@ -1057,6 +1058,14 @@ rt_net_peer_dialed(RtNet *n, int peer)
 }
 
 int
+rt_net_peer_shm(RtNet *n, int peer)
+{
+	if (peer < 0 || peer >= n->npeer || !n->peers[peer].open)
+		return 0;
+	return n->peers[peer].shm_state == SHM_ON;
+}
+
+int
 rt_net_peer_ups(RtNet *n, int peer)
 {
 	if (peer < 0 || peer >= n->npeer || !n->peers[peer].open)
@@ -1067,6 +1076,7 @@ rt_net_peer_ups(RtNet *n, int peer)
 static void
 link_free(RtLink *k)
 {
+	net_shm_drop(k);
 	if (k->fd >= 0)
 		close(k->fd);
 	for (int i = 0; i < k->nq; i++)
@@ -1094,6 +1104,7 @@ rt_net_close(RtNet *n)
 	}
 	while (n->conns)
 		net_conn_close(n, n->conns);
+	net_shm_close(n);
 	if (n->lfd >= 0)
 		close(n->lfd);
 	n->lfd = -1;

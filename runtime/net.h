@@ -2,7 +2,8 @@
  * runtime/net.h: the transport layer of the runtime (spec/design.md
  * "Runtime layers", "Transport").
  *
- * Moves whole messages (bytes) between processes over TCP and knows
+ * Moves whole messages (bytes) between processes over TCP (or, between
+ * processes of one host, through shared memory: net_shm.c) and knows
  * nothing of what they say: no header, no plan, no step.  Each process
  * listens on one port, and sends through one connection per peer it
  * talks to (a task of the cluster, or a reply address such as the
@@ -12,8 +13,9 @@
  * above it.  News for the layer above comes back only as
  *
  *   - the completion of the receive the protocol posted (RtNetRecv): on
- *     the transport's own I/O thread, once per message, with no lock of
- *     this layer held, in the order the messages of one connection came;
+ *     the transport's own I/O thread (or, for a ring of shared memory,
+ *     its shm thread: runtime/net_shm.c), once per message, with no lock
+ *     of this layer held, in the order the messages of one link came;
  *     the completion must not send, nor call rt_net_close;
  *   - states the caller reads: a peer up or gone (rt_net_peer_up,
  *     rt_net_peer_gone, rt_net_peer_why, rt_net_peer_down).
@@ -50,6 +52,10 @@
 #define RT_NET_QUEUE 128  /* messages a link keeps while its peer is down */
 #define RT_NET_BEAT 0.25  /* seconds between the pings of a link */
 #define RT_NET_DEAD 1.5   /* default RtNet.hb_dead */
+#define RT_NET_WORDX 40   /* the most bytes after a control word (a
+			     shared-memory offer, net_shm.c) */
+#define RT_SHM_AFTER 32   /* frames a connection carries before it
+			     offers its peer shared memory */
 
 /* Why a peer is gone (rt_net_peer_why). */
 enum { RT_GONE_HANGUP = 1, RT_GONE_SILENT };
@@ -115,8 +121,9 @@ typedef struct RtLink {
 				  frame that made progress */
 	double pinged;         /* rt_now() of the last ping */
 	double down_since;     /* rt_now() since when it is not up */
-	unsigned char cbuf[8 + RT_TAG_BYTES]; /* a control word (and its
-				  MAC) not yet written whole: */
+	unsigned char cbuf[8 + RT_NET_WORDX]; /* a control word (and its
+				  MAC, or what follows it) not yet written
+				  whole: */
 	int ncbuf, lcbuf;      /* its bytes written, of lcbuf (0: none) */
 	unsigned char rbuf[8 + RT_HELLO_BYTES]; /* a word (and what follows
 				  it) being read back: */
@@ -142,6 +149,11 @@ typedef struct RtLink {
 	int tls_want;          /* what the handshake waits for: 1 read, 2
 				  write */
 	char tls_why[200];     /* why the last handshake failed */
+	/* shared memory (net_shm.c; spec/design.md "Shared memory") */
+	struct RtShm *shm;     /* the ring offered or used, or NULL */
+	int shm_state;         /* SHM_* (net_int.h) */
+	int shm_tried;         /* this connection offered one */
+	int nframes;           /* frames written on this connection */
 } RtLink;
 
 /* The receive the layer above posts: done() is called for each message
@@ -227,6 +239,17 @@ typedef struct RtNet {
 	pthread_cond_t lcv;    /* a place's message was delivered */
 	RtNetLand *lands;
 	_Atomic unsigned lgen; /* changes with each place posted */
+	/* shared memory with tasks of this host (net_shm.c) */
+	int shm;               /* offered and taken (default; --no-shm: 0) */
+	uint64_t here_id;      /* a hash of here: both ends must agree */
+	pthread_mutex_t smu;   /* the bell's making, snew */
+	struct RtShmBell *bell; /* this process's doorbell, made at the
+				  first ring it takes; NULL none */
+	int bellfd;            /* its memfd, which writers open */
+	unsigned char bell_token[16];
+	struct RtConn *snew;   /* rings to read, not yet the thread's */
+	pthread_t shm_io;      /* the thread that reads the rings */
+	int shm_started;
 } RtNet;
 
 /* Asked between the slices of a blocked send: non-zero (with *e set) to
@@ -311,6 +334,8 @@ void rt_net_flush_held(void);
 int rt_net_holding(void);
 int rt_net_peer_up(RtNet *n, int peer);   /* connected now */
 int rt_net_peer_dialed(RtNet *n, int peer); /* rt_net_peer_open'ed */
+int rt_net_peer_shm(RtNet *n, int peer);  /* its frames go on a ring of
+					     shared memory now */
 int rt_net_peer_ups(RtNet *n, int peer);  /* connections it made so far */
 int rt_net_peer_gone(RtNet *n, int peer); /* was up, went away */
 int rt_net_url_gone(RtNet *n, const char *url);

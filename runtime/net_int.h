@@ -49,6 +49,16 @@ extern int net_ev_listen; /* epoll's data for the listening socket */
 #define CTL_DENY_NOKEY (CTL | 5)  /* refused: a HELLO, and no key here */
 #define CTL_DENY_TLS (CTL | 6)    /* refused: no TLS handshake, and TLS
 				     here */
+#define CTL_SHM (CTL | 7)         /* dialer: a ring to take (SHM_OFFER) */
+#define CTL_SHM_OK (CTL | 8)      /* acceptor: taken, its bell (SHM_ANSWER) */
+#define CTL_SHM_NO (CTL | 9)      /* acceptor: declined */
+#define CTL_SHM_GO (CTL | 10)     /* dialer: frames go on the ring now */
+
+/* Shared memory (net_shm.c; spec/design.md "Shared memory").  A link's
+ * state: */
+enum { SHM_NONE, SHM_OFFERED, SHM_READY, SHM_ON };
+#define SHM_OFFER 40  /* pid, memfd, size, token, here's hash */
+#define SHM_ANSWER 24 /* pid, memfd of the bell, its token */
 
 /* An accepted connection: frames are read from it. */
 typedef struct RtConn {
@@ -59,8 +69,8 @@ typedef struct RtConn {
 	int nhdr;              /* bytes of the frame's length read */
 	RtBuf *cur;            /* the frame being read */
 	size_t want, got, cap; /* its length, bytes read, room in cur */
-	unsigned char pong[8 + RT_TAG_BYTES]; /* an answer to a ping not
-				  written whole: */
+	unsigned char pong[64]; /* an answer to a ping (or to a shared-memory
+				  offer) not written whole: */
 	int npong, lpong;      /* its bytes written, of lpong (0: none) */
 	/* keyed (RtNet.keyed) */
 	int ready;             /* the dialer's HELLO came and was answered */
@@ -68,7 +78,7 @@ typedef struct RtConn {
 				  a direct connection's first PONG */
 	int direct;            /* both ends saw the same loopback connection */
 	RtAuth in, out;        /* MACs of the frames read, and of pongs */
-	unsigned char x[RT_HELLO_BYTES]; /* what follows a word or a frame
+	unsigned char x[RT_NET_WORDX]; /* what follows a word or a frame
 				  (a HELLO's nonce and view, a MAC) being
 				  read: */
 	int nx, wantx, xkind;  /* its bytes read, of wantx; X_* */
@@ -90,6 +100,16 @@ typedef struct RtConn {
 	double fstart;         /* rt_now() when the frame's length came */
 	int proven;            /* a ping answered or a frame delivered (with
 				  a key: whose MAC held) */
+	/* shared memory (net_shm.c) */
+	struct RtShm *rpend;   /* TCP: the ring its peer offered, mapped,
+				  until the peer says GO */
+	struct RtConn *rconn;  /* TCP: the ring's reader once it said GO
+				  (the shm thread's; marked dead here) */
+	struct RtShm *ring;    /* a ring's reader: what it reads (fd -1) */
+	_Atomic int rdead;     /* a ring's reader: its TCP connection
+				  closed: read what is whole, then go */
+	_Atomic int rbad;      /* a ring's reader: it broke (a garbled
+				  frame): its TCP connection is closed */
 	struct RtConn *next;
 } RtConn;
 
@@ -135,5 +155,32 @@ int net_iov_cap(struct iovec *iov, int niov, size_t max); /* to max bytes */
 /* net_recv.c: the I/O thread (its epoll loop), and a connection closed */
 void *net_io_main(void *arg);
 void net_conn_close(RtNet *n, RtConn *c);
+/* reads what has come on c and completes each whole frame: 0, or -1 when
+   c is over (a ring's reader too, from the shm thread) */
+int net_conn_read(RtNet *n, RtConn *c);
+/* a control word w and nx bytes after it, on k (nothing pending; none
+   after a MACed word): 0, or -1 when the connection broke */
+int net_link_word(RtNet *n, RtLink *k, uint64_t w, const void *x, int nx);
+
+/* net_shm.c: shared memory between processes of one host.  The writer's
+ * side, under k->mu: */
+void net_shm_init(RtNet *n);
+void net_shm_offer(RtNet *n, RtLink *k);       /* k just came up */
+void net_shm_answer(RtNet *n, RtLink *k, uint64_t w, const unsigned char *x);
+void net_shm_go(RtNet *n, RtLink *k);          /* its queue is empty */
+void net_shm_drop(RtLink *k);                  /* its connection broke */
+/* a write of iov[0..niov) on k, through its ring once on: as
+   net_io_sendv (-1 with EAGAIN when there is no room) */
+ssize_t net_link_sendv(RtLink *k, struct iovec *iov, int niov);
+/* waits at most ms for room on k: in its socket, or its ring */
+void net_link_wait(RtLink *k, int ms);
+/* The reader's side, on the I/O thread: the offer in c->x (0, or -1 to
+ * close c), GO, and c closing. */
+int net_conn_shm(RtNet *n, RtConn *c);
+int net_conn_shm_go(RtNet *n, RtConn *c);
+void net_conn_shm_close(RtNet *n, RtConn *c);
+/* a read of c's ring: as a socket's (0 once it is dead and empty) */
+ssize_t net_shm_read(RtConn *c, void *dst, size_t len);
+void net_shm_close(RtNet *n); /* the shm thread stopped, rings freed */
 
 #endif /* TFG_RUNTIME_NET_INT_H */

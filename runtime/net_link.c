@@ -38,7 +38,8 @@ net_link_arm(RtNet *n, RtLink *k, int add)
 
 	ev.events = EPOLLRDHUP | EPOLLONESHOT |
 		    (k->connecting == 3 && k->tls_want == 2 ? 0 : EPOLLIN) |
-		    (k->connecting == 1 || (k->nq && !k->held) || k->lcbuf ||
+		    (k->connecting == 1 ||
+		     (k->nq && !k->held && k->shm_state != SHM_ON) || k->lcbuf ||
 		     (k->connecting == 3 && k->tls_want == 2) ? EPOLLOUT : 0);
 	ev.data.ptr = k;
 	epoll_ctl(n->ep, add ? EPOLL_CTL_ADD : EPOLL_CTL_MOD, k->fd, &ev);
@@ -63,6 +64,9 @@ net_link_broken(RtNet *n, RtLink *k)
 	k->nrbuf = 0;
 	k->ready = 0; /* the next connection has keys of its own */
 	k->mac = k->direct = 0;
+	net_shm_drop(k); /* frames on its ring were sent */
+	k->shm_tried = 0;
+	k->nframes = 0;
 	rt_tls_close(k->tls);
 	k->tls = NULL;
 	rt_auth_free(&k->out);
@@ -164,19 +168,22 @@ frame_tag(RtLink *k, const unsigned char *hdr, const void *data, size_t len,
 	return 0;
 }
 
-/* Puts control word w (with its MAC on a keyed link) on k without
- * waiting; what does not fit waits in cbuf, before any frame, for the
- * I/O thread or the next sender (a word MACed is owed: the peer counts
- * it).  0, or -1 when the connection broke.  Under k->mu, nothing
- * pending. */
-static int
-link_word(RtNet *n, RtLink *k, uint64_t w)
+/* Puts control word w (with its MAC on a keyed link, or the nx bytes
+ * at x after it: never both) on k without waiting; what does not fit
+ * waits in cbuf, before any frame, for the I/O thread or the next
+ * sender (a word MACed is owed: the peer counts it).  0, or -1 when the
+ * connection broke.  Under k->mu, nothing pending. */
+int
+net_link_word(RtNet *n, RtLink *k, uint64_t w, const void *x, int nx)
 {
 	ssize_t r;
 
 	net_word_put(k->cbuf, w);
 	k->lcbuf = 8;
-	if (k->mac && k->ready) {
+	if (nx > 0) {
+		memcpy(k->cbuf + 8, x, (size_t)nx);
+		k->lcbuf += nx;
+	} else if (k->mac && k->ready) {
 		if (frame_tag(k, k->cbuf, NULL, 0, NULL, 0, k->cbuf + 8) != 0) {
 			net_link_broken(n, k);
 			return -1;
@@ -247,8 +254,8 @@ net_link_flush(RtNet *n, RtLink *k)
 				part[np++].iov_len = tagged;
 			}
 		}
-		w = net_io_sendv(k->tls, k->fd, iov,
-				 net_iov_rest(iov, part, np, k->qoff));
+		w = net_link_sendv(k, iov, net_iov_rest(iov, part, np,
+							k->qoff));
 		if (w < 0) {
 			if (errno == EAGAIN || errno == EINTR)
 				return 1;
@@ -264,6 +271,7 @@ net_link_flush(RtNet *n, RtLink *k)
 			rt_buf_free(k->queue[done++]);
 		}
 		k->nq -= done;
+		k->nframes += done;
 		memmove(k->queue, k->queue + done,
 			sizeof k->queue[0] * (size_t)k->nq);
 		if (tagged) {
@@ -273,6 +281,8 @@ net_link_flush(RtNet *n, RtLink *k)
 		}
 	}
 	k->held = 0;
+	net_shm_go(n, k); /* what waited went on TCP: the ring's turn */
+	net_shm_offer(n, k); /* a link that carries frames: a ring */
 	return 0;
 }
 
@@ -295,6 +305,7 @@ static int
 word_extra(const RtLink *k, uint64_t w)
 {
 	return w == CTL_HELLO ? RT_HELLO_BYTES
+	     : w == CTL_SHM_OK ? SHM_ANSWER
 	     : w == CTL_PONG && k->mac ? RT_TAG_BYTES : 0;
 }
 
@@ -367,7 +378,13 @@ link_read(RtNet *n, RtLink *k)
 			k->direct = net_direct(k->hello + RT_NONCE_BYTES,
 					       k->rbuf + 8 + RT_NONCE_BYTES);
 			k->pinged = rt_now();
-			if (link_word(n, k, CTL_PING) != 0)
+			if (net_link_word(n, k, CTL_PING, NULL, 0) != 0)
+				return -1;
+			continue;
+		}
+		if ((w == CTL_SHM_OK || w == CTL_SHM_NO) && !k->mac) {
+			net_shm_answer(n, k, w, k->rbuf + 8);
+			if (k->fd < 0)
 				return -1;
 			continue;
 		}
@@ -494,10 +511,11 @@ link_beat(RtNet *n, RtLink *k, double now, int judge)
 	   none tried, as a write that must be retried must be retried
 	   with the same bytes) */
 	if (k->fd >= 0 && !k->connecting && (k->nq == 0 ||
+	    k->shm_state == SHM_ON || /* frames go on the ring */
 	    (k->held && k->qoff == 0 && k->ntagged == 0 && !k->tls)) &&
 	    k->lcbuf == 0) {
 		k->pinged = now;
-		link_word(n, k, CTL_PING);
+		net_link_word(n, k, CTL_PING, NULL, 0);
 	}
 	pthread_mutex_unlock(&k->mu);
 }
@@ -600,6 +618,14 @@ net_tend_links(RtNet *n)
 			/* held too long: its sender is busy computing */
 			if (now - k->held_since > RT_NET_HOLD_S)
 				net_link_release(n, k);
+			pthread_mutex_unlock(&k->mu);
+		}
+		if (k->shm_state == SHM_ON && k->nq > 0 && !k->held &&
+		    pthread_mutex_trylock(&k->mu) == 0) {
+			/* queued while its ring was full: no event says
+			   when there is room again */
+			if (k->shm_state == SHM_ON && k->fd >= 0)
+				net_link_flush(n, k);
 			pthread_mutex_unlock(&k->mu);
 		}
 		if (!k->open || k->fd >= 0 || k->next_dial > now)

@@ -110,6 +110,7 @@ net_conn_close(RtNet *n, RtConn *c)
 		c->land->conn = NULL;
 	c->land = NULL;
 	pthread_mutex_unlock(&n->lmu);
+	net_conn_shm_close(n, c); /* its ring's whole frames still come */
 	epoll_ctl(n->ep, EPOLL_CTL_DEL, c->fd, NULL);
 	close(c->fd);
 	rt_buf_free(c->cur);
@@ -154,6 +155,9 @@ conn_host(char *host, size_t n, const char *addr)
  * the count once a minute.  A line for each could flood the log of a
  * server under attack (900 malformed messages made 900 lines), yet
  * saying each host once for good hid later refusals. */
+static pthread_mutex_t log_mu = PTHREAD_MUTEX_INITIALIZER; /* the I/O
+						and the shm thread */
+
 static void
 conn_log(RtNet *n, const char *addr, int kind, const char *what)
 {
@@ -161,10 +165,12 @@ conn_log(RtNet *n, const char *addr, int kind, const char *what)
 	struct RtNetLog *l;
 
 	conn_host(host, sizeof host, addr);
+	pthread_mutex_lock(&log_mu);
 	for (int i = 0; i < n->nlogs; i++) {
 		l = &n->logs[i];
 		if (l->kind == kind && strcmp(l->host, host) == 0) {
 			l->more++;
+			pthread_mutex_unlock(&log_mu);
 			return;
 		}
 	}
@@ -174,6 +180,7 @@ conn_log(RtNet *n, const char *addr, int kind, const char *what)
 	snprintf(l->host, sizeof l->host, "%s", host);
 	l->kind = kind;
 	l->more = 0;
+	pthread_mutex_unlock(&log_mu);
 	fprintf(stderr, "tfgc: warning: %s: refused a connection from %s: "
 		"%s (this task serves on, and counts more of these from %s "
 		"once a minute)\n", n->name, addr, what, host);
@@ -186,6 +193,7 @@ net_log_tick(RtNet *n, double now)
 	if (now - n->log_said < 60)
 		return;
 	n->log_said = now;
+	pthread_mutex_lock(&log_mu);
 	for (int i = 0; i < n->nlogs; i++) {
 		struct RtNetLog *l = &n->logs[i];
 		if (l->more == 0)
@@ -195,6 +203,7 @@ net_log_tick(RtNet *n, double now)
 			log_what[l->kind], l->host);
 		l->more = 0;
 	}
+	pthread_mutex_unlock(&log_mu);
 }
 
 static void
@@ -319,7 +328,9 @@ conn_sweep(RtNet *n, double now)
 	for (c = n->conns; c; c = next) {
 		double took = now - c->fstart;
 		next = c->next;
-		if (!c->proven && now - c->born > PROVE_S) {
+		if (c->rconn && atomic_load(&c->rconn->rbad)) {
+			net_conn_close(n, c); /* its ring said nonsense */
+		} else if (!c->proven && now - c->born > PROVE_S) {
 			conn_log(n, c->addr, LOG_DEADLINE, "it did not "
 				 "authenticate (answer a ping, deliver a "
 				 "frame) within 10 s of connecting");
@@ -369,7 +380,7 @@ conn_room(RtConn *c)
 
 /* What the bytes after a word or a frame of an accepted connection are
  * (RtConn.xkind). */
-enum { X_HELLO = 1, X_PING, X_TAG };
+enum { X_HELLO = 1, X_PING, X_TAG, X_SHM };
 
 /* Refuses c: the word that says why goes back (best effort: a peer that
  * is no member of the cluster gets nothing else), and the caller closes
@@ -525,6 +536,14 @@ conn_word(RtNet *n, RtConn *c)
 		}
 		if (w == CTL_PING && n->keyed && !c->ready)
 			return conn_deny(n, c, CTL_DENY_MAC, no_mac);
+		/* shared memory: offered once the link is up, only where no
+		   MAC is owed (net_shm.c) */
+		if (w == CTL_SHM && c->proven && !c->mac) {
+			c->wantx = SHM_OFFER, c->xkind = X_SHM;
+			return 0;
+		}
+		if (w == CTL_SHM_GO && c->proven && !c->mac)
+			return net_conn_shm_go(n, c);
 		if (w == CTL_PING && c->mac) {
 			c->wantx = RT_TAG_BYTES, c->xkind = X_PING;
 			return 0;
@@ -583,6 +602,8 @@ conn_extra(RtNet *n, RtConn *c)
 	switch (c->xkind) {
 	case X_HELLO:
 		return conn_hello(n, c);
+	case X_SHM:
+		return net_conn_shm(n, c);
 	case X_PING:
 		net_word_put(w, CTL_PING);
 		if (rt_auth_begin(&c->in) || rt_auth_add(&c->in, w, 8) ||
@@ -597,7 +618,6 @@ conn_extra(RtNet *n, RtConn *c)
 	}
 }
 
-static int conn_read(RtNet *n, RtConn *c);
 
 /* Reads up to len bytes of c into dst: from what was read ahead, else
  * from the socket, through the read-ahead buffer for a small read (the
@@ -606,6 +626,8 @@ static int conn_read(RtNet *n, RtConn *c);
 static ssize_t
 conn_in(RtConn *c, void *dst, size_t len)
 {
+	if (c->ring)
+		return net_shm_read(c, dst, len);
 	if (c->ra_at == c->ra_len && len < READ_AHEAD) {
 		ssize_t r = net_io_read(c->tls, c->fd, c->ra, READ_AHEAD);
 
@@ -712,15 +734,15 @@ conn_tls_step(RtNet *n, RtConn *c)
 	if (rv == 0)
 		return 0;
 	c->hs = 0;
-	return conn_read(n, c);
+	return net_conn_read(n, c);
 }
 
 /* Reads what has come on c and completes every whole frame (with a
  * cluster key, every frame whose MAC is right: the MAC is computed as
  * its bytes come, while they are in the cache).  0, or -1 when the
  * connection is over (closed by the caller). */
-static int
-conn_read(RtNet *n, RtConn *c)
+int
+net_conn_read(RtNet *n, RtConn *c)
 {
 	size_t turn = 0;
 
@@ -801,7 +823,7 @@ net_io_main(void *arg)
 				RtConn *c = ev[i].data.ptr;
 
 				if (!n->recv || (c->hs && conn_tls_step(n, c)) ||
-				    (!c->hs && conn_read(n, c) != 0))
+				    (!c->hs && net_conn_read(n, c) != 0))
 					net_conn_close(n, c);
 			} else {
 				net_link_event(n, ev[i].data.ptr, ev[i].events);

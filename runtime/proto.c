@@ -149,6 +149,8 @@ rt_proc_init(RtProc *p, const TfgPlan *plan, int task, const TfgOptions *opt)
 	}
 	p->net.hb_dead = p->opt.heartbeat_timeout;
 	p->net.up_wait = p->opt.startup_timeout;
+	if (p->opt.no_shm)
+		p->net.shm = 0;
 	for (int i = 0; i < plan->nedge; i++)
 		if (!rt_edge_valid(&plan->edges[i])) {
 			rt_proc_free(p);
@@ -880,13 +882,15 @@ rt_stats_text(RtProc *p, size_t *n)
 	size_t cap = 100 * (size_t)p->plan->ntask + 32, k;
 	char *s = malloc(cap);
 
-	int dialed = 0;
+	int dialed = 0, shm = 0;
 
 	if (s == NULL)
 		return NULL;
-	for (int i = 0; i < p->plan->ntask; i++)
+	for (int i = 0; i < p->plan->ntask; i++) {
 		dialed += rt_net_peer_dialed(&p->net, i);
-	k = (size_t)snprintf(s, cap, "dialed %d\n", dialed);
+		shm += rt_net_peer_shm(&p->net, i);
+	}
+	k = (size_t)snprintf(s, cap, "dialed %d shm %d\n", dialed, shm);
 	for (int i = 0; i < p->plan->ntask; i++) {
 		const RtPeer *q = &p->peers[i];
 		unsigned long long om = q->out_msgs, ob = q->out_bytes,

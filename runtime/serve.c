@@ -33,7 +33,7 @@ static const char usage[] =
     "       [--tls-cert FILE --tls-key FILE --tls-ca FILE]\n"
     "       [--startup-timeout S] [--step-timeout S] "
     "[--heartbeat-timeout S]\n"
-    "       [--restore DIR] [--trace OUT.json|-] [--verbose]\n"
+    "       [--restore DIR] [--trace OUT.json|-] [--no-shm] [--verbose]\n"
     "serves its task's part, compiled by tfgc compile -o "
     "(spec/language.md 10.3)\n";
 
@@ -73,6 +73,10 @@ parse(Opts *a, int argc, char **argv)
 
 		if (strcmp(s, "--verbose") == 0 || strcmp(s, "-v") == 0) {
 			a->o.verbose = 1;
+			continue;
+		}
+		if (strcmp(s, "--no-shm") == 0) {
+			a->o.no_shm = 1;
 			continue;
 		}
 		if (strcmp(s, "--help") == 0 || strcmp(s, "-h") == 0) {

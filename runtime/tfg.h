@@ -866,6 +866,8 @@ typedef struct TfgOptions {
 				    TFG_CLUSTER_KEY names, or none) */
 	const char *tls_cert, *tls_key, *tls_ca; /* --tls-*: TLS on every
 				    connection (PEM files) */
+	int no_shm;             /* --no-shm: tasks of one host talk over
+				   TCP (spec/design.md "Shared memory") */
 	int stats;              /* tfgc run --stats: each link's messages
 				   and bytes at the end (spec/design.md
 				   "Link counts") */

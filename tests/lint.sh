@@ -105,7 +105,8 @@ for f in $sources; do
 done
 
 # (d) the runtime's layers (spec/design.md "Runtime layers"): transport
-#     (net.c net_link.c net_recv.c net.h net_int.h auth.c auth.h) ->
+#     (net.c net_link.c net_recv.c net_shm.c net.h net_int.h auth.c
+#     auth.h) ->
 #     protocol (wire.c proto.c rendezvous.c proto.h proto_int.h) -> roles
 #     (server.c client.c client_eval.c client_run.c run_part.c spec.c
 #     launch.c var.c optim.c ckpt.c progress.c role.h client_int.h).
@@ -116,8 +117,8 @@ done
 #     or transport; (d3) the files of no layer reach none of them.
 layer() {
 	case $1 in
-	runtime/net.c|runtime/net_link.c|runtime/net_recv.c|runtime/net.h|\
-	runtime/net_int.h|runtime/auth.c|runtime/auth.h) echo 1 ;;
+	runtime/net.c|runtime/net_link.c|runtime/net_recv.c|runtime/net_shm.c|\
+	runtime/net.h|runtime/net_int.h|runtime/auth.c|runtime/auth.h) echo 1 ;;
 	runtime/wire.c|runtime/proto.c|runtime/rendezvous.c|runtime/proto.h|\
 	runtime/proto_int.h) echo 2 ;;
 	runtime/server.c|runtime/client.c|runtime/client_eval.c|\

@@ -38,6 +38,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "runtime/net_int.h"
 #include "runtime/role.h"
 
 #include <pthread.h>
@@ -2483,6 +2484,23 @@ got_is(int i, size_t len, int seed)
 	return same;
 }
 
+/* Waits (5 s at most) for link k's offer of shared memory to be taken
+ * or declined, if it made one (after RT_SHM_AFTER frames): the
+ * answer's event on the link writes what is held. */
+static void
+shm_settled(RtLink *k)
+{
+	for (double end = rt_now() + 5; rt_now() < end; usleep(1000)) {
+		pthread_mutex_lock(&k->mu);
+		int done = k->shm_state == SHM_ON ||
+			   (k->shm_state == SHM_NONE &&
+			    (k->shm_tried || k->nframes < RT_SHM_AFTER));
+		pthread_mutex_unlock(&k->mu);
+		if (done)
+			return;
+	}
+}
+
 /* spec/design.md "Transport", *Held sends*: small frames held back
  * (rt_net_hold) leave, in order and whole, with the thread's next send
  * on the link, at rt_net_flush_held, before a large product, or from
@@ -2519,6 +2537,7 @@ t_hold(void)
 		ASSERT_EQ(rt_net_send(&b, 0, land_msg(10, 0), rt_now() + 10,
 				      NULL, NULL, &e), TFG_OK);
 		ASSERT(got_is(n++, 10, 0));
+		shm_settled(&b.peers[0]);
 		/* 60 held, of sizes 1 to 6,000, one with a borrowed tail
 		   that changes once it is held */
 		t0 = rt_now();
@@ -2593,6 +2612,120 @@ t_hold(void)
 		rt_net_flush_held();
 		rt_net_close(&b);
 		rt_net_close(&a);
+	}
+}
+
+/* spec/design.md "Shared memory": two links of one host (here, one
+ * process) move their frames through a ring once the offer is taken:
+ * frames of every size, larger than the ring too, wrapping round it,
+ * held ones, and a large one landed in its place; a frame half written
+ * when its writer's connection goes is never delivered, while the whole
+ * ones before it are, and the next connection takes a ring of its own.
+ * A receiver with --no-shm declines, and its link stays TCP. */
+static void
+t_shm(void)
+{
+	const size_t big = (size_t)3 << 20, off = 112;
+
+	for (int no = 0; no < 2; no++) {
+		RtNet a, b;
+		RtNetRecv r = {land_done_cb};
+		RtNetLand l;
+		RtLink *k;
+		TfgError e;
+		unsigned char *dst = malloc(big - off), hdr[8];
+		RtBuf *m, *ref = land_msg(big, 5);
+		int i, n = 0;
+
+		land_n = 0;
+		ASSERT(dst != NULL && ref != NULL);
+		ASSERT_EQ(rt_net_init(&a, "a", 0), TFG_OK);
+		ASSERT_EQ(rt_net_init(&b, "b", 1), TFG_OK);
+		a.shm = !no;
+		ASSERT_EQ(rt_net_listen(&a, "tcp://127.0.0.1:0", (size_t)8 << 20,
+					&e), TFG_OK);
+		ASSERT_EQ(rt_net_recv_start(&a, &r, &e), TFG_OK);
+		ASSERT_EQ(rt_net_dial(&b, 0, a.url, "a", &e), TFG_OK);
+		k = &b.peers[0];
+		/* a link offers its ring once it carried RT_SHM_AFTER
+		   frames: fewer go on TCP alone */
+		for (i = 0; i < RT_SHM_AFTER; i++) {
+			ASSERT_EQ(k->shm_state, SHM_NONE);
+			ASSERT_EQ(rt_net_send(&b, 0, land_msg(10, i),
+					      rt_now() + 10, NULL, NULL, &e),
+				  TFG_OK);
+			ASSERT(got_is(n++, 10, i));
+		}
+		shm_settled(k);
+		ASSERT_EQ(k->shm_state, no ? SHM_NONE : SHM_ON);
+		/* 40 frames of up to 1.4 MB: 29 MB through a ring of 1 MiB */
+		for (i = 1; i <= 40; i++)
+			ASSERT_EQ(rt_net_send(&b, 0, land_msg((size_t)i * 37001,
+							       i),
+					      rt_now() + 10, NULL, NULL, &e),
+				  TFG_OK);
+		for (i = 1; i <= 40; i++)
+			ASSERT(got_is(n++, (size_t)i * 37001, i));
+		for (i = 41; i <= 45; i++)
+			ASSERT_EQ(rt_net_hold(&b, 0, land_msg(100 + i, i),
+					      rt_now() + 10, NULL, NULL, &e),
+				  TFG_OK);
+		rt_net_flush_held();
+		for (i = 41; i <= 45; i++)
+			ASSERT(got_is(n++, 100 + i, i));
+		land_post(&a, &l, ref, off, dst);
+		ASSERT_EQ(rt_net_send(&b, 0, land_msg(big, 5), rt_now() + 10,
+				      NULL, NULL, &e), TFG_OK);
+		ASSERT((m = land_next(n++)) != NULL);
+		ASSERT(m->landed == dst && m->len == big);
+		ASSERT(memcmp(dst, ref->data + off, big - off) == 0);
+		rt_buf_free(m);
+		rt_net_unland(&a, &l);
+		/* two whole frames and the first 100 KiB of one of 3 MiB,
+		   then the writer's connection goes */
+		pthread_mutex_lock(&k->mu);
+		for (i = 0; i < 3; i++) {
+			RtBuf *f = land_msg(i < 2 ? 5000 : big, 50 + i);
+			struct iovec iov[2] = {{hdr, 8},
+					       {f->data, i < 2 ? f->len
+							       : 100 << 10}};
+
+			rt_put_le(hdr, f->len, 8);
+			ASSERT_EQ(net_link_sendv(k, iov, 2),
+				  (ssize_t)(8 + iov[1].iov_len));
+			rt_buf_free(f);
+		}
+		net_link_broken(&b, k);
+		pthread_mutex_unlock(&k->mu);
+		if (!no) { /* over TCP those bytes went on the socket */
+			ASSERT(got_is(n++, 5000, 50));
+			ASSERT(got_is(n++, 5000, 51));
+			usleep(200000);
+			pthread_mutex_lock(&land_mu);
+			ASSERT_EQ(land_n, n); /* the torn one never came */
+			pthread_mutex_unlock(&land_mu);
+		}
+		/* the next connection: whole again, on a ring of its own */
+		for (i = 0; i <= RT_SHM_AFTER; i++) {
+			ASSERT_EQ(rt_net_send(&b, 0, land_msg(1000, 77),
+					      rt_now() + 10, NULL, NULL, &e),
+				  TFG_OK);
+			ASSERT((m = land_next(n++)) != NULL);
+			if (!no) {
+				RtBuf *want = land_msg(1000, 77);
+				ASSERT(m->len == 1000 &&
+				       memcmp(m->data, want->data, 1000) == 0);
+				rt_buf_free(want);
+			}
+			rt_buf_free(m);
+		}
+		shm_settled(k);
+		ASSERT_EQ(k->shm_state, no ? SHM_NONE : SHM_ON);
+		ASSERT_EQ(rt_net_peer_ups(&b, 0), 2);
+		rt_net_close(&b);
+		rt_net_close(&a);
+		rt_buf_free(ref);
+		free(dst);
 	}
 }
 
@@ -2989,7 +3122,8 @@ TEST_MAIN({"hello", t_hello}, {"loop_print", t_loop_print},
 	  {"restart_tensor", t_restart_tensor}, {"step_ids", t_step_ids},
 	  {"restart_specs", t_restart_specs},
 	  {"many_steps", t_many_steps},
-	  {"land", t_land}, {"land_late", t_land_late}, {"hold", t_hold}, {"relay", t_relay},
+	  {"land", t_land}, {"land_late", t_land_late}, {"hold", t_hold}, {"shm", t_shm},
+	  {"relay", t_relay},
 	  {"tls_giveup", t_tls_giveup},
 	  {"tls_refused_peer", t_tls_refused_peer}) /* last: their threads end
 						  before no fork */
