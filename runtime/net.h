@@ -56,6 +56,8 @@
 			     shared-memory offer, net_shm.c) */
 #define RT_SHM_AFTER 32   /* frames a connection carries before it
 			     offers its peer shared memory */
+#define RT_SHM_MAX 64     /* rings a process maps at most, its own and
+			     those it reads */
 
 /* Why a peer is gone (rt_net_peer_why). */
 enum { RT_GONE_HANGUP = 1, RT_GONE_SILENT };
@@ -241,6 +243,7 @@ typedef struct RtNet {
 	_Atomic unsigned lgen; /* changes with each place posted */
 	/* shared memory with tasks of this host (net_shm.c) */
 	int shm;               /* offered and taken (default; --no-shm: 0) */
+	_Atomic int nshm;      /* rings mapped now (RT_SHM_MAX) */
 	uint64_t here_id;      /* a hash of here: both ends must agree */
 	pthread_mutex_t smu;   /* the bell's making, snew */
 	struct RtShmBell *bell; /* this process's doorbell, made at the

@@ -82,6 +82,7 @@ typedef struct RtShm {
 	size_t size, maplen;
 	int fd;              /* the writer's memfd until the reader took it */
 	RtShmBell *bell;     /* the writer's: the reader's bell */
+	RtNet *net;          /* the process whose RT_SHM_MAX it counts in */
 } RtShm;
 
 static void
@@ -189,6 +190,8 @@ shm_free(RtShm *s)
 {
 	if (s == NULL)
 		return;
+	if (s->net)
+		atomic_fetch_sub(&s->net->nshm, 1);
 	if (s->fd >= 0)
 		close(s->fd);
 	if (s->bell)
@@ -247,13 +250,24 @@ net_shm_offer(RtNet *n, RtLink *k)
 	    k->fd < 0 || k->connecting)
 		return;
 	k->shm_tried = 1; /* one offer a connection */
-	if ((fd = memfd_create("tfg-ring", MFD_CLOEXEC)) < 0)
+	if (atomic_fetch_add(&n->nshm, 1) >= RT_SHM_MAX) {
+		/* a ps of 199 workers mapping 400 rings stalled its I/O
+		   thread past the heartbeats: the busiest links have theirs,
+		   the rest stay on TCP */
+		atomic_fetch_sub(&n->nshm, 1);
 		return;
+	}
+	if ((fd = memfd_create("tfg-ring", MFD_CLOEXEC)) < 0) {
+		atomic_fetch_sub(&n->nshm, 1);
+		return;
+	}
 	if (ftruncate(fd, (off_t)(SHM_HEAD + size)) != 0 ||
 	    (s = shm_map(fd, size)) == NULL) {
 		close(fd);
+		atomic_fetch_sub(&n->nshm, 1);
 		return;
 	}
+	s->net = n;
 	s->fd = fd;
 	s->h->magic = SHM_MAGIC;
 	s->h->size = size;
@@ -460,9 +474,9 @@ net_conn_shm(RtNet *n, RtConn *c)
 	size_t size = get_le(x + 8, 8);
 	unsigned char a[SHM_ANSWER];
 	RtShm *s = NULL;
-	int fd = -1;
+	int fd = -1, room = atomic_load(&n->nshm) < RT_SHM_MAX;
 
-	if (n->shm && !c->mac && c->proven && c->rpend == NULL &&
+	if (room && n->shm && !c->mac && c->proven && c->rpend == NULL &&
 	    c->rconn == NULL && n->here_id != 0 &&
 	    get_le(x + 32, 8) == n->here_id &&
 	    size >= ((size_t)64 << 10) && size <= ((size_t)1 << 30) &&
@@ -474,6 +488,8 @@ net_conn_shm(RtNet *n, RtConn *c)
 	    s->h->size == size && memcmp(s->h->token, x + 16, 16) == 0 &&
 	    bell_make(n) == 0) {
 		close(fd);
+		s->net = n;
+		atomic_fetch_add(&n->nshm, 1);
 		c->rpend = s;
 		put_le(a, (uint64_t)getpid(), 4);
 		put_le(a + 4, (uint64_t)n->bellfd, 4);
