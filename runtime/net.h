@@ -251,6 +251,8 @@ typedef struct RtNet {
 	int bellfd;            /* its memfd, which writers open */
 	unsigned char bell_token[16];
 	struct RtConn *snew;   /* rings to read, not yet the thread's */
+	struct RtConn *rings;  /* the rings the shm thread reads (its own;
+				  net_shm_close frees them after it) */
 	pthread_t shm_io;      /* the thread that reads the rings */
 	int shm_started;
 } RtNet;

@@ -622,7 +622,7 @@ shm_main(void *arg)
 {
 	RtNet *n = arg;
 	RtShmBell *b = n->bell;
-	RtConn *list = NULL, *c, **p;
+	RtConn *c, **p;
 
 	while (!n->closing) {
 		int moved = 0, any = 0;
@@ -631,12 +631,12 @@ shm_main(void *arg)
 			pthread_mutex_lock(&n->smu);
 			while ((c = n->snew) != NULL) {
 				n->snew = c->next;
-				c->next = list;
-				list = c;
+				c->next = n->rings;
+				n->rings = c;
 			}
 			pthread_mutex_unlock(&n->smu);
 		}
-		for (p = &list; (c = *p) != NULL;) {
+		for (p = &n->rings; (c = *p) != NULL;) {
 			uint64_t t0 = atomic_load(&c->ring->h->tail);
 			int rv = atomic_load(&c->rbad) ? -1
 			       : net_conn_read(n, c);
@@ -659,17 +659,15 @@ shm_main(void *arg)
 		uint32_t seq = atomic_load(&b->seq);
 
 		atomic_store(&b->sleeping, 1);
-		for (c = list; c && !any; c = c->next)
+		for (c = n->rings; c && !any; c = c->next)
 			any = ring_has(c);
 		if (!any && !__atomic_load_n(&n->snew, __ATOMIC_RELAXED) &&
 		    !n->closing)
 			futex(&b->seq, FUTEX_WAIT, seq, SHM_SLEEP_MS);
 		atomic_store(&b->sleeping, 0);
 	}
-	while ((c = list) != NULL) {
-		list = c->next;
-		ring_free(n, c);
-	}
+	/* what is left goes in net_shm_close: the connections of the
+	   rings not dead yet still point at them */
 	return NULL;
 }
 
@@ -685,6 +683,10 @@ net_shm_close(RtNet *n)
 	}
 	while ((c = n->snew) != NULL) {
 		n->snew = c->next;
+		ring_free(n, c);
+	}
+	while ((c = n->rings) != NULL) {
+		n->rings = c->next;
 		ring_free(n, c);
 	}
 	if (n->bell)
