@@ -417,8 +417,10 @@ bell_make(RtNet *n)
 	void *b;
 
 	pthread_mutex_lock(&n->smu);
-	if (n->bell)
+	if (n->bell) { /* made; its thread too, unless that failed */
+		rv = n->shm_started ? 0 : -1;
 		goto out;
+	}
 	rv = -1;
 	if ((fd = memfd_create("tfg-bell", MFD_CLOEXEC)) < 0)
 		goto out;
